@@ -1,0 +1,313 @@
+// Public data types of the scheduler core. Pure data: no classes, no I/O.
+// Units at the API boundary: gpu = GPUs (or MIG slices / time-slice shares for those
+// flavors), cpu = millicores, memory = MiB. Internally GPU amounts are integer milli-units.
+
+/** Source of time for every decision (ms since epoch). Injected so tests and simulators control it. */
+export interface Clock {
+  now(): number;
+}
+
+export type ResourceName = 'gpu' | 'cpu' | 'memory';
+export const RESOURCE_NAMES: readonly ResourceName[] = ['gpu', 'cpu', 'memory'];
+export type Quantities = Partial<Record<ResourceName, number>>;
+
+export interface FlavorSpec {
+  name: string;
+  kind: 'gpu' | 'mig' | 'timeslice';
+  gpuModel?: string;
+  /** For 'mig': slices per physical GPU; for 'timeslice': shares per GPU. Required for those kinds. */
+  slicesPerGpu?: number;
+  pricePerUnitHour?: number;
+}
+
+export interface NodeSpec {
+  name: string;
+  pool: string;
+  /** A node carries exactly one GPU flavor. */
+  flavor: string;
+  /** Physical GPUs on the node. */
+  gpus: number;
+  /** Millicores. */
+  cpu: number;
+  /** MiB. */
+  memory: number;
+  /** Taint: only this tenant's jobs may run here. */
+  dedicatedTenant?: string;
+}
+
+export interface QuotaLimits {
+  nominal: number;
+  /** How much above nominal the queue may take from its cohort; unset = no limit. */
+  borrowingLimit?: number;
+  /** How much of its unused nominal the cohort may use; unset = all of it. */
+  lendingLimit?: number;
+}
+export type QuotaSpec = Record<string /* flavor */, Partial<Record<ResourceName, QuotaLimits>>>;
+
+export interface CohortSpec {
+  name: string;
+  parent?: string;
+  /** A cohort may hold its own nominal (lendable to its children) and limits towards its parent. */
+  quotas?: QuotaSpec;
+}
+
+export interface TimeWindowSpec {
+  /** Days the window starts on, 0 = Sunday .. 6 = Saturday. */
+  days: number[];
+  /** 'HH:MM' local time. If end <= start the window runs past midnight into the next day. */
+  start: string;
+  end: string;
+  /** IANA zone, e.g. 'Europe/Berlin'. */
+  timeZone: string;
+  /** Quotas while the window is open; outside it the queue's base quotas apply. */
+  quotas: QuotaSpec;
+}
+
+export type WithinQueuePolicy = 'Never' | 'LowerPriority' | 'LowerOrNewerEqualPriority';
+export type ReclaimPolicy = 'Never' | 'LowerPriority' | 'Any';
+export interface PreemptionSpec {
+  withinQueue?: WithinQueuePolicy;
+  reclaimWithinCohort?: ReclaimPolicy;
+  borrowWithinCohort?: { policy: 'Never' | 'LowerPriority'; maxPriorityThreshold?: number };
+}
+export type IsolationLevel = 'DEDICATED' | 'GUARANTEED' | 'ELASTIC' | 'BEST_EFFORT';
+
+export interface QueueSpec {
+  name: string;
+  tenant: string;
+  cohort?: string;
+  /** Declaration order of flavors here is the default flavor preference of the queue's jobs. */
+  quotas: QuotaSpec;
+  /** Fair-share weight, default 1. */
+  weight?: number;
+  queueingStrategy?: 'StrictFIFO' | 'BestEffortFIFO';
+  preemption?: PreemptionSpec;
+  isolation?: IsolationLevel;
+  timeWindows?: TimeWindowSpec[];
+  /** Jobs of this queue are placed only on nodes of this pool. */
+  dedicatedPool?: string;
+}
+
+export interface PriorityClass {
+  name: string;
+  value: number;
+  /** 'reclaim-only': preemptible only by another queue reclaiming capacity this job's queue borrowed. */
+  preemptible: 'yes' | 'no' | 'reclaim-only';
+}
+
+export interface PodSetSpec {
+  name: string;
+  count: number;
+  /** Gang minimum; default = count (all or nothing). */
+  minCount?: number;
+  perPod: Quantities;
+  /** Flavor preference list; default: the queue's flavors in declaration order. */
+  flavors?: string[];
+}
+
+export interface JobSpec {
+  id: string;
+  tenant: string;
+  project?: string;
+  queue: string;
+  priorityClass: string;
+  submitTime: number;
+  podSets: PodSetSpec[];
+  expectedDurationMs?: number;
+  maxRunMs?: number;
+}
+
+export interface SchedulerOptions {
+  clock: Clock;
+  placement?: 'best-fit' | 'fragmentation-aware';
+  fairSharing?: {
+    enabled: boolean;
+    /** Enables decayed usage history: ranks equal-share heads by recent consumption. */
+    usageHalfLifeMs?: number;
+    /** GPU-milliseconds charged to a queue's history per requested GPU at admission (default 60 000 = one GPU-minute). */
+    entryPenalty?: number;
+  };
+  /** Replaces the default table (inference-critical 1000 no, production 500 reclaim-only, training 100, experiment 10). */
+  priorityClasses?: PriorityClass[];
+}
+
+export interface PodPlacement {
+  node: string;
+  /**
+   * GPU indices on the node, pods × unitsPerPod entries in pod order. A unit is one whole GPU
+   * (gpu flavor, gpu >= 1), one pod's share of a GPU (gpu flavor, gpu < 1) or one slice/share
+   * (mig, timeslice). Omitted when the pods request no GPU.
+   */
+  gpuIndices?: number[];
+  pods: number;
+}
+
+export interface PodSetAdmission {
+  name: string;
+  flavor: string;
+  /** Pods admitted (between the gang minimum and count). */
+  count: number;
+  placements: PodPlacement[];
+}
+
+export type AdmissionMode = 'fit' | 'borrow' | 'preempt' | 'preempt-borrow';
+
+export interface Admission {
+  jobId: string;
+  queue: string;
+  at: number;
+  podSets: PodSetAdmission[];
+  borrowed: boolean;
+  mode: AdmissionMode;
+}
+
+export type PreemptionReason = 'reclaim' | 'priority' | 'fair-share' | 'window-closed' | 'idle';
+
+export interface Preemption {
+  victimId: string;
+  victimQueue: string;
+  preemptorId: string;
+  preemptorQueue: string;
+  reason: PreemptionReason;
+  at: number;
+}
+
+export type PendingReasonCode =
+  | 'NotYetEvaluated'
+  | 'WaitingForQuota'
+  | 'ExceedsMaxQuota'
+  | 'NoFittingNode'
+  | 'WindowClosed'
+  | 'StrictFIFOBlocked'
+  | 'WaitingForPreemption';
+
+/** The numbers behind a quota-related pending reason (API units). */
+export interface QuotaShortfall {
+  flavor: string;
+  resource: ResourceName;
+  /** What the job asks for on this flavor/resource. */
+  requested: number;
+  /** What the queue could take right now (own unused nominal + what the cohort can lend within limits). */
+  available: number;
+  nominal: number;
+  /** Undefined = unlimited. */
+  borrowingLimit?: number;
+  /** Current usage of the queue. */
+  used: number;
+  /** The most the queue could ever get (nominal + borrowing within what the cohort holds). */
+  maxAvailable: number;
+}
+
+export interface PendingDecision {
+  jobId: string;
+  queue: string;
+  reason: PendingReasonCode;
+  message: string;
+  /** The flavor/resource that blocked the best flavor option, with its numbers. */
+  shortfall?: QuotaShortfall;
+}
+
+export interface CycleResult {
+  at: number;
+  admitted: Admission[];
+  preempted: Preemption[];
+  /** Jobs evaluated in this cycle that stay pending, with why. */
+  pending: PendingDecision[];
+}
+
+export interface JobExplanation {
+  jobId: string;
+  queue: string;
+  state: 'pending' | 'admitted';
+  /** Pending only. */
+  reason?: PendingReasonCode;
+  message?: string;
+  shortfall?: QuotaShortfall;
+  /** 1-based position among the queue's pending jobs in queue order (priority, then submit time). */
+  positionInQueue?: number;
+  queuePending?: number;
+  /** 1-based position in the cohort tree's admission order (fair share, borrowing and priority included). */
+  positionInCohort?: number;
+  cohortPending?: number;
+  /** Estimated admission time (ms epoch) from running jobs' expected end times; null if unknown. */
+  eta?: number | null;
+  /** Admitted only. */
+  admission?: Admission;
+  /** Admitted only: admission time + expectedDurationMs (or maxRunMs), if known. */
+  expectedEnd?: number | null;
+  /** How often this job has been preempted, and the last preemption. */
+  preemptions: number;
+  lastPreemption?: Preemption;
+}
+
+export interface Preview {
+  admissible: boolean;
+  /** Where it would land (not applied). */
+  admission?: Admission;
+  borrowed: boolean;
+  wouldPreempt: Preemption[];
+  reason?: PendingReasonCode;
+  message?: string;
+  shortfall?: QuotaShortfall;
+}
+
+export interface QueueResourceStatus {
+  flavor: string;
+  resource: ResourceName;
+  nominal: number;
+  borrowingLimit?: number;
+  lendingLimit?: number;
+  used: number;
+  /** Usage above nominal. */
+  borrowed: number;
+  /** Part of this queue's unused lendable nominal that other queues of the cohort currently use (attributed as min(unused lendable, borrowed by siblings)). */
+  lent: number;
+}
+
+export interface QueueStatus {
+  name: string;
+  tenant: string;
+  cohort?: string;
+  weight: number;
+  isolation: IsolationLevel;
+  queueingStrategy: 'StrictFIFO' | 'BestEffortFIFO';
+  /** Index of the open time window, or null when base quotas apply. */
+  activeWindow: number | null;
+  resources: QueueResourceStatus[];
+  /** Weighted dominant resource share (0 when not borrowing; Infinity when borrowing with weight 0). */
+  weightedShare: number;
+  pendingCount: number;
+  admittedCount: number;
+}
+
+export interface GpuStatus {
+  index: number;
+  /** In flavor units: 1 for a whole GPU, slicesPerGpu for mig/timeslice. */
+  capacity: number;
+  free: number;
+}
+
+export interface NodeStatus {
+  name: string;
+  pool: string;
+  flavor: string;
+  kind: FlavorSpec['kind'];
+  dedicatedTenant?: string;
+  capacity: { gpu: number; cpu: number; memory: number };
+  free: { gpu: number; cpu: number; memory: number };
+  gpus: GpuStatus[];
+}
+
+export interface PendingShape {
+  /** Flavors the pod may use (its preference list, or the queue's flavors). */
+  flavors: string[];
+  perPod: { gpu: number; cpu: number; memory: number };
+  /** Pending pods of this shape (sum of counts). */
+  pods: number;
+  jobs: number;
+}
+
+export interface RestoredAdmission {
+  job: JobSpec;
+  admission: Admission;
+}
