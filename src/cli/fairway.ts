@@ -1,0 +1,204 @@
+#!/usr/bin/env node
+// The project CLI. Subcommands: simulate, convert-philly. Plain argv parsing.
+import { fileURLToPath } from 'node:url';
+import { convertPhilly } from '../simulator/philly.js';
+import { PLACEMENTS, POLICIES, type PlacementName, type PolicyName } from '../simulator/policies.js';
+import { simulate, terminalReport, writeReport, type SimulateOptions } from '../simulator/run.js';
+
+export class UsageError extends Error {}
+
+const MAIN_HELP = `usage: fairway <command> [options]
+
+commands:
+  simulate         replay or fill a job trace through the scheduler core and report quality
+  convert-philly   convert the Philly trace to the simulator's trace, cluster and queues files
+  help [command]   show help
+
+Run 'fairway <command> --help' for the options of a command.`;
+
+const SIMULATE_HELP = `usage: fairway simulate --trace FILE --cluster FILE --queues FILE [options]
+
+  --trace FILE         trace CSV (submit_time, duration_s, tenant, gpus, pods, ...)
+  --cluster FILE       cluster CSV (name, pool, gpu_type, gpus, cpu_milli, memory_mib, count, ...)
+  --queues FILE        queues file, JSON (.json) or YAML subset (.yaml/.yml)
+  --policy LIST        comma list of fairway, static, fifo (default: all three)
+  --placement LIST     comma list of best-fit, fragmentation-aware (default: best-fit)
+  --mode MODE          replay (default) or fill
+  --seed N             seed for fill sampling (default 1)
+  --fill-targets LIST  requested-capacity percentages for fill (default 50,80,90,100,130)
+  --window END         measurement window end for replay: last-submit (default) or last-finish
+  --sla-seconds N      SLA start deadline in seconds (default 60)
+  --no-preview         do not call the core's preview at submit (faster; previewAtSubmit stays 'none')
+  --out DIR            output directory for report.json and report.html (default sim-out)
+  --name NAME          output file base name (default report)
+  --no-tenants         terminal output without the per-tenant tables
+  -h, --help           this help
+
+See docs/simulator.md for the file formats and exact metric definitions.`;
+
+const PHILLY_HELP = `usage: fairway convert-philly [options]
+
+  --philly-dir DIR     directory with philly-2017-09-10.csv and philly-vc-nodes.csv
+                       (default ../shared/traces/philly)
+  --out DIR            where to write the trace, cluster and queues files (default sim-out/philly)
+  --gpus N             cluster size in GPUs, a multiple of 8 (default 768)
+  --quota MODE         scaled (default: VC table shares of the cluster) or raw (nodes × 8)
+  -h, --help           this help`;
+
+type Flags = Map<string, string | true>;
+
+export function parseFlags(args: string[], booleans: string[]): Flags {
+  const m: Flags = new Map();
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '-h') {
+      m.set('help', true);
+      continue;
+    }
+    if (!a.startsWith('--')) throw new UsageError(`unexpected argument '${a}'`);
+    let key = a.slice(2);
+    let val: string | undefined;
+    const eq = key.indexOf('=');
+    if (eq >= 0) {
+      val = key.slice(eq + 1);
+      key = key.slice(0, eq);
+    }
+    if (booleans.includes(key)) {
+      if (val !== undefined) throw new UsageError(`--${key} takes no value`);
+      m.set(key, true);
+      continue;
+    }
+    if (val === undefined) {
+      val = args[++i];
+      if (val === undefined || val.startsWith('--')) throw new UsageError(`--${key} needs a value`);
+    }
+    if (m.has(key)) throw new UsageError(`--${key} given twice`);
+    m.set(key, val);
+  }
+  return m;
+}
+
+function str(f: Flags, k: string): string | undefined {
+  const v = f.get(k);
+  return typeof v === 'string' ? v : undefined;
+}
+
+function list<T extends string>(f: Flags, k: string, allowed: readonly T[], dflt: T[]): T[] {
+  const v = str(f, k);
+  if (v === undefined) return dflt;
+  const items = v.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const it of items) if (!(allowed as readonly string[]).includes(it)) throw new UsageError(`--${k}: '${it}' is not one of ${allowed.join(', ')}`);
+  if (items.length === 0) throw new UsageError(`--${k} is empty`);
+  return [...new Set(items)] as T[];
+}
+
+function int(f: Flags, k: string, dflt: number): number {
+  const v = str(f, k);
+  if (v === undefined) return dflt;
+  if (!/^-?\d+$/.test(v)) throw new UsageError(`--${k} must be an integer, got '${v}'`);
+  return Number(v);
+}
+
+const SIM_KNOWN = ['trace', 'cluster', 'queues', 'policy', 'placement', 'mode', 'seed', 'fill-targets', 'window', 'sla-seconds', 'no-preview', 'out', 'name', 'no-tenants', 'help'];
+
+export function parseSimulateArgs(args: string[]): (SimulateOptions & { out: string; name: string; tenants: boolean }) | 'help' {
+  const f = parseFlags(args, ['no-preview', 'no-tenants', 'help']);
+  if (f.has('help')) return 'help';
+  for (const k of f.keys()) if (!SIM_KNOWN.includes(k)) throw new UsageError(`unknown option --${k}`);
+  const need = (k: string): string => {
+    const v = str(f, k);
+    if (v === undefined) throw new UsageError(`--${k} FILE is required`);
+    return v;
+  };
+  const mode = str(f, 'mode') ?? 'replay';
+  if (mode !== 'replay' && mode !== 'fill') throw new UsageError(`--mode must be replay or fill, got '${mode}'`);
+  const win = str(f, 'window');
+  if (win !== undefined && win !== 'last-submit' && win !== 'last-finish') throw new UsageError(`--window must be last-submit or last-finish`);
+  const o: SimulateOptions & { out: string; name: string; tenants: boolean } = {
+    trace: need('trace'),
+    cluster: need('cluster'),
+    queues: need('queues'),
+    policies: list<PolicyName>(f, 'policy', POLICIES, [...POLICIES]),
+    placements: list<PlacementName>(f, 'placement', PLACEMENTS, ['best-fit']),
+    mode,
+    seed: int(f, 'seed', 1),
+    out: str(f, 'out') ?? 'sim-out',
+    name: str(f, 'name') ?? 'report',
+    tenants: !f.has('no-tenants'),
+  };
+  if (win !== undefined) o.windowEnd = win;
+  if (f.has('sla-seconds')) o.slaSeconds = int(f, 'sla-seconds', 60);
+  if (f.has('no-preview')) o.preview = false;
+  const ft = str(f, 'fill-targets');
+  if (ft !== undefined) {
+    const xs = ft.split(',').map((s) => Number(s.trim()));
+    if (xs.some((x) => !(x > 0) || !Number.isFinite(x))) throw new UsageError(`--fill-targets must be positive numbers, got '${ft}'`);
+    o.fillTargets = xs;
+  }
+  if (!/^[\w.-]+$/.test(o.name)) throw new UsageError(`--name may use letters, digits, '.', '_' and '-' only`);
+  return o;
+}
+
+export interface Io {
+  out(s: string): void;
+  err(s: string): void;
+}
+
+const stdio: Io = { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n') };
+
+/** Run the CLI; returns the exit code (0 ok, 1 input/run error, 2 usage error). */
+export function main(argv: string[], io: Io = stdio): number {
+  const [cmd, ...rest] = argv;
+  try {
+    if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
+      const sub = rest[0];
+      io.out(sub === 'simulate' ? SIMULATE_HELP : sub === 'convert-philly' ? PHILLY_HELP : MAIN_HELP);
+      return 0;
+    }
+    if (cmd === 'simulate') {
+      const o = parseSimulateArgs(rest);
+      if (o === 'help') {
+        io.out(SIMULATE_HELP);
+        return 0;
+      }
+      const res = simulate(o, undefined, (t) => {
+        const rate = t.jobs / Math.max(t.ms / 1000, 1e-9);
+        io.err(`${o.mode} ${t.policy}/${t.placement}: ${t.jobs} jobs in ${(t.ms / 1000).toFixed(2)} s (${Math.round(rate)} jobs/s)`);
+      });
+      io.out(terminalReport(res.report, o.tenants));
+      const files = writeReport(res.report, o.out, o.name);
+      io.out(`\nwrote ${files.json} and ${files.html}`);
+      return 0;
+    }
+    if (cmd === 'convert-philly') {
+      const f = parseFlags(rest, ['help']);
+      if (f.has('help')) {
+        io.out(PHILLY_HELP);
+        return 0;
+      }
+      for (const k of f.keys()) if (!['philly-dir', 'out', 'gpus', 'quota'].includes(k)) throw new UsageError(`unknown option --${k}`);
+      const quota = str(f, 'quota') ?? 'scaled';
+      if (quota !== 'scaled' && quota !== 'raw') throw new UsageError(`--quota must be scaled or raw`);
+      const r = convertPhilly({ dir: str(f, 'philly-dir') ?? '../shared/traces/philly', outDir: str(f, 'out') ?? 'sim-out/philly', gpus: int(f, 'gpus', 768), quota });
+      io.out(`${r.jobs} jobs → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}`);
+      for (const t of r.tenants) io.out(`  ${t.vc}: ${t.jobs} jobs, VC nodes ${t.nodes ?? '-'}, nominal ${t.nominalGpus} GPUs`);
+      return 0;
+    }
+    throw new UsageError(`unknown command '${cmd}'\n\n${MAIN_HELP}`);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.err(`fairway: ${e.message}`);
+      return 2;
+    }
+    io.err(`fairway: error: ${(e as Error).message}`);
+    return 1;
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
+  process.exitCode = main(process.argv.slice(2));
+}

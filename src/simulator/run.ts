@@ -1,0 +1,109 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { readCluster, totalGpus } from './cluster.js';
+import { DEFAULT_FILL_TARGETS, resolveQueues, runFill, runReplay, type SimInput, type WindowEnd } from './engine.js';
+import { computeReplayMetrics } from './metrics.js';
+import type { PlacementName, PolicyName } from './policies.js';
+import { checkQueuesAgainstCluster, readQueues } from './queues.js';
+import { fillHtml, fillRun, fillTerminal, replayHtml, replayTerminal, reportJson, type FillReport, type Report, type ReplayReport, type ReportInputs } from './report.js';
+import { readTrace } from './trace.js';
+
+export interface SimulateOptions {
+  trace: string;
+  cluster: string;
+  queues: string;
+  policies: PolicyName[];
+  placements: PlacementName[];
+  mode: 'replay' | 'fill';
+  seed: number;
+  windowEnd?: WindowEnd;
+  slaSeconds?: number;
+  fillTargets?: number[];
+  preview?: boolean;
+}
+
+export interface RunTiming {
+  policy: string;
+  placement: string;
+  jobs: number;
+  ms: number;
+}
+
+export interface SimulationResult {
+  report: Report;
+  timings: RunTiming[];
+}
+
+export function loadInput(o: Pick<SimulateOptions, 'trace' | 'cluster' | 'queues'>): SimInput {
+  const cluster = readCluster(o.cluster);
+  const queues = readQueues(o.queues);
+  checkQueuesAgainstCluster(queues, cluster);
+  const trace = readTrace(o.trace);
+  const input = { trace, cluster, queues };
+  resolveQueues(input); // fail early on tenants without a queue
+  return input;
+}
+
+export function simulate(o: SimulateOptions, input: SimInput = loadInput(o), onRun?: (t: RunTiming) => void): SimulationResult {
+  const inputs: ReportInputs = {
+    trace: basename(o.trace),
+    cluster: basename(o.cluster),
+    queues: basename(o.queues),
+    jobs: input.trace.length,
+    capacityGpus: totalGpus(input.cluster),
+    nodes: input.cluster.nodes.length,
+  };
+  const timings: RunTiming[] = [];
+  if (o.mode === 'replay') {
+    const report: ReplayReport = {
+      format: 'fairway-simulation/1',
+      mode: 'replay',
+      inputs,
+      slaSeconds: o.slaSeconds ?? 60,
+      windowEnd: o.windowEnd ?? 'last-submit',
+      runs: [],
+    };
+    for (const policy of o.policies) {
+      for (const placement of o.placements) {
+        const t0 = performance.now();
+        const ro: Parameters<typeof runReplay>[1] = { policy, placement };
+        if (o.windowEnd) ro.windowEnd = o.windowEnd;
+        if (o.slaSeconds !== undefined) ro.slaSeconds = o.slaSeconds;
+        if (o.preview !== undefined) ro.preview = o.preview;
+        const out = runReplay(input, ro);
+        const ms = performance.now() - t0;
+        report.runs.push(computeReplayMetrics(out, o.slaSeconds !== undefined ? { slaSeconds: o.slaSeconds } : {}));
+        const t = { policy, placement, jobs: input.trace.length, ms };
+        timings.push(t);
+        onRun?.(t);
+      }
+    }
+    return { report, timings };
+  }
+  const report: FillReport = { format: 'fairway-simulation/1', mode: 'fill', inputs, seed: o.seed, runs: [] };
+  for (const policy of o.policies) {
+    for (const placement of o.placements) {
+      const t0 = performance.now();
+      const out = runFill(input, { policy, placement, seed: o.seed, targetsPct: o.fillTargets ?? DEFAULT_FILL_TARGETS });
+      const ms = performance.now() - t0;
+      report.runs.push(fillRun(out));
+      const t = { policy, placement, jobs: out.sample.length, ms };
+      timings.push(t);
+      onRun?.(t);
+    }
+  }
+  return { report, timings };
+}
+
+export function terminalReport(r: Report, perTenant = true): string {
+  return r.mode === 'replay' ? replayTerminal(r, perTenant) : fillTerminal(r);
+}
+
+export function writeReport(r: Report, outDir: string, name = 'report'): { json: string; html: string } {
+  mkdirSync(outDir, { recursive: true });
+  const json = join(outDir, `${name}.json`);
+  const html = join(outDir, `${name}.html`);
+  writeFileSync(json, reportJson(r));
+  writeFileSync(html, r.mode === 'replay' ? replayHtml(r) : fillHtml(r));
+  return { json, html };
+}

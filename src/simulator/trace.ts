@@ -1,0 +1,115 @@
+import { readFileSync } from 'node:fs';
+import { Columns, CsvError, parseCsvTable } from './csv.js';
+
+/** One job of a trace, normalised. Times are in milliseconds. */
+export interface TraceJob {
+  /** 1-based line number in the trace file (for messages). */
+  line: number;
+  id: string;
+  /** Submit time in ms: epoch ms for ISO traces, ms from trace start for relative ones. */
+  submitMs: number;
+  durationMs: number;
+  tenant: string;
+  /** Explicit queue (optional `queue` column); otherwise the tenant's queue. */
+  queue?: string;
+  /** GPUs per pod; below 1 a fractional share of one GPU in 1/1000 steps. */
+  gpus: number;
+  pods: number;
+  gpuType?: string;
+  cpuMilli?: number;
+  memoryMib?: number;
+  priority?: string;
+}
+
+export const DEFAULT_PRIORITY_CLASSES = ['inference-critical', 'production', 'training', 'experiment'] as const;
+
+export interface TraceParseOptions {
+  /** Allowed priority class names; default: the four default classes. */
+  priorityClasses?: readonly string[];
+}
+
+const ISO_RE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$/;
+
+/** Parse an ISO-8601 timestamp (a missing zone means UTC). Returns NaN when invalid. */
+export function parseIsoMs(s: string): number {
+  if (!ISO_RE.test(s)) return Number.NaN;
+  let t = s.replace(' ', 'T');
+  if (!/(Z|[+-]\d{2}:?\d{2})$/.test(t)) t += t.includes('T') ? 'Z' : 'T00:00:00Z';
+  return Date.parse(t);
+}
+
+/** Check a per-pod GPU request: whole GPUs at or above 1, 1/1000 steps below. */
+export function checkGpuAmount(x: number): string | undefined {
+  if (x < 0) return 'must not be negative';
+  if (x >= 1) return Number.isInteger(x) ? undefined : 'must be a whole number of GPUs when 1 or more';
+  const milli = x * 1000;
+  if (Math.abs(milli - Math.round(milli)) > 1e-6) return 'a fractional share must be in steps of 1/1000';
+  return undefined;
+}
+
+export function parseTrace(text: string, file = '<trace>', opts: TraceParseOptions = {}): TraceJob[] {
+  const table = parseCsvTable(text, file);
+  const cols = new Columns(table.header, file, 1, ['submit_time', 'duration_s', 'tenant', 'gpus']);
+  const classes = new Set(opts.priorityClasses ?? DEFAULT_PRIORITY_CLASSES);
+  const jobs: TraceJob[] = [];
+  const ids = new Set<string>();
+  let timeKind: 'iso' | 'rel' | undefined;
+  for (const rec of table.rows) {
+    const err = (m: string): never => {
+      throw new CsvError(file, rec.line, m);
+    };
+    const st = cols.required(rec, 'submit_time');
+    let submitMs: number;
+    let kind: 'iso' | 'rel';
+    if (/^[+-]?(\d+\.?\d*|\.\d+)$/.test(st)) {
+      const s = Number(st);
+      if (s < 0) err(`submit_time ${st} is negative`);
+      submitMs = Math.round(s * 1000);
+      kind = 'rel';
+    } else {
+      submitMs = parseIsoMs(st);
+      if (!Number.isFinite(submitMs)) err(`submit_time '${st}' is neither seconds nor an ISO-8601 timestamp`);
+      kind = 'iso';
+    }
+    if (timeKind === undefined) timeKind = kind;
+    else if (timeKind !== kind) err(`submit_time '${st}' mixes ISO-8601 and relative seconds in one trace`);
+    const duration = cols.number(rec, 'duration_s', { min: 0 });
+    const tenant = cols.required(rec, 'tenant');
+    const gpus = cols.number(rec, 'gpus');
+    const gErr = checkGpuAmount(gpus);
+    if (gErr) err(`gpus ${gpus}: ${gErr}`);
+    const pods = cols.number(rec, 'pods', { min: 1, integer: true, dflt: 1 });
+    const cpuMilli = cols.has('cpu_milli') && cols.get(rec, 'cpu_milli') !== undefined ? cols.number(rec, 'cpu_milli', { min: 0 }) : undefined;
+    const memoryMib = cols.has('memory_mib') && cols.get(rec, 'memory_mib') !== undefined ? cols.number(rec, 'memory_mib', { min: 0 }) : undefined;
+    if (gpus === 0 && !cpuMilli && !memoryMib) err('the job requests no resources (gpus 0 and no cpu_milli/memory_mib)');
+    const priority = cols.get(rec, 'priority');
+    if (priority !== undefined && !classes.has(priority)) {
+      err(`unknown priority class '${priority}' (known: ${[...classes].join(', ')})`);
+    }
+    let id = cols.get(rec, 'id') ?? cols.get(rec, 'job_id') ?? `L${rec.line}`;
+    if (ids.has(id)) err(`duplicate job id '${id}'`);
+    ids.add(id);
+    const job: TraceJob = { line: rec.line, id, submitMs, durationMs: Math.round(duration * 1000), tenant, gpus, pods };
+    const q = cols.get(rec, 'queue');
+    if (q !== undefined) job.queue = q;
+    const gt = cols.get(rec, 'gpu_type');
+    if (gt !== undefined) job.gpuType = gt;
+    if (cpuMilli !== undefined) job.cpuMilli = cpuMilli;
+    if (memoryMib !== undefined) job.memoryMib = memoryMib;
+    if (priority !== undefined) job.priority = priority;
+    jobs.push(job);
+  }
+  if (jobs.length === 0) throw new CsvError(file, 2, 'the trace has no jobs');
+  // Stable order: by submit time, then by file order.
+  jobs.sort((a, b) => a.submitMs - b.submitMs || a.line - b.line);
+  return jobs;
+}
+
+export function readTrace(path: string, opts: TraceParseOptions = {}): TraceJob[] {
+  return parseTrace(readFileSync(path, 'utf8'), path, opts);
+}
+
+/** GPU amount of a whole job (all pods). */
+export function jobGpus(j: TraceJob): number {
+  return j.gpus * j.pods;
+}
