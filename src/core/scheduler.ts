@@ -1,8 +1,70 @@
-// Placeholder so that the API can be typed against; the implementation follows.
+// The fair-share scheduler core. Pure: no I/O, no timers; time comes from the injected Clock.
+// Phases of a cycle (see README.md): heads → snapshot → nominate → order → admit/preempt → requeue.
+// The "snapshot" is the live state plus an undo trail: every trial change (charging quota,
+// claiming node capacity, releasing a victim) pushes its inverse, and a rejected or what-if
+// decision rolls the trail back to its mark, leaving the state exactly as it was.
+import { SchedulerInputError } from './errors.js';
+import { IndexedHeap, type HeapItem } from './heap.js';
+import {
+  allocPod as _allocPod,
+  isFractional,
+  newNodeState,
+  nodeCanEverHold,
+  placePods,
+  reapplyAlloc,
+  releaseAlloc,
+  type FlavorState,
+  type NodeState,
+  type PodAlloc,
+  type Shape,
+} from './nodes.js';
+import {
+  CPU,
+  GPU,
+  MEM,
+  QuotaNode,
+  RESOURCE_COUNT,
+  addUsage,
+  available,
+  emptyFlavorQuota,
+  potentialAvailable,
+  recomputeTree,
+  removeUsage,
+  type FlavorQuota,
+} from './quota.js';
 import type {
-  Admission, CycleResult, CohortSpec, FlavorSpec, JobExplanation, JobSpec, NodeSpec, NodeStatus,
-  PendingShape, Preview, PriorityClass, QueueSpec, QueueStatus, RestoredAdmission, SchedulerOptions,
+  Admission,
+  AdmissionMode,
+  CohortSpec,
+  CycleResult,
+  FlavorSpec,
+  IsolationLevel,
+  JobExplanation,
+  JobSpec,
+  NodeSpec,
+  NodeStatus,
+  PendingDecision,
+  PendingReasonCode,
+  PendingShape,
+  PodPlacement,
+  Preemption,
+  PreemptionReason,
+  Preview,
+  PriorityClass,
+  QueueResourceStatus,
+  QueueSpec,
+  QueueStatus,
+  QuotaShortfall,
+  QuotaSpec,
+  ReclaimPolicy,
+  ResourceName,
+  RestoredAdmission,
+  SchedulerOptions,
+  WithinQueuePolicy,
 } from './types.js';
+import { windowOpen, parseClock } from './windows.js';
+
+void _allocPod;
 
 export const DEFAULT_PRIORITY_CLASSES: readonly PriorityClass[] = [
   { name: 'inference-critical', value: 1000, preemptible: 'no' },
@@ -11,22 +73,1628 @@ export const DEFAULT_PRIORITY_CLASSES: readonly PriorityClass[] = [
   { name: 'experiment', value: 10, preemptible: 'yes' },
 ];
 
+const RES: readonly ResourceName[] = ['gpu', 'cpu', 'memory'];
+const DEFAULT_ENTRY_PENALTY = 60_000;
+
+// Assignment modes, ordered from best to worst.
+const FIT = 0;
+const BORROW = 1;
+const PREEMPT = 2;
+const PREEMPT_BORROW = 3;
+const NOFIT = 4;
+
+function toInternal(r: number, v: number): number {
+  return r === GPU ? Math.round(v * 1000) : Math.round(v);
+}
+function toApi(r: number, v: number): number {
+  return r === GPU ? v / 1000 : v;
+}
+
+interface PodSetState {
+  name: string;
+  count: number;
+  minCount: number;
+  shape: Shape;
+  flavors: string[];
+}
+
+interface JobState extends HeapItem {
+  spec: JobSpec;
+  queue: QueueState;
+  priority: number;
+  preemptible: PriorityClass['preemptible'];
+  podSets: PodSetState[];
+  status: 'pending' | 'admitted';
+  parked: boolean;
+  decision: PendingDecision | null;
+  admission: Admission | null;
+  /** Charged usage per flavor (internal units) while admitted. */
+  usage: Map<string, number[]>;
+  allocs: PodAlloc[];
+  admittedAt: number;
+  admitSeq: number;
+  preemptions: number;
+  lastPreemption: Preemption | null;
+  /** Cycle number of the last preemption: a victim is not re-admitted in the cycle that evicted it. */
+  preemptedCycle: number;
+  shapeKeys: string[];
+}
+
+interface QueueState {
+  spec: QueueSpec;
+  node: QuotaNode;
+  root: QuotaNode;
+  weight: number;
+  strategy: 'StrictFIFO' | 'BestEffortFIFO';
+  isolation: IsolationLevel;
+  withinQueue: WithinQueuePolicy;
+  reclaim: ReclaimPolicy;
+  borrowPolicy: 'Never' | 'LowerPriority';
+  borrowThreshold: number | null;
+  /** Default flavor preference of its jobs: declaration order (base quotas, then window-only flavors). */
+  flavorOrder: string[];
+  heap: IndexedHeap<JobState>;
+  parked: Set<JobState>;
+  /** StrictFIFO: the head failed and nothing may pass it until something is released. */
+  blocked: boolean;
+  admitted: Set<JobState>;
+  activeWindow: number | null;
+  /** A window closed while the queue used more than its new nominal: its borrowers are reclaimable as 'window-closed'. */
+  windowReclaimable: boolean;
+  /** Decayed GPU usage history (GPU·ms), integrated lazily. */
+  history: { value: number; at: number; rateMilli: number };
+  /** Per resource: what the parent could lend, the denominator of the dominant resource share. */
+  lendable: number[];
+}
+
+interface PodSetPlan {
+  ps: PodSetState;
+  flavor: string;
+  count: number;
+  allocs: PodAlloc[];
+}
+
+interface Plan {
+  ok: true;
+  parts: PodSetPlan[];
+  usage: Map<string, number[]>;
+  victims: { job: JobState; reason: PreemptionReason }[];
+  mode: AdmissionMode;
+  borrowed: boolean;
+}
+
+interface Fail {
+  ok: false;
+  reason: PendingReasonCode;
+  message: string;
+  shortfall?: QuotaShortfall;
+  waitFlavors: string[];
+}
+
+interface Candidate {
+  job: JobState;
+  other: boolean;
+  reclaimOk: boolean;
+  borrowOk: boolean;
+}
+
+function queueLess(a: JobState, b: JobState): boolean {
+  if (a.priority !== b.priority) return a.priority > b.priority;
+  if (a.spec.submitTime !== b.spec.submitTime) return a.spec.submitTime < b.spec.submitTime;
+  return a.spec.id < b.spec.id;
+}
+
+function addVec(m: Map<string, number[]>, f: string, v: readonly number[], times: number): void {
+  let cur = m.get(f);
+  if (!cur) {
+    cur = [0, 0, 0];
+    m.set(f, cur);
+  }
+  for (let r = 0; r < RESOURCE_COUNT; r++) cur[r] = (cur[r] as number) + (v[r] as number) * times;
+}
+
 export class Scheduler {
-  constructor(readonly opts: SchedulerOptions) {}
-  upsertFlavor(_f: FlavorSpec): void { throw new Error('not implemented'); }
-  upsertNode(_n: NodeSpec): void { throw new Error('not implemented'); }
-  removeNode(_name: string): void { throw new Error('not implemented'); }
-  upsertCohort(_c: CohortSpec): void { throw new Error('not implemented'); }
-  upsertQueue(_q: QueueSpec): void { throw new Error('not implemented'); }
-  submit(_job: JobSpec): void { throw new Error('not implemented'); }
-  finish(_jobId: string): void { throw new Error('not implemented'); }
-  cancel(_jobId: string): void { throw new Error('not implemented'); }
-  cycle(): CycleResult { throw new Error('not implemented'); }
-  explain(_jobId: string): JobExplanation { throw new Error('not implemented'); }
-  preview(_job: JobSpec): Preview { throw new Error('not implemented'); }
-  queueStatus(_name: string): QueueStatus { throw new Error('not implemented'); }
-  nodeStatus(): NodeStatus[] { throw new Error('not implemented'); }
-  pendingShapes(): PendingShape[] { throw new Error('not implemented'); }
-  restore(_admitted: RestoredAdmission[]): void { throw new Error('not implemented'); }
-  admissionOf(_jobId: string): Admission | undefined { throw new Error('not implemented'); }
+  private readonly clock: SchedulerOptions['clock'];
+  private readonly placementMode: 'best-fit' | 'fragmentation-aware';
+  private readonly fairSharing: boolean;
+  private readonly halfLife: number | null;
+  private readonly entryPenalty: number;
+  private readonly classes = new Map<string, PriorityClass>();
+
+  private readonly flavors = new Map<string, FlavorState>();
+  private readonly nodes = new Map<string, NodeState>();
+  private readonly cohorts = new Map<string, { spec: CohortSpec; node: QuotaNode }>();
+  private readonly queues = new Map<string, QueueState>();
+  private readonly jobs = new Map<string, JobState>();
+  /** Queues whose head may be admissible: the only ones a cycle looks at. */
+  private readonly active = new Set<QueueState>();
+  /** Queues to wake at the next cycle (they hold victims evicted in this one). */
+  private readonly deferred = new Set<QueueState>();
+  /** Queues with jobs parked for lack of node capacity, per flavor. */
+  private readonly flavorWaiters = new Map<string, Set<QueueState>>();
+  private readonly treeQueues = new Map<QuotaNode, QueueState[]>();
+  private readonly shapes = new Map<string, { flavors: string[]; shape: Shape; pods: number; jobs: number }>();
+  private fragShapeCache = new Map<string, Shape[]>();
+  private readonly windowQueues = new Set<QueueState>();
+  private lastWindowMinute = Number.NaN;
+  private trail: (() => void)[] = [];
+  private admitSeq = 0;
+  private cycleNo = 0;
+
+  constructor(opts: SchedulerOptions) {
+    this.clock = opts.clock;
+    this.placementMode = opts.placement ?? 'best-fit';
+    this.fairSharing = opts.fairSharing?.enabled ?? false;
+    this.halfLife = this.fairSharing ? (opts.fairSharing?.usageHalfLifeMs ?? null) : null;
+    this.entryPenalty = opts.fairSharing?.entryPenalty ?? DEFAULT_ENTRY_PENALTY;
+    for (const c of opts.priorityClasses ?? DEFAULT_PRIORITY_CLASSES) this.classes.set(c.name, { ...c });
+  }
+
+  // ───────────────────────────── configuration ─────────────────────────────
+
+  upsertFlavor(f: FlavorSpec): void {
+    if (!f.name) throw new SchedulerInputError('INVALID_SPEC', 'flavor needs a name');
+    if (f.kind !== 'gpu') {
+      if (!Number.isInteger(f.slicesPerGpu) || (f.slicesPerGpu as number) < 1)
+        throw new SchedulerInputError('INVALID_SPEC', `flavor ${f.name}: ${f.kind} needs an integer slicesPerGpu >= 1`);
+    }
+    const perGpuMilli = f.kind === 'gpu' ? 1000 : (f.slicesPerGpu as number) * 1000;
+    const cur = this.flavors.get(f.name);
+    if (cur) {
+      if ((cur.spec.kind !== f.kind || cur.perGpuMilli !== perGpuMilli) && cur.nodes.length > 0)
+        throw new SchedulerInputError('FLAVOR_IN_USE', `flavor ${f.name} has nodes; its kind/slices cannot change`);
+      cur.spec = { ...f };
+      cur.perGpuMilli = perGpuMilli;
+      return;
+    }
+    this.flavors.set(f.name, { spec: { ...f }, perGpuMilli, nodes: [], freeGpu: 0, freeCpu: 0, freeMem: 0 });
+  }
+
+  upsertNode(n: NodeSpec): void {
+    const flavor = this.flavors.get(n.flavor);
+    if (!flavor) throw new SchedulerInputError('UNKNOWN_FLAVOR', `node ${n.name}: unknown flavor ${n.flavor}`);
+    for (const [k, v] of [['gpus', n.gpus], ['cpu', n.cpu], ['memory', n.memory]] as const) {
+      if (!Number.isFinite(v)) throw new SchedulerInputError('INVALID_QUANTITY', `node ${n.name}: ${k} must be a number`);
+      if (v < 0) throw new SchedulerInputError('NEGATIVE_QUANTITY', `node ${n.name}: ${k} is negative`);
+    }
+    if (!Number.isInteger(n.gpus)) throw new SchedulerInputError('INVALID_QUANTITY', `node ${n.name}: gpus must be an integer`);
+    const cur = this.nodes.get(n.name);
+    if (cur) {
+      if (cur.pods > 0) {
+        if (cur.spec.flavor !== n.flavor || cur.spec.gpus !== n.gpus)
+          throw new SchedulerInputError('NODE_IN_USE', `node ${n.name} has pods; its flavor/gpus cannot change`);
+        const dCpu = Math.round(n.cpu) - Math.round(cur.spec.cpu);
+        const dMem = Math.round(n.memory) - Math.round(cur.spec.memory);
+        cur.cpuFree += dCpu;
+        cur.memFree += dMem;
+        cur.flavor.freeCpu += dCpu;
+        cur.flavor.freeMem += dMem;
+        cur.spec = { ...n };
+        this.wakeFlavor(n.flavor);
+        return;
+      }
+      this.detachNode(cur);
+    }
+    const state = newNodeState({ ...n }, flavor);
+    const list = flavor.nodes;
+    let i = list.length;
+    while (i > 0 && (list[i - 1] as NodeState).spec.name > n.name) i--;
+    list.splice(i, 0, state);
+    flavor.freeGpu += state.freeGpuTotal;
+    flavor.freeCpu += state.cpuFree;
+    flavor.freeMem += state.memFree;
+    this.nodes.set(n.name, state);
+    this.wakeFlavor(n.flavor);
+  }
+
+  removeNode(name: string): void {
+    const cur = this.nodes.get(name);
+    if (!cur) throw new SchedulerInputError('UNKNOWN_NODE', `unknown node ${name}`);
+    if (cur.pods > 0) throw new SchedulerInputError('NODE_IN_USE', `node ${name} still runs pods; finish or cancel its jobs first`);
+    this.detachNode(cur);
+  }
+
+  private detachNode(cur: NodeState): void {
+    const f = cur.flavor;
+    f.nodes.splice(f.nodes.indexOf(cur), 1);
+    f.freeGpu -= cur.freeGpuTotal;
+    f.freeCpu -= cur.cpuFree;
+    f.freeMem -= cur.memFree;
+    this.nodes.delete(cur.spec.name);
+  }
+
+  upsertCohort(c: CohortSpec): void {
+    if (!c.name) throw new SchedulerInputError('INVALID_SPEC', 'cohort needs a name');
+    if (c.parent !== undefined) {
+      if (!this.cohorts.has(c.parent) && c.parent !== c.name)
+        throw new SchedulerInputError('UNKNOWN_COHORT', `cohort ${c.name}: unknown parent ${c.parent}`);
+      // Walk up from the parent: meeting ourselves means a cycle.
+      let p: string | undefined = c.parent;
+      while (p !== undefined) {
+        if (p === c.name) throw new SchedulerInputError('COHORT_CYCLE', `cohort ${c.name} would be its own ancestor`);
+        p = this.cohorts.get(p)?.spec.parent;
+      }
+    }
+    this.convertQuotas(c.quotas ?? {}, 'NONE', `cohort ${c.name}`);
+    const cur = this.cohorts.get(c.name);
+    if (cur) cur.spec = structuredCloneSpec(c);
+    else this.cohorts.set(c.name, { spec: structuredCloneSpec(c), node: new QuotaNode(c.name, 'cohort') });
+    this.rebuildQuotas();
+  }
+
+  upsertQueue(q: QueueSpec): void {
+    if (!q.name) throw new SchedulerInputError('INVALID_SPEC', 'queue needs a name');
+    if (q.cohort !== undefined && !this.cohorts.has(q.cohort))
+      throw new SchedulerInputError('UNKNOWN_COHORT', `queue ${q.name}: unknown cohort ${q.cohort}`);
+    if (q.weight !== undefined && (!Number.isFinite(q.weight) || q.weight < 0))
+      throw new SchedulerInputError('INVALID_QUANTITY', `queue ${q.name}: weight must be >= 0`);
+    const isolation = q.isolation ?? 'ELASTIC';
+    this.convertQuotas(q.quotas, isolation, `queue ${q.name}`);
+    for (const w of q.timeWindows ?? []) {
+      this.convertQuotas(w.quotas, isolation, `queue ${q.name} window`);
+      try {
+        parseClock(w.start);
+        parseClock(w.end);
+        new Intl.DateTimeFormat('en-US', { timeZone: w.timeZone });
+      } catch (e) {
+        throw new SchedulerInputError('INVALID_SPEC', `queue ${q.name}: bad time window (${(e as Error).message})`);
+      }
+    }
+    const spec = structuredCloneSpec(q);
+    const flavorOrder: string[] = [];
+    for (const quotas of [q.quotas, ...(q.timeWindows ?? []).map((w) => w.quotas)])
+      for (const f of Object.keys(quotas)) if (!flavorOrder.includes(f)) flavorOrder.push(f);
+    const pre = q.preemption ?? {};
+    const settings = {
+      spec,
+      weight: q.weight ?? 1,
+      strategy: q.queueingStrategy ?? 'BestEffortFIFO',
+      isolation,
+      withinQueue: pre.withinQueue ?? 'Never',
+      // GUARANTEED means "reclaims its lent nominal at once": default to reclaiming from anyone.
+      reclaim: pre.reclaimWithinCohort ?? (isolation === 'GUARANTEED' || isolation === 'DEDICATED' ? 'Any' : 'Never'),
+      borrowPolicy: pre.borrowWithinCohort?.policy ?? 'Never',
+      borrowThreshold: pre.borrowWithinCohort?.maxPriorityThreshold ?? null,
+      flavorOrder,
+    } as const;
+    let state = this.queues.get(q.name);
+    if (state) {
+      Object.assign(state, settings);
+    } else {
+      const node = new QuotaNode(q.name, 'queue');
+      state = {
+        ...settings,
+        node,
+        root: node,
+        heap: new IndexedHeap<JobState>(queueLess),
+        parked: new Set(),
+        blocked: false,
+        admitted: new Set(),
+        activeWindow: null,
+        windowReclaimable: false,
+        history: { value: 0, at: this.clock.now(), rateMilli: 0 },
+        lendable: [0, 0, 0],
+      };
+      this.queues.set(q.name, state);
+    }
+    if ((q.timeWindows ?? []).length > 0) {
+      this.windowQueues.add(state);
+      state.activeWindow = this.openWindow(state, this.clock.now());
+    } else {
+      this.windowQueues.delete(state);
+      state.activeWindow = null;
+    }
+    this.rebuildQuotas();
+  }
+
+  /** Validates and converts a QuotaSpec to internal units, with the isolation level applied to the limits. */
+  private convertQuotas(quotas: QuotaSpec, isolation: IsolationLevel | 'NONE', what: string): Map<string, FlavorQuota> {
+    const out = new Map<string, FlavorQuota>();
+    for (const [f, perRes] of Object.entries(quotas)) {
+      if (!this.flavors.has(f)) throw new SchedulerInputError('UNKNOWN_FLAVOR', `${what}: unknown flavor ${f}`);
+      const fq = emptyFlavorQuota();
+      for (let r = 0; r < RESOURCE_COUNT; r++) {
+        const lim = perRes?.[RES[r] as ResourceName];
+        if (!lim) continue;
+        for (const [k, v] of [['nominal', lim.nominal], ['borrowingLimit', lim.borrowingLimit], ['lendingLimit', lim.lendingLimit]] as const) {
+          if (v === undefined && k !== 'nominal') continue;
+          if (typeof v !== 'number' || !Number.isFinite(v)) throw new SchedulerInputError('INVALID_QUANTITY', `${what}: ${f}.${RES[r]}.${k} must be a number`);
+          if (v < 0) throw new SchedulerInputError('NEGATIVE_QUANTITY', `${what}: ${f}.${RES[r]}.${k} is negative`);
+        }
+        fq.declared[r] = true;
+        fq.nominal[r] = toInternal(r, lim.nominal);
+        fq.borrowingLimit[r] = lim.borrowingLimit === undefined ? null : toInternal(r, lim.borrowingLimit);
+        fq.lendingLimit[r] = lim.lendingLimit === undefined ? null : toInternal(r, lim.lendingLimit);
+        // Isolation levels are one knob over the limits (design doc, "Beyond Kueue").
+        if (isolation === 'DEDICATED') {
+          fq.borrowingLimit[r] = 0;
+          fq.lendingLimit[r] = 0;
+        } else if (isolation === 'GUARANTEED') {
+          fq.borrowingLimit[r] = 0;
+        } else if (isolation === 'BEST_EFFORT') {
+          fq.nominal[r] = 0;
+          fq.lendingLimit[r] = null;
+        }
+      }
+      out.set(f, fq);
+    }
+    return out;
+  }
+
+  /** Base quotas with the open window's entries laid over them (flavors/resources the window does not name keep their base values). */
+  private effectiveQuotas(q: QueueState): Map<string, FlavorQuota> {
+    const base = this.convertQuotas(q.spec.quotas, q.isolation, q.spec.name);
+    const w = q.activeWindow === null ? undefined : q.spec.timeWindows?.[q.activeWindow];
+    if (!w) return base;
+    const over = this.convertQuotas(w.quotas, q.isolation, q.spec.name);
+    for (const [f, fq] of over) {
+      const b = base.get(f);
+      if (!b) {
+        base.set(f, fq);
+        continue;
+      }
+      for (let r = 0; r < RESOURCE_COUNT; r++) {
+        if (!fq.declared[r]) continue;
+        b.declared[r] = true;
+        b.nominal[r] = fq.nominal[r] as number;
+        b.borrowingLimit[r] = fq.borrowingLimit[r] ?? null;
+        b.lendingLimit[r] = fq.lendingLimit[r] ?? null;
+      }
+    }
+    return base;
+  }
+
+  private openWindow(q: QueueState, at: number): number | null {
+    const ws = q.spec.timeWindows ?? [];
+    for (let i = 0; i < ws.length; i++) if (windowOpen(ws[i] as (typeof ws)[number], at)) return i;
+    return null;
+  }
+
+  /** Rebuilds the quota tree from specs and re-charges every admitted job. Runs on configuration changes only (rare), never per cycle. */
+  private rebuildQuotas(): void {
+    for (const { node } of this.cohorts.values()) {
+      node.children.length = 0;
+      node.parent = null;
+    }
+    for (const q of this.queues.values()) q.node.parent = null;
+    for (const { spec, node } of this.cohorts.values()) {
+      node.own = this.convertQuotas(spec.quotas ?? {}, 'NONE', `cohort ${spec.name}`);
+      if (spec.parent !== undefined) {
+        const p = this.cohorts.get(spec.parent);
+        if (p) {
+          node.parent = p.node;
+          p.node.children.push(node);
+        }
+      }
+    }
+    for (const q of this.queues.values()) {
+      q.node.own = this.effectiveQuotas(q);
+      q.node.children.length = 0;
+      if (q.spec.cohort !== undefined) {
+        const c = this.cohorts.get(q.spec.cohort);
+        if (c) {
+          q.node.parent = c.node;
+          c.node.children.push(q.node);
+        }
+      }
+    }
+    const roots = new Set<QuotaNode>();
+    for (const { node } of this.cohorts.values()) if (!node.parent) roots.add(node);
+    for (const q of this.queues.values()) if (!q.node.parent) roots.add(q.node);
+    for (const r of roots) recomputeTree(r);
+    this.treeQueues.clear();
+    for (const q of this.queues.values()) {
+      q.root = q.node.root();
+      let list = this.treeQueues.get(q.root);
+      if (!list) {
+        list = [];
+        this.treeQueues.set(q.root, list);
+      }
+      list.push(q);
+      for (const j of q.admitted) this.chargeQueue(q, j.usage, 1);
+    }
+    for (const q of this.queues.values()) {
+      q.lendable = [0, 0, 0];
+      const parent = q.node.parent;
+      if (!parent) continue;
+      for (const f of q.node.flavors.keys())
+        for (let r = 0; r < RESOURCE_COUNT; r++) q.lendable[r] = (q.lendable[r] as number) + Math.max(0, potentialAvailable(parent, f, r));
+    }
+    for (const q of this.queues.values()) this.wakeQueue(q);
+  }
+
+  // ───────────────────────────── jobs ─────────────────────────────
+
+  submit(job: JobSpec): void {
+    if (this.jobs.has(job.id)) throw new SchedulerInputError('DUPLICATE_JOB', `job ${job.id} already exists`);
+    const state = this.buildJob(job);
+    this.jobs.set(job.id, state);
+    this.enqueue(state);
+    const q = state.queue;
+    if (q.strategy === 'StrictFIFO' && q.blocked) {
+      // A new job that overtakes the blocked head becomes the head: give it its try.
+      if (q.heap.peek() === state) {
+        q.blocked = false;
+        this.active.add(q);
+      }
+    } else {
+      this.active.add(q);
+    }
+  }
+
+  finish(jobId: string): void {
+    this.drop(jobId);
+  }
+
+  cancel(jobId: string): void {
+    this.drop(jobId);
+  }
+
+  private drop(jobId: string): void {
+    const j = this.jobs.get(jobId);
+    if (!j) throw new SchedulerInputError('UNKNOWN_JOB', `unknown job ${jobId}`);
+    this.jobs.delete(jobId);
+    if (j.status === 'admitted') {
+      this.release(j, this.clock.now());
+      return;
+    }
+    const q = j.queue;
+    const wasHead = q.heap.peek() === j;
+    this.dequeue(j);
+    if (wasHead && q.blocked) {
+      q.blocked = false;
+      if (q.heap.size > 0) this.active.add(q);
+    }
+  }
+
+  private buildJob(job: JobSpec): JobState {
+    const q = this.queues.get(job.queue);
+    if (!q) throw new SchedulerInputError('UNKNOWN_QUEUE', `job ${job.id}: unknown queue ${job.queue}`);
+    if (job.tenant !== q.spec.tenant)
+      throw new SchedulerInputError('TENANT_MISMATCH', `job ${job.id}: tenant ${job.tenant} does not own queue ${job.queue}`);
+    const pc = this.classes.get(job.priorityClass);
+    if (!pc) throw new SchedulerInputError('UNKNOWN_PRIORITY_CLASS', `job ${job.id}: unknown priority class ${job.priorityClass}`);
+    if (!Number.isFinite(job.submitTime)) throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}: submitTime must be a number`);
+    if (!Array.isArray(job.podSets) || job.podSets.length === 0)
+      throw new SchedulerInputError('INVALID_SPEC', `job ${job.id}: needs at least one pod set`);
+    const podSets: PodSetState[] = [];
+    for (const ps of job.podSets) {
+      if (!Number.isInteger(ps.count) || ps.count < 1)
+        throw new SchedulerInputError(ps.count < 0 ? 'NEGATIVE_QUANTITY' : 'INVALID_QUANTITY', `job ${job.id}/${ps.name}: count must be an integer >= 1`);
+      const minCount = ps.minCount ?? ps.count;
+      if (!Number.isInteger(minCount) || minCount < 1 || minCount > ps.count)
+        throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}/${ps.name}: minCount must be an integer in 1..count`);
+      const raw = [ps.perPod.gpu ?? 0, ps.perPod.cpu ?? 0, ps.perPod.memory ?? 0];
+      raw.forEach((v, r) => {
+        if (!Number.isFinite(v)) throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}/${ps.name}: ${RES[r]} must be a number`);
+        if (v < 0) throw new SchedulerInputError('NEGATIVE_QUANTITY', `job ${job.id}/${ps.name}: ${RES[r]} is negative`);
+      });
+      const shape: Shape = { gpu: toInternal(GPU, raw[0] as number), cpu: toInternal(CPU, raw[1] as number), mem: toInternal(MEM, raw[2] as number) };
+      const flavors = ps.flavors ?? q.flavorOrder;
+      if (flavors.length === 0) throw new SchedulerInputError('UNKNOWN_FLAVOR', `job ${job.id}/${ps.name}: queue ${q.spec.name} declares no flavor`);
+      for (const f of flavors) {
+        const fs = this.flavors.get(f);
+        if (!fs || !q.flavorOrder.includes(f))
+          throw new SchedulerInputError('UNKNOWN_FLAVOR', `job ${job.id}/${ps.name}: flavor ${f} is unknown or not declared by queue ${q.spec.name}`);
+        if (shape.gpu > 0) {
+          const whole = fs.spec.kind !== 'gpu' || shape.gpu >= 1000;
+          if (whole && shape.gpu % 1000 !== 0)
+            throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}/${ps.name}: ${fs.spec.kind === 'gpu' ? 'more than one GPU must be whole GPUs' : 'slices must be whole'} on flavor ${f}`);
+          if (Math.abs(shape.gpu / 1000 - (raw[0] as number)) > 1e-9)
+            throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}/${ps.name}: GPU shares go in steps of 1/1000`);
+        }
+      }
+      podSets.push({ name: ps.name, count: ps.count, minCount, shape, flavors: [...flavors] });
+    }
+    const state: JobState = {
+      spec: job,
+      queue: q,
+      priority: pc.value,
+      preemptible: pc.preemptible,
+      podSets,
+      status: 'pending',
+      parked: false,
+      decision: null,
+      admission: null,
+      usage: new Map(),
+      allocs: [],
+      admittedAt: 0,
+      admitSeq: 0,
+      preemptions: 0,
+      lastPreemption: null,
+      preemptedCycle: -1,
+      shapeKeys: [],
+      heapIndex: -1,
+    };
+    // A pod no node could ever hold is an input error, not a pending reason (if the flavors have nodes at all).
+    const eligible = this.eligibleFor(state);
+    for (const ps of podSets) {
+      let anyNode = false;
+      let canHold = false;
+      for (const f of ps.flavors) {
+        for (const n of (this.flavors.get(f) as FlavorState).nodes) {
+          if (!eligible(n)) continue;
+          anyNode = true;
+          if (nodeCanEverHold(n, ps.shape)) {
+            canHold = true;
+            break;
+          }
+        }
+        if (canHold) break;
+      }
+      if (anyNode && !canHold)
+        throw new SchedulerInputError('REQUEST_TOO_LARGE', `job ${job.id}/${ps.name}: one pod is larger than any eligible node`);
+    }
+    state.shapeKeys = podSets.map((ps) => `${ps.flavors.join(',')}|${ps.shape.gpu}|${ps.shape.cpu}|${ps.shape.mem}`);
+    return state;
+  }
+
+  private eligibleFor(job: JobState): (n: NodeState) => boolean {
+    const tenant = job.spec.tenant;
+    const q = job.queue;
+    const pool = q.spec.dedicatedPool;
+    const dedicatedOnly = q.isolation === 'DEDICATED' && pool === undefined;
+    return (n) => {
+      const t = n.spec.dedicatedTenant;
+      if (t !== undefined && t !== tenant) return false;
+      if (pool !== undefined && n.spec.pool !== pool) return false;
+      if (dedicatedOnly && t !== tenant) return false;
+      return true;
+    };
+  }
+
+  private enqueue(j: JobState): void {
+    j.status = 'pending';
+    j.queue.heap.push(j);
+    j.podSets.forEach((ps, i) => {
+      const key = j.shapeKeys[i] as string;
+      let s = this.shapes.get(key);
+      if (!s) {
+        s = { flavors: ps.flavors, shape: ps.shape, pods: 0, jobs: 0 };
+        this.shapes.set(key, s);
+      }
+      s.pods += ps.count;
+      s.jobs++;
+    });
+    if (this.placementMode === 'fragmentation-aware') this.fragShapeCache.clear();
+  }
+
+  private dequeue(j: JobState): void {
+    const q = j.queue;
+    q.heap.remove(j);
+    if (j.parked) {
+      q.parked.delete(j);
+      j.parked = false;
+    }
+    j.podSets.forEach((ps, i) => {
+      const key = j.shapeKeys[i] as string;
+      const s = this.shapes.get(key);
+      if (!s) return;
+      s.pods -= ps.count;
+      s.jobs--;
+      if (s.jobs === 0) this.shapes.delete(key);
+    });
+    if (this.placementMode === 'fragmentation-aware') this.fragShapeCache.clear();
+  }
+
+  // ───────────────────────────── wake-ups ─────────────────────────────
+
+  private wakeQueue(q: QueueState): void {
+    if (q.parked.size > 0) {
+      for (const j of q.parked) {
+        j.parked = false;
+        q.heap.push(j);
+      }
+      q.parked.clear();
+    }
+    q.blocked = false;
+    if (q.heap.size > 0) this.active.add(q);
+  }
+
+  private wakeFlavor(f: string): void {
+    const ws = this.flavorWaiters.get(f);
+    if (!ws || ws.size === 0) return;
+    for (const q of ws) this.wakeQueue(q);
+    ws.clear();
+  }
+
+  /** Capacity came free in this job's quota tree and on its flavors' nodes: only those waiters can gain. */
+  private wakeAfterRelease(q: QueueState, flavors: Iterable<string>): void {
+    for (const other of this.treeQueues.get(q.root) ?? []) this.wakeQueue(other);
+    for (const f of flavors) this.wakeFlavor(f);
+  }
+
+  // ───────────────────────────── usage and trail ─────────────────────────────
+
+  private chargeQueue(q: QueueState, usage: Map<string, number[]>, sign: 1 | -1): void {
+    for (const [f, v] of usage) {
+      for (let r = 0; r < RESOURCE_COUNT; r++) {
+        const x = v[r] as number;
+        if (x === 0) continue;
+        if (sign > 0) addUsage(q.node, f, r, x);
+        else removeUsage(q.node, f, r, x);
+      }
+    }
+  }
+
+  private rollback(mark: number): void {
+    while (this.trail.length > mark) (this.trail.pop() as () => void)();
+  }
+
+  private tCharge(q: QueueState, usage: Map<string, number[]>): void {
+    this.chargeQueue(q, usage, 1);
+    this.trail.push(() => this.chargeQueue(q, usage, -1));
+  }
+
+  private tPlace(flavor: FlavorState, count: number, shape: Shape, eligible: (n: NodeState) => boolean): PodAlloc[] | null {
+    const frag = this.placementMode === 'fragmentation-aware' ? this.fragShapes(flavor.spec.name) : null;
+    const allocs = placePods(flavor, count, shape, eligible, frag);
+    if (allocs && allocs.length > 0)
+      this.trail.push(() => {
+        for (let i = allocs.length - 1; i >= 0; i--) releaseAlloc(allocs[i] as PodAlloc);
+      });
+    return allocs;
+  }
+
+  /** Trial release of an admitted job's quota and node capacity. */
+  private tRelease(j: JobState): void {
+    this.chargeQueue(j.queue, j.usage, -1);
+    for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
+    this.trail.push(() => {
+      for (const a of j.allocs) reapplyAlloc(a);
+      this.chargeQueue(j.queue, j.usage, 1);
+    });
+  }
+
+  private tReadd(j: JobState): void {
+    for (const a of j.allocs) reapplyAlloc(a);
+    this.chargeQueue(j.queue, j.usage, 1);
+    this.trail.push(() => {
+      this.chargeQueue(j.queue, j.usage, -1);
+      for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
+    });
+  }
+
+  private fragShapes(flavor: string): Shape[] {
+    let s = this.fragShapeCache.get(flavor);
+    if (!s) {
+      s = [...this.shapes.values()]
+        .filter((x) => x.flavors.includes(flavor) && x.shape.gpu > 0)
+        .sort((a, b) => b.pods - a.pods || a.shape.gpu - b.shape.gpu || a.shape.cpu - b.shape.cpu || a.shape.mem - b.shape.mem)
+        .slice(0, 8)
+        .map((x) => x.shape);
+      this.fragShapeCache.set(flavor, s);
+    }
+    return s;
+  }
+
+  // ───────────────────────────── history (decayed usage) ─────────────────────────────
+
+  private historyAt(q: QueueState, now: number): number {
+    const h = this.halfLife;
+    if (h === null) return 0;
+    const dt = Math.max(0, now - q.history.at);
+    const decay = Math.pow(2, -dt / h);
+    // Closed form of ∫ rate·2^(−(t−s)/h) ds over the interval: exact, no stepping.
+    return q.history.value * decay + (q.history.rateMilli / 1000) * (h / Math.LN2) * (1 - decay);
+  }
+
+  private historyChange(q: QueueState, now: number, deltaMilli: number, penalty: number): void {
+    if (this.halfLife === null) return;
+    q.history.value = this.historyAt(q, now) + penalty;
+    q.history.at = now;
+    q.history.rateMilli += deltaMilli;
+  }
+
+  // ───────────────────────────── fair sharing ─────────────────────────────
+
+  /** Weighted dominant resource share: borrowed (usage above nominal, summed over flavors) × 1000 / lendable, max over resources, / weight. */
+  private weightedShare(q: QueueState): number {
+    if (!q.node.parent) return 0;
+    let drs = 0;
+    for (let r = 0; r < RESOURCE_COUNT; r++) {
+      let borrowed = 0;
+      for (const fq of q.node.flavors.values()) {
+        if (!fq.declared[r]) continue;
+        borrowed += Math.max(0, (fq.usage[r] as number) - (fq.subtree[r] as number));
+      }
+      if (borrowed <= 0) continue;
+      const lend = q.lendable[r] as number;
+      drs = Math.max(drs, lend > 0 ? (borrowed * 1000) / lend : Number.POSITIVE_INFINITY);
+    }
+    if (drs === 0) return 0;
+    if (q.weight === 0) return Number.POSITIVE_INFINITY;
+    return drs / q.weight;
+  }
+
+  private overNominal(q: QueueState, f: string, r: number): boolean {
+    const fq = q.node.flavors.get(f);
+    return !!fq && !!fq.declared[r] && (fq.usage[r] as number) > (fq.nominal[r] as number);
+  }
+
+  // ───────────────────────────── nomination ─────────────────────────────
+
+  private shortfall(q: QueueState, f: string, r: number, requested: number): QuotaShortfall {
+    const fq = q.node.flavors.get(f);
+    const bl = fq?.borrowingLimit[r];
+    const s: QuotaShortfall = {
+      flavor: f,
+      resource: RES[r] as ResourceName,
+      requested: toApi(r, requested),
+      available: fq ? toApi(r, Math.max(0, available(q.node, f, r))) : 0,
+      nominal: fq ? toApi(r, fq.nominal[r] as number) : 0,
+      used: fq ? toApi(r, fq.usage[r] as number) : 0,
+      maxAvailable: fq ? toApi(r, potentialAvailable(q.node, f, r)) : 0,
+    };
+    if (bl !== null && bl !== undefined) s.borrowingLimit = toApi(r, bl);
+    return s;
+  }
+
+  /**
+   * Quota mode of adding `vec` on flavor f to the queue, given what this job already charged
+   * (`jobCharged`, counted in `available` but not in `potentialAvailable`).
+   */
+  private quotaMode(q: QueueState, f: string, vec: readonly number[], jobCharged: readonly number[] | undefined): { mode: number; r: number; requested: number } {
+    const fq = q.node.flavors.get(f);
+    if (!fq || !q.node.own.has(f)) return { mode: NOFIT, r: GPU, requested: vec[GPU] as number };
+    let mode = FIT;
+    let worstR = -1;
+    for (let r = 0; r < RESOURCE_COUNT; r++) {
+      const x = vec[r] as number;
+      if (x === 0 || !fq.declared[r]) continue;
+      const total = x + (jobCharged ? (jobCharged[r] as number) : 0);
+      let m: number;
+      if (total > potentialAvailable(q.node, f, r)) m = NOFIT;
+      else {
+        const borrow = (fq.usage[r] as number) + x > (fq.nominal[r] as number);
+        if (x <= available(q.node, f, r)) m = borrow ? BORROW : FIT;
+        else m = borrow ? PREEMPT_BORROW : PREEMPT;
+      }
+      if (m > mode || worstR < 0) {
+        mode = Math.max(mode, m);
+        worstR = r;
+      }
+    }
+    const r = worstR < 0 ? GPU : worstR;
+    return { mode, r, requested: (vec[r] as number) + (jobCharged ? (jobCharged[r] as number) : 0) };
+  }
+
+  /**
+   * Fit → Borrow without preemption: per pod set, the flavors in preference order sorted by mode,
+   * charging quota and placing pods on the trail. On failure everything is rolled back and a
+   * diagnosis of the best option is returned.
+   */
+  private assignDirect(job: JobState, counts: readonly number[]): { ok: true; parts: PodSetPlan[]; usage: Map<string, number[]> } | Fail {
+    const q = job.queue;
+    const mark = this.trail.length;
+    const parts: PodSetPlan[] = [];
+    const usage = new Map<string, number[]>();
+    const eligible = this.eligibleFor(job);
+    for (let i = 0; i < job.podSets.length; i++) {
+      const ps = job.podSets[i] as PodSetState;
+      const count = counts[i] as number;
+      const vec = [ps.shape.gpu * count, ps.shape.cpu * count, ps.shape.mem * count];
+      const options = ps.flavors.map((f, pref) => ({ f, pref, ...this.quotaMode(q, f, vec, usage.get(f)) }));
+      const ordered = options.filter((o) => o.mode <= BORROW).sort((a, b) => a.mode - b.mode || a.pref - b.pref);
+      let placed = false;
+      const nodeFailed: string[] = [];
+      for (const o of ordered) {
+        const m = this.trail.length;
+        const u = new Map([[o.f, vec]]);
+        this.tCharge(q, u);
+        const allocs = this.tPlace(this.flavors.get(o.f) as FlavorState, count, ps.shape, eligible);
+        if (allocs) {
+          parts.push({ ps, flavor: o.f, count, allocs });
+          addVec(usage, o.f, vec, 1);
+          placed = true;
+          break;
+        }
+        this.rollback(m);
+        nodeFailed.push(o.f);
+      }
+      if (placed) continue;
+      this.rollback(mark);
+      return this.diagnose(job, options, nodeFailed);
+    }
+    return { ok: true, parts, usage };
+  }
+
+  private diagnose(job: JobState, options: { f: string; mode: number; r: number; requested: number }[], nodeFailed: string[]): Fail {
+    const q = job.queue;
+    if (nodeFailed.length > 0) {
+      return {
+        ok: false,
+        reason: 'NoFittingNode',
+        message: `quota allows it, but no eligible node of ${nodeFailed.join(', ')} has room for the pods`,
+        waitFlavors: nodeFailed,
+      };
+    }
+    const best = [...options].sort((a, b) => a.mode - b.mode)[0];
+    if (!best) return { ok: false, reason: 'ExceedsMaxQuota', message: 'no flavor to try', waitFlavors: [] };
+    const sf = this.shortfall(q, best.f, best.r, best.requested);
+    if (best.mode === NOFIT) {
+      if (this.windowWouldAllow(q, best.f, best.r, best.requested)) {
+        return {
+          ok: false,
+          reason: 'WindowClosed',
+          message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, the queue gets at most ${sf.maxAvailable} outside its time window`,
+          shortfall: sf,
+          waitFlavors: [],
+        };
+      }
+      return {
+        ok: false,
+        reason: 'ExceedsMaxQuota',
+        message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested} exceeds the most the queue can ever get (${sf.maxAvailable})`,
+        shortfall: sf,
+        waitFlavors: [],
+      };
+    }
+    return {
+      ok: false,
+      reason: 'WaitingForQuota',
+      message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, available ${sf.available} (nominal ${sf.nominal}, used ${sf.used}${sf.borrowingLimit !== undefined ? `, borrowing limit ${sf.borrowingLimit}` : ''})`,
+      shortfall: sf,
+      waitFlavors: [],
+    };
+  }
+
+  private windowWouldAllow(q: QueueState, f: string, r: number, requested: number): boolean {
+    const ws = q.spec.timeWindows ?? [];
+    for (let i = 0; i < ws.length; i++) {
+      if (i === q.activeWindow) continue;
+      const fq = this.convertQuotas((ws[i] as (typeof ws)[number]).quotas, q.isolation, q.spec.name).get(f);
+      if (!fq || !fq.declared[r]) continue;
+      const bl = fq.borrowingLimit[r];
+      if ((fq.nominal[r] as number) + (bl ?? Number.POSITIVE_INFINITY) >= requested) return true;
+    }
+    return false;
+  }
+
+  /** The full decision for one job; on success the trial changes stay applied (caller commits or rolls back). */
+  private evaluate(job: JobState, allowPreemption: boolean): Plan | Fail {
+    const full = job.podSets.map((p) => p.count);
+    const direct = this.assignDirect(job, full);
+    if (direct.ok) return this.planFrom(job, direct.parts, direct.usage, []);
+    // Gang minimum: the largest reduction step that fits without preemption.
+    const maxStep = Math.max(...job.podSets.map((p) => p.count - p.minCount));
+    if (maxStep > 0) {
+      let lo = 1;
+      let hi = maxStep;
+      let found = -1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1;
+        const counts = job.podSets.map((p) => Math.max(p.minCount, p.count - mid));
+        const m = this.trail.length;
+        const r = this.assignDirect(job, counts);
+        if (r.ok) {
+          found = mid;
+          hi = mid - 1;
+        } else lo = mid + 1;
+        this.rollback(m);
+      }
+      if (found > 0) {
+        const counts = job.podSets.map((p) => Math.max(p.minCount, p.count - found));
+        const r = this.assignDirect(job, counts);
+        if (r.ok) return this.planFrom(job, r.parts, r.usage, []);
+      }
+    }
+    if (allowPreemption && direct.reason !== 'ExceedsMaxQuota' && direct.reason !== 'WindowClosed') {
+      const p = this.preempting(job);
+      if (p) return p;
+    }
+    return direct;
+  }
+
+  private planFrom(job: JobState, parts: PodSetPlan[], usage: Map<string, number[]>, victims: Plan['victims']): Plan {
+    let borrowed = false;
+    for (const f of usage.keys()) for (let r = 0; r < RESOURCE_COUNT; r++) if (this.overNominal(job.queue, f, r)) borrowed = true;
+    const mode: AdmissionMode = victims.length > 0 ? (borrowed ? 'preempt-borrow' : 'preempt') : borrowed ? 'borrow' : 'fit';
+    return { ok: true, parts, usage, victims, mode, borrowed };
+  }
+
+  // ───────────────────────────── preemption ─────────────────────────────
+
+  private preempting(job: JobState): Plan | null {
+    const q = job.queue;
+    // Flavor per pod set: the best quota mode up to preempt+borrow, preference order on ties.
+    const choice: string[] = [];
+    const request = new Map<string, number[]>();
+    for (const ps of job.podSets) {
+      const vec = [ps.shape.gpu * ps.count, ps.shape.cpu * ps.count, ps.shape.mem * ps.count];
+      let best: { f: string; mode: number } | null = null;
+      for (const f of ps.flavors) {
+        const m = this.quotaMode(q, f, vec, request.get(f)).mode;
+        if (m === NOFIT) continue;
+        if (!best || m < best.mode) best = { f, mode: m };
+      }
+      if (!best) return null;
+      choice.push(best.f);
+      addVec(request, best.f, vec, 1);
+    }
+    // The (flavor, resource) pairs short of quota; none means only node capacity is short.
+    const need: [string, number][] = [];
+    for (const [f, v] of request)
+      for (let r = 0; r < RESOURCE_COUNT; r++) {
+        const fq = q.node.flavors.get(f);
+        if ((v[r] as number) > 0 && fq?.declared[r] && (v[r] as number) > available(q.node, f, r)) need.push([f, r]);
+      }
+    const cands = this.candidates(job, request, need);
+    if (cands.length === 0) return null;
+    const fits = (allowBorrowing: boolean): boolean => {
+      for (const [f, v] of request) {
+        const fq = q.node.flavors.get(f);
+        if (!fq) return false;
+        for (let r = 0; r < RESOURCE_COUNT; r++) {
+          const x = v[r] as number;
+          if (x === 0 || !fq.declared[r]) continue;
+          if (x > available(q.node, f, r)) return false;
+          if (!allowBorrowing && (fq.usage[r] as number) + x > (fq.nominal[r] as number)) return false;
+        }
+      }
+      const m = this.trail.length;
+      const eligible = this.eligibleFor(job);
+      let ok = true;
+      for (let i = 0; i < job.podSets.length && ok; i++) {
+        const ps = job.podSets[i] as PodSetState;
+        ok = this.tPlace(this.flavors.get(choice[i] as string) as FlavorState, ps.count, ps.shape, eligible) !== null;
+      }
+      this.rollback(m);
+      return ok;
+    };
+    const underNominal = need.length > 0 ? need.every(([f, r]) => !this.overNominal(q, f, r) && this.usageOf(q, f, r) < this.nominalOf(q, f, r)) : true;
+    const own = cands.filter((c) => !c.other);
+    let victims: JobState[] | null = null;
+    if (own.length === cands.length) victims = this.minimalSet(job, request, need, own, true, fits);
+    else if (q.borrowPolicy === 'LowerPriority') {
+      const cs = underNominal ? cands.filter((c) => !c.other || c.reclaimOk || c.borrowOk) : cands.filter((c) => !c.other || c.borrowOk);
+      victims = this.minimalSet(job, request, need, cs, true, fits);
+    } else {
+      if (underNominal) victims = this.minimalSet(job, request, need, cands.filter((c) => !c.other || c.reclaimOk), false, fits);
+      if (!victims && own.length > 0) victims = this.minimalSet(job, request, need, own, true, fits);
+    }
+    if (!victims) return null;
+    // Victims stay released on the trail; now charge and place the preemptor for real.
+    const eligible = this.eligibleFor(job);
+    const parts: PodSetPlan[] = [];
+    this.tCharge(q, request);
+    for (let i = 0; i < job.podSets.length; i++) {
+      const ps = job.podSets[i] as PodSetState;
+      const allocs = this.tPlace(this.flavors.get(choice[i] as string) as FlavorState, ps.count, ps.shape, eligible);
+      if (!allocs) return null; // cannot happen: fits() just placed the same pods on the same state
+      parts.push({ ps, flavor: choice[i] as string, count: ps.count, allocs });
+    }
+    const withReasons = victims.map((v) => ({ job: v, reason: this.preemptionReason(job, v) }));
+    return this.planFrom(job, parts, request, withReasons);
+  }
+
+  private usageOf(q: QueueState, f: string, r: number): number {
+    return (q.node.flavors.get(f)?.usage[r] as number | undefined) ?? 0;
+  }
+  private nominalOf(q: QueueState, f: string, r: number): number {
+    return (q.node.flavors.get(f)?.nominal[r] as number | undefined) ?? 0;
+  }
+
+  private preemptionReason(preemptor: JobState, victim: JobState): PreemptionReason {
+    if (victim.queue === preemptor.queue) return 'priority';
+    if (victim.queue.windowReclaimable) return 'window-closed';
+    if (this.fairSharing) return 'fair-share';
+    return 'reclaim';
+  }
+
+  /** Is `v` using more than its nominal on a (flavor, resource) the preemptor needs? */
+  private borrowingOnNeed(v: QueueState, request: Map<string, number[]>, need: [string, number][]): boolean {
+    if (need.length > 0) return need.some(([f, r]) => this.overNominal(v, f, r));
+    for (const [f, vec] of request) for (let r = 0; r < RESOURCE_COUNT; r++) if ((vec[r] as number) > 0 && this.overNominal(v, f, r)) return true;
+    return false;
+  }
+
+  private candidates(job: JobState, request: Map<string, number[]>, need: [string, number][]): Candidate[] {
+    const q = job.queue;
+    const out: Candidate[] = [];
+    const uses = (c: JobState): boolean => {
+      for (const f of c.usage.keys()) if (request.has(f)) return true;
+      return false;
+    };
+    if (q.withinQueue !== 'Never') {
+      for (const c of q.admitted) {
+        if (c.preemptible !== 'yes' || !uses(c)) continue;
+        const lower = c.priority < job.priority;
+        const newerEqual =
+          q.withinQueue === 'LowerOrNewerEqualPriority' &&
+          c.priority === job.priority &&
+          (c.spec.submitTime > job.spec.submitTime || (c.spec.submitTime === job.spec.submitTime && c.spec.id > job.spec.id));
+        if (lower || newerEqual) out.push({ job: c, other: false, reclaimOk: false, borrowOk: false });
+      }
+    }
+    if (q.node.parent && (q.reclaim !== 'Never' || q.borrowPolicy !== 'Never')) {
+      for (const v of this.treeQueues.get(q.root) ?? []) {
+        if (v === q || !this.borrowingOnNeed(v, request, need)) continue;
+        for (const c of v.admitted) {
+          if (c.preemptible === 'no' || !uses(c)) continue;
+          const lower = c.priority < job.priority;
+          const reclaimOk = q.reclaim === 'Any' || (q.reclaim === 'LowerPriority' && (lower || v.isolation === 'BEST_EFFORT'));
+          const borrowOk =
+            q.borrowPolicy === 'LowerPriority' && c.preemptible === 'yes' && lower && (q.borrowThreshold === null || c.priority <= q.borrowThreshold);
+          if (reclaimOk || borrowOk) out.push({ job: c, other: true, reclaimOk, borrowOk });
+        }
+      }
+    }
+    // Candidate order: other queues first (best-effort queues before them all), lower priority,
+    // most recently admitted, id.
+    out.sort(
+      (a, b) =>
+        Number(b.other) - Number(a.other) ||
+        Number(b.job.queue.isolation === 'BEST_EFFORT') - Number(a.job.queue.isolation === 'BEST_EFFORT') ||
+        a.job.priority - b.job.priority ||
+        b.job.admitSeq - a.job.admitSeq ||
+        (a.job.spec.id < b.job.spec.id ? -1 : a.job.spec.id > b.job.spec.id ? 1 : 0),
+    );
+    return out;
+  }
+
+  /**
+   * Take candidates in order until the job fits, then walk the chosen set backwards and put back
+   * every victim whose release turns out not to be needed. Victims stay released on the trail.
+   */
+  private minimalSet(
+    job: JobState,
+    request: Map<string, number[]>,
+    need: [string, number][],
+    cands: Candidate[],
+    allowBorrowing: boolean,
+    fits: (allowBorrowing: boolean) => boolean,
+  ): JobState[] | null {
+    const q = job.queue;
+    const mark = this.trail.length;
+    const removed: JobState[] = [];
+    for (const c of cands) {
+      const v = c.job.queue;
+      // A queue is never pushed below its nominal by another queue's reclaim.
+      if (v !== q && !this.borrowingOnNeed(v, request, need)) continue;
+      if (this.fairSharing && v !== q && !this.fairShareAllows(q, request, c.job)) continue;
+      this.tRelease(c.job);
+      removed.push(c.job);
+      if (!fits(allowBorrowing)) continue;
+      const targets: JobState[] = [c.job];
+      for (let i = removed.length - 2; i >= 0; i--) {
+        const back = removed[i] as JobState;
+        this.tReadd(back);
+        if (fits(allowBorrowing)) continue;
+        this.tRelease(back);
+        targets.push(back);
+      }
+      return targets;
+    }
+    this.rollback(mark);
+    return null;
+  }
+
+  /**
+   * No ping-pong under fair sharing: after the move the preemptor's share must be ≤ the victim
+   * queue's share, and strictly below the victim queue's share before it (so equal shares never
+   * trade jobs back and forth).
+   */
+  private fairShareAllows(q: QueueState, request: Map<string, number[]>, victim: JobState): boolean {
+    const mark = this.trail.length;
+    const vBefore = this.weightedShare(victim.queue);
+    this.chargeQueue(victim.queue, victim.usage, -1);
+    this.trail.push(() => this.chargeQueue(victim.queue, victim.usage, 1));
+    const vAfter = this.weightedShare(victim.queue);
+    this.tCharge(q, request);
+    const pAfter = this.weightedShare(q);
+    this.rollback(mark);
+    return pAfter <= vAfter && pAfter < vBefore;
+  }
+
+  // ───────────────────────────── commit ─────────────────────────────
+
+  private buildAdmission(job: JobState, plan: Plan, at: number): Admission {
+    return {
+      jobId: job.spec.id,
+      queue: job.queue.spec.name,
+      at,
+      podSets: plan.parts.map((p) => ({ name: p.ps.name, flavor: p.flavor, count: p.count, placements: groupPlacements(p.allocs) })),
+      borrowed: plan.borrowed,
+      mode: plan.mode,
+    };
+  }
+
+  /** Applies a plan whose trial changes are in place since `mark`: victims go back to pending, the job is admitted. */
+  private commit(job: JobState, plan: Plan, mark: number, now: number, preempted: Preemption[]): Admission {
+    this.trail.length = mark; // the trial changes become the state
+    const q = job.queue;
+    const woken = new Set<string>();
+    for (const { job: v, reason } of plan.victims) {
+      const p: Preemption = { victimId: v.spec.id, victimQueue: v.queue.spec.name, preemptorId: job.spec.id, preemptorQueue: q.spec.name, reason, at: now };
+      preempted.push(p);
+      v.queue.admitted.delete(v);
+      this.historyChange(v.queue, now, -(this.gpuOf(v.usage)), 0);
+      for (const f of v.usage.keys()) woken.add(f);
+      v.usage = new Map();
+      v.allocs = [];
+      v.admission = null;
+      v.preemptions++;
+      v.lastPreemption = p;
+      v.preemptedCycle = this.cycleNo;
+      v.decision = { jobId: v.spec.id, queue: v.queue.spec.name, reason: 'WaitingForQuota', message: `preempted by ${job.spec.id} (${reason}); requeued with its original submit time` };
+      this.enqueue(v);
+      this.deferred.add(v.queue);
+    }
+    this.dequeue(job);
+    job.status = 'admitted';
+    job.decision = null;
+    job.usage = plan.usage;
+    job.allocs = plan.parts.flatMap((p) => p.allocs);
+    job.admittedAt = now;
+    job.admitSeq = ++this.admitSeq;
+    q.admitted.add(job);
+    const gpu = this.gpuOf(plan.usage);
+    this.historyChange(q, now, gpu, this.entryPenalty * (gpu / 1000));
+    job.admission = this.buildAdmission(job, plan, now);
+    if (plan.victims.length > 0) for (const v of plan.victims) this.wakeAfterRelease(v.job.queue, woken);
+    return job.admission;
+  }
+
+  private gpuOf(usage: Map<string, number[]>): number {
+    let g = 0;
+    for (const v of usage.values()) g += v[GPU] as number;
+    return g;
+  }
+
+  private release(j: JobState, now: number): void {
+    const q = j.queue;
+    this.chargeQueue(q, j.usage, -1);
+    for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
+    q.admitted.delete(j);
+    this.historyChange(q, now, -this.gpuOf(j.usage), 0);
+    const flavors = [...j.usage.keys()];
+    j.usage = new Map();
+    j.allocs = [];
+    if (q.windowReclaimable && !this.anyOverNominal(q)) q.windowReclaimable = false;
+    this.wakeAfterRelease(q, flavors);
+  }
+
+  private anyOverNominal(q: QueueState): boolean {
+    for (const f of q.node.flavors.keys()) for (let r = 0; r < RESOURCE_COUNT; r++) if (this.overNominal(q, f, r)) return true;
+    return false;
+  }
+
+  // ───────────────────────────── the cycle ─────────────────────────────
+
+  private refreshWindows(now: number): void {
+    if (this.windowQueues.size === 0) return;
+    const minute = Math.floor(now / 60_000);
+    if (minute === this.lastWindowMinute) return; // windows are minute-granular
+    this.lastWindowMinute = minute;
+    const closed: QueueState[] = [];
+    let changed = false;
+    for (const q of this.windowQueues) {
+      const w = this.openWindow(q, now);
+      if (w === q.activeWindow) continue;
+      if (q.activeWindow !== null) closed.push(q);
+      q.activeWindow = w;
+      changed = true;
+    }
+    if (!changed) return;
+    this.rebuildQuotas();
+    // Nothing is killed at close: the excess just becomes reclaimable, with its own reason.
+    for (const q of closed) if (this.anyOverNominal(q)) q.windowReclaimable = true;
+  }
+
+  cycle(): CycleResult {
+    const now = this.clock.now();
+    this.cycleNo++;
+    this.refreshWindows(now);
+    for (const q of this.deferred) this.wakeQueue(q);
+    this.deferred.clear();
+    const result: CycleResult = { at: now, admitted: [], preempted: [], pending: [] };
+    const pending = new Map<string, PendingDecision>();
+    // Each pass takes one head per active queue; a head is admitted, parked (BestEffortFIFO) or
+    // blocks its queue (StrictFIFO), so every pass shrinks the work and the loop ends.
+    while (this.active.size > 0) {
+      const heads: { job: JobState; share: number; borrow: number; hist: number }[] = [];
+      for (const q of [...this.active]) {
+        let h = q.heap.peek();
+        while (h && h.preemptedCycle === this.cycleNo) {
+          // Evicted in this cycle: it waits for the next one (the caller is suspending it).
+          if (q.strategy === 'StrictFIFO') break;
+          this.park(h, null);
+          h = q.heap.peek();
+        }
+        if (!h || h.preemptedCycle === this.cycleNo) {
+          this.active.delete(q);
+          if (h) q.blocked = true;
+          continue;
+        }
+        heads.push({
+          job: h,
+          share: this.fairSharing ? this.weightedShare(q) : 0,
+          borrow: this.fairSharing ? 0 : this.headBorrows(h) ? 1 : 0,
+          hist: this.halfLife !== null ? this.historyAt(q, now) / Math.max(q.weight, 1e-9) : 0,
+        });
+      }
+      if (heads.length === 0) break;
+      // Order: lowest weighted share (or non-borrowing first), then decayed usage, higher priority, earlier submit, id.
+      heads.sort(
+        (a, b) =>
+          a.share - b.share ||
+          a.borrow - b.borrow ||
+          a.hist - b.hist ||
+          b.job.priority - a.job.priority ||
+          a.job.spec.submitTime - b.job.spec.submitTime ||
+          (a.job.spec.id < b.job.spec.id ? -1 : 1),
+      );
+      for (const { job } of heads) {
+        const q = job.queue;
+        if (job.status !== 'pending' || q.heap.peek() !== job || q.blocked) continue;
+        const mark = this.trail.length;
+        const res = this.evaluate(job, true);
+        if (res.ok) {
+          result.admitted.push(this.commit(job, res, mark, now, result.preempted));
+          pending.delete(job.spec.id);
+          continue;
+        }
+        this.rollback(mark);
+        const d: PendingDecision = { jobId: job.spec.id, queue: q.spec.name, reason: res.reason, message: res.message };
+        if (res.shortfall) d.shortfall = res.shortfall;
+        job.decision = d;
+        pending.set(job.spec.id, d);
+        if (q.strategy === 'StrictFIFO') {
+          q.blocked = true;
+          this.active.delete(q);
+          for (const f of res.waitFlavors) this.waitOn(f, q);
+        } else {
+          this.park(job, res.waitFlavors);
+        }
+      }
+    }
+    result.pending = [...pending.values()];
+    return result;
+  }
+
+  private park(j: JobState, waitFlavors: string[] | null): void {
+    const q = j.queue;
+    q.heap.remove(j);
+    q.parked.add(j);
+    j.parked = true;
+    for (const f of waitFlavors ?? []) this.waitOn(f, q);
+    if (q.heap.size === 0) this.active.delete(q);
+  }
+
+  private waitOn(f: string, q: QueueState): void {
+    let s = this.flavorWaiters.get(f);
+    if (!s) {
+      s = new Set();
+      this.flavorWaiters.set(f, s);
+    }
+    s.add(q);
+  }
+
+  /** Would the head exceed its queue's nominal on its first preferred flavor? (Non-borrowing heads go first without fair sharing, as in Kueue.) */
+  private headBorrows(j: JobState): boolean {
+    const q = j.queue;
+    for (const ps of j.podSets) {
+      const f = ps.flavors[0] as string;
+      const fq = q.node.flavors.get(f);
+      if (!fq) continue;
+      const vec = [ps.shape.gpu * ps.count, ps.shape.cpu * ps.count, ps.shape.mem * ps.count];
+      for (let r = 0; r < RESOURCE_COUNT; r++) if (fq.declared[r] && (fq.usage[r] as number) + (vec[r] as number) > (fq.nominal[r] as number)) return true;
+    }
+    return false;
+  }
+
+  // ───────────────────────────── queries ─────────────────────────────
+
+  preview(spec: JobSpec): Preview {
+    const job = this.buildJob(spec);
+    const mark = this.trail.length;
+    const res = this.evaluate(job, true);
+    let out: Preview;
+    if (res.ok) {
+      const now = this.clock.now();
+      out = {
+        admissible: true,
+        admission: this.buildAdmission(job, res, now),
+        borrowed: res.borrowed,
+        wouldPreempt: res.victims.map((v) => ({
+          victimId: v.job.spec.id,
+          victimQueue: v.job.queue.spec.name,
+          preemptorId: spec.id,
+          preemptorQueue: job.queue.spec.name,
+          reason: v.reason,
+          at: now,
+        })),
+      };
+    } else {
+      out = { admissible: false, borrowed: false, wouldPreempt: [], reason: res.reason, message: res.message };
+      if (res.shortfall) out.shortfall = res.shortfall;
+    }
+    this.rollback(mark);
+    return out;
+  }
+
+  explain(jobId: string): JobExplanation {
+    const j = this.jobs.get(jobId);
+    if (!j) throw new SchedulerInputError('UNKNOWN_JOB', `unknown job ${jobId}`);
+    const base: JobExplanation = { jobId, queue: j.queue.spec.name, state: j.status, preemptions: j.preemptions };
+    if (j.lastPreemption) base.lastPreemption = j.lastPreemption;
+    if (j.status === 'admitted') {
+      base.admission = j.admission as Admission;
+      base.expectedEnd = this.expectedEnd(j);
+      return base;
+    }
+    const q = j.queue;
+    const qPending = this.pendingOf(q);
+    base.queuePending = qPending.length;
+    base.positionInQueue = 1 + qPending.filter((o) => o !== j && queueLess(o, j)).length;
+    const head = q.heap.peek();
+    if (q.strategy === 'StrictFIFO' && q.blocked && head && head !== j) {
+      base.reason = 'StrictFIFOBlocked';
+      base.message = `StrictFIFO queue ${q.spec.name}: waiting behind ${head.spec.id}, which cannot be admitted yet`;
+    } else if (j.decision) {
+      base.reason = j.decision.reason;
+      base.message = j.decision.message;
+      if (j.decision.shortfall) base.shortfall = j.decision.shortfall;
+    } else {
+      base.reason = 'NotYetEvaluated';
+      base.message = 'waiting for the next admission cycle';
+    }
+    const { position, total } = this.cohortPosition(j);
+    base.positionInCohort = position;
+    base.cohortPending = total;
+    base.eta = base.reason === 'ExceedsMaxQuota' ? null : this.eta(j);
+    return base;
+  }
+
+  private expectedEnd(j: JobState): number | null {
+    const d = j.spec.expectedDurationMs ?? j.spec.maxRunMs;
+    return d === undefined ? null : j.admittedAt + d;
+  }
+
+  private pendingOf(q: QueueState): JobState[] {
+    return [...q.heap.values(), ...q.parked];
+  }
+
+  /** Position in the tree's admission order: queues' pending lists merged by (queue share or borrowing, priority, submit, id). */
+  private cohortPosition(j: JobState): { position: number; total: number } {
+    const lists = (this.treeQueues.get(j.queue.root) ?? []).map((q) => {
+      const jobs = this.pendingOf(q).sort((a, b) => (queueLess(a, b) ? -1 : 1));
+      return { q, jobs, i: 0, share: this.fairSharing ? this.weightedShare(q) : 0 };
+    });
+    const total = lists.reduce((s, l) => s + l.jobs.length, 0);
+    let position = 0;
+    for (;;) {
+      let best: (typeof lists)[number] | null = null;
+      for (const l of lists) {
+        const h = l.jobs[l.i];
+        if (!h) continue;
+        if (!best) {
+          best = l;
+          continue;
+        }
+        const b = best.jobs[best.i] as JobState;
+        const ka = [l.share, this.fairSharing ? 0 : Number(this.headBorrows(h))];
+        const kb = [best.share, this.fairSharing ? 0 : Number(this.headBorrows(b))];
+        if (ka[0]! < kb[0]! || (ka[0] === kb[0] && (ka[1]! < kb[1]! || (ka[1] === kb[1] && queueLess(h, b))))) best = l;
+      }
+      if (!best) break;
+      position++;
+      const picked = best.jobs[best.i++] as JobState;
+      if (picked === j) return { position, total };
+    }
+    return { position: total, total };
+  }
+
+  /** Earliest expected end of running jobs after which this job would fit (quota and nodes), ignoring jobs ahead of it. */
+  private eta(j: JobState): number | null {
+    const now = this.clock.now();
+    const mark = this.trail.length;
+    const full = j.podSets.map((p) => p.count);
+    const fitsNow = (): boolean => {
+      const m = this.trail.length;
+      const r = this.assignDirect(j, full);
+      this.rollback(m);
+      return r.ok;
+    };
+    if (fitsNow()) return now;
+    const flavors = new Set(j.podSets.flatMap((p) => p.flavors));
+    const running: { job: JobState; end: number }[] = [];
+    for (const o of this.jobs.values()) {
+      if (o.status !== 'admitted') continue;
+      const end = this.expectedEnd(o);
+      if (end === null) continue;
+      let relevant = o.queue.root === j.queue.root;
+      if (!relevant) for (const f of o.usage.keys()) if (flavors.has(f)) relevant = true;
+      if (relevant) running.push({ job: o, end });
+    }
+    running.sort((a, b) => a.end - b.end || (a.job.spec.id < b.job.spec.id ? -1 : 1));
+    let eta: number | null = null;
+    for (const { job, end } of running) {
+      this.tRelease(job);
+      if (fitsNow()) {
+        eta = Math.max(now, end);
+        break;
+      }
+    }
+    this.rollback(mark);
+    return eta;
+  }
+
+  queueStatus(name: string): QueueStatus {
+    const q = this.queues.get(name);
+    if (!q) throw new SchedulerInputError('UNKNOWN_QUEUE', `unknown queue ${name}`);
+    const resources: QueueResourceStatus[] = [];
+    const siblings = q.node.parent ? q.node.parent.children.filter((c) => c !== q.node) : [];
+    for (const [f, fq] of q.node.flavors) {
+      for (let r = 0; r < RESOURCE_COUNT; r++) {
+        if (!fq.declared[r]) continue;
+        const used = fq.usage[r] as number;
+        const nominal = fq.nominal[r] as number;
+        let siblingsBorrowed = 0;
+        for (const s of siblings) {
+          const sq = s.flavors.get(f);
+          if (sq && sq.declared[r]) siblingsBorrowed += Math.max(0, (sq.usage[r] as number) - (sq.subtree[r] as number));
+        }
+        const ll = fq.lendingLimit[r];
+        const lendableUnused = Math.max(0, Math.min(nominal - used, ll ?? Number.POSITIVE_INFINITY));
+        const s: QueueResourceStatus = {
+          flavor: f,
+          resource: RES[r] as ResourceName,
+          nominal: toApi(r, nominal),
+          used: toApi(r, used),
+          borrowed: toApi(r, Math.max(0, used - nominal)),
+          lent: q.node.parent ? toApi(r, Math.min(lendableUnused, siblingsBorrowed)) : 0,
+        };
+        const bl = fq.borrowingLimit[r];
+        if (bl !== null && bl !== undefined) s.borrowingLimit = toApi(r, bl);
+        if (ll !== null && ll !== undefined) s.lendingLimit = toApi(r, ll);
+        resources.push(s);
+      }
+    }
+    const st: QueueStatus = {
+      name,
+      tenant: q.spec.tenant,
+      weight: q.weight,
+      isolation: q.isolation,
+      queueingStrategy: q.strategy,
+      activeWindow: q.activeWindow,
+      resources,
+      weightedShare: this.weightedShare(q),
+      pendingCount: q.heap.size + q.parked.size,
+      admittedCount: q.admitted.size,
+    };
+    if (q.spec.cohort !== undefined) st.cohort = q.spec.cohort;
+    return st;
+  }
+
+  nodeStatus(): NodeStatus[] {
+    const out: NodeStatus[] = [];
+    for (const n of [...this.nodes.values()].sort((a, b) => (a.spec.name < b.spec.name ? -1 : 1))) {
+      const per = n.flavor.perGpuMilli;
+      const s: NodeStatus = {
+        name: n.spec.name,
+        pool: n.spec.pool,
+        flavor: n.spec.flavor,
+        kind: n.flavor.spec.kind,
+        capacity: { gpu: (n.spec.gpus * per) / 1000, cpu: Math.round(n.spec.cpu), memory: Math.round(n.spec.memory) },
+        free: { gpu: n.freeGpuTotal / 1000, cpu: n.cpuFree, memory: n.memFree },
+        gpus: n.gpuFree.map((f, index) => ({ index, capacity: per / 1000, free: f / 1000 })),
+      };
+      if (n.spec.dedicatedTenant !== undefined) s.dedicatedTenant = n.spec.dedicatedTenant;
+      out.push(s);
+    }
+    return out;
+  }
+
+  pendingShapes(): PendingShape[] {
+    return [...this.shapes.values()].map((s) => ({
+      flavors: [...s.flavors],
+      perPod: { gpu: s.shape.gpu / 1000, cpu: s.shape.cpu, memory: s.shape.mem },
+      pods: s.pods,
+      jobs: s.jobs,
+    }));
+  }
+
+  /** The admission of a running job, or undefined. */
+  admissionOf(jobId: string): Admission | undefined {
+    return this.jobs.get(jobId)?.admission ?? undefined;
+  }
+
+  /** 'pending' | 'admitted' for a live job, undefined once finished/cancelled or never seen. */
+  jobState(jobId: string): 'pending' | 'admitted' | undefined {
+    return this.jobs.get(jobId)?.status;
+  }
+
+  /** Rebuilds running jobs after a restart from persisted admissions, exactly as recorded (no decisions are made). */
+  restore(admitted: RestoredAdmission[]): void {
+    for (const { job, admission } of admitted) {
+      if (this.jobs.has(job.id)) throw new SchedulerInputError('DUPLICATE_JOB', `job ${job.id} already exists`);
+      const j = this.buildJob(job);
+      const usage = new Map<string, number[]>();
+      const allocs: PodAlloc[] = [];
+      for (const pa of admission.podSets) {
+        const ps = j.podSets.find((p) => p.name === pa.name);
+        const flavor = this.flavors.get(pa.flavor);
+        if (!ps || !flavor) throw new SchedulerInputError('INVALID_SPEC', `restore ${job.id}: pod set ${pa.name} or flavor ${pa.flavor} unknown`);
+        addVec(usage, pa.flavor, [ps.shape.gpu, ps.shape.cpu, ps.shape.mem], pa.count);
+        const frac = isFractional(flavor, ps.shape.gpu);
+        const unitsPerPod = ps.shape.gpu === 0 ? 0 : frac ? 1 : ps.shape.gpu / 1000;
+        const perUnit = frac ? ps.shape.gpu : 1000;
+        for (const pl of pa.placements) {
+          const node = this.nodes.get(pl.node);
+          if (!node) throw new SchedulerInputError('UNKNOWN_NODE', `restore ${job.id}: unknown node ${pl.node}`);
+          const idx = pl.gpuIndices ?? [];
+          for (let p = 0; p < pl.pods; p++) {
+            const gpus = idx.slice(p * unitsPerPod, (p + 1) * unitsPerPod);
+            allocs.push({ node, cpu: ps.shape.cpu, mem: ps.shape.mem, gpus, gpuMilli: gpus.map(() => perUnit) });
+          }
+        }
+      }
+      for (const a of allocs) reapplyAlloc(a);
+      this.chargeQueue(j.queue, usage, 1);
+      j.status = 'admitted';
+      j.usage = usage;
+      j.allocs = allocs;
+      j.admittedAt = admission.at;
+      j.admitSeq = ++this.admitSeq;
+      j.admission = structuredCloneSpec(admission);
+      this.jobs.set(job.id, j);
+      j.queue.admitted.add(j);
+      this.historyChange(j.queue, admission.at, this.gpuOf(usage), 0);
+    }
+  }
+
+  /** A plain, deep copy of every piece of state a decision depends on; tests compare it before/after a what-if. */
+  debugState(): unknown {
+    const quota: unknown[] = [];
+    for (const q of this.queues.values()) quota.push(['queue', q.spec.name, mapToObj(q.node.flavors)]);
+    for (const c of this.cohorts.values()) quota.push(['cohort', c.spec.name, mapToObj(c.node.flavors)]);
+    return structuredCloneSpec({
+      quota,
+      nodes: [...this.nodes.values()].map((n) => [n.spec.name, [...n.gpuFree], n.freeGpuTotal, n.cpuFree, n.memFree, n.pods]),
+      flavors: [...this.flavors.values()].map((f) => [f.spec.name, f.freeGpu, f.freeCpu, f.freeMem, f.nodes.map((n) => n.spec.name)]),
+      queues: [...this.queues.values()].map((q) => ({
+        name: q.spec.name,
+        heap: q.heap.values().map((j) => j.spec.id).sort(),
+        parked: [...q.parked].map((j) => j.spec.id).sort(),
+        blocked: q.blocked,
+        admitted: [...q.admitted].map((j) => j.spec.id).sort(),
+        history: { ...q.history },
+        windowReclaimable: q.windowReclaimable,
+      })),
+      jobs: [...this.jobs.values()].map((j) => [j.spec.id, j.status, j.admission, mapToObj(j.usage), j.allocs.map((a) => [a.node.spec.name, a.gpus, a.gpuMilli])]),
+      active: [...this.active].map((q) => q.spec.name).sort(),
+      shapes: [...this.shapes.entries()],
+      trail: this.trail.length,
+    });
+  }
+}
+
+function mapToObj<V>(m: Map<string, V>): Record<string, V> {
+  const o: Record<string, V> = {};
+  for (const [k, v] of [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1))) o[k] = v;
+  return o;
+}
+
+function structuredCloneSpec<T>(v: T): T {
+  return JSON.parse(JSON.stringify(v)) as T;
+}
+
+/** Groups per-pod allocations by node, in placement order. */
+function groupPlacements(allocs: PodAlloc[]): PodPlacement[] {
+  const out: PodPlacement[] = [];
+  let cur: PodPlacement | null = null;
+  let curNode: NodeState | null = null;
+  for (const a of allocs) {
+    if (a.node !== curNode) {
+      cur = { node: a.node.spec.name, pods: 0 };
+      out.push(cur);
+      curNode = a.node;
+    }
+    const c = cur as PodPlacement;
+    c.pods++;
+    if (a.gpus.length > 0) (c.gpuIndices ??= []).push(...a.gpus);
+  }
+  return out;
 }

@@ -1,0 +1,261 @@
+// Node capacity and pod placement. GPU amounts are integer milli-units: a whole GPU is 1000,
+// a MIG slice or time-slice share is 1000 as well (so a 7-slice A100 holds 7000).
+import type { FlavorSpec, NodeSpec } from './types.js';
+
+export interface FlavorState {
+  spec: FlavorSpec;
+  /** Milli-units one physical GPU holds. */
+  perGpuMilli: number;
+  /** Sorted by name: placement scans are deterministic. */
+  nodes: NodeState[];
+  /** Aggregate free capacity over the flavor's nodes, for a quick reject before any scan. */
+  freeGpu: number;
+  freeCpu: number;
+  freeMem: number;
+}
+
+export interface NodeState {
+  spec: NodeSpec;
+  flavor: FlavorState;
+  gpuFree: number[];
+  freeGpuTotal: number;
+  cpuFree: number;
+  memFree: number;
+  /** Pods currently placed here. */
+  pods: number;
+}
+
+/** One pod's claim on a node. gpus[i] is a GPU index and gpuMilli[i] what it takes from it. */
+export interface PodAlloc {
+  node: NodeState;
+  cpu: number;
+  mem: number;
+  gpus: number[];
+  gpuMilli: number[];
+}
+
+/** A pod shape in internal units. */
+export interface Shape {
+  gpu: number;
+  cpu: number;
+  mem: number;
+}
+
+export function isFractional(flavor: FlavorState, gpuMilli: number): boolean {
+  return flavor.spec.kind === 'gpu' && gpuMilli > 0 && gpuMilli < 1000;
+}
+
+export function newNodeState(spec: NodeSpec, flavor: FlavorState): NodeState {
+  const gpuFree = new Array<number>(spec.gpus).fill(flavor.perGpuMilli);
+  return {
+    spec,
+    flavor,
+    gpuFree,
+    freeGpuTotal: spec.gpus * flavor.perGpuMilli,
+    cpuFree: Math.round(spec.cpu),
+    memFree: Math.round(spec.memory),
+    pods: 0,
+  };
+}
+
+/** Could one pod of this shape go on this node right now? */
+export function fitsPod(node: NodeState, s: Shape): boolean {
+  if (node.cpuFree < s.cpu || node.memFree < s.mem) return false;
+  if (s.gpu === 0) return true;
+  if (node.freeGpuTotal < s.gpu) return false;
+  const per = node.flavor.perGpuMilli;
+  if (node.flavor.spec.kind === 'gpu') {
+    if (s.gpu < 1000) {
+      for (const f of node.gpuFree) if (f >= s.gpu) return true;
+      return false;
+    }
+    let whole = 0;
+    for (const f of node.gpuFree) if (f === per) whole++;
+    return whole * 1000 >= s.gpu;
+  }
+  return true; // slices may span GPUs of the node; total already checked
+}
+
+/** Could one pod of this shape ever go on this node (empty)? */
+export function nodeCanEverHold(node: NodeState, s: Shape): boolean {
+  const spec = node.spec;
+  if (spec.cpu < s.cpu || spec.memory < s.mem) return false;
+  if (s.gpu === 0) return true;
+  if (node.flavor.spec.kind === 'gpu' && s.gpu < 1000) return spec.gpus >= 1;
+  return spec.gpus * node.flavor.perGpuMilli >= s.gpu;
+}
+
+function applyAlloc(a: PodAlloc): void {
+  const n = a.node;
+  for (let i = 0; i < a.gpus.length; i++) {
+    const idx = a.gpus[i] as number;
+    n.gpuFree[idx] = (n.gpuFree[idx] as number) - (a.gpuMilli[i] as number);
+    n.freeGpuTotal -= a.gpuMilli[i] as number;
+    n.flavor.freeGpu -= a.gpuMilli[i] as number;
+  }
+  n.cpuFree -= a.cpu;
+  n.memFree -= a.mem;
+  n.flavor.freeCpu -= a.cpu;
+  n.flavor.freeMem -= a.mem;
+  n.pods++;
+}
+
+export function releaseAlloc(a: PodAlloc): void {
+  const n = a.node;
+  for (let i = 0; i < a.gpus.length; i++) {
+    const idx = a.gpus[i] as number;
+    n.gpuFree[idx] = (n.gpuFree[idx] as number) + (a.gpuMilli[i] as number);
+    n.freeGpuTotal += a.gpuMilli[i] as number;
+    n.flavor.freeGpu += a.gpuMilli[i] as number;
+  }
+  n.cpuFree += a.cpu;
+  n.memFree += a.mem;
+  n.flavor.freeCpu += a.cpu;
+  n.flavor.freeMem += a.mem;
+  n.pods--;
+}
+
+/** Re-applies an exact earlier allocation (undo of a trial release, or restore after restart). */
+export function reapplyAlloc(a: PodAlloc): void {
+  applyAlloc(a);
+}
+
+/** Chooses GPUs for one pod on a node that fits it, and claims them. */
+export function allocPod(node: NodeState, s: Shape): PodAlloc {
+  const gpus: number[] = [];
+  const gpuMilli: number[] = [];
+  const per = node.flavor.perGpuMilli;
+  if (s.gpu > 0) {
+    if (node.flavor.spec.kind === 'gpu') {
+      if (s.gpu < 1000) {
+        // Pack shares: the GPU with the least free share that still fits.
+        let best = -1;
+        for (let i = 0; i < node.gpuFree.length; i++) {
+          const f = node.gpuFree[i] as number;
+          if (f >= s.gpu && (best < 0 || f < (node.gpuFree[best] as number))) best = i;
+        }
+        gpus.push(best);
+        gpuMilli.push(s.gpu);
+      } else {
+        let need = s.gpu / 1000;
+        for (let i = 0; i < node.gpuFree.length && need > 0; i++) {
+          if (node.gpuFree[i] === per) {
+            gpus.push(i);
+            gpuMilli.push(1000);
+            need--;
+          }
+        }
+      }
+    } else {
+      // Slices/shares: fill the fullest GPUs first so whole GPUs stay free for bigger shapes.
+      const order = node.gpuFree
+        .map((f, i) => [f, i] as const)
+        .filter(([f]) => f >= 1000)
+        .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+      let need = s.gpu / 1000;
+      for (const [f, i] of order) {
+        let take = Math.min(need, Math.floor(f / 1000));
+        while (take-- > 0) {
+          gpus.push(i);
+          gpuMilli.push(1000);
+          need--;
+        }
+        if (need === 0) break;
+      }
+    }
+  }
+  const a: PodAlloc = { node, cpu: s.cpu, mem: s.mem, gpus, gpuMilli };
+  applyAlloc(a);
+  return a;
+}
+
+/** GPU capacity on the node (milli) that none of `shapes` could use as the node is now. */
+export function strandedGpu(node: NodeState, shapes: readonly Shape[]): number {
+  if (node.freeGpuTotal === 0) return 0;
+  const per = node.flavor.perGpuMilli;
+  const kind = node.flavor.spec.kind;
+  let wholeFree = 0;
+  for (const f of node.gpuFree) if (f === per) wholeFree++;
+  const usable = new Array<boolean>(node.gpuFree.length).fill(false);
+  for (const s of shapes) {
+    if (node.cpuFree < s.cpu || node.memFree < s.mem) continue;
+    if (s.gpu === 0) continue;
+    if (kind === 'gpu') {
+      if (s.gpu < 1000) {
+        node.gpuFree.forEach((f, i) => {
+          if (f >= s.gpu) usable[i] = true;
+        });
+      } else if (wholeFree * 1000 >= s.gpu) {
+        node.gpuFree.forEach((f, i) => {
+          if (f === per) usable[i] = true;
+        });
+      }
+    } else if (node.freeGpuTotal >= s.gpu) {
+      node.gpuFree.forEach((f, i) => {
+        if (f >= 1000) usable[i] = true;
+      });
+    }
+  }
+  let stranded = 0;
+  node.gpuFree.forEach((f, i) => {
+    if (!usable[i]) stranded += f;
+  });
+  return stranded;
+}
+
+/**
+ * Places `count` pods of one shape on the flavor's eligible nodes, claiming capacity as it goes.
+ * Best-fit: the node left with the least free GPU (then CPU) after one pod, then as many pods of
+ * the gang as fit on it. Fragmentation-aware: the node whose stranded GPU capacity (for the
+ * pending shapes) grows least, best-fit as tie-break. Returns null (and claims nothing) if the
+ * gang cannot be placed whole.
+ */
+export function placePods(
+  flavor: FlavorState,
+  count: number,
+  s: Shape,
+  eligible: (n: NodeState) => boolean,
+  fragShapes: readonly Shape[] | null,
+): PodAlloc[] | null {
+  if (count === 0) return [];
+  if (flavor.freeGpu < s.gpu * count || flavor.freeCpu < s.cpu * count || flavor.freeMem < s.mem * count) return null;
+  const allocs: PodAlloc[] = [];
+  let remaining = count;
+  while (remaining > 0) {
+    let best: NodeState | null = null;
+    let bestFrag = 0;
+    let bestGpu = 0;
+    let bestCpu = 0;
+    for (const n of flavor.nodes) {
+      if (!fitsPod(n, s) || !eligible(n)) continue;
+      const leftGpu = n.freeGpuTotal - s.gpu;
+      const leftCpu = n.cpuFree - s.cpu;
+      let frag = 0;
+      if (fragShapes && fragShapes.length > 0 && s.gpu > 0) {
+        const before = strandedGpu(n, fragShapes);
+        const a = allocPod(n, s);
+        frag = strandedGpu(n, fragShapes) - before;
+        releaseAlloc(a);
+      }
+      if (
+        best === null ||
+        frag < bestFrag ||
+        (frag === bestFrag && (leftGpu < bestGpu || (leftGpu === bestGpu && leftCpu < bestCpu)))
+      ) {
+        best = n;
+        bestFrag = frag;
+        bestGpu = leftGpu;
+        bestCpu = leftCpu;
+      }
+    }
+    if (!best) {
+      for (let i = allocs.length - 1; i >= 0; i--) releaseAlloc(allocs[i] as PodAlloc);
+      return null;
+    }
+    while (remaining > 0 && fitsPod(best, s)) {
+      allocs.push(allocPod(best, s));
+      remaining--;
+    }
+  }
+  return allocs;
+}
