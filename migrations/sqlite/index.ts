@@ -1,0 +1,7 @@
+import type { MigrationObject } from '@mikro-orm/core';
+import { Migration20261130094927 as M0 } from './Migration20261130094927.js';
+
+/** Every sqlite migration, oldest first. Rewritten by `npm run migration:create`. */
+export const sqliteMigrations: MigrationObject[] = [
+  { name: 'Migration20261130094927', class: M0 },
+];

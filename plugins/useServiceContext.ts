@@ -1,0 +1,36 @@
+import type { MikroORM } from '@mikro-orm/core';
+import type { Plugin } from 'graphql-yoga';
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '../src/auth/principal.js';
+import { visibleTenantIds } from '../src/auth/principal.js';
+import type { EventBus } from '../src/events/bus.js';
+import { TENANT_FILTER, type TenantFilterParams } from '../src/persistence/entities.js';
+
+export interface ServiceContextOptions {
+  orm: MikroORM;
+  events: EventBus;
+  now: () => number;
+}
+
+/**
+ * Gives each operation its own EntityManager with the tenant filter set to exactly the
+ * tenants the caller belongs to (all of them for platform admins). Must come after the
+ * auth plugin, which puts the caller in `currentUser`.
+ */
+export function useServiceContext(options: ServiceContextOptions): Plugin {
+  return {
+    onContextBuilding({ context, extendContext }) {
+      const principal = ((context as { currentUser?: Principal | null }).currentUser ?? null) as Principal | null;
+      const em = options.orm.em.fork({ clear: true });
+      const params: TenantFilterParams = principal?.isPlatformAdmin ? { all: true } : { tenantIds: visibleTenantIds(principal) };
+      em.setFilterParams(TENANT_FILTER, params);
+      extendContext({
+        principal,
+        em,
+        events: options.events,
+        now: () => new Date(options.now()),
+        requestId: (context as { requestId?: string }).requestId ?? randomUUID(),
+      } as never);
+    },
+  };
+}

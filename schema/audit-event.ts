@@ -1,0 +1,60 @@
+import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
+import { encodeGlobalID } from '@pothos/plugin-relay';
+import { listAuditEvents, listPlatformAuditEvents } from '../src/services/audit-events.js';
+import { builder } from './builder.js';
+import { AuditOutcomeEnum, decodeId, pageFrom, toCursor } from './common.js';
+import { AuditEventRef, TenantRef } from './refs.js';
+import { isEntity } from './tenant.js';
+
+builder.node(AuditEventRef, {
+  description: 'One mutation, who made it and how it ended; written in the same transaction as the change.',
+  id: { resolve: (event) => event.id },
+  isTypeOf: (value) => isEntity(value, 'AuditEvent'),
+  fields: (t) => ({
+    action: t.exposeString('action', { description: 'e.g. project.create, member.changeRole, apiToken.revoke' }),
+    outcome: t.field({ type: AuditOutcomeEnum, resolve: (event) => event.outcome }),
+    errorCode: t.string({ nullable: true, resolve: (event) => event.errorCode ?? null }),
+    actorName: t.string({ nullable: true, resolve: (event) => event.actor?.name ?? null }),
+    actorEmail: t.string({ nullable: true, resolve: (event) => event.actor?.email ?? null }),
+    viaApiToken: t.boolean({ resolve: (event) => event.actorTokenId !== null }),
+    targetType: t.string({ nullable: true, resolve: (event) => event.targetType ?? null }),
+    targetId: t.id({
+      nullable: true,
+      description: 'Global ID of what the mutation changed.',
+      resolve: (event) => (event.targetType && event.targetId ? encodeGlobalID(event.targetType, event.targetId) : null),
+    }),
+    input: t.field({ type: 'JSON', description: 'The mutation input, secrets redacted.', resolve: (event) => event.input }),
+    requestId: t.exposeString('requestId'),
+    createdAt: t.field({ type: 'DateTime', resolve: (event) => event.createdAt }),
+  }),
+});
+
+builder.objectFields(TenantRef, (t) => ({
+  auditEvents: t.connection({
+    type: AuditEventRef,
+    description: 'Auditors and tenant admins.',
+    authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'audit:read' } }),
+    resolve: (tenant, args, ctx) =>
+      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) => listAuditEvents(ctx, tenant.id, pageFrom(page))),
+  }),
+}));
+
+builder.queryFields((t) => ({
+  auditEvents: t.connection({
+    type: AuditEventRef,
+    description: "A tenant's audit log (auditors and tenant admins), oldest first; page backwards with `last` for the newest.",
+    authScopes: { authenticated: true },
+    args: { tenantId: t.arg.id({ required: true }) },
+    resolve: (_root, args, ctx) =>
+      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) =>
+        listAuditEvents(ctx, decodeId(String(args.tenantId), 'Tenant'), pageFrom(page)),
+      ),
+  }),
+  platformAuditEvents: t.connection({
+    type: AuditEventRef,
+    description: 'Every audit event, including refused attempts that belong to no tenant. Platform admins only.',
+    authScopes: { platformAdmin: true },
+    resolve: (_root, args, ctx) =>
+      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) => listPlatformAuditEvents(ctx, pageFrom(page))),
+  }),
+}));

@@ -1,0 +1,92 @@
+import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
+import { addMember, changeMemberRole, listMembers, removeMember } from '../src/services/members.js';
+import { builder } from './builder.js';
+import { TenantRoleEnum, decodeId, emailSchema, nameSchema, pageFrom, toCursor } from './common.js';
+import { MemberRef, TenantRef } from './refs.js';
+import { isEntity } from './tenant.js';
+import { getTenant } from '../src/services/tenants.js';
+
+builder.node(MemberRef, {
+  description: "A person's membership in a tenant, with their role there.",
+  id: { resolve: (member) => member.id },
+  isTypeOf: (value) => isEntity(value, 'Membership'),
+  fields: (t) => ({
+    name: t.string({ resolve: (member) => member.user.name }),
+    email: t.string({
+      nullable: true,
+      description: 'Tenant admins, platform admins and the member themself only.',
+      authScopes: (member) => ({
+        $any: { capability: { tenantId: member.tenant.id, capability: 'members:read' }, self: member.user.id },
+      }),
+      resolve: (member) => member.user.email,
+    }),
+    role: t.field({ type: TenantRoleEnum, resolve: (member) => member.role }),
+    isViewer: t.boolean({ description: 'True for your own membership.', resolve: (member, _args, ctx) => member.user.id === ctx.principal?.userId }),
+    joinedAt: t.field({ type: 'DateTime', resolve: (member) => member.createdAt }),
+    tenant: t.field({ type: TenantRef, resolve: (member, _args, ctx) => getTenant(ctx, member.tenant.id) }),
+  }),
+});
+
+builder.objectFields(TenantRef, (t) => ({
+  members: t.connection({
+    type: MemberRef,
+    authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'tenant:read' } }),
+    resolve: (tenant, args, ctx) =>
+      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) => listMembers(ctx, tenant.id, pageFrom(page))),
+  }),
+}));
+
+builder.queryFields((t) => ({
+  members: t.connection({
+    type: MemberRef,
+    description: "A tenant's members.",
+    authScopes: { authenticated: true },
+    args: { tenantId: t.arg.id({ required: true }) },
+    resolve: (_root, args, ctx) =>
+      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) =>
+        listMembers(ctx, decodeId(String(args.tenantId), 'Tenant'), pageFrom(page)),
+      ),
+  }),
+}));
+
+const AddMemberInput = builder.inputType('AddMemberInput', {
+  description: 'Adds a person by e-mail; an address Fairway does not know yet is invited as a new user.',
+  fields: (t) => ({
+    tenantId: t.id({ required: true }),
+    email: t.string({ required: true, validate: emailSchema }),
+    name: t.string({ validate: nameSchema }),
+    role: t.field({ type: TenantRoleEnum, required: true }),
+  }),
+});
+
+const RemoveMemberPayload = builder.objectRef<{ removedMemberId: string }>('RemoveMemberPayload').implement({
+  fields: (t) => ({ removedMemberId: t.exposeID('removedMemberId') }),
+});
+
+builder.mutationFields((t) => ({
+  addMember: t.field({
+    type: MemberRef,
+    description: 'Tenant admins.',
+    authScopes: { authenticated: true },
+    args: { input: t.arg({ type: AddMemberInput, required: true }) },
+    resolve: (_root, { input }, ctx) =>
+      addMember(ctx, { tenantId: decodeId(String(input.tenantId), 'Tenant'), email: input.email, name: input.name ?? undefined, role: input.role }),
+  }),
+  changeMemberRole: t.field({
+    type: MemberRef,
+    description: 'Tenant admins. A tenant always keeps at least one admin.',
+    authScopes: { authenticated: true },
+    args: { id: t.arg.id({ required: true }), role: t.arg({ type: TenantRoleEnum, required: true }) },
+    resolve: (_root, { id, role }, ctx) => changeMemberRole(ctx, decodeId(String(id), 'Member'), role),
+  }),
+  removeMember: t.field({
+    type: RemoveMemberPayload,
+    description: 'Tenant admins. A tenant always keeps at least one admin.',
+    authScopes: { authenticated: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, { id }, ctx) => {
+      await removeMember(ctx, decodeId(String(id), 'Member'));
+      return { removedMemberId: String(id) };
+    },
+  }),
+}));

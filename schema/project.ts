@@ -1,0 +1,78 @@
+import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
+import { archiveProject, createProject, listProjects } from '../src/services/projects.js';
+import { builder } from './builder.js';
+import { ProjectStatusEnum, decodeId, descriptionSchema, nameSchema, pageFrom, slugSchema, toCursor } from './common.js';
+import { ProjectRef, TenantRef } from './refs.js';
+import { isEntity } from './tenant.js';
+import { getTenant } from '../src/services/tenants.js';
+
+builder.node(ProjectRef, {
+  description: "A unit of work inside a tenant (a team, product or experiment line); jobs and cost roll up to it.",
+  id: { resolve: (project) => project.id },
+  isTypeOf: (value) => isEntity(value, 'Project'),
+  fields: (t) => ({
+    slug: t.exposeString('slug'),
+    name: t.exposeString('name'),
+    description: t.string({ nullable: true, resolve: (project) => project.description ?? null }),
+    status: t.field({ type: ProjectStatusEnum, resolve: (project) => project.status }),
+    createdAt: t.field({ type: 'DateTime', resolve: (project) => project.createdAt }),
+    archivedAt: t.field({ type: 'DateTime', nullable: true, resolve: (project) => project.archivedAt ?? null }),
+    tenant: t.field({ type: TenantRef, resolve: (project, _args, ctx) => getTenant(ctx, project.tenant.id) }),
+  }),
+});
+
+
+builder.objectFields(TenantRef, (t) => ({
+  projects: t.connection({
+    type: ProjectRef,
+    args: { status: t.arg({ type: ProjectStatusEnum }) },
+    authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'tenant:read' } }),
+    resolve: (tenant, args, ctx) =>
+      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) => listProjects(ctx, tenant.id, pageFrom(page), args.status)),
+  }),
+}));
+
+builder.queryFields((t) => ({
+  projects: t.connection({
+    type: ProjectRef,
+    description: "A tenant's projects (every member may read them).",
+    authScopes: { authenticated: true },
+    args: { tenantId: t.arg.id({ required: true }), status: t.arg({ type: ProjectStatusEnum }) },
+    resolve: (_root, args, ctx) =>
+      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) =>
+        listProjects(ctx, decodeId(String(args.tenantId), 'Tenant'), pageFrom(page), args.status),
+      ),
+  }),
+}));
+
+const CreateProjectInput = builder.inputType('CreateProjectInput', {
+  fields: (t) => ({
+    tenantId: t.id({ required: true }),
+    slug: t.string({ required: true, validate: slugSchema }),
+    name: t.string({ required: true, validate: nameSchema }),
+    description: t.string({ validate: descriptionSchema }),
+  }),
+});
+
+builder.mutationFields((t) => ({
+  createProject: t.field({
+    type: ProjectRef,
+    description: 'Tenant admins.',
+    authScopes: { authenticated: true },
+    args: { input: t.arg({ type: CreateProjectInput, required: true }) },
+    resolve: (_root, { input }, ctx) =>
+      createProject(ctx, {
+        tenantId: decodeId(String(input.tenantId), 'Tenant'),
+        slug: input.slug,
+        name: input.name,
+        description: input.description ?? null,
+      }),
+  }),
+  archiveProject: t.field({
+    type: ProjectRef,
+    description: 'Tenant admins. An archived project keeps its history and takes no new work.',
+    authScopes: { authenticated: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, ctx) => archiveProject(ctx, decodeId(String(id), 'Project')),
+  }),
+}));

@@ -1,0 +1,95 @@
+import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
+import { z } from 'zod';
+import { roleIn } from '../src/auth/principal.js';
+import type { Tenant } from '../src/persistence/entities.js';
+import { createTenant, getTenantBySlug, listTenants, updateTenant } from '../src/services/tenants.js';
+import { builder } from './builder.js';
+import { IsolationLevelEnum, TenantRoleEnum, TenantStatusEnum, TenantTierEnum, decodeId, nameSchema, pageFrom, slugSchema, toCursor } from './common.js';
+import { TenantRef } from './refs.js';
+
+builder.node(TenantRef, {
+  description: 'An organisation sharing the GPU pool: its own members, projects, queues and quota.',
+  id: { resolve: (tenant) => tenant.id },
+  isTypeOf: (value) => isEntity(value, 'Tenant'),
+  fields: (t) => ({
+    slug: t.exposeString('slug'),
+    name: t.exposeString('name'),
+    tier: t.field({ type: TenantTierEnum, resolve: (tenant) => tenant.tier }),
+    isolationLevel: t.field({ type: IsolationLevelEnum, resolve: (tenant) => tenant.isolationLevel }),
+    status: t.field({ type: TenantStatusEnum, resolve: (tenant) => tenant.status }),
+    createdAt: t.field({ type: 'DateTime', resolve: (tenant) => tenant.createdAt }),
+    viewerRole: t.field({
+      type: TenantRoleEnum,
+      nullable: true,
+      description: "The caller's role here; null for a platform admin who is not a member.",
+      resolve: (tenant, _args, ctx) => roleIn(ctx.principal, tenant.id) ?? null,
+    }),
+  }),
+});
+
+/** Defined on the class MikroORM generates for each defineEntity schema. */
+export function isEntity(value: unknown, entityName: string): boolean {
+  return typeof value === 'object' && value !== null && (value as { constructor?: { name?: string } }).constructor?.name === entityName;
+}
+
+builder.queryFields((t) => ({
+  tenant: t.field({
+    type: TenantRef,
+    description: 'A tenant you belong to (platform admins: any tenant), by slug.',
+    authScopes: { authenticated: true },
+    args: { slug: t.arg.string({ required: true, validate: z.string().max(63) }) },
+    resolve: (_root, { slug }, ctx) => getTenantBySlug(ctx, slug),
+  }),
+  tenants: t.connection({
+    type: TenantRef,
+    description: 'Platform admins: every tenant. Everyone else: the tenants you belong to.',
+    authScopes: { authenticated: true },
+    resolve: (_root, args, ctx) =>
+      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) => listTenants(ctx, pageFrom(page))),
+  }),
+}));
+
+const CreateTenantInput = builder.inputType('CreateTenantInput', {
+  fields: (t) => ({
+    slug: t.string({ required: true, validate: slugSchema }),
+    name: t.string({ required: true, validate: nameSchema }),
+    tier: t.field({ type: TenantTierEnum }),
+    isolationLevel: t.field({ type: IsolationLevelEnum }),
+  }),
+});
+
+const UpdateTenantInput = builder.inputType('UpdateTenantInput', {
+  fields: (t) => ({
+    id: t.id({ required: true }),
+    name: t.string({ validate: nameSchema }),
+    tier: t.field({ type: TenantTierEnum }),
+    isolationLevel: t.field({ type: IsolationLevelEnum }),
+    status: t.field({ type: TenantStatusEnum }),
+  }),
+});
+
+builder.mutationFields((t) => ({
+  createTenant: t.field({
+    type: TenantRef,
+    description: 'Platform admins only.',
+    authScopes: { platformAdmin: true },
+    args: { input: t.arg({ type: CreateTenantInput, required: true }) },
+    resolve: (_root, { input }, ctx) =>
+      createTenant(ctx, { slug: input.slug, name: input.name, tier: input.tier ?? undefined, isolationLevel: input.isolationLevel ?? undefined }),
+  }),
+  updateTenant: t.field({
+    type: TenantRef,
+    description: 'Platform admins only.',
+    authScopes: { platformAdmin: true },
+    args: { input: t.arg({ type: UpdateTenantInput, required: true }) },
+    resolve: (_root, { input }, ctx) =>
+      updateTenant(ctx, decodeId(String(input.id), 'Tenant'), {
+        name: input.name ?? undefined,
+        tier: input.tier ?? undefined,
+        isolationLevel: input.isolationLevel ?? undefined,
+        status: input.status ?? undefined,
+      }),
+  }),
+}));
+
+export type { Tenant };

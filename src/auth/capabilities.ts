@@ -1,0 +1,34 @@
+import type { TenantRole } from '../persistence/entities.js';
+
+/**
+ * What a caller may do inside one tenant. Roles grant capabilities; an API token can
+ * only narrow them (its scopes are intersected with its creator's role).
+ * The same strings are the API token scopes.
+ */
+export const CAPABILITIES = [
+  'tenant:read',
+  'members:read',
+  'members:write',
+  'projects:write',
+  'tokens:read',
+  'audit:read',
+  'jobs:read',
+  'jobs:write',
+  'usage:read',
+] as const;
+export type Capability = (typeof CAPABILITIES)[number];
+
+const READ_ONLY: Capability[] = ['tenant:read', 'jobs:read', 'usage:read'];
+
+export const ROLE_CAPABILITIES: Record<TenantRole, ReadonlySet<Capability>> = {
+  TENANT_ADMIN: new Set(CAPABILITIES),
+  MEMBER: new Set<Capability>([...READ_ONLY, 'jobs:write']),
+  VIEWER: new Set<Capability>(READ_ONLY),
+  AUDITOR: new Set<Capability>([...READ_ONLY, 'audit:read']),
+};
+
+/** The one scope of a platform token (no tenant): platform-admin automation. */
+export const PLATFORM_SCOPE = 'platform:admin';
+
+/** Roles that may change anything at all; VIEWER and AUDITOR are read-only. */
+export const MUTATING_ROLES: ReadonlySet<TenantRole> = new Set(['TENANT_ADMIN', 'MEMBER']);

@@ -1,0 +1,140 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/core';
+import { ApiToken, Membership, Tenant, User, TENANT_ROLES, type TenantRole } from '../persistence/entities.js';
+import { unauthenticated } from '../services/errors.js';
+import { CAPABILITIES, ROLE_CAPABILITIES, type Capability } from './capabilities.js';
+import { hashApiTokenSecret, looksLikeApiToken } from './api-token-secret.js';
+import type { OidcVerifier } from './oidc.js';
+import type { Principal } from './principal.js';
+
+/** Entry in the roles claim that makes a JWT's subject a platform admin. */
+export const PLATFORM_ADMIN_CLAIM = 'fairway:PLATFORM_ADMIN';
+/** A token's last-used time is written at most this often, not on every request. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+export interface IdentityOptions {
+  orm: MikroORM;
+  oidc?: OidcVerifier;
+  now?: () => number;
+}
+
+/**
+ * Turns the bearer credential of a request or WebSocket connection into a Principal.
+ * No credential → null (anonymous); a credential that does not verify → UNAUTHENTICATED,
+ * never a silent downgrade to anonymous.
+ */
+export class IdentityResolver {
+  private readonly now: () => number;
+  constructor(private readonly options: IdentityOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  async resolveAuthorization(header: string | null | undefined): Promise<Principal | null> {
+    if (header == null || header.trim() === '') return null;
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header.trim());
+    if (!match) throw unauthenticated('Use "Authorization: Bearer <token>".');
+    const bearer = match[1]!;
+    if (looksLikeApiToken(bearer)) return this.fromApiToken(bearer);
+    if (bearer.split('.').length === 3) {
+      if (!this.options.oidc) throw unauthenticated('This gateway has no OIDC issuer configured; use an API token.');
+      return this.fromJwt(bearer, this.options.oidc);
+    }
+    throw unauthenticated('The bearer token is neither a Fairway API token nor a JWT.');
+  }
+
+  private systemEm(): EntityManager {
+    const em = this.options.orm.em.fork({ clear: true });
+    em.setFilterParams('tenant', { all: true });
+    return em;
+  }
+
+  private async fromApiToken(secret: string): Promise<Principal> {
+    const em = this.systemEm();
+    const token = await em.findOne(ApiToken, { tokenHash: hashApiTokenSecret(secret) }, { populate: ['createdBy'] });
+    if (!token) throw unauthenticated('The API token is not valid.');
+    if (token.revokedAt) throw unauthenticated('The API token has been revoked.');
+    const now = this.now();
+    if (token.expiresAt.getTime() <= now) throw unauthenticated('The API token has expired: create a new one.');
+    if (!token.lastUsedAt || now - token.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
+      await em.nativeUpdate(ApiToken, { id: token.id }, { lastUsedAt: new Date(now) });
+    }
+    const user = token.createdBy;
+    if (!token.tenant) {
+      if (!user.isPlatformAdmin) throw unauthenticated("The platform token's owner is no longer a platform admin.");
+      return {
+        kind: 'api-token',
+        userId: user.id,
+        email: user.email,
+        name: user.name,
+        isPlatformAdmin: true,
+        roles: new Map(),
+        token: { id: token.id, tenantId: null, scopes: new Set() },
+      };
+    }
+    const tenantId = token.tenant.id;
+    const membership = await em.findOne(Membership, { tenant: tenantId, user: token.createdBy.id });
+    if (!membership) throw unauthenticated("The API token's owner is no longer a member of its tenant.");
+    // A token never carries more than its owner's current role allows.
+    const roleCapabilities = ROLE_CAPABILITIES[membership.role];
+    const scopes = new Set(token.scopes.filter((s): s is Capability => (CAPABILITIES as readonly string[]).includes(s) && roleCapabilities.has(s as Capability)));
+    return {
+      kind: 'api-token',
+      userId: user.id,
+      email: user.email,
+      name: user.name,
+      isPlatformAdmin: false,
+      roles: new Map([[tenantId, membership.role]]),
+      token: { id: token.id, tenantId, scopes },
+    };
+  }
+
+  private async fromJwt(jwt: string, oidc: OidcVerifier): Promise<Principal> {
+    const claims = await oidc.verify(jwt);
+    const subject = claims[oidc.userClaim];
+    if (typeof subject !== 'string' || subject.length === 0) {
+      throw unauthenticated(`The JWT has no "${oidc.userClaim}" claim to identify the user.`);
+    }
+    const em = this.systemEm();
+    const byEmail = subject.includes('@');
+    let user = await em.findOne(User, byEmail ? { email: subject.toLowerCase() } : { externalId: subject });
+    if (!user) {
+      // First sign-in through the portal: provision the user just in time.
+      const email = byEmail ? subject.toLowerCase() : typeof claims.email === 'string' ? claims.email.toLowerCase() : `${subject}@oidc.invalid`;
+      const name = typeof claims.name === 'string' ? claims.name.slice(0, 200) : email;
+      user = em.create(User, { email, name, externalId: byEmail ? null : subject, isPlatformAdmin: false });
+      await em.flush();
+    }
+    const rolesClaim = claims[oidc.rolesClaim];
+    let roles: Map<string, TenantRole>;
+    let claimAdmin = false;
+    if (Array.isArray(rolesClaim)) {
+      // The identity provider is the source of truth for this user's roles.
+      roles = new Map();
+      const wanted = new Map<string, TenantRole>();
+      for (const entry of rolesClaim) {
+        if (entry === PLATFORM_ADMIN_CLAIM) claimAdmin = true;
+        if (typeof entry !== 'string') continue;
+        const [slug, role] = entry.split(':');
+        if (slug && role && (TENANT_ROLES as readonly string[]).includes(role)) wanted.set(slug, role as TenantRole);
+      }
+      if (wanted.size > 0) {
+        const tenants = await em.find(Tenant, { slug: { $in: [...wanted.keys()] } });
+        for (const tenant of tenants) roles.set(tenant.id, wanted.get(tenant.slug)!);
+      }
+    } else {
+      roles = await this.membershipRoles(em, user.id);
+    }
+    return {
+      kind: 'user',
+      userId: user.id,
+      email: user.email,
+      name: user.name,
+      isPlatformAdmin: user.isPlatformAdmin || claimAdmin,
+      roles,
+    };
+  }
+
+  private async membershipRoles(em: EntityManager, userId: string): Promise<Map<string, TenantRole>> {
+    const memberships = await em.find(Membership, { user: userId });
+    return new Map(memberships.map((m) => [m.tenant.id, m.role]));
+  }
+}

@@ -1,0 +1,120 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/** Every setting Fairway reads from the environment, validated once at start. */
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const envSchema = z
+  .object({
+    NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+    PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+    HOST: z.string().min(1).default('0.0.0.0'),
+    FAIRWAY_DATA_DIR: z.string().min(1).default('./data'),
+    DATABASE_URL: z.string().min(1).optional(),
+    REDIS_URL: z
+      .string()
+      .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
+      .optional(),
+    FAIRWAY_DEMO: booleanFlag.default(true),
+    FAIRWAY_GRAPHIQL: booleanFlag.optional(),
+    OIDC_ISSUER: z.string().url().optional(),
+    OIDC_AUDIENCE: z.string().min(1).optional(),
+    OIDC_JWKS_URL: z.string().url().optional(),
+    OIDC_PUBLIC_KEY: z.string().min(1).optional(),
+    OIDC_USER_CLAIM: z.string().min(1).default('email'),
+    OIDC_ROLES_CLAIM: z.string().min(1).default('fairway_roles'),
+  })
+  .superRefine((env, ctx) => {
+    const oidcKeySources = [env.OIDC_JWKS_URL, env.OIDC_PUBLIC_KEY].filter(Boolean).length;
+    if (env.OIDC_ISSUER && oidcKeySources === 0) {
+      ctx.addIssue({ code: 'custom', path: ['OIDC_JWKS_URL'], message: 'OIDC_ISSUER is set: also set OIDC_JWKS_URL or OIDC_PUBLIC_KEY so tokens can be verified' });
+    }
+    if (oidcKeySources > 0 && !env.OIDC_ISSUER) {
+      ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'set OIDC_ISSUER: JWTs are only accepted from a named issuer' });
+    }
+    if (oidcKeySources > 1) {
+      ctx.addIssue({ code: 'custom', path: ['OIDC_PUBLIC_KEY'], message: 'set only one of OIDC_JWKS_URL and OIDC_PUBLIC_KEY' });
+    }
+  });
+
+export type DatabaseConfig =
+  | { dialect: 'sqlite'; file: string }
+  | { dialect: 'postgresql'; url: string };
+
+export interface OidcConfig {
+  issuer: string;
+  audience?: string;
+  jwksUrl?: string;
+  publicKeyPem?: string;
+  userClaim: string;
+  rolesClaim: string;
+}
+
+export interface FairwayConfig {
+  env: 'development' | 'production' | 'test';
+  port: number;
+  host: string;
+  dataDir: string;
+  database: DatabaseConfig;
+  redisUrl?: string;
+  demo: boolean;
+  graphiql: boolean;
+  oidc?: OidcConfig;
+}
+
+export class ConfigError extends Error {
+  constructor(public readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function parseDatabaseUrl(url: string | undefined, dataDir: string): DatabaseConfig {
+  if (!url) return { dialect: 'sqlite', file: path.resolve(dataDir, 'fairway.db') };
+  if (/^postgres(ql)?:\/\//.test(url)) return { dialect: 'postgresql', url };
+  const sqlite = /^(sqlite|file):(\/\/)?(.+)$/.exec(url);
+  if (sqlite) {
+    const file = sqlite[3]!;
+    return { dialect: 'sqlite', file: file === ':memory:' ? file : path.resolve(file) };
+  }
+  throw new ConfigError([
+    `DATABASE_URL: "${redactUrl(url)}" is not supported; use postgres://user@host:5432/db or sqlite:path/to/file.db`,
+  ]);
+}
+
+function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`),
+    );
+  }
+  const e = parsed.data;
+  const dataDir = path.resolve(e.FAIRWAY_DATA_DIR);
+  return {
+    env: e.NODE_ENV,
+    port: e.PORT,
+    host: e.HOST,
+    dataDir,
+    database: parseDatabaseUrl(e.DATABASE_URL, dataDir),
+    redisUrl: e.REDIS_URL,
+    demo: e.FAIRWAY_DEMO,
+    graphiql: e.FAIRWAY_GRAPHIQL ?? e.NODE_ENV !== 'production',
+    oidc: e.OIDC_ISSUER
+      ? {
+          issuer: e.OIDC_ISSUER,
+          audience: e.OIDC_AUDIENCE,
+          jwksUrl: e.OIDC_JWKS_URL,
+          publicKeyPem: e.OIDC_PUBLIC_KEY,
+          userClaim: e.OIDC_USER_CLAIM,
+          rolesClaim: e.OIDC_ROLES_CLAIM,
+        }
+      : undefined,
+  };
+}

@@ -1,0 +1,153 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { uuidv7 } from './ids.js';
+
+export const TENANT_TIERS = ['STANDARD', 'PREMIUM', 'ENTERPRISE'] as const;
+export type TenantTier = (typeof TENANT_TIERS)[number];
+export const ISOLATION_LEVELS = ['DEDICATED', 'GUARANTEED', 'ELASTIC', 'BEST_EFFORT'] as const;
+export type IsolationLevel = (typeof ISOLATION_LEVELS)[number];
+export const TENANT_STATUSES = ['ACTIVE', 'SUSPENDED', 'ARCHIVED'] as const;
+export type TenantStatus = (typeof TENANT_STATUSES)[number];
+export const TENANT_ROLES = ['TENANT_ADMIN', 'MEMBER', 'VIEWER', 'AUDITOR'] as const;
+export type TenantRole = (typeof TENANT_ROLES)[number];
+export const PROJECT_STATUSES = ['ACTIVE', 'ARCHIVED'] as const;
+export type ProjectStatus = (typeof PROJECT_STATUSES)[number];
+export const AUDIT_OUTCOMES = ['SUCCESS', 'DENIED', 'FAILED'] as const;
+export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
+
+/**
+ * Defence in depth for tenant-owned rows: every EntityManager a request uses has this
+ * filter on, so a query that forgot its tenant condition still cannot read another
+ * tenant's rows. Param `{ all: true }` is reserved for platform admins and system work.
+ */
+export const TENANT_FILTER = 'tenant';
+export interface TenantFilterParams {
+  all?: boolean;
+  tenantIds?: string[];
+}
+const tenantFilter = {
+  [TENANT_FILTER]: {
+    name: TENANT_FILTER,
+    default: true,
+    cond: (params: TenantFilterParams) =>
+      params.all ? {} : { tenant: { $in: params.tenantIds ?? [] } },
+  },
+};
+
+const timestamps = {
+  createdAt: p.datetime().onCreate(() => new Date()),
+  updatedAt: p
+    .datetime()
+    .onCreate(() => new Date())
+    .onUpdate(() => new Date()),
+};
+
+export const Tenant = defineEntity({
+  name: 'Tenant',
+  tableName: 'tenants',
+  properties: {
+    id: p.uuid().primary().onCreate(() => uuidv7()),
+    slug: p.string().length(63).unique(),
+    name: p.string().length(200),
+    tier: p.enum([...TENANT_TIERS]).default('STANDARD'),
+    isolationLevel: p.enum([...ISOLATION_LEVELS]).default('ELASTIC'),
+    status: p.enum([...TENANT_STATUSES]).default('ACTIVE'),
+    ...timestamps,
+  },
+});
+export type Tenant = InferEntity<typeof Tenant>;
+
+export const User = defineEntity({
+  name: 'User',
+  tableName: 'users',
+  properties: {
+    id: p.uuid().primary().onCreate(() => uuidv7()),
+    email: p.string().length(254).unique(),
+    name: p.string().length(200),
+    /** Subject from the identity provider, set on first OIDC sign-in. */
+    externalId: p.string().length(255).nullable().unique(),
+    isPlatformAdmin: p.boolean().default(false),
+    ...timestamps,
+  },
+});
+export type User = InferEntity<typeof User>;
+
+export const Membership = defineEntity({
+  name: 'Membership',
+  tableName: 'memberships',
+  filters: tenantFilter,
+  uniques: [{ properties: ['tenant', 'user'] }],
+  properties: {
+    id: p.uuid().primary().onCreate(() => uuidv7()),
+    tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
+    user: () => p.manyToOne(User).deleteRule('cascade'),
+    role: p.enum([...TENANT_ROLES]),
+    ...timestamps,
+  },
+});
+export type Membership = InferEntity<typeof Membership>;
+
+export const Project = defineEntity({
+  name: 'Project',
+  tableName: 'projects',
+  filters: tenantFilter,
+  uniques: [{ properties: ['tenant', 'slug'] }],
+  properties: {
+    id: p.uuid().primary().onCreate(() => uuidv7()),
+    tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
+    slug: p.string().length(63),
+    name: p.string().length(200),
+    description: p.text().nullable(),
+    status: p.enum([...PROJECT_STATUSES]).default('ACTIVE'),
+    archivedAt: p.datetime().nullable(),
+    ...timestamps,
+  },
+});
+export type Project = InferEntity<typeof Project>;
+
+export const ApiToken = defineEntity({
+  name: 'ApiToken',
+  tableName: 'api_tokens',
+  filters: tenantFilter,
+  properties: {
+    id: p.uuid().primary().onCreate(() => uuidv7()),
+    /** Null for a platform token (platform admins' automation), else the one tenant it acts in. */
+    tenant: () => p.manyToOne(Tenant).nullable().deleteRule('cascade'),
+    createdBy: () => p.manyToOne(User).deleteRule('cascade'),
+    name: p.string().length(100),
+    scopes: p.json<string[]>(),
+    /** SHA-256 of the whole secret; the secret itself is never stored. */
+    tokenHash: p.string().length(64).unique(),
+    /** First characters of the secret, so a person can tell tokens apart. */
+    prefix: p.string().length(16),
+    expiresAt: p.datetime(),
+    revokedAt: p.datetime().nullable(),
+    lastUsedAt: p.datetime().nullable(),
+    ...timestamps,
+  },
+});
+export type ApiToken = InferEntity<typeof ApiToken>;
+
+export const AuditEvent = defineEntity({
+  name: 'AuditEvent',
+  tableName: 'audit_events',
+  filters: tenantFilter,
+  indexes: [{ properties: ['tenant', 'id'] }],
+  properties: {
+    id: p.uuid().primary().onCreate(() => uuidv7()),
+    /** Null for platform-level events no tenant may see (e.g. a refused cross-tenant probe). */
+    tenant: () => p.manyToOne(Tenant).nullable().deleteRule('set null'),
+    actor: () => p.manyToOne(User).nullable().deleteRule('set null'),
+    actorTokenId: p.string().length(36).nullable(),
+    action: p.string().length(64),
+    targetType: p.string().length(64).nullable(),
+    targetId: p.string().length(36).nullable(),
+    input: p.json<Record<string, unknown>>(),
+    outcome: p.enum([...AUDIT_OUTCOMES]),
+    errorCode: p.string().length(32).nullable(),
+    requestId: p.string().length(64),
+    createdAt: p.datetime().onCreate(() => new Date()),
+  },
+});
+export type AuditEvent = InferEntity<typeof AuditEvent>;
+
+export const allEntities = [Tenant, User, Membership, Project, ApiToken, AuditEvent];

@@ -1,0 +1,133 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { MikroORM } from '@mikro-orm/core';
+import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { WebSocketServer } from 'ws';
+import { useServer } from 'graphql-ws/use/ws';
+import type { FairwayConfig } from '../config.js';
+import { IdentityResolver } from '../auth/identity.js';
+import { OidcVerifier } from '../auth/oidc.js';
+import { createEventBus, type EventBus } from '../events/bus.js';
+import { migrate, openDatabase } from '../persistence/orm.js';
+import { schema } from '../../schema/index.js';
+import { useFairwayAuth } from '../../plugins/useFairwayAuth.js';
+import { useRequestId } from '../../plugins/useRequestId.js';
+import { useServiceContext } from '../../plugins/useServiceContext.js';
+import { useReadiness } from '../../plugins/useReadiness.js';
+import { createMaskError } from './errors.js';
+
+export interface BuildAppOptions {
+  config: FairwayConfig;
+  /** An already opened database (tests); otherwise one is opened from the config and migrated. */
+  orm?: MikroORM;
+  /** The clock for token expiry and timestamps (tests move it). */
+  now?: () => number;
+  /** Where unexpected errors are logged (never sent to clients). */
+  logError?: (error: unknown) => void;
+  /** Every SQL statement, for tests that count them. */
+  onQuery?: (sql: string) => void;
+}
+
+export interface FairwayApp {
+  config: FairwayConfig;
+  orm: MikroORM;
+  yoga: YogaServerInstance<Record<string, unknown>, Record<string, unknown>>;
+  events: EventBus;
+  httpServer: Server;
+  /** Starts HTTP and WebSocket on one port; resolves with the GraphQL URL. */
+  listen(port?: number, host?: string): Promise<{ url: string; port: number }>;
+  close(): Promise<void>;
+}
+
+/** The one place that wires database, identity, events, schema, plugins and transports. */
+export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
+  const { config } = options;
+  const now = options.now ?? Date.now;
+  const logError = options.logError ?? ((error: unknown) => console.error('[fairway] unexpected error', error));
+  const ownsOrm = !options.orm;
+  const orm = options.orm ?? (await openDatabase({ database: config.database, onQuery: options.onQuery }));
+  if (ownsOrm) await migrate(orm);
+
+  const events = createEventBus();
+  const identity = new IdentityResolver({ orm, oidc: config.oidc ? new OidcVerifier(config.oidc) : undefined, now });
+
+  const yoga = createYoga<Record<string, unknown>>({
+    schema,
+    graphqlEndpoint: '/graphql',
+    healthCheckEndpoint: '/health',
+    landingPage: false,
+    graphiql: config.graphiql
+      ? { title: 'Fairway', subscriptionsProtocol: 'WS', headers: JSON.stringify({ Authorization: 'Bearer <paste a token from data/demo-credentials.json>' }) }
+      : false,
+    maskedErrors: { maskError: createMaskError(logError) },
+    plugins: [
+      useReadiness({ check: () => orm.em.getConnection().execute('select 1').then(() => undefined) }),
+      useRequestId(),
+      useFairwayAuth({ identity }),
+      useServiceContext({ orm, events, now }),
+    ],
+  });
+
+  const httpServer = createServer(yoga);
+  const wsServer = new WebSocketServer({ server: httpServer, path: yoga.graphqlEndpoint });
+  const wsCleanup = useServer(
+    {
+      execute: (args) => (args.rootValue as EnvelopedRoot).execute(args) as never,
+      subscribe: (args) => (args.rootValue as EnvelopedRoot).subscribe(args) as never,
+      onSubscribe: async (ctx, _id, payload) => {
+        const { schema: enveloped, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+          ...ctx,
+          req: ctx.extra.request,
+          socket: ctx.extra.socket,
+          params: payload,
+          connectionParams: ctx.connectionParams ?? null,
+        });
+        const args = {
+          schema: enveloped,
+          operationName: payload.operationName,
+          document: parse(payload.query),
+          variableValues: payload.variables,
+          contextValue: await contextFactory(),
+          rootValue: { execute, subscribe },
+        };
+        const errors = validate(args.schema, args.document);
+        if (errors.length) return errors;
+        return args;
+      },
+    },
+    wsServer,
+  );
+
+  let closed = false;
+  return {
+    config,
+    orm,
+    yoga: yoga as never,
+    events,
+    httpServer,
+    listen(port = config.port, host = config.host) {
+      return new Promise((resolve, reject) => {
+        httpServer.once('error', reject);
+        httpServer.listen(port, host, () => {
+          const address = httpServer.address() as AddressInfo;
+          const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+          resolve({ url: `http://${shownHost}:${address.port}${yoga.graphqlEndpoint}`, port: address.port });
+        });
+      });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await wsCleanup.dispose();
+      wsServer.close();
+      httpServer.closeAllConnections?.();
+      await new Promise<void>((resolve) => (httpServer.listening ? httpServer.close(() => resolve()) : resolve()));
+      if (ownsOrm) await orm.close(true);
+    },
+  };
+}
+
+interface EnvelopedRoot {
+  execute: (args: unknown) => unknown;
+  subscribe: (args: unknown) => unknown;
+}

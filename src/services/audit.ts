@@ -1,0 +1,94 @@
+import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
+import { AuditEvent, Tenant, User, type AuditOutcome } from '../persistence/entities.js';
+import { canSeeTenant } from '../auth/principal.js';
+import type { ServiceContext } from './context.js';
+import { FairwayError, conflict } from './errors.js';
+
+/** Input keys whose values never reach the audit log. */
+const SECRET_KEYS = /secret|password|token$|key$/i;
+
+export function redact(input: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(input)) {
+    if (value === undefined) continue;
+    if (SECRET_KEYS.test(key)) out[key] = '[redacted]';
+    else if (value && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date)) out[key] = redact(value as Record<string, unknown>);
+    else out[key] = value;
+  }
+  return out;
+}
+
+export interface MutationOutcome<T> {
+  result: T;
+  tenantId: string | null;
+  targetType: string;
+  targetId: string;
+}
+
+export interface MutationMeta {
+  action: string;
+  input: Record<string, unknown>;
+  /** The tenant the caller aimed at, if known before the work ran (for refused attempts). */
+  tenantHint?: string | null;
+}
+
+/**
+ * Runs one mutation in a transaction together with its audit event: either both are
+ * written or neither. A refused or failed attempt is audited afterwards on its own,
+ * and only under a tenant the caller may see (so a probe of another tenant's ids is
+ * visible to platform admins, not to that tenant's auditors as a leak of the prober).
+ */
+export async function auditedMutation<T>(
+  ctx: ServiceContext,
+  meta: MutationMeta,
+  work: (em: EntityManager) => Promise<MutationOutcome<T>>,
+): Promise<T> {
+  let committed: { result: T; tenantId: string | null; auditEventId: string };
+  try {
+    committed = await ctx.em.transactional(async (em) => {
+      const outcome = await work(em);
+      const event = buildEvent(em, ctx, meta, 'SUCCESS', outcome.tenantId, outcome.targetType, outcome.targetId, null);
+      em.persist(event);
+      await em.flush();
+      return { result: outcome.result, tenantId: outcome.tenantId, auditEventId: event.id };
+    });
+  } catch (error) {
+    const mapped = error instanceof UniqueConstraintViolationException ? conflict('That conflicts with something that already exists (a duplicate name or slug).') : error;
+    if (mapped instanceof FairwayError && ctx.principal) {
+      const outcome: AuditOutcome = mapped.code === 'FORBIDDEN' || mapped.code === 'NOT_FOUND' || mapped.code === 'UNAUTHENTICATED' ? 'DENIED' : 'FAILED';
+      const tenantId = meta.tenantHint && canSeeTenant(ctx.principal, meta.tenantHint) ? meta.tenantHint : null;
+      await ctx.em.fork().transactional(async (em) => {
+        em.persist(buildEvent(em, ctx, meta, outcome, tenantId, null, null, mapped.code));
+      });
+    }
+    throw mapped;
+  }
+  // Announced only after commit: a subscriber never hears of a change that rolled back.
+  if (committed.tenantId) ctx.events.publish('audit-event', committed.tenantId, { auditEventId: committed.auditEventId });
+  return committed.result;
+}
+
+function buildEvent(
+  em: EntityManager,
+  ctx: ServiceContext,
+  meta: MutationMeta,
+  outcome: AuditOutcome,
+  tenantId: string | null,
+  targetType: string | null,
+  targetId: string | null,
+  errorCode: string | null,
+): AuditEvent {
+  return em.create(AuditEvent, {
+    tenant: tenantId ? em.getReference(Tenant, tenantId) : null,
+    actor: ctx.principal ? em.getReference(User, ctx.principal.userId) : null,
+    actorTokenId: ctx.principal?.token?.id ?? null,
+    action: meta.action,
+    targetType,
+    targetId,
+    input: redact(meta.input),
+    outcome,
+    errorCode,
+    requestId: ctx.requestId,
+    createdAt: ctx.now(),
+  });
+}

@@ -1,0 +1,66 @@
+import type { EntityManager } from '@mikro-orm/core';
+import type { Principal } from '../auth/principal.js';
+import type { EventBus } from '../events/bus.js';
+import { canSeeTenant, hasCapability } from '../auth/principal.js';
+import type { Capability } from '../auth/capabilities.js';
+import { MUTATING_ROLES } from '../auth/capabilities.js';
+import { forbidden, notFound, unauthenticated } from './errors.js';
+
+/** What every use case gets: the request's own EntityManager, the caller and the request id. */
+export interface ServiceContext {
+  em: EntityManager;
+  principal: Principal | null;
+  requestId: string;
+  now: () => Date;
+  /** Where committed changes are announced (subscriptions). */
+  events: EventBus;
+}
+
+/** Keyset page over ids (UUIDv7, so id order is creation order). */
+export interface PageQuery {
+  after?: string;
+  before?: string;
+  limit: number;
+  inverted: boolean;
+}
+
+export function requirePrincipal(ctx: ServiceContext): Principal {
+  if (!ctx.principal) throw unauthenticated();
+  return ctx.principal;
+}
+
+export function requirePlatformAdmin(ctx: ServiceContext): Principal {
+  const principal = requirePrincipal(ctx);
+  if (!principal.isPlatformAdmin) throw forbidden('Only platform admins may do this.');
+  return principal;
+}
+
+/**
+ * The service-layer twin of the field rules: a caller outside the tenant learns nothing
+ * (NOT_FOUND, as for a missing thing); a member without the capability gets FORBIDDEN.
+ */
+export function requireCapability(ctx: ServiceContext, tenantId: string, capability: Capability, what: string): Principal {
+  const principal = requirePrincipal(ctx);
+  if (!canSeeTenant(principal, tenantId) || (principal.token && principal.token.tenantId !== null && principal.token.tenantId !== tenantId)) {
+    throw notFound(what);
+  }
+  if (!hasCapability(principal, tenantId, capability)) {
+    throw forbidden(describeMissing(principal, capability));
+  }
+  return principal;
+}
+
+/** Mutations additionally need a role that may change things (VIEWER and AUDITOR may not). */
+export function requireMutatingCapability(ctx: ServiceContext, tenantId: string, capability: Capability, what: string): Principal {
+  const principal = requireCapability(ctx, tenantId, capability, what);
+  if (!principal.isPlatformAdmin) {
+    const role = principal.roles.get(tenantId);
+    if (!role || !MUTATING_ROLES.has(role)) throw forbidden(`Your role ${role ?? ''} is read-only in this tenant.`);
+  }
+  return principal;
+}
+
+function describeMissing(principal: Principal, capability: Capability): string {
+  if (principal.token) return `This API token lacks the "${capability}" scope (or its owner's role does not allow it).`;
+  return `Your role in this tenant does not allow "${capability}".`;
+}

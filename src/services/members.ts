@@ -1,0 +1,76 @@
+import { Membership, Tenant, User, type TenantRole } from '../persistence/entities.js';
+import { auditedMutation } from './audit.js';
+import { requireCapability, requireMutatingCapability, type PageQuery, type ServiceContext } from './context.js';
+import { conflict, notFound } from './errors.js';
+import { findPage } from './paging.js';
+
+export interface AddMemberInput {
+  tenantId: string;
+  email: string;
+  name?: string;
+  role: TenantRole;
+}
+
+export async function listMembers(ctx: ServiceContext, tenantId: string, page: PageQuery): Promise<Membership[]> {
+  requireCapability(ctx, tenantId, 'tenant:read', 'Tenant');
+  return findPage(ctx.em, Membership, { tenant: tenantId }, page, ['user']);
+}
+
+export async function getMember(ctx: ServiceContext, id: string): Promise<Membership> {
+  const membership = await ctx.em.findOne(Membership, { id }, { populate: ['user'] });
+  if (!membership) throw notFound('Member');
+  requireCapability(ctx, membership.tenant.id, 'tenant:read', 'Member');
+  return membership;
+}
+
+/** Adds a person to a tenant by e-mail; an unknown address becomes a new (invited) user. */
+export async function addMember(ctx: ServiceContext, input: AddMemberInput): Promise<Membership> {
+  const email = input.email.trim().toLowerCase();
+  return auditedMutation(ctx, { action: 'member.add', input: { ...input, email }, tenantHint: input.tenantId }, async (em) => {
+    requireMutatingCapability(ctx, input.tenantId, 'members:write', 'Tenant');
+    const tenant = await em.findOne(Tenant, { id: input.tenantId });
+    if (!tenant) throw notFound('Tenant');
+    let user = await em.findOne(User, { email });
+    if (user && (await em.count(Membership, { tenant: tenant.id, user: user.id }))) {
+      throw conflict(`${email} is already a member of this tenant; change their role instead.`);
+    }
+    user ??= em.create(User, { email, name: input.name?.trim() || email.split('@')[0]!, isPlatformAdmin: false, externalId: null });
+    const membership = em.create(Membership, { tenant, user, role: input.role });
+    await em.flush();
+    return { result: membership, tenantId: tenant.id, targetType: 'Member', targetId: membership.id };
+  });
+}
+
+export async function changeMemberRole(ctx: ServiceContext, id: string, role: TenantRole): Promise<Membership> {
+  return auditedMutation(ctx, { action: 'member.changeRole', input: { id, role } }, async (em) => {
+    const membership = await loadForChange(ctx, em, id);
+    if (membership.role === 'TENANT_ADMIN' && role !== 'TENANT_ADMIN') await ensureAnotherAdmin(em, membership);
+    membership.role = role;
+    await em.flush();
+    return { result: membership, tenantId: membership.tenant.id, targetType: 'Member', targetId: membership.id };
+  });
+}
+
+export async function removeMember(ctx: ServiceContext, id: string): Promise<Membership> {
+  return auditedMutation(ctx, { action: 'member.remove', input: { id } }, async (em) => {
+    const membership = await loadForChange(ctx, em, id);
+    if (membership.role === 'TENANT_ADMIN') await ensureAnotherAdmin(em, membership);
+    const removed = { ...membership } as Membership;
+    em.remove(membership);
+    await em.flush();
+    return { result: removed, tenantId: removed.tenant.id, targetType: 'Member', targetId: id };
+  });
+}
+
+async function loadForChange(ctx: ServiceContext, em: ServiceContext['em'], id: string): Promise<Membership> {
+  const membership = await em.findOne(Membership, { id }, { populate: ['user'] });
+  if (!membership) throw notFound('Member');
+  requireMutatingCapability(ctx, membership.tenant.id, 'members:write', 'Member');
+  return membership;
+}
+
+/** A tenant never loses its last admin: someone must be able to manage it. */
+async function ensureAnotherAdmin(em: ServiceContext['em'], membership: Membership) {
+  const admins = await em.count(Membership, { tenant: membership.tenant.id, role: 'TENANT_ADMIN', id: { $ne: membership.id } });
+  if (admins === 0) throw conflict('This is the last tenant admin; make someone else an admin first.');
+}

@@ -1,0 +1,51 @@
+import { Project, Tenant, type ProjectStatus } from '../persistence/entities.js';
+import { auditedMutation } from './audit.js';
+import { requireCapability, requireMutatingCapability, type PageQuery, type ServiceContext } from './context.js';
+import { conflict, notFound } from './errors.js';
+import { findPage } from './paging.js';
+
+export interface CreateProjectInput {
+  tenantId: string;
+  slug: string;
+  name: string;
+  description?: string | null;
+}
+
+export async function listProjects(ctx: ServiceContext, tenantId: string, page: PageQuery, status?: ProjectStatus | null): Promise<Project[]> {
+  requireCapability(ctx, tenantId, 'tenant:read', 'Tenant');
+  return findPage(ctx.em, Project, status ? { tenant: tenantId, status } : { tenant: tenantId }, page);
+}
+
+export async function getProject(ctx: ServiceContext, id: string): Promise<Project> {
+  const project = await ctx.em.findOne(Project, { id });
+  if (!project) throw notFound('Project');
+  requireCapability(ctx, project.tenant.id, 'tenant:read', 'Project');
+  return project;
+}
+
+export async function createProject(ctx: ServiceContext, input: CreateProjectInput): Promise<Project> {
+  return auditedMutation(ctx, { action: 'project.create', input: { ...input }, tenantHint: input.tenantId }, async (em) => {
+    requireMutatingCapability(ctx, input.tenantId, 'projects:write', 'Tenant');
+    const tenant = await em.findOne(Tenant, { id: input.tenantId });
+    if (!tenant) throw notFound('Tenant');
+    if (await em.count(Project, { tenant: tenant.id, slug: input.slug })) {
+      throw conflict(`This tenant already has a project with slug "${input.slug}".`);
+    }
+    const project = em.create(Project, { tenant, slug: input.slug, name: input.name, description: input.description ?? null, status: 'ACTIVE', archivedAt: null });
+    await em.flush();
+    return { result: project, tenantId: tenant.id, targetType: 'Project', targetId: project.id };
+  });
+}
+
+export async function archiveProject(ctx: ServiceContext, id: string): Promise<Project> {
+  return auditedMutation(ctx, { action: 'project.archive', input: { id } }, async (em) => {
+    const project = await em.findOne(Project, { id });
+    if (!project) throw notFound('Project');
+    requireMutatingCapability(ctx, project.tenant.id, 'projects:write', 'Project');
+    if (project.status === 'ARCHIVED') throw conflict('The project is already archived.');
+    project.status = 'ARCHIVED';
+    project.archivedAt = ctx.now();
+    await em.flush();
+    return { result: project, tenantId: project.tenant.id, targetType: 'Project', targetId: project.id };
+  });
+}

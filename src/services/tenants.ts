@@ -1,0 +1,68 @@
+import { Tenant, type IsolationLevel, type TenantStatus, type TenantTier } from '../persistence/entities.js';
+import { auditedMutation } from './audit.js';
+import { requireCapability, requirePlatformAdmin, requirePrincipal, type PageQuery, type ServiceContext } from './context.js';
+import { conflict, notFound } from './errors.js';
+import { findPage } from './paging.js';
+
+export interface CreateTenantInput {
+  slug: string;
+  name: string;
+  tier?: TenantTier;
+  isolationLevel?: IsolationLevel;
+}
+export interface UpdateTenantInput {
+  name?: string;
+  tier?: TenantTier;
+  isolationLevel?: IsolationLevel;
+  status?: TenantStatus;
+}
+
+/** Platform admins see every tenant; everyone else only the tenants they belong to. */
+export async function listTenants(ctx: ServiceContext, page: PageQuery): Promise<Tenant[]> {
+  const principal = requirePrincipal(ctx);
+  const where = principal.isPlatformAdmin ? {} : { id: { $in: [...principal.roles.keys()] } };
+  return findPage(ctx.em, Tenant, where, page);
+}
+
+export async function getTenant(ctx: ServiceContext, id: string): Promise<Tenant> {
+  requireCapability(ctx, id, 'tenant:read', 'Tenant');
+  const tenant = await ctx.em.findOne(Tenant, { id });
+  if (!tenant) throw notFound('Tenant');
+  return tenant;
+}
+
+export async function getTenantBySlug(ctx: ServiceContext, slug: string): Promise<Tenant> {
+  requirePrincipal(ctx);
+  const tenant = await ctx.em.findOne(Tenant, { slug });
+  // Resolve first, then check: a slug of a foreign tenant answers exactly like a missing one.
+  if (!tenant) throw notFound('Tenant');
+  requireCapability(ctx, tenant.id, 'tenant:read', 'Tenant');
+  return tenant;
+}
+
+export async function createTenant(ctx: ServiceContext, input: CreateTenantInput): Promise<Tenant> {
+  return auditedMutation(ctx, { action: 'tenant.create', input: { ...input } }, async (em) => {
+    requirePlatformAdmin(ctx);
+    if (await em.count(Tenant, { slug: input.slug })) throw conflict(`A tenant with slug "${input.slug}" already exists.`);
+    const tenant = em.create(Tenant, {
+      slug: input.slug,
+      name: input.name,
+      tier: input.tier ?? 'STANDARD',
+      isolationLevel: input.isolationLevel ?? 'ELASTIC',
+      status: 'ACTIVE',
+    });
+    await em.flush();
+    return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
+  });
+}
+
+export async function updateTenant(ctx: ServiceContext, id: string, input: UpdateTenantInput): Promise<Tenant> {
+  return auditedMutation(ctx, { action: 'tenant.update', input: { id, ...input }, tenantHint: id }, async (em) => {
+    requirePlatformAdmin(ctx);
+    const tenant = await em.findOne(Tenant, { id });
+    if (!tenant) throw notFound('Tenant');
+    em.assign(tenant, Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined && v !== null)));
+    await em.flush();
+    return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
+  });
+}
