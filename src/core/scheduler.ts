@@ -1046,7 +1046,10 @@ export class Scheduler {
     const own = cands.filter((c) => !c.other);
     let victims: JobState[] | null = null;
     if (own.length === cands.length) victims = this.minimalSet(job, request, need, own, true, fits);
-    else if (q.borrowPolicy === 'LowerPriority') {
+    else if (this.fairSharing) {
+      // Fair sharing decides between queues by share (see fairShareAllows), so borrowing is allowed.
+      victims = this.minimalSet(job, request, need, cands, true, fits);
+    } else if (q.borrowPolicy === 'LowerPriority') {
       const cs = underNominal ? cands.filter((c) => !c.other || c.reclaimOk || c.borrowOk) : cands.filter((c) => !c.other || c.borrowOk);
       victims = this.minimalSet(job, request, need, cs, true, fits);
     } else {
@@ -1150,6 +1153,9 @@ export class Scheduler {
     const removed: JobState[] = [];
     for (const c of cands) {
       const v = c.job.queue;
+      // borrowWithinCohort covers only victims at or below its threshold: once another queue's
+      // job outside it is taken, the preemptor must fit without borrowing (as in Kueue).
+      if (c.other && !c.borrowOk && !this.fairSharing) allowBorrowing = false;
       // A queue is never pushed below its nominal by another queue's reclaim.
       if (v !== q && !this.borrowingOnNeed(v, request, need)) continue;
       if (this.fairSharing && v !== q && !this.fairShareAllows(q, request, c.job)) continue;
