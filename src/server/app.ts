@@ -56,6 +56,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     graphqlEndpoint: '/graphql',
     healthCheckEndpoint: '/health',
     landingPage: false,
+    // Unexpected errors are logged by maskError; typed errors are answers, not incidents.
+    logging: false,
     graphiql: config.graphiql
       ? { title: 'Fairway', subscriptionsProtocol: 'WS', headers: JSON.stringify({ Authorization: 'Bearer <paste a token from data/demo-credentials.json>' }) }
       : false,

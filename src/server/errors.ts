@@ -11,19 +11,26 @@ const PUBLIC_CODES = new Set([
   'GRAPHQL_VALIDATION_FAILED',
   'GRAPHQL_PARSE_FAILED',
   'BAD_REQUEST',
-  'PERSISTED_QUERY_NOT_FOUND',
 ]);
 
 export type ErrorLogger = (error: unknown) => void;
+
+/**
+ * graphql ships both CJS and ESM builds; yoga and our code may load different ones, so
+ * `instanceof GraphQLError` is unreliable across them. Recognise it by name instead.
+ */
+function isGraphQLError(value: unknown): value is GraphQLError {
+  return value instanceof Error && value.name === 'GraphQLError';
+}
 
 /**
  * What a client may see of an error: our typed errors with their code and message;
  * everything else becomes INTERNAL_SERVER_ERROR with no message or stack from inside.
  */
 export function createMaskError(log: ErrorLogger) {
-  return (error: unknown, _message: string): Error => {
-    const graphQLError = error instanceof GraphQLError ? error : null;
-    const original = graphQLError?.originalError ?? error;
+  return (error: unknown): Error => {
+    const graphQLError = isGraphQLError(error) ? error : null;
+    const original: unknown = graphQLError?.originalError ?? error;
     const location = graphQLError ? { nodes: graphQLError.nodes, source: graphQLError.source, positions: graphQLError.positions, path: graphQLError.path } : {};
     if (original instanceof FairwayError) {
       return new GraphQLError(original.message, { ...location, extensions: { code: original.code, ...(original.details ?? {}) } });
@@ -31,14 +38,15 @@ export function createMaskError(log: ErrorLogger) {
     if (original instanceof PothosValidationError) {
       return new GraphQLError(original.message, { ...location, extensions: { code: 'BAD_USER_INPUT' } });
     }
-    if (original instanceof GraphQLError && typeof original.extensions?.code === 'string' && PUBLIC_CODES.has(original.extensions.code)) {
-      return graphQLError && graphQLError !== original ? new GraphQLError(original.message, { ...location, extensions: original.extensions }) : original;
-    }
-    if (graphQLError && !graphQLError.originalError) {
-      // Errors graphql-js raised itself (coercion of arguments and variables): the caller's input.
-      const code = graphQLError.extensions?.code;
-      if (typeof code === 'string' && !PUBLIC_CODES.has(code) && code !== 'INTERNAL_SERVER_ERROR') return graphQLError;
-      return new GraphQLError(graphQLError.message, { ...location, extensions: { ...graphQLError.extensions, code: typeof code === 'string' ? code : 'BAD_USER_INPUT' } });
+    if (isGraphQLError(original)) {
+      const code = original.extensions?.code;
+      if (typeof code === 'string' && PUBLIC_CODES.has(code)) {
+        return new GraphQLError(original.message, { ...location, extensions: original.extensions });
+      }
+      if (original === error && !original.originalError && code === undefined) {
+        // Raised by graphql-js itself while coercing arguments and variables: the caller's input.
+        return new GraphQLError(original.message, { ...location, extensions: { code: 'BAD_USER_INPUT' } });
+      }
     }
     log(original);
     return new GraphQLError('Unexpected error.', { ...location, extensions: { code: 'INTERNAL_SERVER_ERROR' } });

@@ -1,0 +1,133 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import { buildApp, type FairwayApp } from '../../src/server/app.js';
+import type { FairwayConfig } from '../../src/config.js';
+import { seedDemo, type DemoCredential } from '../../src/server/demo.js';
+import { Tenant, Project, Membership, ApiToken, AuditEvent, User, TENANT_FILTER } from '../../src/persistence/entities.js';
+import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
+
+export const TEST_ISSUER = 'https://idp.test.fairway';
+export const TEST_AUDIENCE = 'fairway-gateway';
+
+export interface GqlResponse<T = Record<string, unknown>> {
+  status: number;
+  headers: Headers;
+  body: { data?: T | null; errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string; [k: string]: unknown } }[] };
+}
+
+export interface TestApp {
+  app: FairwayApp;
+  url: string;
+  credentials: DemoCredential[];
+  /** The demo API token of someone with this role in that tenant. */
+  token(tenant: string | null, role: DemoCredential['role']): string;
+  /** A JWT signed by the test identity provider (a user session, not an API token). */
+  jwt(email: string, options?: { roles?: string[]; expiresIn?: string; issuer?: string; audience?: string; key?: CryptoKey }): Promise<string>;
+  gql<T = Record<string, any>>(bearer: string | null, query: string, variables?: Record<string, unknown>, headers?: Record<string, string>): Promise<GqlResponse<T>>;
+  /** Row counts of every table, to prove a refused request changed nothing. */
+  rowCounts(options?: { ignoreAudit?: boolean }): Promise<Record<string, number>>;
+  /** Global IDs of tenant's things, read straight from the database. */
+  idsOf(tenantSlug: string): Promise<Record<string, string>>;
+  now: { value: number };
+  close(): Promise<void>;
+}
+
+export async function startTestApp(options: { dialect?: Dialect } = {}): Promise<TestApp> {
+  const db: TestDatabase = await createTestDatabase(options.dialect ?? 'sqlite');
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-data-'));
+  const { publicKey, privateKey } = await generateKeyPair('RS256');
+  const config: FairwayConfig = {
+    env: 'test',
+    port: 0,
+    host: '127.0.0.1',
+    dataDir,
+    database: db.database,
+    demo: false,
+    graphiql: false,
+    oidc: { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, publicKeyPem: await exportSPKI(publicKey), userClaim: 'email', rolesClaim: 'fairway_roles' },
+  };
+  const now = { value: Date.now() };
+  const errors: unknown[] = [];
+  const app = await buildApp({ config, now: () => now.value, logError: (e) => errors.push(e) });
+  const credentials = (await seedDemo(app.orm, dataDir, () => now.value))!;
+  const { url } = await app.listen(0, '127.0.0.1');
+
+  const harness: TestApp = {
+    app,
+    url,
+    credentials,
+    now,
+    token(tenant, role) {
+      const found = credentials.find((c) => c.tenant === tenant && c.role === role);
+      if (!found) throw new Error(`no demo credential for ${tenant}/${role}`);
+      return found.token;
+    },
+    async jwt(email, opts = {}) {
+      const claims: Record<string, unknown> = { email, name: email.split('@')[0] };
+      if (opts.roles) claims.fairway_roles = opts.roles;
+      return new SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256' })
+        .setIssuer(opts.issuer ?? TEST_ISSUER)
+        .setAudience(opts.audience ?? TEST_AUDIENCE)
+        .setIssuedAt(Math.floor(now.value / 1000))
+        .setSubject(email)
+        .setExpirationTime(opts.expiresIn ?? '1h')
+        .sign(opts.key ?? privateKey);
+    },
+    async gql(bearer, query, variables, headers = {}) {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), ...headers },
+        body: JSON.stringify({ query, variables }),
+      });
+      return { status: response.status, headers: response.headers, body: (await response.json()) as GqlResponse['body'] } as never;
+    },
+    async rowCounts(opts = {}) {
+      const em = app.orm.em.fork({ clear: true });
+      em.setFilterParams(TENANT_FILTER, { all: true });
+      const counts: Record<string, number> = {};
+      for (const [name, entity] of Object.entries({ Tenant, Project, Membership, ApiToken, User, AuditEvent })) {
+        if (opts.ignoreAudit && name === 'AuditEvent') continue;
+        counts[name] = await em.count(entity as never, {});
+      }
+      return counts;
+    },
+    async idsOf(slug) {
+      const em = app.orm.em.fork({ clear: true });
+      em.setFilterParams(TENANT_FILTER, { all: true });
+      const tenant = await em.findOneOrFail(Tenant, { slug });
+      const project = await em.findOneOrFail(Project, { tenant: tenant.id });
+      const member = await em.findOneOrFail(Membership, { tenant: tenant.id, role: 'MEMBER' });
+      const adminMember = await em.findOneOrFail(Membership, { tenant: tenant.id, role: 'TENANT_ADMIN' });
+      const token = await em.findOneOrFail(ApiToken, { tenant: tenant.id }, { orderBy: { id: 'asc' } });
+      const audit = em.create(AuditEvent, { tenant, actor: null, actorTokenId: null, action: 'test.fixture', targetType: null, targetId: null, input: {}, outcome: 'SUCCESS', errorCode: null, requestId: 'fixture' });
+      const existing = await em.findOne(AuditEvent, { tenant: tenant.id, action: 'test.fixture' });
+      if (!existing) await em.flush();
+      const auditId = existing?.id ?? audit.id;
+      const enc = (type: string, id: string) => Buffer.from(`${type}:${id}`).toString('base64');
+      return {
+        Tenant: enc('Tenant', tenant.id),
+        Project: enc('Project', project.id),
+        Member: enc('Member', member.id),
+        AdminMember: enc('Member', adminMember.id),
+        ApiToken: enc('ApiToken', token.id),
+        AuditEvent: enc('AuditEvent', auditId),
+        slug: tenant.slug,
+      };
+    },
+    async close() {
+      await app.close();
+      await db.dispose();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      // An error the server had to mask is a bug, whatever the test asserted.
+      if (errors.length) throw new Error(`unexpected server errors during test: ${errors.map(String).join('; ')}`);
+    },
+  };
+  return harness;
+}
+
+export function codesOf(response: GqlResponse): string[] {
+  return (response.body.errors ?? []).map((e) => e.extensions?.code ?? 'NONE');
+}
