@@ -169,38 +169,39 @@ export function allocPod(node: NodeState, s: Shape): PodAlloc {
   return a;
 }
 
-/** GPU capacity on the node (milli) that none of `shapes` could use as the node is now. */
-export function strandedGpu(node: NodeState, shapes: readonly Shape[]): number {
+/** A pending pod shape with its weight (share of pending pods) for the fragmentation score. */
+export interface WeightedShape extends Shape {
+  weight: number;
+}
+
+/**
+ * Expected GPU capacity (milli) on the node that pending pods could not use, after the FGD
+ * paper (Weng et al., ATC'23): for each pending shape, the free GPU it cannot use as the node
+ * is now (whole GPUs in multiples of its size, shares in multiples of its share per GPU, slices
+ * in multiples of its slice count), weighted by how common the shape is.
+ */
+export function strandedGpu(node: NodeState, shapes: readonly WeightedShape[]): number {
   if (node.freeGpuTotal === 0) return 0;
   const per = node.flavor.perGpuMilli;
   const kind = node.flavor.spec.kind;
   let wholeFree = 0;
   for (const f of node.gpuFree) if (f === per) wholeFree++;
-  const usable = new Array<boolean>(node.gpuFree.length).fill(false);
+  let total = 0;
   for (const s of shapes) {
-    if (node.cpuFree < s.cpu || node.memFree < s.mem) continue;
-    if (s.gpu === 0) continue;
-    if (kind === 'gpu') {
-      if (s.gpu < 1000) {
-        node.gpuFree.forEach((f, i) => {
-          if (f >= s.gpu) usable[i] = true;
-        });
-      } else if (wholeFree * 1000 >= s.gpu) {
-        node.gpuFree.forEach((f, i) => {
-          if (f === per) usable[i] = true;
-        });
+    let usable = 0;
+    if (s.gpu > 0 && node.cpuFree >= s.cpu && node.memFree >= s.mem) {
+      if (kind === 'gpu' && s.gpu < 1000) {
+        for (const f of node.gpuFree) usable += Math.floor(f / s.gpu) * s.gpu;
+      } else if (kind === 'gpu') {
+        const k = s.gpu / 1000;
+        usable = Math.floor(wholeFree / k) * k * 1000;
+      } else {
+        usable = Math.floor(node.freeGpuTotal / s.gpu) * s.gpu;
       }
-    } else if (node.freeGpuTotal >= s.gpu) {
-      node.gpuFree.forEach((f, i) => {
-        if (f >= 1000) usable[i] = true;
-      });
     }
+    total += s.weight * (node.freeGpuTotal - usable);
   }
-  let stranded = 0;
-  node.gpuFree.forEach((f, i) => {
-    if (!usable[i]) stranded += f;
-  });
-  return stranded;
+  return total;
 }
 
 /**
@@ -215,7 +216,7 @@ export function placePods(
   count: number,
   s: Shape,
   eligible: (n: NodeState) => boolean,
-  fragShapes: readonly Shape[] | null,
+  fragShapes: readonly WeightedShape[] | null,
 ): PodAlloc[] | null {
   if (count === 0) return [];
   if (flavor.freeGpu < s.gpu * count || flavor.freeCpu < s.cpu * count || flavor.freeMem < s.mem * count) return null;

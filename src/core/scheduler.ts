@@ -17,6 +17,7 @@ import {
   type NodeState,
   type PodAlloc,
   type Shape,
+  type WeightedShape,
 } from './nodes.js';
 import {
   CPU,
@@ -214,7 +215,7 @@ export class Scheduler {
   private readonly flavorWaiters = new Map<string, Set<QueueState>>();
   private readonly treeQueues = new Map<QuotaNode, QueueState[]>();
   private readonly shapes = new Map<string, { flavors: string[]; shape: Shape; pods: number; jobs: number }>();
-  private fragShapeCache = new Map<string, Shape[]>();
+  private fragShapeCache = new Map<string, WeightedShape[]>();
   private readonly windowQueues = new Set<QueueState>();
   private lastWindowMinute = Number.NaN;
   private trail: (() => void)[] = [];
@@ -755,14 +756,16 @@ export class Scheduler {
     });
   }
 
-  private fragShapes(flavor: string): Shape[] {
+  /** The (at most 8) most common pending GPU shapes that may use this flavor, weighted by pod count. */
+  private fragShapes(flavor: string): WeightedShape[] {
     let s = this.fragShapeCache.get(flavor);
     if (!s) {
-      s = [...this.shapes.values()]
+      const top = [...this.shapes.values()]
         .filter((x) => x.flavors.includes(flavor) && x.shape.gpu > 0)
         .sort((a, b) => b.pods - a.pods || a.shape.gpu - b.shape.gpu || a.shape.cpu - b.shape.cpu || a.shape.mem - b.shape.mem)
-        .slice(0, 8)
-        .map((x) => x.shape);
+        .slice(0, 8);
+      const pods = top.reduce((n, x) => n + x.pods, 0);
+      s = top.map((x) => ({ ...x.shape, weight: x.pods / pods }));
       this.fragShapeCache.set(flavor, s);
     }
     return s;
