@@ -1,6 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  resolve: {
+    // graphql 16 ships CJS (index.js) and ESM (index.mjs). Node loads the CJS build for
+    // the libraries in node_modules; Vite would give our test files the ESM one, and two
+    // graphql instances refuse each other's types. One build for everyone.
+    alias: [{ find: /^graphql$/, replacement: 'graphql/index.js' }],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
