@@ -43,9 +43,10 @@ export function createMaskError(log: ErrorLogger) {
       if (typeof code === 'string' && PUBLIC_CODES.has(code)) {
         return new GraphQLError(original.message, { ...location, extensions: original.extensions });
       }
-      if (original === error && !original.originalError && code === undefined) {
-        // Raised by graphql-js itself while coercing arguments and variables: the caller's input.
-        return new GraphQLError(original.message, { ...location, extensions: { code: 'BAD_USER_INPUT' } });
+      if (code === undefined && !original.originalError) {
+        // Raised by graphql-js itself while coercing arguments and variables (no cause
+        // underneath, no code): the caller's input. The outer message names the variable.
+        return new GraphQLError((graphQLError ?? original).message, { ...location, extensions: { code: 'BAD_USER_INPUT' } });
       }
     }
     log(original);
