@@ -573,19 +573,29 @@ export class Scheduler {
       const shape: Shape = { gpu: toInternal(GPU, raw[0] as number), cpu: toInternal(CPU, raw[1] as number), mem: toInternal(MEM, raw[2] as number) };
       const flavors = ps.flavors ?? q.flavorOrder;
       if (flavors.length === 0) throw new SchedulerInputError('UNKNOWN_FLAVOR', `job ${job.id}/${ps.name}: queue ${q.spec.name} declares no flavor`);
+      // A flavor whose unit cannot express the request (a GPU share on MIG slices, 1.5 GPUs) is
+      // dropped from this pod set's options; no usable option at all is an input error.
+      const usable: string[] = [];
+      let why = '';
       for (const f of flavors) {
         const fs = this.flavors.get(f);
         if (!fs || !q.flavorOrder.includes(f))
           throw new SchedulerInputError('UNKNOWN_FLAVOR', `job ${job.id}/${ps.name}: flavor ${f} is unknown or not declared by queue ${q.spec.name}`);
         if (shape.gpu > 0) {
+          if (Math.abs(shape.gpu / 1000 - (raw[0] as number)) > 1e-9) {
+            why = 'GPU shares go in steps of 1/1000';
+            continue;
+          }
           const whole = fs.spec.kind !== 'gpu' || shape.gpu >= 1000;
-          if (whole && shape.gpu % 1000 !== 0)
-            throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}/${ps.name}: ${fs.spec.kind === 'gpu' ? 'more than one GPU must be whole GPUs' : 'slices must be whole'} on flavor ${f}`);
-          if (Math.abs(shape.gpu / 1000 - (raw[0] as number)) > 1e-9)
-            throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}/${ps.name}: GPU shares go in steps of 1/1000`);
+          if (whole && shape.gpu % 1000 !== 0) {
+            why = fs.spec.kind === 'gpu' ? 'more than one GPU must be whole GPUs' : `slices must be whole on flavor ${f}`;
+            continue;
+          }
         }
+        usable.push(f);
       }
-      podSets.push({ name: ps.name, count: ps.count, minCount, shape, flavors: [...flavors] });
+      if (usable.length === 0) throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}/${ps.name}: ${why}`);
+      podSets.push({ name: ps.name, count: ps.count, minCount, shape, flavors: usable });
     }
     const state: JobState = {
       spec: job,
