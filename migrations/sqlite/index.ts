@@ -1,7 +1,9 @@
 import type { MigrationObject } from '@mikro-orm/core';
 import { Migration20261130094927 as M0 } from './Migration20261130094927.js';
+import { Migration20261130100407 as M1 } from './Migration20261130100407.js';
 
 /** Every sqlite migration, oldest first. Rewritten by `npm run migration:create`. */
 export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261130094927', class: M0 },
+  { name: 'Migration20261130100407', class: M1 },
 ];

@@ -99,6 +99,8 @@ export const Project = defineEntity({
     description: p.text().nullable(),
     status: p.enum([...PROJECT_STATUSES]).default('ACTIVE'),
     archivedAt: p.datetime().nullable(),
+    /** Queue the project's jobs go to when a submit names none (set by tenant admins). */
+    defaultQueueId: p.uuid().nullable(),
     ...timestamps,
   },
 });

@@ -36,6 +36,11 @@ if (!result.fileName) {
   console.log('No schema changes: nothing generated.');
 } else {
   console.log(`Wrote migrations/${dialect}/${result.fileName}`);
+  if (result.code.includes('__temp_alter')) {
+    // MikroORM 6's SQLite comparator cannot read back enum CHECK constraints and proposes
+    // rebuilding unchanged tables; a rebuild drops the table, which cascades deletes.
+    console.warn('WARNING: it rebuilds tables (`__temp_alter`). Remove rebuilds of tables you did not change before committing.');
+  }
   writeIndex(folder, dialect);
 }
 await orm.close(true);

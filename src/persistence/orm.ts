@@ -6,6 +6,7 @@ import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import type { DatabaseConfig } from '../config.js';
 import { allEntities } from './entities.js';
+import { schedulingEntities } from './scheduling-entities.js';
 import { sqliteMigrations } from '../../migrations/sqlite/index.js';
 import { postgresqlMigrations } from '../../migrations/postgresql/index.js';
 
@@ -21,7 +22,7 @@ export function ormConfig(options: OrmOptions): Options {
     ? { debug: ['query'], logger: (message: string) => options.onQuery!(message) }
     : { debug: false };
   const common: Partial<Options> = {
-    entities: allEntities,
+    entities: [...allEntities, ...schedulingEntities],
     extensions: [Migrator],
     // Requests always fork their own EntityManager; the global one is a bug.
     allowGlobalContext: false,
