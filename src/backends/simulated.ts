@@ -1,0 +1,269 @@
+// The simulated cluster: the embedded default execution backend. Runs each admitted job for
+// its declared duration (scaled), reports success or failure, samples GPU utilization.
+import type { BackendEvent, BackendJob, ExecutionBackend } from '../core/ports.js';
+import { LongTimeout, systemTimers, type Timers } from './timers.js';
+
+export type { Timers } from './timers.js';
+
+export interface SimulatedBackendOptions {
+  /** Declared time / real time: 60 runs a declared hour in one real minute. Default 1. */
+  timeScale?: number;
+  /** Source of `at` in events (ms epoch). Default `Date.now`. */
+  now?: () => number;
+  /** Default: the global timers, looked up at call time (so `vi.useFakeTimers()` applies). */
+  timers?: Timers;
+  /** 0..1: chance that a job with a declared duration fails at a random point. Default 0. */
+  failureRate?: number;
+  /** Seed of the PRNG behind failures and utilization. Default 1. */
+  seed?: number;
+  /** Real ms between utilization samples of each running GPU job. Default 5000; 0 disables. */
+  utilizationIntervalMs?: number;
+  /** Real ms between `start()` and the `started` event. Default 0 (still asynchronous). */
+  startDelayMs?: number;
+  /** Called when a listener throws; delivery to the others goes on. Default `console.error`. */
+  onListenerError?: (error: unknown, event: BackendEvent) => void;
+}
+
+/** What `job.workload.simulate` may say: force an outcome (declared ms, scaled like the duration). */
+export interface SimulateDirective {
+  outcome?: 'succeed' | 'fail';
+  /** Fail this many declared ms after start; implies `outcome: 'fail'` unless the outcome says 'succeed'. */
+  failAfterMs?: number;
+}
+
+export const SIMULATED_FAILURE = 'simulated failure';
+export const MAX_RUN_TIME_EXCEEDED = 'max run time exceeded';
+
+/** Finished runs remembered so a replayed `start` of the same admission is a no-op. */
+const FINISHED_MEMORY = 10_000;
+
+/** mulberry32: tiny seeded PRNG, uniform in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type Ending = { at: number; type: 'succeeded' } | { at: number; type: 'failed'; reason: string };
+
+interface Run {
+  job: BackendJob;
+  /** Identifies the admission this run belongs to. */
+  key: string;
+  /** Declared ms after `started` at which the run ends, and how; null = runs until stopped. */
+  ending: Ending | null;
+  /** Mean GPU utilization of this run (samples jitter around it). */
+  baseUtilization: number;
+  timeouts: LongTimeout[];
+  interval?: unknown;
+}
+
+function finiteNonNegative(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined;
+}
+
+/** Reads `workload.simulate`; malformed fields are ignored (the workload is user input). */
+export function readSimulateDirective(workload: Record<string, unknown> | undefined): SimulateDirective {
+  const raw = workload?.['simulate'];
+  if (raw === null || typeof raw !== 'object') return {};
+  const r = raw as Record<string, unknown>;
+  const out: SimulateDirective = {};
+  if (r['outcome'] === 'succeed' || r['outcome'] === 'fail') out.outcome = r['outcome'];
+  const failAfterMs = finiteNonNegative(r['failAfterMs']);
+  if (failAfterMs !== undefined) out.failAfterMs = failAfterMs;
+  return out;
+}
+
+function requestsGpus(job: BackendJob): boolean {
+  return job.podSets.some((ps) => ps.count > 0 && (ps.perPod.gpu ?? 0) > 0);
+}
+
+function admissionKey(job: BackendJob): string {
+  return `${job.admission.at}`;
+}
+
+export class SimulatedBackend implements ExecutionBackend {
+  readonly name = 'simulated';
+
+  private readonly timeScale: number;
+  private readonly now: () => number;
+  private readonly timers: Timers;
+  private readonly failureRate: number;
+  private readonly utilizationIntervalMs: number;
+  private readonly startDelayMs: number;
+  private readonly onListenerError: (error: unknown, event: BackendEvent) => void;
+  /** Separate streams: outcomes depend only on the order of start() calls, not on sampling. */
+  private readonly outcomeRng: () => number;
+  private readonly utilizationRng: () => number;
+
+  private readonly runs = new Map<string, Run>();
+  private readonly finished = new Map<string, string>();
+  private readonly listeners = new Set<(event: BackendEvent) => void>();
+  private closed = false;
+
+  constructor(options: SimulatedBackendOptions = {}) {
+    const timeScale = options.timeScale ?? 1;
+    if (!(Number.isFinite(timeScale) && timeScale > 0)) throw new RangeError(`timeScale must be a positive number, got ${timeScale}`);
+    const failureRate = options.failureRate ?? 0;
+    if (!(failureRate >= 0 && failureRate <= 1)) throw new RangeError(`failureRate must be in [0, 1], got ${failureRate}`);
+    const interval = options.utilizationIntervalMs ?? 5000;
+    if (!(Number.isFinite(interval) && interval >= 0)) throw new RangeError(`utilizationIntervalMs must be >= 0, got ${interval}`);
+    const startDelay = options.startDelayMs ?? 0;
+    if (!(Number.isFinite(startDelay) && startDelay >= 0)) throw new RangeError(`startDelayMs must be >= 0, got ${startDelay}`);
+
+    this.timeScale = timeScale;
+    this.failureRate = failureRate;
+    this.utilizationIntervalMs = interval;
+    this.startDelayMs = startDelay;
+    this.now = options.now ?? Date.now;
+    this.timers = options.timers ?? systemTimers;
+    this.onListenerError = options.onListenerError ?? ((error, event) => console.error(`simulated backend: a listener threw on ${event.type} of ${event.jobId}`, error));
+    const seed = Math.trunc(options.seed ?? 1);
+    this.outcomeRng = mulberry32(seed);
+    this.utilizationRng = mulberry32(seed ^ 0x5bd1e995);
+  }
+
+  /**
+   * Idempotent: a job already running (or about to emit `started`) is left alone; a replayed
+   * start of an admission that already finished is a no-op; a suspended job starts from zero.
+   */
+  async start(job: BackendJob): Promise<void> {
+    if (this.closed) throw new Error('simulated backend is closed');
+    if (this.runs.has(job.jobId)) return;
+    const key = admissionKey(job);
+    if (this.finished.get(job.jobId) === key) return;
+    this.finished.delete(job.jobId);
+
+    // Always draw the same numbers per start, so forced outcomes don't shift later jobs' luck.
+    const uFail = this.outcomeRng();
+    const uPoint = this.outcomeRng();
+    const uBase = this.outcomeRng();
+    const run: Run = {
+      job,
+      key,
+      ending: this.plan(job, uFail, uPoint),
+      baseUtilization: 0.4 + 0.5 * uBase,
+      timeouts: [],
+    };
+    this.runs.set(job.jobId, run);
+    run.timeouts.push(new LongTimeout(this.timers, this.startDelayMs, () => this.onStarted(run)));
+  }
+
+  async suspend(jobId: string, _reason: string): Promise<void> {
+    // The reason is the scheduler's to record; a real cluster would only see "suspend".
+    this.stop(jobId);
+  }
+
+  async cancel(jobId: string): Promise<void> {
+    this.stop(jobId);
+    this.finished.delete(jobId);
+  }
+
+  onEvent(listener: (event: BackendEvent) => void): () => void {
+    // Wrapped so the same function subscribed twice gets two independent subscriptions.
+    const wrapped = (event: BackendEvent) => listener(event);
+    this.listeners.add(wrapped);
+    return () => {
+      this.listeners.delete(wrapped);
+    };
+  }
+
+  /** Jobs started and not finished, suspended or cancelled (including those whose `started` is still due). */
+  async running(): Promise<string[]> {
+    return [...this.runs.keys()];
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const jobId of [...this.runs.keys()]) this.stop(jobId);
+    this.listeners.clear();
+  }
+
+  /** When and how the run ends, in declared ms after `started`. */
+  private plan(job: BackendJob, uFail: number, uPoint: number): Ending | null {
+    const sim = readSimulateDirective(job.workload);
+    const expected = finiteNonNegative(job.expectedDurationMs);
+    const maxRun = finiteNonNegative(job.maxRunMs);
+    const forcedFail = sim.outcome === 'fail' || (sim.outcome === undefined && sim.failAfterMs !== undefined);
+
+    let ending: Ending | null = null;
+    if (forcedFail) {
+      ending = { at: sim.failAfterMs ?? expected ?? 0, type: 'failed', reason: SIMULATED_FAILURE };
+    } else if (sim.outcome !== 'succeed' && expected !== undefined && uFail < this.failureRate) {
+      ending = { at: uPoint * expected, type: 'failed', reason: SIMULATED_FAILURE };
+    } else if (expected !== undefined) {
+      ending = { at: expected, type: 'succeeded' };
+    }
+    if (maxRun !== undefined && (ending === null || ending.at > maxRun)) {
+      ending = { at: maxRun, type: 'failed', reason: MAX_RUN_TIME_EXCEEDED };
+    }
+    return ending;
+  }
+
+  private onStarted(run: Run): void {
+    if (!this.isCurrent(run)) return;
+    const { ending } = run;
+    // Arm the end and sampling before emitting, so a listener that suspends on 'started' clears them.
+    if (ending) {
+      run.timeouts.push(new LongTimeout(this.timers, ending.at / this.timeScale, () => this.onEnded(run, ending)));
+    }
+    if (this.utilizationIntervalMs > 0 && requestsGpus(run.job)) {
+      run.interval = this.timers.setInterval(() => this.sample(run), this.utilizationIntervalMs);
+    }
+    this.emit({ type: 'started', jobId: run.job.jobId, at: this.now() });
+  }
+
+  private onEnded(run: Run, ending: Ending): void {
+    if (!this.isCurrent(run)) return;
+    const { jobId } = run.job;
+    this.stop(jobId);
+    this.finished.set(jobId, run.key);
+    if (this.finished.size > FINISHED_MEMORY) {
+      const oldest = this.finished.keys().next().value;
+      if (oldest !== undefined) this.finished.delete(oldest);
+    }
+    const at = this.now();
+    this.emit(ending.type === 'succeeded' ? { type: 'succeeded', jobId, at } : { type: 'failed', jobId, at, reason: ending.reason });
+  }
+
+  private sample(run: Run): void {
+    if (!this.isCurrent(run)) return;
+    const jitter = (this.utilizationRng() - 0.5) * 0.3;
+    const gpuUtilization = Math.min(1, Math.max(0.3, run.baseUtilization + jitter));
+    this.emit({ type: 'utilization', jobId: run.job.jobId, at: this.now(), gpuUtilization });
+  }
+
+  private isCurrent(run: Run): boolean {
+    return !this.closed && this.runs.get(run.job.jobId) === run;
+  }
+
+  private stop(jobId: string): void {
+    const run = this.runs.get(jobId);
+    if (!run) return;
+    this.runs.delete(jobId);
+    for (const t of run.timeouts) t.clear();
+    if (run.interval !== undefined) this.timers.clearInterval(run.interval);
+  }
+
+  private emit(event: BackendEvent): void {
+    for (const listener of [...this.listeners]) {
+      // A listener may close the backend or unsubscribe another one mid-delivery.
+      if (this.closed) return;
+      if (!this.listeners.has(listener)) continue;
+      try {
+        listener(event);
+      } catch (error) {
+        try {
+          this.onListenerError(error, event);
+        } catch {
+          // An error reporter that throws must not break delivery either.
+        }
+      }
+    }
+  }
+}
