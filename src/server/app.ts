@@ -15,6 +15,7 @@ import { useRequestId } from '../../plugins/useRequestId.js';
 import { useServiceContext } from '../../plugins/useServiceContext.js';
 import { useReadiness } from '../../plugins/useReadiness.js';
 import { createMaskError } from './errors.js';
+import type { GraphQLError } from 'graphql';
 
 export interface BuildAppOptions {
   config: FairwayConfig;
@@ -84,12 +85,20 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
           params: payload,
           connectionParams: ctx.connectionParams ?? null,
         });
+        let contextValue: unknown;
+        try {
+          contextValue = await contextFactory();
+        } catch (error) {
+          // A credential that does not verify: answer this subscription with the typed error
+          // instead of letting graphql-ws close the socket as an internal error (4500).
+          return [createMaskError(logError)(error) as GraphQLError];
+        }
         const args = {
           schema: enveloped,
           operationName: payload.operationName,
           document: parse(payload.query),
           variableValues: payload.variables,
-          contextValue: await contextFactory(),
+          contextValue,
           rootValue: { execute, subscribe },
         };
         const errors = validate(args.schema, args.document);

@@ -11,6 +11,7 @@ const PUBLIC_CODES = new Set([
   'GRAPHQL_VALIDATION_FAILED',
   'GRAPHQL_PARSE_FAILED',
   'BAD_REQUEST',
+  'OPERATION_RESOLUTION_FAILURE',
 ]);
 
 export type ErrorLogger = (error: unknown) => void;
@@ -40,7 +41,9 @@ export function createMaskError(log: ErrorLogger) {
     }
     if (isGraphQLError(original)) {
       const code = original.extensions?.code;
-      if (typeof code === 'string' && PUBLIC_CODES.has(code)) {
+      const status = (original.extensions?.http as { status?: number } | undefined)?.status;
+      // Our codes, and anything yoga itself marked as the client's fault (4xx).
+      if ((typeof code === 'string' && PUBLIC_CODES.has(code)) || (typeof status === 'number' && status >= 400 && status < 500)) {
         return new GraphQLError(original.message, { ...location, extensions: original.extensions });
       }
       if (code === undefined && !original.originalError) {

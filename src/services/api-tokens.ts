@@ -65,6 +65,10 @@ export async function createApiToken(ctx: ServiceContext, input: CreateApiTokenI
       if (excess.length > 0) throw forbidden(`Your role cannot grant: ${excess.join(', ')}.`);
     } else {
       requirePlatformAdmin(ctx);
+      // A platform token is checked against the stored flag each time it is used; an admin
+      // only by the identity provider's claim would get a token that never works.
+      const owner = await em.findOne(User, { id: principal.userId });
+      if (!owner?.isPlatformAdmin) throw forbidden('Platform tokens need a platform admin recorded in Fairway, not only in the identity provider\'s roles claim.');
       if (input.scopes.length > 0) throw badInput('A platform token (no tenantId) takes no scopes: it acts as its platform-admin owner.');
     }
     const secret = generateApiTokenSecret();

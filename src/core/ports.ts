@@ -1,0 +1,44 @@
+// Ports the scheduler's surroundings implement. Types only: the core stays pure.
+import type { Admission, PodSetSpec } from './types.js';
+
+/** What an execution backend needs to run one admitted job. */
+export interface BackendJob {
+  jobId: string;
+  tenant: string;
+  queue: string;
+  name: string;
+  podSets: PodSetSpec[];
+  admission: Admission;
+  /** Declared run time; the simulated backend runs each job this long (scaled). */
+  expectedDurationMs?: number;
+  /** Hard limit: the backend fails the job when it runs longer. */
+  maxRunMs?: number;
+  /** Opaque to the scheduler: image, command, env… (the simulated backend reads `simulate`). */
+  workload?: Record<string, unknown>;
+}
+
+export type BackendEvent =
+  | { type: 'started'; jobId: string; at: number }
+  | { type: 'succeeded'; jobId: string; at: number }
+  | { type: 'failed'; jobId: string; at: number; reason: string }
+  /** GPU utilization of a running job, 0..1 averaged over its GPUs. */
+  | { type: 'utilization'; jobId: string; at: number; gpuUtilization: number };
+
+/**
+ * Where admitted jobs run: the simulated cluster (embedded default) or Kubernetes.
+ * Shaped after Kueue's contract with Kubernetes Jobs: created on admission, suspended on
+ * preemption (the spec is kept so it can start again), deleted on cancel, watched for status.
+ * Every call is idempotent per job id: replaying an outbox after a crash is harmless.
+ */
+export interface ExecutionBackend {
+  readonly name: string;
+  start(job: BackendJob): Promise<void>;
+  /** Preempted: stop the pods now; the job may be started again later. */
+  suspend(jobId: string, reason: string): Promise<void>;
+  /** Cancelled by its owner: stop and forget. */
+  cancel(jobId: string): Promise<void>;
+  onEvent(listener: (event: BackendEvent) => void): () => void;
+  /** Ids of jobs the backend is running now, to reconcile after a restart. */
+  running(): Promise<string[]>;
+  close(): Promise<void>;
+}
