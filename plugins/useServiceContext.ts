@@ -4,11 +4,13 @@ import { randomUUID } from 'node:crypto';
 import type { Principal } from '../src/auth/principal.js';
 import { visibleTenantIds } from '../src/auth/principal.js';
 import type { EventBus } from '../src/events/bus.js';
+import type { SchedulerService } from '../src/services/scheduling/scheduler-service.js';
 import { TENANT_FILTER, type TenantFilterParams } from '../src/persistence/entities.js';
 
 export interface ServiceContextOptions {
   orm: MikroORM;
   events: EventBus;
+  scheduler: SchedulerService;
   now: () => number;
 }
 
@@ -28,6 +30,7 @@ export function useServiceContext(options: ServiceContextOptions): Plugin {
         principal,
         em,
         events: options.events,
+        scheduler: options.scheduler,
         now: () => new Date(options.now()),
         requestId: (context as { requestId?: string }).requestId ?? randomUUID(),
       } as never);

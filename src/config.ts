@@ -19,6 +19,8 @@ const envSchema = z
       .optional(),
     FAIRWAY_DEMO: booleanFlag.default(true),
     FAIRWAY_GRAPHIQL: booleanFlag.optional(),
+    FAIRWAY_SIM_TIME_SCALE: z.coerce.number().positive('must be a positive number').max(1_000_000).default(60),
+    FAIRWAY_DEMO_TRICKLE: booleanFlag.default(true),
     OIDC_ISSUER: z.string().url().optional(),
     OIDC_AUDIENCE: z.string().min(1).optional(),
     OIDC_JWKS_URL: z.string().url().optional(),
@@ -60,7 +62,11 @@ export interface FairwayConfig {
   database: DatabaseConfig;
   redisUrl?: string;
   demo: boolean;
+  /** Keep submitting small demo jobs so queues move (demo only). */
+  demoTrickle: boolean;
   graphiql: boolean;
+  /** Simulated cluster speed: 60 = a declared hour runs in one minute. */
+  simulatedTimeScale: number;
   oidc?: OidcConfig;
 }
 
@@ -105,6 +111,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
     database: parseDatabaseUrl(e.DATABASE_URL, dataDir),
     redisUrl: e.REDIS_URL,
     demo: e.FAIRWAY_DEMO,
+    demoTrickle: e.FAIRWAY_DEMO_TRICKLE,
+    simulatedTimeScale: e.FAIRWAY_SIM_TIME_SCALE,
     graphiql: e.FAIRWAY_GRAPHIQL ?? e.NODE_ENV !== 'production',
     oidc: e.OIDC_ISSUER
       ? {

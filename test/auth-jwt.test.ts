@@ -218,6 +218,8 @@ describe('JWKS: keys fetched from the identity provider', () => {
       dataDir,
       database: db.database,
       demo: false,
+      demoTrickle: false,
+      simulatedTimeScale: 1000,
       graphiql: false,
       oidc: { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json`, userClaim: 'email', rolesClaim: 'fairway_roles' },
     };

@@ -8,6 +8,8 @@ export interface FlavorState {
   perGpuMilli: number;
   /** Sorted by name: placement scans are deterministic. */
   nodes: NodeState[];
+  /** Nodes with some free GPU: GPU pods only scan these (a full cluster has few). */
+  withFreeGpu: Set<NodeState>;
   /** Aggregate free capacity over the flavor's nodes, for a quick reject before any scan. */
   freeGpu: number;
   freeCpu: number;
@@ -87,6 +89,7 @@ export function nodeCanEverHold(node: NodeState, s: Shape): boolean {
 
 function applyAlloc(a: PodAlloc): void {
   const n = a.node;
+  const hadFree = n.freeGpuTotal > 0;
   for (let i = 0; i < a.gpus.length; i++) {
     const idx = a.gpus[i] as number;
     n.gpuFree[idx] = (n.gpuFree[idx] as number) - (a.gpuMilli[i] as number);
@@ -98,10 +101,12 @@ function applyAlloc(a: PodAlloc): void {
   n.flavor.freeCpu -= a.cpu;
   n.flavor.freeMem -= a.mem;
   n.pods++;
+  if (hadFree && n.freeGpuTotal <= 0) n.flavor.withFreeGpu.delete(n);
 }
 
 export function releaseAlloc(a: PodAlloc): void {
   const n = a.node;
+  if (n.freeGpuTotal <= 0 && a.gpus.length > 0) n.flavor.withFreeGpu.add(n);
   for (let i = 0; i < a.gpus.length; i++) {
     const idx = a.gpus[i] as number;
     n.gpuFree[idx] = (n.gpuFree[idx] as number) + (a.gpuMilli[i] as number);
@@ -227,7 +232,7 @@ export function placePods(
     let bestFrag = 0;
     let bestGpu = 0;
     let bestCpu = 0;
-    for (const n of flavor.nodes) {
+    for (const n of s.gpu > 0 ? flavor.withFreeGpu : flavor.nodes) {
       if (!fitsPod(n, s) || !eligible(n)) continue;
       const leftGpu = n.freeGpuTotal - s.gpu;
       const leftCpu = n.cpuFree - s.cpu;
@@ -241,7 +246,8 @@ export function placePods(
       if (
         best === null ||
         frag < bestFrag ||
-        (frag === bestFrag && (leftGpu < bestGpu || (leftGpu === bestGpu && leftCpu < bestCpu)))
+        (frag === bestFrag &&
+          (leftGpu < bestGpu || (leftGpu === bestGpu && (leftCpu < bestCpu || (leftCpu === bestCpu && n.spec.name < best.spec.name)))))
       ) {
         best = n;
         bestFrag = frag;

@@ -200,6 +200,7 @@ export class Scheduler {
   private readonly fairSharing: boolean;
   private readonly halfLife: number | null;
   private readonly entryPenalty: number;
+  private readonly rescanEveryCycle: boolean;
   private readonly classes = new Map<string, PriorityClass>();
 
   private readonly flavors = new Map<string, FlavorState>();
@@ -228,6 +229,7 @@ export class Scheduler {
     this.fairSharing = opts.fairSharing?.enabled ?? false;
     this.halfLife = this.fairSharing ? (opts.fairSharing?.usageHalfLifeMs ?? null) : null;
     this.entryPenalty = opts.fairSharing?.entryPenalty ?? DEFAULT_ENTRY_PENALTY;
+    this.rescanEveryCycle = opts.rescanEveryCycle ?? false;
     for (const c of opts.priorityClasses ?? DEFAULT_PRIORITY_CLASSES) this.classes.set(c.name, { ...c });
   }
 
@@ -248,7 +250,7 @@ export class Scheduler {
       cur.perGpuMilli = perGpuMilli;
       return;
     }
-    this.flavors.set(f.name, { spec: { ...f }, perGpuMilli, nodes: [], freeGpu: 0, freeCpu: 0, freeMem: 0 });
+    this.flavors.set(f.name, { spec: { ...f }, perGpuMilli, nodes: [], withFreeGpu: new Set(), freeGpu: 0, freeCpu: 0, freeMem: 0 });
   }
 
   upsertNode(n: NodeSpec): void {
@@ -284,6 +286,7 @@ export class Scheduler {
     flavor.freeGpu += state.freeGpuTotal;
     flavor.freeCpu += state.cpuFree;
     flavor.freeMem += state.memFree;
+    if (state.freeGpuTotal > 0) flavor.withFreeGpu.add(state);
     this.nodes.set(n.name, state);
     this.wakeFlavor(n.flavor);
   }
@@ -298,6 +301,7 @@ export class Scheduler {
   private detachNode(cur: NodeState): void {
     const f = cur.flavor;
     f.nodes.splice(f.nodes.indexOf(cur), 1);
+    f.withFreeGpu.delete(cur);
     f.freeGpu -= cur.freeGpuTotal;
     f.freeCpu -= cur.cpuFree;
     f.freeMem -= cur.memFree;
@@ -1034,6 +1038,12 @@ export class Scheduler {
       }
     const cands = this.candidates(job, request, need);
     if (cands.length === 0) return null;
+    // Even releasing every candidate would not free enough quota: skip the search.
+    for (const [f, r] of need) {
+      let releasable = 0;
+      for (const c of cands) releasable += (c.job.usage.get(f)?.[r] as number | undefined) ?? 0;
+      if (available(q.node, f, r) + releasable < ((request.get(f) as number[])[r] as number)) return null;
+    }
     const fits = (allowBorrowing: boolean): boolean => {
       for (const [f, v] of request) {
         const fq = q.node.flavors.get(f);
@@ -1305,6 +1315,7 @@ export class Scheduler {
     const now = this.clock.now();
     this.cycleNo++;
     this.refreshWindows(now);
+    if (this.rescanEveryCycle) this.rescanAll();
     for (const q of this.deferred) this.wakeQueue(q);
     this.deferred.clear();
     const result: CycleResult = { at: now, admitted: [], preempted: [], pending: [] };
@@ -1370,6 +1381,29 @@ export class Scheduler {
     }
     result.pending = [...pending.values()];
     return result;
+  }
+
+  /** The naive baseline: rebuild usage and node capacity from every running job, retry every pending job. */
+  private rescanAll(): void {
+    for (const f of this.flavors.values()) {
+      f.freeGpu = 0;
+      f.freeCpu = 0;
+      f.freeMem = 0;
+      f.withFreeGpu.clear();
+      for (const n of f.nodes) {
+        if (n.spec.gpus > 0) f.withFreeGpu.add(n);
+        n.gpuFree.fill(f.perGpuMilli);
+        n.freeGpuTotal = n.spec.gpus * f.perGpuMilli;
+        n.cpuFree = Math.round(n.spec.cpu);
+        n.memFree = Math.round(n.spec.memory);
+        n.pods = 0;
+        f.freeGpu += n.freeGpuTotal;
+        f.freeCpu += n.cpuFree;
+        f.freeMem += n.memFree;
+      }
+    }
+    for (const j of this.jobs.values()) if (j.status === 'admitted') for (const a of j.allocs) reapplyAlloc(a);
+    this.rebuildQuotas(); // re-charges all running jobs and wakes every queue
   }
 
   private park(j: JobState, waitFlavors: string[] | null): void {

@@ -129,6 +129,12 @@ export interface SchedulerOptions {
   };
   /** Replaces the default table (inference-critical 1000 no, production 500 reclaim-only, training 100, experiment 10). */
   priorityClasses?: PriorityClass[];
+  /**
+   * Benchmark baseline only: every cycle recomputes quota usage and node free capacity from all
+   * running jobs and re-evaluates every pending job (no parking, no incremental indexes used).
+   * Same decisions, much slower.
+   */
+  rescanEveryCycle?: boolean;
 }
 
 export interface PodPlacement {

@@ -1,6 +1,29 @@
 import { createPubSub, type PubSub } from 'graphql-yoga';
 import type { TypedEventTarget } from '@graphql-yoga/typed-event-target';
 
+export type JobStateName = 'PENDING' | 'ADMITTED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
+
+/** What happened to a tenant's job or quota, as the tenant may see it. */
+export type TenantEventPayload =
+  | { kind: 'ADMITTED'; jobId: string; queueId: string; at: number; borrowed: boolean }
+  | {
+      kind: 'PREEMPTED';
+      jobId: string;
+      queueId: string;
+      at: number;
+      reason: string;
+      /** Only when the preempting job belongs to the same tenant. */
+      preemptorJobId: string | null;
+    }
+  | { kind: 'QUOTA_CHANGED'; queueId: string; at: number }
+  | { kind: 'WINDOW_CHANGED'; queueId: string; at: number };
+
+/** Changes the scheduling leader must apply to its in-memory state (from any replica). */
+export type SchedulerInput =
+  | { kind: 'submitted'; jobId: string }
+  | { kind: 'cancelled'; jobId: string }
+  | { kind: 'config' };
+
 /**
  * Typed topics. Payloads carry ids, not rows: each subscriber loads the row under its
  * own authorization, so an event never carries more than its receiver may see.
@@ -8,6 +31,14 @@ import type { TypedEventTarget } from '@graphql-yoga/typed-event-target';
 export type FairwayTopics = {
   /** An audit event was committed in this tenant. */
   'audit-event': [tenantId: string, payload: { auditEventId: string }];
+  /** A job's state changed. */
+  'job-updated': [jobId: string, payload: { jobId: string; state: JobStateName; at: number }];
+  'tenant-event': [tenantId: string, payload: TenantEventPayload];
+  'queue-updated': [queueId: string, payload: { queueId: string; at: number }];
+  /** Input for the scheduling leader. */
+  'scheduler-input': [payload: SchedulerInput];
+  /** The scheduler committed a cycle (or a job finished): positions may have moved. */
+  'scheduler-state': [payload: { at: number }];
 };
 
 export type EventBus = PubSub<FairwayTopics>;

@@ -8,6 +8,12 @@ import type { FairwayConfig } from '../config.js';
 import { IdentityResolver } from '../auth/identity.js';
 import { OidcVerifier } from '../auth/oidc.js';
 import { createEventBus, type EventBus } from '../events/bus.js';
+import { createRedisEventTarget } from '../events/redis.js';
+import { SimulatedBackend } from '../backends/simulated.js';
+import type { ExecutionBackend } from '../core/ports.js';
+import { SchedulerService } from '../services/scheduling/scheduler-service.js';
+import { leadershipFor } from '../services/scheduling/leadership.js';
+import { ensurePriorityClasses } from '../services/scheduling/priority-classes.js';
 import { migrate, openDatabase } from '../persistence/orm.js';
 import { schema } from '../../schema/index.js';
 import { useFairwayAuth } from '../../plugins/useFairwayAuth.js';
@@ -27,6 +33,10 @@ export interface BuildAppOptions {
   logError?: (error: unknown) => void;
   /** Every SQL statement, for tests that count them. */
   onQuery?: (sql: string) => void;
+  /** Where admitted jobs run; default: the simulated cluster. */
+  backend?: ExecutionBackend;
+  /** Scheduler tuning for tests. */
+  scheduler?: { debounceMs?: number; resyncIntervalMs?: number; leaderRetryMs?: number };
 }
 
 export interface FairwayApp {
@@ -34,6 +44,8 @@ export interface FairwayApp {
   orm: MikroORM;
   yoga: YogaServerInstance<Record<string, unknown>, Record<string, unknown>>;
   events: EventBus;
+  scheduler: SchedulerService;
+  backend: ExecutionBackend;
   httpServer: Server;
   /** Starts HTTP and WebSocket on one port; resolves with the GraphQL URL. */
   listen(port?: number, host?: string): Promise<{ url: string; port: number }>;
@@ -49,7 +61,21 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   const orm = options.orm ?? (await openDatabase({ database: config.database, onQuery: options.onQuery }));
   if (ownsOrm) await migrate(orm);
 
-  const events = createEventBus();
+  await ensurePriorityClasses(orm);
+  const redis = config.redisUrl ? createRedisEventTarget(config.redisUrl) : null;
+  const events = createEventBus(redis?.eventTarget);
+  const backend = options.backend ?? new SimulatedBackend({ timeScale: config.simulatedTimeScale, now });
+  const scheduler = new SchedulerService({
+    orm,
+    dialect: config.database.dialect,
+    backend,
+    events,
+    now,
+    leadership: leadershipFor(config.database),
+    logError,
+    ...options.scheduler,
+  });
+  await scheduler.start();
   const identity = new IdentityResolver({ orm, oidc: config.oidc ? new OidcVerifier(config.oidc) : undefined, now });
 
   const yoga = createYoga<Record<string, unknown>>({
@@ -67,7 +93,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       useReadiness({ check: () => orm.em.getConnection().execute('select 1').then(() => undefined) }),
       useRequestId(),
       useFairwayAuth({ identity }),
-      useServiceContext({ orm, events, now }),
+      useServiceContext({ orm, events, scheduler, now }),
     ],
   });
 
@@ -115,6 +141,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     orm,
     yoga: yoga as never,
     events,
+    scheduler,
+    backend,
     httpServer,
     listen(port = config.port, host = config.host) {
       return new Promise((resolve, reject) => {
@@ -129,10 +157,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     async close() {
       if (closed) return;
       closed = true;
+      await scheduler.stop();
+      await backend.close();
       await wsCleanup.dispose();
       wsServer.close();
       httpServer.closeAllConnections?.();
       await new Promise<void>((resolve) => (httpServer.listening ? httpServer.close(() => resolve()) : resolve()));
+      await redis?.close();
       if (ownsOrm) await orm.close(true);
     },
   };

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { Principal } from '../auth/principal.js';
 import type { EventBus } from '../events/bus.js';
+import type { SchedulerService } from './scheduling/scheduler-service.js';
 import { canSeeTenant, hasCapability } from '../auth/principal.js';
 import type { Capability } from '../auth/capabilities.js';
 import { MUTATING_ROLES } from '../auth/capabilities.js';
@@ -14,6 +15,8 @@ export interface ServiceContext {
   now: () => Date;
   /** Where committed changes are announced (subscriptions). */
   events: EventBus;
+  /** The in-process scheduler (leader or read model). */
+  scheduler: SchedulerService;
 }
 
 /** Keyset page over ids (UUIDv7, so id order is creation order). */

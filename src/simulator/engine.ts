@@ -117,6 +117,9 @@ export interface ReplayOptions {
   slaSeconds?: number;
   /** Call the core's preview at each submit (default true). */
   preview?: boolean;
+  /** Called every `progressEvery` submitted jobs (default 5000) with jobs submitted so far and the virtual time. */
+  onProgress?: (submitted: number, nowMs: number) => void;
+  progressEvery?: number;
 }
 
 /** Map each trace job to its queue in the queues file; errors name the trace line. */
@@ -340,8 +343,10 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
       if (k > MAX_CYCLES_PER_EVENT) throw new Error(`no fixed point after ${MAX_CYCLES_PER_EVENT} cycles at t=${now}`);
       const r = sched.cycle();
       cycles++;
-      for (const p of r.preempted) applyPreemption(p);
+      // a job admitted earlier in a cycle can be chosen as a victim later in the same
+      // cycle (the core never re-admits a victim in the cycle that evicted it)
       for (const a of r.admitted) applyAdmission(a);
+      for (const p of r.preempted) applyPreemption(p);
       if (r.admitted.length === 0 && r.preempted.length === 0) break;
     }
   };
@@ -356,7 +361,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     accrueFrag(t);
     now = t;
     events++;
-    let changed = false;
+    let finished = false;
     // finishes first: capacity freed at t is usable by jobs submitted at t
     for (let h = heap.peek(); h && h.t === t; h = heap.peek()) {
       heap.pop();
@@ -365,8 +370,11 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
       sched.finish(trace[i]!.id);
       stop(i, t, false);
       jobs[i]!.endMs = t;
-      changed = true;
+      finished = true;
     }
+    if (finished) runCycles();
+    // then arrivals, one at a time in trace order, each followed by scheduling: a job's
+    // "state at submit" includes the admissions of the jobs that arrived just before it
     while (next < n && trace[next]!.submitMs === t) {
       const i = next++;
       const j = trace[i]!;
@@ -393,9 +401,9 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
         throw new Error(`trace line ${j.line}: the scheduler refused job ${j.id}: ${(e as Error).message}`);
       }
       addPending(i, 1);
-      changed = true;
+      runCycles();
+      if (opts.onProgress && next % (opts.progressEvery ?? 5000) === 0) opts.onProgress(next, now);
     }
-    if (changed) runCycles();
     // fragmentation state until the next event
     if (pendingShapes.size > 0 && t < windowEnd) {
       const shapes = [...pendingShapes.values()].map((e) => e.shape);

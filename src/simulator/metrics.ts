@@ -311,7 +311,8 @@ export function computeReplayMetrics(o: ReplayOutcome, opts: MetricsOptions = {}
       r[e.ti]! += e.dr;
       k++;
     }
-    const tn = k < evs.length ? evs[k]!.t : t;
+    // the last state lasts to the end of the window / timeline
+    const tn = k < evs.length ? evs[k]!.t : Math.max(t, tlEnd);
     if (tn > t) {
       addTimeline(t, tn);
       const a = Math.max(t, w0);

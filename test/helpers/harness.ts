@@ -45,6 +45,8 @@ export async function startTestApp(options: { dialect?: Dialect } = {}): Promise
     dataDir,
     database: db.database,
     demo: false,
+    demoTrickle: false,
+    simulatedTimeScale: 1000,
     graphiql: false,
     oidc: { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, publicKeyPem: await exportSPKI(publicKey), userClaim: 'email', rolesClaim: 'fairway_roles' },
   };

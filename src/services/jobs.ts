@@ -1,0 +1,229 @@
+import { createHash } from 'node:crypto';
+import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
+import { SchedulerInputError } from '../core/errors.js';
+import type { JobSpec, PodSetSpec, Preview } from '../core/types.js';
+import { Project, Tenant, User } from '../persistence/entities.js';
+import { Job, JobEvent, OutboxEntry, PriorityClassRow, Queue, TERMINAL_JOB_STATES, type JobState } from '../persistence/scheduling-entities.js';
+import { uuidv7 } from '../persistence/ids.js';
+import { auditedMutation } from './audit.js';
+import { requireCapability, requireMutatingCapability, requirePrincipal, type PageQuery, type ServiceContext } from './context.js';
+import { badInput, conflict, notFound } from './errors.js';
+import { findPage } from './paging.js';
+import { totalGpus } from './scheduling/specs.js';
+
+export interface SubmitJobInput {
+  /** The queue; when omitted, the project's default queue. */
+  queueId?: string | null;
+  projectId?: string | null;
+  name: string;
+  priorityClass: string;
+  podSets: PodSetSpec[];
+  expectedDurationMs?: number | null;
+  maxRunMs?: number | null;
+  idempotencyKey?: string | null;
+  workload?: Record<string, unknown> | null;
+}
+
+export interface JobFilter {
+  tenantId: string;
+  states?: JobState[] | null;
+  projectId?: string | null;
+  queueId?: string | null;
+  priorityClass?: string | null;
+  submittedAfter?: Date | null;
+  submittedBefore?: Date | null;
+}
+
+/** Scheduler refusals are the caller's input problems; their messages say what is wrong. */
+export function schedulerInputError(error: unknown): never {
+  if (error instanceof SchedulerInputError) throw badInput(error.message, { reason: error.code });
+  throw error;
+}
+
+async function resolveTarget(ctx: ServiceContext, em: EntityManager, input: Pick<SubmitJobInput, 'queueId' | 'projectId'>) {
+  let project: Project | null = null;
+  if (input.projectId) {
+    project = await em.findOne(Project, { id: input.projectId });
+    if (!project) throw notFound('Project');
+  }
+  const queueId = input.queueId ?? project?.defaultQueueId ?? null;
+  if (!queueId) throw badInput('Name a queue (queueId), or a project that has a default queue.');
+  const queue = await em.findOne(Queue, { id: queueId });
+  if (!queue) throw notFound('Queue');
+  requireMutatingCapability(ctx, queue.tenant.id, 'jobs:write', 'Queue');
+  if (project && project.tenant.id !== queue.tenant.id) throw notFound('Project');
+  if (project && project.status !== 'ACTIVE') throw conflict('The project is archived and takes no new jobs.');
+  return { queue, project };
+}
+
+/** What identifies a submission for idempotency: everything the caller chose. */
+function requestHash(input: SubmitJobInput, queueId: string): string {
+  const canonical = JSON.stringify({
+    queueId,
+    projectId: input.projectId ?? null,
+    name: input.name,
+    priorityClass: input.priorityClass,
+    podSets: input.podSets,
+    expectedDurationMs: input.expectedDurationMs ?? null,
+    maxRunMs: input.maxRunMs ?? null,
+    workload: input.workload ?? null,
+  });
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+/**
+ * Submits a job. With an idempotency key, a retry of the same submission returns the job
+ * the first attempt created; the same key with a different payload is a CONFLICT.
+ */
+export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Promise<Job> {
+  const principal = requirePrincipal(ctx);
+  const { queue, project } = await resolveTarget(ctx, ctx.em, input);
+  const hash = requestHash(input, queue.id);
+  if (input.idempotencyKey) {
+    const existing = await findByKey(ctx.em, queue.tenant.id, input.idempotencyKey);
+    if (existing) return sameOrConflict(existing, hash);
+  }
+  const id = uuidv7();
+  const submitTime = ctx.now().getTime();
+  const spec: JobSpec = {
+    id,
+    tenant: queue.tenant.id,
+    project: project?.id,
+    queue: queue.name,
+    priorityClass: input.priorityClass,
+    submitTime,
+    podSets: input.podSets,
+    expectedDurationMs: input.expectedDurationMs ?? undefined,
+    maxRunMs: input.maxRunMs ?? undefined,
+  };
+  try {
+    ctx.scheduler.preview(spec);
+  } catch (error) {
+    schedulerInputError(error);
+  }
+  let job: Job;
+  try {
+    job = await auditedMutation(ctx, { action: 'job.submit', input: { ...input, podSets: input.podSets }, tenantHint: queue.tenant.id }, async (em) => {
+      const created = em.create(Job, {
+        id,
+        tenant: em.getReference(Tenant, queue.tenant.id),
+        project: project ? em.getReference(Project, project.id) : null,
+        queue: em.getReference(Queue, queue.id),
+        submittedBy: em.getReference(User, principal.userId),
+        name: input.name,
+        priorityClass: input.priorityClass,
+        podSets: input.podSets,
+        expectedDurationMs: input.expectedDurationMs ?? null,
+        maxRunMs: input.maxRunMs ?? null,
+        workload: input.workload ?? null,
+        state: 'PENDING',
+        admission: null,
+        idempotencyKey: input.idempotencyKey ?? null,
+        requestHash: hash,
+        submitTime,
+        gpusRequested: totalGpus(spec),
+        preemptionCount: 0,
+        exitReason: null,
+        admittedAt: null,
+        startedAt: null,
+        finishedAt: null,
+      });
+      em.create(JobEvent, { job: created, tenant: created.tenant, type: 'SUBMITTED', reason: null, message: `Submitted to queue ${queue.name}`, data: null, at: ctx.now() });
+      await em.flush();
+      return { result: created, tenantId: queue.tenant.id, targetType: 'Job', targetId: id };
+    });
+  } catch (error) {
+    // Two retries raced with the same key: the loser answers with the winner's job.
+    if (input.idempotencyKey && (error instanceof UniqueConstraintViolationException || (error as { code?: string }).code === 'CONFLICT')) {
+      const existing = await findByKey(ctx.em.fork(), queue.tenant.id, input.idempotencyKey);
+      if (existing) return sameOrConflict(existing, hash);
+    }
+    throw error;
+  }
+  ctx.scheduler.announce({ kind: 'submitted', jobId: job.id });
+  return job;
+}
+
+async function findByKey(em: EntityManager, tenantId: string, key: string): Promise<Job | null> {
+  return em.findOne(Job, { tenant: tenantId, idempotencyKey: key });
+}
+
+function sameOrConflict(existing: Job, hash: string): Job {
+  if (existing.requestHash !== hash) {
+    throw conflict('This idempotency key was already used for a different job; use a new key for a new job.');
+  }
+  return existing;
+}
+
+/** Where would this job land now, would it borrow, whom would it preempt. Changes nothing. */
+export async function previewJob(ctx: ServiceContext, input: SubmitJobInput): Promise<Preview> {
+  const { queue, project } = await resolveTarget(ctx, ctx.em, input);
+  try {
+    return ctx.scheduler.preview({
+      id: `preview-${uuidv7()}`,
+      tenant: queue.tenant.id,
+      project: project?.id,
+      queue: queue.name,
+      priorityClass: input.priorityClass,
+      submitTime: ctx.now().getTime(),
+      podSets: input.podSets,
+      expectedDurationMs: input.expectedDurationMs ?? undefined,
+      maxRunMs: input.maxRunMs ?? undefined,
+    });
+  } catch (error) {
+    schedulerInputError(error);
+  }
+}
+
+export async function cancelJob(ctx: ServiceContext, id: string): Promise<Job> {
+  const job = await auditedMutation(ctx, { action: 'job.cancel', input: { id } }, async (em) => {
+    const found = await em.findOne(Job, { id }, { populate: ['queue'] });
+    if (!found) throw notFound('Job');
+    requireMutatingCapability(ctx, found.tenant.id, 'jobs:write', 'Job');
+    if (TERMINAL_JOB_STATES.has(found.state)) throw conflict(`The job has already ${found.state.toLowerCase()}.`);
+    const now = ctx.now();
+    found.state = 'CANCELLED';
+    found.finishedAt = now;
+    found.exitReason = 'cancelled by user';
+    em.create(JobEvent, { job: found, tenant: found.tenant, type: 'CANCELLED', reason: null, message: 'Cancelled', data: null, at: now });
+    em.create(OutboxEntry, { kind: 'job.cancelled', payload: { jobId: found.id, queueId: found.queue.id, at: now.getTime() }, performedAt: null });
+    await em.flush();
+    return { result: found, tenantId: found.tenant.id, targetType: 'Job', targetId: found.id };
+  });
+  ctx.scheduler.announce({ kind: 'cancelled', jobId: job.id });
+  return job;
+}
+
+export async function getJob(ctx: ServiceContext, id: string): Promise<Job> {
+  const job = await ctx.em.findOne(Job, { id });
+  if (!job) throw notFound('Job');
+  requireCapability(ctx, job.tenant.id, 'jobs:read', 'Job');
+  return job;
+}
+
+export async function listJobs(ctx: ServiceContext, filter: JobFilter, page: PageQuery): Promise<Job[]> {
+  requireCapability(ctx, filter.tenantId, 'jobs:read', 'Tenant');
+  if (filter.submittedAfter && filter.submittedBefore && filter.submittedAfter > filter.submittedBefore) {
+    throw badInput('submittedAfter must be before submittedBefore.');
+  }
+  const where: Record<string, unknown> = { tenant: filter.tenantId };
+  if (filter.states?.length) where.state = { $in: filter.states };
+  if (filter.projectId) where.project = filter.projectId;
+  if (filter.queueId) where.queue = filter.queueId;
+  if (filter.priorityClass) where.priorityClass = filter.priorityClass;
+  const submitted: Record<string, Date> = {};
+  if (filter.submittedAfter) submitted.$gte = filter.submittedAfter;
+  if (filter.submittedBefore) submitted.$lt = filter.submittedBefore;
+  if (Object.keys(submitted).length) where.submittedAt = submitted;
+  return findPage(ctx.em, Job, where, page);
+}
+
+export async function listJobEvents(ctx: ServiceContext, jobId: string, page: PageQuery): Promise<JobEvent[]> {
+  const job = await getJob(ctx, jobId);
+  return findPage(ctx.em, JobEvent, { job: job.id }, page);
+}
+
+export async function listPriorityClasses(ctx: ServiceContext): Promise<PriorityClassRow[]> {
+  requirePrincipal(ctx);
+  return ctx.em.find(PriorityClassRow, {}, { orderBy: { value: 'desc' } });
+}

@@ -1,0 +1,20 @@
+import type { MikroORM } from '@mikro-orm/core';
+import { DEFAULT_PRIORITY_CLASSES } from '../../core/scheduler.js';
+import { PriorityClassRow } from '../../persistence/scheduling-entities.js';
+
+const DESCRIPTIONS: Record<string, string> = {
+  'inference-critical': 'Online serving; never preempted.',
+  production: 'Production fine-tuning; preempted only to reclaim capacity its queue borrowed.',
+  training: 'Core training; preemptible.',
+  experiment: 'Notebooks and sweeps; preemptible, first to go.',
+};
+
+/** The design's default priority classes, written once to an empty table. */
+export async function ensurePriorityClasses(orm: MikroORM): Promise<void> {
+  const em = orm.em.fork({ clear: true });
+  if ((await em.count(PriorityClassRow, {})) > 0) return;
+  for (const c of DEFAULT_PRIORITY_CLASSES) {
+    em.create(PriorityClassRow, { name: c.name, value: c.value, preemptible: c.preemptible, description: DESCRIPTIONS[c.name] ?? null });
+  }
+  await em.flush();
+}

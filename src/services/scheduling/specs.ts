@@ -1,0 +1,58 @@
+import type { CohortSpec, FlavorSpec, IsolationLevel, JobSpec, NodeSpec, PriorityClass, QueueSpec } from '../../core/types.js';
+import type { ClusterNode, Cohort, Flavor, Job, PriorityClassRow, Queue } from '../../persistence/scheduling-entities.js';
+
+/** Rows → the scheduler core's specs. Names are the core's keys; rows keep ids for the graph. */
+export const flavorSpec = (f: Flavor): FlavorSpec => ({
+  name: f.name,
+  kind: f.kind,
+  gpuModel: f.gpuModel ?? undefined,
+  slicesPerGpu: f.slicesPerGpu ?? undefined,
+  pricePerUnitHour: f.pricePerUnitHour,
+});
+
+export const nodeSpec = (n: ClusterNode, poolName: string, flavorName: string, dedicatedTenantId: string | null): NodeSpec => ({
+  name: n.name,
+  pool: poolName,
+  flavor: flavorName,
+  gpus: n.gpus,
+  cpu: n.cpu,
+  memory: n.memory,
+  dedicatedTenant: dedicatedTenantId ?? undefined,
+});
+
+export const cohortSpec = (c: Cohort, parentName: string | null): CohortSpec => ({
+  name: c.name,
+  parent: parentName ?? undefined,
+  quotas: c.quotas,
+});
+
+export const queueSpec = (q: Queue, cohortName: string | null): QueueSpec => ({
+  name: q.name,
+  tenant: q.tenant.id,
+  cohort: cohortName ?? undefined,
+  quotas: q.quotas,
+  weight: q.weight,
+  queueingStrategy: q.queueingStrategy,
+  preemption: q.preemption,
+  isolation: (q.isolationLevel as IsolationLevel | null) ?? undefined,
+  timeWindows: q.timeWindows.length ? q.timeWindows : undefined,
+  dedicatedPool: q.dedicatedPool ?? undefined,
+});
+
+export const priorityClass = (p: PriorityClassRow): PriorityClass => ({ name: p.name, value: p.value, preemptible: p.preemptible });
+
+export const jobSpec = (j: Job, queueName: string): JobSpec => ({
+  id: j.id,
+  tenant: j.tenant.id,
+  project: j.project?.id,
+  queue: queueName,
+  priorityClass: j.priorityClass,
+  submitTime: j.submitTime,
+  podSets: j.podSets,
+  expectedDurationMs: j.expectedDurationMs ?? undefined,
+  maxRunMs: j.maxRunMs ?? undefined,
+});
+
+export function totalGpus(spec: Pick<JobSpec, 'podSets'>): number {
+  return spec.podSets.reduce((sum, ps) => sum + ps.count * (ps.perPod.gpu ?? 0), 0);
+}
