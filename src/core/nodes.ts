@@ -232,7 +232,9 @@ export function placePods(
     let bestFrag = 0;
     let bestGpu = 0;
     let bestCpu = 0;
-    for (const n of s.gpu > 0 ? flavor.withFreeGpu : flavor.nodes) {
+    // A snapshot: trial allocations below may take nodes out of (and back into) the live set.
+    const scan = s.gpu > 0 ? [...flavor.withFreeGpu] : flavor.nodes;
+    for (const n of scan) {
       if (!fitsPod(n, s) || !eligible(n)) continue;
       const leftGpu = n.freeGpuTotal - s.gpu;
       const leftCpu = n.cpuFree - s.cpu;
