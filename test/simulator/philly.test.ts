@@ -1,0 +1,54 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { readCluster } from '../../src/simulator/cluster.js';
+import { convertPhilly, largestRemainder, podsFor } from '../../src/simulator/philly.js';
+import { readQueues } from '../../src/simulator/queues.js';
+import { readTrace } from '../../src/simulator/trace.js';
+
+const fixture = join(import.meta.dirname, 'fixtures', 'philly');
+const out = mkdtempSync(join(tmpdir(), 'fw-philly-'));
+afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+describe('Philly adapter', () => {
+  it('splits jobs above one node into identical pods', () => {
+    expect(podsFor(8, 8)).toEqual({ pods: 1, gpus: 8 });
+    expect(podsFor(12, 8)).toEqual({ pods: 2, gpus: 6 });
+    expect(podsFor(32, 8)).toEqual({ pods: 4, gpus: 8 });
+    expect(podsFor(9, 8)).toEqual({ pods: 3, gpus: 3 });
+  });
+  it('largest remainder keeps the total', () => {
+    expect(largestRemainder([1.5, 1.5, 1], 4)).toEqual([2, 1, 1]);
+    expect(largestRemainder([10 / 3, 10 / 3, 10 / 3], 10)).toEqual([4, 3, 3]);
+  });
+  it('converts trace, cluster and queues files the simulator can read', () => {
+    const r = convertPhilly({ dir: fixture, outDir: out, gpus: 16 });
+    const trace = readTrace(r.trace);
+    expect(trace.map((j) => [j.id, j.tenant, j.gpus, j.pods, j.durationMs])).toEqual([
+      ['philly-3', 'bbb', 6, 2, 50500],
+      ['philly-2', 'aaa', 8, 1, 100000],
+      ['philly-4', 'zzz', 1, 1, 10000],
+      ['philly-5', 'aaa', 8, 4, 20000],
+    ]);
+    expect(trace[0]!.submitMs).toBe(Date.UTC(2017, 8, 4, 10, 0, 0));
+    const cluster = readCluster(r.cluster);
+    expect(cluster.nodes).toHaveLength(2);
+    expect(cluster.nodes.every((n) => n.gpus === 8)).toBe(true);
+    const q = readQueues(r.queues);
+    // VC table 3:1:1 nodes of 16 GPUs → 9.6, 3.2, 3.2 → 10, 3, 3; zzz is not in the table → 0
+    expect(q.queues.map((x) => [x.name, x.tenant, x.quotas['gpu']!.gpu!.nominal])).toEqual([
+      ['vc-aaa', 'aaa', 10],
+      ['vc-bbb', 'bbb', 3],
+      ['vc-ccc', 'ccc', 3],
+      ['vc-zzz', 'zzz', 0],
+    ]);
+    expect(q.queues.every((x) => x.cohort === 'philly')).toBe(true);
+  });
+  it('raw quotas use nodes × 8', () => {
+    const r = convertPhilly({ dir: fixture, outDir: out, gpus: 16, quota: 'raw' });
+    const q = readQueues(r.queues);
+    expect(q.queues.map((x) => x.quotas['gpu']!.gpu!.nominal)).toEqual([24, 8, 8, 0]);
+    expect(readFileSync(r.queues, 'utf8')).toContain('"nominal": 24');
+  });
+});
