@@ -191,6 +191,13 @@ function fullCycle(sc: Scenario): number {
 }
 
 const started = Date.now();
+// Warm-up so that the first measured scenario is not paying for JIT compilation.
+{
+  const w = scenario(2_000, false, 7);
+  for (let i = 0; i < 50; i++) finishAndCycle(w);
+  const wn = scenario(200, true, 7);
+  for (let i = 0; i < 3; i++) finishAndCycle(wn);
+}
 const SCALES = (process.env.BENCH_SCALES ?? '1000,10000,100000').split(',').map(Number);
 for (const pending of SCALES) {
   const label = pending >= 1000 ? `${pending / 1000}k` : String(pending);

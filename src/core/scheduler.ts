@@ -146,6 +146,9 @@ interface QueueState {
   history: { value: number; at: number; rateMilli: number };
   /** Per resource: what the parent could lend, the denominator of the dominant resource share. */
   lendable: number[];
+  /** Bumped on every usage change of this queue; keys the cached weighted share. */
+  usageVersion: number;
+  shareCache: { version: number; value: number };
 }
 
 interface PodSetPlan {
@@ -379,6 +382,8 @@ export class Scheduler {
         windowReclaimable: false,
         history: { value: 0, at: this.clock.now(), rateMilli: 0 },
         lendable: [0, 0, 0],
+        usageVersion: 0,
+        shareCache: { version: -1, value: 0 },
       };
       this.queues.set(q.name, state);
     }
@@ -499,6 +504,7 @@ export class Scheduler {
       for (const j of q.admitted) this.chargeQueue(q, j.usage, 1);
     }
     for (const q of this.queues.values()) {
+      q.usageVersion++;
       q.lendable = [0, 0, 0];
       const parent = q.node.parent;
       if (!parent) continue;
@@ -722,6 +728,7 @@ export class Scheduler {
   // ───────────────────────────── usage and trail ─────────────────────────────
 
   private chargeQueue(q: QueueState, usage: Map<string, number[]>, sign: 1 | -1): void {
+    q.usageVersion++;
     for (const [f, v] of usage) {
       for (let r = 0; r < RESOURCE_COUNT; r++) {
         const x = v[r] as number;
@@ -807,6 +814,14 @@ export class Scheduler {
 
   /** Weighted dominant resource share: borrowed (usage above nominal, summed over flavors) × 1000 / lendable, max over resources, / weight. */
   private weightedShare(q: QueueState): number {
+    if (q.shareCache.version === q.usageVersion) return q.shareCache.value;
+    const value = this.computeWeightedShare(q);
+    q.shareCache.version = q.usageVersion;
+    q.shareCache.value = value;
+    return value;
+  }
+
+  private computeWeightedShare(q: QueueState): number {
     if (!q.node.parent) return 0;
     let drs = 0;
     for (let r = 0; r < RESOURCE_COUNT; r++) {
@@ -1036,7 +1051,22 @@ export class Scheduler {
         const fq = q.node.flavors.get(f);
         if ((v[r] as number) > 0 && fq?.declared[r] && (v[r] as number) > available(q.node, f, r)) need.push([f, r]);
       }
-    const cands = this.candidates(job, request, need);
+    const underNominal = need.length > 0 ? need.every(([f, r]) => !this.overNominal(q, f, r) && this.usageOf(q, f, r) < this.nominalOf(q, f, r)) : true;
+    // Which other queues can lose jobs to this one at all (decided once per queue, not per job):
+    // with fair sharing only queues whose share is above the preemptor's share after admission;
+    // otherwise only when reclaiming while under nominal, or with borrowWithinCohort.
+    let otherOk: (v: QueueState) => boolean;
+    if (this.fairSharing) {
+      const m = this.trail.length;
+      this.tCharge(q, request);
+      const pAfter = this.weightedShare(q);
+      this.rollback(m);
+      otherOk = (v) => this.weightedShare(v) > pAfter;
+    } else {
+      const others = (underNominal && q.reclaim !== 'Never') || q.borrowPolicy !== 'Never';
+      otherOk = () => others;
+    }
+    const cands = this.candidates(job, request, need, otherOk);
     if (cands.length === 0) return null;
     // Even releasing every candidate would not free enough quota: skip the search.
     for (const [f, r] of need) {
@@ -1065,7 +1095,6 @@ export class Scheduler {
       this.rollback(m);
       return ok;
     };
-    const underNominal = need.length > 0 ? need.every(([f, r]) => !this.overNominal(q, f, r) && this.usageOf(q, f, r) < this.nominalOf(q, f, r)) : true;
     const own = cands.filter((c) => !c.other);
     let victims: JobState[] | null = null;
     if (own.length === cands.length) victims = this.minimalSet(job, request, need, own, true, fits);
@@ -1115,7 +1144,7 @@ export class Scheduler {
     return false;
   }
 
-  private candidates(job: JobState, request: Map<string, number[]>, need: [string, number][]): Candidate[] {
+  private candidates(job: JobState, request: Map<string, number[]>, need: [string, number][], otherOk: (v: QueueState) => boolean): Candidate[] {
     const q = job.queue;
     const out: Candidate[] = [];
     const uses = (c: JobState): boolean => {
@@ -1135,7 +1164,7 @@ export class Scheduler {
     }
     if (q.node.parent && (q.reclaim !== 'Never' || q.borrowPolicy !== 'Never')) {
       for (const v of this.treeQueues.get(q.root) ?? []) {
-        if (v === q || !this.borrowingOnNeed(v, request, need)) continue;
+        if (v === q || !this.borrowingOnNeed(v, request, need) || !otherOk(v)) continue;
         for (const c of v.admitted) {
           if (c.preemptible === 'no' || !uses(c)) continue;
           const lower = c.priority < job.priority;
@@ -1234,6 +1263,8 @@ export class Scheduler {
     this.trail.length = mark; // the trial changes become the state
     const q = job.queue;
     const woken = new Set<string>();
+    const freed = new Map<string, number[]>();
+    for (const { job: v } of plan.victims) for (const [f, u] of v.usage) addVec(freed, f, u, 1);
     for (const { job: v, reason } of plan.victims) {
       const p: Preemption = { victimId: v.spec.id, victimQueue: v.queue.spec.name, preemptorId: job.spec.id, preemptorQueue: q.spec.name, reason, at: now };
       preempted.push(p);
@@ -1261,8 +1292,18 @@ export class Scheduler {
     const gpu = this.gpuOf(plan.usage);
     this.historyChange(q, now, gpu, this.entryPenalty * (gpu / 1000));
     job.admission = this.buildAdmission(job, plan, now);
-    if (plan.victims.length > 0) for (const v of plan.victims) this.wakeAfterRelease(v.job.queue, woken);
+    if (plan.victims.length > 0 && this.freedMoreThanTaken(plan.victims.map((v) => v.job), plan.usage, freed))
+      for (const v of plan.victims) this.wakeAfterRelease(v.job.queue, woken);
     return job.admission;
+  }
+
+  /** Did the victims free more than the preemptor took? Only then can anyone else gain from it. */
+  private freedMoreThanTaken(_victims: JobState[], taken: Map<string, number[]>, freed: Map<string, number[]>): boolean {
+    for (const [f, v] of freed) {
+      const t = taken.get(f);
+      for (let r = 0; r < RESOURCE_COUNT; r++) if ((v[r] as number) > ((t?.[r] as number | undefined) ?? 0)) return true;
+    }
+    return false;
   }
 
   private gpuOf(usage: Map<string, number[]>): number {
