@@ -43,6 +43,9 @@ const PHILLY_HELP = `usage: fairway convert-philly [options]
   --out DIR            where to write the trace, cluster and queues files (default sim-out/philly)
   --gpus N             cluster size in GPUs, a multiple of 8 (default 768)
   --quota MODE         scaled (default: VC table shares of the cluster) or raw (nodes × 8)
+  --fractional P       synthetic variant: each 1-GPU job becomes a share k/10 (k = 1…9) of one GPU
+                       with probability P, drawn with --seed (default 0: none)
+  --seed N             seed for --fractional (default 1)
   -h, --help           this help`;
 
 type Flags = Map<string, string | true>;
@@ -167,7 +170,7 @@ export function main(argv: string[], io: Io = stdio): number {
       });
       io.out(terminalReport(res.report, o.tenants));
       const files = writeReport(res.report, o.out, o.name);
-      io.out(`\nwrote ${files.json} and ${files.html}`);
+      io.out(`\nwrote ${files.json}, ${files.html} and ${files.md}`);
       return 0;
     }
     if (cmd === 'convert-philly') {
@@ -176,11 +179,14 @@ export function main(argv: string[], io: Io = stdio): number {
         io.out(PHILLY_HELP);
         return 0;
       }
-      for (const k of f.keys()) if (!['philly-dir', 'out', 'gpus', 'quota'].includes(k)) throw new UsageError(`unknown option --${k}`);
+      for (const k of f.keys()) if (!['philly-dir', 'out', 'gpus', 'quota', 'fractional', 'seed'].includes(k)) throw new UsageError(`unknown option --${k}`);
       const quota = str(f, 'quota') ?? 'scaled';
       if (quota !== 'scaled' && quota !== 'raw') throw new UsageError(`--quota must be scaled or raw`);
-      const r = convertPhilly({ dir: str(f, 'philly-dir') ?? '../shared/traces/philly', outDir: str(f, 'out') ?? 'sim-out/philly', gpus: int(f, 'gpus', 768), quota });
-      io.out(`${r.jobs} jobs → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}`);
+      const fr = str(f, 'fractional');
+      const fractional = fr === undefined ? 0 : Number(fr);
+      if (!(fractional >= 0 && fractional <= 1)) throw new UsageError(`--fractional must be a probability within 0…1, got '${fr}'`);
+      const r = convertPhilly({ dir: str(f, 'philly-dir') ?? '../shared/traces/philly', outDir: str(f, 'out') ?? 'sim-out/philly', gpus: int(f, 'gpus', 768), quota, fractional, seed: int(f, 'seed', 1) });
+      io.out(`${r.jobs} jobs (${r.fractionalJobs} made fractional) → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}`);
       for (const t of r.tenants) io.out(`  ${t.vc}: ${t.jobs} jobs, VC nodes ${t.nodes ?? '-'}, nominal ${t.nominalGpus} GPUs`);
       return 0;
     }

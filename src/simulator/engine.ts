@@ -88,7 +88,10 @@ export interface FillPoint {
   jobsRunning: number;
   jobsPending: number;
   allocationRatio: number;
+  /** Free GPU capacity no pending pod shape can use / free capacity (0 when nothing is pending). */
   fragmentationRatio: number;
+  /** FGD-style: Σ over the trace's pod shapes of (share of pods with that shape × free capacity that shape cannot use) / free capacity. */
+  expectedFragmentationRatio: number;
   freeGpus: number;
   unusableGpus: number;
   preemptions: number;
@@ -461,13 +464,21 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
   const sched = b.sched;
   const capacity = totalGpus(input.cluster);
   const rng = new Prng(opts.seed);
-  const shapes = new Map<string, PodShape>();
+  // the trace's pod shapes with their popularity (share of pods)
+  const shapes = new Map<string, { shape: PodShape; pods: number }>();
+  let allPods = 0;
   for (const j of trace) {
     const s = podShape(j);
-    shapes.set(shapeKey(s), s);
+    const k = shapeKey(s);
+    const e = shapes.get(k);
+    if (e) e.pods += j.pods;
+    else shapes.set(k, { shape: s, pods: j.pods });
+    allPods += j.pods;
   }
   const shapeList = [...shapes.values()];
   const running = new Map<string, number>(); // id → gpus
+  const pendingShapes = new Map<string, { shape: PodShape; n: number }>();
+  const shapeOfId = new Map<string, PodShape>();
   let allocated = 0;
   let requested = 0;
   let submitted = 0;
@@ -476,6 +487,16 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
   const sample: number[] = [];
   const drawnGpus = new Map<string, number>();
   const points: FillPoint[] = [];
+  const bump = (id: string, d: 1 | -1): void => {
+    const sh = shapeOfId.get(id);
+    if (!sh) return;
+    const k = shapeKey(sh);
+    const e = pendingShapes.get(k);
+    if (e) {
+      e.n += d;
+      if (e.n <= 0) pendingShapes.delete(k);
+    } else if (d === 1) pendingShapes.set(k, { shape: sh, n: 1 });
+  };
   let ti = 0;
   const maxDraws = 1_000_000;
   if (!trace.some((j) => jobGpus(j) > 0)) throw new Error('fill needs a trace with GPU jobs');
@@ -490,12 +511,19 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
     const spec = toSpec(j, id, now, b, tq[k]!);
     requested += jobGpus(j);
     drawnGpus.set(id, jobGpus(j));
+    const ps = podShape(j);
+    shapeOfId.set(id, ps);
+    const pk = shapeKey(ps);
+    const pe = pendingShapes.get(pk);
+    if (pe) pe.n++;
+    else pendingShapes.set(pk, { shape: ps, n: 1 });
     try {
       sched.submit(spec);
     } catch (e) {
       if (!(e instanceof SchedulerInputError && (e.code === 'REQUEST_TOO_LARGE' || e.code === 'INVALID_QUANTITY'))) {
         throw new Error(`trace line ${j.line}: the scheduler refused job: ${(e as Error).message}`);
       }
+      bump(id, -1); // refused: it will never be pending in the core
     }
     for (;;) {
       const r = sched.cycle();
@@ -505,6 +533,7 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
         if (g !== undefined) {
           allocated -= g;
           running.delete(p.victimId);
+          bump(p.victimId, 1);
         }
         preempted++;
       }
@@ -512,11 +541,18 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
         const gj = drawnGpus.get(a.jobId) ?? 0;
         running.set(a.jobId, gj);
         allocated += gj;
+        bump(a.jobId, -1);
       }
       if (r.admitted.length === 0 && r.preempted.length === 0) break;
     }
     while (ti < targets.length && requested >= (targets[ti]! / 100) * capacity - 1e-9) {
-      const f = fragmentation(sched.nodeStatus(), shapeList);
+      const nodes = sched.nodeStatus();
+      const f = fragmentation(
+        nodes,
+        [...pendingShapes.values()].map((e) => e.shape),
+      );
+      let expUnusable = 0;
+      for (const e of shapeList) expUnusable += (e.pods / allPods) * fragmentation(nodes, [e.shape]).unusable;
       points.push({
         targetPct: targets[ti]!,
         requestedPct: round6((requested / capacity) * 100),
@@ -524,7 +560,8 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
         jobsRunning: running.size,
         jobsPending: submitted - running.size,
         allocationRatio: round6(allocated / capacity),
-        fragmentationRatio: round6(f.free > 1e-9 ? f.unusable / f.free : 0),
+        fragmentationRatio: round6(f.free > 1e-9 && pendingShapes.size > 0 ? f.unusable / f.free : 0),
+        expectedFragmentationRatio: round6(f.free > 1e-9 ? expUnusable / f.free : 0),
         freeGpus: round6(f.free),
         unusableGpus: round6(f.unusable),
         preemptions: preempted,

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Columns, CsvError, csvCell, parseCsvTable } from './csv.js';
+import { Prng } from './prng.js';
 
 export interface PhillyOptions {
   /** Directory holding philly-2017-09-10.csv and philly-vc-nodes.csv. */
@@ -20,6 +21,13 @@ export interface PhillyOptions {
   nodeMemoryMib?: number;
   traceFile?: string;
   vcFile?: string;
+  /**
+   * Probability (0–1) that a 1-GPU job becomes a fractional share k/10 of one GPU, k drawn
+   * uniformly from 1…9, with a PRNG seeded by `seed`. Philly has no fractional jobs: this
+   * is a synthetic variant for packing studies, and the output file name says so.
+   */
+  fractional?: number;
+  seed?: number;
 }
 
 export interface PhillyResult {
@@ -27,6 +35,7 @@ export interface PhillyResult {
   cluster: string;
   queues: string;
   jobs: number;
+  fractionalJobs: number;
   tenants: { vc: string; nodes: number | null; nominalGpus: number; jobs: number }[];
 }
 
@@ -75,13 +84,26 @@ export function convertPhilly(o: PhillyOptions): PhillyResult {
   const tc = new Columns(tT.header, traceFile, 1, ['timestamp', 'duration', 'num_gpus', 'cluster']);
   const rows: string[] = ['id,submit_time,duration_s,tenant,gpus,pods'];
   const jobsPerVc = new Map<string, number>();
+  const frac = o.fractional ?? 0;
+  if (!(frac >= 0 && frac <= 1)) throw new Error(`fractional probability ${frac} must be within 0…1`);
+  const rng = new Prng(o.seed ?? 1);
+  let fractionalJobs = 0;
   for (const r of tT.rows) {
     const ts = tc.required(r, 'timestamp');
     if (!/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/.test(ts)) throw new CsvError(traceFile, r.line, `timestamp '${ts}' is not YYYY-MM-DD HH:MM:SS`);
     const dur = tc.number(r, 'duration', { min: 0 });
     const n = tc.number(r, 'num_gpus', { min: 1, integer: true });
     const vc = tc.required(r, 'cluster');
-    const p = podsFor(n, per);
+    const p: { pods: number; gpus: number } = podsFor(n, per);
+    if (frac > 0 && n === 1) {
+      // draw for every 1-GPU job (not only the chosen ones) so the sample is stable
+      const u = rng.next();
+      const k = 1 + rng.int(9);
+      if (u < frac) {
+        p.gpus = k / 10;
+        fractionalJobs++;
+      }
+    }
     jobsPerVc.set(vc, (jobsPerVc.get(vc) ?? 0) + 1);
     rows.push([`philly-${r.line}`, `${ts.replace(' ', 'T')}Z`, String(dur), csvCell(vc), String(p.gpus), String(p.pods)].join(','));
   }
@@ -107,7 +129,7 @@ export function convertPhilly(o: PhillyOptions): PhillyResult {
     })),
   };
   mkdirSync(o.outDir, { recursive: true });
-  const traceOut = join(o.outDir, 'philly-trace.csv');
+  const traceOut = join(o.outDir, frac > 0 ? `philly-trace-frac${frac}-seed${o.seed ?? 1}.csv` : 'philly-trace.csv');
   const clusterOut = join(o.outDir, `philly-cluster-${gpus}.csv`);
   const queuesOut = join(o.outDir, `philly-queues-${gpus}${o.quota === 'raw' ? '-raw' : ''}.json`);
   writeFileSync(traceOut, rows.join('\n') + '\n');
@@ -121,6 +143,7 @@ export function convertPhilly(o: PhillyOptions): PhillyResult {
     cluster: clusterOut,
     queues: queuesOut,
     jobs: rows.length - 1,
+    fractionalJobs,
     tenants: vcs.map((v) => ({ vc: v, nodes: vcNodes.get(v) ?? null, nominalGpus: nominal.get(v) ?? 0, jobs: jobsPerVc.get(v) ?? 0 })),
   };
 }

@@ -129,11 +129,11 @@ export function replayTerminal(r: ReplayReport, perTenant = true): string {
 export function fillTerminal(r: FillReport): string {
   const targets = r.runs[0]?.points.map((p) => p.targetPct) ?? [];
   const out: string[] = [];
-  out.push(`fill on ${r.inputs.capacityGpus} GPUs (${r.inputs.nodes} nodes), seed ${r.seed}: allocation ratio / fragmentation ratio at each requested %`);
+  out.push(`fill on ${r.inputs.capacityGpus} GPUs (${r.inputs.nodes} nodes), seed ${r.seed}: allocation / fragmentation (pending shapes) / expected fragmentation (trace shapes) at each requested %`);
   out.push(
     table(
       ['policy', 'placement', ...targets.map((t) => `${t}%`)],
-      r.runs.map((run) => [run.policy, run.placement, ...run.points.map((p) => `${pct(p.allocationRatio)} / ${pct(p.fragmentationRatio)}`)]),
+      r.runs.map((run) => [run.policy, run.placement, ...run.points.map((p) => `${pct(p.allocationRatio)} / ${pct(p.fragmentationRatio)} / ${pct(p.expectedFragmentationRatio)}`)]),
     ),
   );
   return out.join('\n');
@@ -264,7 +264,7 @@ export function replayHtml(r: ReplayReport): string {
   return page('Fairway simulation — replay', parts.join('\n'));
 }
 
-function fillChart(r: FillReport, key: 'allocationRatio' | 'fragmentationRatio', W = 760, Hh = 220): string {
+function fillChart(r: FillReport, key: 'allocationRatio' | 'fragmentationRatio' | 'expectedFragmentationRatio', W = 760, Hh = 220): string {
   const pad = { l: 48, r: 8, t: 8, b: 24 };
   const iw = W - pad.l - pad.r;
   const ih = Hh - pad.t - pad.b;
@@ -286,11 +286,51 @@ export function fillHtml(r: FillReport): string {
   const targets = r.runs[0]?.points.map((p) => p.targetPct) ?? [];
   const parts = [
     `<h1>Fairway simulation — fill</h1><p>${esc(`Jobs drawn with seed ${r.seed} from ${r.inputs.trace} (${r.inputs.jobs} jobs), never finishing, on ${r.inputs.capacityGpus} GPUs (${r.inputs.nodes} nodes).`)}</p>`,
-    htmlTable(['policy', 'placement', ...targets.map((t) => `alloc @${t}%`), ...targets.map((t) => `frag @${t}%`)], r.runs.map((run) => [run.policy, run.placement, ...run.points.map((p) => pct(p.allocationRatio)), ...run.points.map((p) => pct(p.fragmentationRatio))])),
+    htmlTable(['policy', 'placement', ...targets.map((t) => `alloc @${t}%`), ...targets.map((t) => `frag @${t}%`), ...targets.map((t) => `exp. frag @${t}%`)], r.runs.map((run) => [run.policy, run.placement, ...run.points.map((p) => pct(p.allocationRatio)), ...run.points.map((p) => pct(p.fragmentationRatio)), ...run.points.map((p) => pct(p.expectedFragmentationRatio))])),
     '<h2>Allocation ratio vs requested</h2>',
     fillChart(r, 'allocationRatio'),
-    '<h2>Fragmentation ratio vs requested</h2>',
+    '<h2>Fragmentation ratio (pending shapes) vs requested</h2>',
     fillChart(r, 'fragmentationRatio'),
+    '<h2>Expected fragmentation ratio (trace shapes by popularity) vs requested</h2>',
+    fillChart(r, 'expectedFragmentationRatio'),
   ];
   return page('Fairway simulation — fill', parts.join('\n'));
+}
+
+// ---------------------------------------------------------------- Markdown
+
+function mdTable(head: string[], rows: string[][]): string {
+  return [`| ${head.join(' | ')} |`, `| ${head.map((_, i) => (i < 2 ? '---' : '---:')).join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
+export function replayMarkdown(r: ReplayReport, perTenant = false): string {
+  const out: string[] = [];
+  out.push(
+    mdTable(
+      ['policy', 'placement', 'GPU allocation', 'SLA attainment', 'Jain', 'wait p50', 'p95', 'p99', 'preemptions', 'GPU-h lost', 'fragmentation', 'unstarted'],
+      r.runs.map((m) => [m.policy, m.placement, pct(m.allocationRatio), pct(m.sla.attainment), f3(m.jainIndex), fmtDuration(m.waitSeconds.p50), fmtDuration(m.waitSeconds.p95), fmtDuration(m.waitSeconds.p99), String(m.preemptions.count), m.preemptions.gpuHoursLost.toFixed(1), pct(m.fragmentationRatio), String(m.unstarted + m.rejected)]),
+    ),
+  );
+  if (perTenant) {
+    for (const m of r.runs) {
+      out.push('', `**${m.policy} / ${m.placement}** per tenant`, '');
+      out.push(
+        mdTable(
+          ['tenant', 'nominal', 'jobs', 'unstarted', 'wait p50', 'p99', 'SLA', 'recv/entitled', 'GPU-h recv', 'preempted', 'GPU-h lost'],
+          m.tenants.map((t) => [t.tenant, String(t.nominalGpus), String(t.jobs), String(t.unstarted + t.rejected), fmtDuration(t.waitSeconds.p50), fmtDuration(t.waitSeconds.p99), pct(t.sla.attainment), f3(t.fairnessRatio), t.gpuHoursReceived.toFixed(0), String(t.preemptionsSuffered.count), t.preemptionsSuffered.gpuHoursLost.toFixed(1)]),
+        ),
+      );
+    }
+  }
+  return out.join('\n') + '\n';
+}
+
+export function fillMarkdown(r: FillReport): string {
+  const targets = r.runs[0]?.points.map((p) => p.targetPct) ?? [];
+  return (
+    mdTable(
+      ['policy', 'placement', ...targets.map((t) => `${t}% requested`)],
+      r.runs.map((run) => [run.policy, run.placement, ...run.points.map((p) => `${pct(p.allocationRatio)} / ${pct(p.fragmentationRatio)} / ${pct(p.expectedFragmentationRatio)}`)]),
+    ) + '\n'
+  );
 }

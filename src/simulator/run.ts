@@ -5,7 +5,7 @@ import { DEFAULT_FILL_TARGETS, resolveQueues, runFill, runReplay, type SimInput,
 import { computeReplayMetrics } from './metrics.js';
 import type { PlacementName, PolicyName } from './policies.js';
 import { checkQueuesAgainstCluster, readQueues } from './queues.js';
-import { fillHtml, fillRun, fillTerminal, replayHtml, replayTerminal, reportJson, type FillReport, type Report, type ReplayReport, type ReportInputs } from './report.js';
+import { fillHtml, fillMarkdown, fillRun, fillTerminal, replayHtml, replayMarkdown, replayTerminal, reportJson, type FillReport, type Report, type ReplayReport, type ReportInputs } from './report.js';
 import { readTrace } from './trace.js';
 
 export interface SimulateOptions {
@@ -99,11 +99,13 @@ export function terminalReport(r: Report, perTenant = true): string {
   return r.mode === 'replay' ? replayTerminal(r, perTenant) : fillTerminal(r);
 }
 
-export function writeReport(r: Report, outDir: string, name = 'report'): { json: string; html: string } {
+export function writeReport(r: Report, outDir: string, name = 'report'): { json: string; html: string; md: string } {
   mkdirSync(outDir, { recursive: true });
   const json = join(outDir, `${name}.json`);
   const html = join(outDir, `${name}.html`);
+  const md = join(outDir, `${name}.md`);
   writeFileSync(json, reportJson(r));
   writeFileSync(html, r.mode === 'replay' ? replayHtml(r) : fillHtml(r));
-  return { json, html };
+  writeFileSync(md, r.mode === 'replay' ? replayMarkdown(r, true) : fillMarkdown(r));
+  return { json, html, md };
 }

@@ -45,6 +45,21 @@ describe('Philly adapter', () => {
     ]);
     expect(q.queues.every((x) => x.cohort === 'philly')).toBe(true);
   });
+  it('fractional variant: seeded, only 1-GPU jobs, shares k/10', () => {
+    const a = convertPhilly({ dir: fixture, outDir: join(out, 'fa'), gpus: 16, fractional: 1, seed: 3 });
+    const b = convertPhilly({ dir: fixture, outDir: join(out, 'fb'), gpus: 16, fractional: 1, seed: 3 });
+    expect(a.fractionalJobs).toBe(1);
+    expect(a.trace).toMatch(/philly-trace-frac1-seed3\.csv$/);
+    expect(readFileSync(a.trace, 'utf8')).toBe(readFileSync(b.trace, 'utf8'));
+    const t = readTrace(a.trace);
+    const one = t.find((j) => j.tenant === 'zzz')!;
+    expect(one.gpus).toBeGreaterThan(0);
+    expect(one.gpus).toBeLessThan(1);
+    expect(Number.isInteger(one.gpus * 10)).toBe(true);
+    expect(t.filter((j) => j.gpus >= 1).map((j) => j.gpus)).toEqual([6, 8, 8]);
+    const none = convertPhilly({ dir: fixture, outDir: join(out, 'fc'), gpus: 16, fractional: 0 });
+    expect(none.fractionalJobs).toBe(0);
+  });
   it('raw quotas use nodes × 8', () => {
     const r = convertPhilly({ dir: fixture, outDir: out, gpus: 16, quota: 'raw' });
     const q = readQueues(r.queues);
