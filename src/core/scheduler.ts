@@ -119,6 +119,16 @@ interface JobState extends HeapItem {
   /** Cycle number of the last preemption: a victim is not re-admitted in the cycle that evicted it. */
   preemptedCycle: number;
   shapeKeys: string[];
+  /**
+   * Why it is parked, which decides which release wakes it: 'quota' jobs only when their queue's
+   * available quota reaches what they need (request minus what their preemption candidates could
+   * release); 'node' jobs when their flavor frees node capacity; 'never' (ExceedsMaxQuota,
+   * WindowClosed) only on configuration changes; 'any' on every release.
+   */
+  parkKind: 'any' | 'quota' | 'node' | 'never';
+  parkNeeds: { flavor: string; need: number[] }[];
+  /** From the last preemption search: what its candidates could release, per flavor searched. */
+  releasable: Map<string, number[]> | null;
 }
 
 interface QueueState {
@@ -149,6 +159,13 @@ interface QueueState {
   /** Bumped on every usage change of this queue; keys the cached weighted share. */
   usageVersion: number;
   shareCache: { version: number; value: number };
+  /**
+   * Preemption searches that failed at the current state version. A later job of this queue with
+   * the same flavor options, an equal or larger shape and gang minimum, and equal or lower priority
+   * (submitted no earlier) has a subset of the candidates and needs more: its search would fail
+   * too, so it is skipped (the cycle stays linear when many similar jobs wait).
+   */
+  preemptFails: { version: number; flavors: string; shape: Shape; minCount: number; priority: number; submit: number; releasable: Map<string, number[]> }[];
 }
 
 interface PodSetPlan {
@@ -224,6 +241,8 @@ export class Scheduler {
   private lastWindowMinute = Number.NaN;
   private trail: (() => void)[] = [];
   private admitSeq = 0;
+  /** Bumped whenever running jobs, quotas or nodes change (not by trial changes, which roll back). */
+  private stateVersion = 0;
   private cycleNo = 0;
 
   constructor(opts: SchedulerOptions) {
@@ -276,6 +295,7 @@ export class Scheduler {
         cur.flavor.freeCpu += dCpu;
         cur.flavor.freeMem += dMem;
         cur.spec = { ...n };
+        this.stateVersion++;
         this.wakeFlavor(n.flavor);
         return;
       }
@@ -291,6 +311,7 @@ export class Scheduler {
     flavor.freeMem += state.memFree;
     if (state.freeGpuTotal > 0) flavor.withFreeGpu.add(state);
     this.nodes.set(n.name, state);
+    this.stateVersion++;
     this.wakeFlavor(n.flavor);
   }
 
@@ -302,6 +323,7 @@ export class Scheduler {
   }
 
   private detachNode(cur: NodeState): void {
+    this.stateVersion++;
     const f = cur.flavor;
     f.nodes.splice(f.nodes.indexOf(cur), 1);
     f.withFreeGpu.delete(cur);
@@ -384,6 +406,7 @@ export class Scheduler {
         lendable: [0, 0, 0],
         usageVersion: 0,
         shareCache: { version: -1, value: 0 },
+        preemptFails: [],
       };
       this.queues.set(q.name, state);
     }
@@ -462,6 +485,7 @@ export class Scheduler {
 
   /** Rebuilds the quota tree from specs and re-charges every admitted job. Runs on configuration changes only (rare), never per cycle. */
   private rebuildQuotas(): void {
+    this.stateVersion++;
     for (const { node } of this.cohorts.values()) {
       node.children.length = 0;
       node.parent = null;
@@ -625,6 +649,9 @@ export class Scheduler {
       lastPreemption: null,
       preemptedCycle: -1,
       shapeKeys: [],
+      parkKind: 'any',
+      parkNeeds: [],
+      releasable: null,
       heapIndex: -1,
     };
     // A pod no node could ever hold is an input error, not a pending reason (if the flavors have nodes at all).
@@ -704,6 +731,7 @@ export class Scheduler {
     if (q.parked.size > 0) {
       for (const j of q.parked) {
         j.parked = false;
+        j.parkKind = 'any'; // configuration may have changed: what it needed is no longer known
         q.heap.push(j);
       }
       q.parked.clear();
@@ -712,17 +740,59 @@ export class Scheduler {
     if (q.heap.size > 0) this.active.add(q);
   }
 
+  /** Unparks the parked jobs of `q` that `pred` selects; a StrictFIFO head gets another try. */
+  private wakeQueueIf(q: QueueState, pred: (j: JobState) => boolean): void {
+    for (const j of q.parked) {
+      if (!pred(j)) continue;
+      q.parked.delete(j);
+      j.parked = false;
+      q.heap.push(j);
+    }
+    q.blocked = false;
+    if (q.heap.size > 0) this.active.add(q);
+  }
+
   private wakeFlavor(f: string): void {
     const ws = this.flavorWaiters.get(f);
     if (!ws || ws.size === 0) return;
-    for (const q of ws) this.wakeQueue(q);
+    for (const q of ws) this.wakeQueueIf(q, (j) => j.parkKind === 'node' || j.parkKind === 'any');
     ws.clear();
   }
 
-  /** Capacity came free in this job's quota tree and on its flavors' nodes: only those waiters can gain. */
-  private wakeAfterRelease(q: QueueState, flavors: Iterable<string>): void {
-    for (const other of this.treeQueues.get(q.root) ?? []) this.wakeQueue(other);
-    for (const f of flavors) this.wakeFlavor(f);
+  /**
+   * Capacity came free in this queue's tree and on these flavors' nodes. Only jobs that can gain
+   * are retried: node waiters of those flavors, and quota waiters whose queue's available quota now
+   * reaches what they need (their request minus what their preemption candidates could release).
+   */
+  private wakeAfterRelease(q: QueueState, freed: Map<string, number[]>): void {
+    for (const other of this.treeQueues.get(q.root) ?? []) {
+      if (other.parked.size > 0 || other.blocked) {
+        const avail = new Map<string, number[]>(); // per flavor, computed once per queue
+        this.wakeQueueIf(other, (j) => this.needMet(j, avail));
+      }
+    }
+    for (const f of freed.keys()) this.wakeFlavor(f);
+  }
+
+  private needMet(j: JobState, avail: Map<string, number[]>): boolean {
+    if (j.parkKind === 'any') return true;
+    if (j.parkKind !== 'quota') return false;
+    const q = j.queue;
+    for (const d of j.parkNeeds) {
+      let a = avail.get(d.flavor);
+      if (!a) {
+        a = [0, 1, 2].map((r) => available(q.node, d.flavor, r));
+        avail.set(d.flavor, a);
+      }
+      let ok = true;
+      for (let r = 0; r < RESOURCE_COUNT && ok; r++) ok = (d.need[r] as number) <= (a[r] as number);
+      if (ok) return true;
+    }
+    return false;
+  }
+
+  private canPreempt(q: QueueState): boolean {
+    return q.withinQueue !== 'Never' || (q.node.parent !== null && (q.reclaim !== 'Never' || q.borrowPolicy !== 'Never'));
   }
 
   // ───────────────────────────── usage and trail ─────────────────────────────
@@ -985,6 +1055,7 @@ export class Scheduler {
 
   /** The full decision for one job; on success the trial changes stay applied (caller commits or rolls back). */
   private evaluate(job: JobState, allowPreemption: boolean): Plan | Fail {
+    job.releasable = null;
     const full = job.podSets.map((p) => p.count);
     const direct = this.assignDirect(job, full);
     if (direct.ok) return this.planFrom(job, direct.parts, direct.usage, []);
@@ -1029,6 +1100,7 @@ export class Scheduler {
 
   private preempting(job: JobState): Plan | null {
     const q = job.queue;
+    job.releasable = new Map();
     // Flavor per pod set: the best quota mode up to preempt+borrow, preference order on ties.
     const choice: string[] = [];
     const request = new Map<string, number[]>();
@@ -1040,7 +1112,10 @@ export class Scheduler {
         if (m === NOFIT) continue;
         if (!best || m < best.mode) best = { f, mode: m };
       }
-      if (!best) return null;
+      if (!best) {
+        for (const f of ps.flavors) job.releasable.set(f, [0, 0, 0]); // no option can ever be reached by preempting
+        return null;
+      }
       choice.push(best.f);
       addVec(request, best.f, vec, 1);
     }
@@ -1067,6 +1142,8 @@ export class Scheduler {
       otherOk = () => others;
     }
     const cands = this.candidates(job, request, need, otherOk);
+    for (const f of request.keys()) job.releasable.set(f, [0, 0, 0]);
+    for (const c of cands) for (const [f, u] of c.job.usage) if (request.has(f)) addVec(job.releasable, f, u, 1);
     if (cands.length === 0) return null;
     // Even releasing every candidate would not free enough quota: skip the search.
     for (const [f, r] of need) {
@@ -1261,6 +1338,7 @@ export class Scheduler {
   /** Applies a plan whose trial changes are in place since `mark`: victims go back to pending, the job is admitted. */
   private commit(job: JobState, plan: Plan, mark: number, now: number, preempted: Preemption[]): Admission {
     this.trail.length = mark; // the trial changes become the state
+    this.stateVersion++;
     const q = job.queue;
     const woken = new Set<string>();
     const freed = new Map<string, number[]>();
@@ -1277,6 +1355,7 @@ export class Scheduler {
       v.preemptions++;
       v.lastPreemption = p;
       v.preemptedCycle = this.cycleNo;
+      v.parkKind = 'any';
       v.decision = { jobId: v.spec.id, queue: v.queue.spec.name, reason: 'WaitingForQuota', message: `preempted by ${job.spec.id} (${reason}); requeued with its original submit time` };
       this.enqueue(v);
       this.deferred.add(v.queue);
@@ -1292,8 +1371,10 @@ export class Scheduler {
     const gpu = this.gpuOf(plan.usage);
     this.historyChange(q, now, gpu, this.entryPenalty * (gpu / 1000));
     job.admission = this.buildAdmission(job, plan, now);
-    if (plan.victims.length > 0 && this.freedMoreThanTaken(plan.victims.map((v) => v.job), plan.usage, freed))
-      for (const v of plan.victims) this.wakeAfterRelease(v.job.queue, woken);
+    if (plan.victims.length > 0 && this.freedMoreThanTaken(plan.victims.map((v) => v.job), plan.usage, freed)) {
+      const queues = new Set(plan.victims.map((v) => v.job.queue));
+      for (const vq of queues) this.wakeAfterRelease(vq, freed);
+    }
     return job.admission;
   }
 
@@ -1314,15 +1395,16 @@ export class Scheduler {
 
   private release(j: JobState, now: number): void {
     const q = j.queue;
+    this.stateVersion++;
     this.chargeQueue(q, j.usage, -1);
     for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
     q.admitted.delete(j);
     this.historyChange(q, now, -this.gpuOf(j.usage), 0);
-    const flavors = [...j.usage.keys()];
+    const freed = j.usage;
     j.usage = new Map();
     j.allocs = [];
     if (q.windowReclaimable && !this.anyOverNominal(q)) q.windowReclaimable = false;
-    this.wakeAfterRelease(q, flavors);
+    this.wakeAfterRelease(q, freed);
   }
 
   private anyOverNominal(q: QueueState): boolean {
@@ -1357,7 +1439,10 @@ export class Scheduler {
     this.cycleNo++;
     this.refreshWindows(now);
     if (this.rescanEveryCycle) this.rescanAll();
-    for (const q of this.deferred) this.wakeQueue(q);
+    for (const q of this.deferred) {
+      const avail = new Map<string, number[]>();
+      this.wakeQueueIf(q, (j) => this.needMet(j, avail));
+    }
     this.deferred.clear();
     const result: CycleResult = { at: now, admitted: [], preempted: [], pending: [] };
     const pending = new Map<string, PendingDecision>();
@@ -1399,8 +1484,18 @@ export class Scheduler {
       for (const { job } of heads) {
         const q = job.queue;
         if (job.status !== 'pending' || q.heap.peek() !== job || q.blocked) continue;
+        if (job.parkKind === 'quota' && !this.needMet(job, new Map())) {
+          // Woken by a release that someone ahead already took: still short of what it needs.
+          this.park(job, null, true);
+          continue;
+        }
         const mark = this.trail.length;
-        const res = this.evaluate(job, true);
+        const known = this.knownPreemptFail(job);
+        const res = this.evaluate(job, known === undefined);
+        if (!res.ok) {
+          if (known) job.releasable = known;
+          else if (job.releasable) this.rememberPreemptFail(job);
+        }
         if (res.ok) {
           result.admitted.push(this.commit(job, res, mark, now, result.preempted));
           pending.delete(job.spec.id);
@@ -1416,7 +1511,7 @@ export class Scheduler {
           this.active.delete(q);
           for (const f of res.waitFlavors) this.waitOn(f, q);
         } else {
-          this.park(job, res.waitFlavors);
+          this.park(job, res);
         }
       }
     }
@@ -1447,13 +1542,79 @@ export class Scheduler {
     this.rebuildQuotas(); // re-charges all running jobs and wakes every queue
   }
 
-  private park(j: JobState, waitFlavors: string[] | null): void {
+  private park(j: JobState, fail: Fail | null, keepClass = false): void {
     const q = j.queue;
+    if (!keepClass) this.classifyPark(j, fail);
+    const waitFlavors = fail?.waitFlavors;
     q.heap.remove(j);
     q.parked.add(j);
     j.parked = true;
     for (const f of waitFlavors ?? []) this.waitOn(f, q);
     if (q.heap.size === 0) this.active.delete(q);
+  }
+
+  private knownPreemptFail(j: JobState): Map<string, number[]> | undefined {
+    const q = j.queue;
+    if (j.podSets.length !== 1 || q.preemptFails.length === 0) return undefined;
+    const ps = j.podSets[0] as PodSetState;
+    const key = ps.flavors.join(',');
+    for (const m of q.preemptFails) {
+      if (m.version !== this.stateVersion || m.flavors !== key) continue;
+      if (ps.shape.gpu >= m.shape.gpu && ps.shape.cpu >= m.shape.cpu && ps.shape.mem >= m.shape.mem && ps.minCount >= m.minCount && j.priority <= m.priority && j.spec.submitTime >= m.submit)
+        return m.releasable;
+    }
+    return undefined;
+  }
+
+  private rememberPreemptFail(j: JobState): void {
+    const q = j.queue;
+    if (j.podSets.length !== 1 || !j.releasable) return;
+    const ps = j.podSets[0] as PodSetState;
+    const fails = q.preemptFails.filter((m) => m.version === this.stateVersion);
+    fails.push({ version: this.stateVersion, flavors: ps.flavors.join(','), shape: ps.shape, minCount: ps.minCount, priority: j.priority, submit: j.spec.submitTime, releasable: j.releasable });
+    q.preemptFails = fails.slice(-8);
+  }
+
+  /** Records why a job is parked and, for quota waits, how much must be released in its tree before a retry can succeed. */
+  private classifyPark(j: JobState, fail: Fail | null): void {
+    j.parkNeeds = [];
+    if (!fail) {
+      j.parkKind = 'any';
+      return;
+    }
+    if (fail.reason === 'NoFittingNode') {
+      j.parkKind = 'node';
+      return;
+    }
+    if (fail.reason === 'ExceedsMaxQuota' || fail.reason === 'WindowClosed') {
+      j.parkKind = 'never';
+      return;
+    }
+    const ps = j.podSets[0] as PodSetState;
+    const q = j.queue;
+    if (j.podSets.length !== 1) {
+      j.parkKind = 'any';
+      return;
+    }
+    // The smallest request the job could be admitted with (gang minimum).
+    const vec = [ps.shape.gpu * ps.minCount, ps.shape.cpu * ps.minCount, ps.shape.mem * ps.minCount];
+    for (const f of ps.flavors) {
+      const fq = q.node.flavors.get(f);
+      if (!fq) continue;
+      const releasable = j.releasable?.get(f);
+      if (!releasable && this.canPreempt(q)) {
+        j.parkKind = 'any'; // this option was not searched for victims: no bound on what a retry needs
+        return;
+      }
+      // The available quota at which a retry could succeed (by fitting, or by preempting the candidates it had).
+      const need = [Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY];
+      for (let r = 0; r < RESOURCE_COUNT; r++) {
+        if (!fq.declared[r]) continue;
+        need[r] = (vec[r] as number) - ((releasable?.[r] as number | undefined) ?? 0);
+      }
+      j.parkNeeds.push({ flavor: f, need });
+    }
+    j.parkKind = 'quota';
   }
 
   private waitOn(f: string, q: QueueState): void {
@@ -1735,6 +1896,7 @@ export class Scheduler {
       j.admission = structuredCloneSpec(admission);
       this.jobs.set(job.id, j);
       j.queue.admitted.add(j);
+      this.stateVersion++;
       this.historyChange(j.queue, admission.at, this.gpuOf(usage), 0);
     }
   }
