@@ -204,9 +204,9 @@ for (const pending of SCALES) {
   console.error(`pending ${label}: building…`);
   const sc = scenario(pending, false, 42);
   const nv = scenario(pending, true, 42);
-  const samples = pending >= 100_000 ? 5 : 15;
+  const samples = pending >= 100_000 ? 3 : 15;
   const events = pending >= 100_000 ? 100 : 300;
-  const naiveEvents = pending >= 100_000 ? 5 : pending >= 10_000 ? 15 : 30;
+  const naiveEvents = pending >= 100_000 ? 3 : pending >= 10_000 ? 15 : 30;
   row(label, 'first cycle after the pending jobs arrive', [sc.firstCycleMs], [nv.firstCycleMs]);
   const full = Array.from({ length: samples }, () => fullCycle(sc));
   const fullNaive = Array.from({ length: Math.min(samples, naiveEvents) }, () => fullCycle(nv));

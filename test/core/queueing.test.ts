@@ -184,4 +184,16 @@ describe('explain: reasons, positions, ETA', () => {
     expect(res.admitted.map((a) => a.jobId)).toEqual(['x-wait']);
     expect(res.pending).toEqual([]); // a-wait was not touched by a release in another tree and flavor
   });
+
+  it('a release smaller than what a parked job needs does not re-evaluate it', () => {
+    const { s } = makeCluster({ nodes: nodes(2), queues: [makeQueue('a').nominal('h100', 8)] });
+    s.submit(makeJob('r1').queue('a').gpus(4).build());
+    s.submit(makeJob('r2').queue('a').gpus(4).build());
+    s.submit(makeJob('big').queue('a').gpus(8).build());
+    expect(s.cycle().pending.map((p) => p.jobId)).toEqual(['big']);
+    s.finish('r1');
+    expect(s.cycle()).toMatchObject({ admitted: [], pending: [] }); // 4 free, big needs 8: not retried
+    s.finish('r2');
+    expect(s.cycle().admitted.map((a) => a.jobId)).toEqual(['big']);
+  });
 });
