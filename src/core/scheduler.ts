@@ -1340,7 +1340,6 @@ export class Scheduler {
     this.trail.length = mark; // the trial changes become the state
     this.stateVersion++;
     const q = job.queue;
-    const woken = new Set<string>();
     const freed = new Map<string, number[]>();
     for (const { job: v } of plan.victims) for (const [f, u] of v.usage) addVec(freed, f, u, 1);
     for (const { job: v, reason } of plan.victims) {
@@ -1348,7 +1347,6 @@ export class Scheduler {
       preempted.push(p);
       v.queue.admitted.delete(v);
       this.historyChange(v.queue, now, -(this.gpuOf(v.usage)), 0);
-      for (const f of v.usage.keys()) woken.add(f);
       v.usage = new Map();
       v.allocs = [];
       v.admission = null;
@@ -1371,6 +1369,7 @@ export class Scheduler {
     const gpu = this.gpuOf(plan.usage);
     this.historyChange(q, now, gpu, this.entryPenalty * (gpu / 1000));
     job.admission = this.buildAdmission(job, plan, now);
+    for (const { job: v } of plan.victims) if (v.queue.windowReclaimable && !this.anyOverNominal(v.queue)) v.queue.windowReclaimable = false;
     if (plan.victims.length > 0 && this.freedMoreThanTaken(plan.victims.map((v) => v.job), plan.usage, freed)) {
       const queues = new Set(plan.victims.map((v) => v.job.queue));
       for (const vq of queues) this.wakeAfterRelease(vq, freed);
