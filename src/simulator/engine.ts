@@ -297,8 +297,10 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     fragAt = t;
   };
 
+  let runningGpus = 0;
   const stop = (i: number, t: number, preempted: boolean): void => {
     const j = trace[i]!;
+    runningGpus -= jobGpus(j);
     segments.push({ job: i, tenant: j.tenant, start: runStart[i]!, end: t, gpus: jobGpus(j), preempted });
     book.add(tq[i]!, runFlavor[i]!, j, -1);
     runStart[i] = -1;
@@ -332,6 +334,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     const j = trace[i]!;
     const rec = jobs[i]!;
     runStart[i] = now;
+    runningGpus += jobGpus(j);
     rec.starts++;
     if (rec.firstStartMs === null) rec.firstStartMs = now;
     const fl = admissionFlavor(a, j.gpuType ?? Object.keys(tq[i]!.quotas)[0] ?? '');
@@ -410,7 +413,11 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     // fragmentation state until the next event
     if (pendingShapes.size > 0 && t < windowEnd) {
       const shapes = [...pendingShapes.values()].map((e) => e.shape);
-      const f = fragmentation(sched.nodeStatus(), shapes);
+      const nodes = sched.nodeStatus();
+      let used = 0;
+      for (const nd of nodes) for (const g of nd.gpus) used += g.capacity - g.free; // flavor units, as jobs count them
+      if (Math.abs(used - runningGpus) > 1e-6) throw new Error(`replay at ${now}: ${runningGpus} GPUs admitted but the nodes show ${used} in use`);
+      const f = fragmentation(nodes, shapes);
       fragFree = f.free;
       fragUnusable = f.unusable;
       fragActive = true;
@@ -528,25 +535,30 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
     for (;;) {
       const r = sched.cycle();
       cycles++;
-      for (const p of r.preempted) {
-        const g = running.get(p.victimId);
-        if (g !== undefined) {
-          allocated -= g;
-          running.delete(p.victimId);
-          bump(p.victimId, 1);
-        }
-        preempted++;
-      }
+      // admissions first: a job admitted earlier in a cycle may be a victim later in it
       for (const a of r.admitted) {
+        if (running.has(a.jobId)) throw new Error(`core admitted job ${a.jobId} twice`);
         const gj = drawnGpus.get(a.jobId) ?? 0;
         running.set(a.jobId, gj);
         allocated += gj;
         bump(a.jobId, -1);
       }
+      for (const p of r.preempted) {
+        const g = running.get(p.victimId);
+        if (g === undefined) throw new Error(`core preempted job ${p.victimId}, which is not running`);
+        allocated -= g;
+        running.delete(p.victimId);
+        bump(p.victimId, 1);
+        preempted++;
+      }
       if (r.admitted.length === 0 && r.preempted.length === 0) break;
     }
     while (ti < targets.length && requested >= (targets[ti]! / 100) * capacity - 1e-9) {
       const nodes = sched.nodeStatus();
+      // cross-check the simulator's books against the core's node state
+      let used = 0;
+      for (const nd of nodes) for (const g of nd.gpus) used += g.capacity - g.free; // flavor units, as jobs count them
+      if (Math.abs(used - allocated) > 1e-6) throw new Error(`fill: ${allocated} GPUs admitted but the nodes show ${used} in use`);
       const f = fragmentation(
         nodes,
         [...pendingShapes.values()].map((e) => e.shape),
