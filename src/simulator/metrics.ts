@@ -75,6 +75,8 @@ export interface ReplayMetrics {
   unstarted: number;
   rejected: number;
   allocationRatio: number;
+  /** Like allocationRatio, counting only runs that completed (GPU-time later lost to preemption left out). */
+  usefulAllocationRatio: number;
   waitSeconds: WaitStats;
   /** Wait-time histogram over WAIT_BUCKETS (counts). */
   waitHistogram: number[];
@@ -268,7 +270,7 @@ export function computeReplayMetrics(o: ReplayOutcome, opts: MetricsOptions = {}
   }
 
   // --- sweep: demand, allocation, entitlement inside the window
-  type Ev = { t: number; ti: number; dd: number; dr: number };
+  type Ev = { t: number; ti: number; dd: number; dr: number; du?: number };
   const evs: Ev[] = [];
   for (const j of o.jobs) {
     if (j.rejected) continue;
@@ -278,8 +280,9 @@ export function computeReplayMetrics(o: ReplayOutcome, opts: MetricsOptions = {}
   }
   for (const s of o.segments) {
     const ti = tIdx.get(s.tenant)!;
-    evs.push({ t: s.start, ti, dd: 0, dr: s.gpus });
-    evs.push({ t: s.end, ti, dd: 0, dr: -s.gpus });
+    const du = s.preempted ? 0 : s.gpus;
+    evs.push({ t: s.start, ti, dd: 0, dr: s.gpus, du });
+    evs.push({ t: s.end, ti, dd: 0, dr: -s.gpus, du: -du });
   }
   evs.sort((a, b) => a.t - b.t);
   const nT = tenants.length;
@@ -288,6 +291,8 @@ export function computeReplayMetrics(o: ReplayOutcome, opts: MetricsOptions = {}
   const recv = new Array<number>(nT).fill(0);
   const ent = new Array<number>(nT).fill(0);
   let allocMs = 0;
+  let usefulMs = 0;
+  let useful = 0;
   const nb = opts.buckets ?? 200;
   const tlEnd = Math.max(o.endMs, w1);
   const bucketMs = Math.max(1, Math.ceil((tlEnd - w0) / nb));
@@ -309,6 +314,7 @@ export function computeReplayMetrics(o: ReplayOutcome, opts: MetricsOptions = {}
       const e = evs[k]!;
       d[e.ti]! += e.dd;
       r[e.ti]! += e.dr;
+      useful += e.du ?? 0;
       k++;
     }
     // the last state lasts to the end of the window / timeline
@@ -327,6 +333,7 @@ export function computeReplayMetrics(o: ReplayOutcome, opts: MetricsOptions = {}
           tot += r[i]!;
         }
         allocMs += tot * dt;
+        usefulMs += useful * dt;
       }
     }
   }
@@ -376,6 +383,7 @@ export function computeReplayMetrics(o: ReplayOutcome, opts: MetricsOptions = {}
     window: { startMs: w0, endMs: w1, hours: round6(span / H) },
     ...tot,
     allocationRatio: round6(allocMs / (C * span)),
+    usefulAllocationRatio: round6(usefulMs / (C * span)),
     waitSeconds: waitStats(waitsAll),
     waitHistogram: hist,
     sla: { eligible: slaE, met: slaM, attainment: slaE ? round6(slaM / slaE) : null },

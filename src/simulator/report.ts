@@ -82,11 +82,12 @@ export function replayTerminal(r: ReplayReport, perTenant = true): string {
   out.push(`replay of ${r.inputs.jobs} jobs on ${r.inputs.capacityGpus} GPUs (${r.inputs.nodes} nodes); window ends at ${r.windowEnd}`);
   out.push(
     table(
-      ['policy', 'placement', 'alloc', 'SLA', 'Jain', 'wait p50', 'p95', 'p99', 'preempt', 'GPU-h lost', 'frag', 'unstarted'],
+      ['policy', 'placement', 'alloc', 'useful', 'SLA', 'Jain', 'wait p50', 'p95', 'p99', 'preempt', 'GPU-h lost', 'frag', 'unstarted'],
       r.runs.map((m) => [
         m.policy,
         m.placement,
         pct(m.allocationRatio),
+        pct(m.usefulAllocationRatio),
         pct(m.sla.attainment),
         f3(m.jainIndex),
         fmtDuration(m.waitSeconds.p50),
@@ -252,8 +253,8 @@ export function replayHtml(r: ReplayReport): string {
   parts.push(`<h1>Fairway simulation — replay</h1><p>${esc(`${r.inputs.jobs} jobs from ${r.inputs.trace} on ${r.inputs.capacityGpus} GPUs (${r.inputs.nodes} nodes, ${r.inputs.cluster}), queues ${r.inputs.queues}; SLA = start within ${r.slaSeconds}s; measurement window ends at ${r.windowEnd}.`)}</p>`);
   parts.push(
     htmlTable(
-      ['policy', 'placement', 'allocation', 'SLA attainment', 'Jain', 'wait p50', 'p95', 'p99', 'preemptions', 'GPU-h lost', 'fragmentation', 'unstarted'],
-      r.runs.map((m) => [m.policy, m.placement, pct(m.allocationRatio), pct(m.sla.attainment), f3(m.jainIndex), fmtDuration(m.waitSeconds.p50), fmtDuration(m.waitSeconds.p95), fmtDuration(m.waitSeconds.p99), String(m.preemptions.count), m.preemptions.gpuHoursLost.toFixed(1), pct(m.fragmentationRatio), String(m.unstarted + m.rejected)]),
+      ['policy', 'placement', 'allocation', 'useful allocation', 'SLA attainment', 'Jain', 'wait p50', 'p95', 'p99', 'preemptions', 'GPU-h lost', 'fragmentation', 'unstarted'],
+      r.runs.map((m) => [m.policy, m.placement, pct(m.allocationRatio), pct(m.usefulAllocationRatio), pct(m.sla.attainment), f3(m.jainIndex), fmtDuration(m.waitSeconds.p50), fmtDuration(m.waitSeconds.p95), fmtDuration(m.waitSeconds.p99), String(m.preemptions.count), m.preemptions.gpuHoursLost.toFixed(1), pct(m.fragmentationRatio), String(m.unstarted + m.rejected)]),
     ),
   );
   parts.push('<h2>Wait-time distribution</h2>', waitHistogram(r.runs));
@@ -315,8 +316,8 @@ export function replayMarkdown(r: ReplayReport, perTenant = false): string {
   const out: string[] = [];
   out.push(
     mdTable(
-      ['policy', 'placement', 'GPU allocation', 'SLA attainment', 'Jain', 'wait p50', 'p95', 'p99', 'preemptions', 'GPU-h lost', 'fragmentation', 'unstarted'],
-      r.runs.map((m) => [m.policy, m.placement, pct(m.allocationRatio), pct(m.sla.attainment), f3(m.jainIndex), fmtDuration(m.waitSeconds.p50), fmtDuration(m.waitSeconds.p95), fmtDuration(m.waitSeconds.p99), String(m.preemptions.count), m.preemptions.gpuHoursLost.toFixed(1), pct(m.fragmentationRatio), String(m.unstarted + m.rejected)]),
+      ['policy', 'placement', 'GPU allocation', 'useful allocation', 'SLA attainment', 'Jain', 'wait p50', 'p95', 'p99', 'preemptions', 'GPU-h lost', 'fragmentation', 'unstarted'],
+      r.runs.map((m) => [m.policy, m.placement, pct(m.allocationRatio), pct(m.usefulAllocationRatio), pct(m.sla.attainment), f3(m.jainIndex), fmtDuration(m.waitSeconds.p50), fmtDuration(m.waitSeconds.p95), fmtDuration(m.waitSeconds.p99), String(m.preemptions.count), m.preemptions.gpuHoursLost.toFixed(1), pct(m.fragmentationRatio), String(m.unstarted + m.rejected)]),
     ),
   );
   if (perTenant) {

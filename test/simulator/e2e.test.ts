@@ -40,6 +40,7 @@ describe('two tenants, one borrowing then reclaimed (4 GPUs, nominal 2 + 2)', ()
     expect(m.sla).toEqual({ eligible: 2, met: 2, attainment: 1 });
     // busy GPUs: 4 over 0–100 s, 2 over 100–150 s, of 4 × 150
     expect(m.allocationRatio).toBeCloseTo(500 / 600, 6);
+    expect(m.usefulAllocationRatio).toBeCloseTo(440 / 600, 6);
     expect(m.window.hours).toBeCloseTo(150 / 3600, 6);
     expect(m.jainIndex).toBe(1);
     expect(m.tenants.map((t) => t.preemptionsSuffered.count)).toEqual([1, 0]);
@@ -184,7 +185,7 @@ describe('CLI', () => {
     const dir = join(tmp, 'cli');
     const r = run(['simulate', '--trace', reclaim.trace, '--cluster', reclaim.cluster, '--queues', reclaim.queues, '--out', dir, '--window', 'last-finish']);
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/fairway\s+best-fit\s+83\.3%\s+100\.0%\s+1\.000/);
+    expect(r.out).toMatch(/fairway\s+best-fit\s+83\.3%\s+73\.3%\s+100\.0%\s+1\.000/);
     expect(r.err).toMatch(/replay fairway\/best-fit: 3 jobs in [\d.]+ s \(\d+ jobs\/s\)/);
     const html = readFileSync(join(dir, 'report.html'), 'utf8');
     expect(html).toContain('<svg');

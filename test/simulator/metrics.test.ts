@@ -88,6 +88,8 @@ describe('replay metrics from job records (hand-computed)', () => {
   const m = computeReplayMetrics(outcome());
   it('time-weighted allocation ratio over the window', () => {
     expect(m.allocationRatio).toBeCloseTo(400 / 480, 6);
+    // a2's first run (2 GPUs × 40 s) was lost to preemption
+    expect(m.usefulAllocationRatio).toBeCloseTo(320 / 480, 6);
     expect(m.tenants[0]!.allocationShare).toBeCloseTo(360 / 480, 6);
   });
   it('waits with never-started jobs censored at the end', () => {
