@@ -112,3 +112,14 @@ function decodeCursor(cursor: string | undefined): string | undefined {
   if (!isUuid(id)) throw badInput(`"${truncate(cursor)}" is not a cursor from this list.`);
   return id;
 }
+
+export const JobStateEnum = builder.enumType('JobState', {
+  values: {
+    PENDING: { description: 'Waiting for quota or room (see pendingReason and position).' },
+    ADMITTED: { description: 'Quota reserved and pods placed; starting on the backend.' },
+    RUNNING: { description: 'Running on the backend.' },
+    SUCCEEDED: {},
+    FAILED: { description: 'See exitReason.' },
+    CANCELLED: {},
+  } as const,
+});

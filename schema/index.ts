@@ -9,6 +9,10 @@ import './audit-event.js';
 import './viewer.js';
 import './node.js';
 import './subscription.js';
+import './quota.js';
+import './cluster.js';
+import './queue.js';
+import './job.js';
 import { builder } from './builder.js';
 
 export const schema = builder.toSchema({ sortSchema: true });

@@ -4,6 +4,8 @@ import { getAuditEvent } from '../src/services/audit-events.js';
 import { getMember } from '../src/services/members.js';
 import { getProject } from '../src/services/projects.js';
 import { getTenant } from '../src/services/tenants.js';
+import { getJob } from '../src/services/jobs.js';
+import { getQueue } from '../src/services/cluster.js';
 import type { ServiceContext } from '../src/services/context.js';
 import { builder } from './builder.js';
 import { decodeId } from './common.js';
@@ -16,6 +18,8 @@ const loaders: Record<string, (ctx: ServiceContext, id: string) => Promise<objec
   Member: getMember,
   ApiToken: getApiToken,
   AuditEvent: getAuditEvent,
+  Job: getJob,
+  Queue: getQueue,
 };
 
 async function loadNode(ctx: ServiceContext, globalId: string): Promise<object> {

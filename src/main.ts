@@ -17,7 +17,9 @@ async function main() {
   const where = config.database.dialect === 'sqlite' ? `SQLite ${config.database.file}` : 'PostgreSQL';
   let credentials: DemoCredential[] | null = null;
   if (config.demo) {
-    credentials = (await seedDemo(app.orm, config.dataDir)) ?? readDemoCredentials(config.dataDir);
+    const seeded = await seedDemo(app.orm, config.dataDir);
+    if (seeded) await app.scheduler.rebuild();
+    credentials = seeded ?? readDemoCredentials(config.dataDir);
   }
   const { url } = await app.listen();
   console.log(`Fairway is serving on ${url}  (database: ${where})`);

@@ -42,7 +42,7 @@ for (const dialect of dialectsUnderTest) {
         const idPaths = idPathsOf(field);
         const stringSlug = field.args.some((a) => a.name === 'slug');
         for (const path of idPaths) {
-          for (const victim of ['Tenant', 'Project', 'Member', 'AdminMember', 'ApiToken', 'AuditEvent']) {
+          for (const victim of ['Tenant', 'Project', 'Member', 'AdminMember', 'ApiToken', 'AuditEvent', 'Queue', 'Job']) {
             cases.push({ kind, field: field.name, idPath: path.join('.'), victim });
           }
         }

@@ -24,6 +24,9 @@ async function asPlatform<T = any>(query: string, variables: Record<string, unkn
   return res.body.data as T;
 }
 
+const PLATFORM_ONLY: Record<Caller, Expect> = { anonymous: 'UNAUTHENTICATED', platformAdmin: 'OK', tenantAdmin: 'FORBIDDEN', member: 'FORBIDDEN', viewer: 'FORBIDDEN', auditor: 'FORBIDDEN', outsider: 'FORBIDDEN' };
+const JOB_WRITERS: Record<Caller, Expect> = { anonymous: 'UNAUTHENTICATED', platformAdmin: 'OK', tenantAdmin: 'OK', member: 'OK', viewer: 'FORBIDDEN', auditor: 'FORBIDDEN', outsider: 'NOT_FOUND' };
+
 /** Each mutation with the setup its allowed callers need, and who may call it. */
 const MUTATIONS: {
   name: string;
@@ -95,6 +98,69 @@ const MUTATIONS: {
     },
     // Members cannot see other people's tokens, so for them it does not exist.
     expect: { anonymous: 'UNAUTHENTICATED', platformAdmin: 'OK', tenantAdmin: 'OK', member: 'NOT_FOUND', viewer: 'NOT_FOUND', auditor: 'NOT_FOUND', outsider: 'NOT_FOUND' },
+  },
+  {
+    name: 'createFlavor',
+    query: `mutation($in: CreateFlavorInput!) { createFlavor(input: $in) { id } }`,
+    variables: async () => ({ in: { name: `f-${++serial}`, kind: 'GPU', pricePerUnitHour: 1 } }),
+    expect: PLATFORM_ONLY,
+  },
+  {
+    name: 'createNodePool',
+    query: `mutation($in: CreateNodePoolInput!) { createNodePool(input: $in) { id } }`,
+    variables: async () => ({ in: { name: `pool-${++serial}`, nodes: [{ name: `n-${serial}`, flavor: 'h100-80g', gpus: 8, cpuMillis: 64000, memoryMiB: 65536 }] } }),
+    expect: PLATFORM_ONLY,
+  },
+  {
+    name: 'createCohort',
+    query: `mutation($in: CreateCohortInput!) { createCohort(input: $in) { id } }`,
+    variables: async () => ({ in: { name: `c-${++serial}` } }),
+    expect: PLATFORM_ONLY,
+  },
+  {
+    name: 'createQueue',
+    query: `mutation($in: CreateQueueInput!) { createQueue(input: $in) { id } }`,
+    variables: async () => ({ in: { name: `q-${++serial}`, tenantId: ids.Tenant, quotas: [{ flavor: 'h100-80g', nominal: 0 }] } }),
+    expect: PLATFORM_ONLY,
+  },
+  {
+    name: 'updateQueue',
+    query: `mutation($in: UpdateQueueInput!) { updateQueue(input: $in) { id } }`,
+    variables: async () => ({ in: { id: ids.Queue, weight: 1 } }),
+    expect: PLATFORM_ONLY,
+  },
+  {
+    name: 'setQuota',
+    query: `mutation($id: ID!) { setQuota(queueId: $id, quota: { flavor: "h100-80g", nominal: 16 }) { id } }`,
+    variables: async () => ({ id: ids.Queue }),
+    expect: PLATFORM_ONLY,
+  },
+  {
+    name: 'setProjectQueue',
+    query: `mutation($p: ID!, $q: ID) { setProjectQueue(projectId: $p, queueId: $q) { id } }`,
+    variables: async () => ({ p: ids.Project, q: ids.Queue }),
+    expect: { anonymous: 'UNAUTHENTICATED', platformAdmin: 'OK', tenantAdmin: 'OK', member: 'FORBIDDEN', viewer: 'FORBIDDEN', auditor: 'FORBIDDEN', outsider: 'NOT_FOUND' },
+  },
+  {
+    name: 'submitJob',
+    query: `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`,
+    variables: async () => ({ in: { queueId: ids.Queue, name: `job-${++serial}`, podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 60 } }),
+    expect: JOB_WRITERS,
+  },
+  {
+    name: 'previewJob',
+    query: `mutation($in: SubmitJobInput!) { previewJob(input: $in) { admissible } }`,
+    variables: async () => ({ in: { queueId: ids.Queue, name: 'what-if', podSets: [{ gpusPerPod: 1 }] } }),
+    expect: JOB_WRITERS,
+  },
+  {
+    name: 'cancelJob',
+    query: `mutation($id: ID!) { cancelJob(id: $id) { state } }`,
+    variables: async () => {
+      const data = await asPlatform(`mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, { in: { queueId: ids.Queue, name: `to-cancel-${++serial}`, podSets: [{ count: 8, gpusPerPod: 8 }], expectedDurationSeconds: 60 } });
+      return { id: data.submitJob.id };
+    },
+    expect: JOB_WRITERS,
   },
 ];
 

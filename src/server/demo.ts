@@ -5,6 +5,7 @@ import { ApiToken, Membership, Project, Tenant, User, type TenantRole } from '..
 import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../auth/api-token-secret.js';
 import { ROLE_CAPABILITIES } from '../auth/capabilities.js';
 import { TENANT_FILTER } from '../persistence/entities.js';
+import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../persistence/scheduling-entities.js';
 
 export interface DemoCredential {
   who: string;
@@ -20,6 +21,7 @@ const DEMO_TENANTS = [
     name: 'Aurora Research',
     tier: 'PREMIUM' as const,
     isolationLevel: 'GUARANTEED' as const,
+    queue: 'aurora-training',
     project: { slug: 'llm-pretraining', name: 'LLM pre-training', description: 'Foundation model runs on the shared H100 pool.' },
     people: [
       { email: 'ada@aurora.example', name: 'Ada Admin', role: 'TENANT_ADMIN' as const },
@@ -33,6 +35,7 @@ const DEMO_TENANTS = [
     name: 'Borealis Inference',
     tier: 'ENTERPRISE' as const,
     isolationLevel: 'ELASTIC' as const,
+    queue: 'borealis-serving',
     project: { slug: 'chat-serving', name: 'Chat serving', description: 'Online inference for the support assistant.' },
     people: [
       { email: 'bea@borealis.example', name: 'Bea Admin', role: 'TENANT_ADMIN' as const },
@@ -42,8 +45,9 @@ const DEMO_TENANTS = [
 ];
 
 /**
- * Seeds the demo on an empty database (a platform admin, two tenants with members, a
- * project each and an API token per person) and writes the tokens to
+ * Seeds the demo on an empty database (a platform admin, a simulated cluster with two
+ * flavors, a cohort with one queue per tenant, two tenants with members, a project each
+ * and an API token per person) and writes the tokens to
  * `<dataDir>/demo-credentials.json`. Does nothing when any tenant exists.
  */
 export async function seedDemo(orm: MikroORM, dataDir: string, now: () => number = Date.now): Promise<DemoCredential[] | null> {
@@ -60,9 +64,29 @@ export async function seedDemo(orm: MikroORM, dataDir: string, now: () => number
     };
     const admin = em.create(User, { email: 'admin@fairway.example', name: 'Platform Admin', isPlatformAdmin: true, externalId: null });
     credentials.push({ who: admin.name, email: admin.email, tenant: null, role: 'PLATFORM_ADMIN', token: mint(null, admin, [], 'demo platform token') });
+    // A small simulated cluster: whole H100s, and A100s cut into 7 MIG slices each.
+    const h100 = em.create(Flavor, { name: 'h100-80g', kind: 'gpu', gpuModel: 'NVIDIA H100 80GB', slicesPerGpu: null, pricePerUnitHour: 2.49 });
+    const mig = em.create(Flavor, { name: 'a100-1g.10gb', kind: 'mig', gpuModel: 'NVIDIA A100 40GB (MIG 1g.10gb)', slicesPerGpu: 7, pricePerUnitHour: 0.45 });
+    const pool = em.create(NodePool, { name: 'shared', dedicatedTenant: null });
+    for (let i = 1; i <= 4; i++) em.create(ClusterNode, { name: `h100-node-${i}`, pool, flavor: h100, gpus: 8, cpu: 192_000, memory: 1_048_576 });
+    for (let i = 1; i <= 2; i++) em.create(ClusterNode, { name: `a100-mig-node-${i}`, pool, flavor: mig, gpus: 8, cpu: 128_000, memory: 524_288 });
+    const cohort = em.create(Cohort, { name: 'research-pool', parent: null, quotas: {} });
     for (const spec of DEMO_TENANTS) {
       const tenant = em.create(Tenant, { slug: spec.slug, name: spec.name, tier: spec.tier, isolationLevel: spec.isolationLevel, status: 'ACTIVE' });
-      em.create(Project, { tenant, ...spec.project, status: 'ACTIVE', archivedAt: null });
+      const queue = em.create(Queue, {
+        name: spec.queue,
+        tenant,
+        cohort,
+        // Half the pool each; either may borrow the other's idle half.
+        quotas: { 'h100-80g': { gpu: { nominal: 16 } }, 'a100-1g.10gb': { gpu: { nominal: 56 } } },
+        weight: 1,
+        queueingStrategy: 'BestEffortFIFO',
+        preemption: { withinQueue: 'LowerPriority', reclaimWithinCohort: 'Any' },
+        isolationLevel: spec.isolationLevel,
+        timeWindows: [],
+        dedicatedPool: null,
+      });
+      em.create(Project, { tenant, ...spec.project, status: 'ACTIVE', archivedAt: null, defaultQueueId: queue.id });
       for (const person of spec.people) {
         const user = em.create(User, { email: person.email, name: person.name, isPlatformAdmin: false, externalId: null });
         em.create(Membership, { tenant, user, role: person.role });

@@ -45,10 +45,12 @@ export interface QueueInput {
 }
 export type UpdateQueueInput = Partial<Omit<QueueInput, 'name' | 'tenantId'>> & { id: string };
 
-/** Config changes are checked against a core built from the stored configuration first. */
-async function check(ctx: ServiceContext, change: Parameters<ServiceContext['scheduler']['checkConfig']>[0]) {
+type Core = Awaited<ReturnType<ServiceContext['scheduler']['configSnapshot']>>;
+
+/** Tries a configuration change on a scratch core; the core's refusal is the caller's input error. */
+function check(core: Core, change: (core: Core) => void) {
   try {
-    await ctx.scheduler.checkConfig(change);
+    change(core);
   } catch (error) {
     schedulerInputError(error);
   }
@@ -90,11 +92,12 @@ export async function getQueue(ctx: ServiceContext, id: string): Promise<Queue> 
 }
 
 export async function createFlavor(ctx: ServiceContext, input: CreateFlavorInput): Promise<Flavor> {
+  const core = await ctx.scheduler.configSnapshot();
   const flavor = await auditedMutation(ctx, { action: 'flavor.create', input: { ...input } }, async (em) => {
     requirePlatformAdmin(ctx);
     if (await em.count(Flavor, { name: input.name })) throw conflict(`A flavor named "${input.name}" already exists.`);
     const created = em.create(Flavor, { name: input.name, kind: input.kind, gpuModel: input.gpuModel ?? null, slicesPerGpu: input.slicesPerGpu ?? null, pricePerUnitHour: input.pricePerUnitHour });
-    await check(ctx, (core) => core.upsertFlavor(flavorSpec(created)));
+    check(core, (core) => core.upsertFlavor(flavorSpec(created)));
     await em.flush();
     return { result: created, tenantId: null, targetType: 'Flavor', targetId: created.id };
   });
@@ -103,6 +106,7 @@ export async function createFlavor(ctx: ServiceContext, input: CreateFlavorInput
 }
 
 export async function createNodePool(ctx: ServiceContext, input: CreateNodePoolInput): Promise<NodePool> {
+  const core = await ctx.scheduler.configSnapshot();
   const pool = await auditedMutation(ctx, { action: 'nodePool.create', input: { ...input } }, async (em) => {
     requirePlatformAdmin(ctx);
     if (await em.count(NodePool, { name: input.name })) throw conflict(`A node pool named "${input.name}" already exists.`);
@@ -121,7 +125,7 @@ export async function createNodePool(ctx: ServiceContext, input: CreateNodePoolI
       if (!flavor) throw badInput(`Node ${n.name}: unknown flavor "${n.flavor}".`);
       return em.create(ClusterNode, { name: n.name, pool: created, flavor, gpus: n.gpus, cpu: n.cpu, memory: n.memory });
     });
-    await check(ctx, (core) => {
+    check(core, (core) => {
       for (const node of nodes) core.upsertNode(nodeSpec(node, created.name, node.flavor.name, dedicatedTenant?.id ?? null));
     });
     await em.flush();
@@ -132,13 +136,14 @@ export async function createNodePool(ctx: ServiceContext, input: CreateNodePoolI
 }
 
 export async function createCohort(ctx: ServiceContext, input: CreateCohortInput): Promise<Cohort> {
+  const core = await ctx.scheduler.configSnapshot();
   const cohort = await auditedMutation(ctx, { action: 'cohort.create', input: { ...input } }, async (em) => {
     requirePlatformAdmin(ctx);
     if (await em.count(Cohort, { name: input.name })) throw conflict(`A cohort named "${input.name}" already exists.`);
     const parent = input.parentId ? await em.findOne(Cohort, { id: input.parentId }) : null;
     if (input.parentId && !parent) throw notFound('Cohort');
     const created = em.create(Cohort, { name: input.name, parent, quotas: input.quotas ?? {} });
-    await check(ctx, (core) => core.upsertCohort(cohortSpec(created, parent?.name ?? null)));
+    check(core, (core) => core.upsertCohort(cohortSpec(created, parent?.name ?? null)));
     await em.flush();
     return { result: created, tenantId: null, targetType: 'Cohort', targetId: created.id };
   });
@@ -147,6 +152,7 @@ export async function createCohort(ctx: ServiceContext, input: CreateCohortInput
 }
 
 export async function createQueue(ctx: ServiceContext, input: QueueInput): Promise<Queue> {
+  const core = await ctx.scheduler.configSnapshot();
   const queue = await auditedMutation(ctx, { action: 'queue.create', input: { ...input }, tenantHint: input.tenantId }, async (em) => {
     requirePlatformAdmin(ctx);
     if (await em.count(Queue, { name: input.name })) throw conflict(`A queue named "${input.name}" already exists.`);
@@ -166,7 +172,7 @@ export async function createQueue(ctx: ServiceContext, input: QueueInput): Promi
       timeWindows: input.timeWindows ?? [],
       dedicatedPool: input.dedicatedPool ?? null,
     });
-    await check(ctx, (core) => core.upsertQueue(queueSpec(created, cohort?.name ?? null)));
+    check(core, (core) => core.upsertQueue(queueSpec(created, cohort?.name ?? null)));
     await em.flush();
     return { result: created, tenantId: tenant.id, targetType: 'Queue', targetId: created.id };
   });
@@ -175,6 +181,7 @@ export async function createQueue(ctx: ServiceContext, input: QueueInput): Promi
 }
 
 export async function updateQueue(ctx: ServiceContext, input: UpdateQueueInput, action = 'queue.update'): Promise<Queue> {
+  const core = await ctx.scheduler.configSnapshot();
   const queue = await auditedMutation(ctx, { action, input: { ...input } }, async (em) => {
     const found = await em.findOne(Queue, { id: input.id }, { populate: ['cohort'] });
     if (!found) throw notFound('Queue');
@@ -192,7 +199,7 @@ export async function updateQueue(ctx: ServiceContext, input: UpdateQueueInput, 
     if (input.isolationLevel !== undefined) found.isolationLevel = input.isolationLevel ?? null;
     if (input.timeWindows != null) found.timeWindows = input.timeWindows;
     if (input.dedicatedPool !== undefined) found.dedicatedPool = input.dedicatedPool ?? null;
-    await check(ctx, (core) => core.upsertQueue(queueSpec(found, cohort?.name ?? null)));
+    check(core, (core) => core.upsertQueue(queueSpec(found, cohort?.name ?? null)));
     await em.flush();
     return { result: found, tenantId: found.tenant.id, targetType: 'Queue', targetId: found.id };
   });

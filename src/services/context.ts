@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { Principal } from '../auth/principal.js';
 import type { EventBus } from '../events/bus.js';
 import type { SchedulerService } from './scheduling/scheduler-service.js';
+import type { Loaders } from './loaders.js';
 import { canSeeTenant, hasCapability } from '../auth/principal.js';
 import type { Capability } from '../auth/capabilities.js';
 import { MUTATING_ROLES } from '../auth/capabilities.js';
@@ -17,6 +18,8 @@ export interface ServiceContext {
   events: EventBus;
   /** The in-process scheduler (leader or read model). */
   scheduler: SchedulerService;
+  /** Batch loaders over `em`, one set per request. */
+  loaders: Loaders;
 }
 
 /** Keyset page over ids (UUIDv7, so id order is creation order). */

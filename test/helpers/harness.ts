@@ -6,6 +6,7 @@ import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import type { FairwayConfig } from '../../src/config.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo.js';
 import { Tenant, Project, Membership, ApiToken, AuditEvent, User, TENANT_FILTER } from '../../src/persistence/entities.js';
+import { Job, Queue } from '../../src/persistence/scheduling-entities.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
 
 export const TEST_ISSUER = 'https://idp.test.fairway';
@@ -54,6 +55,7 @@ export async function startTestApp(options: { dialect?: Dialect } = {}): Promise
   const errors: unknown[] = [];
   const app = await buildApp({ config, now: () => now.value, logError: (e) => errors.push(e) });
   const credentials = (await seedDemo(app.orm, dataDir, () => now.value))!;
+  await app.scheduler.rebuild();
   const { url } = await app.listen(0, '127.0.0.1');
 
   const harness: TestApp = {
@@ -109,7 +111,19 @@ export async function startTestApp(options: { dialect?: Dialect } = {}): Promise
       if (!existing) await em.flush();
       const auditId = existing?.id ?? audit.id;
       const enc = (type: string, id: string) => Buffer.from(`${type}:${id}`).toString('base64');
+      const queue = await em.findOneOrFail(Queue, { tenant: tenant.id });
+      let job = await em.findOne(Job, { tenant: tenant.id }, { orderBy: { id: 'asc' } });
+      if (!job) {
+        const admin = credentials.find((c) => c.tenant === slug && c.role === 'TENANT_ADMIN')!.token;
+        const res = await harness.gql(admin, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, {
+          in: { queueId: enc('Queue', queue.id), name: `fixture job ${slug}`, podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 3600 },
+        });
+        if (res.body.errors) throw new Error(JSON.stringify(res.body.errors));
+        job = await em.fork().findOneOrFail(Job, { tenant: tenant.id }, { orderBy: { id: 'asc' }, filters: false });
+      }
       return {
+        Queue: enc('Queue', queue.id),
+        Job: enc('Job', job.id),
         Tenant: enc('Tenant', tenant.id),
         Project: enc('Project', project.id),
         Member: enc('Member', member.id),

@@ -21,7 +21,12 @@ export type IdPath = string[];
 /** Values for required non-ID inputs, chosen so they pass validation (the check under test is authorization). */
 const VALID_BY_NAME: Record<string, unknown> = {
   slug: 'matrix-probe',
-  name: 'Matrix probe',
+  name: 'matrix-probe',
+  flavor: 'h100-80g',
+  start: '08:00',
+  end: '20:00',
+  timeZone: 'Europe/Berlin',
+  days: [1, 2, 3],
   email: 'probe@probe.example',
   description: 'probe',
   expiresInDays: 30,
@@ -60,6 +65,7 @@ export function buildArgs(field: GraphQLField<unknown, unknown>, idFor: (path: I
     if (name in VALID_BY_NAME) return VALID_BY_NAME[name];
     if (isEnumType(named)) return named.getValues()[0]!.name;
     if (named.name === 'Int') return 1;
+    if (named.name === 'Float') return 1;
     if (named.name === 'Boolean') return true;
     if (named.name === 'DateTime') return new Date().toISOString();
     return 'probe';

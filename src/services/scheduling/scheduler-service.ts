@@ -63,9 +63,26 @@ export class SchedulerService {
   private readonly queueIds = new Map<string, string>();
   private readonly utilization = new Map<string, number>();
   private readonly debounceMs: number;
+  private readonly stateListeners = new Set<() => void>();
 
   constructor(private readonly options: SchedulerServiceOptions) {
     this.debounceMs = options.debounceMs ?? 5;
+  }
+
+  /** Called (in this process) whenever positions, ETAs or usage may have changed. */
+  onStateChange(listener: () => void): () => void {
+    this.stateListeners.add(listener);
+    return () => this.stateListeners.delete(listener);
+  }
+
+  private stateChanged(): void {
+    for (const listener of this.stateListeners) {
+      try {
+        listener();
+      } catch (error) {
+        this.options.logError(error);
+      }
+    }
   }
 
   get isLeader(): boolean {
@@ -145,6 +162,7 @@ export class SchedulerService {
         if (this.knows(input.jobId)) this.core.cancel(input.jobId);
         await this.dispatchOutbox();
       }
+      this.stateChanged();
       this.wake();
     });
   }
@@ -210,14 +228,16 @@ export class SchedulerService {
   /** Builds a fresh core from the database and makes it the current one. */
   async rebuild(): Promise<void> {
     this.core = await this.buildCore(true);
+    this.stateChanged();
   }
 
   /**
-   * Checks a configuration change against the current configuration (a fresh core built
-   * from the database, without jobs); throws the core's SchedulerInputError if it is refused.
+   * A scratch core with the stored configuration and no jobs, to try a configuration
+   * change on before writing it. Build it before opening the write transaction: SQLite
+   * has one connection, which that transaction would hold.
    */
-  async checkConfig(change: (core: Scheduler) => void): Promise<void> {
-    change(await this.buildCore(false));
+  async configSnapshot(): Promise<Scheduler> {
+    return this.buildCore(false);
   }
 
   private async buildCore(withJobs: boolean): Promise<Scheduler> {
@@ -320,6 +340,7 @@ export class SchedulerService {
       return;
     }
     this.options.events.publish('scheduler-state', { at: result.at });
+    this.stateChanged();
     await this.dispatchOutbox();
     // Admissions may free a StrictFIFO queue or leave room for the next head.
     this.wake();
@@ -504,7 +525,10 @@ export class SchedulerService {
       }
       await em.flush();
     });
-    if (finished && this.knows(event.jobId)) this.core.finish(event.jobId);
+    if (finished && this.knows(event.jobId)) {
+      this.core.finish(event.jobId);
+      this.stateChanged();
+    }
     await this.dispatchOutbox();
     if (finished) {
       this.options.events.publish('scheduler-state', { at: event.at });

@@ -1,0 +1,237 @@
+import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
+import { z } from 'zod';
+import { createQueue, getQueue, listQueues, setProjectQueue, setQuota, updateQueue } from '../src/services/cluster.js';
+import { listJobs } from '../src/services/jobs.js';
+import { builder } from './builder.js';
+import { IsolationLevelEnum, JobStateEnum, decodeId, pageFrom, toCursor } from './common.js';
+import { QuotaInput, QuotaRef, ResourceEnum, TimeWindowInput, quotaLines, toQuotaSpec, toTimeWindows } from './quota.js';
+import { JobRef, ProjectRef, QueueRef, TenantRef } from './refs.js';
+import { isEntity } from './tenant.js';
+import { getTenant } from '../src/services/tenants.js';
+
+const QueueingStrategyEnum = builder.enumType('QueueingStrategy', {
+  values: {
+    STRICT_FIFO: { value: 'StrictFIFO', description: 'The head blocks the queue until it is admitted.' },
+    BEST_EFFORT_FIFO: { value: 'BestEffortFIFO', description: 'A head that cannot fit steps aside for the next.' },
+  } as const,
+});
+const WithinQueueEnum = builder.enumType('WithinQueuePreemption', {
+  values: { NEVER: { value: 'Never' }, LOWER_PRIORITY: { value: 'LowerPriority' }, LOWER_OR_NEWER_EQUAL_PRIORITY: { value: 'LowerOrNewerEqualPriority' } } as const,
+});
+const ReclaimEnum = builder.enumType('ReclaimWithinCohort', {
+  values: { NEVER: { value: 'Never' }, LOWER_PRIORITY: { value: 'LowerPriority' }, ANY: { value: 'Any' } } as const,
+});
+
+interface UsageLine {
+  flavor: string;
+  resource: 'gpu' | 'cpu' | 'memory';
+  nominal: number;
+  used: number;
+  borrowed: number;
+  lent: number;
+  borrowingLimit: number | null;
+  lendingLimit: number | null;
+}
+
+const QueueUsageRef = builder.objectRef<UsageLine>('QueueUsage').implement({
+  description: 'Live usage of one flavor/resource, from the scheduler.',
+  fields: (t) => ({
+    flavor: t.exposeString('flavor'),
+    resource: t.field({ type: ResourceEnum, resolve: (u) => u.resource }),
+    nominal: t.exposeFloat('nominal'),
+    used: t.exposeFloat('used'),
+    borrowed: t.exposeFloat('borrowed', { description: 'Usage above nominal, taken from the cohort.' }),
+    lent: t.exposeFloat('lent', { description: 'Unused nominal that other queues of the cohort use now.' }),
+    borrowingLimit: t.float({ nullable: true, resolve: (u) => u.borrowingLimit }),
+    lendingLimit: t.float({ nullable: true, resolve: (u) => u.lendingLimit }),
+  }),
+});
+
+builder.node(QueueRef, {
+  description: "Where a tenant's jobs wait for quota (Kueue's ClusterQueue).",
+  id: { resolve: (q) => q.id },
+  isTypeOf: (v) => isEntity(v, 'Queue'),
+  fields: (t) => ({
+    name: t.exposeString('name'),
+    tenant: t.field({ type: TenantRef, resolve: (q, _a, ctx) => getTenant(ctx, q.tenant.id) }),
+    cohortName: t.string({ nullable: true, resolve: async (q, _a, ctx) => ctx.scheduler.queueStatus(q.name)?.cohort ?? null }),
+    weight: t.float({ resolve: (q) => q.weight }),
+    queueingStrategy: t.field({ type: QueueingStrategyEnum, resolve: (q) => q.queueingStrategy }),
+    isolationLevel: t.field({ type: IsolationLevelEnum, nullable: true, resolve: (q) => (q.isolationLevel as never) ?? null }),
+    quotas: t.field({ type: [QuotaRef], description: 'Configured base quotas (time windows may change them).', resolve: (q) => quotaLines(q.quotas) }),
+    windowOpen: t.boolean({ description: 'True while one of the queue\'s time windows applies.', resolve: (q, _a, ctx) => ctx.scheduler.queueStatus(q.name)?.activeWindow != null }),
+    usage: t.field({
+      type: [QueueUsageRef],
+      resolve: (q, _a, ctx) =>
+        (ctx.scheduler.queueStatus(q.name)?.resources ?? []).map((r) => ({ ...r, borrowingLimit: r.borrowingLimit ?? null, lendingLimit: r.lendingLimit ?? null })),
+    }),
+    weightedShare: t.float({
+      description: 'Weighted dominant resource share of what it borrows (0 when not borrowing; very large when borrowing with weight 0).',
+      resolve: (q, _a, ctx) => {
+        const share = ctx.scheduler.queueStatus(q.name)?.weightedShare ?? 0;
+        return Number.isFinite(share) ? share : Number.MAX_VALUE;
+      },
+    }),
+    pendingCount: t.int({ resolve: (q, _a, ctx) => ctx.scheduler.queueStatus(q.name)?.pendingCount ?? 0 }),
+    admittedCount: t.int({ resolve: (q, _a, ctx) => ctx.scheduler.queueStatus(q.name)?.admittedCount ?? 0 }),
+    jobs: t.connection({
+      type: JobRef,
+      description: "This queue's jobs, newest last; filter by state.",
+      args: { states: t.arg({ type: [JobStateEnum] }) },
+      authScopes: (q) => ({ capability: { tenantId: q.tenant.id, capability: 'jobs:read' } }),
+      resolve: (q, args, ctx) =>
+        resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) =>
+          listJobs(ctx, { tenantId: q.tenant.id, queueId: q.id, states: args.states ?? null }, pageFrom(page)),
+        ),
+    }),
+    pendingJobs: t.field({
+      type: [JobRef],
+      description: 'Pending jobs in admission order within the queue (see each job\'s position).',
+      authScopes: (q) => ({ capability: { tenantId: q.tenant.id, capability: 'jobs:read' } }),
+      args: { first: t.arg.int({ defaultValue: 50, validate: z.number().int().min(1).max(500) }) },
+      resolve: async (q, args, ctx) => {
+        const page = await listJobs(ctx, { tenantId: q.tenant.id, queueId: q.id, states: ['PENDING'] }, { limit: 5000, inverted: false });
+        const position = (id: string) => ctx.scheduler.explain(id)?.positionInQueue ?? Number.MAX_SAFE_INTEGER;
+        return page.sort((a, b) => position(a.id) - position(b.id) || a.submitTime - b.submitTime).slice(0, args.first ?? 50);
+      },
+    }),
+  }),
+});
+
+builder.objectFields(TenantRef, (t) => ({
+  queues: t.field({
+    type: [QueueRef],
+    authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'tenant:read' } }),
+    resolve: (tenant, _a, ctx) => listQueues(ctx, tenant.id),
+  }),
+}));
+
+builder.queryFields((t) => ({
+  queues: t.field({
+    type: [QueueRef],
+    description: 'Platform admins: every queue (or one tenant\'s). Others: the queues of their tenants.',
+    authScopes: { authenticated: true },
+    args: { tenantId: t.arg.id() },
+    resolve: (_r, args, ctx) => listQueues(ctx, args.tenantId ? decodeId(String(args.tenantId), 'Tenant') : null),
+  }),
+}));
+
+const PreemptionInput = builder.inputType('PreemptionInput', {
+  fields: (t) => ({
+    withinQueue: t.field({ type: WithinQueueEnum }),
+    reclaimWithinCohort: t.field({ type: ReclaimEnum }),
+    borrowWithinCohort: t.boolean({ description: 'May preempt lower-priority jobs in the cohort while borrowing.' }),
+    borrowWithinCohortMaxPriority: t.int({ description: 'Only jobs below this priority value may be preempted that way.' }),
+  }),
+});
+
+const queueName = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'use 1-63 lowercase letters, digits and dashes');
+
+const CreateQueueInput = builder.inputType('CreateQueueInput', {
+  fields: (t) => ({
+    name: t.string({ required: true, validate: queueName }),
+    tenantId: t.id({ required: true }),
+    cohortId: t.id(),
+    quotas: t.field({ type: [QuotaInput], required: true }),
+    weight: t.float({ validate: z.number().min(0, 'must not be negative').max(1000) }),
+    queueingStrategy: t.field({ type: QueueingStrategyEnum }),
+    preemption: t.field({ type: PreemptionInput }),
+    isolationLevel: t.field({ type: IsolationLevelEnum }),
+    timeWindows: t.field({ type: [TimeWindowInput] }),
+    dedicatedPool: t.string({ validate: z.string().max(63) }),
+  }),
+});
+
+const UpdateQueueInput = builder.inputType('UpdateQueueInput', {
+  fields: (t) => ({
+    id: t.id({ required: true }),
+    cohortId: t.id(),
+    quotas: t.field({ type: [QuotaInput] }),
+    weight: t.float({ validate: z.number().min(0, 'must not be negative').max(1000) }),
+    queueingStrategy: t.field({ type: QueueingStrategyEnum }),
+    preemption: t.field({ type: PreemptionInput }),
+    isolationLevel: t.field({ type: IsolationLevelEnum }),
+    timeWindows: t.field({ type: [TimeWindowInput] }),
+  }),
+});
+
+function preemptionSpec(input: { withinQueue?: string | null; reclaimWithinCohort?: string | null; borrowWithinCohort?: boolean | null; borrowWithinCohortMaxPriority?: number | null } | null | undefined) {
+  if (!input) return undefined;
+  return {
+    ...(input.withinQueue ? { withinQueue: input.withinQueue as never } : {}),
+    ...(input.reclaimWithinCohort ? { reclaimWithinCohort: input.reclaimWithinCohort as never } : {}),
+    ...(input.borrowWithinCohort != null
+      ? { borrowWithinCohort: { policy: input.borrowWithinCohort ? ('LowerPriority' as const) : ('Never' as const), ...(input.borrowWithinCohortMaxPriority != null ? { maxPriorityThreshold: input.borrowWithinCohortMaxPriority } : {}) } }
+      : {}),
+  };
+}
+
+builder.mutationFields((t) => ({
+  createQueue: t.field({
+    type: QueueRef,
+    description: 'Platform admins.',
+    authScopes: { platformAdmin: true },
+    args: { input: t.arg({ type: CreateQueueInput, required: true }) },
+    resolve: (_r, { input }, ctx) =>
+      createQueue(ctx, {
+        name: input.name,
+        tenantId: decodeId(String(input.tenantId), 'Tenant'),
+        cohortId: input.cohortId ? decodeId(String(input.cohortId), 'Cohort') : null,
+        quotas: toQuotaSpec(input.quotas),
+        weight: input.weight,
+        queueingStrategy: input.queueingStrategy,
+        preemption: preemptionSpec(input.preemption),
+        isolationLevel: input.isolationLevel,
+        timeWindows: input.timeWindows ? toTimeWindows(input.timeWindows) : null,
+        dedicatedPool: input.dedicatedPool,
+      }),
+  }),
+  updateQueue: t.field({
+    type: QueueRef,
+    description: 'Platform admins. Fields left out stay as they are.',
+    authScopes: { platformAdmin: true },
+    args: { input: t.arg({ type: UpdateQueueInput, required: true }) },
+    resolve: (_r, { input }, ctx) =>
+      updateQueue(ctx, {
+        id: decodeId(String(input.id), 'Queue'),
+        ...(input.cohortId !== undefined ? { cohortId: input.cohortId ? decodeId(String(input.cohortId), 'Cohort') : null } : {}),
+        ...(input.quotas ? { quotas: toQuotaSpec(input.quotas) } : {}),
+        weight: input.weight,
+        queueingStrategy: input.queueingStrategy,
+        preemption: preemptionSpec(input.preemption),
+        ...(input.isolationLevel !== undefined ? { isolationLevel: input.isolationLevel } : {}),
+        ...(input.timeWindows ? { timeWindows: toTimeWindows(input.timeWindows) } : {}),
+      }),
+  }),
+  setQuota: t.field({
+    type: QueueRef,
+    description: "Platform admins: set one flavor/resource quota of a queue.",
+    authScopes: { platformAdmin: true },
+    args: { queueId: t.arg.id({ required: true }), quota: t.arg({ type: QuotaInput, required: true }) },
+    resolve: (_r, { queueId, quota }, ctx) =>
+      setQuota(ctx, {
+        queueId: decodeId(String(queueId), 'Queue'),
+        flavor: quota.flavor,
+        resource: quota.resource ?? 'gpu',
+        nominal: quota.nominal,
+        borrowingLimit: quota.borrowingLimit,
+        lendingLimit: quota.lendingLimit,
+      }),
+  }),
+  setProjectQueue: t.field({
+    type: ProjectRef,
+    description: "Tenant admins: the queue a project's jobs go to when a submit names none (null to clear).",
+    authScopes: { authenticated: true },
+    args: { projectId: t.arg.id({ required: true }), queueId: t.arg.id() },
+    resolve: (_r, { projectId, queueId }, ctx) =>
+      setProjectQueue(ctx, decodeId(String(projectId), 'Project'), queueId ? decodeId(String(queueId), 'Queue') : null),
+  }),
+}));
+
+builder.objectFields(ProjectRef, (t) => ({
+  defaultQueue: t.field({
+    type: QueueRef,
+    nullable: true,
+    resolve: async (p, _a, ctx) => (p.defaultQueueId ? getQueue(ctx, p.defaultQueueId) : null),
+  }),
+}));
