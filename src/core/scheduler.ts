@@ -7,6 +7,7 @@ import { SchedulerInputError } from './errors.js';
 import { IndexedHeap, type HeapItem } from './heap.js';
 import {
   allocPod as _allocPod,
+  fitsPod,
   isFractional,
   newNodeState,
   nodeCanEverHold,
@@ -127,6 +128,8 @@ interface JobState extends HeapItem {
    */
   parkKind: 'any' | 'quota' | 'node' | 'never';
   parkNeeds: { flavor: string; need: number[] }[];
+  /** Nodes whose release woke this node-waiting job: if none still fits its pods when its turn comes, it re-parks untried. */
+  wakeNodes: NodeState[] | null;
   /** From the last preemption search: what its candidates could release, per flavor searched. */
   releasable: Map<string, number[]> | null;
 }
@@ -296,7 +299,7 @@ export class Scheduler {
         cur.flavor.freeMem += dMem;
         cur.spec = { ...n };
         this.stateVersion++;
-        this.wakeFlavor(n.flavor);
+        this.wakeFlavor(n.flavor, [cur]);
         return;
       }
       this.detachNode(cur);
@@ -312,7 +315,7 @@ export class Scheduler {
     if (state.freeGpuTotal > 0) flavor.withFreeGpu.add(state);
     this.nodes.set(n.name, state);
     this.stateVersion++;
-    this.wakeFlavor(n.flavor);
+    this.wakeFlavor(n.flavor, [state]);
   }
 
   removeNode(name: string): void {
@@ -651,6 +654,7 @@ export class Scheduler {
       shapeKeys: [],
       parkKind: 'any',
       parkNeeds: [],
+      wakeNodes: null,
       releasable: null,
       heapIndex: -1,
     };
@@ -752,26 +756,49 @@ export class Scheduler {
     if (q.heap.size > 0) this.active.add(q);
   }
 
-  private wakeFlavor(f: string): void {
+  /**
+   * Node capacity came free on `nodes` (null: unknown, e.g. a configuration change). A job parked
+   * for lack of nodes can only gain if one of its pods now fits one of those nodes (nodes gain
+   * capacity only through releases), so only those are retried.
+   */
+  private wakeFlavor(f: string, nodes: NodeState[] | null): void {
     const ws = this.flavorWaiters.get(f);
     if (!ws || ws.size === 0) return;
-    for (const q of ws) this.wakeQueueIf(q, (j) => j.parkKind === 'node' || j.parkKind === 'any');
-    ws.clear();
+    const gains = (j: JobState): boolean => {
+      if (j.parkKind === 'any' || nodes === null) return true;
+      if (j.parkKind !== 'node') return false;
+      for (const ps of j.podSets) {
+        if (!ps.flavors.includes(f)) continue;
+        for (const n of nodes)
+          if (n.flavor.spec.name === f && fitsPod(n, ps.shape)) {
+            j.wakeNodes = nodes;
+            return true;
+          }
+      }
+      return false;
+    };
+    for (const q of [...ws]) {
+      this.wakeQueueIf(q, gains);
+      let stillWaiting = false;
+      for (const j of q.parked) if (j.parkKind === 'node') stillWaiting = true;
+      if (!stillWaiting) ws.delete(q);
+    }
   }
 
   /**
-   * Capacity came free in this queue's tree and on these flavors' nodes. Only jobs that can gain
-   * are retried: node waiters of those flavors, and quota waiters whose queue's available quota now
-   * reaches what they need (their request minus what their preemption candidates could release).
+   * Capacity came free in this queue's tree and on these nodes. Only jobs that can gain are
+   * retried: node waiters whose pods now fit a released node, and quota waiters whose queue's
+   * available quota now reaches what they need (their request minus what their preemption
+   * candidates could release).
    */
-  private wakeAfterRelease(q: QueueState, freed: Map<string, number[]>): void {
+  private wakeAfterRelease(q: QueueState, freed: Map<string, number[]>, nodes: NodeState[]): void {
     for (const other of this.treeQueues.get(q.root) ?? []) {
       if (other.parked.size > 0 || other.blocked) {
         const avail = new Map<string, number[]>(); // per flavor, computed once per queue
         this.wakeQueueIf(other, (j) => this.needMet(j, avail));
       }
     }
-    for (const f of freed.keys()) this.wakeFlavor(f);
+    for (const f of freed.keys()) this.wakeFlavor(f, nodes);
   }
 
   private needMet(j: JobState, avail: Map<string, number[]>): boolean {
@@ -1174,18 +1201,24 @@ export class Scheduler {
     };
     const own = cands.filter((c) => !c.other);
     let victims: JobState[] | null = null;
-    if (own.length === cands.length) victims = this.minimalSet(job, request, need, own, true, fits);
+    // Candidates the searches actually took (they passed every rule): what a failed job can count on later.
+    const taken = new Set<JobState>();
+    if (own.length === cands.length) victims = this.minimalSet(job, request, need, own, true, fits, taken);
     else if (this.fairSharing) {
       // Fair sharing decides between queues by share (see fairShareAllows), so borrowing is allowed.
-      victims = this.minimalSet(job, request, need, cands, true, fits);
+      victims = this.minimalSet(job, request, need, cands, true, fits, taken);
     } else if (q.borrowPolicy === 'LowerPriority') {
       const cs = underNominal ? cands.filter((c) => !c.other || c.reclaimOk || c.borrowOk) : cands.filter((c) => !c.other || c.borrowOk);
-      victims = this.minimalSet(job, request, need, cs, true, fits);
+      victims = this.minimalSet(job, request, need, cs, true, fits, taken);
     } else {
-      if (underNominal) victims = this.minimalSet(job, request, need, cands.filter((c) => !c.other || c.reclaimOk), false, fits);
-      if (!victims && own.length > 0) victims = this.minimalSet(job, request, need, own, true, fits);
+      if (underNominal) victims = this.minimalSet(job, request, need, cands.filter((c) => !c.other || c.reclaimOk), false, fits, taken);
+      if (!victims && own.length > 0) victims = this.minimalSet(job, request, need, own, true, fits, taken);
     }
-    if (!victims) return null;
+    if (!victims) {
+      job.releasable = new Map([...request.keys()].map((f) => [f, [0, 0, 0]]));
+      for (const t of taken) for (const [f, u] of t.usage) if (request.has(f)) addVec(job.releasable, f, u, 1);
+      return null;
+    }
     // Victims stay released on the trail; now charge and place the preemptor for real.
     const eligible = this.eligibleFor(job);
     const parts: PodSetPlan[] = [];
@@ -1276,6 +1309,7 @@ export class Scheduler {
     cands: Candidate[],
     allowBorrowing: boolean,
     fits: (allowBorrowing: boolean) => boolean,
+    taken?: Set<JobState>,
   ): JobState[] | null {
     const q = job.queue;
     const mark = this.trail.length;
@@ -1290,6 +1324,7 @@ export class Scheduler {
       if (this.fairSharing && v !== q && !this.fairShareAllows(q, request, c.job)) continue;
       this.tRelease(c.job);
       removed.push(c.job);
+      taken?.add(c.job);
       if (!fits(allowBorrowing)) continue;
       const targets: JobState[] = [c.job];
       for (let i = removed.length - 2; i >= 0; i--) {
@@ -1342,6 +1377,7 @@ export class Scheduler {
     const q = job.queue;
     const freed = new Map<string, number[]>();
     for (const { job: v } of plan.victims) for (const [f, u] of v.usage) addVec(freed, f, u, 1);
+    const freedNodes = [...new Set(plan.victims.flatMap((v) => v.job.allocs.map((a) => a.node)))];
     for (const { job: v, reason } of plan.victims) {
       const p: Preemption = { victimId: v.spec.id, victimQueue: v.queue.spec.name, preemptorId: job.spec.id, preemptorQueue: q.spec.name, reason, at: now };
       preempted.push(p);
@@ -1372,7 +1408,7 @@ export class Scheduler {
     for (const { job: v } of plan.victims) if (v.queue.windowReclaimable && !this.anyOverNominal(v.queue)) v.queue.windowReclaimable = false;
     if (plan.victims.length > 0 && this.freedMoreThanTaken(plan.victims.map((v) => v.job), plan.usage, freed)) {
       const queues = new Set(plan.victims.map((v) => v.job.queue));
-      for (const vq of queues) this.wakeAfterRelease(vq, freed);
+      for (const vq of queues) this.wakeAfterRelease(vq, freed, freedNodes);
     }
     return job.admission;
   }
@@ -1394,16 +1430,21 @@ export class Scheduler {
 
   private release(j: JobState, now: number): void {
     const q = j.queue;
+    const wasBorrowing = this.anyOverNominal(q);
     this.stateVersion++;
     this.chargeQueue(q, j.usage, -1);
     for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
     q.admitted.delete(j);
     this.historyChange(q, now, -this.gpuOf(j.usage), 0);
     const freed = j.usage;
+    const freedNodes = [...new Set(j.allocs.map((a) => a.node))];
     j.usage = new Map();
     j.allocs = [];
     if (q.windowReclaimable && !this.anyOverNominal(q)) q.windowReclaimable = false;
-    this.wakeAfterRelease(q, freed);
+    // A queue that was borrowing now has a lower share (or is back under nominal): its own waiting
+    // jobs may now preempt where they could not, so all of them get another try.
+    if (wasBorrowing) this.wakeQueue(q);
+    this.wakeAfterRelease(q, freed, freedNodes);
   }
 
   private anyOverNominal(q: QueueState): boolean {
@@ -1483,7 +1524,7 @@ export class Scheduler {
       for (const { job } of heads) {
         const q = job.queue;
         if (job.status !== 'pending' || q.heap.peek() !== job || q.blocked) continue;
-        if (job.parkKind === 'quota' && !this.needMet(job, new Map())) {
+        if ((job.parkKind === 'quota' && !this.needMet(job, new Map())) || (job.parkKind === 'node' && !this.wakeNodesStillFit(job))) {
           // Woken by a release that someone ahead already took: still short of what it needs.
           this.park(job, null, true);
           continue;
@@ -1541,14 +1582,22 @@ export class Scheduler {
     this.rebuildQuotas(); // re-charges all running jobs and wakes every queue
   }
 
+  private wakeNodesStillFit(j: JobState): boolean {
+    if (!j.wakeNodes) return true;
+    for (const n of j.wakeNodes) for (const ps of j.podSets) if (ps.flavors.includes(n.flavor.spec.name) && fitsPod(n, ps.shape)) return true;
+    return false;
+  }
+
   private park(j: JobState, fail: Fail | null, keepClass = false): void {
     const q = j.queue;
     if (!keepClass) this.classifyPark(j, fail);
-    const waitFlavors = fail?.waitFlavors;
+    j.wakeNodes = null;
+    const waitFlavors = keepClass && j.parkKind === 'node' ? j.podSets.flatMap((p) => p.flavors) : (fail?.waitFlavors ?? []);
     q.heap.remove(j);
     q.parked.add(j);
     j.parked = true;
-    for (const f of waitFlavors ?? []) this.waitOn(f, q);
+    for (const f of waitFlavors) this.waitOn(f, q);
+    if (j.parkKind === 'node' && !keepClass && waitFlavors.length === 0) for (const p of j.podSets) for (const f of p.flavors) this.waitOn(f, q);
     if (q.heap.size === 0) this.active.delete(q);
   }
 
@@ -1614,6 +1663,9 @@ export class Scheduler {
       j.parkNeeds.push({ flavor: f, need });
     }
     j.parkKind = 'quota';
+    // The quota numbers say it could fit (by preempting what it found) yet it did not: nodes are what
+    // it waits for (its victims' GPUs do not make room for its pods).
+    if (this.needMet(j, new Map())) j.parkKind = 'node';
   }
 
   private waitOn(f: string, q: QueueState): void {
