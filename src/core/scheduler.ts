@@ -8,6 +8,7 @@ import { IndexedHeap, type HeapItem } from './heap.js';
 import {
   allocPod as _allocPod,
   fitsPod,
+  flavorPodCapacity,
   isFractional,
   newNodeState,
   nodeCanEverHold,
@@ -772,7 +773,7 @@ export class Scheduler {
         for (const n of nodes)
           if (n.flavor.spec.name === f && fitsPod(n, ps.shape)) {
             j.wakeNodes = nodes;
-            return true;
+            return this.gangCouldFit(j);
           }
       }
       return false;
@@ -1229,7 +1230,9 @@ export class Scheduler {
       if (!allocs) return null; // cannot happen: fits() just placed the same pods on the same state
       parts.push({ ps, flavor: choice[i] as string, count: ps.count, allocs });
     }
-    const withReasons = victims.map((v) => ({ job: v, reason: this.preemptionReason(job, v) }));
+    // Charged above: does the preemptor's queue end up above its nominal on what it asked for?
+    const preemptorBorrows = [...request].some(([f, vec]) => vec.some((v, r) => (v as number) > 0 && this.overNominal(q, f, r)));
+    const withReasons = victims.map((v) => ({ job: v, reason: this.preemptionReason(job, v, preemptorBorrows) }));
     return this.planFrom(job, parts, request, withReasons);
   }
 
@@ -1240,10 +1243,15 @@ export class Scheduler {
     return (q.node.flavors.get(f)?.nominal[r] as number | undefined) ?? 0;
   }
 
-  private preemptionReason(preemptor: JobState, victim: JobState): PreemptionReason {
+  /**
+   * Why a victim goes. Between queues: taking back unused nominal is a reclaim, with or
+   * without fair sharing (Kueue's InCohortReclamation); only a preemptor that borrows wins
+   * by share (InCohortFairSharing).
+   */
+  private preemptionReason(preemptor: JobState, victim: JobState, preemptorBorrows: boolean): PreemptionReason {
     if (victim.queue === preemptor.queue) return 'priority';
     if (victim.queue.windowReclaimable) return 'window-closed';
-    if (this.fairSharing) return 'fair-share';
+    if (this.fairSharing && preemptorBorrows) return 'fair-share';
     return 'reclaim';
   }
 
@@ -1584,8 +1592,24 @@ export class Scheduler {
 
   private wakeNodesStillFit(j: JobState): boolean {
     if (!j.wakeNodes) return true;
-    for (const n of j.wakeNodes) for (const ps of j.podSets) if (ps.flavors.includes(n.flavor.spec.name) && fitsPod(n, ps.shape)) return true;
+    for (const n of j.wakeNodes) for (const ps of j.podSets) if (ps.flavors.includes(n.flavor.spec.name) && fitsPod(n, ps.shape)) return this.gangCouldFit(j);
     return false;
+  }
+
+  /** Necessary for a node waiter: every pod set has room for its gang minimum on some flavor's free nodes (counted over nodes with free GPU, so cheap when the cluster is full). */
+  private gangCouldFit(j: JobState): boolean {
+    for (const ps of j.podSets) {
+      let ok = false;
+      for (const f of ps.flavors) {
+        const fs = this.flavors.get(f);
+        if (fs && flavorPodCapacity(fs, ps.shape, ps.minCount) >= ps.minCount) {
+          ok = true;
+          break;
+        }
+      }
+      if (!ok) return false;
+    }
+    return true;
   }
 
   private park(j: JobState, fail: Fail | null, keepClass = false): void {

@@ -29,7 +29,8 @@ describe('preview (what-if)', () => {
     const pre = s.preview(makeJob('p-pre').queue('a').gpus(6).flavors('h100').build());
     expect(pre.admissible).toBe(true);
     expect(pre.admission?.mode).toBe('preempt');
-    expect(pre.wouldPreempt.map((p) => [p.victimId, p.reason])).toEqual([['b-borrow', 'fair-share']]);
+    // a stays within its nominal: it reclaims what b borrowed.
+    expect(pre.wouldPreempt.map((p) => [p.victimId, p.reason])).toEqual([['b-borrow', 'reclaim']]);
     const no = s.preview(makeJob('p-no').queue('a').gpus(8).pods(3).build());
     expect(no).toMatchObject({ admissible: false, reason: 'ExceedsMaxQuota' });
 
