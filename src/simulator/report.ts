@@ -151,6 +151,8 @@ export function esc(s: string): string {
 
 const n1 = (x: number): string => (Math.round(x * 10) / 10).toString();
 
+const anchor = (f: number): string => (f === 0 ? 'start' : f === 1 ? 'end' : 'middle');
+
 /** Axis label for an offset of `ms` on an axis that spans `spanMs`. */
 export function axisTime(ms: number, spanMs: number): string {
   if (spanMs >= 2 * 86_400_000) return `${n1(ms / 86_400_000)}d`;
@@ -184,7 +186,7 @@ function stackedArea(m: ReplayMetrics, W = 760, Hh = 220): string {
     for (let b = 0; b < nb; b++) base[b] = top[b]!;
   });
   const span = nb * tl.bucketMs;
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => `<text x="${n1(pad.l + f * iw)}" y="${Hh - 6}" text-anchor="middle">${axisTime(f * span, span)}</text>`);
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => `<text x="${n1(pad.l + f * iw)}" y="${Hh - 6}" text-anchor="${anchor(f)}">${axisTime(f * span, span)}</text>`);
   const yt = [0, 0.5, 1].map((f) => `<text x="${pad.l - 4}" y="${n1(y(f * cap) + 4)}" text-anchor="end">${Math.round(f * cap)}</text>`);
   const win = pad.l + ((m.window.endMs - tl.startMs) / (nb * tl.bucketMs)) * iw;
   return `<svg viewBox="0 0 ${W} ${Hh}" width="${W}" height="${Hh}" role="img" aria-label="GPU allocation per tenant">${paths.join('')}<line x1="${pad.l}" x2="${pad.l + iw}" y1="${y(cap)}" y2="${y(cap)}" stroke="#333" stroke-dasharray="4 3"/><line x1="${n1(win)}" x2="${n1(win)}" y1="${pad.t}" y2="${pad.t + ih}" stroke="#999" stroke-dasharray="2 2"><title>end of measurement window</title></line><line x1="${pad.l}" x2="${pad.l}" y1="${pad.t}" y2="${pad.t + ih}" stroke="#333"/>${ticks.join('')}${yt.join('')}</svg>${legend(tl.tenants.map((t, i) => ({ label: t, color: PALETTE[i % PALETTE.length]! })))}`;
@@ -234,7 +236,7 @@ function preemptionChart(m: ReplayMetrics, W = 760, Hh = 140): string {
     }
   });
   const span = nb * tl.bucketMs;
-  const ticks = [0, 0.5, 1].map((f) => `<text x="${n1(pad.l + f * iw)}" y="${Hh - 6}" text-anchor="middle">${axisTime(f * span, span)}</text>`);
+  const ticks = [0, 0.5, 1].map((f) => `<text x="${n1(pad.l + f * iw)}" y="${Hh - 6}" text-anchor="${anchor(f)}">${axisTime(f * span, span)}</text>`);
   return `<svg viewBox="0 0 ${W} ${Hh}" width="${W}" height="${Hh}" role="img" aria-label="preemptions over time">${bars.join('')}<line x1="${pad.l}" x2="${pad.l + iw}" y1="${pad.t + ih}" y2="${pad.t + ih}" stroke="#333"/>${ticks.join('')}<text x="${pad.l - 4}" y="${pad.t + 8}" text-anchor="end">${max}</text></svg>${legend(reasons.map((r) => ({ label: r, color: REASON_COLORS[r] ?? '#666' })))}`;
 }
 
