@@ -7,6 +7,8 @@ import { FairwayError } from '../src/services/errors.js';
 
 export interface FairwayAuthOptions {
   identity: IdentityResolver;
+  /** How long a subscription may rely on its last credential check (default 5 s). */
+  reauthCacheMs?: number;
 }
 
 interface AuthSourceContext {
@@ -21,7 +23,7 @@ interface AuthSourceContext {
  * (resolve-only mode); a credential that fails verification fails the request.
  */
 export function useFairwayAuth(options: FairwayAuthOptions): Plugin {
-  return useGenericAuth<Principal, AuthSourceContext>({
+  const genericAuth = useGenericAuth<Principal, AuthSourceContext>({
     mode: 'resolve-only',
     contextFieldName: 'currentUser',
     resolveUserFn: async (context) => {
@@ -36,7 +38,27 @@ export function useFairwayAuth(options: FairwayAuthOptions): Plugin {
       }
     },
   }) as Plugin;
+  return {
+    onPluginInit({ addPlugin }) {
+      addPlugin(genericAuth);
+    },
+    onContextBuilding({ context, extendContext }) {
+      const source = context as AuthSourceContext;
+      const header = source.request?.headers.get('authorization') ?? connectionAuthorization(source.connectionParams);
+      // Subscriptions outlive the moment they were authorized: they re-check the credential
+      // (revoked token, removed member) before each event, at most every few seconds.
+      let cached: { at: number; principal: Promise<Principal | null> } | null = null;
+      const reauthenticate = () => {
+        const now = Date.now();
+        if (!cached || now - cached.at >= (options.reauthCacheMs ?? REAUTH_CACHE_MS)) cached = { at: now, principal: options.identity.resolveAuthorization(header) };
+        return cached.principal;
+      };
+      extendContext({ reauthenticate } as never);
+    },
+  };
 }
+
+const REAUTH_CACHE_MS = 5000;
 
 function connectionAuthorization(params: Record<string, unknown> | null | undefined): string | null {
   if (!params) return null;

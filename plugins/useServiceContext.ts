@@ -5,6 +5,7 @@ import type { Principal } from '../src/auth/principal.js';
 import { visibleTenantIds } from '../src/auth/principal.js';
 import type { EventBus } from '../src/events/bus.js';
 import type { SchedulerService } from '../src/services/scheduling/scheduler-service.js';
+import { createLoaders } from '../src/services/loaders.js';
 import { TENANT_FILTER, type TenantFilterParams } from '../src/persistence/entities.js';
 
 export interface ServiceContextOptions {
@@ -31,6 +32,7 @@ export function useServiceContext(options: ServiceContextOptions): Plugin {
         em,
         events: options.events,
         scheduler: options.scheduler,
+        loaders: createLoaders(em),
         now: () => new Date(options.now()),
         requestId: (context as { requestId?: string }).requestId ?? randomUUID(),
       } as never);

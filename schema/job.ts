@@ -3,10 +3,11 @@ import { Repeater, filter, map, pipe } from 'graphql-yoga';
 import { z } from 'zod';
 import type { JobExplanation, PodSetSpec, Preview } from '../src/core/types.js';
 import type { TenantEventPayload } from '../src/events/bus.js';
-import { cancelJob, getJob, listJobEvents, listJobs, previewJob, submitJob, type SubmitJobInput } from '../src/services/jobs.js';
+import { cancelJob, getJob, listJobs, previewJob, submitJob, type SubmitJobInput } from '../src/services/jobs.js';
 import { getQueue } from '../src/services/cluster.js';
 import { requireCapability } from '../src/services/context.js';
-import type { GraphQLContext } from './context.js';
+import { pageInMemory } from '../src/services/loaders.js';
+import { freshContext, type GraphQLContext } from './context.js';
 import { builder } from './builder.js';
 import { JobStateEnum, decodeId, pageFrom, toCursor } from './common.js';
 import { JobEventRef, JobRef, ProjectRef, QueueRef, TenantRef } from './refs.js';
@@ -110,7 +111,12 @@ builder.node(JobRef, {
     submittedByName: t.string({ nullable: true, resolve: async (j, _a, ctx) => (j.submittedBy ? ((await ctx.loaders.user.load(j.submittedBy.id))?.name ?? null) : null) }),
     events: t.connection({
       type: JobEventRef,
-      resolve: (j, args, ctx) => resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) => listJobEvents(ctx, j.id, pageFrom(page))),
+      // One query for the events of every job in the response (a list of jobs must not cost a query per job).
+      resolve: (j, args, ctx) =>
+        resolveCursorConnection({ args, toCursor }, async (page: ResolveCursorConnectionArgs) => {
+          requireCapability(ctx, j.tenant.id, 'jobs:read', 'Job');
+          return pageInMemory(await ctx.loaders.jobEvents.load(j.id), pageFrom(page));
+        }),
     }),
   }),
 });
@@ -359,11 +365,12 @@ const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').impl
   }),
 });
 
-/** A fresh EntityManager per event: the subscription outlives any one request's identity map. */
-const fresh = (ctx: GraphQLContext): GraphQLContext => {
-  const em = ctx.em.fork({ clear: true });
-  return { ...ctx, em };
-};
+/** Runs `load` for one event under the caller's current rights; null drops the event. */
+async function underCurrentRights<T>(ctx: GraphQLContext, load: (fresh: GraphQLContext) => Promise<T>): Promise<T | null> {
+  const fresh = await freshContext(ctx);
+  if (!fresh) return null;
+  return load(fresh).catch(() => null);
+}
 
 builder.subscriptionFields((t) => ({
   jobUpdated: t.field({
@@ -375,7 +382,7 @@ builder.subscriptionFields((t) => ({
       const job = await getJob(ctx, decodeId(String(id), 'Job'));
       return pipe(
         ctx.events.subscribe('job-updated', job.id),
-        map(async () => getJob(fresh(ctx), job.id).catch(() => null)),
+        map(() => underCurrentRights(ctx, (fresh) => getJob(fresh, job.id))),
         filter((j): j is NonNullable<typeof j> => j !== null),
       );
     },
@@ -390,7 +397,7 @@ builder.subscriptionFields((t) => ({
       const job = await getJob(ctx, decodeId(String(id), 'Job'));
       return changes(
         async () => {
-          const current = await getJob(fresh(ctx), job.id).catch(() => null);
+          const current = await underCurrentRights(ctx, (fresh) => getJob(fresh, job.id));
           if (!current) return null;
           return { job: current, explanation: current.state === 'PENDING' ? ctx.scheduler.explain(current.id) : null };
         },
@@ -421,7 +428,10 @@ builder.subscriptionFields((t) => ({
     subscribe: (_r, { tenantId }, ctx) => {
       const id = decodeId(String(tenantId), 'Tenant');
       requireCapability(ctx, id, 'jobs:read', 'Tenant');
-      return ctx.events.subscribe('tenant-event', id);
+      return pipe(
+        ctx.events.subscribe('tenant-event', id),
+        filter(async () => (await underCurrentRights(ctx, async (fresh) => requireCapability(fresh, id, 'jobs:read', 'Tenant'))) !== null),
+      );
     },
     resolve: (event) => event,
   }),
@@ -434,7 +444,7 @@ builder.subscriptionFields((t) => ({
       const queue = await getQueue(ctx, decodeId(String(id), 'Queue'));
       return pipe(
         ctx.events.subscribe('queue-updated', queue.id),
-        map(async () => getQueue(fresh(ctx), queue.id).catch(() => null)),
+        map(() => underCurrentRights(ctx, (fresh) => getQueue(fresh, queue.id))),
         filter((q): q is NonNullable<typeof q> => q !== null),
       );
     },

@@ -2,6 +2,7 @@ import { pipe, filter, map } from 'graphql-yoga';
 import { getAuditEvent } from '../src/services/audit-events.js';
 import { requireCapability } from '../src/services/context.js';
 import { builder } from './builder.js';
+import { freshContext } from './context.js';
 import { decodeId } from './common.js';
 import { AuditEventRef } from './refs.js';
 
@@ -18,11 +19,9 @@ builder.subscriptionFields((t) => ({
       return pipe(
         ctx.events.subscribe('audit-event', id),
         map(async ({ auditEventId }) => {
-          try {
-            return await getAuditEvent({ ...ctx, em: ctx.em.fork({ clear: true }) }, auditEventId);
-          } catch {
-            return null; // lost access since subscribing: drop the event
-          }
+          const fresh = await freshContext(ctx);
+          // Lost access since subscribing (token revoked, membership removed): drop the event.
+          return fresh ? getAuditEvent(fresh, auditEventId).catch(() => null) : null;
         }),
         filter((event): event is NonNullable<typeof event> => event !== null),
       );

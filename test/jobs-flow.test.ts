@@ -155,3 +155,31 @@ describe('submit → schedule → run', () => {
     expect(other.some((e) => e.tenantEvents.kind === 'PREEMPTED')).toBe(false);
   });
 });
+
+describe('subscriptions re-check rights on every event', () => {
+  it('a revoked token stops receiving tenant events', async () => {
+    const ada = await t.jwt('ada@aurora.example');
+    const created = await t.gql(ada, `mutation($in: CreateApiTokenInput!) { createApiToken(input: $in) { secret token { id } } }`, { in: { tenantId: aurora.Tenant, name: 'watcher', scopes: ['JOBS_READ', 'JOBS_WRITE'] } });
+    const { secret, token } = created.body.data!.createApiToken;
+    const events: any[] = [];
+    const client = ws(secret);
+    const dispose = client.subscribe({ query: `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind jobId } }`, variables: { t: aurora.Tenant } }, { next: (m) => events.push(m.data), error: () => undefined, complete: () => undefined });
+    const submit = (name: string) => t.gql(ada, SUBMIT, { in: { queueId: aurora.Queue, name, podSets: [{ gpusPerPod: 1, flavors: ['a100-1g.10gb'] }], expectedDurationSeconds: 1e6 } });
+    // Bounded warm-up: the subscription is live once it hears one of our admissions.
+    for (let i = 0; i < 20 && events.length === 0; i++) {
+      await submit(`warm-${i}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(events.length).toBeGreaterThan(0);
+    await t.gql(ada, `mutation($id: ID!) { revokeApiToken(id: $id) { revokedAt } }`, { id: token.id });
+    const heard = events.length;
+    const after = await submit('after-revocation');
+    await waitFor(async () => {
+      const j = await t.gql(ada, `query($id: ID!) { node(id: $id) { ... on Job { state } } }`, { id: after.body.data!.submitJob.id });
+      return j.body.data!.node.state !== 'PENDING';
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(events.length).toBe(heard);
+    dispose();
+  });
+});

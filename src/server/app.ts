@@ -35,6 +35,8 @@ export interface BuildAppOptions {
   onQuery?: (sql: string) => void;
   /** Where admitted jobs run; default: the simulated cluster. */
   backend?: ExecutionBackend;
+  /** How long a subscription may rely on its last credential check (tests: 0). */
+  reauthCacheMs?: number;
   /** Scheduler tuning for tests. */
   scheduler?: { debounceMs?: number; resyncIntervalMs?: number; leaderRetryMs?: number };
 }
@@ -92,7 +94,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     plugins: [
       useReadiness({ check: () => orm.em.getConnection().execute('select 1').then(() => undefined) }),
       useRequestId(),
-      useFairwayAuth({ identity }),
+      useFairwayAuth({ identity, reauthCacheMs: options.reauthCacheMs }),
       useServiceContext({ orm, events, scheduler, now }),
     ],
   });
