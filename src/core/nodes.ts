@@ -78,6 +78,35 @@ export function fitsPod(node: NodeState, s: Shape): boolean {
   return true; // slices may span GPUs of the node; total already checked
 }
 
+/** How many pods of this shape the node could take right now (ignoring tenant/pool eligibility). */
+export function podsThatFit(node: NodeState, s: Shape): number {
+  let n = Number.POSITIVE_INFINITY;
+  if (s.cpu > 0) n = Math.floor(node.cpuFree / s.cpu);
+  if (s.mem > 0) n = Math.min(n, Math.floor(node.memFree / s.mem));
+  if (s.gpu > 0) {
+    const per = node.flavor.perGpuMilli;
+    let g = 0;
+    if (node.flavor.spec.kind === 'gpu' && s.gpu < 1000) for (const f of node.gpuFree) g += Math.floor(f / s.gpu);
+    else if (node.flavor.spec.kind === 'gpu') {
+      let whole = 0;
+      for (const f of node.gpuFree) if (f === per) whole++;
+      g = Math.floor((whole * 1000) / s.gpu);
+    } else g = Math.floor(node.freeGpuTotal / s.gpu);
+    n = Math.min(n, g);
+  }
+  return Math.max(0, n === Number.POSITIVE_INFINITY ? 1_000_000 : n);
+}
+
+/** Upper bound on the pods of this shape the flavor's nodes could take right now. */
+export function flavorPodCapacity(flavor: FlavorState, s: Shape, atLeast: number): number {
+  let total = 0;
+  for (const n of s.gpu > 0 ? flavor.withFreeGpu : flavor.nodes) {
+    total += podsThatFit(n, s);
+    if (total >= atLeast) return total;
+  }
+  return total;
+}
+
 /** Could one pod of this shape ever go on this node (empty)? */
 export function nodeCanEverHold(node: NodeState, s: Shape): boolean {
   const spec = node.spec;

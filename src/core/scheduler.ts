@@ -1438,7 +1438,6 @@ export class Scheduler {
 
   private release(j: JobState, now: number): void {
     const q = j.queue;
-    const wasBorrowing = this.anyOverNominal(q);
     this.stateVersion++;
     this.chargeQueue(q, j.usage, -1);
     for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
@@ -1449,9 +1448,8 @@ export class Scheduler {
     j.usage = new Map();
     j.allocs = [];
     if (q.windowReclaimable && !this.anyOverNominal(q)) q.windowReclaimable = false;
-    // A queue that was borrowing now has a lower share (or is back under nominal): its own waiting
-    // jobs may now preempt where they could not, so all of them get another try.
-    if (wasBorrowing) this.wakeQueue(q);
+    // Its own waiting jobs are retried like everyone's, by need: the release raised their available
+    // quota. (A lower share could also widen their victim set; that is picked up at their next retry.)
     this.wakeAfterRelease(q, freed, freedNodes);
   }
 
