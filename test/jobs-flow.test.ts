@@ -183,3 +183,29 @@ describe('subscriptions re-check rights on every event', () => {
     dispose();
   });
 });
+
+describe('subscriptions over server-sent events', () => {
+  it('jobPosition streams over SSE on the same endpoint, authorized like HTTP', async () => {
+    const member = t.token('aurora-research', 'MEMBER');
+    const res = await t.gql(member, SUBMIT, { in: { queueId: aurora.Queue, name: 'sse', podSets: [{ count: 9, gpusPerPod: 8, flavors: ['h100-80g'] }], expectedDurationSeconds: 60 } });
+    const jobId = res.body.data!.submitJob.id;
+    const open = (bearer: string | null) =>
+      fetch(t.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+        body: JSON.stringify({ query: `subscription($id: ID!) { jobPosition(id: $id) { state pendingReason { code } } }`, variables: { id: jobId } }),
+      });
+    const stream = await open(member);
+    expect(stream.headers.get('content-type')).toContain('text/event-stream');
+    const reader = stream.body!.getReader();
+    let text = '';
+    while (!text.includes('"jobPosition"')) text += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    expect(text).toContain('"state":"PENDING"');
+    const outsider = await open(t.token('borealis-inference', 'MEMBER'));
+    const outsiderText = await outsider.text();
+    expect(outsiderText).toContain('NOT_FOUND');
+    expect(outsiderText).not.toContain('PENDING');
+    await t.gql(member, `mutation($id: ID!) { cancelJob(id: $id) { state } }`, { id: jobId });
+  });
+});
