@@ -1,7 +1,8 @@
 import DataLoader from 'dataloader';
 import type { EntityManager, EntityName } from '@mikro-orm/core';
 import { Project, Tenant, User } from '../persistence/entities.js';
-import { Queue } from '../persistence/scheduling-entities.js';
+import { JobEvent, Queue } from '../persistence/scheduling-entities.js';
+import type { PageQuery } from './context.js';
 
 /**
  * Per-request batch loaders: a list that resolves relations costs one query per relation,
@@ -13,6 +14,8 @@ export interface Loaders {
   queue: DataLoader<string, Queue | null>;
   tenant: DataLoader<string, Tenant | null>;
   user: DataLoader<string, User | null>;
+  /** Every event of each job, oldest first (a job has a handful); `pageInMemory` pages them. */
+  jobEvents: DataLoader<string, JobEvent[]>;
 }
 
 function byId<T extends { id: string }>(em: EntityManager, entity: EntityName<T>) {
@@ -23,6 +26,21 @@ function byId<T extends { id: string }>(em: EntityManager, entity: EntityName<T>
   });
 }
 
+function eventsByJob(em: EntityManager) {
+  return new DataLoader<string, JobEvent[]>(async (jobIds) => {
+    const rows = await em.find(JobEvent, { job: { $in: [...jobIds] } }, { orderBy: { id: 'asc' } });
+    const byJob = new Map<string, JobEvent[]>(jobIds.map((id) => [id, []]));
+    for (const row of rows) byJob.get(row.job.id)?.push(row);
+    return jobIds.map((id) => byJob.get(id) ?? []);
+  });
+}
+
+/** The keyset page `findPage` would read (ids ascending, `inverted` walks back), taken from rows already loaded. */
+export function pageInMemory<T extends { id: string }>(rows: readonly T[], page: PageQuery): T[] {
+  const inRange = rows.filter((row) => (!page.after || row.id > page.after) && (!page.before || row.id < page.before));
+  return (page.inverted ? inRange.reverse() : inRange).slice(0, page.limit);
+}
+
 export function createLoaders(em: EntityManager): Loaders {
-  return { project: byId(em, Project), queue: byId(em, Queue), tenant: byId(em, Tenant), user: byId(em, User) };
+  return { project: byId(em, Project), queue: byId(em, Queue), tenant: byId(em, Tenant), user: byId(em, User), jobEvents: eventsByJob(em) };
 }

@@ -35,7 +35,7 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startTestApp(options: { dialect?: Dialect } = {}): Promise<TestApp> {
+export async function startTestApp(options: { dialect?: Dialect; /** Every SQL statement the app runs (see ormConfig). */ onQuery?: (sql: string) => void } = {}): Promise<TestApp> {
   const db: TestDatabase = await createTestDatabase(options.dialect ?? 'sqlite');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-data-'));
   const { publicKey, privateKey } = await generateKeyPair('RS256');
@@ -53,7 +53,7 @@ export async function startTestApp(options: { dialect?: Dialect } = {}): Promise
   };
   const now = { value: Date.now() };
   const errors: unknown[] = [];
-  const app = await buildApp({ config, now: () => now.value, logError: (e) => errors.push(e) });
+  const app = await buildApp({ config, now: () => now.value, logError: (e) => errors.push(e), ...(options.onQuery ? { onQuery: options.onQuery } : {}) });
   const credentials = (await seedDemo(app.orm, dataDir, () => now.value))!;
   await app.scheduler.rebuild();
   const { url } = await app.listen(0, '127.0.0.1');
