@@ -84,8 +84,10 @@ export function buildScheduler(
     const spec: QueueSpec = { name: q.name, tenant: q.tenant, quotas: q.quotas };
     if (q.weight !== undefined) spec.weight = q.weight;
     if (q.queueingStrategy !== undefined) spec.queueingStrategy = q.queueingStrategy;
+    if (q.dedicatedPool !== undefined) spec.dedicatedPool = q.dedicatedPool;
     if (policy === 'fairway') {
       if (q.cohort !== undefined) spec.cohort = q.cohort;
+      if (q.isolation !== undefined) spec.isolation = q.isolation;
       spec.preemption = q.preemption ?? { withinQueue: 'Never', reclaimWithinCohort: 'Any' };
     } else {
       const quotas: QuotaSpec = {};

@@ -28,6 +28,9 @@ export interface SimQueue {
   weight?: number;
   queueingStrategy?: 'StrictFIFO' | 'BestEffortFIFO';
   preemption?: SimPreemption;
+  isolation?: 'DEDICATED' | 'GUARANTEED' | 'ELASTIC' | 'BEST_EFFORT';
+  /** Jobs of this queue run only on nodes of this pool. */
+  dedicatedPool?: string;
 }
 
 export interface SimCohort {
@@ -167,11 +170,12 @@ function validateQueues(doc: Doc): SimQueues {
   if (!Array.isArray(qs) || qs.length === 0) return fail(root, "'queues' must be a non-empty list");
   const queues: SimQueue[] = [];
   const qNames = new Set<string>();
-  const qKeys = new Set(['name', 'tenant', 'cohort', 'quotas', 'weight', 'queueingStrategy', 'preemption']);
+  const qKeys = new Set(['name', 'tenant', 'cohort', 'quotas', 'weight', 'queueingStrategy', 'preemption', 'isolation', 'dedicatedPool']);
   for (const q of qs) {
     if (!isObj(q)) return fail(qs, 'each queue must be an object');
     const name = str(q, 'name', 'queue')!;
     const what = `queue '${name}'`;
+    if (q['timeWindows'] !== undefined) fail(q, `${what}: 'timeWindows' is not supported by the simulator yet (the virtual clock only stops at submits and finishes)`);
     for (const k of Object.keys(q)) if (!qKeys.has(k)) fail(q, `${what}: unknown key '${k}' (known: ${[...qKeys].join(', ')})`);
     if (qNames.has(name)) fail(q, `duplicate queue '${name}'`);
     qNames.add(name);
@@ -183,6 +187,10 @@ function validateQueues(doc: Doc): SimQueues {
     }
     const w = num(q, 'weight', what, { min: 0, optional: true });
     if (w !== undefined) sq.weight = w;
+    const iso = oneOf(q, 'isolation', what, ['DEDICATED', 'GUARANTEED', 'ELASTIC', 'BEST_EFFORT'] as const);
+    if (iso !== undefined) sq.isolation = iso;
+    const dp = str(q, 'dedicatedPool', what, true);
+    if (dp !== undefined) sq.dedicatedPool = dp;
     const qsName = oneOf(q, 'queueingStrategy', what, ['StrictFIFO', 'BestEffortFIFO'] as const);
     if (qsName !== undefined) sq.queueingStrategy = qsName;
     const p = q['preemption'];

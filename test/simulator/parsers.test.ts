@@ -145,6 +145,12 @@ describe('queues file', () => {
   ])('rejects invalid queues with a line number (%#)', (text, re) => {
     expect(() => parseQueues(text, 'q.json')).toThrow(re);
   });
+  it('passes isolation and dedicatedPool through; time windows are refused with a reason', () => {
+    const q = parseQueues('queues:\n  - name: q\n    isolation: GUARANTEED\n    dedicatedPool: gpu-a\n', 'q.yaml');
+    expect(q.queues[0]).toMatchObject({ isolation: 'GUARANTEED', dedicatedPool: 'gpu-a' });
+    expect(() => parseQueues('queues:\n  - name: q\n    isolation: SHARED\n', 'q.yaml')).toThrow(/q\.yaml:2: queue 'q': 'isolation' must be one of/);
+    expect(() => parseQueues('queues:\n  - name: q\n    timeWindows: []\n', 'q.yaml')).toThrow(/q\.yaml:2: queue 'q': 'timeWindows' is not supported by the simulator/);
+  });
   it('rejects flavors the cluster does not have', () => {
     const q = parseQueues('{"queues":[\n{"name":"q","quotas":{"a100":{"gpu":1}}}\n]}', 'q.json');
     expect(() => checkQueuesAgainstCluster(q, cluster)).toThrow(/q\.json:2: queue 'q': flavor 'a100' is not in the cluster/);
