@@ -56,8 +56,10 @@ export async function auditedMutation<T>(
     const mapped = error instanceof UniqueConstraintViolationException ? conflict('That conflicts with something that already exists (a duplicate name or slug).') : error;
     if (mapped instanceof FairwayError && ctx.principal) {
       const outcome: AuditOutcome = mapped.code === 'FORBIDDEN' || mapped.code === 'NOT_FOUND' || mapped.code === 'UNAUTHENTICATED' ? 'DENIED' : 'FAILED';
-      const tenantId = meta.tenantHint && canSeeTenant(ctx.principal, meta.tenantHint) ? meta.tenantHint : null;
       await ctx.em.fork().transactional(async (em) => {
+        // A hint may name a tenant that does not exist (a made-up id): file it under none.
+        const visible = meta.tenantHint && canSeeTenant(ctx.principal, meta.tenantHint) ? meta.tenantHint : null;
+        const tenantId = visible && (await em.count(Tenant, { id: visible }, { filters: false })) > 0 ? visible : null;
         em.persist(buildEvent(em, ctx, meta, outcome, tenantId, null, null, mapped.code));
       });
     }

@@ -161,7 +161,7 @@ export async function previewJob(ctx: ServiceContext, input: SubmitJobInput): Pr
   const { queue, project } = await resolveTarget(ctx, ctx.em, input);
   try {
     return ctx.scheduler.preview({
-      id: `preview-${uuidv7()}`,
+      id: uuidv7(),
       tenant: queue.tenant.id,
       project: project?.id,
       queue: queue.name,

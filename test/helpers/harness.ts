@@ -53,7 +53,7 @@ export async function startTestApp(options: { dialect?: Dialect; /** Every SQL s
   };
   const now = { value: Date.now() };
   const errors: unknown[] = [];
-  const app = await buildApp({ config, now: () => now.value, logError: (e) => errors.push(e), ...(options.onQuery ? { onQuery: options.onQuery } : {}) });
+  const app = await buildApp({ config, now: () => now.value, logError: (e) => errors.push(e), reauthCacheMs: 0, ...(options.onQuery ? { onQuery: options.onQuery } : {}) });
   const credentials = (await seedDemo(app.orm, dataDir, () => now.value))!;
   await app.scheduler.rebuild();
   const { url } = await app.listen(0, '127.0.0.1');
