@@ -1,4 +1,4 @@
-import { SchedulerInputError, type Admission, type JobSpec, type Preemption } from '../core/index.js';
+import { SchedulerInputError, type Admission, type JobSpec, type NodeStatus, type Preemption } from '../core/index.js';
 import { totalGpus, type SimCluster } from './cluster.js';
 import { fragmentation, shapeKey, type PodShape } from './fragmentation.js';
 import { MinHeap } from './heap.js';
@@ -268,13 +268,22 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   const pendingShapes = new Map<string, { shape: PodShape; n: number }>();
   const shapeOf = trace.map(podShape);
   const keyOf = shapeOf.map(shapeKey);
+  // versions: the fragmentation sample is recomputed only when nodes or the set of pending shapes changed
+  let nodesVer = 0;
+  let shapesVer = 0;
   const addPending = (i: number, d: 1 | -1): void => {
     const k = keyOf[i]!;
     const e = pendingShapes.get(k);
     if (e) {
       e.n += d;
-      if (e.n === 0) pendingShapes.delete(k);
-    } else if (d === 1) pendingShapes.set(k, { shape: shapeOf[i]!, n: 1 });
+      if (e.n === 0) {
+        pendingShapes.delete(k);
+        shapesVer++;
+      }
+    } else if (d === 1) {
+      pendingShapes.set(k, { shape: shapeOf[i]!, n: 1 });
+      shapesVer++;
+    }
   };
 
   let events = 0;
@@ -301,6 +310,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   const stop = (i: number, t: number, preempted: boolean): void => {
     const j = trace[i]!;
     runningGpus -= jobGpus(j);
+    nodesVer++;
     segments.push({ job: i, tenant: j.tenant, start: runStart[i]!, end: t, gpus: jobGpus(j), preempted });
     book.add(tq[i]!, runFlavor[i]!, j, -1);
     runStart[i] = -1;
@@ -335,6 +345,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     const rec = jobs[i]!;
     runStart[i] = now;
     runningGpus += jobGpus(j);
+    nodesVer++;
     rec.starts++;
     if (rec.firstStartMs === null) rec.firstStartMs = now;
     const fl = admissionFlavor(a, j.gpuType ?? Object.keys(tq[i]!.quotas)[0] ?? '');
@@ -357,6 +368,9 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     }
   };
 
+  let nodes: NodeStatus[] = [];
+  let sampledNodesVer = -1;
+  let sampledShapesVer = -1;
   let next = 0;
   const n = trace.length;
   while (next < n || heap.size > 0) {
@@ -412,14 +426,23 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     }
     // fragmentation state until the next event
     if (pendingShapes.size > 0 && t < windowEnd) {
-      const shapes = [...pendingShapes.values()].map((e) => e.shape);
-      const nodes = sched.nodeStatus();
-      let used = 0;
-      for (const nd of nodes) for (const g of nd.gpus) used += g.capacity - g.free; // flavor units, as jobs count them
-      if (Math.abs(used - runningGpus) > 1e-6) throw new Error(`replay at ${now}: ${runningGpus} GPUs admitted but the nodes show ${used} in use`);
-      const f = fragmentation(nodes, shapes);
-      fragFree = f.free;
-      fragUnusable = f.unusable;
+      if (nodesVer !== sampledNodesVer) {
+        nodes = sched.nodeStatus();
+        sampledNodesVer = nodesVer;
+        sampledShapesVer = -1;
+        let used = 0;
+        for (const nd of nodes) for (const g of nd.gpus) used += g.capacity - g.free; // flavor units, as jobs count them
+        if (Math.abs(used - runningGpus) > 1e-6) throw new Error(`replay at ${now}: ${runningGpus} GPUs admitted but the nodes show ${used} in use`);
+      }
+      if (shapesVer !== sampledShapesVer) {
+        const f = fragmentation(
+          nodes,
+          [...pendingShapes.values()].map((e) => e.shape),
+        );
+        fragFree = f.free;
+        fragUnusable = f.unusable;
+        sampledShapesVer = shapesVer;
+      }
       fragActive = true;
     } else fragActive = false;
   }
