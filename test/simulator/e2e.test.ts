@@ -92,6 +92,30 @@ describe('two tenants, one borrowing then reclaimed (4 GPUs, nominal 2 + 2)', ()
   });
 });
 
+describe('replay fragmentation (hand-computed)', () => {
+  it('free GPUs count as fragmented only while no pending shape can use them', () => {
+    // 2 nodes × 2 GPUs, static quotas: A owns all 4, B owns none.
+    // j1 (A, 1 GPU) and j2 (A, 2 GPUs) run 0–100 s on different nodes: 1 GPU stays free.
+    // j3 (A, 2 GPUs) waits 10–100 s: the free GPU is useless to it.
+    // j4 (B, 1 GPU) arrives at 55 s and never runs (no quota), but its shape could use the free GPU.
+    // j3 runs 100–110 s; then 2 GPUs are free and usable by j4's shape.
+    const trace = join(tmp, 'frag.csv');
+    writeFileSync(trace, 'id,submit_time,duration_s,tenant,gpus\nj1,0,100,A,1\nj2,0,100,A,2\nj3,10,10,A,2\nj4,55,10,B,1\n');
+    const cluster = join(tmp, 'two-by-two.csv');
+    writeFileSync(cluster, 'name,gpu_type,gpus,cpu_milli,memory_mib,count\nn,h100,2,1000,1000,2\n');
+    const queues = join(tmp, 'ab.json');
+    writeFileSync(queues, '{"queues":[{"name":"qa","tenant":"A","quotas":{"h100":{"gpu":4}}},{"name":"qb","tenant":"B","quotas":{"h100":{"gpu":0}}}]}');
+    const r = simulate({ trace, cluster, queues, policies: ['static'], placements: ['best-fit'], mode: 'replay', seed: 1, windowEnd: 'last-finish' }).report as ReplayReport;
+    const m = r.runs[0]!;
+    // unusable: 1 GPU × 45 s (10–55); free while something pends: 1 × 90 s + 2 × 10 s
+    expect(m.fragmentationRatio).toBeCloseTo(45 / 110, 6);
+    expect(m.unstarted).toBe(1);
+    // j4's wait is censored at the end of the run (110 s)
+    expect(m.tenants[1]!.waitSeconds.p50).toBe(55);
+    expect(m.waitSeconds.p99).toBe(90);
+  });
+});
+
 describe('fractional GPUs and gangs', () => {
   it('two half-GPU jobs share one GPU; the third waits for a half to free', () => {
     const trace = join(tmp, 'frac.csv');
