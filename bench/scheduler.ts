@@ -6,6 +6,7 @@
 // and after one finish, and (at 10k) a burst of 10,000 submissions admitted as capacity frees.
 // Baseline: the same scheduler with `rescanEveryCycle` (rebuilds usage and node capacity from all
 // running jobs and retries every pending job each cycle), measured in the same run.
+import { cpus, loadavg } from 'node:os';
 import { Scheduler, type JobSpec, type QueueSpec } from '../src/core/index.js';
 
 function mulberry32(seed: number): () => number {
@@ -101,10 +102,19 @@ function fill(s: Scheduler, clock: BenchClock): string[] {
   return ids;
 }
 
+/**
+ * Milliseconds of CPU time (user + system, process.cpuUsage) spent in fn. CPU time rather than
+ * wall time because this 2-core machine is shared: under contention wall time mostly measures
+ * waiting for a core. Wall time is recorded too (see `walls`).
+ */
+const walls: number[] = [];
 function time(fn: () => void): number {
+  const c0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   fn();
-  return Number(process.hrtime.bigint() - t0) / 1e6;
+  walls.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  const c = process.cpuUsage(c0);
+  return (c.user + c.system) / 1000;
 }
 
 function stats(xs: number[]): { median: number; p99: number; n: number } {
@@ -115,10 +125,11 @@ function stats(xs: number[]): { median: number; p99: number; n: number } {
 
 const rows: string[][] = [];
 const fmt = (x: number) => (x < 1 ? x.toFixed(3) : x < 100 ? x.toFixed(2) : x.toFixed(0));
-function row(pending: string, op: string, xs: number[], naive?: number[]): void {
+function row(pending: string, op: string, xs: number[], naive?: number[], wall?: number[]): void {
   const st = stats(xs);
+  const wl = wall ? stats(wall) : null;
   const nv = naive ? stats(naive) : null;
-  rows.push([pending, op, fmt(st.median), fmt(st.p99), String(st.n), nv ? fmt(nv.median) : '', nv ? `${(nv.median / st.median).toFixed(0)}×` : '']);
+  rows.push([pending, op, fmt(st.median), fmt(st.p99), wl ? fmt(wl.median) : '', String(st.n), nv ? fmt(nv.median) : '', nv ? `${(nv.median / st.median).toFixed(0)}×` : '']);
   console.error(`  ${pending.padStart(7)} | ${op.padEnd(44)} | median ${fmt(st.median)} ms | p99 ${fmt(st.p99)} ms${nv ? ` | naive ${fmt(nv.median)} ms` : ''}`);
 }
 
@@ -212,21 +223,27 @@ for (const pending of SCALES) {
   const events = pending >= 100_000 ? 100 : 300;
   const naiveEvents = pending >= 100_000 ? 3 : pending >= 10_000 ? 15 : 30;
   row(label, 'first cycle after the pending jobs arrive', [sc.firstCycleMs], [nv.firstCycleMs]);
-  const full = Array.from({ length: samples }, () => fullCycle(sc));
-  const fullNaive = Array.from({ length: Math.min(samples, naiveEvents) }, () => fullCycle(nv));
-  row(label, 'full cycle (all pending re-evaluated)', full, fullNaive);
-  const sub = Array.from({ length: events }, () => submitAndCycle(sc));
-  const subNaive = Array.from({ length: naiveEvents }, () => submitAndCycle(nv));
-  row(label, 'incremental cycle after one submit', sub, subNaive);
-  const fin = Array.from({ length: events }, () => finishAndCycle(sc));
-  const finNaive = Array.from({ length: naiveEvents }, () => finishAndCycle(nv));
-  row(label, 'incremental cycle after one finish', fin, finNaive);
+  const measure = (n: number, f: () => number): { cpu: number[]; wall: number[] } => {
+    const from = walls.length;
+    const cpu = Array.from({ length: n }, f);
+    return { cpu, wall: walls.slice(from) };
+  };
+  const full = measure(samples, () => fullCycle(sc));
+  const fullNaive = measure(Math.min(samples, naiveEvents), () => fullCycle(nv));
+  row(label, 'full cycle (all pending re-evaluated)', full.cpu, fullNaive.cpu, full.wall);
+  const sub = measure(events, () => submitAndCycle(sc));
+  const subNaive = measure(naiveEvents, () => submitAndCycle(nv));
+  row(label, 'incremental cycle after one submit', sub.cpu, subNaive.cpu, sub.wall);
+  const fin = measure(events, () => finishAndCycle(sc));
+  const finNaive = measure(naiveEvents, () => finishAndCycle(nv));
+  row(label, 'incremental cycle after one finish', fin.cpu, finNaive.cpu, fin.wall);
 
   if (pending === 10_000) {
     // Burst: 10,000 submissions at once, then finishes free capacity until all of them run.
     const burst: JobSpec[] = Array.from({ length: 10_000 }, () => randomJob(sc.rand, sc.clock.now() + 1, 'production'));
+    const w0 = walls.length;
     const submits = burst.map((j) => time(() => sc.s.submit(j)));
-    row(label, 'burst: one submit (10,000 submissions)', submits);
+    row(label, 'burst: one submit (10,000 submissions)', submits, undefined, walls.slice(w0));
     let rb: ReturnType<Scheduler['cycle']> | undefined;
     const firstBurstCycle = time(() => {
       rb = sc.s.cycle();
@@ -235,6 +252,7 @@ for (const pending of SCALES) {
     row(label, 'burst: first cycle (production jobs preempt)', [firstBurstCycle]);
     const left = new Set(burst.map((j) => j.id));
     const drain: number[] = [];
+    const w1 = walls.length;
     const t0 = Date.now();
     while (left.size > 0 && drain.length < 60_000 && Date.now() - t0 < 90_000) {
       drain.push(finishAndCycle(sc));
@@ -243,12 +261,12 @@ for (const pending of SCALES) {
     }
     for (const id of [...left]) if (sc.s.jobState(id) !== 'pending') left.delete(id);
     const admittedBurst = burst.length - left.size;
-    row(label, `burst: finish + cycle while it drains (${admittedBurst}/${burst.length} admitted, ${((Date.now() - t0) / 1000).toFixed(1)} s)`, drain);
+    row(label, `burst: finish + cycle while it drains (${admittedBurst}/${burst.length} admitted in ${drain.length} finishes, ${((Date.now() - t0) / 1000).toFixed(1)} s wall)`, drain, undefined, walls.slice(w1));
     console.error(`  burst jobs still pending after ${drain.length} finishes: ${left.size}`);
   }
 }
 
-const header = ['pending', 'operation', 'median ms', 'p99 ms', 'samples', 'naive median ms', 'naive / incremental'];
+const header = ['pending', 'operation', 'CPU median ms', 'CPU p99 ms', 'wall median ms', 'samples', 'naive CPU median ms', 'naive / incremental'];
 const lines = [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)];
 console.log(lines.join('\n'));
-console.log(`\nnode ${process.version}, ${((Date.now() - started) / 1000).toFixed(0)} s total`);
+console.log(`\nnode ${process.version}, ${((Date.now() - started) / 1000).toFixed(0)} s total, load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${cpus().length} cores`);

@@ -1498,10 +1498,15 @@ export class Scheduler {
       const heads: { job: JobState; share: number; borrow: number; hist: number }[] = [];
       for (const q of [...this.active]) {
         let h = q.heap.peek();
-        while (h && h.preemptedCycle === this.cycleNo) {
-          // Evicted in this cycle: it waits for the next one (the caller is suspending it).
-          if (q.strategy === 'StrictFIFO') break;
-          this.park(h, null);
+        while (h && q.strategy !== 'StrictFIFO') {
+          if (h.preemptedCycle === this.cycleNo) {
+            // Evicted in this cycle: it waits for the next one (the caller is suspending it).
+            this.park(h, null);
+          } else if (this.stillShort(h)) {
+            // Woken by a release that a job ahead already took: re-park it untried, here rather
+            // than one pass per job, so a burst of such jobs costs one loop, not a pass each.
+            this.park(h, null, true);
+          } else break;
           h = q.heap.peek();
         }
         if (!h || h.preemptedCycle === this.cycleNo) {
@@ -1530,7 +1535,7 @@ export class Scheduler {
       for (const { job } of heads) {
         const q = job.queue;
         if (job.status !== 'pending' || q.heap.peek() !== job || q.blocked) continue;
-        if ((job.parkKind === 'quota' && !this.needMet(job, new Map())) || (job.parkKind === 'node' && !this.wakeNodesStillFit(job))) {
+        if (this.stillShort(job)) {
           // Woken by a release that someone ahead already took: still short of what it needs.
           this.park(job, null, true);
           continue;
@@ -1586,6 +1591,11 @@ export class Scheduler {
     }
     for (const j of this.jobs.values()) if (j.status === 'admitted') for (const a of j.allocs) reapplyAlloc(a);
     this.rebuildQuotas(); // re-charges all running jobs and wakes every queue
+  }
+
+  /** A woken job that is still short of what it waited for (quota need or node room). */
+  private stillShort(j: JobState): boolean {
+    return (j.parkKind === 'quota' && !this.needMet(j, new Map())) || (j.parkKind === 'node' && !this.wakeNodesStillFit(j));
   }
 
   private wakeNodesStillFit(j: JobState): boolean {
