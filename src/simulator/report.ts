@@ -280,8 +280,9 @@ function fillChart(r: FillReport, key: 'allocationRatio' | 'fragmentationRatio' 
   const iw = W - pad.l - pad.r;
   const ih = Hh - pad.t - pad.b;
   const targets = r.runs[0]?.points.map((p) => p.targetPct) ?? [];
-  const maxT = Math.max(1, ...targets);
-  const x = (t: number): number => pad.l + (t / maxT) * iw;
+  const minT = Math.min(...targets);
+  const maxT = Math.max(...targets);
+  const x = (t: number): number => pad.l + 24 + (maxT > minT ? (t - minT) / (maxT - minT) : 0.5) * (iw - 48);
   const y = (v: number): number => pad.t + ih - v * ih;
   const lines = r.runs.map((run, i) => {
     const pts = run.points.map((p) => `${n1(x(p.targetPct))},${n1(y(p[key]))}`).join(' ');
