@@ -227,6 +227,7 @@ const MAX_CYCLES_PER_EVENT = 1_000_000;
 /** Replay a trace through the core on a virtual clock that jumps from event to event. */
 export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   const trace = input.trace;
+  if (trace.length === 0) throw new Error('replay needs a trace with at least one job');
   const tq = resolveQueues(input);
   const slaMs = (opts.slaSeconds ?? 60) * 1000;
   const doPreview = opts.preview ?? true;
@@ -486,6 +487,7 @@ export const DEFAULT_FILL_TARGETS = [50, 80, 90, 100, 130];
  */
 export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
   const trace = input.trace;
+  if (trace.length === 0) throw new Error('fill needs a trace with at least one job');
   const tq = resolveQueues(input);
   const targets = [...(opts.targetsPct ?? DEFAULT_FILL_TARGETS)].sort((a, b) => a - b);
   let now = 0;
