@@ -132,7 +132,7 @@ export interface SchedulerOptions {
   /**
    * Benchmark baseline only: every cycle recomputes quota usage and node free capacity from all
    * running jobs and re-evaluates every pending job (no parking, no incremental indexes used).
-   * Same decisions, much slower.
+   * Same rules (it retries every parked job, so it can admit where the wake-up rules wait), much slower.
    */
   rescanEveryCycle?: boolean;
 }
