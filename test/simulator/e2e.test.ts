@@ -1,4 +1,5 @@
 // End-to-end: traces replayed through the real scheduler core, metrics computed by hand.
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -238,6 +239,14 @@ describe('CLI', () => {
     const r = run(['simulate', '--trace', reclaim.trace, '--cluster', bad, '--queues', reclaim.queues]);
     expect(r.code).toBe(1);
     expect(r.err).toContain(`${bad}:3: column 'cpu_milli': 'lots' is not a number`);
+  });
+  it('runs as a program (npm run simulate maps to tsx src/cli/fairway.ts simulate)', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/fairway.ts', 'simulate', '--trace', reclaim.trace, '--cluster', reclaim.cluster, '--queues', reclaim.queues, '--policy', 'fifo', '--out', join(tmp, 'spawn'), '--no-tenants'], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/fifo\s+best-fit/);
+    expect(r.stderr).toMatch(/jobs\/s/);
+    const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/fairway.ts', 'simulate'], { encoding: 'utf8' });
+    expect(bad.status).toBe(2);
   });
   it('usage errors exit 2; --help exits 0', () => {
     expect(run(['simulate', '--trace', 'x']).code).toBe(2);
