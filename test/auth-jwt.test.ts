@@ -6,9 +6,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { buildApp, type FairwayApp } from '../src/server/app.js';
-import type { FairwayConfig } from '../src/config.js';
 import { createTestDatabase, type TestDatabase } from './helpers/database.js';
-import { codesOf, startTestApp, TEST_AUDIENCE, TEST_ISSUER, type GqlResponse, type TestApp } from './helpers/harness.js';
+import { codesOf, startTestApp, testConfig, TEST_AUDIENCE, TEST_ISSUER, type GqlResponse, type TestApp } from './helpers/harness.js';
 
 /** OIDC JWT sessions: refusals with actionable 401s, roles from DB or claim, provisioning, JWKS. */
 let t: TestApp;
@@ -211,18 +210,7 @@ describe('JWKS: keys fetched from the identity provider', () => {
 
     db = await createTestDatabase('sqlite');
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-jwks-'));
-    const config: FairwayConfig = {
-      env: 'test',
-      port: 0,
-      host: '127.0.0.1',
-      dataDir,
-      database: db.database,
-      demo: false,
-      demoTrickle: false,
-      simulatedTimeScale: 1000,
-      graphiql: false,
-      oidc: { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json`, userClaim: 'email', rolesClaim: 'fairway_roles' },
-    };
+    const config = testConfig({ dataDir, database: db.database, oidc: { jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json` } });
     app = await buildApp({ config, logError: (e) => errors.push(e) });
     url = (await app.listen(0, '127.0.0.1')).url;
   });

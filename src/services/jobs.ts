@@ -57,6 +57,21 @@ async function resolveTarget(ctx: ServiceContext, em: EntityManager, input: Pick
   return { queue, project };
 }
 
+/** The scheduler core's view of a submission, with a fresh id and submit time. */
+function coreSpec(ctx: ServiceContext, input: SubmitJobInput, queue: Queue, project: Project | null): JobSpec {
+  return {
+    id: uuidv7(),
+    tenant: queue.tenant.id,
+    project: project?.id,
+    queue: queue.name,
+    priorityClass: input.priorityClass,
+    submitTime: ctx.now().getTime(),
+    podSets: input.podSets,
+    expectedDurationMs: input.expectedDurationMs ?? undefined,
+    maxRunMs: input.maxRunMs ?? undefined,
+  };
+}
+
 /** What identifies a submission for idempotency: everything the caller chose. */
 function requestHash(input: SubmitJobInput, queueId: string): string {
   const canonical = JSON.stringify({
@@ -84,19 +99,8 @@ export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Pro
     const existing = await findByKey(ctx.em, queue.tenant.id, input.idempotencyKey);
     if (existing) return sameOrConflict(existing, hash);
   }
-  const id = uuidv7();
-  const submitTime = ctx.now().getTime();
-  const spec: JobSpec = {
-    id,
-    tenant: queue.tenant.id,
-    project: project?.id,
-    queue: queue.name,
-    priorityClass: input.priorityClass,
-    submitTime,
-    podSets: input.podSets,
-    expectedDurationMs: input.expectedDurationMs ?? undefined,
-    maxRunMs: input.maxRunMs ?? undefined,
-  };
+  const spec = coreSpec(ctx, input, queue, project);
+  const { id, submitTime } = spec;
   try {
     ctx.scheduler.preview(spec);
   } catch (error) {
@@ -160,17 +164,7 @@ function sameOrConflict(existing: Job, hash: string): Job {
 export async function previewJob(ctx: ServiceContext, input: SubmitJobInput): Promise<Preview> {
   const { queue, project } = await resolveTarget(ctx, ctx.em, input);
   try {
-    return ctx.scheduler.preview({
-      id: uuidv7(),
-      tenant: queue.tenant.id,
-      project: project?.id,
-      queue: queue.name,
-      priorityClass: input.priorityClass,
-      submitTime: ctx.now().getTime(),
-      podSets: input.podSets,
-      expectedDurationMs: input.expectedDurationMs ?? undefined,
-      maxRunMs: input.maxRunMs ?? undefined,
-    });
+    return ctx.scheduler.preview(coreSpec(ctx, input, queue, project));
   } catch (error) {
     schedulerInputError(error);
   }

@@ -12,6 +12,22 @@ import { createTestDatabase, type Dialect, type TestDatabase } from './database.
 export const TEST_ISSUER = 'https://idp.test.fairway';
 export const TEST_AUDIENCE = 'fairway-gateway';
 
+/** The configuration tests run with: a random port, no demo, the test identity provider. */
+export function testConfig(parts: { dataDir: string; database: FairwayConfig['database']; oidc: { publicKeyPem: string } | { jwksUrl: string } }): FairwayConfig {
+  return {
+    env: 'test',
+    port: 0,
+    host: '127.0.0.1',
+    dataDir: parts.dataDir,
+    database: parts.database,
+    demo: false,
+    demoTrickle: false,
+    simulatedTimeScale: 1000,
+    graphiql: false,
+    oidc: { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, userClaim: 'email', rolesClaim: 'fairway_roles', ...parts.oidc },
+  };
+}
+
 export interface GqlResponse<T = Record<string, unknown>> {
   status: number;
   headers: Headers;
@@ -39,18 +55,7 @@ export async function startTestApp(options: { dialect?: Dialect; /** Every SQL s
   const db: TestDatabase = await createTestDatabase(options.dialect ?? 'sqlite');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-data-'));
   const { publicKey, privateKey } = await generateKeyPair('RS256');
-  const config: FairwayConfig = {
-    env: 'test',
-    port: 0,
-    host: '127.0.0.1',
-    dataDir,
-    database: db.database,
-    demo: false,
-    demoTrickle: false,
-    simulatedTimeScale: 1000,
-    graphiql: false,
-    oidc: { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, publicKeyPem: await exportSPKI(publicKey), userClaim: 'email', rolesClaim: 'fairway_roles' },
-  };
+  const config = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
   const now = { value: Date.now() };
   const errors: unknown[] = [];
   const app = await buildApp({ config, now: () => now.value, logError: (e) => errors.push(e), reauthCacheMs: 0, ...(options.onQuery ? { onQuery: options.onQuery } : {}) });
