@@ -1,25 +1,11 @@
 import { readFileSync } from 'node:fs';
+import type { FlavorSpec, NodeSpec } from '../core/index.js';
 import { Columns, CsvError, parseCsvTable } from './csv.js';
 
-export type FlavorKind = 'gpu' | 'mig' | 'timeslice';
-
-export interface SimFlavor {
-  name: string;
-  kind: FlavorKind;
-  gpuModel?: string;
-  slicesPerGpu?: number;
-  pricePerUnitHour?: number;
-}
-
-export interface SimNode {
-  name: string;
-  pool: string;
-  flavor: string;
-  gpus: number;
-  cpu: number;
-  memory: number;
-  dedicatedTenant?: string;
-}
+export type FlavorKind = FlavorSpec['kind'];
+/** The cluster file holds exactly what the core takes. */
+export type SimFlavor = FlavorSpec;
+export type SimNode = NodeSpec;
 
 export interface SimCluster {
   flavors: SimFlavor[];

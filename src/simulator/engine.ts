@@ -1,6 +1,6 @@
 import { SchedulerInputError, type Admission, type JobSpec, type NodeStatus, type Preemption } from '../core/index.js';
 import { totalGpus, type SimCluster } from './cluster.js';
-import { fragmentation, shapeKey, type PodShape } from './fragmentation.js';
+import { fragmentation, shapeKey, unitsInUse, type PodShape } from './fragmentation.js';
 import { MinHeap } from './heap.js';
 import { buildScheduler, type BuiltScheduler, type PlacementName, type PolicyName } from './policies.js';
 import { Prng } from './prng.js';
@@ -431,8 +431,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
         nodes = sched.nodeStatus();
         sampledNodesVer = nodesVer;
         sampledShapesVer = -1;
-        let used = 0;
-        for (const nd of nodes) for (const g of nd.gpus) used += g.capacity - g.free; // flavor units, as jobs count them
+        const used = unitsInUse(nodes);
         if (Math.abs(used - runningGpus) > 1e-6) throw new Error(`replay at ${now}: ${runningGpus} GPUs admitted but the nodes show ${used} in use`);
       }
       if (shapesVer !== sampledShapesVer) {
@@ -581,8 +580,7 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
     while (ti < targets.length && requested >= (targets[ti]! / 100) * capacity - 1e-9) {
       const nodes = sched.nodeStatus();
       // cross-check the simulator's books against the core's node state
-      let used = 0;
-      for (const nd of nodes) for (const g of nd.gpus) used += g.capacity - g.free; // flavor units, as jobs count them
+      const used = unitsInUse(nodes);
       if (Math.abs(used - allocated) > 1e-6) throw new Error(`fill: ${allocated} GPUs admitted but the nodes show ${used} in use`);
       const f = fragmentation(
         nodes,

@@ -64,3 +64,10 @@ export function fragmentation(nodes: readonly NodeStatus[], shapes: readonly Pod
   }
   return { free, unusable };
 }
+
+/** GPU units in use on the nodes (flavor units: GPUs, or slices for mig/timeslice), as jobs count them. */
+export function unitsInUse(nodes: readonly NodeStatus[]): number {
+  let used = 0;
+  for (const n of nodes) for (const g of n.gpus) used += g.capacity - g.free;
+  return used;
+}

@@ -1,23 +1,14 @@
 import { readFileSync } from 'node:fs';
-import { DocError, parseDoc, type Doc, type Value } from './doc.js';
+import type { PreemptionSpec, QuotaLimits, QuotaSpec, ResourceName } from '../core/index.js';
 import type { SimCluster } from './cluster.js';
+import { DocError, parseDoc, type Doc, type Value } from './doc.js';
 
-export type Resource = 'gpu' | 'cpu' | 'memory';
+export type Resource = ResourceName;
 export const RESOURCES: readonly Resource[] = ['gpu', 'cpu', 'memory'];
-
-export interface ResourceQuota {
-  nominal: number;
-  borrowingLimit?: number;
-  lendingLimit?: number;
-}
-/** flavor → resource → quota (the core's QuotaSpec shape). */
-export type SimQuotas = Record<string, Partial<Record<Resource, ResourceQuota>>>;
-
-export interface SimPreemption {
-  withinQueue?: 'Never' | 'LowerPriority' | 'LowerOrNewerEqualPriority';
-  reclaimWithinCohort?: 'Never' | 'LowerPriority' | 'Any';
-  borrowWithinCohort?: { policy: 'Never' | 'LowerPriority'; maxPriorityThreshold?: number };
-}
+export type ResourceQuota = QuotaLimits;
+/** flavor → resource → quota, as the core takes it. */
+export type SimQuotas = QuotaSpec;
+export type SimPreemption = PreemptionSpec;
 
 export interface SimQueue {
   line: number;
