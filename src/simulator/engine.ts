@@ -116,8 +116,6 @@ export interface ReplayOptions {
   placement: PlacementName;
   /** Measurement window end (start is always the first submit). Default last-submit. */
   windowEnd?: WindowEnd;
-  /** Seconds within which an eligible job must start (default 60). */
-  slaSeconds?: number;
   /** Call the core's preview at each submit (default true). */
   preview?: boolean;
   /** Called every `progressEvery` submitted jobs (default 5000) with jobs submitted so far and the virtual time. */
@@ -229,7 +227,6 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   const trace = input.trace;
   if (trace.length === 0) throw new Error('replay needs a trace with at least one job');
   const tq = resolveQueues(input);
-  const slaMs = (opts.slaSeconds ?? 60) * 1000;
   const doPreview = opts.preview ?? true;
   let now = trace[0]!.submitMs;
   const clock = { now: () => now };

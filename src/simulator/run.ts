@@ -68,7 +68,6 @@ export function simulate(o: SimulateOptions, input: SimInput = loadInput(o), onR
         const t0 = performance.now();
         const ro: Parameters<typeof runReplay>[1] = { policy, placement };
         if (o.windowEnd) ro.windowEnd = o.windowEnd;
-        if (o.slaSeconds !== undefined) ro.slaSeconds = o.slaSeconds;
         if (o.preview !== undefined) ro.preview = o.preview;
         const out = runReplay(input, ro);
         const ms = performance.now() - t0;
