@@ -302,15 +302,30 @@ export class SchedulerService {
   private async resync(): Promise<void> {
     const em = this.systemEm();
     const pending = await em.find(Job, { state: 'PENDING' }, { populate: ['queue'], orderBy: { submitTime: 'asc' } });
-    let changed = false;
     for (const job of pending) {
-      if (!this.knows(job.id)) {
-        this.core.submit(jobSpec(job, job.queue.name));
-        changed = true;
-      }
+      if (!this.knows(job.id)) this.core.submit(jobSpec(job, job.queue.name));
     }
     await this.dispatchOutbox();
-    if (changed) this.wake();
+    this.announceWindowChanges();
+    // Time windows open and close with the clock, not with events: a periodic cycle lets
+    // a closed window's excess become reclaimable and an opened one's quota be used.
+    this.wake();
+  }
+
+  /** Queue name → index of its open time window (null: base quotas), as last announced. */
+  private readonly announcedWindows = new Map<string, number | null>();
+
+  private announceWindowChanges(): void {
+    const at = this.options.now();
+    for (const [name, queueId] of this.queueIds) {
+      const status = this.queueStatus(name);
+      if (!status) continue;
+      const before = this.announcedWindows.get(name);
+      this.announcedWindows.set(name, status.activeWindow);
+      if (before === undefined || before === status.activeWindow) continue;
+      this.options.events.publish('tenant-event', status.tenant, { kind: 'WINDOW_CHANGED', queueId, at });
+      this.options.events.publish('queue-updated', queueId, { queueId, at });
+    }
   }
 
   private async reconcileBackend(): Promise<void> {
@@ -327,6 +342,7 @@ export class SchedulerService {
   private async runCycle(): Promise<void> {
     if (!this.leader || this.stopped) return;
     const result = this.core.cycle();
+    this.announceWindowChanges();
     if (result.admitted.length === 0 && result.preempted.length === 0) return;
     try {
       const skipped = await this.persist(result);
