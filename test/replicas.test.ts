@@ -147,7 +147,7 @@ describe.skipIf(!TEST_DATABASE_URL || !TEST_REDIS_URL)('two replicas on one Post
     const t0 = Date.now();
     await Promise.all(Array.from({ length: 30 }, async (_, i) => {
       const via = i % 2 === 0 ? 'A' : 'B';
-      const tenant = Math.floor(i / 2) % 2 === 0 ? 'aurora-research' : 'borealis-inference';
+      const tenant = i < 15 ? 'aurora-research' : 'borealis-inference';
       const id = await submit(via === 'A' ? a : b, tenant, `alt-${i}`);
       submitted.push({ id, tenant, via });
     }));
@@ -244,6 +244,21 @@ describe.skipIf(!TEST_DATABASE_URL || !TEST_REDIS_URL)('two replicas on one Post
     expect(live).toBe(30); // 30 admitted − 1 cancelled + 1 new
     // And B's own subscriber hears B's admission too.
     await waitFor('B heard the admission of the job it scheduled', async () => heardOnB.get('aurora-research')!.some((e) => e.kind === 'ADMITTED' && e.jobId === id), 5_000);
+
+    // B now leads: a job submitted to it from here on is admitted promptly too (through the
+    // wake-up, not the 30 s resync). Aurora holds 15 of its 16 H100s (15 − 1 cancelled + 1).
+    const lockHoldersSeen = await lockHolders();
+    const t1 = Date.now();
+    const next = await submit(b, 'aurora-research', 'after-takeover');
+    let seen: unknown = null;
+    await waitFor('a job submitted to the new leader is admitted', async () => {
+      const d: any = await gqlData(b.url, member('aurora-research'), `query($id: ID!) { node(id: $id) { ... on Job { state pendingReason { code message } } } }`, { id: next });
+      seen = d.node;
+      return d.node.state === 'ADMITTED' || d.node.state === 'RUNNING';
+    }, 5_000, 100).catch((error) => {
+      throw new Error(`${String(error)}; the job: ${JSON.stringify(seen)}; lock holders: ${JSON.stringify(lockHoldersSeen)}`);
+    });
+    console.log(`[replicas] job submitted to the new leader B admitted ${Date.now() - t1} ms later`);
   });
 
   it('neither replica logged an unexpected error (Redis or otherwise)', () => {
