@@ -1,14 +1,27 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
+
+let lastMs = 0;
+let sequence = 0;
 
 /**
  * UUIDv7 (RFC 9562): a millisecond timestamp in the high bits, so ids sort by creation
- * time. Lists page by id (keyset cursors) and come out in creation order for free.
+ * time. Lists page by id (keyset cursors) and come out in creation order, and the outbox is
+ * performed in id order. Within one millisecond a 12-bit counter (RFC 9562, method 1) keeps
+ * this process's ids strictly increasing; a clock that steps back does not break the order.
  */
 export function uuidv7(now: number = Date.now()): string {
+  if (now > lastMs) {
+    lastMs = now;
+    sequence = randomInt(0, 0x400); // start low so the counter has room
+  } else if (++sequence > 0xfff) {
+    lastMs += 1;
+    sequence = 0;
+  }
   const bytes = randomBytes(16);
-  const ms = BigInt(now);
+  const ms = BigInt(lastMs);
   for (let i = 0; i < 6; i++) bytes[i] = Number((ms >> BigInt(8 * (5 - i))) & 0xffn);
-  bytes[6] = (bytes[6]! & 0x0f) | 0x70; // version 7
+  bytes[6] = 0x70 | (sequence >> 8); // version 7 + counter high bits
+  bytes[7] = sequence & 0xff;
   bytes[8] = (bytes[8]! & 0x3f) | 0x80; // RFC 4122 variant
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;

@@ -64,7 +64,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   if (ownsOrm) await migrate(orm);
 
   await ensurePriorityClasses(orm);
-  const redis = config.redisUrl ? createRedisEventTarget(config.redisUrl) : null;
+  const redis = config.redisUrl ? await createRedisEventTarget(config.redisUrl) : null;
   const events = createEventBus(redis?.eventTarget);
   const backend = options.backend ?? new SimulatedBackend({ timeScale: config.simulatedTimeScale, now });
   const scheduler = new SchedulerService({

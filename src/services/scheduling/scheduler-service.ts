@@ -362,49 +362,61 @@ export class SchedulerService {
     this.wake();
   }
 
-  /** One transaction: job rows, job events, outbox rows. Returns admitted jobs no longer pending. */
+  /**
+   * One transaction: job rows, job events, outbox rows. Returns jobs the core admitted
+   * that the database no longer has pending (cancelled meanwhile).
+   *
+   * Within one cycle the core may admit a job and then preempt it, or preempt a running
+   * job and admit it again elsewhere; so each job is written as the core holds it at the
+   * end of the cycle, not by replaying the two lists one after the other.
+   */
   private async persist(result: CycleResult): Promise<string[]> {
     const skipped: string[] = [];
+    const preemptionOf = new Map(result.preempted.map((p) => [p.victimId, p]));
     await this.systemEm().transactional(async (em) => {
       const ids = [...new Set([...result.preempted.map((p) => p.victimId), ...result.admitted.map((a) => a.jobId), ...result.preempted.map((p) => p.preemptorId)])];
       const jobs = new Map(
         (await em.find(Job, { id: { $in: ids } }, { populate: ['queue'], lockMode: this.isPostgres() ? LockMode.PESSIMISTIC_WRITE : undefined })).map((j) => [j.id, j]),
       );
       const at = new Date(result.at);
-      for (const preemption of result.preempted) {
-        const victim = jobs.get(preemption.victimId);
-        if (!victim || (victim.state !== 'ADMITTED' && victim.state !== 'RUNNING')) continue;
-        const preemptor = jobs.get(preemption.preemptorId);
-        victim.state = 'PENDING';
-        victim.admission = null;
-        victim.admittedAt = null;
-        victim.startedAt = null;
-        victim.preemptionCount += 1;
-        this.jobEvent(em, victim, 'PREEMPTED', at, preemption.reason, `Preempted (${preemption.reason}) to make room for another job`, { preemptorJobId: preemption.preemptorId });
-        this.outbox(em, 'job.preempted', {
-          jobId: victim.id,
-          tenantId: victim.tenant.id,
-          queueId: victim.queue.id,
-          reason: preemption.reason,
-          preemptorJobId: preemption.preemptorId,
-          preemptorTenantId: preemptor?.tenant.id ?? null,
-          preemptorQueueId: preemptor?.queue.id ?? null,
-          at: result.at,
-        });
-      }
-      for (const admission of result.admitted) {
-        const job = jobs.get(admission.jobId);
-        if (!job || job.state !== 'PENDING') {
-          skipped.push(admission.jobId);
+      const touched = [...new Set([...result.preempted.map((p) => p.victimId), ...result.admitted.map((a) => a.jobId)])];
+      for (const id of touched) {
+        const job = jobs.get(id);
+        const final = this.core.jobState(id) === 'admitted' ? this.core.admissionOf(id) : undefined;
+        const wasLive = job?.state === 'ADMITTED' || job?.state === 'RUNNING';
+        if (!job || (!wasLive && job.state !== 'PENDING')) {
+          // Gone from the database's point of view (cancelled, finished): release it in the core.
+          if (final) skipped.push(id);
           continue;
         }
-        job.state = 'ADMITTED';
-        job.admission = admission;
-        job.admittedAt = at;
-        this.jobEvent(em, job, 'ADMITTED', at, admission.mode, admission.borrowed ? 'Admitted, borrowing quota from its cohort' : 'Admitted within its quota', {
-          placements: admission.podSets,
-        });
-        this.outbox(em, 'job.admitted', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, borrowed: admission.borrowed, at: result.at });
+        const preemption = preemptionOf.get(id);
+        const movedAway = wasLive && (!final || final.at !== job.admission?.at);
+        if (movedAway && preemption) {
+          const preemptor = jobs.get(preemption.preemptorId);
+          job.state = 'PENDING';
+          job.admission = null;
+          job.admittedAt = null;
+          job.startedAt = null;
+          job.preemptionCount += 1;
+          this.jobEvent(em, job, 'PREEMPTED', at, preemption.reason, `Preempted (${preemption.reason}) to make room for another job`, { preemptorJobId: preemption.preemptorId });
+          this.outbox(em, 'job.preempted', {
+            jobId: job.id,
+            tenantId: job.tenant.id,
+            queueId: job.queue.id,
+            reason: preemption.reason,
+            preemptorJobId: preemption.preemptorId,
+            preemptorTenantId: preemptor?.tenant.id ?? null,
+            preemptorQueueId: preemptor?.queue.id ?? null,
+            at: result.at,
+          });
+        }
+        if (final && job.state === 'PENDING') {
+          job.state = 'ADMITTED';
+          job.admission = final;
+          job.admittedAt = at;
+          this.jobEvent(em, job, 'ADMITTED', at, final.mode, final.borrowed ? 'Admitted, borrowing quota from its cohort' : 'Admitted within its quota', { placements: final.podSets });
+          this.outbox(em, 'job.admitted', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, borrowed: final.borrowed, at: result.at });
+        }
       }
       await em.flush();
     });

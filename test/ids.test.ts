@@ -1,0 +1,18 @@
+import { describe, expect, it } from 'vitest';
+import { isUuid, uuidv7 } from '../src/persistence/ids.js';
+
+describe('uuidv7', () => {
+  it('is a version-7 UUID', () => {
+    const id = uuidv7();
+    expect(isUuid(id)).toBe(true);
+    expect(id[14]).toBe('7');
+    expect(['8', '9', 'a', 'b']).toContain(id[19]);
+  });
+
+  it('sorts in creation order within one millisecond and when the clock steps back', () => {
+    const at = Date.now() + 10_000;
+    const ids = [...Array.from({ length: 5000 }, () => uuidv7(at)), ...Array.from({ length: 10 }, () => uuidv7(at - 5))];
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+});
