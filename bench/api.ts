@@ -294,7 +294,19 @@ async function startBaseline(spec: BaselineSpec): Promise<Started> {
   fs.writeFileSync(specFile, JSON.stringify(spec));
   const env = { ...process.env, NODE_ENV: 'production' };
   const { child, match, stderr } = await spawnAndWait(['--import', 'tsx', fileURLToPath(import.meta.url), '--baseline-server', specFile], env, /BASELINE_LISTENING (\S+)/, 'bare yoga');
-  return { child, url: match[1]!, pid: child.pid!, stderr, tokens: {}, seeded: [], stop: stopper(child) };
+  const stop = stopper(child);
+  return {
+    child,
+    url: match[1]!,
+    pid: child.pid!,
+    stderr,
+    tokens: {},
+    seeded: [],
+    async stop() {
+      await stop();
+      fs.rmSync(path.dirname(specFile), { recursive: true, force: true });
+    },
+  };
 }
 
 /** User + system CPU seconds of a process so far (/proc/<pid>/stat). */
