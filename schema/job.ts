@@ -311,14 +311,20 @@ async function projectQueue(ctx: GraphQLContext, projectId: string | null | unde
 
 // ─── subscriptions ───
 
-/** Emits `initial`, then `next()` after each tick, skipping values equal to the last one sent. */
-function changes<T>(initial: () => Promise<T | null>, subscribeTicks: (tick: () => void) => () => void, key: (value: T) => string) {
+/** Emits the current value, then again after ticks, skipping values equal to the last one sent. */
+function changes<T>(current: () => Promise<T | null>, subscribeTicks: (tick: () => void) => () => void, key: (value: T) => string) {
   return new Repeater<T>(async (push, stop) => {
     let last: string | null = null;
     let busy = Promise.resolve();
+    // Ticks that arrive while a value is being computed fold into one more computation,
+    // not one each: a burst of scheduler changes costs a subscriber at most two reads.
+    let queued = false;
     const emit = () => {
+      if (queued) return;
+      queued = true;
       busy = busy.then(async () => {
-        const value = await initial();
+        queued = false;
+        const value = await current();
         if (value === null) return;
         const k = key(value);
         if (k !== last) {
