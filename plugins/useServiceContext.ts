@@ -2,11 +2,11 @@ import type { MikroORM } from '@mikro-orm/core';
 import type { Plugin } from 'graphql-yoga';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../src/auth/principal.js';
-import { visibleTenantIds } from '../src/auth/principal.js';
+import { tenantFilterFor } from '../src/auth/principal.js';
 import type { EventBus } from '../src/events/bus.js';
 import type { SchedulerService } from '../src/services/scheduling/scheduler-service.js';
 import { createLoaders } from '../src/services/loaders.js';
-import { TENANT_FILTER, type TenantFilterParams } from '../src/persistence/entities.js';
+import { scopedEntityManager } from '../src/persistence/entities.js';
 
 export interface ServiceContextOptions {
   orm: MikroORM;
@@ -24,9 +24,7 @@ export function useServiceContext(options: ServiceContextOptions): Plugin {
   return {
     onContextBuilding({ context, extendContext }) {
       const principal = ((context as { currentUser?: Principal | null }).currentUser ?? null) as Principal | null;
-      const em = options.orm.em.fork({ clear: true });
-      const params: TenantFilterParams = principal?.isPlatformAdmin ? { all: true } : { tenantIds: visibleTenantIds(principal) };
-      em.setFilterParams(TENANT_FILTER, params);
+      const em = scopedEntityManager(options.orm, tenantFilterFor(principal));
       extendContext({
         principal,
         em,

@@ -1,6 +1,7 @@
 import type { ServiceContext } from '../src/services/context.js';
 import { TENANT_FILTER } from '../src/persistence/entities.js';
 import { createLoaders } from '../src/services/loaders.js';
+import { tenantFilterFor } from '../src/auth/principal.js';
 
 /** The GraphQL context: the service context plus what resolvers alone need. */
 export interface GraphQLContext extends ServiceContext {
@@ -24,6 +25,6 @@ export async function freshContext(ctx: GraphQLContext): Promise<GraphQLContext 
   }
   if (!principal) return null;
   const em = ctx.em.fork({ clear: true });
-  em.setFilterParams(TENANT_FILTER, principal.isPlatformAdmin ? { all: true } : { tenantIds: [...principal.roles.keys()] });
+  em.setFilterParams(TENANT_FILTER, tenantFilterFor(principal));
   return { ...ctx, principal, currentUser: principal, em, loaders: createLoaders(em) };
 }

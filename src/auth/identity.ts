@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import { ApiToken, Membership, Tenant, User, TENANT_ROLES, type TenantRole } from '../persistence/entities.js';
+import { ApiToken, Membership, Tenant, User, TENANT_ROLES, systemEntityManager, type TenantRole } from '../persistence/entities.js';
 import { unauthenticated } from '../services/errors.js';
 import { CAPABILITIES, ROLE_CAPABILITIES, type Capability } from './capabilities.js';
 import { hashApiTokenSecret, looksLikeApiToken } from './api-token-secret.js';
@@ -42,9 +42,7 @@ export class IdentityResolver {
   }
 
   private systemEm(): EntityManager {
-    const em = this.options.orm.em.fork({ clear: true });
-    em.setFilterParams('tenant', { all: true });
-    return em;
+    return systemEntityManager(this.options.orm);
   }
 
   private async fromApiToken(secret: string): Promise<Principal> {

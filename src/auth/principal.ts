@@ -1,4 +1,4 @@
-import type { TenantRole } from '../persistence/entities.js';
+import type { TenantFilterParams, TenantRole } from '../persistence/entities.js';
 import { ROLE_CAPABILITIES, type Capability } from './capabilities.js';
 
 /** Who is calling, resolved once per request (HTTP) or connection (WebSocket). */
@@ -14,9 +14,9 @@ export interface Principal {
   token?: { id: string; tenantId: string | null; scopes: ReadonlySet<Capability> };
 }
 
-/** Tenants whose rows this principal may read at all (the ORM tenant filter's argument). */
-export function visibleTenantIds(principal: Principal | null): string[] {
-  return principal ? [...principal.roles.keys()] : [];
+/** The ORM tenant filter for this caller: every tenant for platform admins, else their own. */
+export function tenantFilterFor(principal: Principal | null): TenantFilterParams {
+  return principal?.isPlatformAdmin ? { all: true } : { tenantIds: principal ? [...principal.roles.keys()] : [] };
 }
 
 export function roleIn(principal: Principal | null, tenantId: string): TenantRole | undefined {

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, p, type EntityManager, type InferEntity, type MikroORM } from '@mikro-orm/core';
 import { uuidv7 } from './ids.js';
 
 export const TENANT_TIERS = ['STANDARD', 'PREMIUM', 'ENTERPRISE'] as const;
@@ -24,7 +24,8 @@ export interface TenantFilterParams {
   all?: boolean;
   tenantIds?: string[];
 }
-const tenantFilter = {
+/** The filter every tenant-owned entity declares (identity and scheduling alike). */
+export const tenantFilter = {
   [TENANT_FILTER]: {
     name: TENANT_FILTER,
     default: true,
@@ -32,6 +33,16 @@ const tenantFilter = {
       params.all ? {} : { tenant: { $in: params.tenantIds ?? [] } },
   },
 };
+
+/** A fresh EntityManager with the tenant filter set as given. */
+export function scopedEntityManager(orm: MikroORM, params: TenantFilterParams): EntityManager {
+  const em = orm.em.fork({ clear: true });
+  em.setFilterParams(TENANT_FILTER, params);
+  return em;
+}
+
+/** For system work that must see every tenant (auth lookups, the scheduler, seeding). */
+export const systemEntityManager = (orm: MikroORM): EntityManager => scopedEntityManager(orm, { all: true });
 
 const timestamps = {
   createdAt: p.datetime().onCreate(() => new Date()),

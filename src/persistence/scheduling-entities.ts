@@ -1,6 +1,6 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import type { Admission, PodSetSpec, PreemptionSpec, QuotaSpec, TimeWindowSpec } from '../core/types.js';
-import { Project, Tenant, User } from './entities.js';
+import { Project, Tenant, User, tenantFilter } from './entities.js';
 import { uuidv7 } from './ids.js';
 
 export const FLAVOR_KINDS = ['gpu', 'mig', 'timeslice'] as const;
@@ -9,14 +9,6 @@ export const JOB_STATES = ['PENDING', 'ADMITTED', 'RUNNING', 'SUCCEEDED', 'FAILE
 export type JobState = (typeof JOB_STATES)[number];
 export const TERMINAL_JOB_STATES: ReadonlySet<JobState> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 export const PREEMPTIBLE_VALUES = ['yes', 'no', 'reclaim-only'] as const;
-
-const tenantFilter = {
-  tenant: {
-    name: 'tenant',
-    default: true,
-    cond: (params: { all?: boolean; tenantIds?: string[] }) => (params.all ? {} : { tenant: { $in: params.tenantIds ?? [] } }),
-  },
-};
 
 /** Platform-wide objects (flavors, pools, nodes, cohorts, priority classes) have no tenant. */
 export const Flavor = defineEntity({

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { Membership, Project, TENANT_FILTER, User } from '../persistence/entities.js';
+import { Membership, Project, User, scopedEntityManager, systemEntityManager } from '../persistence/entities.js';
 import { Queue } from '../persistence/scheduling-entities.js';
-import type { Principal } from '../auth/principal.js';
+import { tenantFilterFor, type Principal } from '../auth/principal.js';
 import { createLoaders } from '../services/loaders.js';
 import { submitJob } from '../services/jobs.js';
 import type { FairwayApp } from './app.js';
@@ -25,8 +25,7 @@ export function startDemoTrickle(app: FairwayApp, options: { everyMs?: number; m
   const maxPending = options.maxPendingPerQueue ?? 6;
   let n = 0;
   const tick = async () => {
-    const em = app.orm.em.fork({ clear: true });
-    em.setFilterParams(TENANT_FILTER, { all: true });
+    const em = systemEntityManager(app.orm);
     const members = await em.find(Membership, { role: 'MEMBER' }, { populate: ['user'] });
     const member = members[n++ % Math.max(1, members.length)];
     if (!member) return;
@@ -36,8 +35,7 @@ export function startDemoTrickle(app: FairwayApp, options: { everyMs?: number; m
     const shape = SHAPES[Math.floor(Math.random() * SHAPES.length)]!;
     const [min, max] = shape.seconds;
     const principal = await principalOf(app, member.user);
-    const requestEm = app.orm.em.fork({ clear: true });
-    requestEm.setFilterParams(TENANT_FILTER, { tenantIds: [...principal.roles.keys()] });
+    const requestEm = scopedEntityManager(app.orm, tenantFilterFor(principal));
     await submitJob(
       { em: requestEm, principal, requestId: `demo-${randomUUID()}`, now: () => new Date(), events: app.events, scheduler: app.scheduler, loaders: createLoaders(requestEm) },
       {
@@ -58,8 +56,7 @@ export function startDemoTrickle(app: FairwayApp, options: { everyMs?: number; m
 }
 
 async function principalOf(app: FairwayApp, user: User): Promise<Principal> {
-  const em = app.orm.em.fork({ clear: true });
-  em.setFilterParams(TENANT_FILTER, { all: true });
+  const em = systemEntityManager(app.orm);
   const memberships = await em.find(Membership, { user: user.id });
   return { kind: 'user', userId: user.id, email: user.email, name: user.name, isPlatformAdmin: user.isPlatformAdmin, roles: new Map(memberships.map((m) => [m.tenant.id, m.role])) };
 }

@@ -4,7 +4,7 @@ import type { MikroORM } from '@mikro-orm/core';
 import { ApiToken, Membership, Project, Tenant, User, type TenantRole } from '../persistence/entities.js';
 import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../auth/api-token-secret.js';
 import { ROLE_CAPABILITIES } from '../auth/capabilities.js';
-import { TENANT_FILTER } from '../persistence/entities.js';
+import { systemEntityManager } from '../persistence/entities.js';
 import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../persistence/scheduling-entities.js';
 
 export interface DemoCredential {
@@ -51,8 +51,7 @@ const DEMO_TENANTS = [
  * `<dataDir>/demo-credentials.json`. Does nothing when any tenant exists.
  */
 export async function seedDemo(orm: MikroORM, dataDir: string, now: () => number = Date.now): Promise<DemoCredential[] | null> {
-  const system = orm.em.fork({ clear: true });
-  system.setFilterParams(TENANT_FILTER, { all: true });
+  const system = systemEntityManager(orm);
   if ((await system.count(Tenant, {})) > 0) return null;
   const credentials: DemoCredential[] = [];
   const yearFromNow = new Date(now() + 365 * 86_400_000);

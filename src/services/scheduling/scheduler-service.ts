@@ -3,7 +3,7 @@ import { Scheduler } from '../../core/scheduler.js';
 import type { CycleResult, JobExplanation, JobSpec, Preview, QueueStatus, RestoredAdmission } from '../../core/types.js';
 import type { BackendEvent, ExecutionBackend } from '../../core/ports.js';
 import type { EventBus, JobStateName, SchedulerInput } from '../../events/bus.js';
-import { TENANT_FILTER } from '../../persistence/entities.js';
+import { systemEntityManager } from '../../persistence/entities.js';
 import {
   ClusterNode,
   Cohort,
@@ -210,9 +210,7 @@ export class SchedulerService {
   // ─── state ───
 
   private systemEm(): EntityManager {
-    const em = this.options.orm.em.fork({ clear: true });
-    em.setFilterParams(TENANT_FILTER, { all: true });
-    return em;
+    return systemEntityManager(this.options.orm);
   }
 
   private knows(jobId: string): boolean {
