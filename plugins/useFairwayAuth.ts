@@ -27,9 +27,8 @@ export function useFairwayAuth(options: FairwayAuthOptions): Plugin {
     mode: 'resolve-only',
     contextFieldName: 'currentUser',
     resolveUserFn: async (context) => {
-      const header = context.request?.headers.get('authorization') ?? connectionAuthorization(context.connectionParams);
       try {
-        return await options.identity.resolveAuthorization(header);
+        return await options.identity.resolveAuthorization(authorizationOf(context));
       } catch (error) {
         if (error instanceof FairwayError) {
           throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: 401 } } });
@@ -43,8 +42,7 @@ export function useFairwayAuth(options: FairwayAuthOptions): Plugin {
       addPlugin(genericAuth);
     },
     onContextBuilding({ context, extendContext }) {
-      const source = context as AuthSourceContext;
-      const header = source.request?.headers.get('authorization') ?? connectionAuthorization(source.connectionParams);
+      const header = authorizationOf(context as AuthSourceContext);
       // Subscriptions outlive the moment they were authorized: they re-check the credential
       // (revoked token, removed member) before each event, at most every few seconds.
       let cached: { at: number; principal: Promise<Principal | null> } | null = null;
@@ -60,8 +58,10 @@ export function useFairwayAuth(options: FairwayAuthOptions): Plugin {
 
 const REAUTH_CACHE_MS = 5000;
 
-function connectionAuthorization(params: Record<string, unknown> | null | undefined): string | null {
-  if (!params) return null;
-  const value = params.authorization ?? params.Authorization;
+/** The bearer credential: the Authorization header over HTTP, the connection params over WebSocket. */
+function authorizationOf(context: AuthSourceContext): string | null {
+  const header = context.request?.headers.get('authorization');
+  if (header != null) return header;
+  const value = context.connectionParams?.authorization ?? context.connectionParams?.Authorization;
   return typeof value === 'string' ? value : null;
 }
