@@ -181,4 +181,19 @@ export const OutboxEntry = defineEntity({
 });
 export type OutboxEntry = InferEntity<typeof OutboxEntry>;
 
-export const schedulingEntities = [Flavor, NodePool, ClusterNode, Cohort, PriorityClassRow, Queue, Job, JobEvent, OutboxEntry];
+/**
+ * The scheduler leader's fencing token: one row (id 1), bumped by each replica that takes
+ * the leadership. Every write of scheduling decisions checks, in its own transaction, that
+ * the stored epoch is still the writer's; a replica that lost the lock is refused.
+ */
+export const LeaderEpoch = defineEntity({
+  name: 'LeaderEpoch',
+  tableName: 'fairway_leader_epoch',
+  properties: {
+    id: p.integer().primary().autoincrement(false),
+    epoch: p.bigint('number'),
+  },
+});
+export type LeaderEpoch = InferEntity<typeof LeaderEpoch>;
+
+export const schedulingEntities = [Flavor, NodePool, ClusterNode, Cohort, PriorityClassRow, Queue, Job, JobEvent, OutboxEntry, LeaderEpoch];

@@ -145,7 +145,8 @@ export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Pro
     }
     throw error;
   }
-  ctx.scheduler.announce({ kind: 'submitted', jobId: job.id });
+  // On the leader the spec goes straight into the core; a follower tells the leader.
+  ctx.scheduler.submitted(spec);
   return job;
 }
 

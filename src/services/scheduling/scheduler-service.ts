@@ -1,22 +1,17 @@
-import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/core';
-import { Scheduler } from '../../core/scheduler.js';
-import type { CycleResult, JobExplanation, JobSpec, Preview, QueueStatus, RestoredAdmission } from '../../core/types.js';
+import type { EntityManager, MikroORM } from '@mikro-orm/core';
+import type { Scheduler } from '../../core/scheduler.js';
+import type { JobExplanation, JobSpec, Preview, QueueStatus } from '../../core/types.js';
 import type { BackendEvent, ExecutionBackend } from '../../core/ports.js';
-import type { EventBus, JobStateName, SchedulerInput } from '../../events/bus.js';
+import type { EventBus, SchedulerInput } from '../../events/bus.js';
 import { systemEntityManager } from '../../persistence/entities.js';
-import {
-  ClusterNode,
-  Cohort,
-  Flavor,
-  Job,
-  JobEvent,
-  OutboxEntry,
-  PriorityClassRow,
-  Queue,
-  type JobEventType,
-} from '../../persistence/scheduling-entities.js';
+import { Job } from '../../persistence/scheduling-entities.js';
+import { applyBackendEvent } from './backend-events.js';
+import { loadCore, requeueDoubleBooked } from './core-loader.js';
+import { persistCycle, type FencedWriter } from './cycle-writer.js';
+import { LeaderEpochs, StaleLeaderError } from './leader-epoch.js';
 import type { Leadership } from './leadership.js';
-import { cohortSpec, flavorSpec, jobSpec, nodeSpec, priorityClass, queueSpec } from './specs.js';
+import { OutboxDispatcher } from './outbox.js';
+import { jobSpec } from './specs.js';
 
 export interface SchedulerServiceOptions {
   orm: MikroORM;
@@ -26,50 +21,74 @@ export interface SchedulerServiceOptions {
   now: () => number;
   leadership: Leadership;
   logError: (error: unknown) => void;
+  /** Operational messages (leadership taken or lost, paused, resumed). Default: stdout. */
+  log?: (message: string) => void;
   /** Wait this long after a wake-up before running a cycle, so a burst is one cycle. */
   debounceMs?: number;
   /** The leader compares its state with the database this often (lost wake-ups, other writers). */
   resyncIntervalMs?: number;
   /** A follower tries to take the leadership this often. */
   leaderRetryMs?: number;
+  /** While the database fails, the leader tries to rebuild from it this often. */
+  recoveryRetryMs?: number;
   placement?: 'best-fit' | 'fragmentation-aware';
 }
 
-type OutboxKind = 'job.admitted' | 'job.preempted' | 'job.cancelled' | 'job.started' | 'job.finished';
+type Writable = Exclude<BackendEvent, { type: 'utilization' }>;
 
 /**
- * Runs the scheduler core in-process and keeps it and the database in step.
+ * Runs the scheduler core in-process and keeps it and the database in step (the façade the
+ * graph and the use cases see; the jobs are in core-loader, cycle-writer, outbox,
+ * backend-events, leader-epoch and leadership).
  *
- * The leader (one replica: SQLite's only process, or the holder of PostgreSQL's advisory
- * lock) applies submits and cancels from any replica (through the event bus), runs
- * debounced admission cycles, persists each cycle's decisions in one transaction with an
- * outbox row per side effect, then performs the outbox (backend calls, published events).
- * Followers keep a read model rebuilt from the database, for positions and queue usage.
- * A restart rebuilds the core from the database: admitted jobs are restored where they
- * were placed, pending ones re-queued with their original submit time.
+ * The leader (SQLite's only process, or the holder of PostgreSQL's advisory lock) applies
+ * submits and cancels, runs debounced admission cycles, persists each cycle's decisions in
+ * one transaction fenced by its leader epoch, then performs the outbox. It demotes itself
+ * the moment the lock is lost, or when a write is refused for a stale epoch. While the
+ * database fails it stops cycling (the core must not run ahead of what is stored) and
+ * rebuilds from the database when it answers again. Followers keep a read model rebuilt
+ * from the database, for positions and queue usage.
  */
 export class SchedulerService {
   private core!: Scheduler;
   private leader = false;
-  private started = false;
+  private epoch = 0;
+  /** Bumped on every takeover and demotion: work queued in an earlier term does nothing. */
+  private term = 0;
+  /** The core may hold decisions the database does not: no cycles until a rebuild succeeds. */
+  private paused = false;
+  private campaigning = false;
   private stopped = false;
   private wakeTimer: NodeJS.Timeout | null = null;
   private resyncTimer: NodeJS.Timeout | null = null;
   private leaderTimer: NodeJS.Timeout | null = null;
   private followerRebuildTimer: NodeJS.Timeout | null = null;
+  private recoveryTimer: NodeJS.Timeout | null = null;
   /** Leader work (cycles, inputs, backend events) runs one at a time in this chain. */
   private chain: Promise<unknown> = Promise.resolve();
   private readonly unsubscribers: (() => void)[] = [];
-  private readonly queueIds = new Map<string, string>();
+  private queueIds = new Map<string, string>();
   private readonly utilization = new Map<string, number>();
-  private readonly debounceMs: number;
   private readonly stateListeners = new Set<() => void>();
+  /** Backend reports that could not be written (database down): written after recovery. */
+  private readonly unwritten: Writable[] = [];
+  /** Queue name → index of its open time window (null: base quotas), as last announced. */
+  private readonly announcedWindows = new Map<string, number | null>();
+  private readonly epochs: LeaderEpochs;
+  private readonly outbox: OutboxDispatcher;
+  private readonly log: (message: string) => void;
+  private lastCampaignError: string | null = null;
 
   constructor(private readonly options: SchedulerServiceOptions) {
-    this.debounceMs = options.debounceMs ?? 5;
+    this.epochs = new LeaderEpochs(options.dialect);
+    this.outbox = new OutboxDispatcher({ ...options, utilization: this.utilization });
+    this.log = options.log ?? ((message) => console.log(`[fairway] scheduler: ${message}`));
   }
 
-  /** Called (in this process) whenever positions, ETAs or usage may have changed. */
+  /**
+   * Called (in this process) when positions, ETAs or usage may have changed: once at the
+   * end of each admission cycle, after each rebuild, and after a job finished.
+   */
   onStateChange(listener: () => void): () => void {
     this.stateListeners.add(listener);
     return () => this.stateListeners.delete(listener);
@@ -90,23 +109,22 @@ export class SchedulerService {
   }
 
   async start(): Promise<void> {
-    this.started = true;
     await this.rebuild();
+    this.unsubscribers.push(this.options.leadership.onLost((reason) => this.demote(`lost the scheduler lock (${reason})`)));
     this.listen('scheduler-input', (input) => this.onInput(input));
     this.listen('scheduler-state', () => {
-      if (!this.leader) this.scheduleFollowerRebuild();
+      if (!this.leader) this.scheduleFollowerRebuild(50);
     });
-    this.unsubscribers.push(this.options.backend.onEvent((event) => void this.serial(() => this.onBackendEvent(event))));
+    this.unsubscribers.push(this.options.backend.onEvent((event) => this.onBackendEvent(event)));
     await this.tryLead();
-    if (!this.leader) {
-      this.leaderTimer = setInterval(() => void this.tryLead(), this.options.leaderRetryMs ?? 2000);
-      this.leaderTimer.unref();
-    }
+    if (!this.leader) this.campaign();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const timer of [this.wakeTimer, this.resyncTimer, this.followerRebuildTimer]) if (timer) clearTimeout(timer);
+    this.term++;
+    this.clearLeaderTimers();
+    if (this.followerRebuildTimer) clearTimeout(this.followerRebuildTimer);
     if (this.leaderTimer) clearInterval(this.leaderTimer);
     for (const unsubscribe of this.unsubscribers) unsubscribe();
     await this.chain.catch(() => undefined);
@@ -144,67 +162,198 @@ export class SchedulerService {
     return this.utilization.get(jobId) ?? null;
   }
 
-  // ─── inputs (from any replica, through the bus) ───
+  queueIdOf(name: string): string | undefined {
+    return this.queueIds.get(name);
+  }
+
+  // ─── inputs ───
 
   announce(input: SchedulerInput): void {
     this.options.events.publish('scheduler-input', input);
   }
 
-  private onInput(input: SchedulerInput): void {
-    if (!this.leader) return;
-    void this.serial(async () => {
-      if (input.kind === 'config') {
-        await this.rebuild();
-      } else if (input.kind === 'submitted') {
-        const job = await this.systemEm().findOne(Job, { id: input.jobId }, { populate: ['queue'] });
-        if (job && job.state === 'PENDING' && !this.knows(job.id)) this.core.submit(jobSpec(job, job.queue.name));
-      } else if (input.kind === 'cancelled') {
-        if (this.knows(input.jobId)) this.core.cancel(input.jobId);
-        await this.dispatchOutbox();
-      }
-      this.stateChanged();
+  /**
+   * A job was stored as pending by this replica. The leader takes its spec as is (no bus
+   * round trip, no re-read); a follower tells the leader through the bus.
+   */
+  submitted(spec: JobSpec): void {
+    if (!this.leader) return this.announce({ kind: 'submitted', jobId: spec.id });
+    const term = this.term;
+    this.run(async () => {
+      if (!this.current(term) || this.paused || this.knows(spec.id)) return;
+      this.core.submit(spec);
       this.wake();
     });
   }
 
+  private onInput(input: SchedulerInput): void {
+    if (!this.leader) return;
+    const term = this.term;
+    this.run(async () => {
+      if (!this.current(term) || this.paused) return;
+      if (input.kind === 'config') {
+        await this.rebuildAsLeader(term);
+      } else if (input.kind === 'submitted') {
+        if (this.knows(input.jobId)) return;
+        const job = await this.systemEm().findOne(Job, { id: input.jobId }, { populate: ['queue'] });
+        if (!this.current(term) || !job || job.state !== 'PENDING' || this.knows(job.id)) return;
+        this.core.submit(jobSpec(job, job.queue.name));
+      } else if (input.kind === 'cancelled') {
+        if (this.knows(input.jobId)) this.core.cancel(input.jobId);
+        await this.outbox.dispatch();
+      }
+      this.wake();
+    }, term);
+  }
+
   /** Asks for an admission cycle soon; bursts of wake-ups coalesce into one cycle. */
   wake(): void {
-    if (!this.leader || this.stopped || this.wakeTimer) return;
+    if (!this.leader || this.paused || this.stopped || this.wakeTimer) return;
+    const term = this.term;
     this.wakeTimer = setTimeout(() => {
       this.wakeTimer = null;
-      void this.serial(() => this.runCycle());
-    }, this.debounceMs);
+      this.run(() => this.runCycle(term), term);
+    }, this.options.debounceMs ?? 5);
+  }
+
+  /** Performs every outbox row not yet performed, oldest first. */
+  async dispatchOutbox(): Promise<void> {
+    await this.outbox.dispatch();
   }
 
   // ─── leadership ───
 
+  private campaign(): void {
+    if (this.leaderTimer || this.stopped) return;
+    this.leaderTimer = setInterval(() => void this.tryLead(), this.options.leaderRetryMs ?? 2000);
+    this.leaderTimer.unref();
+  }
+
+  /** Takes the lock if free, bumps the epoch, and leads from a fresh rebuild. Never throws. */
   private async tryLead(): Promise<void> {
-    if (this.leader || this.stopped) return;
-    let acquired = false;
+    if (this.leader || this.stopped || this.campaigning) return;
+    this.campaigning = true;
     try {
-      acquired = await this.options.leadership.tryAcquire();
-    } catch (error) {
-      this.options.logError(error);
-    }
-    if (!acquired || this.stopped) return;
-    this.leader = true;
-    if (this.leaderTimer) clearInterval(this.leaderTimer);
-    this.leaderTimer = null;
-    await this.serial(async () => {
+      if (!(await this.options.leadership.tryAcquire())) return;
+      if (this.stopped) return void (await this.options.leadership.release());
+      let epoch: number;
+      try {
+        epoch = await this.epochs.takeOver(this.systemEm());
+      } catch (error) {
+        await this.options.leadership.release();
+        throw error;
+      }
+      this.lastCampaignError = null;
+      this.leader = true;
+      this.epoch = epoch;
+      this.paused = false;
+      const term = ++this.term;
+      if (this.leaderTimer) clearInterval(this.leaderTimer);
+      this.leaderTimer = null;
+      this.log(`leading the scheduler (epoch ${epoch})`);
       // What the previous leader decided but did not finish performing is performed now.
-      await this.rebuild();
-      await this.dispatchOutbox();
-      await this.reconcileBackend();
-    });
-    const every = this.options.resyncIntervalMs ?? 30_000;
-    const resync = () => {
-      this.resyncTimer = setTimeout(() => {
-        void this.serial(() => this.resync()).finally(() => !this.stopped && resync());
-      }, every);
-      this.resyncTimer.unref();
-    };
-    resync();
-    this.wake();
+      await this.serial(async () => {
+        if (!this.current(term)) return;
+        await this.rebuildAsLeader(term);
+        await this.outbox.dispatch();
+        await this.reconcileBackend();
+      }).catch((error) => this.failed(error, term));
+      // Submits the previous leader acknowledged during the handover reach only its own
+      // core: an early first resync picks them up from the database.
+      this.scheduleResync(term, Math.min(this.options.resyncIntervalMs ?? 30_000, 2000));
+      this.wake();
+    } catch (error) {
+      // The database is down or refusing: say it once per streak, keep campaigning.
+      const message = error instanceof Error ? error.message : String(error);
+      if (this.lastCampaignError !== message) this.log(`cannot take the scheduler leadership: ${message}`);
+      this.lastCampaignError = message;
+    } finally {
+      this.campaigning = false;
+    }
+  }
+
+  /** Stops leading at once: no cycles, timers cancelled, a read model from the database, campaigning again. */
+  private demote(reason: string): void {
+    if (!this.leader) return;
+    this.leader = false;
+    this.paused = false;
+    this.term++;
+    this.clearLeaderTimers();
+    this.unwritten.length = 0;
+    this.log(`stopped leading the scheduler (epoch ${this.epoch}): ${reason}`);
+    void this.options.leadership.release().catch(() => undefined);
+    this.scheduleFollowerRebuild(0);
+    this.campaign();
+  }
+
+  private clearLeaderTimers(): void {
+    for (const timer of [this.wakeTimer, this.resyncTimer, this.recoveryTimer]) if (timer) clearTimeout(timer);
+    this.wakeTimer = this.resyncTimer = this.recoveryTimer = null;
+  }
+
+  private current(term: number): boolean {
+    return this.leader && !this.stopped && term === this.term;
+  }
+
+  private writer(): FencedWriter {
+    return { em: this.systemEm(), dialect: this.options.dialect, epochs: this.epochs, epoch: this.epoch };
+  }
+
+  /**
+   * A leader's work failed. A refused write means another replica leads: demote. Anything
+   * else is the database failing: pause until a rebuild from it succeeds.
+   */
+  private failed(error: unknown, term: number): void {
+    if (error instanceof StaleLeaderError) {
+      if (term === this.term) this.demote(error.message);
+      return;
+    }
+    this.options.logError(error);
+    if (!this.current(term) || this.paused) return;
+    this.paused = true;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = null;
+    this.log('scheduling paused: the database failed; retrying until it answers');
+    this.scheduleRecovery(term);
+  }
+
+  private scheduleRecovery(term: number): void {
+    this.recoveryTimer = setTimeout(() => {
+      this.recoveryTimer = null;
+      this.serial(async () => {
+        if (!this.current(term)) return;
+        await this.rebuildAsLeader(term);
+        // Oldest first; one that fails again stays queued for the next attempt.
+        while (this.unwritten.length) {
+          await this.writeBackendEvent(this.unwritten[0]!, term);
+          this.unwritten.shift();
+        }
+        await this.outbox.dispatch();
+      }).then(
+        () => {
+          if (!this.current(term)) return;
+          this.paused = false;
+          this.log('scheduling resumed: the database answers again');
+          this.wake();
+        },
+        (error) => {
+          if (error instanceof StaleLeaderError) return this.failed(error, term);
+          if (this.current(term)) this.scheduleRecovery(term);
+        },
+      );
+    }, this.options.recoveryRetryMs ?? 1000);
+    this.recoveryTimer.unref();
+  }
+
+  private scheduleResync(term: number, afterMs: number): void {
+    if (!this.current(term)) return;
+    this.resyncTimer = setTimeout(() => {
+      this.resyncTimer = null;
+      void this.serial(() => this.resync(term))
+        .catch((error) => this.failed(error, term))
+        .finally(() => this.scheduleResync(term, this.options.resyncIntervalMs ?? 30_000));
+    }, afterMs);
+    this.resyncTimer.unref();
   }
 
   // ─── state ───
@@ -214,19 +363,56 @@ export class SchedulerService {
   }
 
   private knows(jobId: string): boolean {
-    return this.explain(jobId) !== null;
+    return this.core.jobState(jobId) !== undefined;
   }
 
   private serial<T>(work: () => Promise<T>): Promise<T> {
     const next = this.chain.then(work, work);
-    this.chain = next.catch((error) => this.options.logError(error));
+    this.chain = next.catch(() => undefined);
     return next;
+  }
+
+  /** Leader work without a waiting caller: its failure pauses or demotes, never escapes. */
+  private run(work: () => Promise<void>, term = this.term): void {
+    void this.serial(work).catch((error) => this.failed(error, term));
   }
 
   /** Builds a fresh core from the database and makes it the current one. */
   async rebuild(): Promise<void> {
-    this.core = await this.buildCore(true);
+    if (!this.leader) return this.rebuildAsFollower();
+    const term = this.term;
+    await this.serial(() => this.rebuildAsLeader(term));
+  }
+
+  private async rebuildAsFollower(): Promise<void> {
+    const loaded = await loadCore(this.systemEm(), this.loaderOptions(), true);
+    if (this.leader) return; // took the leadership meanwhile: the leader's rebuild wins
+    this.install(loaded);
+  }
+
+  /** The restore check's double bookings are requeued in the database (fenced) and reported. */
+  private async rebuildAsLeader(term: number): Promise<void> {
+    const loaded = await loadCore(this.systemEm(), this.loaderOptions(), true);
+    if (!this.current(term)) return;
+    if (loaded.doubleBooked.length) {
+      const requeued = await requeueDoubleBooked(this.writer(), loaded.doubleBooked, this.options.now());
+      for (const conflict of loaded.doubleBooked.filter((c) => requeued.includes(c.jobId))) {
+        this.options.logError(
+          new Error(`restore: job ${conflict.jobId} was admitted onto GPUs ${conflict.gpus.join(', ')} already held by ${conflict.heldBy.join(', ')}; put back to pending and suspended on the backend`),
+        );
+      }
+    }
+    this.install(loaded);
+  }
+
+  private install(loaded: Awaited<ReturnType<typeof loadCore>>): void {
+    this.core = loaded.core;
+    this.queueIds = loaded.queueIds;
     this.stateChanged();
+  }
+
+  private loaderOptions() {
+    return { now: this.options.now, placement: this.options.placement ?? 'best-fit', logError: this.options.logError } as const;
   }
 
   /**
@@ -235,83 +421,35 @@ export class SchedulerService {
    * has one connection, which that transaction would hold.
    */
   async configSnapshot(): Promise<Scheduler> {
-    return this.buildCore(false);
+    return (await loadCore(this.systemEm(), this.loaderOptions(), false)).core;
   }
 
-  private async buildCore(withJobs: boolean): Promise<Scheduler> {
-    const em = this.systemEm();
-    const [flavors, cohorts, nodes, queues, classes] = await Promise.all([
-      em.find(Flavor, {}, { orderBy: { id: 'asc' } }),
-      em.find(Cohort, {}, { orderBy: { id: 'asc' }, populate: ['parent'] }),
-      em.find(ClusterNode, {}, { orderBy: { id: 'asc' }, populate: ['pool', 'flavor'] }),
-      em.find(Queue, {}, { orderBy: { id: 'asc' }, populate: ['cohort'] }),
-      em.find(PriorityClassRow, {}, { orderBy: { value: 'desc' } }),
-    ]);
-    const core = new Scheduler({
-      clock: { now: this.options.now },
-      placement: this.options.placement ?? 'best-fit',
-      fairSharing: { enabled: true },
-      priorityClasses: classes.length ? classes.map(priorityClass) : undefined,
-    });
-    for (const flavor of flavors) core.upsertFlavor(flavorSpec(flavor));
-    // Parents before children.
-    const placed = new Set<string>();
-    let remaining = cohorts;
-    while (remaining.length) {
-      const ready = remaining.filter((c) => !c.parent || placed.has(c.parent.id));
-      if (!ready.length) throw new Error('cohort parents form a cycle');
-      for (const cohort of ready) {
-        core.upsertCohort(cohortSpec(cohort, cohort.parent?.name ?? null));
-        placed.add(cohort.id);
-      }
-      remaining = remaining.filter((c) => !placed.has(c.id));
-    }
-    for (const node of nodes) core.upsertNode(nodeSpec(node, node.pool.name, node.flavor.name, node.pool.dedicatedTenant?.id ?? null));
-    if (withJobs) this.queueIds.clear();
-    for (const queue of queues) {
-      core.upsertQueue(queueSpec(queue, queue.cohort?.name ?? null));
-      if (withJobs) this.queueIds.set(queue.name, queue.id);
-    }
-    if (!withJobs) return core;
-    const live = await em.find(Job, { state: { $in: ['PENDING', 'ADMITTED', 'RUNNING'] } }, { orderBy: { submitTime: 'asc', id: 'asc' }, populate: ['queue'] });
-    const restored: RestoredAdmission[] = [];
-    for (const job of live) if (job.state !== 'PENDING' && job.admission) restored.push({ job: jobSpec(job, job.queue.name), admission: job.admission });
-    core.restore(restored);
-    for (const job of live) {
-      if (job.state !== 'PENDING') continue;
-      try {
-        core.submit(jobSpec(job, job.queue.name));
-      } catch (error) {
-        this.options.logError(error);
-      }
-    }
-    return core;
-  }
-
-  private scheduleFollowerRebuild(): void {
+  private scheduleFollowerRebuild(afterMs: number): void {
     if (this.followerRebuildTimer || this.stopped) return;
     this.followerRebuildTimer = setTimeout(() => {
       this.followerRebuildTimer = null;
-      void this.rebuild().catch((error) => this.options.logError(error));
-    }, 50);
+      if (this.leader || this.stopped) return;
+      this.rebuildAsFollower().catch((error) => {
+        // The database is down: keep the last read model and try again.
+        this.options.logError(error);
+        setTimeout(() => this.scheduleFollowerRebuild(0), this.options.recoveryRetryMs ?? 1000).unref();
+      });
+    }, afterMs);
+    this.followerRebuildTimer.unref();
   }
 
   /** Leader: bring the core in line with the database (jobs written while a wake-up was lost). */
-  private async resync(): Promise<void> {
-    const em = this.systemEm();
-    const pending = await em.find(Job, { state: 'PENDING' }, { populate: ['queue'], orderBy: { submitTime: 'asc' } });
-    for (const job of pending) {
-      if (!this.knows(job.id)) this.core.submit(jobSpec(job, job.queue.name));
-    }
-    await this.dispatchOutbox();
+  private async resync(term: number): Promise<void> {
+    if (!this.current(term) || this.paused) return;
+    const pending = await this.systemEm().find(Job, { state: 'PENDING' }, { populate: ['queue'], orderBy: { submitTime: 'asc' } });
+    if (!this.current(term)) return;
+    for (const job of pending) if (!this.knows(job.id)) this.core.submit(jobSpec(job, job.queue.name));
+    await this.outbox.dispatch();
     this.announceWindowChanges();
     // Time windows open and close with the clock, not with events: a periodic cycle lets
     // a closed window's excess become reclaimable and an opened one's quota be used.
     this.wake();
   }
-
-  /** Queue name → index of its open time window (null: base quotas), as last announced. */
-  private readonly announcedWindows = new Map<string, number | null>();
 
   private announceWindowChanges(): void {
     const at = this.options.now();
@@ -328,244 +466,61 @@ export class SchedulerService {
 
   private async reconcileBackend(): Promise<void> {
     const running = new Set(await this.options.backend.running());
-    const em = this.systemEm();
-    const jobs = await em.find(Job, { state: { $in: ['ADMITTED', 'RUNNING'] } }, { populate: ['queue'] });
-    for (const job of jobs) {
-      if (!running.has(job.id) && job.admission) await this.startOnBackend(job);
-    }
+    const jobs = await this.systemEm().find(Job, { state: { $in: ['ADMITTED', 'RUNNING'] } }, { populate: ['queue'] });
+    for (const job of jobs) if (!running.has(job.id) && job.admission) await this.outbox.startOnBackend(job);
   }
 
   // ─── the cycle ───
 
-  private async runCycle(): Promise<void> {
-    if (!this.leader || this.stopped) return;
+  private async runCycle(term: number): Promise<void> {
+    if (!this.current(term) || this.paused) return;
     const result = this.core.cycle();
     this.announceWindowChanges();
-    if (result.admitted.length === 0 && result.preempted.length === 0) return;
-    try {
-      const skipped = await this.persist(result);
-      // Jobs cancelled while the cycle ran: give back what the core reserved for them.
-      for (const jobId of skipped) if (this.knows(jobId)) this.core.cancel(jobId);
-      if (skipped.length) this.wake();
-    } catch (error) {
-      this.options.logError(error);
-      await this.rebuild(); // the database is the truth: forget decisions that were not stored
-      this.wake();
-      return;
-    }
+    if (result.admitted.length === 0 && result.preempted.length === 0) return this.stateChanged();
+    // On failure the core is ahead of the database: failed() pauses until a rebuild (or demotes).
+    const skipped = await persistCycle(this.writer(), this.core, result);
+    if (!this.current(term)) return;
+    // Jobs cancelled while the cycle ran: give back what the core reserved for them.
+    for (const jobId of skipped) if (this.knows(jobId)) this.core.cancel(jobId);
     this.options.events.publish('scheduler-state', { at: result.at });
     this.stateChanged();
-    await this.dispatchOutbox();
+    await this.outbox.dispatch();
     // Admissions may free a StrictFIFO queue or leave room for the next head.
     this.wake();
   }
 
-  /**
-   * One transaction: job rows, job events, outbox rows. Returns jobs the core admitted
-   * that the database no longer has pending (cancelled meanwhile).
-   *
-   * Within one cycle the core may admit a job and then preempt it, or preempt a running
-   * job and admit it again elsewhere; so each job is written as the core holds it at the
-   * end of the cycle, not by replaying the two lists one after the other.
-   */
-  private async persist(result: CycleResult): Promise<string[]> {
-    const skipped: string[] = [];
-    const preemptionOf = new Map(result.preempted.map((p) => [p.victimId, p]));
-    await this.systemEm().transactional(async (em) => {
-      const ids = [...new Set([...result.preempted.map((p) => p.victimId), ...result.admitted.map((a) => a.jobId), ...result.preempted.map((p) => p.preemptorId)])];
-      const jobs = new Map(
-        (await em.find(Job, { id: { $in: ids } }, { populate: ['queue'], lockMode: this.isPostgres() ? LockMode.PESSIMISTIC_WRITE : undefined })).map((j) => [j.id, j]),
-      );
-      const at = new Date(result.at);
-      const touched = [...new Set([...result.preempted.map((p) => p.victimId), ...result.admitted.map((a) => a.jobId)])];
-      for (const id of touched) {
-        const job = jobs.get(id);
-        const final = this.core.jobState(id) === 'admitted' ? this.core.admissionOf(id) : undefined;
-        const wasLive = job?.state === 'ADMITTED' || job?.state === 'RUNNING';
-        if (!job || (!wasLive && job.state !== 'PENDING')) {
-          // Gone from the database's point of view (cancelled, finished): release it in the core.
-          if (final) skipped.push(id);
-          continue;
-        }
-        const preemption = preemptionOf.get(id);
-        const movedAway = wasLive && (!final || final.at !== job.admission?.at);
-        if (movedAway && preemption) {
-          const preemptor = jobs.get(preemption.preemptorId);
-          job.state = 'PENDING';
-          job.admission = null;
-          job.admittedAt = null;
-          job.startedAt = null;
-          job.preemptionCount += 1;
-          this.jobEvent(em, job, 'PREEMPTED', at, preemption.reason, `Preempted (${preemption.reason}) to make room for another job`, { preemptorJobId: preemption.preemptorId });
-          this.outbox(em, 'job.preempted', {
-            jobId: job.id,
-            tenantId: job.tenant.id,
-            queueId: job.queue.id,
-            reason: preemption.reason,
-            preemptorJobId: preemption.preemptorId,
-            preemptorTenantId: preemptor?.tenant.id ?? null,
-            preemptorQueueId: preemptor?.queue.id ?? null,
-            at: result.at,
-          });
-        }
-        if (final && job.state === 'PENDING') {
-          job.state = 'ADMITTED';
-          job.admission = final;
-          job.admittedAt = at;
-          this.jobEvent(em, job, 'ADMITTED', at, final.mode, final.borrowed ? 'Admitted, borrowing quota from its cohort' : 'Admitted within its quota', { placements: final.podSets });
-          this.outbox(em, 'job.admitted', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, borrowed: final.borrowed, at: result.at });
-        }
-      }
-      await em.flush();
-    });
-    return skipped;
-  }
-
-  /** Row locks where the database has them; SQLite serialises writers anyway. */
-  private isPostgres(): boolean {
-    return this.options.dialect === 'postgresql';
-  }
-
-  private jobEvent(em: EntityManager, job: Job, type: JobEventType, at: Date, reason: string | null, message: string, data: Record<string, unknown> | null = null) {
-    em.create(JobEvent, { job, tenant: job.tenant, type, reason, message, data, at });
-  }
-
-  private outbox(em: EntityManager, kind: OutboxKind, payload: Record<string, unknown>) {
-    em.create(OutboxEntry, { kind, payload, performedAt: null });
-  }
-
-  // ─── performing the outbox ───
-
-  /** Performs every outbox row not yet performed, oldest first. Backend calls are idempotent. */
-  async dispatchOutbox(): Promise<void> {
-    const em = this.systemEm();
-    const entries = await em.find(OutboxEntry, { performedAt: null }, { orderBy: { id: 'asc' }, limit: 1000 });
-    for (const entry of entries) {
-      try {
-        await this.perform(entry.kind as OutboxKind, entry.payload);
-        entry.performedAt = new Date(this.options.now());
-      } catch (error) {
-        // Left for the next dispatch (a backend that is briefly unavailable).
-        this.options.logError(error);
-        break;
-      }
-    }
-    await em.flush();
-  }
-
-  private async perform(kind: OutboxKind, payload: Record<string, unknown>): Promise<void> {
-    const jobId = String(payload.jobId);
-    const at = Number(payload.at);
-    const { events } = this.options;
-    switch (kind) {
-      case 'job.admitted': {
-        const job = await this.systemEm().findOne(Job, { id: jobId }, { populate: ['queue'] });
-        if (job && (job.state === 'ADMITTED' || job.state === 'RUNNING')) await this.startOnBackend(job);
-        this.publishJob(jobId, 'ADMITTED', at);
-        events.publish('tenant-event', String(payload.tenantId), { kind: 'ADMITTED', jobId, queueId: String(payload.queueId), at, borrowed: Boolean(payload.borrowed) });
-        events.publish('queue-updated', String(payload.queueId), { queueId: String(payload.queueId), at });
-        return;
-      }
-      case 'job.preempted': {
-        await this.options.backend.suspend(jobId, String(payload.reason));
-        this.utilization.delete(jobId);
-        this.publishJob(jobId, 'PENDING', at);
-        const sameTenant = payload.preemptorTenantId === payload.tenantId;
-        events.publish('tenant-event', String(payload.tenantId), {
-          kind: 'PREEMPTED',
-          jobId,
-          queueId: String(payload.queueId),
-          at,
-          reason: String(payload.reason),
-          preemptorJobId: sameTenant ? String(payload.preemptorJobId) : null,
-        });
-        events.publish('queue-updated', String(payload.queueId), { queueId: String(payload.queueId), at });
-        if (payload.preemptorQueueId && payload.preemptorQueueId !== payload.queueId) {
-          events.publish('queue-updated', String(payload.preemptorQueueId), { queueId: String(payload.preemptorQueueId), at });
-        }
-        return;
-      }
-      case 'job.cancelled':
-        await this.options.backend.cancel(jobId);
-        this.utilization.delete(jobId);
-        this.publishJob(jobId, 'CANCELLED', at);
-        events.publish('queue-updated', String(payload.queueId), { queueId: String(payload.queueId), at });
-        return;
-      case 'job.started':
-        this.publishJob(jobId, 'RUNNING', at);
-        return;
-      case 'job.finished':
-        this.utilization.delete(jobId);
-        this.publishJob(jobId, payload.state as JobStateName, at);
-        events.publish('queue-updated', String(payload.queueId), { queueId: String(payload.queueId), at });
-        return;
-    }
-  }
-
-  private publishJob(jobId: string, state: JobStateName, at: number) {
-    this.options.events.publish('job-updated', jobId, { jobId, state, at });
-  }
-
-  private async startOnBackend(job: Job): Promise<void> {
-    await this.options.backend.start({
-      jobId: job.id,
-      tenant: job.tenant.id,
-      queue: job.queue.name,
-      name: job.name,
-      podSets: job.podSets,
-      admission: job.admission!,
-      expectedDurationMs: job.expectedDurationMs ?? undefined,
-      maxRunMs: job.maxRunMs ?? undefined,
-      workload: job.workload ?? undefined,
-    });
-  }
-
   // ─── what the backend reports ───
 
-  private async onBackendEvent(event: BackendEvent): Promise<void> {
+  private onBackendEvent(event: BackendEvent): void {
     if (!this.leader) return;
     if (event.type === 'utilization') {
       this.utilization.set(event.jobId, event.gpuUtilization);
       return;
     }
-    const at = new Date(event.at);
-    let finished = false;
-    await this.systemEm().transactional(async (em) => {
-      const job = await em.findOne(Job, { id: event.jobId }, { populate: ['queue'], lockMode: this.isPostgres() ? LockMode.PESSIMISTIC_WRITE : undefined });
-      // Reports about a run that was since preempted or cancelled are stale.
-      if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) return;
-      if (event.type === 'started') {
-        if (job.state !== 'ADMITTED') return;
-        job.state = 'RUNNING';
-        job.startedAt = at;
-        this.jobEvent(em, job, 'STARTED', at, null, 'Running on the backend');
-        this.outbox(em, 'job.started', { jobId: job.id, queueId: job.queue.id, at: event.at });
-      } else {
-        const state = event.type === 'succeeded' ? 'SUCCEEDED' : 'FAILED';
-        job.state = state;
-        job.finishedAt = at;
-        job.exitReason = event.type === 'failed' ? event.reason.slice(0, 500) : null;
-        this.jobEvent(em, job, state, at, event.type === 'failed' ? 'BackendFailure' : null, event.type === 'failed' ? event.reason : 'Completed');
-        this.outbox(em, 'job.finished', { jobId: job.id, queueId: job.queue.id, state, at: event.at });
-        finished = true;
+    const term = this.term;
+    this.run(async () => {
+      if (!this.current(term)) return;
+      if (this.paused) return void this.unwritten.push(event);
+      try {
+        await this.writeBackendEvent(event, term);
+      } catch (error) {
+        // Written again after recovery (a repeated report changes nothing: states are checked).
+        if (!(error instanceof StaleLeaderError)) this.unwritten.push(event);
+        throw error;
       }
-      await em.flush();
-    });
-    if (finished && this.knows(event.jobId)) {
-      this.core.finish(event.jobId);
-      this.stateChanged();
-    }
-    await this.dispatchOutbox();
-    if (finished) {
-      this.options.events.publish('scheduler-state', { at: event.at });
-      this.wake();
-    }
+    }, term);
   }
 
-  // ─── helpers for the graph ───
-
-  queueIdOf(name: string): string | undefined {
-    return this.queueIds.get(name);
+  private async writeBackendEvent(event: Writable, term: number): Promise<void> {
+    const { finished } = await applyBackendEvent(this.writer(), event);
+    if (!this.current(term)) return;
+    if (finished && this.knows(event.jobId)) this.core.finish(event.jobId);
+    await this.outbox.dispatch();
+    if (finished) {
+      this.options.events.publish('scheduler-state', { at: event.at });
+      this.stateChanged();
+      this.wake();
+    }
   }
 
   private listen<K extends 'scheduler-input' | 'scheduler-state'>(topic: K, handler: (payload: never) => void) {
@@ -581,7 +536,7 @@ export class SchedulerService {
           this.options.logError(error);
         }
       }
-    })();
+    })().catch((error) => this.options.logError(error));
     this.unsubscribers.push(() => {
       active = false;
       void iterator.return?.();

@@ -1,0 +1,37 @@
+import { LockMode } from '@mikro-orm/core';
+import type { BackendEvent } from '../../core/ports.js';
+import { Job } from '../../persistence/scheduling-entities.js';
+import type { FencedWriter } from './cycle-writer.js';
+import { recordJobEvent, recordOutbox } from './outbox.js';
+
+/**
+ * Writes what the backend reported about a run (started, succeeded, failed) in one fenced
+ * transaction. Returns whether the job finished (its quota and GPUs are free again).
+ * Reports about a run that was since preempted or cancelled are stale and change nothing.
+ */
+export async function applyBackendEvent(writer: FencedWriter, event: Exclude<BackendEvent, { type: 'utilization' }>): Promise<{ finished: boolean }> {
+  const at = new Date(event.at);
+  let finished = false;
+  await writer.em.transactional(async (em) => {
+    await writer.epochs.assertCurrent(em, writer.epoch);
+    const job = await em.findOne(Job, { id: event.jobId }, { populate: ['queue'], lockMode: writer.dialect === 'postgresql' ? LockMode.PESSIMISTIC_WRITE : undefined });
+    if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) return;
+    if (event.type === 'started') {
+      if (job.state !== 'ADMITTED') return;
+      job.state = 'RUNNING';
+      job.startedAt = at;
+      recordJobEvent(em, job, 'STARTED', at, null, 'Running on the backend');
+      recordOutbox(em, 'job.started', { jobId: job.id, queueId: job.queue.id, at: event.at });
+    } else {
+      const state = event.type === 'succeeded' ? 'SUCCEEDED' : 'FAILED';
+      job.state = state;
+      job.finishedAt = at;
+      job.exitReason = event.type === 'failed' ? event.reason.slice(0, 500) : null;
+      recordJobEvent(em, job, state, at, event.type === 'failed' ? 'BackendFailure' : null, event.type === 'failed' ? event.reason : 'Completed');
+      recordOutbox(em, 'job.finished', { jobId: job.id, queueId: job.queue.id, state, at: event.at });
+      finished = true;
+    }
+    await em.flush();
+  });
+  return { finished };
+}

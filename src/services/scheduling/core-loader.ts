@@ -1,0 +1,107 @@
+import { LockMode, type EntityManager } from '@mikro-orm/core';
+import { Scheduler } from '../../core/scheduler.js';
+import type { RestoredAdmission } from '../../core/types.js';
+import { ClusterNode, Cohort, Flavor, Job, PriorityClassRow, Queue } from '../../persistence/scheduling-entities.js';
+import type { FencedWriter } from './cycle-writer.js';
+import { recordJobEvent, recordOutbox } from './outbox.js';
+import { findDoubleBookings, type DoubleBooking } from './restore-check.js';
+import { cohortSpec, flavorSpec, jobSpec, nodeSpec, priorityClass, queueSpec } from './specs.js';
+
+export interface CoreLoaderOptions {
+  now: () => number;
+  placement: 'best-fit' | 'fragmentation-aware';
+  logError: (error: unknown) => void;
+}
+
+export interface LoadedCore {
+  core: Scheduler;
+  /** Queue name → queue id. */
+  queueIds: Map<string, string>;
+  /** Stored admissions left out because an earlier one holds their GPUs (loaded as pending). */
+  doubleBooked: DoubleBooking[];
+}
+
+/**
+ * Builds a scheduler core from the database. With jobs: admitted ones are restored where
+ * they were placed — except an admission that shares a GPU with an earlier one, which is
+ * loaded as pending and returned in `doubleBooked` — and pending ones re-queued with their
+ * original submit time. Without jobs: a scratch core with the stored configuration only.
+ */
+export async function loadCore(em: EntityManager, options: CoreLoaderOptions, withJobs: boolean): Promise<LoadedCore> {
+  const [flavors, cohorts, nodes, queues, classes] = await Promise.all([
+    em.find(Flavor, {}, { orderBy: { id: 'asc' } }),
+    em.find(Cohort, {}, { orderBy: { id: 'asc' }, populate: ['parent'] }),
+    em.find(ClusterNode, {}, { orderBy: { id: 'asc' }, populate: ['pool', 'flavor'] }),
+    em.find(Queue, {}, { orderBy: { id: 'asc' }, populate: ['cohort'] }),
+    em.find(PriorityClassRow, {}, { orderBy: { value: 'desc' } }),
+  ]);
+  const core = new Scheduler({
+    clock: { now: options.now },
+    placement: options.placement,
+    fairSharing: { enabled: true },
+    priorityClasses: classes.length ? classes.map(priorityClass) : undefined,
+  });
+  for (const flavor of flavors) core.upsertFlavor(flavorSpec(flavor));
+  // Parents before children.
+  const placed = new Set<string>();
+  let remaining = cohorts;
+  while (remaining.length) {
+    const ready = remaining.filter((c) => !c.parent || placed.has(c.parent.id));
+    if (!ready.length) throw new Error('cohort parents form a cycle');
+    for (const cohort of ready) {
+      core.upsertCohort(cohortSpec(cohort, cohort.parent?.name ?? null));
+      placed.add(cohort.id);
+    }
+    remaining = remaining.filter((c) => !placed.has(c.id));
+  }
+  for (const node of nodes) core.upsertNode(nodeSpec(node, node.pool.name, node.flavor.name, node.pool.dedicatedTenant?.id ?? null));
+  const queueIds = new Map<string, string>();
+  for (const queue of queues) {
+    core.upsertQueue(queueSpec(queue, queue.cohort?.name ?? null));
+    queueIds.set(queue.name, queue.id);
+  }
+  if (!withJobs) return { core, queueIds, doubleBooked: [] };
+
+  const live = await em.find(Job, { state: { $in: ['PENDING', 'ADMITTED', 'RUNNING'] } }, { orderBy: { submitTime: 'asc', id: 'asc' }, populate: ['queue'] });
+  const stored: RestoredAdmission[] = [];
+  for (const job of live) if (job.state !== 'PENDING' && job.admission) stored.push({ job: jobSpec(job, job.queue.name), admission: job.admission });
+  const { load, conflicts } = findDoubleBookings(stored, flavors.map(flavorSpec));
+  core.restore(load);
+  const requeued = new Set(conflicts.map((c) => c.jobId));
+  for (const job of live) {
+    if (job.state !== 'PENDING' && !requeued.has(job.id)) continue;
+    try {
+      core.submit(jobSpec(job, job.queue.name));
+    } catch (error) {
+      options.logError(error);
+    }
+  }
+  return { core, queueIds, doubleBooked: conflicts };
+}
+
+/**
+ * Puts double-booked admissions back to pending in the database (fenced, one transaction):
+ * a PREEMPTED job event saying why, and an outbox row that suspends the run on the backend.
+ * Returns the jobs actually requeued (one finished or cancelled meanwhile is left alone).
+ */
+export async function requeueDoubleBooked(writer: FencedWriter, conflicts: DoubleBooking[], now: number): Promise<string[]> {
+  if (!conflicts.length) return [];
+  const requeued: string[] = [];
+  await writer.em.transactional(async (em) => {
+    await writer.epochs.assertCurrent(em, writer.epoch);
+    const at = new Date(now);
+    for (const conflict of conflicts) {
+      const job = await em.findOne(Job, { id: conflict.jobId }, { populate: ['queue'], lockMode: writer.dialect === 'postgresql' ? LockMode.PESSIMISTIC_WRITE : undefined });
+      if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) continue;
+      job.state = 'PENDING';
+      job.admission = null;
+      job.admittedAt = null;
+      job.startedAt = null;
+      recordJobEvent(em, job, 'PREEMPTED', at, 'DoubleBooked', 'Returned to the queue: its admission shared GPUs with an earlier admission', { gpus: conflict.gpus });
+      recordOutbox(em, 'job.requeued', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, reason: 'DoubleBooked', at: now, epoch: writer.epoch });
+      requeued.push(job.id);
+    }
+    await em.flush();
+  });
+  return requeued;
+}

@@ -1,0 +1,126 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/core';
+import type { ExecutionBackend } from '../../core/ports.js';
+import type { EventBus, JobStateName } from '../../events/bus.js';
+import { systemEntityManager } from '../../persistence/entities.js';
+import { Job, JobEvent, OutboxEntry, type JobEventType } from '../../persistence/scheduling-entities.js';
+
+export type OutboxKind = 'job.admitted' | 'job.preempted' | 'job.requeued' | 'job.cancelled' | 'job.started' | 'job.finished';
+
+/** Writes a job event in the caller's transaction. */
+export function recordJobEvent(em: EntityManager, job: Job, type: JobEventType, at: Date, reason: string | null, message: string, data: Record<string, unknown> | null = null): void {
+  em.create(JobEvent, { job, tenant: job.tenant, type, reason, message, data, at });
+}
+
+/** Writes a side effect to perform after the caller's transaction commits. */
+export function recordOutbox(em: EntityManager, kind: OutboxKind, payload: Record<string, unknown>): void {
+  em.create(OutboxEntry, { kind, payload, performedAt: null });
+}
+
+export interface OutboxOptions {
+  orm: MikroORM;
+  backend: ExecutionBackend;
+  events: EventBus;
+  now: () => number;
+  logError: (error: unknown) => void;
+  /** Last reported GPU utilization per running job; performing a stop forgets it. */
+  utilization: Map<string, number>;
+}
+
+/**
+ * Performs the outbox: each row written with a scheduling decision becomes its backend call
+ * and published events, then is marked performed. After a crash or a takeover the rows not
+ * yet performed are performed again (backend calls are idempotent).
+ */
+export class OutboxDispatcher {
+  constructor(private readonly options: OutboxOptions) {}
+
+  /** Performs every outbox row not yet performed, oldest first. */
+  async dispatch(): Promise<void> {
+    const em = systemEntityManager(this.options.orm);
+    const entries = await em.find(OutboxEntry, { performedAt: null }, { orderBy: { id: 'asc' }, limit: 1000 });
+    for (const entry of entries) {
+      try {
+        await this.perform(entry.kind as OutboxKind, entry.payload);
+        entry.performedAt = new Date(this.options.now());
+      } catch (error) {
+        // Left for the next dispatch (a backend that is briefly unavailable).
+        this.options.logError(error);
+        break;
+      }
+    }
+    await em.flush();
+  }
+
+  async startOnBackend(job: Job): Promise<void> {
+    await this.options.backend.start({
+      jobId: job.id,
+      tenant: job.tenant.id,
+      queue: job.queue.name,
+      name: job.name,
+      podSets: job.podSets,
+      admission: job.admission!,
+      expectedDurationMs: job.expectedDurationMs ?? undefined,
+      maxRunMs: job.maxRunMs ?? undefined,
+      workload: job.workload ?? undefined,
+    });
+  }
+
+  private async perform(kind: OutboxKind, payload: Record<string, unknown>): Promise<void> {
+    const jobId = String(payload.jobId);
+    const at = Number(payload.at);
+    const { events, utilization } = this.options;
+    const queueUpdated = (queueId: unknown) => events.publish('queue-updated', String(queueId), { queueId: String(queueId), at });
+    switch (kind) {
+      case 'job.admitted': {
+        const job = await systemEntityManager(this.options.orm).findOne(Job, { id: jobId }, { populate: ['queue'] });
+        if (job && (job.state === 'ADMITTED' || job.state === 'RUNNING')) await this.startOnBackend(job);
+        this.publishJob(jobId, 'ADMITTED', at);
+        events.publish('tenant-event', String(payload.tenantId), { kind: 'ADMITTED', jobId, queueId: String(payload.queueId), at, borrowed: Boolean(payload.borrowed) });
+        queueUpdated(payload.queueId);
+        return;
+      }
+      case 'job.preempted': {
+        await this.options.backend.suspend(jobId, String(payload.reason));
+        utilization.delete(jobId);
+        this.publishJob(jobId, 'PENDING', at);
+        const sameTenant = payload.preemptorTenantId === payload.tenantId;
+        events.publish('tenant-event', String(payload.tenantId), {
+          kind: 'PREEMPTED',
+          jobId,
+          queueId: String(payload.queueId),
+          at,
+          reason: String(payload.reason),
+          preemptorJobId: sameTenant ? String(payload.preemptorJobId) : null,
+        });
+        queueUpdated(payload.queueId);
+        if (payload.preemptorQueueId && payload.preemptorQueueId !== payload.queueId) queueUpdated(payload.preemptorQueueId);
+        return;
+      }
+      case 'job.requeued':
+        // Put back to pending by the restore check (a double-booked admission): stop it.
+        await this.options.backend.suspend(jobId, String(payload.reason));
+        utilization.delete(jobId);
+        this.publishJob(jobId, 'PENDING', at);
+        queueUpdated(payload.queueId);
+        return;
+      case 'job.cancelled':
+        await this.options.backend.cancel(jobId);
+        utilization.delete(jobId);
+        this.publishJob(jobId, 'CANCELLED', at);
+        queueUpdated(payload.queueId);
+        return;
+      case 'job.started':
+        this.publishJob(jobId, 'RUNNING', at);
+        return;
+      case 'job.finished':
+        utilization.delete(jobId);
+        this.publishJob(jobId, payload.state as JobStateName, at);
+        queueUpdated(payload.queueId);
+        return;
+    }
+  }
+
+  private publishJob(jobId: string, state: JobStateName, at: number) {
+    this.options.events.publish('job-updated', jobId, { jobId, state, at });
+  }
+}
