@@ -9,6 +9,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    // Under CI=true: PostgreSQL and Redis must be configured and answering, or the run fails.
+    globalSetup: ['test/helpers/ci-services.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, dialectsUnderTest, type Dialect, type TestDatabase } from './helpers/database.js';
+import { afterAll, expect, it } from 'vitest';
+import { createTestDatabase, describeEachDialect, type Dialect, type TestDatabase } from './helpers/database.js';
 import { gql, gqlData, killAllServers, startServer, tokenOf, waitFor, type ServerProcess } from './helpers/process.js';
 import type { DemoCredential } from '../src/server/demo.js';
 
@@ -122,7 +122,7 @@ afterAll(async () => {
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describe.each(dialectsUnderTest)('crash recovery on %s: SIGKILL in the middle of a submit burst', (dialect: Dialect) => {
+describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (dialect: Dialect) => {
   let db: TestDatabase;
   let dataDir: string;
   let env: Record<string, string | undefined>;

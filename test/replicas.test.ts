@@ -5,8 +5,8 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './helpers/database.js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createTestDatabase, describeNeeding, type TestDatabase } from './helpers/database.js';
 import { gql, gqlData, killAllServers, startServer, tokenOf, waitFor, type ServerProcess } from './helpers/process.js';
 import type { DemoCredential } from '../src/server/demo.js';
 
@@ -16,13 +16,7 @@ import type { DemoCredential } from '../src/server/demo.js';
  * other caused, and when the leader dies the other takes over.
  */
 
-const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
 const TEST_REDIS_URL = process.env.TEST_REDIS_URL;
-
-it('CI runs the replica tests (TEST_DATABASE_URL and TEST_REDIS_URL are set there)', () => {
-  if (process.env.CI) expect(TEST_DATABASE_URL && TEST_REDIS_URL, 'CI must set TEST_DATABASE_URL and TEST_REDIS_URL').toBeTruthy();
-  else if (!TEST_DATABASE_URL || !TEST_REDIS_URL) console.warn('[replicas] skipped: set TEST_DATABASE_URL and TEST_REDIS_URL to run the two-replica tests');
-});
 
 // Fairway's scheduler lock (leadership.ts): key 0x46616972776179 ("Fairway"). pg_locks shows
 // a bigint advisory key as classid = high 32 bits, objid = low 32 bits, objsubid = 1.
@@ -32,7 +26,7 @@ const LOCK_OBJID = 0x72776179;
 const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`;
 const rawId = (globalId: string) => Buffer.from(globalId, 'base64').toString('utf8').replace(/^Job:/, '');
 
-describe.skipIf(!TEST_DATABASE_URL || !TEST_REDIS_URL)('two replicas on one PostgreSQL with Redis', () => {
+describeNeeding(['postgresql', 'redis'], 'two replicas on one PostgreSQL with Redis', () => {
   const run = randomBytes(4).toString('hex');
   const appName = { A: `fairway-replica-a-${run}`, B: `fairway-replica-b-${run}` };
   let db: TestDatabase;

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { describe, it } from 'vitest';
 import { MikroORM } from '@mikro-orm/core';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import type { DatabaseConfig } from '../../src/config.js';
@@ -10,6 +11,41 @@ export type Dialect = 'sqlite' | 'postgresql';
 
 /** SQLite always; PostgreSQL too when TEST_DATABASE_URL is set (.ci/run sets it). */
 export const dialectsUnderTest: Dialect[] = process.env.TEST_DATABASE_URL ? ['sqlite', 'postgresql'] : ['sqlite'];
+
+/** The services a suite can need, and the variable that points at each. */
+export type TestService = 'postgresql' | 'redis';
+const serviceVariable: Record<TestService, string> = { postgresql: 'TEST_DATABASE_URL', redis: 'TEST_REDIS_URL' };
+
+/** The URL of a test service, or undefined when its variable is unset. */
+export function serviceUrl(service: TestService): string | undefined {
+  return process.env[serviceVariable[service]] || undefined;
+}
+
+/**
+ * A suite that needs PostgreSQL and/or Redis. When a variable is missing the suite never
+ * silently vanishes: outside CI it is skipped with the reason in its name (vitest counts
+ * it as skipped); with CI=true it is a failing test, so a CI run without the services is red.
+ */
+export function describeNeeding(needs: TestService[], name: string, body: () => void): void {
+  const missing = needs.filter((s) => !serviceUrl(s)).map((s) => serviceVariable[s]);
+  if (!missing.length) {
+    describe(name, body);
+  } else if (process.env.CI) {
+    describe(name, () => {
+      it(`needs ${missing.join(' and ')} (CI=true: a missing service fails the run)`, () => {
+        throw new Error(`${missing.join(' and ')} not set: CI must provide ${needs.join(' and ')}`);
+      });
+    });
+  } else {
+    describe.skip(`${name} [skipped: set ${missing.join(' and ')} to run it]`, body);
+  }
+}
+
+/** The same suite on SQLite and on PostgreSQL; the PostgreSQL one follows `describeNeeding`. */
+export function describeEachDialect(name: string, body: (dialect: Dialect) => void): void {
+  describe(`${name} (sqlite)`, () => body('sqlite'));
+  describeNeeding(['postgresql'], `${name} (postgresql)`, () => body('postgresql'));
+}
 
 export interface TestDatabase {
   database: DatabaseConfig;
