@@ -1200,20 +1200,30 @@ export class Scheduler {
       this.rollback(m);
       return ok;
     };
-    const own = cands.filter((c) => !c.other);
-    let victims: JobState[] | null = null;
     // Candidates the searches actually took (they passed every rule): what a failed job can count on later.
     const taken = new Set<JobState>();
-    if (own.length === cands.length) victims = this.minimalSet(job, request, need, own, true, fits, taken);
-    else if (this.fairSharing) {
+    const search = (ordered: Candidate[]): JobState[] | null => {
+      const own = ordered.filter((c) => !c.other);
+      if (own.length === ordered.length) return this.minimalSet(job, request, need, own, true, fits, taken);
       // Fair sharing decides between queues by share (see fairShareAllows), so borrowing is allowed.
-      victims = this.minimalSet(job, request, need, cands, true, fits, taken);
-    } else if (q.borrowPolicy === 'LowerPriority') {
-      const cs = underNominal ? cands.filter((c) => !c.other || c.reclaimOk || c.borrowOk) : cands.filter((c) => !c.other || c.borrowOk);
-      victims = this.minimalSet(job, request, need, cs, true, fits, taken);
-    } else {
-      if (underNominal) victims = this.minimalSet(job, request, need, cands.filter((c) => !c.other || c.reclaimOk), false, fits, taken);
-      if (!victims && own.length > 0) victims = this.minimalSet(job, request, need, own, true, fits, taken);
+      if (this.fairSharing) return this.minimalSet(job, request, need, ordered, true, fits, taken);
+      if (q.borrowPolicy === 'LowerPriority') {
+        const cs = underNominal ? ordered.filter((c) => !c.other || c.reclaimOk || c.borrowOk) : ordered.filter((c) => !c.other || c.borrowOk);
+        return this.minimalSet(job, request, need, cs, true, fits, taken);
+      }
+      let found: JobState[] | null = null;
+      if (underNominal) found = this.minimalSet(job, request, need, ordered.filter((c) => !c.other || c.reclaimOk), false, fits, taken);
+      if (!found && own.length > 0) found = this.minimalSet(job, request, need, own, true, fits, taken);
+      return found;
+    };
+    let victims = search(cands);
+    // The policy order can free enough quota on the wrong nodes (scattered GPUs, no node with room
+    // for a pod) and then run out of candidates (a queue is not pushed below its nominal). Retry with
+    // the candidates grouped by the nodes that can most cheaply make room for the pods; the same
+    // take-until-it-fits and walk-back keeps the set minimal for quota and placement both.
+    if (!victims) {
+      const byNode = this.placementOrder(job, choice, cands);
+      if (byNode) victims = search(byNode);
     }
     if (!victims) {
       job.releasable = new Map([...request.keys()].map((f) => [f, [0, 0, 0]]));
@@ -1234,6 +1244,40 @@ export class Scheduler {
     const preemptorBorrows = [...request].some(([f, vec]) => vec.some((v, r) => (v as number) > 0 && this.overNominal(q, f, r)));
     const withReasons = victims.map((v) => ({ job: v, reason: this.preemptionReason(job, v, preemptorBorrows) }));
     return this.planFrom(job, parts, request, withReasons);
+  }
+
+  /**
+   * Candidates regrouped by node: nodes of the chosen flavors where freeing the candidates could
+   * hold a pod first, then those with the most free GPU already (least to evict), then the fewest
+   * candidate GPUs, then name; within a node the policy order stays. Null if it changes nothing.
+   */
+  private placementOrder(job: JobState, choice: string[], cands: Candidate[]): Candidate[] | null {
+    const podGpu = new Map<string, number>(); // per chosen flavor: the smallest GPU pod shape
+    job.podSets.forEach((ps, i) => {
+      const f = choice[i] as string;
+      if (ps.shape.gpu > 0) podGpu.set(f, Math.min(podGpu.get(f) ?? Number.POSITIVE_INFINITY, ps.shape.gpu));
+    });
+    if (podGpu.size === 0) return null;
+    const eligible = this.eligibleFor(job);
+    const held = new Map<NodeState, number>();
+    for (const c of cands)
+      for (const a of c.job.allocs) {
+        if (!podGpu.has(a.node.flavor.spec.name) || !eligible(a.node)) continue;
+        held.set(a.node, (held.get(a.node) ?? 0) + a.gpuMilli.reduce((x, y) => x + y, 0));
+      }
+    const ranked = [...held.entries()]
+      .map(([n, h]) => ({ n, h, useful: n.freeGpuTotal + h >= (podGpu.get(n.flavor.spec.name) as number) ? 0 : 1 }))
+      .sort((a, b) => a.useful - b.useful || b.n.freeGpuTotal - a.n.freeGpuTotal || a.h - b.h || (a.n.spec.name < b.n.spec.name ? -1 : 1));
+    const out: Candidate[] = [];
+    const seen = new Set<Candidate>();
+    for (const { n } of ranked)
+      for (const c of cands)
+        if (!seen.has(c) && c.job.allocs.some((a) => a.node === n)) {
+          seen.add(c);
+          out.push(c);
+        }
+    for (const c of cands) if (!seen.has(c)) out.push(c);
+    return out.every((c, i) => c === cands[i]) ? null : out;
   }
 
   private usageOf(q: QueueState, f: string, r: number): number {

@@ -182,7 +182,10 @@ export type PendingReasonCode =
   | 'NotYetEvaluated'
   | 'WaitingForQuota'
   | 'ExceedsMaxQuota'
+  /** No eligible node of the job's flavors exists at all (none in the pool, none the tenant may use): waits for nodes to be added. */
   | 'NoFittingNode'
+  /** Quota allows the job, but no set of eligible nodes has room for its pods right now (see `nodeFit`). */
+  | 'NoNodeFits'
   | 'WindowClosed'
   | 'StrictFIFOBlocked'
   | 'WaitingForPreemption';
@@ -204,13 +207,37 @@ export interface QuotaShortfall {
   maxAvailable: number;
 }
 
+/** Free capacity of one flavor against the pods a `NoNodeFits` job needs (flavor units: GPUs, slices or shares). */
+export interface NodeFit {
+  flavor: string;
+  /** The most free units on any single eligible node. */
+  largestFreeGpusOnOneNode: number;
+  /** Free units summed over the eligible nodes. */
+  freeGpus: number;
+  podsNeeded: number;
+  gpusPerPod: number;
+}
+
+/** The job that preempted this one, by id: for the services to render to whoever may see it (never in core messages). */
+export interface PreemptedBy {
+  jobId: string;
+  reason: PreemptionReason;
+}
+
 export interface PendingDecision {
   jobId: string;
   queue: string;
   reason: PendingReasonCode;
+  /** Plain text without any other job's id (ids are in the structured fields below). */
   message: string;
   /** The flavor/resource that blocked the best flavor option, with its numbers. */
   shortfall?: QuotaShortfall;
+  /** `NoNodeFits`: per flavor tried, the free capacity the pods could not use. */
+  nodeFit?: NodeFit[];
+  /** Requeued by a preemption and not admitted since. */
+  preemptedBy?: PreemptedBy;
+  /** `StrictFIFOBlocked`: the id of the queue head it waits behind. */
+  blockedBy?: string;
 }
 
 export interface CycleResult {
@@ -227,16 +254,25 @@ export interface JobExplanation {
   state: 'pending' | 'admitted';
   /** Pending only. */
   reason?: PendingReasonCode;
+  /** Plain text without any other job's id. */
   message?: string;
   shortfall?: QuotaShortfall;
+  nodeFit?: NodeFit[];
+  preemptedBy?: PreemptedBy;
+  blockedBy?: string;
   /** 1-based position among the queue's pending jobs in queue order (priority, then submit time). */
   positionInQueue?: number;
   queuePending?: number;
   /** 1-based position in the cohort tree's admission order (fair share, borrowing and priority included). */
   positionInCohort?: number;
   cohortPending?: number;
-  /** Estimated admission time (ms epoch) from running jobs' expected end times; null if unknown. */
+  /**
+   * Estimated admission time (ms epoch, the backend's clock): a forward simulation of the tree's
+   * running jobs' expected ends and the jobs ahead in admission order (README, "ETA"). Null when
+   * it cannot be known, with `etaUnknownReason`.
+   */
   eta?: number | null;
+  etaUnknownReason?: EtaUnknownReason;
   /** Admitted only. */
   admission?: Admission;
   /** Admitted only: admission time + expectedDurationMs (or maxRunMs), if known. */
@@ -245,6 +281,14 @@ export interface JobExplanation {
   preemptions: number;
   lastPreemption?: Preemption;
 }
+
+/**
+ * Why a pending job has no ETA: `NoDeclaredDuration` — a job it waits for (running, or ahead of it
+ * and admitted first) has no expected duration nor max run time; `TooFarAhead` — beyond the
+ * simulation's bounds (position or steps); `NeverFits` — even when everything with a known end has
+ * ended it does not fit (quota, nodes or gang shape); `StrictFIFOBlocked` — behind a head that never fits.
+ */
+export type EtaUnknownReason = 'NoDeclaredDuration' | 'TooFarAhead' | 'NeverFits' | 'StrictFIFOBlocked';
 
 export interface Preview {
   admissible: boolean;
@@ -255,6 +299,7 @@ export interface Preview {
   reason?: PendingReasonCode;
   message?: string;
   shortfall?: QuotaShortfall;
+  nodeFit?: NodeFit[];
 }
 
 export interface QueueResourceStatus {
