@@ -208,7 +208,14 @@ class NominalBook {
       for (const r of ['gpu', 'cpu', 'memory'] as const) {
         if (need[r] <= 0) continue;
         const lim = quota[r];
-        if (!lim || u[r] + need[r] > lim.nominal + 1e-9) ok = false;
+        // cpu and memory count only where the queue declares them (the core does not
+        // limit an undeclared resource by quota either); GPUs always count: a flavor
+        // without a GPU quota has a nominal of 0 GPUs.
+        if (!lim) {
+          if (r === 'gpu') ok = false;
+          continue;
+        }
+        if (u[r] + need[r] > lim.nominal + 1e-9) ok = false;
       }
       if (ok) return true;
     }
