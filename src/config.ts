@@ -6,6 +6,28 @@ const booleanFlag = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
+/** A duration in milliseconds: long enough to be meaningful, short enough to still fail fast. */
+const millis = (min: number, max: number) =>
+  z.coerce.number().int('must be a whole number of milliseconds').min(min, `must be at least ${min} ms`).max(max, `must be at most ${max} ms`);
+
+/**
+ * How long Fairway waits on its database before it gives up and answers SERVICE_UNAVAILABLE,
+ * so an outage (refused, or packets dropped without an answer) fails requests in seconds
+ * instead of hanging them. See `ormConfig` for how each maps onto the drivers.
+ */
+export interface DatabaseTimeouts {
+  /** Opening a connection (TCP and the PostgreSQL handshake). */
+  connectMs: number;
+  /** Waiting for a pooled connection; on SQLite, waiting for another writer's lock (busy timeout). */
+  acquireMs: number;
+  /** One statement (PostgreSQL `statement_timeout`; the client stops waiting for an answer a little later). */
+  statementMs: number;
+}
+
+export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { connectMs: 3000, acquireMs: 3000, statementMs: 4000 };
+/** `/ready` must answer a probe within a second, even when the database does not. */
+export const DEFAULT_READY_TIMEOUT_MS = 500;
+
 const envSchema = z
   .object({
     NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -21,6 +43,10 @@ const envSchema = z
     FAIRWAY_GRAPHIQL: booleanFlag.optional(),
     FAIRWAY_SIM_TIME_SCALE: z.coerce.number().positive('must be a positive number').max(1_000_000).default(60),
     FAIRWAY_DEMO_TRICKLE: booleanFlag.default(true),
+    FAIRWAY_DB_CONNECT_TIMEOUT_MS: millis(100, 600_000).default(DEFAULT_DATABASE_TIMEOUTS.connectMs),
+    FAIRWAY_DB_ACQUIRE_TIMEOUT_MS: millis(100, 600_000).default(DEFAULT_DATABASE_TIMEOUTS.acquireMs),
+    FAIRWAY_DB_STATEMENT_TIMEOUT_MS: millis(100, 3_600_000).default(DEFAULT_DATABASE_TIMEOUTS.statementMs),
+    FAIRWAY_READY_TIMEOUT_MS: millis(50, 60_000).default(DEFAULT_READY_TIMEOUT_MS),
     OIDC_ISSUER: z.string().url().optional(),
     OIDC_AUDIENCE: z.string().min(1).optional(),
     OIDC_JWKS_URL: z.string().url().optional(),
@@ -60,6 +86,10 @@ export interface FairwayConfig {
   host: string;
   dataDir: string;
   database: DatabaseConfig;
+  /** Default: DEFAULT_DATABASE_TIMEOUTS. */
+  databaseTimeouts?: DatabaseTimeouts;
+  /** How long `/ready` waits for the database before answering 503 (default DEFAULT_READY_TIMEOUT_MS). */
+  readyTimeoutMs?: number;
   redisUrl?: string;
   demo: boolean;
   /** Keep submitting small demo jobs so queues move (demo only). */
@@ -109,6 +139,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
     host: e.HOST,
     dataDir,
     database: parseDatabaseUrl(e.DATABASE_URL, dataDir),
+    databaseTimeouts: {
+      connectMs: e.FAIRWAY_DB_CONNECT_TIMEOUT_MS,
+      acquireMs: e.FAIRWAY_DB_ACQUIRE_TIMEOUT_MS,
+      statementMs: e.FAIRWAY_DB_STATEMENT_TIMEOUT_MS,
+    },
+    readyTimeoutMs: e.FAIRWAY_READY_TIMEOUT_MS,
     redisUrl: e.REDIS_URL,
     demo: e.FAIRWAY_DEMO,
     demoTrickle: e.FAIRWAY_DEMO_TRICKLE,

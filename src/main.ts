@@ -2,8 +2,40 @@ import { ConfigError, loadConfig } from './config.js';
 import { buildApp } from './server/app.js';
 import { startDemoTrickle } from './server/demo-trickle.js';
 import { demoCredentialsPath, readDemoCredentials, seedDemo, type DemoCredential } from './server/demo.js';
+import { isDatabaseUnavailable } from './persistence/database-unavailable.js';
+
+/**
+ * Last resort only: each source handles its own failures (requests answer
+ * SERVICE_UNAVAILABLE, the scheduler pauses and resumes, the pool reconnects). What still
+ * escapes is logged here, and what it does to the process is decided by what it is:
+ *
+ * - A rejected promise nobody awaited: logged, the server keeps running. A rejection
+ *   interrupts nothing that was half done (the code that failed already returned), and
+ *   Node's default (exit) would turn one forgotten `catch` during a database outage into
+ *   an outage of the whole API.
+ * - An uncaught exception: the stack was unwound in the middle of a callback, so in-memory
+ *   state (the scheduler's core) may be half updated; Node documents that resuming is
+ *   unsafe. The process exits with status 1 and its supervisor restarts it (the scheduler
+ *   rebuilds from the database). The one exception is a database connection error (a
+ *   driver's socket `error` event nobody listened to): it was raised inside the driver, not
+ *   inside our code, so nothing of ours is half done, and exiting would make an outage worse.
+ */
+function installLastResortHandlers(): void {
+  process.on('unhandledRejection', (reason) => {
+    console.error('[fairway] unhandled rejection (kept running; fix it at its source):', reason);
+  });
+  process.on('uncaughtException', (error) => {
+    if (isDatabaseUnavailable(error)) {
+      console.error('[fairway] uncaught database connection error (kept running; fix it at its source):', error);
+      return;
+    }
+    console.error('[fairway] uncaught exception: exiting, in-memory state may be inconsistent:', error);
+    process.exit(1);
+  });
+}
 
 async function main() {
+  installLastResortHandlers();
   let config;
   try {
     config = loadConfig();

@@ -4,7 +4,7 @@ import { MikroORM, type Options } from '@mikro-orm/core';
 import { BetterSqliteDriver } from '@mikro-orm/better-sqlite';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
-import type { DatabaseConfig } from '../config.js';
+import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseConfig, type DatabaseTimeouts } from '../config.js';
 import { allEntities } from './entities.js';
 import { schedulingEntities } from './scheduling-entities.js';
 import { sqliteMigrations } from '../../migrations/sqlite/index.js';
@@ -14,10 +14,95 @@ export interface OrmOptions {
   database: DatabaseConfig;
   /** Called with every SQL statement; tests count statements with it. */
   onQuery?: (sql: string) => void;
+  /** Default: DEFAULT_DATABASE_TIMEOUTS. */
+  timeouts?: DatabaseTimeouts;
+}
+
+/**
+ * How long the PostgreSQL client waits for an answer beyond the server's own statement
+ * timeout: a statement that is merely slow is cancelled by the server first (and the
+ * connection stays usable); one with no answer at all (packets dropped) is given up here.
+ */
+const CLIENT_READ_GRACE_MS = 500;
+
+/** The part of a `pg` Client the pool hook touches. */
+interface PgConnection {
+  query(...args: unknown[]): unknown;
+  end(): Promise<void>;
+}
+
+/**
+ * After pg's `query_timeout` the query is still in flight on that connection as far as the
+ * protocol goes: every later query would queue behind it and time out too, and knex would
+ * keep handing the connection out. Ending it (pg destroys a socket with a query in flight)
+ * marks it disposed for knex, whose pool then drops it and opens a fresh one when needed:
+ * that is how the server recovers by itself once the database answers again.
+ */
+function discardOnReadTimeout(connection: PgConnection): void {
+  const query = connection.query.bind(connection);
+  const onError = (error: unknown) => {
+    if (error instanceof Error && error.message === 'Query read timeout') void connection.end().catch(() => undefined);
+  };
+  connection.query = (...args: unknown[]) => {
+    const last = args.length - 1;
+    const callback = args[last];
+    if (typeof callback === 'function') {
+      args[last] = (error: unknown, result: unknown) => {
+        if (error) onError(error);
+        (callback as (e: unknown, r: unknown) => void)(error, result);
+      };
+      return query(...args);
+    }
+    const result = query(...args);
+    if (result instanceof Promise) result.catch(onError);
+    return result;
+  };
+}
+
+function postgresTimeouts(t: DatabaseTimeouts): Partial<Options> {
+  return {
+    pool: {
+      acquireTimeoutMillis: t.acquireMs,
+      // Opening a connection is bounded by connectionTimeoutMillis below; this is a backstop.
+      createTimeoutMillis: t.connectMs + 1000,
+      afterCreate: (connection: PgConnection, done: (error: Error | null, connection: PgConnection) => void) => {
+        discardOnReadTimeout(connection);
+        done(null, connection);
+      },
+    },
+    driverOptions: {
+      connection: {
+        connectionTimeoutMillis: t.connectMs,
+        // Sent at connect time; PostgreSQL enforces them per session.
+        statement_timeout: t.statementMs,
+        query_timeout: t.statementMs + CLIENT_READ_GRACE_MS,
+        // A session left inside a transaction (its client vanished) releases its locks.
+        idle_in_transaction_session_timeout: Math.max(10_000, 3 * t.statementMs),
+        keepAlive: true,
+      },
+    },
+  } as Partial<Options>;
+}
+
+function sqliteTimeouts(t: DatabaseTimeouts): Partial<Options> {
+  return {
+    pool: {
+      // better-sqlite3 blocks the event loop while it waits for a lock: keep the wait bounded.
+      afterCreate: (connection: { pragma(sql: string): unknown }, done: (error: Error | null, connection: unknown) => void) => {
+        try {
+          connection.pragma(`busy_timeout = ${Math.floor(t.acquireMs)}`);
+          done(null, connection);
+        } catch (error) {
+          done(error as Error, connection);
+        }
+      },
+    },
+  } as Partial<Options>;
 }
 
 export function ormConfig(options: OrmOptions): Options {
   const { database } = options;
+  const timeouts = options.timeouts ?? DEFAULT_DATABASE_TIMEOUTS;
   const logging: Partial<Options> = options.onQuery
     ? { debug: ['query'], logger: (message: string) => options.onQuery!(message) }
     : { debug: false };
@@ -34,6 +119,7 @@ export function ormConfig(options: OrmOptions): Options {
   if (database.dialect === 'postgresql') {
     return {
       ...common,
+      ...postgresTimeouts(timeouts),
       driver: PostgreSqlDriver,
       clientUrl: database.url,
       migrations: {
@@ -49,6 +135,7 @@ export function ormConfig(options: OrmOptions): Options {
   if (database.file !== ':memory:') fs.mkdirSync(path.dirname(database.file), { recursive: true });
   return {
     ...common,
+    ...sqliteTimeouts(timeouts),
     driver: BetterSqliteDriver,
     dbName: database.file,
     migrations: {

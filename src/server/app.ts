@@ -19,6 +19,7 @@ import { schema } from '../../schema/index.js';
 import { useFairwayAuth } from '../../plugins/useFairwayAuth.js';
 import { useRequestId } from '../../plugins/useRequestId.js';
 import { useServiceContext } from '../../plugins/useServiceContext.js';
+import { useSubscriptionEventContext } from '../../plugins/useSubscriptionEventContext.js';
 import { useReadiness } from '../../plugins/useReadiness.js';
 import { createMaskError } from './errors.js';
 import type { GraphQLError } from 'graphql';
@@ -60,7 +61,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   const now = options.now ?? Date.now;
   const logError = options.logError ?? ((error: unknown) => console.error('[fairway] unexpected error', error));
   const ownsOrm = !options.orm;
-  const orm = options.orm ?? (await openDatabase({ database: config.database, onQuery: options.onQuery }));
+  const orm = options.orm ?? (await openDatabase({ database: config.database, timeouts: config.databaseTimeouts, onQuery: options.onQuery }));
   if (ownsOrm) await migrate(orm);
 
   await ensurePriorityClasses(orm);
@@ -92,10 +93,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       : false,
     maskedErrors: { maskError: createMaskError(logError) },
     plugins: [
-      useReadiness({ check: () => orm.em.getConnection().execute('select 1').then(() => undefined) }),
+      useReadiness({ check: () => orm.em.getConnection().execute('select 1').then(() => undefined), timeoutMs: config.readyTimeoutMs }),
       useRequestId(),
       useFairwayAuth({ identity, reauthCacheMs: options.reauthCacheMs }),
       useServiceContext({ orm, events, scheduler, now }),
+      // After the two above: each subscription event gets its own principal, EntityManager and loaders.
+      useSubscriptionEventContext({ orm }),
     ],
   });
 

@@ -1,6 +1,7 @@
 import { GraphQLError } from 'graphql';
 import { PothosValidationError } from '@pothos/core';
 import { FairwayError } from '../services/errors.js';
+import { isDatabaseUnavailable } from '../persistence/database-unavailable.js';
 
 const PUBLIC_CODES = new Set([
   'BAD_USER_INPUT',
@@ -12,7 +13,15 @@ const PUBLIC_CODES = new Set([
   'GRAPHQL_PARSE_FAILED',
   'BAD_REQUEST',
   'OPERATION_RESOLUTION_FAILURE',
+  'SERVICE_UNAVAILABLE',
 ]);
+
+/** What a client is told when the database is down or does not answer in time: nothing of its address, SQL or driver text. */
+export const DATABASE_UNAVAILABLE_MESSAGE = 'The database is unavailable; try again shortly.';
+/** Seconds a client should wait before retrying (the `Retry-After` header where HTTP allows it). */
+const RETRY_AFTER_SECONDS = 5;
+/** During an outage every request fails the same way: log the first failure, then a count at most this often. */
+const OUTAGE_LOG_EVERY_MS = 10_000;
 
 export type ErrorLogger = (error: unknown) => void;
 
@@ -29,6 +38,7 @@ function isGraphQLError(value: unknown): value is GraphQLError {
  * everything else becomes INTERNAL_SERVER_ERROR with no message or stack from inside.
  */
 export function createMaskError(log: ErrorLogger) {
+  const logOutage = outageLogger(log);
   return (error: unknown): Error => {
     const graphQLError = isGraphQLError(error) ? error : null;
     const original: unknown = graphQLError?.originalError ?? error;
@@ -52,7 +62,32 @@ export function createMaskError(log: ErrorLogger) {
         return new GraphQLError((graphQLError ?? original).message, { ...location, extensions: { code: 'BAD_USER_INPUT' } });
       }
     }
+    if (isDatabaseUnavailable(original)) {
+      logOutage(original);
+      return new GraphQLError(DATABASE_UNAVAILABLE_MESSAGE, {
+        ...location,
+        // yoga turns `http` into the response status and headers (503 when no data came back) and strips it from the body.
+        extensions: { code: 'SERVICE_UNAVAILABLE', http: { status: 503, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } } },
+      });
+    }
     log(original);
     return new GraphQLError('Unexpected error.', { ...location, extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+  };
+}
+
+/** Logs the first database failure of an outage in full, then one line with a count per interval. */
+function outageLogger(log: ErrorLogger, now: () => number = Date.now): ErrorLogger {
+  let lastLoggedAt = -Infinity;
+  let suppressed = 0;
+  return (error) => {
+    const at = now();
+    if (at - lastLoggedAt < OUTAGE_LOG_EVERY_MS) {
+      suppressed++;
+      return;
+    }
+    if (suppressed > 0) log(new Error(`database unavailable: ${suppressed} more request(s) failed in the last ${Math.round((at - lastLoggedAt) / 1000)} s`));
+    log(error);
+    lastLoggedAt = at;
+    suppressed = 0;
   };
 }
