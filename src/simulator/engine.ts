@@ -39,6 +39,17 @@ export interface SimJob {
   previewMode: string;
   /** Core refused the job at submit (e.g. larger than any quota): never runs. */
   rejected?: string;
+  /** Still pending once the cycles at its submit instant had settled (the gateway would show it an ETA). */
+  pendingAfterSubmit?: boolean;
+  /**
+   * ETA sampling (ReplayOptions.eta): the core's `explain(id).eta` right after those cycles, on the
+   * virtual clock (ms); null when the core says it is unknown. Absent for jobs admitted at submit.
+   */
+  etaAtSubmit?: number | null;
+  /** The core's reason when `etaAtSubmit` is null (e.g. NoDeclaredDuration); 'none' if it gave none. */
+  etaUnknownReason?: string;
+  /** First start after the ETA was sampled; null while it never started. Set with `etaAtSubmit`. */
+  startAfterEtaMs?: number | null;
 }
 
 export interface RunSegment {
@@ -76,7 +87,9 @@ export interface ReplayOutcome {
   preemptions: PreemptionRecord[];
   /** ∫ free GPUs dt and ∫ unusable free GPUs dt over the window, while some pod was pending. */
   frag: { freeGpuMs: number; unusableGpuMs: number };
-  stats: { events: number; cycles: number; previews: number };
+  /** Whether ETAs were sampled at submit (ReplayOptions.eta). */
+  etaSampled: boolean;
+  stats: { events: number; cycles: number; previews: number; explains: number; explainMs: number };
 }
 
 export interface FillPoint {
@@ -118,6 +131,8 @@ export interface ReplayOptions {
   windowEnd?: WindowEnd;
   /** Call the core's preview at each submit (default true). */
   preview?: boolean;
+  /** Sample the core's ETA (explain) for each job still pending after its submit instant (default true). */
+  eta?: boolean;
   /** Called every `progressEvery` submitted jobs (default 5000) with jobs submitted so far and the virtual time. */
   onProgress?: (submitted: number, nowMs: number) => void;
   progressEvery?: number;
@@ -169,15 +184,10 @@ function toSpec(j: TraceJob, id: string, submitMs: number, b: BuiltScheduler, tq
   if (j.memoryMib) perPod.memory = j.memoryMib;
   const ps: JobSpec['podSets'][number] = { name: 'main', count: j.pods, perPod };
   if (j.gpuType !== undefined) ps.flavors = [j.gpuType];
-  return {
-    id,
-    tenant: r.tenant,
-    queue: r.queue,
-    priorityClass: b.priorityOf(j),
-    submitTime: submitMs,
-    podSets: [ps],
-    expectedDurationMs: j.durationMs,
-  };
+  const spec: JobSpec = { id, tenant: r.tenant, queue: r.queue, priorityClass: b.priorityOf(j), submitTime: submitMs, podSets: [ps] };
+  const declared = j.declaredDurationMs === undefined ? j.durationMs : j.declaredDurationMs;
+  if (declared !== null) spec.expectedDurationMs = declared;
+  return spec;
 }
 
 /** Per-queue, per-flavor usage accounting against the queues file's nominal (policy independent). */
@@ -235,6 +245,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   if (trace.length === 0) throw new Error('replay needs a trace with at least one job');
   const tq = resolveQueues(input);
   const doPreview = opts.preview ?? true;
+  const doEta = opts.eta ?? true;
   let now = trace[0]!.submitMs;
   const clock = { now: () => now };
   const b = buildScheduler(opts.policy, opts.placement, input.cluster, input.queues, clock);
@@ -294,6 +305,8 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   let events = 0;
   let cycles = 0;
   let previews = 0;
+  let explains = 0;
+  let explainMs = 0;
   let fragAt = now;
   let fragFree = 0;
   let fragUnusable = 0;
@@ -353,6 +366,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     nodesVer++;
     rec.starts++;
     if (rec.firstStartMs === null) rec.firstStartMs = now;
+    if (rec.startAfterEtaMs === null) rec.startAfterEtaMs = now;
     const fl = admissionFlavor(a, j.gpuType ?? Object.keys(tq[i]!.quotas)[0] ?? '');
     runFlavor[i] = fl;
     book.add(tq[i]!, fl, j, 1);
@@ -427,6 +441,20 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
       }
       addPending(i, 1);
       runCycles();
+      // What the gateway shows right after the submit: the cycles at this instant have
+      // settled (the service cycles again after every admission, as runCycles does) and
+      // the job is still pending. A job admitted by then has no ETA to show.
+      rec.pendingAfterSubmit = runStart[i]! < 0;
+      if (doEta && rec.pendingAfterSubmit) {
+        const t0 = performance.now();
+        const e = sched.explain(j.id);
+        explainMs += performance.now() - t0;
+        explains++;
+        rec.etaAtSubmit = typeof e.eta === 'number' ? e.eta : null;
+        // read without depending on the field's declaration (older cores have no reason)
+        if (rec.etaAtSubmit === null) rec.etaUnknownReason = (e as { etaUnknownReason?: string }).etaUnknownReason ?? 'none';
+        rec.startAfterEtaMs = null;
+      }
       if (opts.onProgress && next % (opts.progressEvery ?? 5000) === 0) opts.onProgress(next, now);
     }
     // fragmentation state until the next event
@@ -468,7 +496,8 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     segments,
     preemptions,
     frag: { freeGpuMs, unusableGpuMs },
-    stats: { events, cycles, previews },
+    etaSampled: doEta,
+    stats: { events, cycles, previews, explains, explainMs },
   };
 }
 

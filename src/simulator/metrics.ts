@@ -1,5 +1,9 @@
 import type { ReplayOutcome, TenantInfo } from './engine.js';
 import { round6 } from './engine.js';
+import { etaStats, type EtaStats } from './eta.js';
+import { percentile } from './percentile.js';
+
+export { percentile };
 
 export interface WaitStats {
   /** Jobs counted (started, plus never-started ones with a censored wait). */
@@ -85,16 +89,12 @@ export interface ReplayMetrics {
   preemptions: PreemptionStats;
   fragmentationRatio: number;
   previewAtSubmit: Record<string, number>;
+  /** Error of the ETA shown at submit against the actual start (see eta.ts). */
+  etaAtSubmit: EtaStats;
   tenants: TenantMetrics[];
   timeline: Timeline;
 }
 
-/** Nearest-rank percentile of an ascending array. */
-export function percentile(sorted: readonly number[], p: number): number | null {
-  if (sorted.length === 0) return null;
-  const k = Math.max(1, Math.ceil((p / 100) * sorted.length));
-  return sorted[Math.min(k, sorted.length) - 1]!;
-}
 
 export function waitStats(waitsS: number[]): WaitStats {
   const a = [...waitsS].sort((x, y) => x - y);
@@ -391,6 +391,7 @@ export function computeReplayMetrics(o: ReplayOutcome, opts: MetricsOptions = {}
     preemptions: finishPre(preAll),
     fragmentationRatio: round6(o.frag.freeGpuMs > 0 ? o.frag.unusableGpuMs / o.frag.freeGpuMs : 0),
     previewAtSubmit: pa,
+    etaAtSubmit: etaStats(o.jobs, o.etaSampled),
     tenants: tms,
     timeline: { startMs: w0, bucketMs, tenants: tenants.map((t) => t.name), allocation: alloc, preemptions: preTl },
   };

@@ -77,6 +77,27 @@ export function table(head: string[], rows: string[][]): string {
   return [line(head), w.map((x) => '-'.repeat(x)).join('  '), ...rows.map(line)].join('\n');
 }
 
+const ETA_HEAD = ['policy', 'placement', 'pending at submit', 'with ETA', 'unknown', 'measured', 'abs err p50', 'p90', 'signed p50', 'late / early / exact'];
+
+/** Signed duration: + the job started after its ETA (optimistic ETA), − before it. */
+function fmtSigned(s: number | null): string {
+  if (s === null) return '-';
+  return s === 0 ? '0s' : `${s > 0 ? '+' : '−'}${fmtDuration(Math.abs(s))}`;
+}
+
+/** One row per run: the ETA shown at submit against the actual start (eta.ts). */
+function etaRows(runs: readonly ReplayMetrics[]): string[][] | null {
+  if (!runs.some((m) => m.etaAtSubmit.sampled)) return null;
+  return runs.map((m) => {
+    const e = m.etaAtSubmit;
+    if (!e.sampled) return [m.policy, m.placement, String(e.pendingAtSubmit), 'not sampled', '', '', '', '', '', ''];
+    const unknown = Object.entries(e.unknownByReason).map(([k, v]) => `${k} ${v}`).join(', ');
+    return [m.policy, m.placement, String(e.pendingAtSubmit), String(e.withEta), unknown ? `${e.unknown} (${unknown})` : String(e.unknown), String(e.measured), fmtDuration(e.absErrorSeconds.p50), fmtDuration(e.absErrorSeconds.p90), fmtSigned(e.signedErrorSecondsP50), `${e.late} / ${e.early} / ${e.exact}`];
+  });
+}
+
+const ETA_NOTE = 'ETA at submit: explain(id).eta once the cycles at the submit instant settled, for jobs still pending; error = actual start − ETA (+ = started later than shown)';
+
 export function replayTerminal(r: ReplayReport, perTenant = true): string {
   const out: string[] = [];
   out.push(`replay of ${r.inputs.jobs} jobs on ${r.inputs.capacityGpus} GPUs (${r.inputs.nodes} nodes); window ends at ${r.windowEnd}`);
@@ -100,6 +121,8 @@ export function replayTerminal(r: ReplayReport, perTenant = true): string {
       ]),
     ),
   );
+  const eta = etaRows(r.runs);
+  if (eta) out.push('', ETA_NOTE, table(ETA_HEAD, eta));
   if (perTenant) {
     for (const m of r.runs) {
       out.push('');
@@ -259,6 +282,8 @@ export function replayHtml(r: ReplayReport): string {
       r.runs.map((m) => [m.policy, m.placement, pct(m.allocationRatio), pct(m.usefulAllocationRatio), pct(m.sla.attainment), f3(m.jainIndex), fmtDuration(m.waitSeconds.p50), fmtDuration(m.waitSeconds.p95), fmtDuration(m.waitSeconds.p99), String(m.preemptions.count), m.preemptions.gpuHoursLost.toFixed(1), pct(m.fragmentationRatio), String(m.unstarted + m.rejected)]),
     ),
   );
+  const eta = etaRows(r.runs);
+  if (eta) parts.push('<h2>ETA at submit</h2>', `<p>${esc(ETA_NOTE)}.</p>`, htmlTable(ETA_HEAD, eta));
   parts.push('<h2>Wait-time distribution</h2>', waitHistogram(r.runs));
   for (const m of r.runs) {
     parts.push(`<h2>${esc(`${m.policy} / ${m.placement}`)}</h2>`);
@@ -323,6 +348,8 @@ export function replayMarkdown(r: ReplayReport, perTenant = false): string {
       r.runs.map((m) => [m.policy, m.placement, pct(m.allocationRatio), pct(m.usefulAllocationRatio), pct(m.sla.attainment), f3(m.jainIndex), fmtDuration(m.waitSeconds.p50), fmtDuration(m.waitSeconds.p95), fmtDuration(m.waitSeconds.p99), String(m.preemptions.count), m.preemptions.gpuHoursLost.toFixed(1), pct(m.fragmentationRatio), String(m.unstarted + m.rejected)]),
     ),
   );
+  const eta = etaRows(r.runs);
+  if (eta) out.push('', `${ETA_NOTE}:`, '', mdTable(ETA_HEAD, eta));
   if (perTenant) {
     for (const m of r.runs) {
       out.push('', `**${m.policy} / ${m.placement}** per tenant`, '');

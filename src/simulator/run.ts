@@ -20,6 +20,8 @@ export interface SimulateOptions {
   slaSeconds?: number;
   fillTargets?: number[];
   preview?: boolean;
+  /** Sample the ETA the core shows at submit for jobs left pending (default true). */
+  eta?: boolean;
 }
 
 export interface RunTiming {
@@ -27,6 +29,9 @@ export interface RunTiming {
   placement: string;
   jobs: number;
   ms: number;
+  /** Replay only: explain() calls made for ETA sampling and the time they took (part of `ms`). */
+  explains?: number;
+  explainMs?: number;
 }
 
 export interface SimulationResult {
@@ -69,10 +74,11 @@ export function simulate(o: SimulateOptions, input: SimInput = loadInput(o), onR
         const ro: Parameters<typeof runReplay>[1] = { policy, placement };
         if (o.windowEnd) ro.windowEnd = o.windowEnd;
         if (o.preview !== undefined) ro.preview = o.preview;
+        if (o.eta !== undefined) ro.eta = o.eta;
         const out = runReplay(input, ro);
         const ms = performance.now() - t0;
         report.runs.push(computeReplayMetrics(out, o.slaSeconds !== undefined ? { slaSeconds: o.slaSeconds } : {}));
-        const t = { policy, placement, jobs: input.trace.length, ms };
+        const t: RunTiming = { policy, placement, jobs: input.trace.length, ms, explains: out.stats.explains, explainMs: out.stats.explainMs };
         timings.push(t);
         onRun?.(t);
       }

@@ -9,6 +9,12 @@ export interface TraceJob {
   /** Submit time in ms: epoch ms for ISO traces, ms from trace start for relative ones. */
   submitMs: number;
   durationMs: number;
+  /**
+   * The run time declared to the scheduler (the core's expectedDurationMs, which its ETA
+   * uses), from the optional `declared_duration_s` column: absent column = `durationMs`;
+   * an empty cell = null, nothing declared.
+   */
+  declaredDurationMs?: number | null;
   tenant: string;
   /** Explicit queue (optional `queue` column); otherwise the tenant's queue. */
   queue?: string;
@@ -97,6 +103,9 @@ export function parseTrace(text: string, file = '<trace>', opts: TraceParseOptio
     if (cpuMilli !== undefined) job.cpuMilli = cpuMilli;
     if (memoryMib !== undefined) job.memoryMib = memoryMib;
     if (priority !== undefined) job.priority = priority;
+    if (cols.has('declared_duration_s')) {
+      job.declaredDurationMs = cols.get(rec, 'declared_duration_s') === undefined ? null : Math.round(cols.number(rec, 'declared_duration_s', { min: 0 }) * 1000);
+    }
     jobs.push(job);
   }
   if (jobs.length === 0) throw new CsvError(file, 2, 'the trace has no jobs');

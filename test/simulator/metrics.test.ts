@@ -44,7 +44,8 @@ function outcome(): ReplayOutcome {
     ],
     preemptions: [{ at: 40 * S, reason: 'reclaim', victimId: 'a2', victimTenant: 'A', preemptorId: 'b1', preemptorTenant: 'B', gpus: 2, lostGpuMs: 2 * 40 * S }],
     frag: { freeGpuMs: 1000, unusableGpuMs: 250 },
-    stats: { events: 0, cycles: 0, previews: 0 },
+    etaSampled: false,
+    stats: { events: 0, cycles: 0, previews: 0, explains: 0, explainMs: 0 },
   };
 }
 
