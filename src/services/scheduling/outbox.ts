@@ -51,7 +51,14 @@ export class OutboxDispatcher {
     await em.flush();
   }
 
-  async startOnBackend(job: Job): Promise<void> {
+  /** After a takeover: start every admitted job the backend is not running (idempotent). */
+  async reconcileBackend(): Promise<void> {
+    const running = new Set(await this.options.backend.running());
+    const jobs = await systemEntityManager(this.options.orm).find(Job, { state: { $in: ['ADMITTED', 'RUNNING'] } }, { populate: ['queue'] });
+    for (const job of jobs) if (!running.has(job.id) && job.admission) await this.startOnBackend(job);
+  }
+
+  private async startOnBackend(job: Job): Promise<void> {
     await this.options.backend.start({
       jobId: job.id,
       tenant: job.tenant.id,

@@ -1,0 +1,289 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/core';
+import type { Scheduler } from '../../core/scheduler.js';
+import type { BackendEvent } from '../../core/ports.js';
+import type { EventBus, SchedulerInput } from '../../events/bus.js';
+import type { JobSpec } from '../../core/types.js';
+import { systemEntityManager } from '../../persistence/entities.js';
+import { Job } from '../../persistence/scheduling-entities.js';
+import { applyBackendEvent } from './backend-events.js';
+import { loadCore, requeueDoubleBooked, type LoadedCore } from './core-loader.js';
+import { persistCycle, type FencedWriter } from './cycle-writer.js';
+import { StaleLeaderError, type LeaderEpochs } from './leader-epoch.js';
+import type { OutboxDispatcher } from './outbox.js';
+import type { WindowAnnouncer } from './service-helpers.js';
+import { jobSpec } from './specs.js';
+
+type Writable = Exclude<BackendEvent, { type: 'utilization' }>;
+
+/** What a leader session needs from the service that runs it. */
+export interface LeaderHost {
+  readonly options: {
+    orm: MikroORM;
+    dialect: 'sqlite' | 'postgresql';
+    events: EventBus;
+    now: () => number;
+    logError: (error: unknown) => void;
+    debounceMs?: number;
+    resyncIntervalMs?: number;
+    recoveryRetryMs?: number;
+    placement?: 'best-fit' | 'fragmentation-aware';
+  };
+  readonly core: Scheduler;
+  readonly queueIds: Map<string, string>;
+  readonly epochs: LeaderEpochs;
+  readonly outbox: OutboxDispatcher;
+  readonly windows: WindowAnnouncer;
+  /** Makes a freshly loaded core the current one (and notifies state listeners). */
+  install(loaded: LoadedCore): void;
+  /** Runs work after all work queued before it: leader work never interleaves. */
+  serial<T>(work: () => Promise<T>): Promise<T>;
+  stateChanged(): void;
+  log(message: string): void;
+  /** Another replica leads: the host ends this session and becomes a follower. */
+  demote(reason: string): void;
+}
+
+/**
+ * One term of leadership, from a takeover (with its epoch) to the demotion that ends it:
+ * admission cycles, inputs, backend reports, resyncs, and the pause while the database
+ * fails. Everything it writes is fenced by its epoch. Once ended, nothing queued by it
+ * does anything more: timers are cleared and each step checks `ended` after each await.
+ */
+export class LeaderSession {
+  private ended = false;
+  /** The core may hold decisions the database does not: no cycles until a rebuild succeeds. */
+  private paused = false;
+  private wakeTimer: NodeJS.Timeout | null = null;
+  private resyncTimer: NodeJS.Timeout | null = null;
+  private recoveryTimer: NodeJS.Timeout | null = null;
+  /** Backend reports that could not be written (database down): written after recovery. */
+  private readonly unwritten: Writable[] = [];
+
+  constructor(
+    private readonly host: LeaderHost,
+    readonly epoch: number,
+  ) {}
+
+  /** Rebuilds from the database and performs what the previous leader left undone. */
+  async begin(): Promise<void> {
+    await this.host
+      .serial(async () => {
+        if (this.ended) return;
+        await this.rebuild();
+        await this.host.outbox.dispatch();
+        await this.host.outbox.reconcileBackend();
+      })
+      .catch((error) => this.failed(error));
+    // Submits the previous leader acknowledged during the handover reach only its own
+    // core: an early first resync picks them up from the database.
+    this.scheduleResync(Math.min(this.host.options.resyncIntervalMs ?? 30_000, 2000));
+    this.wake();
+  }
+
+  end(): void {
+    this.ended = true;
+    for (const timer of [this.wakeTimer, this.resyncTimer, this.recoveryTimer]) if (timer) clearTimeout(timer);
+    this.wakeTimer = this.resyncTimer = this.recoveryTimer = null;
+  }
+
+  /** Asks for an admission cycle soon; bursts of wake-ups coalesce into one cycle. */
+  wake(): void {
+    if (this.ended || this.paused || this.wakeTimer) return;
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = null;
+      this.run(() => this.runCycle());
+    }, this.host.options.debounceMs ?? 5);
+  }
+
+  /** A job stored as pending by this replica: its spec goes into the core as is. */
+  submitted(spec: JobSpec): void {
+    this.run(async () => {
+      if (this.ended || this.paused || this.knows(spec.id)) return;
+      this.host.core.submit(spec);
+      this.wake();
+    });
+  }
+
+  input(input: SchedulerInput): void {
+    this.run(async () => {
+      if (this.ended || this.paused) return;
+      if (input.kind === 'config') {
+        await this.rebuild();
+      } else if (input.kind === 'submitted') {
+        if (this.knows(input.jobId)) return;
+        const job = await this.em().findOne(Job, { id: input.jobId }, { populate: ['queue'] });
+        if (this.ended || !job || job.state !== 'PENDING' || this.knows(job.id)) return;
+        this.host.core.submit(jobSpec(job, job.queue.name));
+      } else if (input.kind === 'cancelled') {
+        if (this.knows(input.jobId)) this.host.core.cancel(input.jobId);
+        await this.host.outbox.dispatch();
+      }
+      this.wake();
+    });
+  }
+
+  backendEvent(event: Writable): void {
+    this.run(async () => {
+      if (this.ended) return;
+      if (this.paused) return void this.unwritten.push(event);
+      try {
+        await this.writeBackendEvent(event);
+      } catch (error) {
+        // Written again after recovery (a repeated report changes nothing: states are checked).
+        if (!(error instanceof StaleLeaderError)) this.unwritten.push(event);
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * Builds a fresh core from the database and installs it. The restore check's double
+   * bookings are put back to pending in the database (fenced) and reported.
+   */
+  async rebuild(): Promise<void> {
+    const { options } = this.host;
+    const loaded = await loadCore(this.em(), { now: options.now, placement: options.placement ?? 'best-fit', logError: options.logError }, true);
+    if (this.ended) return;
+    if (loaded.doubleBooked.length) {
+      const requeued = await requeueDoubleBooked(this.writer(), loaded.doubleBooked, options.now());
+      for (const conflict of loaded.doubleBooked.filter((c) => requeued.includes(c.jobId))) {
+        options.logError(
+          new Error(`restore: job ${conflict.jobId} was admitted onto GPUs ${conflict.gpus.join(', ')} already held by ${conflict.heldBy.join(', ')}; put back to pending and suspended on the backend`),
+        );
+      }
+    }
+    this.host.install(loaded);
+  }
+
+  // ─── internals ───
+
+  private em(): EntityManager {
+    return systemEntityManager(this.host.options.orm);
+  }
+
+  private writer(): FencedWriter {
+    return { em: this.em(), dialect: this.host.options.dialect, epochs: this.host.epochs, epoch: this.epoch };
+  }
+
+  private knows(jobId: string): boolean {
+    return this.host.core.jobState(jobId) !== undefined;
+  }
+
+  /** Leader work without a waiting caller: its failure pauses or demotes, never escapes. */
+  private run(work: () => Promise<void>): void {
+    void this.host.serial(work).catch((error) => this.failed(error));
+  }
+
+  /**
+   * Work of this session failed. A refused write means another replica leads: demote.
+   * Anything else is the database failing: pause until a rebuild from it succeeds.
+   */
+  private failed(error: unknown): void {
+    if (error instanceof StaleLeaderError) {
+      if (!this.ended) this.host.demote(error.message);
+      return;
+    }
+    this.host.options.logError(error);
+    if (this.ended || this.paused) return;
+    this.paused = true;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = null;
+    this.host.log('scheduling paused: the database failed; retrying until it answers');
+    this.scheduleRecovery();
+  }
+
+  private scheduleRecovery(): void {
+    this.recoveryTimer = setTimeout(() => {
+      this.recoveryTimer = null;
+      this.host
+        .serial(async () => {
+          if (this.ended) return;
+          await this.rebuild();
+          // Oldest first; one that fails again stays queued for the next attempt.
+          while (this.unwritten.length && !this.ended) {
+            await this.writeBackendEvent(this.unwritten[0]!);
+            this.unwritten.shift();
+          }
+          await this.host.outbox.dispatch();
+        })
+        .then(
+          () => {
+            if (this.ended) return;
+            this.paused = false;
+            this.host.log('scheduling resumed: the database answers again');
+            this.wake();
+          },
+          (error) => {
+            if (error instanceof StaleLeaderError) return this.failed(error);
+            if (!this.ended) this.scheduleRecovery();
+          },
+        );
+    }, this.host.options.recoveryRetryMs ?? 1000);
+    this.recoveryTimer.unref();
+  }
+
+  private scheduleResync(afterMs: number): void {
+    if (this.ended) return;
+    this.resyncTimer = setTimeout(() => {
+      this.resyncTimer = null;
+      void this.host
+        .serial(() => this.resync())
+        .catch((error) => this.failed(error))
+        .finally(() => this.scheduleResync(this.host.options.resyncIntervalMs ?? 30_000));
+    }, afterMs);
+    this.resyncTimer.unref();
+  }
+
+  /** Brings the core in line with the database (jobs written while a wake-up was lost). */
+  private async resync(): Promise<void> {
+    if (this.ended || this.paused) return;
+    const pending = await this.em().find(Job, { state: 'PENDING' }, { populate: ['queue'], orderBy: { submitTime: 'asc' } });
+    if (this.ended) return;
+    for (const job of pending) if (!this.knows(job.id)) this.host.core.submit(jobSpec(job, job.queue.name));
+    await this.host.outbox.dispatch();
+    this.announceWindows();
+    // Time windows open and close with the clock, not with events: a periodic cycle lets
+    // a closed window's excess become reclaimable and an opened one's quota be used.
+    this.wake();
+  }
+
+  private announceWindows(): void {
+    this.host.windows.announce(this.host.queueIds, (name) => {
+      try {
+        return this.host.core.queueStatus(name);
+      } catch {
+        return null;
+      }
+    });
+  }
+
+  private async runCycle(): Promise<void> {
+    if (this.ended || this.paused) return;
+    const { core } = this.host;
+    const result = core.cycle();
+    this.announceWindows();
+    if (result.admitted.length === 0 && result.preempted.length === 0) return this.host.stateChanged();
+    // On failure the core is ahead of the database: failed() pauses until a rebuild (or demotes).
+    const skipped = await persistCycle(this.writer(), core, result);
+    if (this.ended) return;
+    // Jobs cancelled while the cycle ran: give back what the core reserved for them.
+    for (const jobId of skipped) if (this.knows(jobId)) core.cancel(jobId);
+    this.host.options.events.publish('scheduler-state', { at: result.at });
+    this.host.stateChanged();
+    await this.host.outbox.dispatch();
+    // Admissions may free a StrictFIFO queue or leave room for the next head.
+    this.wake();
+  }
+
+  private async writeBackendEvent(event: Writable): Promise<void> {
+    const { finished } = await applyBackendEvent(this.writer(), event);
+    if (this.ended) return;
+    if (finished && this.knows(event.jobId)) this.host.core.finish(event.jobId);
+    await this.host.outbox.dispatch();
+    if (finished) {
+      this.host.options.events.publish('scheduler-state', { at: event.at });
+      this.host.stateChanged();
+      this.wake();
+    }
+  }
+}
