@@ -18,7 +18,7 @@ const millis = (min: number, max: number) =>
 export interface DatabaseTimeouts {
   /** Opening a connection (TCP and the PostgreSQL handshake). */
   connectMs: number;
-  /** Waiting for a pooled connection; on SQLite, waiting for another writer's lock (busy timeout). */
+  /** PostgreSQL: waiting for a pooled connection. SQLite: waiting for another process's write lock (busy timeout). */
   acquireMs: number;
   /** One statement (PostgreSQL `statement_timeout`; the client stops waiting for an answer a little later). */
   statementMs: number;
