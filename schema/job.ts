@@ -5,6 +5,7 @@ import type { JobExplanation, PodSetSpec, Preview } from '../src/core/types.js';
 import type { TenantEventPayload } from '../src/events/bus.js';
 import { cancelJob, getJob, listJobs, previewJob, submitJob, type SubmitJobInput } from '../src/services/jobs.js';
 import { getQueue } from '../src/services/cluster.js';
+import { nodeFitOf, pendingReasonMessage, type NodeFitView } from '../src/services/pending-reasons.js';
 import { requireCapability } from '../src/services/context.js';
 import { pageInMemory } from '../src/services/loaders.js';
 import { freshContext, type GraphQLContext } from './context.js';
@@ -53,11 +54,25 @@ const JobPositionRef = builder.objectRef<JobExplanation>('JobPosition').implemen
   }),
 });
 
+const NodeFitRef = builder.objectRef<NodeFitView>('NodeFit').implement({
+  description: 'NoNodeFits: the free capacity of one flavor against the pods the job needs (GPUs, slices or shares).',
+  fields: (t) => ({
+    flavor: t.exposeString('flavor'),
+    largestFreeOnOneNode: t.float({ description: 'The most free units on any single eligible node.', resolve: (f) => f.largestFreeGpusOnOneNode }),
+    free: t.float({ description: 'Free units summed over the eligible nodes.', resolve: (f) => f.freeGpus }),
+    podsNeeded: t.exposeInt('podsNeeded'),
+    perPod: t.float({ resolve: (f) => f.gpusPerPod }),
+  }),
+});
+
 const PendingReasonRef = builder.objectRef<JobExplanation>('PendingReason').implement({
   description: 'Why a job waits, and the numbers behind it.',
   fields: (t) => ({
-    code: t.string({ description: 'WaitingForQuota, ExceedsMaxQuota, NoFittingNode, WindowClosed, StrictFIFOBlocked, WaitingForPreemption, NotYetEvaluated…', resolve: (e) => e.reason ?? 'NotYetEvaluated' }),
-    message: t.string({ resolve: (e) => e.message ?? 'Waiting for the next scheduling cycle.' }),
+    code: t.string({ description: 'WaitingForQuota, ExceedsMaxQuota, NoNodeFits, NoFittingNode, WindowClosed, StrictFIFOBlocked, WaitingForPreemption, NotYetEvaluated…', resolve: (e) => e.reason ?? 'NotYetEvaluated' }),
+    message: t.string({
+      description: "Rendered for the reader: names another job only when it is one of this tenant's jobs you may read, else \"a job of another tenant\".",
+      resolve: (e, _a, ctx) => pendingReasonMessage(ctx, e),
+    }),
     flavor: t.string({ nullable: true, resolve: (e) => e.shortfall?.flavor ?? null }),
     resource: t.field({ type: ResourceEnum, nullable: true, resolve: (e) => e.shortfall?.resource ?? null }),
     requested: t.float({ nullable: true, resolve: (e) => e.shortfall?.requested ?? null }),
@@ -65,6 +80,7 @@ const PendingReasonRef = builder.objectRef<JobExplanation>('PendingReason').impl
     nominal: t.float({ nullable: true, resolve: (e) => e.shortfall?.nominal ?? null }),
     borrowingLimit: t.float({ nullable: true, resolve: (e) => e.shortfall?.borrowingLimit ?? null }),
     used: t.float({ nullable: true, resolve: (e) => e.shortfall?.used ?? null }),
+    nodeFit: t.field({ type: [NodeFitRef], nullable: true, description: 'NoNodeFits only: per flavor tried, the largest free block on one node.', resolve: (e) => nodeFitOf(e) }),
   }),
 });
 

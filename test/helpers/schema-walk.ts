@@ -115,3 +115,18 @@ export function rootFields(schema: GraphQLSchema, kind: 'query' | 'mutation') {
   const type = kind === 'query' ? schema.getQueryType() : schema.getMutationType();
   return Object.values(type?.getFields() ?? {});
 }
+
+export function subscriptionFields(schema: GraphQLSchema) {
+  return Object.values(schema.getSubscriptionType()?.getFields() ?? {});
+}
+
+/** Every string anywhere in a value (response bodies, subscription events, error messages). */
+export function allStrings(value: unknown, out: string[] = []): string[] {
+  if (typeof value === 'string') out.push(value);
+  else if (Array.isArray(value)) for (const item of value) allStrings(item, out);
+  else if (value && typeof value === 'object') for (const [key, item] of Object.entries(value)) {
+    out.push(key);
+    allStrings(item, out);
+  }
+  return out;
+}

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { FOREIGN_JOB, renderPendingMessage, type ExplanationView } from '../src/services/pending-reasons.js';
+
+/**
+ * The text of a pending reason is rendered from codes and numbers only: a referenced job
+ * appears as the label the caller's rights give it, and no text of the core passes through.
+ */
+const base: ExplanationView = { jobId: 'j-1', queue: 'own-queue', state: 'pending', preemptions: 1 };
+const OTHER = '01900000-0000-7000-8000-00000000abcd';
+const hidden = () => FOREIGN_JOB;
+
+describe('pending reason text', () => {
+  it('a preemption names the preemptor only through the label (structured field of the core)', () => {
+    const e: ExplanationView = { ...base, reason: 'WaitingForQuota', message: 'anything', preemptedBy: { jobId: OTHER, reason: 'reclaim' } };
+    expect(renderPendingMessage(e, hidden)).toBe('Preempted by a job of another tenant (reclaim); requeued with its original submit time. Waiting for quota.');
+    expect(renderPendingMessage(e, (id) => (id === OTHER ? 'job "mine"' : FOREIGN_JOB))).toContain('Preempted by job "mine" (reclaim)');
+  });
+
+  it("an older core's \"preempted by <id>\" text is never shown; its last preemption is rendered instead", () => {
+    const e: ExplanationView = {
+      ...base,
+      reason: 'WaitingForQuota',
+      message: `preempted by ${OTHER} (reclaim); requeued with its original submit time`,
+      lastPreemption: { victimId: 'j-1', victimQueue: 'own-queue', preemptorId: OTHER, preemptorQueue: 'their-queue', reason: 'reclaim', at: 0 },
+    };
+    const text = renderPendingMessage(e, hidden);
+    expect(text).not.toContain(OTHER);
+    expect(text).not.toContain('their-queue');
+    expect(text).toContain('a job of another tenant');
+  });
+
+  it('codes with numbers: quota shortfall, no node fits, StrictFIFO head', () => {
+    const shortfall = { flavor: 'h100-80g', resource: 'gpu' as const, requested: 16, available: 4, nominal: 16, used: 12, borrowingLimit: 8, maxAvailable: 24 };
+    expect(renderPendingMessage({ ...base, reason: 'WaitingForQuota', shortfall }, hidden)).toBe('gpu on h100-80g: requested 16, available 4 (nominal 16, used 12, borrowing limit 8).');
+    expect(renderPendingMessage({ ...base, reason: 'ExceedsMaxQuota', shortfall }, hidden)).toContain('exceeds the most the queue can ever get (24)');
+    const nodeFit = [{ flavor: 'h100-80g', largestFreeGpusOnOneNode: 4, freeGpus: 12, podsNeeded: 2, gpusPerPod: 8 }];
+    expect(renderPendingMessage({ ...base, reason: 'NoNodeFits', nodeFit }, hidden)).toBe(
+      'Quota allows it, but no set of free nodes fits its pods: h100-80g needs 2 pods × 8, the largest free block on one node is 4 (12 free in all).',
+    );
+    const blocked = renderPendingMessage({ ...base, reason: 'StrictFIFOBlocked', message: `waiting behind ${OTHER}`, blockedBy: OTHER }, (id) => (id === OTHER ? 'job "head"' : FOREIGN_JOB));
+    expect(blocked).toBe('Its StrictFIFO queue own-queue waits behind job "head", which cannot be admitted yet.');
+  });
+
+  it('an unknown code or a core message never reaches the text', () => {
+    const text = renderPendingMessage({ ...base, reason: 'SomethingNew' as never, message: `secret ${OTHER}` }, hidden);
+    expect(text).toBe('Waiting to be admitted.');
+  });
+});
