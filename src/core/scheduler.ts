@@ -44,12 +44,14 @@ import type {
   IsolationLevel,
   JobExplanation,
   JobSpec,
+  NodeFit,
   NodeSpec,
   NodeStatus,
   PendingDecision,
   PendingReasonCode,
   PendingShape,
   PodPlacement,
+  PreemptedBy,
   Preemption,
   PreemptionReason,
   Preview,
@@ -66,6 +68,7 @@ import type {
   WithinQueuePolicy,
 } from './types.js';
 import { windowOpen, parseClock } from './windows.js';
+import { ETA_MAX_JOBS, simulateEtas, type EtaResult } from './eta.js';
 
 void _allocPod;
 
@@ -110,6 +113,10 @@ interface JobState extends HeapItem {
   status: 'pending' | 'admitted';
   parked: boolean;
   decision: PendingDecision | null;
+  /** stateVersion the decision was diagnosed at: a stale one is diagnosed again before it is shown. */
+  decisionVersion: number;
+  /** Requeued by a preemption and not admitted since: explanations name the preemptor in a structured field. */
+  preemptedBy: PreemptedBy | null;
   admission: Admission | null;
   /** Charged usage per flavor (internal units) while admitted. */
   usage: Map<string, number[]>;
@@ -172,6 +179,16 @@ interface QueueState {
   preemptFails: { version: number; flavors: string; shape: Shape; minCount: number; priority: number; submit: number; releasable: Map<string, number[]> }[];
 }
 
+/** A tree's pending jobs in admission order at one state: positions and (lazily) ETAs. */
+interface TreeView {
+  sv: number;
+  pv: number;
+  order: JobState[];
+  index: Map<JobState, number>;
+  queuePos: Map<JobState, number>;
+  etas: Map<JobState, EtaResult> | null;
+}
+
 interface PodSetPlan {
   ps: PodSetState;
   flavor: string;
@@ -193,6 +210,7 @@ interface Fail {
   reason: PendingReasonCode;
   message: string;
   shortfall?: QuotaShortfall;
+  nodeFit?: NodeFit[];
   waitFlavors: string[];
 }
 
@@ -247,6 +265,9 @@ export class Scheduler {
   private admitSeq = 0;
   /** Bumped whenever running jobs, quotas or nodes change (not by trial changes, which roll back). */
   private stateVersion = 0;
+  /** Bumped whenever a job enters or leaves a pending list (keys the cached admission order). */
+  private pendingVersion = 0;
+  private readonly treeViews = new Map<QuotaNode, TreeView>();
   private cycleNo = 0;
 
   constructor(opts: SchedulerOptions) {
@@ -644,6 +665,8 @@ export class Scheduler {
       status: 'pending',
       parked: false,
       decision: null,
+      decisionVersion: -1,
+      preemptedBy: null,
       admission: null,
       usage: new Map(),
       allocs: [],
@@ -697,6 +720,7 @@ export class Scheduler {
   }
 
   private enqueue(j: JobState): void {
+    this.pendingVersion++;
     j.status = 'pending';
     j.queue.heap.push(j);
     j.podSets.forEach((ps, i) => {
@@ -713,6 +737,7 @@ export class Scheduler {
   }
 
   private dequeue(j: JobState): void {
+    this.pendingVersion++;
     const q = j.queue;
     q.heap.remove(j);
     if (j.parked) {
@@ -1024,18 +1049,48 @@ export class Scheduler {
       }
       if (placed) continue;
       this.rollback(mark);
-      return this.diagnose(job, options, nodeFailed);
+      return this.diagnose(job, options, nodeFailed, ps, count);
     }
     return { ok: true, parts, usage };
   }
 
-  private diagnose(job: JobState, options: { f: string; mode: number; r: number; requested: number }[], nodeFailed: string[]): Fail {
+  private diagnose(
+    job: JobState,
+    options: { f: string; mode: number; r: number; requested: number }[],
+    nodeFailed: string[],
+    ps: PodSetState,
+    count: number,
+  ): Fail {
     const q = job.queue;
     if (nodeFailed.length > 0) {
+      const eligible = this.eligibleFor(job);
+      const nodeFit: NodeFit[] = [];
+      for (const f of nodeFailed) {
+        let largest = 0;
+        let free = 0;
+        let any = false;
+        for (const n of (this.flavors.get(f) as FlavorState).nodes) {
+          if (!eligible(n)) continue;
+          any = true;
+          largest = Math.max(largest, n.freeGpuTotal);
+          free += n.freeGpuTotal;
+        }
+        if (any) nodeFit.push({ flavor: f, largestFreeGpusOnOneNode: largest / 1000, freeGpus: free / 1000, podsNeeded: count, gpusPerPod: ps.shape.gpu / 1000 });
+      }
+      if (nodeFit.length === 0) {
+        return {
+          ok: false,
+          reason: 'NoFittingNode',
+          message: `quota allows it, but there is no eligible node of ${nodeFailed.join(', ')} for its pods`,
+          waitFlavors: nodeFailed,
+        };
+      }
+      const blocks = nodeFit.map((n) => `${n.flavor}: largest free on one node ${n.largestFreeGpusOnOneNode}, free in total ${n.freeGpus}`).join('; ');
       return {
         ok: false,
-        reason: 'NoFittingNode',
-        message: `quota allows it, but no eligible node of ${nodeFailed.join(', ')} has room for the pods`,
+        reason: 'NoNodeFits',
+        message: `quota allows it, but no set of eligible nodes has room for ${count} pod(s) of ${ps.shape.gpu / 1000} GPU (${blocks})`,
+        nodeFit,
         waitFlavors: nodeFailed,
       };
     }
@@ -1442,13 +1497,22 @@ export class Scheduler {
       v.lastPreemption = p;
       v.preemptedCycle = this.cycleNo;
       v.parkKind = 'any';
-      v.decision = { jobId: v.spec.id, queue: v.queue.spec.name, reason: 'WaitingForQuota', message: `preempted by ${job.spec.id} (${reason}); requeued with its original submit time` };
+      v.preemptedBy = { jobId: job.spec.id, reason };
+      v.decision = {
+        jobId: v.spec.id,
+        queue: v.queue.spec.name,
+        reason: 'WaitingForQuota',
+        message: `preempted (${reason}); requeued with its original submit time`,
+        preemptedBy: { ...v.preemptedBy },
+      };
+      v.decisionVersion = -1; // diagnosed again against the state after this cycle
       this.enqueue(v);
       this.deferred.add(v.queue);
     }
     this.dequeue(job);
     job.status = 'admitted';
     job.decision = null;
+    job.preemptedBy = null;
     job.usage = plan.usage;
     job.allocs = plan.parts.flatMap((p) => p.allocs);
     job.admittedAt = now;
@@ -1597,9 +1661,9 @@ export class Scheduler {
           continue;
         }
         this.rollback(mark);
-        const d: PendingDecision = { jobId: job.spec.id, queue: q.spec.name, reason: res.reason, message: res.message };
-        if (res.shortfall) d.shortfall = res.shortfall;
+        const d = this.decisionFrom(job, res);
         job.decision = d;
+        job.decisionVersion = this.stateVersion;
         pending.set(job.spec.id, d);
         if (q.strategy === 'StrictFIFO') {
           q.blocked = true;
@@ -1610,8 +1674,40 @@ export class Scheduler {
         }
       }
     }
-    result.pending = [...pending.values()];
+    // A decision made before later admissions of this cycle may no longer be true: diagnose it
+    // again against the state the cycle leaves (only those made at an older state version).
+    result.pending = [...pending.values()].map((d) => {
+      const j = this.jobs.get(d.jobId);
+      return j && j.status === 'pending' ? this.currentDecision(j) : d;
+    });
     return result;
+  }
+
+  private decisionFrom(job: JobState, res: Fail): PendingDecision {
+    const d: PendingDecision = { jobId: job.spec.id, queue: job.queue.spec.name, reason: res.reason, message: res.message };
+    if (res.shortfall) d.shortfall = res.shortfall;
+    if (res.nodeFit) d.nodeFit = res.nodeFit;
+    if (job.preemptedBy) d.preemptedBy = { ...job.preemptedBy };
+    return d;
+  }
+
+  /**
+   * The job's pending decision as of the current state: the stored one if nothing changed since it
+   * was made, else diagnosed again (a trial assignment, rolled back) and stored with the version.
+   */
+  private currentDecision(j: JobState): PendingDecision {
+    if (j.decision && j.decisionVersion === this.stateVersion) return j.decision;
+    const mark = this.trail.length;
+    const res = this.assignDirect(j, j.podSets.map((p) => p.count));
+    this.rollback(mark);
+    let d: PendingDecision;
+    if (res.ok) {
+      d = { jobId: j.spec.id, queue: j.queue.spec.name, reason: 'NotYetEvaluated', message: 'fits now; waits for the next admission cycle' };
+      if (j.preemptedBy) d.preemptedBy = { ...j.preemptedBy };
+    } else d = this.decisionFrom(j, res);
+    j.decision = d;
+    j.decisionVersion = this.stateVersion;
+    return d;
   }
 
   /** The naive baseline: rebuild usage and node capacity from every running job, retry every pending job. */
@@ -1706,7 +1802,7 @@ export class Scheduler {
       j.parkKind = 'any';
       return;
     }
-    if (fail.reason === 'NoFittingNode') {
+    if (fail.reason === 'NoFittingNode' || fail.reason === 'NoNodeFits') {
       j.parkKind = 'node';
       return;
     }
@@ -1791,6 +1887,7 @@ export class Scheduler {
     } else {
       out = { admissible: false, borrowed: false, wouldPreempt: [], reason: res.reason, message: res.message };
       if (res.shortfall) out.shortfall = res.shortfall;
+      if (res.nodeFit) out.nodeFit = res.nodeFit;
     }
     this.rollback(mark);
     return out;
@@ -1807,25 +1904,35 @@ export class Scheduler {
       return base;
     }
     const q = j.queue;
-    const qPending = this.pendingOf(q);
-    base.queuePending = qPending.length;
-    base.positionInQueue = 1 + qPending.filter((o) => o !== j && queueLess(o, j)).length;
+    const view = this.treeView(q.root);
+    base.queuePending = q.heap.size + q.parked.size;
+    base.positionInQueue = view.queuePos.get(j) ?? base.queuePending;
     const head = q.heap.peek();
     if (q.strategy === 'StrictFIFO' && q.blocked && head && head !== j) {
       base.reason = 'StrictFIFOBlocked';
-      base.message = `StrictFIFO queue ${q.spec.name}: waiting behind ${head.spec.id}, which cannot be admitted yet`;
+      base.message = `StrictFIFO queue ${q.spec.name}: waiting behind the head of the queue, which cannot be admitted yet`;
+      base.blockedBy = head.spec.id;
     } else if (j.decision) {
-      base.reason = j.decision.reason;
-      base.message = j.decision.message;
-      if (j.decision.shortfall) base.shortfall = j.decision.shortfall;
+      const d = this.currentDecision(j);
+      base.reason = d.reason;
+      base.message = d.message;
+      if (d.shortfall) base.shortfall = d.shortfall;
+      if (d.nodeFit) base.nodeFit = d.nodeFit;
     } else {
       base.reason = 'NotYetEvaluated';
       base.message = 'waiting for the next admission cycle';
     }
-    const { position, total } = this.cohortPosition(j);
-    base.positionInCohort = position;
-    base.cohortPending = total;
-    base.eta = base.reason === 'ExceedsMaxQuota' ? null : this.eta(j);
+    if (j.preemptedBy) base.preemptedBy = { ...j.preemptedBy };
+    base.positionInCohort = (view.index.get(j) ?? view.order.length - 1) + 1;
+    base.cohortPending = view.order.length;
+    if (base.reason === 'ExceedsMaxQuota' || base.reason === 'WindowClosed') {
+      base.eta = null;
+      base.etaUnknownReason = base.reason === 'ExceedsMaxQuota' ? 'NeverFits' : 'WindowClosed';
+    } else {
+      const r = this.etaOf(view, j);
+      base.eta = r.at === null ? null : Math.max(this.clock.now(), r.at);
+      if (r.why) base.etaUnknownReason = r.why;
+    }
     return base;
   }
 
@@ -1838,14 +1945,35 @@ export class Scheduler {
     return [...q.heap.values(), ...q.parked];
   }
 
-  /** Position in the tree's admission order: queues' pending lists merged by (queue share or borrowing, priority, submit, id). */
-  private cohortPosition(j: JobState): { position: number; total: number } {
-    const lists = (this.treeQueues.get(j.queue.root) ?? []).map((q) => {
+  /**
+   * The tree's pending jobs in admission order, cached until running jobs, quotas, nodes or the
+   * pending set change (explain runs per job per request: this keeps it a lookup).
+   */
+  private treeView(root: QuotaNode): TreeView {
+    const cur = this.treeViews.get(root);
+    if (cur && cur.sv === this.stateVersion && cur.pv === this.pendingVersion) return cur;
+    const order = this.cohortOrder(root);
+    const index = new Map<JobState, number>();
+    const queuePos = new Map<JobState, number>();
+    const perQueue = new Map<QueueState, number>();
+    order.forEach((j, i) => {
+      index.set(j, i);
+      const n = (perQueue.get(j.queue) ?? 0) + 1;
+      perQueue.set(j.queue, n);
+      queuePos.set(j, n);
+    });
+    const view: TreeView = { sv: this.stateVersion, pv: this.pendingVersion, order, index, queuePos, etas: null };
+    this.treeViews.set(root, view);
+    return view;
+  }
+
+  /** Queues' pending lists merged by (queue share — or non-borrowing first without fair sharing —, priority, submit, id). */
+  private cohortOrder(root: QuotaNode): JobState[] {
+    const lists = (this.treeQueues.get(root) ?? []).map((q) => {
       const jobs = this.pendingOf(q).sort((a, b) => (queueLess(a, b) ? -1 : 1));
       return { q, jobs, i: 0, share: this.fairSharing ? this.weightedShare(q) : 0 };
     });
-    const total = lists.reduce((s, l) => s + l.jobs.length, 0);
-    let position = 0;
+    const order: JobState[] = [];
     for (;;) {
       let best: (typeof lists)[number] | null = null;
       for (const l of lists) {
@@ -1861,46 +1989,69 @@ export class Scheduler {
         if (ka[0]! < kb[0]! || (ka[0] === kb[0] && (ka[1]! < kb[1]! || (ka[1] === kb[1] && queueLess(h, b))))) best = l;
       }
       if (!best) break;
-      position++;
-      const picked = best.jobs[best.i++] as JobState;
-      if (picked === j) return { position, total };
+      order.push(best.jobs[best.i++] as JobState);
     }
-    return { position: total, total };
+    return order;
   }
 
-  /** Earliest expected end of running jobs after which this job would fit (quota and nodes), ignoring jobs ahead of it. */
-  private eta(j: JobState): number | null {
-    const now = this.clock.now();
-    const mark = this.trail.length;
-    const full = j.podSets.map((p) => p.count);
-    const fitsNow = (): boolean => {
-      const m = this.trail.length;
-      const r = this.assignDirect(j, full);
-      this.rollback(m);
-      return r.ok;
-    };
-    if (fitsNow()) return now;
-    const flavors = new Set(j.podSets.flatMap((p) => p.flavors));
-    const running: { job: JobState; end: number }[] = [];
+  /** The job's simulated admission time (see eta.ts), computed once per tree view. */
+  private etaOf(view: TreeView, j: JobState): EtaResult {
+    if (!view.etas) view.etas = this.simulateTree(view.order);
+    return view.etas.get(j) ?? { at: null, why: 'TooFarAhead' };
+  }
+
+  private simulateTree(all: JobState[]): Map<JobState, EtaResult> {
+    const order = all.slice(0, ETA_MAX_JOBS);
+    const roots = new Set(order.map((j) => j.queue.root));
+    const flavors = new Set(order.flatMap((j) => j.podSets.flatMap((p) => p.flavors)));
+    const running: { end: number | null; release: () => void }[] = [];
     for (const o of this.jobs.values()) {
       if (o.status !== 'admitted') continue;
-      const end = this.expectedEnd(o);
-      if (end === null) continue;
-      let relevant = o.queue.root === j.queue.root;
+      let relevant = roots.has(o.queue.root);
       if (!relevant) for (const f of o.usage.keys()) if (flavors.has(f)) relevant = true;
-      if (relevant) running.push({ job: o, end });
+      if (relevant) running.push({ end: this.expectedEnd(o), release: () => this.tRelease(o) });
     }
-    running.sort((a, b) => a.end - b.end || (a.job.spec.id < b.job.spec.id ? -1 : 1));
-    let eta: number | null = null;
-    for (const { job, end } of running) {
-      this.tRelease(job);
-      if (fitsNow()) {
-        eta = Math.max(now, end);
-        break;
-      }
-    }
+    const mark = this.trail.length;
+    const out = simulateEtas<JobState>({
+      now: this.clock.now(),
+      order,
+      strictQueueOf: (j) => (j.queue.strategy === 'StrictFIFO' ? j.queue : null),
+      durationOf: (j) => j.spec.expectedDurationMs ?? j.spec.maxRunMs,
+      running,
+      signatureOf: (j) => `${j.queue.spec.name}|${j.shapeKeys.join(';')}|${j.podSets.map((p) => `${p.count}/${p.minCount}`).join(',')}`,
+      tryAdmit: (j) => this.trialAdmit(j),
+    });
     this.rollback(mark);
-    return eta;
+    return out;
+  }
+
+  /** Admits a job on the snapshot (full gang, else its minimum) and returns the trial release of what it took. */
+  private trialAdmit(j: JobState): (() => void) | null {
+    // Quick reject before a trial assignment: each pod set needs, at its gang minimum, a flavor the
+    // quota admits without preemption and whose nodes have that much free in total.
+    for (const ps of j.podSets) {
+      const n = ps.minCount;
+      const vec = [ps.shape.gpu * n, ps.shape.cpu * n, ps.shape.mem * n];
+      const ok = ps.flavors.some((f) => {
+        const fs = this.flavors.get(f) as FlavorState;
+        return fs.freeGpu >= (vec[GPU] as number) && fs.freeCpu >= (vec[CPU] as number) && fs.freeMem >= (vec[MEM] as number) && this.quotaMode(j.queue, f, vec, undefined).mode <= BORROW;
+      });
+      if (!ok) return null;
+    }
+    let r = this.assignDirect(j, j.podSets.map((p) => p.count));
+    if (!r.ok && j.podSets.some((p) => p.minCount < p.count)) r = this.assignDirect(j, j.podSets.map((p) => p.minCount));
+    if (!r.ok) return null;
+    const q = j.queue;
+    const usage = r.usage;
+    const allocs = r.parts.flatMap((p) => p.allocs);
+    return () => {
+      this.chargeQueue(q, usage, -1);
+      for (let i = allocs.length - 1; i >= 0; i--) releaseAlloc(allocs[i] as PodAlloc);
+      this.trail.push(() => {
+        for (const a of allocs) reapplyAlloc(a);
+        this.chargeQueue(q, usage, 1);
+      });
+    };
   }
 
   queueStatus(name: string): QueueStatus {

@@ -283,12 +283,13 @@ export interface JobExplanation {
 }
 
 /**
- * Why a pending job has no ETA: `NoDeclaredDuration` — a job it waits for (running, or ahead of it
- * and admitted first) has no expected duration nor max run time; `TooFarAhead` — beyond the
- * simulation's bounds (position or steps); `NeverFits` — even when everything with a known end has
- * ended it does not fit (quota, nodes or gang shape); `StrictFIFOBlocked` — behind a head that never fits.
+ * Why a pending job has no ETA: `NoDeclaredDuration` — a job holding capacity (running, or ahead of
+ * it and admitted first in the simulation) has neither an expected duration nor a max run time;
+ * `TooFarAhead` — beyond the simulation's bounds (position or steps); `NeverFits` — even when every
+ * job with a known end has ended it does not fit (quota, nodes, gang shape, or behind a StrictFIFO
+ * head that never fits); `WindowClosed` — it waits for a time window to open.
  */
-export type EtaUnknownReason = 'NoDeclaredDuration' | 'TooFarAhead' | 'NeverFits' | 'StrictFIFOBlocked';
+export type EtaUnknownReason = 'NoDeclaredDuration' | 'TooFarAhead' | 'NeverFits' | 'WindowClosed';
 
 export interface Preview {
   admissible: boolean;

@@ -24,12 +24,12 @@ describe('MIG and time-slice placement', () => {
     expect(st).toMatchObject({ kind: 'mig', capacity: { gpu: 14 }, free: { gpu: 6 } });
   });
 
-  it('MIG: more slices than the node has free is NoFittingNode; slices must be whole', () => {
+  it('MIG: more slices than the node has free is NoNodeFits; slices must be whole', () => {
     const { s } = makeCluster({ nodes: [makeNode('m').flavor('a100-1g').gpus(1)], queues: [makeQueue('a').nominal('a100-1g', 14)] });
     s.submit(makeJob('j1').queue('a').gpus(5).build());
     s.submit(makeJob('j2').queue('a').gpus(3).build());
     const res = s.cycle();
-    expect(res.pending.map((p) => [p.jobId, p.reason])).toEqual([['j2', 'NoFittingNode']]);
+    expect(res.pending.map((p) => [p.jobId, p.reason])).toEqual([['j2', 'NoNodeFits']]);
     expect(() => s.submit(makeJob('half').queue('a').gpus(0.5).build())).toThrow(/slices must be whole/);
   });
 
@@ -38,7 +38,7 @@ describe('MIG and time-slice placement', () => {
     for (let i = 0; i < 9; i++) s.submit(makeJob(`s${i}`).queue('a').gpus(1).build());
     const res = s.cycle();
     expect(res.admitted).toHaveLength(8);
-    expect(res.pending.map((p) => p.reason)).toEqual(['NoFittingNode']);
+    expect(res.pending.map((p) => p.reason)).toEqual(['NoNodeFits']);
     expect(gpuFree(s, 't')).toEqual([0, 0]);
     expect(res.admitted.slice(0, 4).map((a) => a.podSets[0]!.placements[0]!.gpuIndices)).toEqual([[0], [0], [0], [0]]);
   });
@@ -63,7 +63,7 @@ describe('fractional GPUs', () => {
     s.submit(makeJob('z').queue('a').gpus(0.4).build());
     const res = s.cycle();
     expect(res.admitted.map((a) => a.jobId)).toEqual(['x', 'z']);
-    expect(res.pending.map((p) => [p.jobId, p.reason])).toEqual([['y', 'NoFittingNode']]);
+    expect(res.pending.map((p) => [p.jobId, p.reason])).toEqual([['y', 'NoNodeFits']]);
     expect(gpuFree(s, 'n')).toEqual([0]);
   });
 
@@ -93,7 +93,7 @@ describe('dedicated pools', () => {
     const res = s.cycle();
     const where = Object.fromEntries(res.admitted.map((a) => [a.jobId, a.podSets[0]!.placements[0]!.node]));
     expect(where).toEqual({ y1: 'shared', x1: 'ded' });
-    expect(Object.fromEntries(res.pending.map((p) => [p.jobId, p.reason]))).toEqual({ y2: 'NoFittingNode', x2: 'NoFittingNode' });
+    expect(Object.fromEntries(res.pending.map((p) => [p.jobId, p.reason]))).toEqual({ y2: 'NoNodeFits', x2: 'NoNodeFits' });
   });
 });
 

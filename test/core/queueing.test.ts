@@ -73,7 +73,7 @@ describe('gangs', () => {
     s.submit(makeJob('gang').queue('a').gpus(3).pods(3).build());
     const res = s.cycle();
     expect(res.admitted).toEqual([]);
-    expect(res.pending[0]).toMatchObject({ jobId: 'gang', reason: 'NoFittingNode' });
+    expect(res.pending[0]).toMatchObject({ jobId: 'gang', reason: 'NoNodeFits' });
     expect(s.nodeStatus()).toEqual(before);
   });
 
@@ -141,9 +141,10 @@ describe('explain: reasons, positions, ETA', () => {
     s.submit(makeJob('r1').queue('a').gpus(4).duration(3_600_000).build());
     s.submit(makeJob('r2').queue('a').gpus(4).duration(7_200_000).build());
     s.cycle();
-    s.submit(makeJob('w4').queue('a').gpus(4).build());
+    s.submit(makeJob('w4').queue('a').gpus(4).duration(3_600_000).build());
     s.submit(makeJob('w8').queue('a').gpus(8).build());
     s.cycle();
+    // w4 starts when r1 ends; w8 (behind w4) when r2 and w4 have both ended.
     expect(s.explain('w4').eta).toBe(t0 + 3_600_000);
     expect(s.explain('w8').eta).toBe(t0 + 7_200_000);
     expect(s.explain('r1')).toMatchObject({ state: 'admitted', expectedEnd: t0 + 3_600_000 });
@@ -159,13 +160,14 @@ describe('explain: reasons, positions, ETA', () => {
     expect(s.explain('huge')).toMatchObject({ reason: 'ExceedsMaxQuota', eta: null });
   });
 
-  it('NoFittingNode when quota allows but nodes are full, with the nodes numbers', () => {
+  it('NoNodeFits when quota allows but nodes are full, with the nodes numbers', () => {
     const { s } = makeCluster({ nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 16)] });
     s.submit(makeJob('r').queue('a').gpus(6).build());
     s.submit(makeJob('w').queue('a').gpus(4).build());
     const res = s.cycle();
-    expect(res.pending).toEqual([expect.objectContaining({ jobId: 'w', reason: 'NoFittingNode' })]);
-    expect(s.explain('w').message).toMatch(/no eligible node/);
+    expect(res.pending).toEqual([expect.objectContaining({ jobId: 'w', reason: 'NoNodeFits' })]);
+    expect(s.explain('w').message).toMatch(/no set of eligible nodes/);
+    expect(s.explain('w').nodeFit).toEqual([{ flavor: 'h100', largestFreeGpusOnOneNode: 2, freeGpus: 2, podsNeeded: 1, gpusPerPod: 4 }]);
   });
 
   it('a cycle with nothing new to try does no work; a release wakes only its own tree and flavors', () => {

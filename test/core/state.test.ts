@@ -114,7 +114,7 @@ describe('configuration changes', () => {
     s.submit(makeJob('r').queue('a').gpus(8).build());
     s.submit(makeJob('w').queue('a').gpus(8).build());
     s.cycle();
-    expect(s.explain('w').reason).toBe('NoFittingNode');
+    expect(s.explain('w').reason).toBe('NoNodeFits');
     s.upsertNode({ name: 'h100-new', pool: 'default', flavor: 'h100', gpus: 8, cpu: 64_000, memory: 512_000 });
     expect(s.cycle().admitted.map((x) => x.jobId)).toEqual(['w']);
   });
