@@ -1,5 +1,4 @@
 import { encodeGlobalID, resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
-import { Repeater, filter, map, pipe } from 'graphql-yoga';
 import { z } from 'zod';
 import type { JobExplanation, PodSetSpec, Preview } from '../src/core/types.js';
 import type { TenantEventPayload } from '../src/events/bus.js';
@@ -8,7 +7,9 @@ import { getQueue } from '../src/services/cluster.js';
 import { nodeFitOf, pendingReasonMessage, type NodeFitView } from '../src/services/pending-reasons.js';
 import { requireCapability } from '../src/services/context.js';
 import { pageInMemory } from '../src/services/loaders.js';
-import { freshContext, type GraphQLContext } from './context.js';
+import { jobPositionStream, type JobPosition } from '../src/services/job-position-stream.js';
+import type { Job } from '../src/persistence/scheduling-entities.js';
+import type { GraphQLContext } from './context.js';
 import { builder } from './builder.js';
 import { JobStateEnum, decodeId, pageFrom, toCursor } from './common.js';
 import { JobEventRef, JobRef, ProjectRef, QueueRef, TenantRef } from './refs.js';
@@ -326,47 +327,20 @@ async function projectQueue(ctx: GraphQLContext, projectId: string | null | unde
 }
 
 // ─── subscriptions ───
+// Sources carry ids and scheduler values, never rows. Each event then resolves in its own
+// context (plugins/useSubscriptionEventContext): the caller's rights as they are now, a
+// fresh EntityManager and loaders, so nested fields read what is stored when it is sent.
+// An event whose root object the caller may no longer see is dropped there.
 
-/** Emits the current value, then again after ticks, skipping values equal to the last one sent. */
-function changes<T>(current: () => Promise<T | null>, subscribeTicks: (tick: () => void) => () => void, key: (value: T) => string) {
-  return new Repeater<T>(async (push, stop) => {
-    let last: string | null = null;
-    let busy = Promise.resolve();
-    // Ticks that arrive while a value is being computed fold into one more computation,
-    // not one each: a burst of scheduler changes costs a subscriber at most two reads.
-    let queued = false;
-    const emit = () => {
-      if (queued) return;
-      queued = true;
-      busy = busy.then(async () => {
-        queued = false;
-        const value = await current();
-        if (value === null) return;
-        const k = key(value);
-        if (k !== last) {
-          last = k;
-          await push(value);
-        }
-      });
-    };
-    const unsubscribe = subscribeTicks(emit);
-    emit();
-    await stop;
-    unsubscribe();
-  });
-}
-
-const JobPositionUpdateRef = builder
-  .objectRef<{ job: import('../src/persistence/scheduling-entities.js').Job; explanation: JobExplanation | null }>('JobPositionUpdate')
-  .implement({
-    fields: (t) => ({
-      job: t.field({ type: JobRef, resolve: (u) => u.job }),
-      state: t.field({ type: JobStateEnum, resolve: (u) => u.job.state }),
-      position: t.field({ type: JobPositionRef, nullable: true, resolve: (u) => u.explanation }),
-      eta: t.field({ type: 'DateTime', nullable: true, resolve: (u) => (u.explanation?.eta == null ? null : new Date(u.explanation.eta)) }),
-      pendingReason: t.field({ type: PendingReasonRef, nullable: true, resolve: (u) => u.explanation }),
-    }),
-  });
+const JobPositionUpdateRef = builder.objectRef<JobPosition & { job: Job }>('JobPositionUpdate').implement({
+  fields: (t) => ({
+    job: t.field({ type: JobRef, description: 'The job as stored when this update was sent.', resolve: (u) => u.job }),
+    state: t.field({ type: JobStateEnum, resolve: (u) => u.state }),
+    position: t.field({ type: JobPositionRef, nullable: true, resolve: (u) => u.explanation }),
+    eta: t.field({ type: 'DateTime', nullable: true, resolve: (u) => (u.explanation?.eta == null ? null : new Date(u.explanation.eta)) }),
+    pendingReason: t.field({ type: PendingReasonRef, nullable: true, resolve: (u) => u.explanation }),
+  }),
+});
 
 const TenantEventKindEnum = builder.enumType('TenantEventKind', { values: ['ADMITTED', 'PREEMPTED', 'QUOTA_CHANGED', 'WINDOW_CHANGED'] as const });
 
@@ -387,13 +361,6 @@ const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').impl
   }),
 });
 
-/** Runs `load` for one event under the caller's current rights; null drops the event. */
-async function underCurrentRights<T>(ctx: GraphQLContext, load: (fresh: GraphQLContext) => Promise<T>): Promise<T | null> {
-  const fresh = await freshContext(ctx);
-  if (!fresh) return null;
-  return load(fresh).catch(() => null);
-}
-
 builder.subscriptionFields((t) => ({
   jobUpdated: t.field({
     type: JobRef,
@@ -402,45 +369,21 @@ builder.subscriptionFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     subscribe: async (_r, { id }, ctx) => {
       const job = await getJob(ctx, decodeId(String(id), 'Job'));
-      return pipe(
-        ctx.events.subscribe('job-updated', job.id),
-        map(() => underCurrentRights(ctx, (fresh) => getJob(fresh, job.id))),
-        filter((j): j is NonNullable<typeof j> => j !== null),
-      );
+      return ctx.events.subscribe('job-updated', job.id);
     },
-    resolve: (job) => job,
+    resolve: ({ jobId }, _args, ctx) => getJob(ctx, jobId),
   }),
   jobPosition: t.field({
     type: JobPositionUpdateRef,
-    description: 'Position, ETA and pending reason of a job: the current value first, then only when one of them changes.',
+    description:
+      'Position, ETA and pending reason of a job, and its state: the current value first, then once per scheduling cycle that changed one of them (as it stood at the end of that cycle), and on each state change.',
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
     subscribe: async (_r, { id }, ctx) => {
       const job = await getJob(ctx, decodeId(String(id), 'Job'));
-      return changes(
-        async () => {
-          const current = await underCurrentRights(ctx, (fresh) => getJob(fresh, job.id));
-          if (!current) return null;
-          return { job: current, explanation: current.state === 'PENDING' ? ctx.scheduler.explain(current.id) : null };
-        },
-        (tick) => {
-          const offState = ctx.scheduler.onStateChange(tick);
-          const updates = ctx.events.subscribe('job-updated', job.id)[Symbol.asyncIterator]();
-          let open = true;
-          void (async () => {
-            while (open && !(await updates.next()).done) tick();
-          })();
-          return () => {
-            open = false;
-            offState();
-            void updates.return?.();
-          };
-        },
-        (u) =>
-          JSON.stringify([u.job.state, u.explanation?.positionInQueue, u.explanation?.queuePending, u.explanation?.positionInCohort, u.explanation?.cohortPending, u.explanation?.eta, u.explanation?.reason, u.explanation?.message]),
-      );
+      return jobPositionStream(ctx, { id: job.id, state: job.state });
     },
-    resolve: (update) => update,
+    resolve: async (position, _args, ctx) => ({ ...position, job: await getJob(ctx, position.jobId) }),
   }),
   tenantEvents: t.field({
     type: TenantEventRef,
@@ -450,12 +393,12 @@ builder.subscriptionFields((t) => ({
     subscribe: (_r, { tenantId }, ctx) => {
       const id = decodeId(String(tenantId), 'Tenant');
       requireCapability(ctx, id, 'jobs:read', 'Tenant');
-      return pipe(
-        ctx.events.subscribe('tenant-event', id),
-        filter(async () => (await underCurrentRights(ctx, async (fresh) => requireCapability(fresh, id, 'jobs:read', 'Tenant'))) !== null),
-      );
+      return ctx.events.subscribe('tenant-event', id);
     },
-    resolve: (event) => event,
+    resolve: (event, { tenantId }, ctx) => {
+      requireCapability(ctx, decodeId(String(tenantId), 'Tenant'), 'jobs:read', 'Tenant');
+      return event;
+    },
   }),
   queueUpdated: t.field({
     type: QueueRef,
@@ -464,12 +407,8 @@ builder.subscriptionFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     subscribe: async (_r, { id }, ctx) => {
       const queue = await getQueue(ctx, decodeId(String(id), 'Queue'));
-      return pipe(
-        ctx.events.subscribe('queue-updated', queue.id),
-        map(() => underCurrentRights(ctx, (fresh) => getQueue(fresh, queue.id))),
-        filter((q): q is NonNullable<typeof q> => q !== null),
-      );
+      return ctx.events.subscribe('queue-updated', queue.id);
     },
-    resolve: (queue) => queue,
+    resolve: ({ queueId }, _args, ctx) => getQueue(ctx, queueId),
   }),
 }));

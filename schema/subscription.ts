@@ -1,8 +1,6 @@
-import { pipe, filter, map } from 'graphql-yoga';
 import { getAuditEvent } from '../src/services/audit-events.js';
 import { requireCapability } from '../src/services/context.js';
 import { builder } from './builder.js';
-import { freshContext } from './context.js';
 import { decodeId } from './common.js';
 import { AuditEventRef } from './refs.js';
 
@@ -14,18 +12,11 @@ builder.subscriptionFields((t) => ({
     args: { tenantId: t.arg.id({ required: true }) },
     subscribe: (_root, { tenantId }, ctx) => {
       const id = decodeId(String(tenantId), 'Tenant');
-      // Checked at subscribe time here, and again for every event by getAuditEvent.
       requireCapability(ctx, id, 'audit:read', 'Tenant');
-      return pipe(
-        ctx.events.subscribe('audit-event', id),
-        map(async ({ auditEventId }) => {
-          const fresh = await freshContext(ctx);
-          // Lost access since subscribing (token revoked, membership removed): drop the event.
-          return fresh ? getAuditEvent(fresh, auditEventId).catch(() => null) : null;
-        }),
-        filter((event): event is NonNullable<typeof event> => event !== null),
-      );
+      return ctx.events.subscribe('audit-event', id);
     },
-    resolve: (event) => event as never,
+    // Runs in the event's own context (the caller's rights now): getAuditEvent checks
+    // audit:read again, and an event the caller may no longer read is dropped.
+    resolve: ({ auditEventId }, _args, ctx) => getAuditEvent(ctx, auditEventId),
   }),
 }));

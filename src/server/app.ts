@@ -19,6 +19,7 @@ import { schema } from '../../schema/index.js';
 import { useFairwayAuth } from '../../plugins/useFairwayAuth.js';
 import { useRequestId } from '../../plugins/useRequestId.js';
 import { useServiceContext } from '../../plugins/useServiceContext.js';
+import { useSubscriptionEventContext } from '../../plugins/useSubscriptionEventContext.js';
 import { useReadiness } from '../../plugins/useReadiness.js';
 import { createMaskError } from './errors.js';
 import type { GraphQLError } from 'graphql';
@@ -96,6 +97,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       useRequestId(),
       useFairwayAuth({ identity, reauthCacheMs: options.reauthCacheMs }),
       useServiceContext({ orm, events, scheduler, now }),
+      // After the two above: each subscription event gets its own principal, EntityManager and loaders.
+      useSubscriptionEventContext({ orm }),
     ],
   });
 

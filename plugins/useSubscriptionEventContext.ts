@@ -1,0 +1,94 @@
+import { isAsyncIterable, type Plugin } from '@envelop/core';
+import { useExtendContextValuePerExecuteSubscriptionEvent } from '@envelop/execute-subscription-event';
+import type { MikroORM } from '@mikro-orm/core';
+import type { ExecutionResult, GraphQLError } from 'graphql';
+import type { Principal } from '../src/auth/principal.js';
+import { tenantFilterFor } from '../src/auth/principal.js';
+import { scopedEntityManager } from '../src/persistence/entities.js';
+import { createLoaders } from '../src/services/loaders.js';
+
+export interface SubscriptionEventContextOptions {
+  orm: MikroORM;
+}
+
+/** What this plugin needs of the subscription's own context (set by useFairwayAuth). */
+interface SubscriptionContext {
+  /** Resolves the connection's credential again; rejects when it no longer verifies. */
+  reauthenticate?: () => Promise<Principal | null>;
+}
+
+/**
+ * A subscription lives for hours; its caller's rights and the data do not stand still.
+ * Each event is executed with its own context — the caller as re-authenticated now, an
+ * EntityManager with the tenant filter for those rights, fresh DataLoaders — so every field
+ * of the event, nested ones included, reads what is stored when the event is sent, as the
+ * caller may see it now. (The subscription's context, from subscribe time, is used only to
+ * set up the source stream.)
+ *
+ * An event the caller may no longer see is dropped, not sent as an error: its root field
+ * was refused (UNAUTHENTICATED, FORBIDDEN, or NOT_FOUND — what a caller without rights gets
+ * for another tenant's object) and nothing of it resolved. An error would tell a removed
+ * member that the object still changes.
+ *
+ * Must come after useFairwayAuth (which puts `reauthenticate` in the context) and
+ * useServiceContext (whose fields it replaces per event).
+ */
+export function useSubscriptionEventContext(options: SubscriptionEventContextOptions): Plugin {
+  const perEventContext = useExtendContextValuePerExecuteSubscriptionEvent<Record<string, unknown>>(async ({ args }) => {
+    const principal = await currentPrincipal(args.contextValue as SubscriptionContext);
+    const em = scopedEntityManager(options.orm, tenantFilterFor(principal));
+    return { contextPartial: { principal, currentUser: principal, em, loaders: createLoaders(em) } };
+  });
+  return {
+    onPluginInit({ addPlugin }) {
+      addPlugin(perEventContext as Plugin);
+    },
+    onSubscribe() {
+      return {
+        onSubscribeResult({ result, setResult }) {
+          if (isAsyncIterable(result)) setResult(withoutRefusedEvents(result));
+        },
+      };
+    },
+  };
+}
+
+/** The caller as they are now; null when the credential no longer verifies (revoked, expired, owner removed). */
+async function currentPrincipal(context: SubscriptionContext): Promise<Principal | null> {
+  try {
+    return (await context.reauthenticate?.()) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+const REFUSED = new Set(['UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND']);
+
+function codeOf(error: GraphQLError): unknown {
+  return error.extensions?.code ?? (error.originalError as { code?: unknown } | undefined)?.code;
+}
+
+/** The root field failed and every error is a refusal: the caller may not see this event. */
+function refused(result: ExecutionResult): boolean {
+  return result.data == null && !!result.errors?.length && result.errors.every((error) => REFUSED.has(codeOf(error) as string));
+}
+
+/**
+ * The stream without refused events. A plain iterator, not an async generator: `return()`
+ * must reach the source at once when the client unsubscribes, not after the next event.
+ */
+function withoutRefusedEvents(source: AsyncIterableIterator<ExecutionResult> | AsyncIterable<ExecutionResult>): AsyncIterableIterator<ExecutionResult> {
+  const iterator = source[Symbol.asyncIterator]();
+  const filtered: AsyncIterableIterator<ExecutionResult> = {
+    async next() {
+      for (;;) {
+        const step = await iterator.next();
+        if (step.done || !refused(step.value)) return step;
+      }
+    },
+    return: (value?: unknown) => iterator.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
+    throw: (error?: unknown) => iterator.throw?.(error) ?? Promise.reject(error),
+    [Symbol.asyncIterator]: () => filtered,
+  };
+  return filtered;
+}
