@@ -29,7 +29,8 @@ const SIMULATE_HELP = `usage: fairway simulate --trace FILE --cluster FILE --que
   --window END         measurement window end for replay: last-submit (default) or last-finish
   --sla-seconds N      SLA start deadline in seconds (default 60)
   --no-preview         do not call the core's preview at submit (faster; previewAtSubmit stays 'none')
-  --no-eta             do not sample the core's ETA at submit (faster; etaAtSubmit.sampled is false)
+  --eta                sample the core's ETA at submit for jobs left pending and report its error
+                       against the actual start (etaAtSubmit; about ten times slower on Philly)
   --out DIR            output directory for report.json and report.html (default sim-out)
   --name NAME          output file base name (default report)
   --no-tenants         terminal output without the per-tenant tables
@@ -103,10 +104,10 @@ function int(f: Flags, k: string, dflt: number): number {
   return Number(v);
 }
 
-const SIM_KNOWN = ['trace', 'cluster', 'queues', 'policy', 'placement', 'mode', 'seed', 'fill-targets', 'window', 'sla-seconds', 'no-preview', 'no-eta', 'out', 'name', 'no-tenants', 'help'];
+const SIM_KNOWN = ['trace', 'cluster', 'queues', 'policy', 'placement', 'mode', 'seed', 'fill-targets', 'window', 'sla-seconds', 'no-preview', 'eta', 'out', 'name', 'no-tenants', 'help'];
 
 export function parseSimulateArgs(args: string[]): (SimulateOptions & { out: string; name: string; tenants: boolean }) | 'help' {
-  const f = parseFlags(args, ['no-preview', 'no-eta', 'no-tenants', 'help']);
+  const f = parseFlags(args, ['no-preview', 'eta', 'no-tenants', 'help']);
   if (f.has('help')) return 'help';
   for (const k of f.keys()) if (!SIM_KNOWN.includes(k)) throw new UsageError(`unknown option --${k}`);
   const need = (k: string): string => {
@@ -133,7 +134,7 @@ export function parseSimulateArgs(args: string[]): (SimulateOptions & { out: str
   if (win !== undefined) o.windowEnd = win;
   if (f.has('sla-seconds')) o.slaSeconds = int(f, 'sla-seconds', 60);
   if (f.has('no-preview')) o.preview = false;
-  if (f.has('no-eta')) o.eta = false;
+  if (f.has('eta')) o.eta = true;
   const ft = str(f, 'fill-targets');
   if (ft !== undefined) {
     const xs = ft.split(',').map((s) => Number(s.trim()));

@@ -8,7 +8,7 @@ import { percentile } from './percentile.js';
  * jobs still pending then; error = actual start − ETA, in seconds.
  */
 export interface EtaStats {
-  /** False when the run did not sample ETAs (`--no-eta`): every other figure is 0 or null. */
+  /** False when the run did not sample ETAs (no `--eta`): only the admitted/pending counts are filled. */
   sampled: boolean;
   /** Admitted at their submit instant: no ETA is shown, excluded from the error. */
   admittedAtSubmit: number;

@@ -20,7 +20,7 @@ export interface SimulateOptions {
   slaSeconds?: number;
   fillTargets?: number[];
   preview?: boolean;
-  /** Sample the ETA the core shows at submit for jobs left pending (default true). */
+  /** Sample the ETA the core shows at submit for jobs left pending (default false: costly). */
   eta?: boolean;
 }
 

@@ -23,7 +23,7 @@ function replayOf(traceCsv: string, extra: Partial<SimulateOptions> = {}): Simul
   writeFileSync(cluster, 'name,gpu_type,gpus,cpu_milli,memory_mib\nn1,h100,4,64000,512000\n');
   const queues = join(tmp, 'qa.json');
   writeFileSync(queues, '{"queues":[{"name":"qa","tenant":"A","quotas":{"h100":{"gpu":{"nominal":4}}}}]}');
-  return { trace, cluster, queues, policies: ['fairway', 'static', 'fifo'], placements: ['best-fit'], mode: 'replay', seed: 1, windowEnd: 'last-finish', ...extra };
+  return { trace, cluster, queues, policies: ['fairway', 'static', 'fifo'], placements: ['best-fit'], mode: 'replay', seed: 1, windowEnd: 'last-finish', eta: true, ...extra };
 }
 
 const runs = (o: SimulateOptions): ReplayMetrics[] => (simulate(o).report as ReplayReport).runs;
@@ -33,7 +33,7 @@ describe('ETA at submit against the actual start (hand-computed, every policy)',
     // r1 holds all 4 GPUs 0–100 s (declared 100 s). w2 arrives at 10 s and cannot fit:
     // the ETA shown is r1's end, 100 s, and w2 starts at 100 s. r1 was admitted at once: no ETA.
     const o = replayOf('id,submit_time,duration_s,tenant,gpus\nr1,0,100,A,4\nw2,10,10,A,4\n');
-    const out = runReplay(loadInput(o), { policy: 'fairway', placement: 'best-fit' });
+    const out = runReplay(loadInput(o), { policy: 'fairway', placement: 'best-fit', eta: true });
     const w2 = out.jobs[1]!;
     expect([w2.pendingAfterSubmit, w2.etaAtSubmit, w2.startAfterEtaMs]).toEqual([true, 100_000, 100_000]);
     expect(out.jobs[0]!.etaAtSubmit).toBeUndefined();
@@ -63,7 +63,7 @@ describe('ETA at submit against the actual start (hand-computed, every policy)',
       'id,submit_time,duration_s,declared_duration_s,tenant,gpus\n' +
         'r1,0,100,60,A,4\nw2,10,10,10,A,4\nr3,200,50,150,A,4\nw4,210,10,10,A,4\n',
     );
-    const out = runReplay(loadInput(o), { policy: 'static', placement: 'best-fit' });
+    const out = runReplay(loadInput(o), { policy: 'static', placement: 'best-fit', eta: true });
     expect(out.jobs.map((j) => [j.id, j.etaAtSubmit, j.startAfterEtaMs])).toEqual([
       ['r1', undefined, undefined],
       ['w2', 60_000, 100_000],
@@ -129,14 +129,15 @@ function busyTrace(): SimulateOptions {
   const queues = join(tmp, 'busy-queues.json');
   const q = (name: string, nominal: number): string => `{"name":"q${name}","tenant":"${name}","cohort":"c","quotas":{"h100":{"gpu":{"nominal":${nominal}}}}}`;
   writeFileSync(queues, `{"cohorts":[{"name":"c"}],"queues":[${q('A', 8)},${q('B', 4)},${q('C', 4)}]}`);
-  return { trace, cluster, queues, policies: ['fairway', 'static', 'fifo'], placements: ['best-fit', 'fragmentation-aware'], mode: 'replay', seed: 1 };
+  return { trace, cluster, queues, policies: ['fairway', 'static', 'fifo'], placements: ['best-fit', 'fragmentation-aware'], mode: 'replay', seed: 1, eta: true };
 }
 
 describe('ETA sampling is read-only', () => {
   it('a replay with and without sampling makes the same decisions (report equal but for etaAtSubmit)', () => {
     const o = busyTrace();
     const withEta = simulate(o).report as ReplayReport;
-    const without = simulate({ ...o, eta: false }).report as ReplayReport;
+    const { eta: _on, ...off } = o;
+    const without = simulate(off).report as ReplayReport; // the default: no sampling
     const strip = (r: ReplayReport): string => reportJson({ ...r, runs: r.runs.map(({ etaAtSubmit: _e, ...m }) => m) } as unknown as ReplayReport);
     expect(strip(withEta)).toBe(strip(without));
     // the trace is busy enough to mean something: jobs waited, were preempted, were shown ETAs
@@ -148,19 +149,19 @@ describe('ETA sampling is read-only', () => {
 });
 
 describe('report and CLI', () => {
-  it('terminal and Markdown show the ETA table; --no-eta turns sampling off', () => {
+  it('with --eta, terminal and Markdown show the ETA table; without it nothing is sampled', () => {
     const o = replayOf('id,submit_time,duration_s,declared_duration_s,tenant,gpus\nr1,0,100,60,A,4\nw2,10,10,10,A,4\n');
     let out = '';
     let err = '';
     const io = { out: (s: string) => (out += s + '\n'), err: (s: string) => (err += s + '\n') };
     const dir = join(tmp, 'cli');
-    expect(main(['simulate', '--trace', o.trace, '--cluster', o.cluster, '--queues', o.queues, '--policy', 'static', '--out', dir, '--no-tenants'], io)).toBe(0);
+    expect(main(['simulate', '--trace', o.trace, '--cluster', o.cluster, '--queues', o.queues, '--policy', 'static', '--out', dir, '--no-tenants', '--eta'], io)).toBe(0);
     expect(out).toMatch(/static\s+best-fit\s+1\s+1\s+0\s+1\s+40s\s+40s\s+\+40s\s+1 \/ 0 \/ 0/);
     expect(err).toMatch(/ETA sampling [\d.]+ s of it, 1 explain calls/);
     expect(readFileSync(join(dir, 'report.md'), 'utf8')).toMatch(/\| static \| best-fit \| 1 \| 1 \| 0 \| 1 \| 40s \| 40s \| \+40s \|/);
     expect(readFileSync(join(dir, 'report.html'), 'utf8')).toContain('<h2>ETA at submit</h2>');
     out = '';
-    expect(main(['simulate', '--trace', o.trace, '--cluster', o.cluster, '--queues', o.queues, '--policy', 'static', '--out', dir, '--no-tenants', '--no-eta'], io)).toBe(0);
+    expect(main(['simulate', '--trace', o.trace, '--cluster', o.cluster, '--queues', o.queues, '--policy', 'static', '--out', dir, '--no-tenants'], io)).toBe(0);
     expect(out).not.toMatch(/ETA at submit/);
     const json = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as ReplayReport;
     expect(json.runs[0]!.etaAtSubmit).toMatchObject({ sampled: false, pendingAtSubmit: 1, withEta: 0 });
