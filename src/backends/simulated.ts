@@ -90,7 +90,8 @@ function admissionKey(job: BackendJob): string {
 export class SimulatedBackend implements ExecutionBackend {
   readonly name = 'simulated';
 
-  private readonly timeScale: number;
+  /** Declared time / real time (the port's `timeScale`): the core sees durations divided by it. */
+  readonly timeScale: number;
   private readonly now: () => number;
   private readonly timers: Timers;
   private readonly failureRate: number;

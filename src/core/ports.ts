@@ -32,6 +32,12 @@ export type BackendEvent =
  */
 export interface ExecutionBackend {
   readonly name: string;
+  /**
+   * Declared time / backend time: a job declared to run `d` ms runs `d / timeScale` ms on this
+   * backend's clock (the simulated cluster's FAIRWAY_SIM_TIME_SCALE; 1 for a real cluster). The
+   * core's expected ends and ETAs are in the backend's clock, so specs divide durations by it.
+   */
+  readonly timeScale: number;
   start(job: BackendJob): Promise<void>;
   /** Preempted: stop the pods now; the job may be started again later. */
   suspend(jobId: string, reason: string): Promise<void>;

@@ -511,6 +511,7 @@ export class Scheduler {
   /** Rebuilds the quota tree from specs and re-charges every admitted job. Runs on configuration changes only (rare), never per cycle. */
   private rebuildQuotas(): void {
     this.stateVersion++;
+    this.treeViews.clear(); // trees may have been regrouped
     for (const { node } of this.cohorts.values()) {
       node.children.length = 0;
       node.parent = null;

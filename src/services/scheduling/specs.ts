@@ -41,7 +41,12 @@ export const queueSpec = (q: Queue, cohortName: string | null): QueueSpec => ({
 
 export const priorityClass = (p: PriorityClassRow): PriorityClass => ({ name: p.name, value: p.value, preemptible: p.preemptible });
 
-export const jobSpec = (j: Job, queueName: string): JobSpec => ({
+/**
+ * A job row → the core's spec. Durations are declared in the job's own time; the core reasons in
+ * the backend's clock (expected ends, ETAs), so they are divided by the backend's `timeScale`
+ * (a declared hour is one minute on the simulated cluster at 60). Pass `backend.timeScale`.
+ */
+export const jobSpec = (j: Job, queueName: string, timeScale = 1): JobSpec => ({
   id: j.id,
   tenant: j.tenant.id,
   project: j.project?.id,
@@ -49,9 +54,14 @@ export const jobSpec = (j: Job, queueName: string): JobSpec => ({
   priorityClass: j.priorityClass,
   submitTime: j.submitTime,
   podSets: j.podSets,
-  expectedDurationMs: j.expectedDurationMs ?? undefined,
-  maxRunMs: j.maxRunMs ?? undefined,
+  expectedDurationMs: scaled(j.expectedDurationMs, timeScale),
+  maxRunMs: scaled(j.maxRunMs, timeScale),
 });
+
+function scaled(ms: number | null | undefined, timeScale: number): number | undefined {
+  if (ms === null || ms === undefined) return undefined;
+  return timeScale === 1 ? ms : Math.round(ms / timeScale);
+}
 
 export function totalGpus(spec: Pick<JobSpec, 'podSets'>): number {
   return spec.podSets.reduce((sum, ps) => sum + ps.count * (ps.perPod.gpu ?? 0), 0);
