@@ -74,9 +74,10 @@ export class LeaderSession {
         await this.host.outbox.reconcileBackend();
       })
       .catch((error) => this.failed(error));
-    // Submits the previous leader acknowledged during the handover reach only its own
-    // core: an early first resync picks them up from the database.
-    this.scheduleResync(Math.min(this.host.options.resyncIntervalMs ?? 30_000, 2000));
+    // Submits another replica's leader acknowledged during the handover reached only its
+    // own core: an early first resync picks them up from the database. (SQLite has one process.)
+    const every = this.host.options.resyncIntervalMs ?? 30_000;
+    this.scheduleResync(this.host.options.dialect === 'postgresql' ? Math.min(every, 2000) : every);
     this.wake();
   }
 

@@ -61,6 +61,8 @@ export class SchedulerService {
   private readonly utilization = new Map<string, number>();
   private readonly stateListeners = new Set<() => void>();
   private lastCampaignError: string | null = null;
+  /** Losses of the lock so far: one during a takeover makes that takeover void. */
+  private lockLosses = 0;
 
   constructor(private readonly options: SchedulerServiceOptions) {
     this.epochs = new LeaderEpochs(options.dialect);
@@ -100,7 +102,10 @@ export class SchedulerService {
     await this.rebuild();
     const { events, logError, leadership, backend } = this.options;
     this.unsubscribers.push(
-      leadership.onLost((reason) => this.demote(`lost the scheduler lock (${reason})`)),
+      leadership.onLost((reason) => {
+        this.lockLosses++;
+        this.demote(`lost the scheduler lock (${reason})`);
+      }),
       listenTo(events, 'scheduler-input', (input: SchedulerInput) => this.session?.input(input), logError),
       listenTo(events, 'scheduler-state', () => !this.session && this.scheduleFollowerRebuild(50), logError),
       backend.onEvent((event) => this.onBackendEvent(event)),
@@ -200,6 +205,7 @@ export class SchedulerService {
     this.campaigning = true;
     try {
       const { leadership } = this.options;
+      const losses = this.lockLosses;
       if (!(await leadership.tryAcquire())) return;
       if (this.stopped) return void (await leadership.release());
       // The takeover's epoch bump waits for an old leader's write in flight (row lock), so
@@ -208,6 +214,8 @@ export class SchedulerService {
         await leadership.release();
         throw error;
       });
+      // Lost again while bumping the epoch: another replica may hold the lock now.
+      if (this.lockLosses !== losses) return;
       this.lastCampaignError = null;
       if (this.leaderTimer) clearInterval(this.leaderTimer);
       this.leaderTimer = null;
