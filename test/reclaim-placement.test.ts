@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers/harness.js';
 
 let t: TestApp;
-let aurora: Record<string, string>;
-let borealis: Record<string, string>;
+let aurora: { Queue: string; Job: string };
+let borealis: { Queue: string; Job: string };
 
 const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id state } }`;
 const JOB = `query($id: ID!) { node(id: $id) { ... on Job { state pendingReason { code } } } }`;
