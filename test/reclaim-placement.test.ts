@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers/harness.js';
 
 let t: TestApp;
-let aurora: { Queue: string; Job: string };
-let borealis: { Queue: string; Job: string };
+let aurora: Record<string, string>;
+let borealis: Record<string, string>;
 
 const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id state } }`;
 const JOB = `query($id: ID!) { node(id: $id) { ... on Job { state pendingReason { code } } } }`;
@@ -31,7 +31,7 @@ async function stateOf(token: string, id: string): Promise<string> {
   return res.body.data!.node.state as string;
 }
 
-async function submit(token: string, queueId: string, name: string, podSet: Record<string, unknown>): Promise<string> {
+async function submit(token: string, queueId: string | undefined, name: string, podSet: Record<string, unknown>): Promise<string> {
   const res = await t.gql(token, SUBMIT, { in: { queueId, name, podSets: [{ flavors: ['h100-80g'], ...podSet }], expectedDurationSeconds: LONG } });
   if (res.body.errors) throw new Error(JSON.stringify(res.body.errors));
   return res.body.data!.submitJob.id as string;
