@@ -61,6 +61,7 @@ export class SchedulerService {
   private readonly utilization = new Map<string, number>();
   private readonly stateListeners = new Set<() => void>();
   private lastCampaignError: string | null = null;
+  private followerFailing = false;
   /** Losses of the lock so far: one during a takeover makes that takeover void. */
   private lockLosses = 0;
 
@@ -311,11 +312,15 @@ export class SchedulerService {
     this.followerRebuildTimer = setTimeout(() => {
       this.followerRebuildTimer = null;
       if (this.session || this.stopped) return;
-      this.rebuild().catch((error) => {
-        // The database is down: keep the last read model and try again.
-        this.options.logError(error);
-        setTimeout(() => this.scheduleFollowerRebuild(0), this.options.recoveryRetryMs ?? 1000).unref();
-      });
+      this.rebuild().then(
+        () => (this.followerFailing = false),
+        (error) => {
+          // The database is down: keep the last read model, say so once, and try again.
+          if (!this.followerFailing) this.options.logError(error);
+          this.followerFailing = true;
+          setTimeout(() => this.scheduleFollowerRebuild(0), this.options.recoveryRetryMs ?? 1000).unref();
+        },
+      );
     }, afterMs);
     this.followerRebuildTimer.unref();
   }
