@@ -1,6 +1,7 @@
 import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { encodeGlobalID } from '@pothos/plugin-relay';
 import { listAuditEvents, listPlatformAuditEvents } from '../src/services/audit-events.js';
+import { visibleEmail } from '../src/services/members.js';
 import { builder } from './builder.js';
 import { AuditOutcomeEnum, decodeId, pageFrom, toCursor } from './common.js';
 import { AuditEventRef, TenantRef } from './refs.js';
@@ -15,7 +16,11 @@ builder.node(AuditEventRef, {
     outcome: t.field({ type: AuditOutcomeEnum, resolve: (event) => event.outcome }),
     errorCode: t.string({ nullable: true, resolve: (event) => event.errorCode ?? null }),
     actorName: t.string({ nullable: true, resolve: (event) => event.actor?.name ?? null }),
-    actorEmail: t.string({ nullable: true, resolve: (event) => event.actor?.email ?? null }),
+    actorEmail: t.string({
+      nullable: true,
+      description: 'Under the same rule as Member.email: tenant admins, platform admins and the actor themself.',
+      resolve: (event, _args, ctx) => (event.actor ? visibleEmail(ctx, event.tenant?.id ?? null, event.actor) : null),
+    }),
     viaApiToken: t.boolean({ resolve: (event) => event.actorTokenId !== null }),
     targetType: t.string({ nullable: true, resolve: (event) => event.targetType ?? null }),
     targetId: t.id({

@@ -1,5 +1,5 @@
 import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
-import { addMember, changeMemberRole, listMembers, removeMember } from '../src/services/members.js';
+import { addMember, changeMemberRole, listMembers, removeMember, visibleEmail } from '../src/services/members.js';
 import { builder } from './builder.js';
 import { TenantRoleEnum, decodeId, emailSchema, nameSchema, pageFrom, toCursor } from './common.js';
 import { MemberRef, TenantRef } from './refs.js';
@@ -15,10 +15,7 @@ builder.node(MemberRef, {
     email: t.string({
       nullable: true,
       description: 'Tenant admins, platform admins and the member themself only.',
-      authScopes: (member) => ({
-        $any: { capability: { tenantId: member.tenant.id, capability: 'members:read' }, self: member.user.id },
-      }),
-      resolve: (member) => member.user.email,
+      resolve: (member, _args, ctx) => visibleEmail(ctx, member.tenant.id, member.user),
     }),
     role: t.field({ type: TenantRoleEnum, resolve: (member) => member.role }),
     isViewer: t.boolean({ description: 'True for your own membership.', resolve: (member, _args, ctx) => member.user.id === ctx.principal?.userId }),

@@ -1,6 +1,6 @@
 import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { z } from 'zod';
-import { createQueue, getQueue, listQueues, setProjectQueue, setQuota, updateQueue } from '../src/services/cluster.js';
+import { createQueue, getQueue, listQueues, queueUsage, setProjectQueue, setQuota, updateQueue } from '../src/services/cluster.js';
 import { listJobs } from '../src/services/jobs.js';
 import { builder } from './builder.js';
 import { IsolationLevelEnum, JobStateEnum, decodeId, pageFrom, toCursor } from './common.js';
@@ -60,20 +60,24 @@ builder.node(QueueRef, {
     isolationLevel: t.field({ type: IsolationLevelEnum, nullable: true, resolve: (q) => (q.isolationLevel as never) ?? null }),
     quotas: t.field({ type: [QuotaRef], description: 'Configured base quotas (time windows may change them).', resolve: (q) => quotaLines(q.quotas) }),
     windowOpen: t.boolean({ description: 'True while one of the queue\'s time windows applies.', resolve: (q, _a, ctx) => ctx.scheduler.queueStatus(q.name)?.activeWindow != null }),
+    // Live usage needs usage:read (queueUsage); without it each of these is null with a FORBIDDEN error, like Member.email.
     usage: t.field({
       type: [QueueUsageRef],
+      nullable: true,
+      description: 'Needs usage:read.',
       resolve: (q, _a, ctx) =>
-        (ctx.scheduler.queueStatus(q.name)?.resources ?? []).map((r) => ({ ...r, borrowingLimit: r.borrowingLimit ?? null, lendingLimit: r.lendingLimit ?? null })),
+        (queueUsage(ctx, q)?.resources ?? []).map((r) => ({ ...r, borrowingLimit: r.borrowingLimit ?? null, lendingLimit: r.lendingLimit ?? null })),
     }),
     weightedShare: t.float({
-      description: 'Weighted dominant resource share of what it borrows (0 when not borrowing; very large when borrowing with weight 0).',
+      nullable: true,
+      description: 'Weighted dominant resource share of what it borrows (0 when not borrowing; very large when borrowing with weight 0). Needs usage:read.',
       resolve: (q, _a, ctx) => {
-        const share = ctx.scheduler.queueStatus(q.name)?.weightedShare ?? 0;
+        const share = queueUsage(ctx, q)?.weightedShare ?? 0;
         return Number.isFinite(share) ? share : Number.MAX_VALUE;
       },
     }),
-    pendingCount: t.int({ resolve: (q, _a, ctx) => ctx.scheduler.queueStatus(q.name)?.pendingCount ?? 0 }),
-    admittedCount: t.int({ resolve: (q, _a, ctx) => ctx.scheduler.queueStatus(q.name)?.admittedCount ?? 0 }),
+    pendingCount: t.int({ nullable: true, description: 'Needs usage:read.', resolve: (q, _a, ctx) => queueUsage(ctx, q)?.pendingCount ?? 0 }),
+    admittedCount: t.int({ nullable: true, description: 'Needs usage:read.', resolve: (q, _a, ctx) => queueUsage(ctx, q)?.admittedCount ?? 0 }),
     jobs: t.connection({
       type: JobRef,
       description: "This queue's jobs, newest last; filter by state.",

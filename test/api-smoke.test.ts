@@ -38,9 +38,9 @@ describe('viewer and tenants', () => {
     const res = await t.gql(token, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id slug tenant { slug } } }`, { in: { tenantId: ids.Tenant, slug: 'smoke', name: 'Smoke' } }, { 'x-request-id': 'req-smoke-1' });
     expect(res.body.errors).toBeUndefined();
     expect(res.headers.get('x-request-id')).toBe('req-smoke-1');
-    const audit = await t.gql(t.token('aurora-research', 'AUDITOR'), `query($id: ID!) { auditEvents(tenantId: $id, last: 5) { edges { node { action outcome requestId actorEmail targetId } } } }`, { id: ids.Tenant });
+    const audit = await t.gql(t.token('aurora-research', 'AUDITOR'), `query($id: ID!) { auditEvents(tenantId: $id, last: 5) { edges { node { action outcome requestId actorName targetId } } } }`, { id: ids.Tenant });
     expect(audit.body.errors).toBeUndefined();
     const last = audit.body.data!.auditEvents.edges.at(-1).node;
-    expect(last).toMatchObject({ action: 'project.create', outcome: 'SUCCESS', requestId: 'req-smoke-1', actorEmail: 'ada@aurora.example', targetId: res.body.data!.createProject.id });
+    expect(last).toMatchObject({ action: 'project.create', outcome: 'SUCCESS', requestId: 'req-smoke-1', actorName: 'Ada Admin', targetId: res.body.data!.createProject.id });
   });
 });

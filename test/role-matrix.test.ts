@@ -200,7 +200,8 @@ describe('role matrix: who may call each mutation', () => {
     const res = await t.gql(bearers.platformAdmin, `{ platformAuditEvents(last: 100) { edges { node { action outcome errorCode actorEmail input } } } }`);
     const events = res.body.data!.platformAuditEvents.edges.map((e: any) => e.node);
     expect(events.some((e: any) => e.outcome === 'DENIED' && e.actorEmail === 'bea@borealis.example' && e.action === 'project.create')).toBe(true);
-    const auroraLog = await t.gql(bearers.auditor, `query($id: ID!) { auditEvents(tenantId: $id, last: 200) { edges { node { actorEmail outcome } } } }`, { id: ids.Tenant });
+    // Read by the tenant admin: only admins (and each actor) see actors' e-mails.
+    const auroraLog = await t.gql(bearers.tenantAdmin, `query($id: ID!) { auditEvents(tenantId: $id, last: 200) { edges { node { actorEmail outcome } } } }`, { id: ids.Tenant });
     const auroraEvents = auroraLog.body.data!.auditEvents.edges.map((e: any) => e.node);
     expect(auroraEvents.some((e: any) => e.actorEmail === 'bea@borealis.example')).toBe(false);
     expect(auroraEvents.some((e: any) => e.outcome === 'DENIED' && e.actorEmail === 'max@aurora.example')).toBe(true);

@@ -18,6 +18,12 @@ export const CAPABILITIES = [
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
+/**
+ * What every role may read. usage:read (a queue's live usage, share and counts) is here on
+ * purpose: members decide by it, viewers run dashboards, auditors review cost. It is still
+ * its own capability so a token can be given tenant:read without it (services/cluster.ts
+ * queueUsage checks it on every path).
+ */
 const READ_ONLY: Capability[] = ['tenant:read', 'jobs:read', 'usage:read'];
 
 export const ROLE_CAPABILITIES: Record<TenantRole, ReadonlySet<Capability>> = {

@@ -1,4 +1,4 @@
-import type { QuotaSpec, TimeWindowSpec, PreemptionSpec, IsolationLevel } from '../core/types.js';
+import type { QuotaSpec, TimeWindowSpec, PreemptionSpec, IsolationLevel, QueueStatus } from '../core/types.js';
 import { Project, Tenant } from '../persistence/entities.js';
 import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../persistence/scheduling-entities.js';
 import { auditedMutation } from './audit.js';
@@ -82,6 +82,16 @@ export async function listQueues(ctx: ServiceContext, tenantId: string | null): 
   if (tenantId) requireCapability(ctx, tenantId, 'tenant:read', 'Tenant');
   else if (!principal.isPlatformAdmin) return ctx.em.find(Queue, { tenant: { $in: [...principal.roles.keys()] } }, { orderBy: { name: 'asc' } });
   return ctx.em.find(Queue, tenantId ? { tenant: tenantId } : {}, { orderBy: { name: 'asc' } });
+}
+
+/**
+ * A queue's live usage from the scheduler (usage lines, weighted share, pending and admitted
+ * counts). The one rule for it, on every path that reaches these numbers (queries, nested
+ * fields, queueUpdated events): usage:read in the queue's tenant, not just tenant:read.
+ */
+export function queueUsage(ctx: ServiceContext, queue: Queue): QueueStatus | null {
+  requireCapability(ctx, queue.tenant.id, 'usage:read', 'Queue');
+  return ctx.scheduler.queueStatus(queue.name);
 }
 
 export async function getQueue(ctx: ServiceContext, id: string): Promise<Queue> {

@@ -1,7 +1,8 @@
 import { Membership, Tenant, User, type TenantRole } from '../persistence/entities.js';
+import { hasCapability, type Principal } from '../auth/principal.js';
 import { auditedMutation } from './audit.js';
 import { requireCapability, requireMutatingCapability, type PageQuery, type ServiceContext } from './context.js';
-import { conflict, notFound } from './errors.js';
+import { conflict, forbidden, notFound } from './errors.js';
 import { findPage } from './paging.js';
 
 export interface AddMemberInput {
@@ -9,6 +10,24 @@ export interface AddMemberInput {
   email: string;
   name?: string;
   role: TenantRole;
+}
+
+/**
+ * The one rule for a person's e-mail address, wherever it is shown (Member.email,
+ * AuditEvent.actorEmail, …): the person themself, platform admins, and holders of
+ * members:read in the tenant the record belongs to (tenant admins). Records of no tenant
+ * (the platform audit log): the person and platform admins only.
+ */
+export function maySeeEmail(principal: Principal | null, tenantId: string | null, userId: string): boolean {
+  if (!principal) return false;
+  if (principal.userId === userId || principal.isPlatformAdmin) return true;
+  return tenantId !== null && hasCapability(principal, tenantId, 'members:read');
+}
+
+/** The address, or FORBIDDEN (a nullable field: null with the error, as every field rule). */
+export function visibleEmail(ctx: ServiceContext, tenantId: string | null, user: { id: string; email: string }): string {
+  if (!maySeeEmail(ctx.principal, tenantId, user.id)) throw forbidden('Only tenant admins and the person themself may read this e-mail address (members:read).');
+  return user.email;
 }
 
 export async function listMembers(ctx: ServiceContext, tenantId: string, page: PageQuery): Promise<Membership[]> {
