@@ -43,19 +43,20 @@ export function jobPositionStream(sources: JobPositionSources, job: { id: string
     void updates.return?.();
   });
   offState = sources.scheduler.onStateChange(() => {
-    const explanation = pendingOnly(sources.scheduler.explain(job.id));
-    // Admitted or finished in the core: its job-updated event brings the new state; until then the last value stands.
-    if (!explanation) return;
-    lastPending = explanation;
-    stream.offer(current());
+    lastPending = pendingOnly(sources.scheduler.explain(job.id));
+    // Admitted or finished in the core: its job-updated event brings the new state; until
+    // then the last value stands (a pending state without its explanation would be a value
+    // no cycle produced).
+    if (lastPending) stream.offer(current());
   });
   void (async () => {
+    // These events lag the ticks (the outbox publishes after the cycle, and a burst queues
+    // here): a job admitted and preempted at once has its new explanation already sampled
+    // when the PENDING event arrives, so the explanation is never reset from this side.
     for (;;) {
       const next = await updates.next();
       if (next.done) return;
       state = next.value.state;
-      // Back to pending later (preempted): the cycle that did it has sampled the new explanation first.
-      if (state !== 'PENDING') lastPending = null;
       stream.offer(current());
     }
   })().catch((error) => stream.fail(error));
