@@ -23,8 +23,8 @@ export interface EtaStats {
   measured: number;
   /** With an ETA but never started in the run: excluded from the error. */
   neverStarted: number;
-  /** |actual start − ETA| over `measured`, nearest rank. */
-  absErrorSeconds: { p50: number | null; p90: number | null; mean: number | null };
+  /** |actual start − ETA| over `measured`, nearest rank (p99 and mean show the tail p90 hides). */
+  absErrorSeconds: { p50: number | null; p90: number | null; p99: number | null; mean: number | null };
   /** Median of actual start − ETA: > 0 the ETA was optimistic (the job started later), < 0 pessimistic. */
   signedErrorSecondsP50: number | null;
   /** Started after / before / exactly at the ETA. */
@@ -82,6 +82,7 @@ export function etaStats(jobs: readonly SimJob[], sampled: boolean): EtaStats {
     absErrorSeconds: {
       p50: r(percentile(abs, 50)),
       p90: r(percentile(abs, 90)),
+      p99: r(percentile(abs, 99)),
       mean: abs.length ? round6(abs.reduce((a, b) => a + b, 0) / abs.length) : null,
     },
     signedErrorSecondsP50: r(percentile(signed, 50)),

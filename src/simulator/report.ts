@@ -77,7 +77,7 @@ export function table(head: string[], rows: string[][]): string {
   return [line(head), w.map((x) => '-'.repeat(x)).join('  '), ...rows.map(line)].join('\n');
 }
 
-const ETA_HEAD = ['policy', 'placement', 'pending at submit', 'with ETA', 'unknown', 'measured', 'abs err p50', 'p90', 'signed p50', 'late / early / exact'];
+const ETA_HEAD = ['policy', 'placement', 'pending at submit', 'with ETA', 'unknown', 'measured', 'abs err p50', 'p90', 'p99', 'signed p50', 'late / early / exact'];
 
 /** Signed duration: + the job started after its ETA (optimistic ETA), − before it. */
 function fmtSigned(s: number | null): string {
@@ -90,9 +90,9 @@ function etaRows(runs: readonly ReplayMetrics[]): string[][] | null {
   if (!runs.some((m) => m.etaAtSubmit.sampled)) return null;
   return runs.map((m) => {
     const e = m.etaAtSubmit;
-    if (!e.sampled) return [m.policy, m.placement, String(e.pendingAtSubmit), 'not sampled', '', '', '', '', '', ''];
+    if (!e.sampled) return [m.policy, m.placement, String(e.pendingAtSubmit), 'not sampled', '', '', '', '', '', '', ''];
     const unknown = Object.entries(e.unknownByReason).map(([k, v]) => `${k} ${v}`).join(', ');
-    return [m.policy, m.placement, String(e.pendingAtSubmit), String(e.withEta), unknown ? `${e.unknown} (${unknown})` : String(e.unknown), String(e.measured), fmtDuration(e.absErrorSeconds.p50), fmtDuration(e.absErrorSeconds.p90), fmtSigned(e.signedErrorSecondsP50), `${e.late} / ${e.early} / ${e.exact}`];
+    return [m.policy, m.placement, String(e.pendingAtSubmit), String(e.withEta), unknown ? `${e.unknown} (${unknown})` : String(e.unknown), String(e.measured), fmtDuration(e.absErrorSeconds.p50), fmtDuration(e.absErrorSeconds.p90), fmtDuration(e.absErrorSeconds.p99), fmtSigned(e.signedErrorSecondsP50), `${e.late} / ${e.early} / ${e.exact}`];
   });
 }
 

@@ -47,7 +47,7 @@ describe('ETA at submit against the actual start (hand-computed, every policy)',
         unknownByReason: {},
         measured: 1,
         neverStarted: 0,
-        absErrorSeconds: { p50: 0, p90: 0, mean: 0 },
+        absErrorSeconds: { p50: 0, p90: 0, p99: 0, mean: 0 },
         signedErrorSecondsP50: 0,
         late: 0,
         early: 0,
@@ -76,8 +76,8 @@ describe('ETA at submit against the actual start (hand-computed, every policy)',
         pendingAtSubmit: 2,
         withEta: 2,
         measured: 2,
-        // |errors| 40, 100: nearest rank p50 = 40, p90 = 100; signed −100, +40: p50 = −100
-        absErrorSeconds: { p50: 40, p90: 100, mean: 70 },
+        // |errors| 40, 100: nearest rank p50 = 40, p90 = p99 = 100; signed −100, +40: p50 = −100
+        absErrorSeconds: { p50: 40, p90: 100, p99: 100, mean: 70 },
         signedErrorSecondsP50: -100,
         late: 1,
         early: 1,
@@ -89,7 +89,7 @@ describe('ETA at submit against the actual start (hand-computed, every policy)',
   it('unknown: nothing ahead declares a duration, so the core gives no time (null), counted apart', () => {
     const o = replayOf('id,submit_time,duration_s,declared_duration_s,tenant,gpus\nr1,0,100,,A,4\nw2,10,10,10,A,4\n');
     for (const m of runs(o)) {
-      expect(m.etaAtSubmit).toMatchObject({ pendingAtSubmit: 1, withEta: 0, unknown: 1, measured: 0, absErrorSeconds: { p50: null, p90: null, mean: null }, signedErrorSecondsP50: null });
+      expect(m.etaAtSubmit).toMatchObject({ pendingAtSubmit: 1, withEta: 0, unknown: 1, measured: 0, absErrorSeconds: { p50: null, p90: null, p99: null, mean: null }, signedErrorSecondsP50: null });
       expect(Object.values(m.etaAtSubmit.unknownByReason)).toEqual([1]);
     }
   });
@@ -108,7 +108,7 @@ describe('ETA statistics from job records', () => {
       ],
       true,
     );
-    expect(s).toMatchObject({ admittedAtSubmit: 1, pendingAtSubmit: 3, withEta: 2, unknown: 1, unknownByReason: { NoDeclaredDuration: 1 }, measured: 1, neverStarted: 1, absErrorSeconds: { p50: 3, p90: 3, mean: 3 }, signedErrorSecondsP50: 3, late: 1 });
+    expect(s).toMatchObject({ admittedAtSubmit: 1, pendingAtSubmit: 3, withEta: 2, unknown: 1, unknownByReason: { NoDeclaredDuration: 1 }, measured: 1, neverStarted: 1, absErrorSeconds: { p50: 3, p90: 3, p99: 3, mean: 3 }, signedErrorSecondsP50: 3, late: 1 });
   });
 });
 
@@ -156,9 +156,9 @@ describe('report and CLI', () => {
     const io = { out: (s: string) => (out += s + '\n'), err: (s: string) => (err += s + '\n') };
     const dir = join(tmp, 'cli');
     expect(main(['simulate', '--trace', o.trace, '--cluster', o.cluster, '--queues', o.queues, '--policy', 'static', '--out', dir, '--no-tenants', '--eta'], io)).toBe(0);
-    expect(out).toMatch(/static\s+best-fit\s+1\s+1\s+0\s+1\s+40s\s+40s\s+\+40s\s+1 \/ 0 \/ 0/);
+    expect(out).toMatch(/static\s+best-fit\s+1\s+1\s+0\s+1\s+40s\s+40s\s+40s\s+\+40s\s+1 \/ 0 \/ 0/);
     expect(err).toMatch(/ETA sampling [\d.]+ s of it, 1 explain calls/);
-    expect(readFileSync(join(dir, 'report.md'), 'utf8')).toMatch(/\| static \| best-fit \| 1 \| 1 \| 0 \| 1 \| 40s \| 40s \| \+40s \|/);
+    expect(readFileSync(join(dir, 'report.md'), 'utf8')).toMatch(/\| static \| best-fit \| 1 \| 1 \| 0 \| 1 \| 40s \| 40s \| 40s \| \+40s \|/);
     expect(readFileSync(join(dir, 'report.html'), 'utf8')).toContain('<h2>ETA at submit</h2>');
     out = '';
     expect(main(['simulate', '--trace', o.trace, '--cluster', o.cluster, '--queues', o.queues, '--policy', 'static', '--out', dir, '--no-tenants'], io)).toBe(0);
