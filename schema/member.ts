@@ -1,5 +1,5 @@
 import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
-import { addMember, changeMemberRole, listMembers, removeMember, visibleEmail } from '../src/services/members.js';
+import { acceptMembership, addMember, changeMemberRole, listMembers, memberName, removeMember, visibleEmail } from '../src/services/members.js';
 import { builder } from './builder.js';
 import { TenantRoleEnum, decodeId, emailSchema, nameSchema, pageFrom, toCursor } from './common.js';
 import { MemberRef, TenantRef } from './refs.js';
@@ -11,7 +11,8 @@ builder.node(MemberRef, {
   id: { resolve: (member) => member.id },
   isTypeOf: (value) => isEntity(value, 'Membership'),
   fields: (t) => ({
-    name: t.string({ resolve: (member) => member.user.name }),
+    name: t.string({ description: 'The name given when the person was added, until they accept; then their own.', resolve: (member) => memberName(member) }),
+    accepted: t.boolean({ description: 'False until the person accepts (acceptMembership).', resolve: (member) => member.invitedName === null }),
     email: t.string({
       nullable: true,
       description: 'Tenant admins, platform admins and the member themself only.',
@@ -47,7 +48,7 @@ builder.queryFields((t) => ({
 }));
 
 const AddMemberInput = builder.inputType('AddMemberInput', {
-  description: 'Adds a person by e-mail; an address Fairway does not know yet is invited as a new user.',
+  description: 'Adds a person by e-mail; an address Fairway does not know yet is invited as a new user. The member is shown under `name` (default: the address before the @) until they accept.',
   fields: (t) => ({
     tenantId: t.id({ required: true }),
     email: t.string({ required: true, validate: emailSchema }),
@@ -68,6 +69,13 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: AddMemberInput, required: true }) },
     resolve: (_root, { input }, ctx) =>
       addMember(ctx, { tenantId: decodeId(String(input.tenantId), 'Tenant'), email: input.email, name: input.name ?? undefined, role: input.role }),
+  }),
+  acceptMembership: t.field({
+    type: MemberRef,
+    description: 'The person themself: accept a membership, so the tenant sees your own name instead of the one typed when you were added.',
+    authScopes: { authenticated: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, ctx) => acceptMembership(ctx, decodeId(String(id), 'Member')),
   }),
   changeMemberRole: t.field({
     type: MemberRef,

@@ -53,6 +53,13 @@ const MUTATIONS: {
     expect: { anonymous: 'UNAUTHENTICATED', platformAdmin: 'OK', tenantAdmin: 'OK', member: 'FORBIDDEN', viewer: 'FORBIDDEN', auditor: 'FORBIDDEN', outsider: 'NOT_FOUND' },
   },
   {
+    // Only the person themself (ids.Member is the member's own membership).
+    name: 'acceptMembership',
+    query: `mutation($id: ID!) { acceptMembership(id: $id) { id } }`,
+    variables: async () => ({ id: ids.Member }),
+    expect: { anonymous: 'UNAUTHENTICATED', platformAdmin: 'FORBIDDEN', tenantAdmin: 'FORBIDDEN', member: 'OK', viewer: 'FORBIDDEN', auditor: 'FORBIDDEN', outsider: 'NOT_FOUND' },
+  },
+  {
     name: 'changeMemberRole',
     query: `mutation($id: ID!) { changeMemberRole(id: $id, role: MEMBER) { id } }`,
     variables: async () => ({ id: ids.Member }),

@@ -2,10 +2,12 @@ import type { MigrationObject } from '@mikro-orm/core';
 import { Migration20261130094927 as M0 } from './Migration20261130094927.js';
 import { Migration20261130100407 as M1 } from './Migration20261130100407.js';
 import { Migration20261130201331 as M2 } from './Migration20261130201331.js';
+import { Migration20261130204123 as M3 } from './Migration20261130204123.js';
 
 /** Every sqlite migration, oldest first. Rewritten by `npm run migration:create`. */
 export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261130094927', class: M0 },
   { name: 'Migration20261130100407', class: M1 },
   { name: 'Migration20261130201331', class: M2 },
+  { name: 'Migration20261130204123', class: M3 },
 ];

@@ -92,6 +92,12 @@ export const Membership = defineEntity({
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     user: () => p.manyToOne(User).deleteRule('cascade'),
     role: p.enum([...TENANT_ROLES]),
+    /**
+     * The name the tenant admin typed when adding the person, shown as their name in this
+     * tenant until they accept (then their own profile name). So adding an address answers
+     * the same whether or not the person already exists elsewhere.
+     */
+    invitedName: p.string().length(200).nullable(),
     ...timestamps,
   },
 });

@@ -42,9 +42,24 @@ export async function getMember(ctx: ServiceContext, id: string): Promise<Member
   return membership;
 }
 
-/** Adds a person to a tenant by e-mail; an unknown address becomes a new (invited) user. */
+/**
+ * A member's name as their tenant sees it: the name typed when they were added, until they
+ * accept (acceptMembership); then their own profile name.
+ */
+export function memberName(membership: Membership): string {
+  return membership.invitedName ?? membership.user.name;
+}
+
+/**
+ * Adds a person to a tenant by e-mail; an unknown address becomes a new (invited) user.
+ * The answer is the same whether or not the address belongs to someone who already exists
+ * elsewhere: the membership shows the name typed here (or the address's local part), never
+ * the stored profile, until the person accepts. Otherwise any tenant admin could look up who
+ * has an account with another tenant, and under which name.
+ */
 export async function addMember(ctx: ServiceContext, input: AddMemberInput): Promise<Membership> {
   const email = input.email.trim().toLowerCase();
+  const invitedName = input.name?.trim() || email.split('@')[0]!;
   return auditedMutation(ctx, { action: 'member.add', input: { ...input, email }, tenantHint: input.tenantId }, async (em) => {
     requireMutatingCapability(ctx, input.tenantId, 'members:write', 'Tenant');
     const tenant = await em.findOne(Tenant, { id: input.tenantId });
@@ -53,10 +68,23 @@ export async function addMember(ctx: ServiceContext, input: AddMemberInput): Pro
     if (user && (await em.count(Membership, { tenant: tenant.id, user: user.id }))) {
       throw conflict(`${email} is already a member of this tenant; change their role instead.`);
     }
-    user ??= em.create(User, { email, name: input.name?.trim() || email.split('@')[0]!, isPlatformAdmin: false, externalId: null });
-    const membership = em.create(Membership, { tenant, user, role: input.role });
+    user ??= em.create(User, { email, name: invitedName, isPlatformAdmin: false, externalId: null });
+    const membership = em.create(Membership, { tenant, user, role: input.role, invitedName });
     await em.flush();
     return { result: membership, tenantId: tenant.id, targetType: 'Member', targetId: membership.id };
+  });
+}
+
+/** The person themself accepts a membership: from now on the tenant sees their own profile name. */
+export async function acceptMembership(ctx: ServiceContext, id: string): Promise<Membership> {
+  return auditedMutation(ctx, { action: 'member.accept', input: { id } }, async (em) => {
+    const membership = await em.findOne(Membership, { id }, { populate: ['user'] });
+    if (!membership) throw notFound('Member');
+    const principal = requireCapability(ctx, membership.tenant.id, 'tenant:read', 'Member');
+    if (membership.user.id !== principal.userId) throw forbidden('Only the person themself may accept their membership.');
+    membership.invitedName = null;
+    await em.flush();
+    return { result: membership, tenantId: membership.tenant.id, targetType: 'Member', targetId: membership.id };
   });
 }
 
