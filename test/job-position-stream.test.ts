@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
 import type { JobExplanation } from '../src/core/types.js';
+import { createEventBus } from '../src/events/bus.js';
+import { jobPositionStream, type JobPosition } from '../src/services/job-position-stream.js';
+import { makeCluster, makeJob, makeQueue, nodes } from './core/builders.js';
 import { startTestApp, type TestApp } from './helpers/harness.js';
 import { eventually, liveSubscription, wsClient } from './helpers/live-subscription.js';
 
@@ -131,5 +134,47 @@ describe('jobPosition: once per cycle that changed something, from the end of th
     expect(pending.length, context).toBeLessThanOrEqual(1 + changes);
     expect(received.length - pending.length).toBe(1);
     expect(received.at(-1)).toMatchObject({ state: 'CANCELLED', position: null, pendingReason: null });
+  });
+});
+
+describe('jobPositionStream with the real core and event bus', () => {
+  it('a job admitted and preempted before its job-updated events arrive shows PENDING with the explanation of the cycle that preempted it', async () => {
+    const { s } = makeCluster({ nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 8).withinQueue('LowerPriority')] });
+    const listeners = new Set<() => void>();
+    const scheduler = {
+      explain: (id: string) => {
+        try {
+          return s.explain(id);
+        } catch {
+          return null;
+        }
+      },
+      onStateChange: (listener: () => void) => {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+    };
+    /** A cycle as the scheduler service runs it: the listeners hear of it at its end. */
+    const cycle = () => {
+      s.cycle();
+      for (const listener of listeners) listener();
+    };
+    const events = createEventBus();
+    s.submit(makeJob('victim').queue('a').pods(8).priority('experiment').build());
+    const stream = jobPositionStream({ scheduler, events }, { id: 'victim', state: 'PENDING' });
+    expect((await stream.next()).value).toMatchObject({ state: 'PENDING' });
+
+    cycle(); // admits the victim
+    s.submit(makeJob('urgent').queue('a').pods(8).priority('training').build());
+    cycle(); // preempts it
+    expect(scheduler.explain('victim')).toMatchObject({ state: 'pending', preemptions: 1 });
+    // The outbox publishes after the cycles: the job's state changes arrive late, in a burst.
+    for (const state of ['ADMITTED', 'RUNNING', 'PENDING'] as const) events.publish('job-updated', 'victim', { jobId: 'victim', state, at: 0 });
+    await sleep(50);
+    const read: JobPosition[] = [];
+    while (read.at(-1)?.state !== 'PENDING') read.push((await stream.next()).value as JobPosition);
+    expect(read.at(-1)!.explanation, JSON.stringify(read)).toMatchObject({ state: 'pending', preemptions: 1 });
+    await stream.return!();
+    expect(listeners.size).toBe(0);
   });
 });
