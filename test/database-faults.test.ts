@@ -30,6 +30,8 @@ import type { DemoCredential } from '../src/server/demo.js';
  */
 const CUT_MS = Number(process.env.DB_FAULT_CUT_MS ?? 32_000);
 const BLACKHOLE_MS = Number(process.env.DB_FAULT_BLACKHOLE_MS ?? 20_000);
+/** A shorter black-hole after which the held connections stay dead. */
+const ABANDON_MS = Number(process.env.DB_FAULT_ABANDON_MS ?? 8000);
 /** A request during an outage must be answered within this (the statement timeout is 4 s, +0.5 s client grace). */
 const FAIL_FAST_MS = 6000;
 /** `/ready` must answer within a second. */
@@ -232,13 +234,47 @@ describeNeeding(['postgresql'], 'database faults: the real server through a TCP 
     expect(fault.rounds).toBeGreaterThan(1);
   }, BLACKHOLE_MS + 3 * RECOVERY_MS + 30_000);
 
+  let afterAbandon: { id: string; ready: number; acknowledged: number } | null = null;
+
+  it('black-hole whose held connections never come back (a firewall lost their flows): the pool replaces them by itself', async () => {
+    const fault = await duringFault('black-hole', ABANDON_MS);
+    const held = proxy.stats().open;
+    const pid = server.pid;
+    await proxy.setMode('pass', { abandonHeld: true });
+    const t0 = Date.now();
+    // Every pooled connection of the black-hole is dead for good: each must be found out
+    // (read timeout) and replaced, or requests keep failing on them.
+    await waitFor('/ready is 200 with only new connections', async () => (await timedFetch(readyUrl())).status === 200, RECOVERY_MS, 200);
+    const ready = Date.now() - t0;
+    const submitted = await waitFor('submitJob answers with only new connections', async () => {
+      const r = await submit('aurora-research', 'after-abandon');
+      return r.id ? r : null;
+    }, RECOVERY_MS, 500);
+    afterAbandon = { id: submitted.id!, ready, acknowledged: Date.now() - t0 };
+    for (let i = 0; i < 5; i++) expect((await graph(`{ queues { id } }`, member('borealis-inference'))).body.errors).toBeUndefined();
+    expect(server.pid).toBe(pid);
+    expect(exitedDuringTest).toBeNull();
+    console.log(`[database-faults] black-hole ${ABANDON_MS} ms, then ${held} proxied connections never come back: request fail-fast max ${percentile(fault.requestMs, 100)} ms; after restore: ready in ${ready} ms, a submit acknowledged in ${afterAbandon.acknowledged} ms`);
+  }, ABANDON_MS + 2 * RECOVERY_MS + 30_000);
+
+  it('…and the scheduler admits again although its old lock session never hears from it (PostgreSQL must end that session)', async () => {
+    expect(afterAbandon, 'the previous test recovered').not.toBeNull();
+    onTestFailed(() => console.log(`[database-faults] the server's output (last 4000 characters):\n${server.output().slice(-4000)}`));
+    const t0 = Date.now();
+    await waitFor('a job submitted after the abandoned black-hole is admitted (a leader again)', async () => {
+      const data: any = await gqlData(server.url, member('aurora-research'), JOB_STATE, { id: afterAbandon!.id });
+      return data.node?.state === 'ADMITTED' || data.node?.state === 'RUNNING';
+    }, RECOVERY_MS, 250);
+    console.log(`[database-faults] after the abandoned black-hole: admitted ${Date.now() - t0 + afterAbandon!.acknowledged} ms after the restore`);
+  }, RECOVERY_MS + 10_000);
+
   it('nothing acknowledged is lost, and nothing escaped as an unhandled error', async () => {
     const direct = new pg.Client({ connectionString: db.database.dialect === 'postgresql' ? db.database.url : '' });
     await direct.connect();
     try {
       const { rows } = await direct.query('select id, idempotency_key as key from jobs');
       const stored = new Map(rows.map((r) => [String(r.id), String(r.key)]));
-      expect(acknowledged.length).toBeGreaterThanOrEqual(8); // 6 before, one after each fault
+      expect(acknowledged.length).toBeGreaterThanOrEqual(9); // 6 before, one after each fault
       for (const a of acknowledged) expect(stored.get(a.id), `acknowledged job ${a.id} (${a.key})`).toBe(a.key);
     } finally {
       await direct.end();
@@ -252,6 +288,40 @@ describeNeeding(['postgresql'], 'database faults: the real server through a TCP 
     // The last-resort handlers in main.ts keep the process up; each source must handle its own failures.
     expect(server.output()).not.toMatch(/unhandled rejection|uncaught/i);
   });
+});
+
+describeNeeding(['postgresql'], 'a PostgreSQL connection that stops answering is replaced, not reused', () => {
+  it('after a read timeout the pool opens a new connection instead of queueing behind the dead one', async () => {
+    const db = await createTestDatabase('postgresql');
+    const direct = new URL(db.database.dialect === 'postgresql' ? db.database.url : '');
+    const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    const proxied = new URL(direct);
+    proxied.hostname = '127.0.0.1';
+    proxied.port = String(proxy.port);
+    const config = ormConfig({ database: { dialect: 'postgresql', url: proxied.toString() }, timeouts: { connectMs: 1000, acquireMs: 1000, statementMs: 300 } });
+    // One connection only: if the dead one went back into the pool, every later query would get it.
+    const orm = await MikroORM.init({ ...config, pool: { ...config.pool, min: 0, max: 1 }, entities: [], discovery: { warnWhenNoEntities: false }, allowGlobalContext: true });
+    try {
+      const connection = orm.em.getConnection();
+      expect(await connection.execute('select 1 as x')).toEqual([{ x: 1 }]);
+      await proxy.setMode('black-hole');
+      const t0 = performance.now();
+      const lost = await connection.execute('select 2 as x').then(() => null, (e: unknown) => e);
+      expect(isDatabaseUnavailable(lost), String(lost)).toBe(true);
+      expect(performance.now() - t0).toBeLessThan(3000);
+      // The held connection never comes back; new ones pass.
+      await proxy.setMode('pass', { abandonHeld: true });
+      for (let i = 0; i < 5; i++) {
+        const t1 = performance.now();
+        expect(await connection.execute(`select ${i} as x`)).toEqual([{ x: i }]);
+        expect(performance.now() - t1, `query ${i} after the restore`).toBeLessThan(1500);
+      }
+    } finally {
+      await orm.close(true);
+      await proxy.close();
+      await db.dispose();
+    }
+  }, 30_000);
 });
 
 describe('/ready never shows where the database is', () => {

@@ -29,19 +29,25 @@ const CLIENT_READ_GRACE_MS = 500;
 interface PgConnection {
   query(...args: unknown[]): unknown;
   end(): Promise<void>;
+  /** knex's mark of a connection its pool must destroy instead of handing out again. */
+  __knex__disposed?: unknown;
 }
 
 /**
  * After pg's `query_timeout` the query is still in flight on that connection as far as the
  * protocol goes: every later query would queue behind it and time out too, and knex would
- * keep handing the connection out. Ending it (pg destroys a socket with a query in flight)
- * marks it disposed for knex, whose pool then drops it and opens a fresh one when needed:
- * that is how the server recovers by itself once the database answers again.
+ * keep handing the connection out. So it is marked disposed (knex's pool then destroys it
+ * and opens a fresh one when needed) and ended (pg destroys a socket with a query in
+ * flight): that is how the server recovers by itself once the database answers again.
  */
 function discardOnReadTimeout(connection: PgConnection): void {
   const query = connection.query.bind(connection);
   const onError = (error: unknown) => {
-    if (error instanceof Error && error.message === 'Query read timeout') void connection.end().catch(() => undefined);
+    if (!(error instanceof Error) || error.message !== 'Query read timeout') return;
+    // Marked now: the 'end' event that would mark it comes later, after knex may already
+    // have handed the connection to the next query.
+    connection.__knex__disposed = error;
+    void connection.end().catch(() => undefined);
   };
   connection.query = (...args: unknown[]) => {
     const last = args.length - 1;

@@ -15,7 +15,12 @@ export interface TcpProxy {
   /** The port the proxy listens on (127.0.0.1); stays the same across `cut`. */
   readonly port: number;
   readonly mode: ProxyMode;
-  setMode(mode: ProxyMode): Promise<void>;
+  /**
+   * `abandonHeld` (leaving `black-hole` for `pass`): connections held during the black-hole
+   * stay black-holed for good, while new ones pass, as when a stateful firewall or NAT lost
+   * their flows. The client must notice and replace them itself.
+   */
+  setMode(mode: ProxyMode, options?: { abandonHeld?: boolean }): Promise<void>;
   /** Connections opened through the proxy so far, and those still open. */
   stats(): { accepted: number; open: number };
   close(): Promise<void>;
@@ -25,6 +30,8 @@ interface Pair {
   client: net.Socket;
   upstream: net.Socket | null;
   piped: boolean;
+  /** Held for good (see `abandonHeld`). */
+  abandoned: boolean;
 }
 
 /** A TCP proxy on 127.0.0.1 to `target` (PostgreSQL by default) whose network can be cut or black-holed. */
@@ -69,7 +76,7 @@ export async function startTcpProxy(target: { host: string; port: number } = { h
 
   const onConnection = (client: net.Socket) => {
     accepted++;
-    const pair: Pair = { client, upstream: null, piped: false };
+    const pair: Pair = { client, upstream: null, piped: false, abandoned: false };
     pairs.add(pair);
     client.on('error', () => destroy(pair));
     client.on('close', () => destroy(pair));
@@ -86,7 +93,7 @@ export async function startTcpProxy(target: { host: string; port: number } = { h
     get mode() {
       return mode;
     },
-    async setMode(next: ProxyMode) {
+    async setMode(next: ProxyMode, options: { abandonHeld?: boolean } = {}) {
       if (next === mode) return;
       const previous = mode;
       mode = next;
@@ -100,7 +107,9 @@ export async function startTcpProxy(target: { host: string; port: number } = { h
         await listen(server, port);
       }
       for (const pair of [...pairs]) {
+        if (pair.abandoned) continue;
         if (next === 'black-hole') hold(pair);
+        else if (previous === 'black-hole' && options.abandonHeld) pair.abandoned = true;
         else if (!pair.upstream) connectUpstream(pair);
         else pipe(pair);
       }
