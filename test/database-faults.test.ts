@@ -224,14 +224,14 @@ describeNeeding(['postgresql'], 'database faults: the real server through a TCP 
     const fault = await duringFault('cut', CUT_MS);
     const recovery = await recovers('cut');
     console.log(`[database-faults] cut ${CUT_MS} ms, ${fault.rounds} rounds: request fail-fast p50 ${percentile(fault.requestMs, 50)} ms, max ${percentile(fault.requestMs, 100)} ms; /ready p50 ${percentile(fault.readyMs, 50)} ms, max ${percentile(fault.readyMs, 100)} ms; after restore: ready in ${recovery.readyAfterMs} ms, new job admitted in ${recovery.admittedAfterMs} ms`);
-    expect(fault.rounds).toBeGreaterThan(3);
+    expect(fault.rounds).toBeGreaterThanOrEqual(2);
   }, CUT_MS + 3 * RECOVERY_MS + 30_000);
 
   it(`black-hole (nothing answers for ${BLACKHOLE_MS / 1000} s): requests fail fast and typed, /ready 503 within 1 s, then recovers without a restart`, async () => {
     const fault = await duringFault('black-hole', BLACKHOLE_MS);
     const recovery = await recovers('black-hole');
     console.log(`[database-faults] black-hole ${BLACKHOLE_MS} ms, ${fault.rounds} rounds: request fail-fast p50 ${percentile(fault.requestMs, 50)} ms, max ${percentile(fault.requestMs, 100)} ms; /ready p50 ${percentile(fault.readyMs, 50)} ms, max ${percentile(fault.readyMs, 100)} ms; after restore: ready in ${recovery.readyAfterMs} ms, new job admitted in ${recovery.admittedAfterMs} ms`);
-    expect(fault.rounds).toBeGreaterThan(1);
+    expect(fault.rounds).toBeGreaterThanOrEqual(2);
   }, BLACKHOLE_MS + 3 * RECOVERY_MS + 30_000);
 
   let afterAbandon: { id: string; ready: number; acknowledged: number } | null = null;
