@@ -26,7 +26,7 @@ function installLastResortHandlers(): void {
   });
   process.on('uncaughtException', (error) => {
     if (isDatabaseUnavailable(error)) {
-      console.error('[fairway] uncaught database connection error (kept running; fix it at its source):', error);
+      console.error('[fairway] uncaught connection error from a driver (kept running; fix it at its source):', error);
       return;
     }
     console.error('[fairway] uncaught exception: exiting, in-memory state may be inconsistent:', error);
