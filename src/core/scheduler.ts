@@ -1235,6 +1235,8 @@ export class Scheduler {
       for (const c of cands) releasable += (c.job.usage.get(f)?.[r] as number | undefined) ?? 0;
       if (available(q.node, f, r) + releasable < ((request.get(f) as number[])[r] as number)) return null;
     }
+    // Set when some trial had the quota but not the nodes: only then can a placement-aware retry help.
+    let placementShort = false;
     const fits = (allowBorrowing: boolean): boolean => {
       for (const [f, v] of request) {
         const fq = q.node.flavors.get(f);
@@ -1254,6 +1256,7 @@ export class Scheduler {
         ok = this.tPlace(this.flavors.get(choice[i] as string) as FlavorState, ps.count, ps.shape, eligible) !== null;
       }
       this.rollback(m);
+      if (!ok) placementShort = true;
       return ok;
     };
     // Candidates the searches actually took (they passed every rule): what a failed job can count on later.
@@ -1275,9 +1278,10 @@ export class Scheduler {
     let victims = search(cands);
     // The policy order can free enough quota on the wrong nodes (scattered GPUs, no node with room
     // for a pod) and then run out of candidates (a queue is not pushed below its nominal). Retry with
-    // the candidates grouped by the nodes that can most cheaply make room for the pods; the same
+    // the candidates grouped by the nodes that can most cheaply make room for the pods (only when
+    // some trial had the quota but not the nodes, so quota-bound failures cost nothing more); the same
     // take-until-it-fits and walk-back keeps the set minimal for quota and placement both.
-    if (!victims) {
+    if (!victims && placementShort) {
       const byNode = this.placementOrder(job, choice, cands);
       if (byNode) victims = search(byNode);
     }
