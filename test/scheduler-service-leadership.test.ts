@@ -28,7 +28,9 @@ async function blackHoleProxy(target: URL) {
     client.on('data', (d) => !holed && upstream.write(d));
     upstream.on('data', (d) => !holed && client.write(d));
     for (const s of [client, upstream]) s.on('error', () => undefined);
-    client.on('close', () => upstream.destroy());
+    // Once holed, the database's side stays open and silent, like a session whose client
+    // vanished: only PostgreSQL itself can end it.
+    client.on('close', () => !holed && upstream.destroy());
     upstream.on('close', () => client.destroy());
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -84,7 +86,7 @@ describe.skipIf(!TEST_DATABASE_URL)(TEST_DATABASE_URL ? title : `${title} — sk
     const viaProxy = new URL(url);
     viaProxy.hostname = '127.0.0.1';
     viaProxy.port = String(proxy.port);
-    const leadership = new PostgresAdvisoryLeadership(viaProxy.toString(), { heartbeatMs: 200, timeoutMs: 500 });
+    const leadership = new PostgresAdvisoryLeadership(viaProxy.toString(), { heartbeatMs: 200, timeoutMs: 500, idleSessionTimeoutMs: 1500 });
     cleanup.push(() => leadership.release());
     const lost: string[] = [];
     leadership.onLost((reason) => lost.push(reason));
@@ -100,5 +102,10 @@ describe.skipIf(!TEST_DATABASE_URL)(TEST_DATABASE_URL ? title : `${title} — sk
     const t0 = Date.now();
     await leadership.tryAcquire().catch(() => false);
     expect(Date.now() - t0).toBeLessThan(2_000);
+    // The silent session still holds the lock on the server; PostgreSQL ends it once it has
+    // been idle for idleSessionTimeoutMs, and another replica can lead.
+    const other = new PostgresAdvisoryLeadership(url.toString(), { heartbeatMs: 60_000 });
+    cleanup.push(() => other.release());
+    await waitFor('another holder takes the lock the silent session held', () => other.tryAcquire(), 10_000, 200);
   });
 });

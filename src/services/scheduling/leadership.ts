@@ -39,6 +39,13 @@ export interface PostgresLeadershipOptions {
   heartbeatMs?: number;
   /** A probe, connect or lock query that takes longer than this counts as a lost connection. */
   timeoutMs?: number;
+  /**
+   * PostgreSQL ends the lock's session after this long without a query (idle_session_timeout).
+   * A live holder queries every heartbeat; a holder whose packets are lost (black hole,
+   * vanished host) does not, and its session (with the lock) would otherwise linger until
+   * TCP gives up, hours later — keeping every replica, this one included, from leading.
+   */
+  idleSessionTimeoutMs?: number;
 }
 
 /** Rejects when `promise` has not settled within `ms`. */
@@ -68,6 +75,7 @@ export class PostgresAdvisoryLeadership implements Leadership {
   private readonly lostListeners = new Set<(reason: string) => void>();
   private readonly heartbeatMs: number;
   private readonly timeoutMs: number;
+  private readonly idleSessionTimeoutMs: number;
 
   constructor(
     private readonly url: string,
@@ -75,6 +83,7 @@ export class PostgresAdvisoryLeadership implements Leadership {
   ) {
     this.heartbeatMs = options.heartbeatMs ?? 1000;
     this.timeoutMs = options.timeoutMs ?? 3000;
+    this.idleSessionTimeoutMs = options.idleSessionTimeoutMs ?? Math.max(10_000, this.heartbeatMs * 5);
   }
 
   onLost(callback: (reason: string) => void): () => void {
@@ -93,6 +102,8 @@ export class PostgresAdvisoryLeadership implements Leadership {
         client.on('end', () => this.connectionLost(client, "the lock's connection ended"));
         this.client = client;
         await within(client.connect(), this.timeoutMs, 'connecting for the scheduler lock');
+        // PostgreSQL 14+; older servers keep the session until TCP keepalive ends it.
+        await within(client.query(`set idle_session_timeout = ${Math.round(this.idleSessionTimeoutMs)}`), this.timeoutMs, 'setting the lock session timeout').catch(() => undefined);
       }
       const client = this.client;
       const { rows } = await within(client.query('select pg_try_advisory_lock($1) as locked', [ADVISORY_LOCK_KEY.toString()]), this.timeoutMs, 'the scheduler lock query');
