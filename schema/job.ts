@@ -4,7 +4,7 @@ import type { JobExplanation, PodSetSpec, Preview } from '../src/core/types.js';
 import type { TenantEventPayload } from '../src/events/bus.js';
 import { cancelJob, getJob, listJobs, previewJob, submitJob, type SubmitJobInput } from '../src/services/jobs.js';
 import { getQueue } from '../src/services/cluster.js';
-import { nodeFitOf, pendingReasonMessage, type NodeFitView } from '../src/services/pending-reasons.js';
+import { etaUnknownReasonOf, etaUnknownText, nodeFitOf, pendingReasonMessage, type NodeFitView } from '../src/services/pending-reasons.js';
 import { requireCapability } from '../src/services/context.js';
 import { pageInMemory } from '../src/services/loaders.js';
 import { jobPositionStream, type JobPosition } from '../src/services/job-position-stream.js';
@@ -82,6 +82,12 @@ const PendingReasonRef = builder.objectRef<JobExplanation>('PendingReason').impl
     borrowingLimit: t.float({ nullable: true, resolve: (e) => e.shortfall?.borrowingLimit ?? null }),
     used: t.float({ nullable: true, resolve: (e) => e.shortfall?.used ?? null }),
     nodeFit: t.field({ type: [NodeFitRef], nullable: true, description: 'NoNodeFits only: per flavor tried, the largest free block on one node.', resolve: (e) => nodeFitOf(e) }),
+    etaUnknownReason: t.string({
+      nullable: true,
+      description: 'Why eta is null: NoDeclaredDuration, TooFarAhead, NeverFits or StrictFIFOBlocked (null when there is an ETA).',
+      resolve: (e) => etaUnknownReasonOf(e),
+    }),
+    etaUnknownMessage: t.string({ nullable: true, description: 'The same, in words.', resolve: (e) => etaUnknownText(etaUnknownReasonOf(e)) }),
   }),
 });
 

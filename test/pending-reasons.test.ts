@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FOREIGN_JOB, renderPendingMessage, type ExplanationView } from '../src/services/pending-reasons.js';
+import { FOREIGN_JOB, etaUnknownReasonOf, etaUnknownText, renderPendingMessage, type ExplanationView } from '../src/services/pending-reasons.js';
 
 /**
  * The text of a pending reason is rendered from codes and numbers only: a referenced job
@@ -44,5 +44,12 @@ describe('pending reason text', () => {
   it('an unknown code or a core message never reaches the text', () => {
     const text = renderPendingMessage({ ...base, reason: 'SomethingNew' as never, message: `secret ${OTHER}` }, hidden);
     expect(text).toBe('Waiting to be admitted.');
+  });
+
+  it('why there is no ETA: the code only while eta is null, and words for it', () => {
+    expect(etaUnknownReasonOf({ ...base, eta: null, etaUnknownReason: 'NoDeclaredDuration' })).toBe('NoDeclaredDuration');
+    expect(etaUnknownReasonOf({ ...base, eta: 1_000, etaUnknownReason: 'NoDeclaredDuration' })).toBeNull();
+    expect(etaUnknownText('NoDeclaredDuration')).toMatch(/no declared duration/);
+    expect(etaUnknownText(null)).toBeNull();
   });
 });

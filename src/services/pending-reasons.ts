@@ -33,6 +33,9 @@ export type ExplanationView = JobExplanation & {
 /** NoNodeFits only: per flavor tried, the free capacity the pods could not use. */
 export const nodeFitOf = (e: JobExplanation): NodeFitView[] | null => (e as ExplanationView).nodeFit ?? null;
 
+/** Why a pending job has no ETA (a code), or null when it has one. */
+export const etaUnknownReasonOf = (e: JobExplanation): string | null => (e.eta == null ? ((e as ExplanationView).etaUnknownReason ?? null) : null);
+
 /** What every job the reader may not see is called. */
 export const FOREIGN_JOB = 'a job of another tenant';
 
