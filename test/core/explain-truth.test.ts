@@ -164,4 +164,30 @@ describe('ETA: a forward simulation over the jobs ahead', () => {
     s.cycle();
     expect(s.explain('w2').eta).toBe(eta);
   });
+
+  it('explaining every pending job of a mixed cluster (cohorts, StrictFIFO, gangs, MIG, no durations) changes no state', () => {
+    const { s, clock } = makeCluster({
+      nodes: [...nodes(3), ...nodes(1, 'a100-1g', 8)],
+      queues: [
+        makeQueue('a').cohort('c').nominal('h100', 8).nominal('a100-1g', 28).reclaim('Any'),
+        makeQueue('b').cohort('c').nominal('h100', 8).strictFIFO(),
+        makeQueue('d').cohort('c').nominal('h100', 8),
+      ],
+    });
+    let n = 0;
+    for (const q of ['a', 'b', 'd'])
+      for (const [gpus, pods, dur] of [[8, 1, HOUR], [4, 2, undefined], [2, 3, 30 * 60_000], [8, 2, HOUR]] as const) {
+        const j = makeJob(`${q}-${n++}`).queue(q).gpus(gpus).pods(pods).submittedAt(n);
+        if (dur !== undefined) j.duration(dur);
+        s.submit(j.build());
+      }
+    s.submit(makeJob('mig').queue('a').gpus(3).pods(4).flavors('a100-1g').duration(HOUR).build());
+    s.cycle();
+    clock.advance(1000);
+    const before = s.debugState();
+    const explained = Array.from({ length: n }, (_, i) => ['a', 'b', 'd'].map((q) => `${q}-${i}`)).flat().filter((id) => s.jobState(id) === 'pending').map((id) => s.explain(id));
+    expect(explained.length).toBeGreaterThan(3);
+    expect(s.debugState()).toEqual(before);
+    for (const e of explained) expect(e.eta === null ? e.etaUnknownReason : 'known').toBeDefined();
+  });
 });
