@@ -24,13 +24,20 @@ export interface TenantFilterParams {
   all?: boolean;
   tenantIds?: string[];
 }
+/**
+ * Stands for "no tenant" when a caller belongs to none: MikroORM renders `$in: []` as
+ * `in ()` in the join conditions of populated relations, which PostgreSQL rejects. The nil
+ * UUID is never an id (ids are UUIDv7), so the filter still matches nothing.
+ */
+const NO_TENANT = '00000000-0000-0000-0000-000000000000';
+
 /** The filter every tenant-owned entity declares (identity and scheduling alike). */
 export const tenantFilter = {
   [TENANT_FILTER]: {
     name: TENANT_FILTER,
     default: true,
     cond: (params: TenantFilterParams) =>
-      params.all ? {} : { tenant: { $in: params.tenantIds ?? [] } },
+      params.all ? {} : { tenant: { $in: params.tenantIds?.length ? params.tenantIds : [NO_TENANT] } },
   },
 };
 
