@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from './helpers/harness.js';
+import { liveSubscription, wsClient } from './helpers/live-subscription.js';
 import { FOREIGN_JOB, etaUnknownReasonOf, etaUnknownText, renderPendingMessage, type ExplanationView } from '../src/services/pending-reasons.js';
 
 /**
@@ -52,4 +54,45 @@ describe('pending reason text', () => {
     expect(etaUnknownText('NoDeclaredDuration')).toMatch(/no declared duration/);
     expect(etaUnknownText(null)).toBeNull();
   });
+});
+
+describe('pending reason text through the API', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it("a job preempted by one of its own tenant's jobs names that job to the tenant", async () => {
+    const ids = await t.idsOf('aurora-research');
+    const borealis = await t.idsOf('borealis-inference');
+    const member = t.token('aurora-research', 'MEMBER');
+    const submit = (bearer: string, queueId: string, name: string, priorityClass: string) =>
+      t.gql(bearer, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, { in: { queueId, name, priorityClass, podSets: [{ gpusPerPod: 8, flavors: ['h100-80g'] }], expectedDurationSeconds: 1e6 } });
+    // Each tenant fills its nominal 16 H100s, so none is free; an inference job of Aurora then
+    // preempts one of Aurora's own experiments (priority, within its nominal quota).
+    for (let i = 1; i <= 2; i++) await submit(t.token('borealis-inference', 'MEMBER'), borealis.Queue!, `serving-${i}`, 'training');
+    const experiments: string[] = [];
+    for (let i = 1; i <= 2; i++) experiments.push((await submit(member, ids.Queue!, `experiment-${i}`, 'experiment')).body.data!.submitJob.id);
+    const client = wsClient(t.url, member);
+    const streams = experiments.map((id) => liveSubscription(client, `subscription($id: ID!) { jobPosition(id: $id) { state job { preemptionCount } pendingReason { message } } }`, { id }, (d) => d.jobPosition));
+    try {
+      const deadline = Date.now() + 40_000;
+      const admitted = async () => {
+        const states = await Promise.all(experiments.map((id) => t.gql(member, `query($id: ID!) { node(id: $id) { ... on Job { state } } }`, { id })));
+        return states.every((s) => ['ADMITTED', 'RUNNING'].includes(s.body.data?.node?.state));
+      };
+      while (!(await admitted()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const urgent = await submit(member, ids.Queue!, 'urgent-serving', 'inference-critical');
+      expect(urgent.body.errors, JSON.stringify(urgent.body)).toBeUndefined();
+      const preemptedMessage = () => streams.flatMap((s) => s.values).find((v) => v.state === 'PENDING' && v.job.preemptionCount > 0)?.pendingReason?.message;
+      while (!preemptedMessage() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(preemptedMessage()).toMatch(/^Preempted by job "urgent-serving" \(priority\)/);
+    } finally {
+      for (const s of streams) s.dispose();
+      await client.dispose();
+    }
+  }, 60_000);
 });
