@@ -23,7 +23,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const SUBSCRIPTION = `subscription($id: ID!) { auditEventRecorded(tenantId: $id) { id action outcome actorEmail targetId requestId } }`;
+const SUBSCRIPTION = `subscription($id: ID!) { auditEventRecorded(tenantId: $id) { id action outcome actorName targetId requestId } }`;
 
 interface GqlError {
   message: string;
@@ -151,7 +151,7 @@ describe('auditEventRecorded over graphql-ws', () => {
     const sub = subscribe(client, closes, aurora.Tenant);
     const warmUp = await untilLive(sub, 'aurora-research');
     const first = sub.events[0]!;
-    expect(first).toMatchObject({ action: 'project.create', outcome: 'SUCCESS', actorEmail: 'ada@aurora.example' });
+    expect(first).toMatchObject({ action: 'project.create', outcome: 'SUCCESS', actorName: 'Ada Admin' });
     expect(warmUp).toContain(first.targetId);
 
     // Now that the subscription is certainly live: one more mutation, one more matching event.
@@ -159,7 +159,7 @@ describe('auditEventRecorded over graphql-ws', () => {
     const projectId = await createProject('aurora-research', 'req-ws-1');
     const events = await sub.waitForEvents(received + 1);
     const last = events.find((e) => e.targetId === projectId);
-    expect(last).toMatchObject({ action: 'project.create', outcome: 'SUCCESS', actorEmail: 'ada@aurora.example', requestId: 'req-ws-1' });
+    expect(last).toMatchObject({ action: 'project.create', outcome: 'SUCCESS', actorName: 'Ada Admin', requestId: 'req-ws-1' });
     expect(sub.errors).toEqual([]);
   });
 
