@@ -10,6 +10,8 @@ import { cohortSpec, flavorSpec, jobSpec, nodeSpec, priorityClass, queueSpec } f
 export interface CoreLoaderOptions {
   now: () => number;
   placement: 'best-fit' | 'fragmentation-aware';
+  /** The backend's time scale: declared durations are divided by it (see `jobSpec`). */
+  timeScale: number;
   logError: (error: unknown) => void;
 }
 
@@ -64,14 +66,14 @@ export async function loadCore(em: EntityManager, options: CoreLoaderOptions, wi
 
   const live = await em.find(Job, { state: { $in: ['PENDING', 'ADMITTED', 'RUNNING'] } }, { orderBy: { submitTime: 'asc', id: 'asc' }, populate: ['queue'] });
   const stored: RestoredAdmission[] = [];
-  for (const job of live) if (job.state !== 'PENDING' && job.admission) stored.push({ job: jobSpec(job, job.queue.name), admission: job.admission });
+  for (const job of live) if (job.state !== 'PENDING' && job.admission) stored.push({ job: jobSpec(job, job.queue.name, options.timeScale), admission: job.admission });
   const { load, conflicts } = findDoubleBookings(stored, flavors.map(flavorSpec));
   core.restore(load);
   const requeued = new Set(conflicts.map((c) => c.jobId));
   for (const job of live) {
     if (job.state !== 'PENDING' && !requeued.has(job.id)) continue;
     try {
-      core.submit(jobSpec(job, job.queue.name));
+      core.submit(jobSpec(job, job.queue.name, options.timeScale));
     } catch (error) {
       options.logError(error);
     }

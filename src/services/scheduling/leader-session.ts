@@ -27,6 +27,7 @@ export interface LeaderHost {
     resyncIntervalMs?: number;
     recoveryRetryMs?: number;
     placement?: 'best-fit' | 'fragmentation-aware';
+    backend: { readonly timeScale: number };
   };
   readonly core: Scheduler;
   readonly queueIds: Map<string, string>;
@@ -114,7 +115,7 @@ export class LeaderSession {
         if (this.knows(input.jobId)) return;
         const job = await this.em().findOne(Job, { id: input.jobId }, { populate: ['queue'] });
         if (this.ended || !job || job.state !== 'PENDING' || this.knows(job.id)) return;
-        this.host.core.submit(jobSpec(job, job.queue.name));
+        this.host.core.submit(jobSpec(job, job.queue.name, this.host.options.backend.timeScale));
       } else if (input.kind === 'cancelled') {
         if (this.knows(input.jobId)) this.host.core.cancel(input.jobId);
         await this.host.outbox.dispatch();
@@ -143,7 +144,7 @@ export class LeaderSession {
    */
   async rebuild(): Promise<void> {
     const { options } = this.host;
-    const loaded = await loadCore(this.em(), { now: options.now, placement: options.placement ?? 'best-fit', logError: options.logError }, true);
+    const loaded = await loadCore(this.em(), { now: options.now, placement: options.placement ?? 'best-fit', timeScale: options.backend.timeScale, logError: options.logError }, true);
     if (this.ended) return;
     if (loaded.doubleBooked.length) {
       const requeued = await requeueDoubleBooked(this.writer(), loaded.doubleBooked, options.now());
@@ -240,7 +241,7 @@ export class LeaderSession {
     if (this.ended || this.paused) return;
     const pending = await this.em().find(Job, { state: 'PENDING' }, { populate: ['queue'], orderBy: { submitTime: 'asc' } });
     if (this.ended) return;
-    for (const job of pending) if (!this.knows(job.id)) this.host.core.submit(jobSpec(job, job.queue.name));
+    for (const job of pending) if (!this.knows(job.id)) this.host.core.submit(jobSpec(job, job.queue.name, this.host.options.backend.timeScale));
     await this.host.outbox.dispatch();
     this.announceWindows();
     // Time windows open and close with the clock, not with events: a periodic cycle lets

@@ -4,6 +4,7 @@ import type { JobExplanation, JobSpec, Preview, QueueStatus } from '../../core/t
 import type { BackendEvent, ExecutionBackend } from '../../core/ports.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
 import { systemEntityManager } from '../../persistence/entities.js';
+import { inBackendTime } from './specs.js';
 import { loadCore, type LoadedCore } from './core-loader.js';
 import { LeaderEpochs } from './leader-epoch.js';
 import { LeaderSession, type LeaderHost } from './leader-session.js';
@@ -130,7 +131,7 @@ export class SchedulerService {
 
   /** Validates a job against the current configuration without changing anything. */
   preview(spec: JobSpec): Preview {
-    return this.core.preview(spec);
+    return this.core.preview(inBackendTime(spec, this.options.backend.timeScale));
   }
 
   explain(jobId: string): JobExplanation | null {
@@ -172,7 +173,7 @@ export class SchedulerService {
    * round trip, no re-read); a follower tells the leader through the bus.
    */
   submitted(spec: JobSpec): void {
-    if (this.session) this.session.submitted(spec);
+    if (this.session) this.session.submitted(inBackendTime(spec, this.options.backend.timeScale));
     else this.announce({ kind: 'submitted', jobId: spec.id });
   }
 
@@ -295,7 +296,7 @@ export class SchedulerService {
   }
 
   private loaderOptions() {
-    return { now: this.options.now, placement: this.options.placement ?? 'best-fit', logError: this.options.logError } as const;
+    return { now: this.options.now, placement: this.options.placement ?? 'best-fit', timeScale: this.options.backend.timeScale, logError: this.options.logError } as const;
   }
 
   /**

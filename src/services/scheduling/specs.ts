@@ -46,17 +46,27 @@ export const priorityClass = (p: PriorityClassRow): PriorityClass => ({ name: p.
  * the backend's clock (expected ends, ETAs), so they are divided by the backend's `timeScale`
  * (a declared hour is one minute on the simulated cluster at 60). Pass `backend.timeScale`.
  */
-export const jobSpec = (j: Job, queueName: string, timeScale = 1): JobSpec => ({
-  id: j.id,
-  tenant: j.tenant.id,
-  project: j.project?.id,
-  queue: queueName,
-  priorityClass: j.priorityClass,
-  submitTime: j.submitTime,
-  podSets: j.podSets,
-  expectedDurationMs: scaled(j.expectedDurationMs, timeScale),
-  maxRunMs: scaled(j.maxRunMs, timeScale),
-});
+export const jobSpec = (j: Job, queueName: string, timeScale = 1): JobSpec =>
+  inBackendTime(
+    {
+      id: j.id,
+      tenant: j.tenant.id,
+      project: j.project?.id,
+      queue: queueName,
+      priorityClass: j.priorityClass,
+      submitTime: j.submitTime,
+      podSets: j.podSets,
+      expectedDurationMs: j.expectedDurationMs ?? undefined,
+      maxRunMs: j.maxRunMs ?? undefined,
+    },
+    timeScale,
+  );
+
+/** A spec with durations in declared time → the same spec with durations in the backend's clock. */
+export function inBackendTime(spec: JobSpec, timeScale: number): JobSpec {
+  if (timeScale === 1) return spec;
+  return { ...spec, expectedDurationMs: scaled(spec.expectedDurationMs, timeScale), maxRunMs: scaled(spec.maxRunMs, timeScale) };
+}
 
 function scaled(ms: number | null | undefined, timeScale: number): number | undefined {
   if (ms === null || ms === undefined) return undefined;
