@@ -53,6 +53,7 @@ describe('pending reason text', () => {
     expect(etaUnknownReasonOf({ ...base, eta: 1_000, etaUnknownReason: 'NoDeclaredDuration' })).toBeNull();
     expect(etaUnknownText('NoDeclaredDuration')).toMatch(/no declared duration/);
     expect(etaUnknownText(null)).toBeNull();
+    expect(etaUnknownText('WindowClosed')).toMatch(/time window/);
   });
 });
 

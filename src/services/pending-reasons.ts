@@ -138,8 +138,8 @@ export function etaUnknownText(reason: string | undefined | null): string | null
       return 'Too many jobs ahead of it to predict.';
     case 'NeverFits':
       return 'It does not fit even when every job with a known end has ended.';
-    case 'StrictFIFOBlocked':
-      return 'It waits behind a queue head that never fits.';
+    case 'WindowClosed':
+      return 'It waits for a time window of its queue to open.';
     default:
       return 'Cannot be predicted.';
   }
