@@ -53,11 +53,11 @@ describe('ETA through the graph', () => {
       await t.gql(token, `mutation($id: ID!) { cancelJob(id: $id) { id } }`, { id: ids.Job });
     }
     // Borealis holds its own 16 H100 (nothing left to borrow); aurora runs 16 for 10 declared days.
-    const held = await submit(bob, borealis.Queue, 'held', 16, 2 * TEN_DAYS_S);
-    const first = await submit(max, aurora.Queue, 'first', 16, TEN_DAYS_S);
+    const held = await submit(bob, borealis.Queue!, 'held', 16, 2 * TEN_DAYS_S);
+    const first = await submit(max, aurora.Queue!, 'first', 16, TEN_DAYS_S);
     await waitFor('both running', async () => (await Promise.all([job(bob, held), job(max, first)])).every((j) => j.state !== 'PENDING'));
-    const second = await submit(max, aurora.Queue, 'second', 16, TEN_DAYS_S);
-    const third = await submit(max, aurora.Queue, 'third', 16, TEN_DAYS_S);
+    const second = await submit(max, aurora.Queue!, 'second', 16, TEN_DAYS_S);
+    const third = await submit(max, aurora.Queue!, 'third', 16, TEN_DAYS_S);
     await waitFor('both evaluated', async () => (await Promise.all([job(max, second), job(max, third)])).every((j) => j.pendingReason?.code !== 'NotYetEvaluated'));
 
     const admittedAt = Date.parse((await job(max, first)).admittedAt!);
@@ -70,8 +70,8 @@ describe('ETA through the graph', () => {
     expect(s.pendingReason!.etaUnknownReason).toBeNull();
 
     // A job ahead without a declared duration makes the ETA of the jobs behind it unknowable.
-    const openEnded = await submit(max, aurora.Queue, 'open-ended', 16, null);
-    const fourth = await submit(max, aurora.Queue, 'fourth', 16, TEN_DAYS_S);
+    const openEnded = await submit(max, aurora.Queue!, 'open-ended', 16, null);
+    const fourth = await submit(max, aurora.Queue!, 'fourth', 16, TEN_DAYS_S);
     await waitFor('fourth evaluated', async () => (await job(max, fourth)).pendingReason?.code !== 'NotYetEvaluated');
     const f = await job(max, fourth);
     expect(f.eta).toBeNull();

@@ -6,7 +6,7 @@ import { migrate, openDatabase } from '../src/persistence/orm.js';
 import { Tenant, TENANT_FILTER } from '../src/persistence/entities.js';
 import { sqliteMigrations } from '../migrations/sqlite/index.js';
 import { postgresqlMigrations } from '../migrations/postgresql/index.js';
-import { createTestDatabase, describeEachDialect, dialectsUnderTest, type TestDatabase } from './helpers/database.js';
+import { createTestDatabase, describeEachDialect, type TestDatabase } from './helpers/database.js';
 import { introspectSchema } from './helpers/schema-introspect.js';
 
 const listed = { sqlite: sqliteMigrations, postgresql: postgresqlMigrations };
@@ -71,8 +71,4 @@ describe('migration folders', () => {
       expect(listed[dialect].map((m) => m.name)).toEqual(files);
     });
   }
-  it('TEST_DATABASE_URL decides whether PostgreSQL is tested (CI sets it)', () => {
-    expect(dialectsUnderTest.includes('postgresql')).toBe(Boolean(process.env.TEST_DATABASE_URL));
-    if (process.env.CI) expect(process.env.TEST_DATABASE_URL, '.ci/run must set TEST_DATABASE_URL').toBeTruthy();
-  });
 });

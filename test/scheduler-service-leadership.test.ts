@@ -1,8 +1,8 @@
 import net from 'node:net';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { PostgresAdvisoryLeadership } from '../src/services/scheduling/leadership.js';
-import { createTestDatabase, type TestDatabase } from './helpers/database.js';
+import { createTestDatabase, describeNeeding, type TestDatabase } from './helpers/database.js';
 import { waitFor } from './helpers/process.js';
 
 /**
@@ -11,12 +11,8 @@ import { waitFor } from './helpers/process.js';
  * (packets dropped: no error ever arrives, only the heartbeat notices).
  */
 
-const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
 const title = 'PostgreSQL advisory leadership notices a lost lock';
 
-it('CI runs the leadership tests (TEST_DATABASE_URL is set there)', () => {
-  if (process.env.CI === 'true' || process.env.CI === '1') expect(TEST_DATABASE_URL, 'CI must set TEST_DATABASE_URL').toBeTruthy();
-});
 
 /** A TCP proxy to PostgreSQL that can stop passing bytes in both directions (a black hole). */
 async function blackHoleProxy(target: URL) {
@@ -44,7 +40,7 @@ async function blackHoleProxy(target: URL) {
   };
 }
 
-describe.skipIf(!TEST_DATABASE_URL)(TEST_DATABASE_URL ? title : `${title} — skipped: set TEST_DATABASE_URL`, () => {
+describeNeeding(['postgresql'], title, () => {
   const cleanup: (() => Promise<unknown>)[] = [];
   afterAll(async () => {
     for (const c of cleanup.reverse()) await c().catch(() => undefined);

@@ -3,7 +3,7 @@ import type { Admission, JobSpec, RestoredAdmission } from '../src/core/types.js
 import { systemEntityManager } from '../src/persistence/entities.js';
 import { Job, JobEvent, OutboxEntry } from '../src/persistence/scheduling-entities.js';
 import { findDoubleBookings } from '../src/services/scheduling/restore-check.js';
-import { dialectsUnderTest } from './helpers/database.js';
+import { describeEachDialect } from './helpers/database.js';
 import { waitFor } from './helpers/process.js';
 import { startSchedulerApp, type SchedulerTestApp } from './helpers/scheduler-app.js';
 
@@ -64,53 +64,51 @@ describe('findDoubleBookings', () => {
   });
 });
 
-for (const dialect of dialectsUnderTest) {
-  describe(`restoring double-booked admissions on ${dialect}`, () => {
-    let t: SchedulerTestApp;
-    afterAll(async () => t?.close());
+describeEachDialect('restoring double-booked admissions', (dialect) => {
+  let t: SchedulerTestApp;
+  afterAll(async () => t?.close());
 
-    it('loads the earliest, puts the later one back to pending (event, suspend, report) and admits it again elsewhere', async () => {
-      t = await startSchedulerApp({ dialect });
-      const token = t.token('aurora-research', 'MEMBER');
-      const queueId = (await t.gql(token, `{ queues { id } }`)).data.queues[0].id;
-      const ids: string[] = [];
-      for (const name of ['first', 'second']) {
-        const res = await t.gql(token, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, { in: { queueId, name, podSets: [{ gpusPerPod: 2, flavors: ['h100-80g'] }], expectedDurationSeconds: 1e6 } });
-        expect(res.errors).toBeUndefined();
-        ids.push(Buffer.from(res.data.submitJob.id, 'base64').toString().replace(/^Job:/, ''));
-      }
-      const em = () => systemEntityManager(t.app.orm);
-      const admitted = await waitFor('both admitted', async () => {
-        const jobs = await em().find(Job, { id: { $in: ids } }, { orderBy: { admittedAt: 'asc', id: 'asc' } });
-        return jobs.length === 2 && jobs.every((j) => j.state === 'ADMITTED' || j.state === 'RUNNING') ? jobs : null;
-      });
-      // Forge what two leaders would have left: the later admission on the earlier one's GPUs.
-      const [early, late] = [...admitted].sort((a, b) => a.admission!.at - b.admission!.at || (a.id < b.id ? -1 : 1));
-      const forged = structuredClone(late!.admission!);
-      forged.podSets[0]!.placements = structuredClone(early!.admission!.podSets[0]!.placements);
-      await em().nativeUpdate(Job, { id: late!.id }, { admission: forged });
+  it('loads the earliest, puts the later one back to pending (event, suspend, report) and admits it again elsewhere', async () => {
+    t = await startSchedulerApp({ dialect });
+    const token = t.token('aurora-research', 'MEMBER');
+    const queueId = (await t.gql(token, `{ queues { id } }`)).data.queues[0].id;
+    const ids: string[] = [];
+    for (const name of ['first', 'second']) {
+      const res = await t.gql(token, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, { in: { queueId, name, podSets: [{ gpusPerPod: 2, flavors: ['h100-80g'] }], expectedDurationSeconds: 1e6 } });
+      expect(res.errors).toBeUndefined();
+      ids.push(Buffer.from(res.data.submitJob.id, 'base64').toString().replace(/^Job:/, ''));
+    }
+    const em = () => systemEntityManager(t.app.orm);
+    const admitted = await waitFor('both admitted', async () => {
+      const jobs = await em().find(Job, { id: { $in: ids } }, { orderBy: { admittedAt: 'asc', id: 'asc' } });
+      return jobs.length === 2 && jobs.every((j) => j.state === 'ADMITTED' || j.state === 'RUNNING') ? jobs : null;
+    });
+    // Forge what two leaders would have left: the later admission on the earlier one's GPUs.
+    const [early, late] = [...admitted].sort((a, b) => a.admission!.at - b.admission!.at || (a.id < b.id ? -1 : 1));
+    const forged = structuredClone(late!.admission!);
+    forged.podSets[0]!.placements = structuredClone(early!.admission!.podSets[0]!.placements);
+    await em().nativeUpdate(Job, { id: late!.id }, { admission: forged });
 
-      await t.app.scheduler.rebuild();
+    await t.app.scheduler.rebuild();
 
-      const back = await em().findOneOrFail(Job, { id: late!.id });
-      expect(back.state).toBe('PENDING');
-      const events = await em().find(JobEvent, { job: late!.id, type: 'PREEMPTED' });
-      expect(events.map((e) => e.reason)).toEqual(['DoubleBooked']);
-      const outbox = (await em().find(OutboxEntry, { kind: 'job.requeued' })).map((o) => o.payload.jobId);
-      expect(outbox).toEqual([late!.id]);
-      expect(t.errors.map(String)).toEqual([expect.stringContaining(`restore: job ${late!.id} was admitted onto GPUs`)]);
-      // The core loaded only the earliest on those GPUs; the next cycle places the other elsewhere.
-      expect(t.app.scheduler.explain(early!.id)?.state).toBe('admitted');
-      t.app.scheduler.wake();
-      const again = await waitFor('re-admitted on other GPUs', async () => {
-        const j = await em().findOneOrFail(Job, { id: late!.id });
-        return j.state === 'ADMITTED' || j.state === 'RUNNING' ? j : null;
-      });
-      const gpus = (j: Job) => j.admission!.podSets.flatMap((ps) => ps.placements.flatMap((p) => (p.gpuIndices ?? []).map((i) => `${p.node}#${i}`)));
-      // The suspend was performed (the backend stopped the double-booked run).
-      await waitFor('the requeue is performed', async () => (await em().find(OutboxEntry, { kind: 'job.requeued' }))[0]?.performedAt != null);
-      const earlyGpus = new Set(gpus(early!));
-      expect(gpus(again).filter((g) => earlyGpus.has(g))).toEqual([]);
-    }, 30_000);
-  });
-}
+    const back = await em().findOneOrFail(Job, { id: late!.id });
+    expect(back.state).toBe('PENDING');
+    const events = await em().find(JobEvent, { job: late!.id, type: 'PREEMPTED' });
+    expect(events.map((e) => e.reason)).toEqual(['DoubleBooked']);
+    const outbox = (await em().find(OutboxEntry, { kind: 'job.requeued' })).map((o) => o.payload.jobId);
+    expect(outbox).toEqual([late!.id]);
+    expect(t.errors.map(String)).toEqual([expect.stringContaining(`restore: job ${late!.id} was admitted onto GPUs`)]);
+    // The core loaded only the earliest on those GPUs; the next cycle places the other elsewhere.
+    expect(t.app.scheduler.explain(early!.id)?.state).toBe('admitted');
+    t.app.scheduler.wake();
+    const again = await waitFor('re-admitted on other GPUs', async () => {
+      const j = await em().findOneOrFail(Job, { id: late!.id });
+      return j.state === 'ADMITTED' || j.state === 'RUNNING' ? j : null;
+    });
+    const gpus = (j: Job) => j.admission!.podSets.flatMap((ps) => ps.placements.flatMap((p) => (p.gpuIndices ?? []).map((i) => `${p.node}#${i}`)));
+    // The suspend was performed (the backend stopped the double-booked run).
+    await waitFor('the requeue is performed', async () => (await em().find(OutboxEntry, { kind: 'job.requeued' }))[0]?.performedAt != null);
+    const earlyGpus = new Set(gpus(early!));
+    expect(gpus(again).filter((g) => earlyGpus.has(g))).toEqual([]);
+  }, 30_000);
+});

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
-import { dialectsUnderTest } from './helpers/database.js';
+import { describeEachDialect } from './helpers/database.js';
 import { startTestApp, type TestApp } from './helpers/harness.js';
 import { eventually, liveSubscription, wsClient } from './helpers/live-subscription.js';
 
@@ -64,87 +64,85 @@ async function submitWaiting(name: string): Promise<string> {
   return id;
 }
 
-for (const dialect of dialectsUnderTest) {
-  describe(`each subscription event sees fresh data all the way down (${dialect})`, () => {
-    beforeAll(async () => {
-      t = await startTestApp({ dialect });
-      aurora = await t.idsOf('aurora-research');
-      admin = t.token('aurora-research', 'TENANT_ADMIN');
-      // idsOf submits a fixture job; these tests want the cluster to themselves.
-      await cancel(admin, aurora.Job!);
-    });
-    afterAll(async () => {
-      for (const c of clients.splice(0)) await c.dispose();
-      await t?.close();
-    });
-
-    it('jobPosition: after a cancel, the event shows the job as stored then — state CANCELLED, a CANCELLED entry in its events, one fewer pending', async () => {
-      // Five full nodes: more than the queue can ever get, so it waits until cancelled.
-      const id = await submit(admin, { name: 'never fits', podSets: [{ count: 5, gpusPerPod: 8, flavors: ['h100-80g'] }], expectedDurationSeconds: 60 });
-      await eventually(async () => (await stateOf(id)).pendingReason?.code === 'ExceedsMaxQuota');
-      const sub = liveSubscription<{ state: string; job: NestedJob }>(
-        client(admin),
-        `subscription($id: ID!) { jobPosition(id: $id) { state ${NESTED_JOB} } }`,
-        { id },
-        (data) => data.jobPosition,
-      );
-      const [first] = await sub.until((values) => values.length >= 1);
-      expect(first!.job.state).toBe('PENDING');
-      expect(eventTypes(first!.job)).toEqual(['SUBMITTED']);
-      const pendingBefore = first!.job.queue.pendingCount;
-      expect(pendingBefore).toBeGreaterThanOrEqual(1);
-
-      await cancel(admin, id);
-      const values = await sub.until((v) => v.at(-1)?.state === 'CANCELLED');
-      const last = values.at(-1)!;
-      expect(last.job.state).toBe('CANCELLED');
-      expect(eventTypes(last.job)).toEqual(['SUBMITTED', 'CANCELLED']);
-      expect(last.job.queue.pendingCount).toBe(pendingBefore - 1);
-      sub.dispose();
-    });
-
-    it('jobUpdated: the last of several events still reads fresh nested data (events ADMITTED, STARTED, CANCELLED in order)', async () => {
-      const blocker = await submitBlocker();
-      const id = await submitWaiting('waits for the blocker');
-      const sub = liveSubscription<NestedJob>(client(admin), `subscription($id: ID!) { jobUpdated(id: $id) { state events { edges { node { type } } } queue { pendingCount } } }`, { id }, (data) => data.jobUpdated);
-      // jobUpdated sends nothing until a change: give the subscription time to be set up.
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      await cancel(admin, blocker);
-      await sub.until((values) => values.some((v) => v.state === 'RUNNING'));
-      await cancel(admin, id);
-      const values = await sub.until((v) => v.at(-1)?.state === 'CANCELLED');
-      for (const value of values) expect(eventTypes(value).at(-1), JSON.stringify(values)).toBe({ ADMITTED: 'ADMITTED', RUNNING: 'STARTED', CANCELLED: 'CANCELLED' }[value.state]);
-      expect(eventTypes(values.at(-1)!)).toEqual(['SUBMITTED', 'ADMITTED', 'STARTED', 'CANCELLED']);
-      sub.dispose();
-    });
-
-    it('a member removed from the tenant stops receiving events; added back, receives them again', async () => {
-      const blocker = await submitBlocker();
-      const id = await submitWaiting('watched by a member');
-      const memberSub = liveSubscription<{ state: string }>(client(t.token('aurora-research', 'MEMBER')), `subscription($id: ID!) { jobPosition(id: $id) { state } }`, { id }, (data) => data.jobPosition);
-      const adminSub = liveSubscription<{ state: string }>(client(admin), `subscription($id: ID!) { jobPosition(id: $id) { state } }`, { id }, (data) => data.jobPosition);
-      await memberSub.until((values) => values.length === 1);
-      await adminSub.until((values) => values.length === 1);
-
-      const removed = await t.gql(admin, `mutation($id: ID!) { removeMember(id: $id) { removedMemberId } }`, { id: aurora.Member });
-      expect(removed.body.errors).toBeUndefined();
-      // While removed, the job is admitted and starts: the admin hears it, the member must not.
-      await cancel(admin, blocker);
-      await adminSub.until((values) => values.at(-1)?.state === 'RUNNING');
-      // Events are sent in order per subscription: let the member's copies of those be handled
-      // (and dropped) before the membership comes back.
-      await new Promise((resolve) => setTimeout(resolve, 500));
-
-      const added = await t.gql(admin, `mutation($in: AddMemberInput!) { addMember(input: $in) { role } }`, {
-        in: { tenantId: aurora.Tenant, email: 'max@aurora.example', role: 'MEMBER' },
-      });
-      expect(added.body.errors).toBeUndefined();
-      await cancel(admin, id);
-      await memberSub.until((values) => values.at(-1)?.state === 'CANCELLED');
-      expect(memberSub.values.map((v) => v.state)).toEqual(['PENDING', 'CANCELLED']);
-      expect(memberSub.errors).toEqual([]);
-      memberSub.dispose();
-      adminSub.dispose();
-    });
+describeEachDialect('each subscription event sees fresh data all the way down', (dialect) => {
+  beforeAll(async () => {
+    t = await startTestApp({ dialect });
+    aurora = await t.idsOf('aurora-research');
+    admin = t.token('aurora-research', 'TENANT_ADMIN');
+    // idsOf submits a fixture job; these tests want the cluster to themselves.
+    await cancel(admin, aurora.Job!);
   });
-}
+  afterAll(async () => {
+    for (const c of clients.splice(0)) await c.dispose();
+    await t?.close();
+  });
+
+  it('jobPosition: after a cancel, the event shows the job as stored then — state CANCELLED, a CANCELLED entry in its events, one fewer pending', async () => {
+    // Five full nodes: more than the queue can ever get, so it waits until cancelled.
+    const id = await submit(admin, { name: 'never fits', podSets: [{ count: 5, gpusPerPod: 8, flavors: ['h100-80g'] }], expectedDurationSeconds: 60 });
+    await eventually(async () => (await stateOf(id)).pendingReason?.code === 'ExceedsMaxQuota');
+    const sub = liveSubscription<{ state: string; job: NestedJob }>(
+      client(admin),
+      `subscription($id: ID!) { jobPosition(id: $id) { state ${NESTED_JOB} } }`,
+      { id },
+      (data) => data.jobPosition,
+    );
+    const [first] = await sub.until((values) => values.length >= 1);
+    expect(first!.job.state).toBe('PENDING');
+    expect(eventTypes(first!.job)).toEqual(['SUBMITTED']);
+    const pendingBefore = first!.job.queue.pendingCount;
+    expect(pendingBefore).toBeGreaterThanOrEqual(1);
+
+    await cancel(admin, id);
+    const values = await sub.until((v) => v.at(-1)?.state === 'CANCELLED');
+    const last = values.at(-1)!;
+    expect(last.job.state).toBe('CANCELLED');
+    expect(eventTypes(last.job)).toEqual(['SUBMITTED', 'CANCELLED']);
+    expect(last.job.queue.pendingCount).toBe(pendingBefore - 1);
+    sub.dispose();
+  });
+
+  it('jobUpdated: the last of several events still reads fresh nested data (events ADMITTED, STARTED, CANCELLED in order)', async () => {
+    const blocker = await submitBlocker();
+    const id = await submitWaiting('waits for the blocker');
+    const sub = liveSubscription<NestedJob>(client(admin), `subscription($id: ID!) { jobUpdated(id: $id) { state events { edges { node { type } } } queue { pendingCount } } }`, { id }, (data) => data.jobUpdated);
+    // jobUpdated sends nothing until a change: give the subscription time to be set up.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await cancel(admin, blocker);
+    await sub.until((values) => values.some((v) => v.state === 'RUNNING'));
+    await cancel(admin, id);
+    const values = await sub.until((v) => v.at(-1)?.state === 'CANCELLED');
+    for (const value of values) expect(eventTypes(value).at(-1), JSON.stringify(values)).toBe({ ADMITTED: 'ADMITTED', RUNNING: 'STARTED', CANCELLED: 'CANCELLED' }[value.state]);
+    expect(eventTypes(values.at(-1)!)).toEqual(['SUBMITTED', 'ADMITTED', 'STARTED', 'CANCELLED']);
+    sub.dispose();
+  });
+
+  it('a member removed from the tenant stops receiving events; added back, receives them again', async () => {
+    const blocker = await submitBlocker();
+    const id = await submitWaiting('watched by a member');
+    const memberSub = liveSubscription<{ state: string }>(client(t.token('aurora-research', 'MEMBER')), `subscription($id: ID!) { jobPosition(id: $id) { state } }`, { id }, (data) => data.jobPosition);
+    const adminSub = liveSubscription<{ state: string }>(client(admin), `subscription($id: ID!) { jobPosition(id: $id) { state } }`, { id }, (data) => data.jobPosition);
+    await memberSub.until((values) => values.length === 1);
+    await adminSub.until((values) => values.length === 1);
+
+    const removed = await t.gql(admin, `mutation($id: ID!) { removeMember(id: $id) { removedMemberId } }`, { id: aurora.Member });
+    expect(removed.body.errors).toBeUndefined();
+    // While removed, the job is admitted and starts: the admin hears it, the member must not.
+    await cancel(admin, blocker);
+    await adminSub.until((values) => values.at(-1)?.state === 'RUNNING');
+    // Events are sent in order per subscription: let the member's copies of those be handled
+    // (and dropped) before the membership comes back.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+
+    const added = await t.gql(admin, `mutation($in: AddMemberInput!) { addMember(input: $in) { role } }`, {
+      in: { tenantId: aurora.Tenant, email: 'max@aurora.example', role: 'MEMBER' },
+    });
+    expect(added.body.errors).toBeUndefined();
+    await cancel(admin, id);
+    await memberSub.until((values) => values.at(-1)?.state === 'CANCELLED');
+    expect(memberSub.values.map((v) => v.state)).toEqual(['PENDING', 'CANCELLED']);
+    expect(memberSub.errors).toEqual([]);
+    memberSub.dispose();
+    adminSub.dispose();
+  });
+});

@@ -9,9 +9,6 @@ import type { DatabaseConfig } from '../../src/config.js';
 
 export type Dialect = 'sqlite' | 'postgresql';
 
-/** SQLite always; PostgreSQL too when TEST_DATABASE_URL is set (.ci/run sets it). */
-export const dialectsUnderTest: Dialect[] = process.env.TEST_DATABASE_URL ? ['sqlite', 'postgresql'] : ['sqlite'];
-
 /** The services a suite can need, and the variable that points at each. */
 export type TestService = 'postgresql' | 'redis';
 const serviceVariable: Record<TestService, string> = { postgresql: 'TEST_DATABASE_URL', redis: 'TEST_REDIS_URL' };
