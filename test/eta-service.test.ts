@@ -4,6 +4,7 @@
 // when a job ahead has no declared duration — never a guess.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers/harness.js';
+import { waitFor } from './helpers/process.js';
 
 let t: TestApp;
 let aurora: Record<string, string>;
@@ -14,14 +15,6 @@ const TEN_DAYS_S = 864_000;
 const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`;
 const JOB = `query($id: ID!) { node(id: $id) { ... on Job { state admittedAt eta pendingReason { code etaUnknownReason etaUnknownMessage } } } }`;
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`${what}: not reached in ${timeoutMs} ms`);
-}
 
 async function job(token: string, id: string) {
   const res = await t.gql(token, JOB, { id });

@@ -5,6 +5,7 @@
 // and previewJob must have predicted exactly that.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers/harness.js';
+import { waitFor } from './helpers/process.js';
 
 let t: TestApp;
 let aurora: Record<string, string>;
@@ -16,14 +17,6 @@ const PREVIEW = `mutation($in: SubmitJobInput!) { previewJob(input: $in) { admis
 // Ten declared days: at the tests' time scale (1000) each job runs ~14 real minutes, far beyond the test.
 const LONG = 864_000;
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`${what}: not reached in ${timeoutMs} ms`);
-}
 
 async function stateOf(token: string, id: string): Promise<string> {
   const res = await t.gql(token, JOB, { id });
