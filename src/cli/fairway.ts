@@ -30,7 +30,7 @@ const SIMULATE_HELP = `usage: fairway simulate --trace FILE --cluster FILE --que
   --sla-seconds N      SLA start deadline in seconds (default 60)
   --no-preview         do not call the core's preview at submit (faster; previewAtSubmit stays 'none')
   --eta                sample the core's ETA at submit for jobs left pending and report its error
-                       against the actual start (etaAtSubmit; 4-8 times slower on Philly)
+                       against the actual start (etaAtSubmit; 4-9 times slower on Philly)
   --out DIR            output directory for report.json and report.html (default sim-out)
   --name NAME          output file base name (default report)
   --no-tenants         terminal output without the per-tenant tables

@@ -133,7 +133,7 @@ export interface ReplayOptions {
   preview?: boolean;
   /**
    * Sample the core's ETA (explain) for each job still pending after its submit instant
-   * (default false: on the Philly trace it makes a replay 4–8 times slower).
+   * (default false: on the Philly trace it makes a replay 4–9 times slower).
    */
   eta?: boolean;
   /** Called every `progressEvery` submitted jobs (default 5000) with jobs submitted so far and the virtual time. */
