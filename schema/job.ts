@@ -1,10 +1,10 @@
 import { encodeGlobalID, resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { z } from 'zod';
-import type { JobExplanation, PodSetSpec, Preview } from '../src/core/types.js';
+import type { JobExplanation, NodeFit, PodSetSpec, Preview } from '../src/core/types.js';
 import type { TenantEventPayload } from '../src/events/bus.js';
 import { cancelJob, getJob, listJobs, previewJob, submitJob, type SubmitJobInput } from '../src/services/jobs.js';
 import { getQueue } from '../src/services/cluster.js';
-import { etaUnknownReasonOf, etaUnknownText, nodeFitOf, pendingReasonMessage, type NodeFitView } from '../src/services/pending-reasons.js';
+import { etaUnknownReasonOf, etaUnknownText, nodeFitOf, pendingReasonMessage, previewMessage } from '../src/services/pending-reasons.js';
 import { requireCapability } from '../src/services/context.js';
 import { pageInMemory } from '../src/services/loaders.js';
 import { jobPositionStream, type JobPosition } from '../src/services/job-position-stream.js';
@@ -55,7 +55,7 @@ const JobPositionRef = builder.objectRef<JobExplanation>('JobPosition').implemen
   }),
 });
 
-const NodeFitRef = builder.objectRef<NodeFitView>('NodeFit').implement({
+const NodeFitRef = builder.objectRef<NodeFit>('NodeFit').implement({
   description: 'NoNodeFits: the free capacity of one flavor against the pods the job needs (GPUs, slices or shares).',
   fields: (t) => ({
     flavor: t.exposeString('flavor'),
@@ -274,7 +274,7 @@ const PreviewVictimRef = builder.objectRef<{ victimId: string; reason: string; s
   }),
 });
 
-const JobPreviewRef = builder.objectRef<Preview & { tenantId: string; victims: { victimId: string; reason: string; sameTenant: boolean }[] }>('JobPreview').implement({
+const JobPreviewRef = builder.objectRef<Preview & { tenantId: string; queueName: string; victims: { victimId: string; reason: string; sameTenant: boolean }[] }>('JobPreview').implement({
   description: 'What would happen if the job were submitted now. Nothing is changed.',
   fields: (t) => ({
     admissible: t.exposeBoolean('admissible', { description: 'It would be admitted in the next cycle.' }),
@@ -286,7 +286,7 @@ const JobPreviewRef = builder.objectRef<Preview & { tenantId: string; victims: {
     }),
     wouldPreempt: t.field({ type: [PreviewVictimRef], resolve: (p) => p.victims }),
     reason: t.string({ nullable: true, resolve: (p) => p.reason ?? null }),
-    message: t.string({ nullable: true, resolve: (p) => p.message ?? null }),
+    message: t.string({ nullable: true, description: 'Why it would wait, in the same words as a pending job\'s reason.', resolve: (p, _a, ctx) => previewMessage(ctx, p, p.queueName) }),
   }),
 });
 
@@ -322,7 +322,7 @@ builder.mutationFields((t) => ({
           return { victimId: v.victimId, reason: v.reason, sameTenant: victimQueue?.tenant.id === queue.tenant.id };
         }),
       );
-      return { ...preview, tenantId: queue.tenant.id, victims };
+      return { ...preview, tenantId: queue.tenant.id, queueName: queue.name, victims };
     },
   }),
 }));

@@ -1,34 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers/harness.js';
 import { liveSubscription, wsClient } from './helpers/live-subscription.js';
-import { FOREIGN_JOB, etaUnknownReasonOf, etaUnknownText, renderPendingMessage, type ExplanationView } from '../src/services/pending-reasons.js';
+import type { JobExplanation } from '../src/core/types.js';
+import { FOREIGN_JOB, etaUnknownReasonOf, etaUnknownText, renderPendingMessage } from '../src/services/pending-reasons.js';
 
 /**
  * The text of a pending reason is rendered from codes and numbers only: a referenced job
  * appears as the label the caller's rights give it, and no text of the core passes through.
  */
-const base: ExplanationView = { jobId: 'j-1', queue: 'own-queue', state: 'pending', preemptions: 1 };
+const base: JobExplanation = { jobId: 'j-1', queue: 'own-queue', state: 'pending', preemptions: 1 };
 const OTHER = '01900000-0000-7000-8000-00000000abcd';
 const hidden = () => FOREIGN_JOB;
 
 describe('pending reason text', () => {
   it('a preemption names the preemptor only through the label (structured field of the core)', () => {
-    const e: ExplanationView = { ...base, reason: 'WaitingForQuota', message: 'anything', preemptedBy: { jobId: OTHER, reason: 'reclaim' } };
+    const e: JobExplanation = { ...base, reason: 'WaitingForQuota', message: 'anything', preemptedBy: { jobId: OTHER, reason: 'reclaim' } };
     expect(renderPendingMessage(e, hidden)).toBe('Preempted by a job of another tenant (reclaim); requeued with its original submit time. Waiting for quota.');
     expect(renderPendingMessage(e, (id) => (id === OTHER ? 'job "mine"' : FOREIGN_JOB))).toContain('Preempted by job "mine" (reclaim)');
-  });
-
-  it("an older core's \"preempted by <id>\" text is never shown; its last preemption is rendered instead", () => {
-    const e: ExplanationView = {
-      ...base,
-      reason: 'WaitingForQuota',
-      message: `preempted by ${OTHER} (reclaim); requeued with its original submit time`,
-      lastPreemption: { victimId: 'j-1', victimQueue: 'own-queue', preemptorId: OTHER, preemptorQueue: 'their-queue', reason: 'reclaim', at: 0 },
-    };
-    const text = renderPendingMessage(e, hidden);
-    expect(text).not.toContain(OTHER);
-    expect(text).not.toContain('their-queue');
-    expect(text).toContain('a job of another tenant');
   });
 
   it('codes with numbers: quota shortfall, no node fits, StrictFIFO head', () => {
@@ -96,4 +84,18 @@ describe('pending reason text through the API', () => {
       await client.dispose();
     }
   }, 60_000);
+
+  it("previewJob says why a job would wait in the same words as a pending job's reason", async () => {
+    const ids = await t.idsOf('aurora-research');
+    // 24 H100s: more than the queue can ever get (its nominal plus what it may borrow).
+    const res = await t.gql(t.token('aurora-research', 'MEMBER'), `mutation($in: SubmitJobInput!) { previewJob(input: $in) { admissible reason message } }`, {
+      in: { queueId: ids.Queue!, name: 'too-big', podSets: [{ count: 3, gpusPerPod: 8, flavors: ['h100-80g'] }] },
+    });
+    expect(res.body.errors).toBeUndefined();
+    const preview = res.body.data!.previewJob;
+    expect(preview.admissible).toBe(false);
+    // The renderer's words (the core's own text has no final period and is never shown).
+    expect(preview.reason).toBe('ExceedsMaxQuota');
+    expect(preview.message).toMatch(/^gpu on h100-80g: requested 24 exceeds the most the queue can ever get \(\d+\)\.$/);
+  });
 });

@@ -1,4 +1,4 @@
-import type { JobExplanation, QuotaShortfall } from '../core/types.js';
+import type { EtaUnknownReason, JobExplanation, NodeFit, Preview, QuotaShortfall } from '../core/types.js';
 import { hasCapability } from '../auth/principal.js';
 import { Job } from '../persistence/scheduling-entities.js';
 import type { ServiceContext } from './context.js';
@@ -10,31 +10,11 @@ import type { ServiceContext } from './context.js';
  * with jobs:read). Anything else is "a job of another tenant": no id, name or slug.
  */
 
-/** Free capacity of one flavor against the pods a `NoNodeFits` job needs (the core's `NodeFit`). */
-export interface NodeFitView {
-  flavor: string;
-  largestFreeGpusOnOneNode: number;
-  freeGpus: number;
-  podsNeeded: number;
-  gpusPerPod: number;
-}
-
-/**
- * The explanation with the core's structured fields typed here as optional, so this module
- * works with cores that do not have them yet (older cores only put ids into `message`).
- */
-export type ExplanationView = JobExplanation & {
-  nodeFit?: NodeFitView[];
-  preemptedBy?: { jobId: string; reason: string };
-  blockedBy?: string;
-  etaUnknownReason?: string;
-};
-
 /** NoNodeFits only: per flavor tried, the free capacity the pods could not use. */
-export const nodeFitOf = (e: JobExplanation): NodeFitView[] | null => (e as ExplanationView).nodeFit ?? null;
+export const nodeFitOf = (e: JobExplanation): NodeFit[] | null => e.nodeFit ?? null;
 
 /** Why a pending job has no ETA (a code), or null when it has one. */
-export const etaUnknownReasonOf = (e: JobExplanation): string | null => (e.eta == null ? ((e as ExplanationView).etaUnknownReason ?? null) : null);
+export const etaUnknownReasonOf = (e: JobExplanation): EtaUnknownReason | null => (e.eta == null ? (e.etaUnknownReason ?? null) : null);
 
 /** What every job the reader may not see is called. */
 export const FOREIGN_JOB = 'a job of another tenant';
@@ -49,21 +29,9 @@ export async function pendingReasonMessage(ctx: ServiceContext, explanation: Job
   return renderPendingMessage(explanation, (jobId) => labels.get(jobId) ?? FOREIGN_JOB);
 }
 
-/** The preemption behind a requeued job: the core's structured field, or (older cores) the last preemption when the decision is still that one. */
-function preemptionOf(explanation: JobExplanation): { jobId: string; reason: string } | null {
-  const e = explanation as ExplanationView;
-  if (e.preemptedBy?.jobId) return { jobId: e.preemptedBy.jobId, reason: e.preemptedBy.reason };
-  // Before the core carried `preemptedBy` its decision text said "preempted by …"; the text
-  // itself is never shown, it only tells that the last preemption is the current reason.
-  if (e.lastPreemption && /^preempted by /i.test(e.message ?? '')) return { jobId: e.lastPreemption.preemptorId, reason: e.lastPreemption.reason };
-  return null;
-}
-
-function referencedJobs(explanation: JobExplanation): string[] {
-  const e = explanation as ExplanationView;
+function referencedJobs(e: JobExplanation): string[] {
   const ids = new Set<string>();
-  const preemption = preemptionOf(e);
-  if (preemption) ids.add(preemption.jobId);
+  if (e.preemptedBy) ids.add(e.preemptedBy.jobId);
   if (e.blockedBy) ids.add(e.blockedBy);
   return [...ids];
 }
@@ -81,17 +49,25 @@ async function jobLabelFor(ctx: ServiceContext, e: JobExplanation, jobId: string
   return `job "${other.name}"`;
 }
 
+/**
+ * Why a previewed job would not be admitted now, in the same words as a pending job's reason
+ * (the core's own text never reaches a client).
+ */
+export async function previewMessage(ctx: ServiceContext, preview: Preview, queue: string): Promise<string | null> {
+  if (!preview.reason) return null;
+  const { reason, shortfall, nodeFit } = preview;
+  return pendingReasonMessage(ctx, { jobId: '', queue, state: 'pending', reason, shortfall, nodeFit, preemptions: 0 });
+}
+
 /** Pure rendering from the code and numbers; `label` names referenced jobs. */
 export function renderPendingMessage(e: JobExplanation, label: JobLabel): string {
   const parts: string[] = [];
-  const preemption = preemptionOf(e);
-  if (preemption) parts.push(`Preempted by ${label(preemption.jobId)} (${preemption.reason}); requeued with its original submit time.`);
+  if (e.preemptedBy) parts.push(`Preempted by ${label(e.preemptedBy.jobId)} (${e.preemptedBy.reason}); requeued with its original submit time.`);
   parts.push(codeText(e, label));
   return parts.join(' ');
 }
 
-function codeText(explanation: JobExplanation, label: JobLabel): string {
-  const e = explanation as ExplanationView;
+function codeText(e: JobExplanation, label: JobLabel): string {
   const sf = e.shortfall;
   switch ((e.reason as string | undefined) ?? 'NotYetEvaluated') {
     case 'NotYetEvaluated':
@@ -121,13 +97,13 @@ function codeText(explanation: JobExplanation, label: JobLabel): string {
 
 const shortfallHead = (sf: QuotaShortfall) => `${sf.resource} on ${sf.flavor}: requested ${num(sf.requested)}`;
 const quotaNumbers = (sf: QuotaShortfall) => `nominal ${num(sf.nominal)}, used ${num(sf.used)}${sf.borrowingLimit !== undefined ? `, borrowing limit ${num(sf.borrowingLimit)}` : ''}`;
-const nodeFitText = (f: NodeFitView) =>
+const nodeFitText = (f: NodeFit) =>
   `${f.flavor} needs ${f.podsNeeded} pod${f.podsNeeded === 1 ? '' : 's'} × ${num(f.gpusPerPod)}, the largest free block on one node is ${num(f.largestFreeGpusOnOneNode)} (${num(f.freeGpus)} free in all)`;
 /** Trims float noise (0.30000000000000004) without hiding real fractions. */
 const num = (value: number) => String(Math.round(value * 1000) / 1000);
 
 /** Why a pending job has no ETA, for a client (the core gives a code). */
-export function etaUnknownText(reason: string | undefined | null): string | null {
+export function etaUnknownText(reason: EtaUnknownReason | undefined | null): string | null {
   switch (reason) {
     case undefined:
     case null:
