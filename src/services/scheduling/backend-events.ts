@@ -1,7 +1,6 @@
-import { LockMode } from '@mikro-orm/core';
 import type { BackendEvent } from '../../core/ports.js';
 import { Job } from '../../persistence/scheduling-entities.js';
-import type { FencedWriter } from './cycle-writer.js';
+import { writeFenced, type FencedWriter } from './cycle-writer.js';
 import { recordJobEvent, recordOutbox } from './outbox.js';
 
 /**
@@ -12,9 +11,8 @@ import { recordJobEvent, recordOutbox } from './outbox.js';
 export async function applyBackendEvent(writer: FencedWriter, event: Exclude<BackendEvent, { type: 'utilization' }>): Promise<{ finished: boolean }> {
   const at = new Date(event.at);
   let finished = false;
-  await writer.em.transactional(async (em) => {
-    await writer.epochs.assertCurrent(em, writer.epoch);
-    const job = await em.findOne(Job, { id: event.jobId }, { populate: ['queue'], lockMode: writer.dialect === 'postgresql' ? LockMode.PESSIMISTIC_WRITE : undefined });
+  await writeFenced(writer, async (em, jobLock) => {
+    const job = await em.findOne(Job, { id: event.jobId }, { populate: ['queue'], ...jobLock });
     if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) return;
     if (event.type === 'started') {
       if (job.state !== 'ADMITTED') return;
@@ -31,7 +29,6 @@ export async function applyBackendEvent(writer: FencedWriter, event: Exclude<Bac
       recordOutbox(em, 'job.finished', { jobId: job.id, queueId: job.queue.id, state, at: event.at });
       finished = true;
     }
-    await em.flush();
   });
   return { finished };
 }

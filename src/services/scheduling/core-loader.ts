@@ -1,8 +1,8 @@
-import { LockMode, type EntityManager } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/core';
 import { Scheduler } from '../../core/scheduler.js';
 import type { RestoredAdmission } from '../../core/types.js';
 import { ClusterNode, Cohort, Flavor, Job, PriorityClassRow, Queue } from '../../persistence/scheduling-entities.js';
-import type { FencedWriter } from './cycle-writer.js';
+import { backToPending, writeFenced, type FencedWriter } from './cycle-writer.js';
 import { recordJobEvent, recordOutbox } from './outbox.js';
 import { findDoubleBookings, type DoubleBooking } from './restore-check.js';
 import { cohortSpec, flavorSpec, jobSpec, nodeSpec, priorityClass, queueSpec } from './specs.js';
@@ -89,21 +89,16 @@ export async function loadCore(em: EntityManager, options: CoreLoaderOptions, wi
 export async function requeueDoubleBooked(writer: FencedWriter, conflicts: DoubleBooking[], now: number): Promise<string[]> {
   if (!conflicts.length) return [];
   const requeued: string[] = [];
-  await writer.em.transactional(async (em) => {
-    await writer.epochs.assertCurrent(em, writer.epoch);
+  await writeFenced(writer, async (em, jobLock) => {
     const at = new Date(now);
     for (const conflict of conflicts) {
-      const job = await em.findOne(Job, { id: conflict.jobId }, { populate: ['queue'], lockMode: writer.dialect === 'postgresql' ? LockMode.PESSIMISTIC_WRITE : undefined });
+      const job = await em.findOne(Job, { id: conflict.jobId }, { populate: ['queue'], ...jobLock });
       if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) continue;
-      job.state = 'PENDING';
-      job.admission = null;
-      job.admittedAt = null;
-      job.startedAt = null;
+      backToPending(job);
       recordJobEvent(em, job, 'PREEMPTED', at, 'DoubleBooked', 'Returned to the queue: its admission shared GPUs with an earlier admission', { gpus: conflict.gpus });
       recordOutbox(em, 'job.requeued', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, reason: 'DoubleBooked', at: now, epoch: writer.epoch });
       requeued.push(job.id);
     }
-    await em.flush();
   });
   return requeued;
 }

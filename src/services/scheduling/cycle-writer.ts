@@ -14,6 +14,28 @@ export interface FencedWriter {
 }
 
 /**
+ * One fenced scheduling write: a transaction that first checks, under the epoch row's lock,
+ * that this replica still leads (StaleLeaderError otherwise, and nothing is written), then
+ * runs `work` and flushes. Job rows read with `jobLock` stay locked until commit where the
+ * database has row locks (SQLite serialises writers anyway).
+ */
+export async function writeFenced(writer: FencedWriter, work: (em: EntityManager, jobLock: { lockMode?: LockMode.PESSIMISTIC_WRITE }) => Promise<void>): Promise<void> {
+  await writer.em.transactional(async (em) => {
+    await writer.epochs.assertCurrent(em, writer.epoch);
+    await work(em, writer.dialect === 'postgresql' ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
+    await em.flush();
+  });
+}
+
+/** The job no longer holds an admission (preempted, or requeued after a restore conflict). */
+export function backToPending(job: Job): void {
+  job.state = 'PENDING';
+  job.admission = null;
+  job.admittedAt = null;
+  job.startedAt = null;
+}
+
+/**
  * Writes one cycle's decisions in one transaction: job rows, job events, outbox rows,
  * after checking (first, under the epoch row's lock) that this replica still leads.
  * Returns jobs the core admitted that the database no longer has pending (cancelled
@@ -26,11 +48,10 @@ export interface FencedWriter {
 export async function persistCycle(writer: FencedWriter, core: Scheduler, result: CycleResult): Promise<string[]> {
   const skipped: string[] = [];
   const preemptionOf = new Map(result.preempted.map((p) => [p.victimId, p]));
-  await writer.em.transactional(async (em) => {
-    await writer.epochs.assertCurrent(em, writer.epoch);
+  await writeFenced(writer, async (em, jobLock) => {
     const ids = [...new Set([...result.preempted.map((p) => p.victimId), ...result.admitted.map((a) => a.jobId), ...result.preempted.map((p) => p.preemptorId)])];
     const jobs = new Map(
-      (await em.find(Job, { id: { $in: ids } }, { populate: ['queue'], lockMode: writer.dialect === 'postgresql' ? LockMode.PESSIMISTIC_WRITE : undefined })).map((j) => [j.id, j]),
+      (await em.find(Job, { id: { $in: ids } }, { populate: ['queue'], ...jobLock })).map((j) => [j.id, j]),
     );
     const at = new Date(result.at);
     const touched = [...new Set([...result.preempted.map((p) => p.victimId), ...result.admitted.map((a) => a.jobId)])];
@@ -47,10 +68,7 @@ export async function persistCycle(writer: FencedWriter, core: Scheduler, result
       const movedAway = wasLive && (!final || final.at !== job.admission?.at);
       if (movedAway && preemption) {
         const preemptor = jobs.get(preemption.preemptorId);
-        job.state = 'PENDING';
-        job.admission = null;
-        job.admittedAt = null;
-        job.startedAt = null;
+        backToPending(job);
         job.preemptionCount += 1;
         recordJobEvent(em, job, 'PREEMPTED', at, preemption.reason, `Preempted (${preemption.reason}) to make room for another job`, { preemptorJobId: preemption.preemptorId });
         recordOutbox(em, 'job.preempted', {
@@ -74,7 +92,6 @@ export async function persistCycle(writer: FencedWriter, core: Scheduler, result
         recordOutbox(em, 'job.admitted', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, borrowed: final.borrowed, at: result.at, epoch: writer.epoch });
       }
     }
-    await em.flush();
   });
   return skipped;
 }

@@ -2,11 +2,11 @@ import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { Scheduler } from '../../core/scheduler.js';
 import type { BackendEvent } from '../../core/ports.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
-import type { JobSpec } from '../../core/types.js';
+import type { JobSpec, QueueStatus } from '../../core/types.js';
 import { systemEntityManager } from '../../persistence/entities.js';
 import { Job } from '../../persistence/scheduling-entities.js';
 import { applyBackendEvent } from './backend-events.js';
-import { loadCore, requeueDoubleBooked, type LoadedCore } from './core-loader.js';
+import { loadCore, requeueDoubleBooked, type CoreLoaderOptions, type LoadedCore } from './core-loader.js';
 import { persistCycle, type FencedWriter } from './cycle-writer.js';
 import { StaleLeaderError, type LeaderEpochs } from './leader-epoch.js';
 import type { OutboxDispatcher } from './outbox.js';
@@ -26,10 +26,12 @@ export interface LeaderHost {
     debounceMs?: number;
     resyncIntervalMs?: number;
     recoveryRetryMs?: number;
-    placement?: 'best-fit' | 'fragmentation-aware';
-    backend: { readonly timeScale: number };
   };
+  /** How the core is loaded from the database (clock, placement, the backend's time scale). */
+  readonly loaderOptions: CoreLoaderOptions;
   readonly core: Scheduler;
+  /** The core's status of a queue; null for a queue it does not know. */
+  queueStatus(name: string): QueueStatus | null;
   readonly queueIds: Map<string, string>;
   readonly epochs: LeaderEpochs;
   readonly outbox: OutboxDispatcher;
@@ -115,7 +117,7 @@ export class LeaderSession {
         if (this.knows(input.jobId)) return;
         const job = await this.em().findOne(Job, { id: input.jobId }, { populate: ['queue'] });
         if (this.ended || !job || job.state !== 'PENDING' || this.knows(job.id)) return;
-        this.host.core.submit(jobSpec(job, job.queue.name, this.host.options.backend.timeScale));
+        this.host.core.submit(jobSpec(job, job.queue.name, this.host.loaderOptions.timeScale));
       } else if (input.kind === 'cancelled') {
         if (this.knows(input.jobId)) this.host.core.cancel(input.jobId);
         await this.host.outbox.dispatch();
@@ -144,7 +146,7 @@ export class LeaderSession {
    */
   async rebuild(): Promise<void> {
     const { options } = this.host;
-    const loaded = await loadCore(this.em(), { now: options.now, placement: options.placement ?? 'best-fit', timeScale: options.backend.timeScale, logError: options.logError }, true);
+    const loaded = await loadCore(this.em(), this.host.loaderOptions, true);
     if (this.ended) return;
     if (loaded.doubleBooked.length) {
       const requeued = await requeueDoubleBooked(this.writer(), loaded.doubleBooked, options.now());
@@ -241,7 +243,7 @@ export class LeaderSession {
     if (this.ended || this.paused) return;
     const pending = await this.em().find(Job, { state: 'PENDING' }, { populate: ['queue'], orderBy: { submitTime: 'asc' } });
     if (this.ended) return;
-    for (const job of pending) if (!this.knows(job.id)) this.host.core.submit(jobSpec(job, job.queue.name, this.host.options.backend.timeScale));
+    for (const job of pending) if (!this.knows(job.id)) this.host.core.submit(jobSpec(job, job.queue.name, this.host.loaderOptions.timeScale));
     await this.host.outbox.dispatch();
     this.announceWindows();
     // Time windows open and close with the clock, not with events: a periodic cycle lets
@@ -250,13 +252,7 @@ export class LeaderSession {
   }
 
   private announceWindows(): void {
-    this.host.windows.announce(this.host.queueIds, (name) => {
-      try {
-        return this.host.core.queueStatus(name);
-      } catch {
-        return null;
-      }
-    });
+    this.host.windows.announce(this.host.queueIds, (name) => this.host.queueStatus(name));
   }
 
   private async runCycle(): Promise<void> {

@@ -5,7 +5,7 @@ import type { BackendEvent, ExecutionBackend } from '../../core/ports.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
 import { systemEntityManager } from '../../persistence/entities.js';
 import { inBackendTime } from './specs.js';
-import { loadCore, type LoadedCore } from './core-loader.js';
+import { loadCore, type CoreLoaderOptions, type LoadedCore } from './core-loader.js';
 import { LeaderEpochs } from './leader-epoch.js';
 import { LeaderSession, type LeaderHost } from './leader-session.js';
 import type { Leadership } from './leadership.js';
@@ -65,8 +65,10 @@ export class SchedulerService {
   private followerFailing = false;
   /** Losses of the lock so far: one during a takeover makes that takeover void. */
   private lockLosses = 0;
+  private readonly loaderOptions: CoreLoaderOptions;
 
   constructor(private readonly options: SchedulerServiceOptions) {
+    this.loaderOptions = { now: options.now, placement: options.placement ?? 'best-fit', timeScale: options.backend.timeScale, logError: options.logError };
     this.epochs = new LeaderEpochs(options.dialect);
     this.outbox = new OutboxDispatcher({ ...options, utilization: this.utilization });
     this.windows = new WindowAnnouncer(options.events, options.now);
@@ -131,7 +133,7 @@ export class SchedulerService {
 
   /** Validates a job against the current configuration without changing anything. */
   preview(spec: JobSpec): Preview {
-    return this.core.preview(inBackendTime(spec, this.options.backend.timeScale));
+    return this.core.preview(inBackendTime(spec, this.loaderOptions.timeScale));
   }
 
   explain(jobId: string): JobExplanation | null {
@@ -173,7 +175,7 @@ export class SchedulerService {
    * round trip, no re-read); a follower tells the leader through the bus.
    */
   submitted(spec: JobSpec): void {
-    if (this.session) this.session.submitted(inBackendTime(spec, this.options.backend.timeScale));
+    if (this.session) this.session.submitted(inBackendTime(spec, this.loaderOptions.timeScale));
     else this.announce({ kind: 'submitted', jobId: spec.id });
   }
 
@@ -251,9 +253,11 @@ export class SchedulerService {
     const self = this;
     return {
       options: this.options,
+      loaderOptions: this.loaderOptions,
       get core() {
         return self.core;
       },
+      queueStatus: (name) => this.queueStatus(name),
       get queueIds() {
         return self.queueIds;
       },
@@ -284,7 +288,7 @@ export class SchedulerService {
   async rebuild(): Promise<void> {
     const session = this.session;
     if (session) return this.serial(() => session.rebuild());
-    const loaded = await loadCore(this.systemEm(), this.loaderOptions(), true);
+    const loaded = await loadCore(this.systemEm(), this.loaderOptions, true);
     // Took the leadership meanwhile: the leader's rebuild wins.
     if (!this.session) this.install(loaded);
   }
@@ -295,17 +299,13 @@ export class SchedulerService {
     this.stateChanged();
   }
 
-  private loaderOptions() {
-    return { now: this.options.now, placement: this.options.placement ?? 'best-fit', timeScale: this.options.backend.timeScale, logError: this.options.logError } as const;
-  }
-
   /**
    * A scratch core with the stored configuration and no jobs, to try a configuration
    * change on before writing it. Build it before opening the write transaction: SQLite
    * has one connection, which that transaction would hold.
    */
   async configSnapshot(): Promise<Scheduler> {
-    return (await loadCore(this.systemEm(), this.loaderOptions(), false)).core;
+    return (await loadCore(this.systemEm(), this.loaderOptions, false)).core;
   }
 
   private scheduleFollowerRebuild(afterMs: number): void {
