@@ -7,6 +7,7 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestDatabase, describeNeeding, type TestDatabase } from './helpers/database.js';
+import { schedulerLockHolders, sharedGpus } from './helpers/scheduler-lock.js';
 import { gql, gqlData, killAllServers, startServer, tokenOf, waitFor, type ServerProcess } from './helpers/process.js';
 import type { DemoCredential } from '../src/server/demo.js';
 
@@ -18,10 +19,6 @@ import type { DemoCredential } from '../src/server/demo.js';
 
 const TEST_REDIS_URL = process.env.TEST_REDIS_URL;
 
-// Fairway's scheduler lock (leadership.ts): key 0x46616972776179 ("Fairway"). pg_locks shows
-// a bigint advisory key as classid = high 32 bits, objid = low 32 bits, objsubid = 1.
-const LOCK_CLASSID = 0x466169;
-const LOCK_OBJID = 0x72776179;
 
 const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`;
 const rawId = (globalId: string) => Buffer.from(globalId, 'base64').toString('utf8').replace(/^Job:/, '');
@@ -44,15 +41,7 @@ describeNeeding(['postgresql', 'redis'], 'two replicas on one PostgreSQL with Re
 
   const member = (t: string) => tokenOf(creds, t, 'MEMBER');
 
-  async function lockHolders(): Promise<string[]> {
-    const { rows } = await sql.query(
-      `select a.application_name from pg_locks l join pg_stat_activity a on a.pid = l.pid
-        where l.locktype = 'advisory' and l.granted and l.database = (select oid from pg_database where datname = current_database())
-          and l.classid = $1 and l.objid = $2 and l.objsubid = 1`,
-      [LOCK_CLASSID, LOCK_OBJID],
-    );
-    return rows.map((r) => String(r.application_name));
-  }
+  const lockHolders = async () => (await schedulerLockHolders(sql)).map((h) => h.app);
 
   async function advisoryLocksGranted(): Promise<number> {
     const { rows } = await sql.query(`select count(*)::int as n from pg_locks where locktype = 'advisory' and granted and database = (select oid from pg_database where datname = current_database())`);
@@ -65,16 +54,6 @@ describeNeeding(['postgresql', 'redis'], 'two replicas on one PostgreSQL with Re
         (select count(*)::int from job_events e where e.job_id = j.id and e.type = 'PREEMPTED') as preempted
       from jobs j`);
     return rows as { id: string; state: string; admission: { podSets: { placements: { node: string; gpuIndices?: number[] }[] }[] } | null; admitted: number; preempted: number }[];
-  }
-
-  /** (node, GPU) pairs held by more than one live job; every job here asks for whole H100s. */
-  function sharedGpus(rows: Awaited<ReturnType<typeof jobRows>>): string[] {
-    const held = new Map<string, string[]>();
-    for (const r of rows) {
-      if (r.state !== 'ADMITTED' && r.state !== 'RUNNING') continue;
-      for (const ps of r.admission?.podSets ?? []) for (const pl of ps.placements) for (const i of pl.gpuIndices ?? []) held.set(`${pl.node}#${i}`, [...(held.get(`${pl.node}#${i}`) ?? []), r.id]);
-    }
-    return [...held].filter(([, ids]) => ids.length > 1).map(([k, ids]) => `${k}: ${ids.join(', ')}`);
   }
 
   function ws(server: ServerProcess, token: string): Client {

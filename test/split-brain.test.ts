@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestDatabase, describeNeeding, type TestDatabase } from './helpers/database.js';
+import { schedulerLockHolders, sharedGpus } from './helpers/scheduler-lock.js';
 import { gql, gqlData, killAllServers, startServer, tokenOf, waitFor, type ServerProcess } from './helpers/process.js';
 import type { DemoCredential } from '../src/server/demo.js';
 
@@ -20,9 +21,6 @@ import type { DemoCredential } from '../src/server/demo.js';
 const TEST_REDIS_URL = process.env.TEST_REDIS_URL;
 
 
-// Fairway's scheduler lock key 0x46616972776179 as pg_locks shows it (classid, objid).
-const LOCK_CLASSID = 0x466169;
-const LOCK_OBJID = 0x72776179;
 const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`;
 const rawId = (globalId: string) => Buffer.from(globalId, 'base64').toString('utf8').replace(/^Job:/, '');
 const TENANTS = ['aurora-research', 'borealis-inference'] as const;
@@ -51,25 +49,7 @@ describeNeeding(['postgresql', 'redis'], title, () => {
     return rows as { id: string; state: string; idempotency_key: string | null; admission: { podSets: { placements: { node: string; gpuIndices?: number[] }[] }[] } | null }[];
   }
 
-  /** (node, GPU) pairs held by more than one ADMITTED/RUNNING job; every job here asks for whole GPUs. */
-  function sharedGpus(rows: Awaited<ReturnType<typeof jobRows>>): string[] {
-    const held = new Map<string, string[]>();
-    for (const r of rows) {
-      if (r.state !== 'ADMITTED' && r.state !== 'RUNNING') continue;
-      for (const ps of r.admission?.podSets ?? []) for (const pl of ps.placements) for (const i of pl.gpuIndices ?? []) held.set(`${pl.node}#${i}`, [...(held.get(`${pl.node}#${i}`) ?? []), r.id]);
-    }
-    return [...held].filter(([, ids]) => ids.length > 1).map(([k, ids]) => `${k}: ${ids.join(', ')}`);
-  }
-
-  async function lockHolder(): Promise<{ pid: number; app: string }[]> {
-    const { rows } = await sql.query(
-      `select l.pid, a.application_name as app from pg_locks l join pg_stat_activity a on a.pid = l.pid
-        where l.locktype = 'advisory' and l.granted and l.database = (select oid from pg_database where datname = current_database())
-          and l.classid = $1 and l.objid = $2 and l.objsubid = 1`,
-      [LOCK_CLASSID, LOCK_OBJID],
-    );
-    return rows.map((r) => ({ pid: Number(r.pid), app: String(r.app) }));
-  }
+  const lockHolder = () => schedulerLockHolders(sql);
 
   /** Epochs each process says it led with ("leading the scheduler (epoch N)"). */
   function epochsLedBy(server: ServerProcess): number[] {
