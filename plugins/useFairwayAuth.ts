@@ -3,7 +3,7 @@ import type { Plugin } from '@envelop/core';
 import { GraphQLError } from 'graphql';
 import type { IdentityResolver } from '../src/auth/identity.js';
 import type { Principal } from '../src/auth/principal.js';
-import { FairwayError } from '../src/services/errors.js';
+import { FairwayError } from '../src/shared/client-errors.js';
 
 export interface FairwayAuthOptions {
   identity: IdentityResolver;

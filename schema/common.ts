@@ -2,7 +2,7 @@ import { decodeGlobalID, encodeGlobalID, type ResolveCursorConnectionArgs } from
 import { GraphQLError, Kind } from 'graphql';
 import { z } from 'zod';
 import { isUuid } from '../src/persistence/ids.js';
-import { badInput, notFound } from '../src/services/errors.js';
+import { badInput, notFound } from '../src/shared/client-errors.js';
 import type { PageQuery } from '../src/services/context.js';
 import { CAPABILITIES, PLATFORM_SCOPE } from '../src/auth/capabilities.js';
 import {

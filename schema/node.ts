@@ -9,7 +9,7 @@ import { getQueue } from '../src/services/cluster.js';
 import type { ServiceContext } from '../src/services/context.js';
 import { builder } from './builder.js';
 import { decodeId } from './common.js';
-import { badInput, notFound } from '../src/services/errors.js';
+import { badInput, notFound } from '../src/shared/client-errors.js';
 
 /** Typename → loader. A node type without an entry here cannot be fetched by id. */
 const loaders: Record<string, (ctx: ServiceContext, id: string) => Promise<object>> = {

@@ -1,6 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import { ApiToken, Membership, Tenant, User, TENANT_ROLES, systemEntityManager, type TenantRole } from '../persistence/entities.js';
-import { unauthenticated } from '../services/errors.js';
+import { unauthenticated } from '../shared/client-errors.js';
 import { CAPABILITIES, ROLE_CAPABILITIES, type Capability } from './capabilities.js';
 import { hashApiTokenSecret, looksLikeApiToken } from './api-token-secret.js';
 import type { OidcVerifier } from './oidc.js';

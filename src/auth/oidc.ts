@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, importSPKI, jwtVerify, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey, type CryptoKey } from 'jose';
 import type { OidcConfig } from '../config.js';
-import { unauthenticated } from '../services/errors.js';
+import { unauthenticated } from '../shared/client-errors.js';
 
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384', 'EdDSA'];
 

@@ -1,6 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { PothosValidationError } from '@pothos/core';
-import { FairwayError } from '../services/errors.js';
+import { FairwayError } from '../shared/client-errors.js';
 import { isDatabaseUnavailable } from '../persistence/database-unavailable.js';
 
 const PUBLIC_CODES = new Set([

@@ -4,7 +4,7 @@ import { ROLE_CAPABILITIES, type Capability } from '../auth/capabilities.js';
 import { hasCapability } from '../auth/principal.js';
 import { auditedMutation } from './audit.js';
 import { requireCapability, requireMutatingCapability, requirePlatformAdmin, requirePrincipal, type PageQuery, type ServiceContext } from './context.js';
-import { badInput, forbidden, notFound } from './errors.js';
+import { badInput, forbidden, notFound } from '../shared/client-errors.js';
 import { findPage } from './paging.js';
 
 export const MAX_TOKEN_LIFETIME_DAYS = 365;

@@ -1,6 +1,6 @@
 import { AuditEvent } from '../persistence/entities.js';
 import { requireCapability, requirePrincipal, type PageQuery, type ServiceContext } from './context.js';
-import { forbidden, notFound } from './errors.js';
+import { forbidden, notFound } from '../shared/client-errors.js';
 import { findPage } from './paging.js';
 
 export async function listAuditEvents(ctx: ServiceContext, tenantId: string, page: PageQuery): Promise<AuditEvent[]> {

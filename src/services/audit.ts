@@ -2,7 +2,7 @@ import { UniqueConstraintViolationException, type EntityManager } from '@mikro-o
 import { AuditEvent, Tenant, User, type AuditOutcome } from '../persistence/entities.js';
 import { canSeeTenant } from '../auth/principal.js';
 import type { ServiceContext } from './context.js';
-import { FairwayError, conflict } from './errors.js';
+import { FairwayError, conflict } from '../shared/client-errors.js';
 
 /** Input keys whose values never reach the audit log. */
 const SECRET_KEYS = /secret|password|token$|key$/i;

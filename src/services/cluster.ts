@@ -3,8 +3,8 @@ import { Project, Tenant } from '../persistence/entities.js';
 import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../persistence/scheduling-entities.js';
 import { auditedMutation } from './audit.js';
 import { requireCapability, requireMutatingCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from './context.js';
-import { badInput, conflict, notFound } from './errors.js';
-import { schedulerInputError } from './jobs.js';
+import { badInput, conflict, notFound } from '../shared/client-errors.js';
+import { schedulerInputError } from './errors.js';
 import { cohortSpec, flavorSpec, nodeSpec, queueSpec } from './scheduling/specs.js';
 
 export interface CreateFlavorInput {

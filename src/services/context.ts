@@ -6,7 +6,7 @@ import type { Loaders } from './loaders.js';
 import { canSeeTenant, hasCapability } from '../auth/principal.js';
 import type { Capability } from '../auth/capabilities.js';
 import { MUTATING_ROLES } from '../auth/capabilities.js';
-import { forbidden, notFound, unauthenticated } from './errors.js';
+import { forbidden, notFound, unauthenticated } from '../shared/client-errors.js';
 
 /** What every use case gets: the request's own EntityManager, the caller and the request id. */
 export interface ServiceContext {

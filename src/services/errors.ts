@@ -1,25 +1,9 @@
-/**
- * Errors a use case may raise on purpose. Each carries the code clients see in
- * `extensions.code`; anything else that escapes is masked as INTERNAL_SERVER_ERROR.
- */
-export type ErrorCode = 'BAD_USER_INPUT' | 'UNAUTHENTICATED' | 'FORBIDDEN' | 'NOT_FOUND' | 'CONFLICT';
+import { SchedulerInputError } from '../core/errors.js';
+import { badInput } from '../shared/client-errors.js';
 
-export class FairwayError extends Error {
-  constructor(
-    public readonly code: ErrorCode,
-    message: string,
-    public readonly details?: Record<string, unknown>,
-  ) {
-    super(message);
-    this.name = 'FairwayError';
-  }
+/** Scheduler refusals are the caller's input problems; their messages say what is wrong. */
+export function schedulerInputError(error: unknown): never {
+  // The core names the job by its internal id, which means nothing to the caller yet.
+  if (error instanceof SchedulerInputError) throw badInput(error.message.replace(/^job [0-9a-f-]{36}\/?/, 'pod set ').replace(/^pod set : /, ''), { reason: error.code });
+  throw error;
 }
-
-export const badInput = (message: string, details?: Record<string, unknown>) =>
-  new FairwayError('BAD_USER_INPUT', message, details);
-export const unauthenticated = (message = 'Sign in first: send "Authorization: Bearer <API token or OIDC JWT>".') =>
-  new FairwayError('UNAUTHENTICATED', message);
-export const forbidden = (message: string) => new FairwayError('FORBIDDEN', message);
-/** The same answer whether the thing does not exist or belongs to another tenant. */
-export const notFound = (what: string) => new FairwayError('NOT_FOUND', `${what} not found`);
-export const conflict = (message: string) => new FairwayError('CONFLICT', message);

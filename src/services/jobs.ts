@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
-import { SchedulerInputError } from '../core/errors.js';
 import type { JobSpec, PodSetSpec, Preview } from '../core/types.js';
 import { Project, Tenant, User } from '../persistence/entities.js';
 import { Job, JobEvent, OutboxEntry, PriorityClassRow, Queue, TERMINAL_JOB_STATES, type JobState } from '../persistence/scheduling-entities.js';
 import { uuidv7 } from '../persistence/ids.js';
 import { auditedMutation } from './audit.js';
 import { requireCapability, requireMutatingCapability, requirePrincipal, type PageQuery, type ServiceContext } from './context.js';
-import { badInput, conflict, notFound } from './errors.js';
+import { badInput, conflict, notFound } from '../shared/client-errors.js';
+import { schedulerInputError } from './errors.js';
 import { findPage } from './paging.js';
 import { totalGpus } from './scheduling/specs.js';
 
@@ -32,13 +32,6 @@ export interface JobFilter {
   priorityClass?: string | null;
   submittedAfter?: Date | null;
   submittedBefore?: Date | null;
-}
-
-/** Scheduler refusals are the caller's input problems; their messages say what is wrong. */
-export function schedulerInputError(error: unknown): never {
-  // The core names the job by its internal id, which means nothing to the caller yet.
-  if (error instanceof SchedulerInputError) throw badInput(error.message.replace(/^job [0-9a-f-]{36}\/?/, 'pod set ').replace(/^pod set : /, ''), { reason: error.code });
-  throw error;
 }
 
 async function resolveTarget(ctx: ServiceContext, em: EntityManager, input: Pick<SubmitJobInput, 'queueId' | 'projectId'>) {

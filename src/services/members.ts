@@ -2,7 +2,7 @@ import { Membership, Tenant, User, type TenantRole } from '../persistence/entiti
 import { hasCapability, type Principal } from '../auth/principal.js';
 import { auditedMutation } from './audit.js';
 import { requireCapability, requireMutatingCapability, type PageQuery, type ServiceContext } from './context.js';
-import { conflict, forbidden, notFound } from './errors.js';
+import { conflict, forbidden, notFound } from '../shared/client-errors.js';
 import { findPage } from './paging.js';
 
 export interface AddMemberInput {

@@ -1,7 +1,7 @@
 import { Project, Tenant, type ProjectStatus } from '../persistence/entities.js';
 import { auditedMutation } from './audit.js';
 import { requireCapability, requireMutatingCapability, type PageQuery, type ServiceContext } from './context.js';
-import { conflict, notFound } from './errors.js';
+import { conflict, notFound } from '../shared/client-errors.js';
 import { findPage } from './paging.js';
 
 export interface CreateProjectInput {
