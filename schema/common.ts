@@ -3,7 +3,7 @@ import { GraphQLError, Kind } from 'graphql';
 import { z } from 'zod';
 import { isUuid } from '../src/persistence/ids.js';
 import { badInput, notFound } from '../src/shared/client-errors.js';
-import type { PageQuery } from '../src/services/context.js';
+import type { PageQuery } from '../src/services/paging.js';
 import { CAPABILITIES, PLATFORM_SCOPE } from '../src/auth/capabilities.js';
 import {
   ISOLATION_LEVELS,

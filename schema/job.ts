@@ -6,7 +6,7 @@ import { cancelJob, getJob, listJobs, previewJob, submitJob, type SubmitJobInput
 import { getQueue } from '../src/services/cluster.js';
 import { etaUnknownReasonOf, etaUnknownText, nodeFitOf, pendingReasonMessage, previewMessage } from '../src/services/pending-reasons.js';
 import { requireCapability } from '../src/services/context.js';
-import { pageInMemory } from '../src/services/loaders.js';
+import { pageInMemory } from '../src/services/paging.js';
 import { jobPositionStream, type JobPosition } from '../src/services/job-position-stream.js';
 import type { Job } from '../src/persistence/scheduling-entities.js';
 import type { GraphQLContext } from './context.js';

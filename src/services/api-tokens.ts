@@ -3,9 +3,9 @@ import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../au
 import { ROLE_CAPABILITIES, type Capability } from '../auth/capabilities.js';
 import { hasCapability } from '../auth/principal.js';
 import { auditedMutation } from './audit.js';
-import { requireCapability, requireMutatingCapability, requirePlatformAdmin, requirePrincipal, type PageQuery, type ServiceContext } from './context.js';
+import { requireCapability, requireMutatingCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from './context.js';
 import { badInput, forbidden, notFound } from '../shared/client-errors.js';
-import { findPage } from './paging.js';
+import { findPage, type PageQuery } from './paging.js';
 
 export const MAX_TOKEN_LIFETIME_DAYS = 365;
 

@@ -1,7 +1,7 @@
 import { AuditEvent } from '../persistence/entities.js';
-import { requireCapability, requirePrincipal, type PageQuery, type ServiceContext } from './context.js';
+import { requireCapability, requirePrincipal, type ServiceContext } from './context.js';
 import { forbidden, notFound } from '../shared/client-errors.js';
-import { findPage } from './paging.js';
+import { findPage, type PageQuery } from './paging.js';
 
 export async function listAuditEvents(ctx: ServiceContext, tenantId: string, page: PageQuery): Promise<AuditEvent[]> {
   requireCapability(ctx, tenantId, 'audit:read', 'Tenant');

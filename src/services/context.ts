@@ -22,14 +22,6 @@ export interface ServiceContext {
   loaders: Loaders;
 }
 
-/** Keyset page over ids (UUIDv7, so id order is creation order). */
-export interface PageQuery {
-  after?: string;
-  before?: string;
-  limit: number;
-  inverted: boolean;
-}
-
 export function requirePrincipal(ctx: ServiceContext): Principal {
   if (!ctx.principal) throw unauthenticated();
   return ctx.principal;

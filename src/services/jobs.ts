@@ -5,10 +5,10 @@ import { Project, Tenant, User } from '../persistence/entities.js';
 import { Job, JobEvent, OutboxEntry, PriorityClassRow, Queue, TERMINAL_JOB_STATES, type JobState } from '../persistence/scheduling-entities.js';
 import { uuidv7 } from '../persistence/ids.js';
 import { auditedMutation } from './audit.js';
-import { requireCapability, requireMutatingCapability, requirePrincipal, type PageQuery, type ServiceContext } from './context.js';
+import { requireCapability, requireMutatingCapability, requirePrincipal, type ServiceContext } from './context.js';
 import { badInput, conflict, notFound } from '../shared/client-errors.js';
 import { schedulerInputError } from './errors.js';
-import { findPage } from './paging.js';
+import { findPage, type PageQuery } from './paging.js';
 import { totalGpus } from './scheduling/specs.js';
 
 export interface SubmitJobInput {

@@ -2,7 +2,6 @@ import DataLoader from 'dataloader';
 import type { EntityManager, EntityName } from '@mikro-orm/core';
 import { Project, Tenant, User } from '../persistence/entities.js';
 import { JobEvent, Queue } from '../persistence/scheduling-entities.js';
-import type { PageQuery } from './context.js';
 
 /**
  * Per-request batch loaders: a list that resolves relations costs one query per relation,
@@ -14,7 +13,7 @@ export interface Loaders {
   queue: DataLoader<string, Queue | null>;
   tenant: DataLoader<string, Tenant | null>;
   user: DataLoader<string, User | null>;
-  /** Every event of each job, oldest first (a job has a handful); `pageInMemory` pages them. */
+  /** Every event of each job, oldest first (a job has a handful); `pageInMemory` (paging.ts) pages them. */
   jobEvents: DataLoader<string, JobEvent[]>;
 }
 
@@ -33,12 +32,6 @@ function eventsByJob(em: EntityManager) {
     for (const row of rows) byJob.get(row.job.id)?.push(row);
     return jobIds.map((id) => byJob.get(id) ?? []);
   });
-}
-
-/** The keyset page `findPage` would read (ids ascending, `inverted` walks back), taken from rows already loaded. */
-export function pageInMemory<T extends { id: string }>(rows: readonly T[], page: PageQuery): T[] {
-  const inRange = rows.filter((row) => (!page.after || row.id > page.after) && (!page.before || row.id < page.before));
-  return (page.inverted ? inRange.reverse() : inRange).slice(0, page.limit);
 }
 
 export function createLoaders(em: EntityManager): Loaders {

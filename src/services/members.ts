@@ -1,9 +1,9 @@
 import { Membership, Tenant, User, type TenantRole } from '../persistence/entities.js';
 import { hasCapability, type Principal } from '../auth/principal.js';
 import { auditedMutation } from './audit.js';
-import { requireCapability, requireMutatingCapability, type PageQuery, type ServiceContext } from './context.js';
+import { requireCapability, requireMutatingCapability, type ServiceContext } from './context.js';
 import { conflict, forbidden, notFound } from '../shared/client-errors.js';
-import { findPage } from './paging.js';
+import { findPage, type PageQuery } from './paging.js';
 
 export interface AddMemberInput {
   tenantId: string;

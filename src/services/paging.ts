@@ -1,5 +1,12 @@
 import type { EntityManager, EntityName, FilterQuery } from '@mikro-orm/core';
-import type { PageQuery } from './context.js';
+
+/** Keyset page over ids (UUIDv7, so id order is creation order). */
+export interface PageQuery {
+  after?: string;
+  before?: string;
+  limit: number;
+  inverted: boolean;
+}
 
 /** One keyset page ordered by id; `inverted` walks backwards for `last`/`before`. */
 export async function findPage<T extends { id: string }>(
@@ -18,4 +25,10 @@ export async function findPage<T extends { id: string }>(
     limit: page.limit,
     populate: populate as never,
   });
+}
+
+/** The keyset page `findPage` would read (ids ascending, `inverted` walks back), taken from rows already loaded. */
+export function pageInMemory<T extends { id: string }>(rows: readonly T[], page: PageQuery): T[] {
+  const inRange = rows.filter((row) => (!page.after || row.id > page.after) && (!page.before || row.id < page.before));
+  return (page.inverted ? inRange.reverse() : inRange).slice(0, page.limit);
 }

@@ -1,8 +1,8 @@
 import { Project, Tenant, type ProjectStatus } from '../persistence/entities.js';
 import { auditedMutation } from './audit.js';
-import { requireCapability, requireMutatingCapability, type PageQuery, type ServiceContext } from './context.js';
+import { requireCapability, requireMutatingCapability, type ServiceContext } from './context.js';
 import { conflict, notFound } from '../shared/client-errors.js';
-import { findPage } from './paging.js';
+import { findPage, type PageQuery } from './paging.js';
 
 export interface CreateProjectInput {
   tenantId: string;

@@ -1,8 +1,8 @@
 import { Tenant, type IsolationLevel, type TenantStatus, type TenantTier } from '../persistence/entities.js';
 import { auditedMutation } from './audit.js';
-import { requireCapability, requirePlatformAdmin, requirePrincipal, type PageQuery, type ServiceContext } from './context.js';
+import { requireCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from './context.js';
 import { conflict, notFound } from '../shared/client-errors.js';
-import { findPage } from './paging.js';
+import { findPage, type PageQuery } from './paging.js';
 
 export interface CreateTenantInput {
   slug: string;
