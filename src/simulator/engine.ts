@@ -2,6 +2,8 @@ import { SchedulerInputError, type Admission, type JobSpec, type NodeStatus, typ
 import { totalGpus, type SimCluster } from './cluster.js';
 import { fragmentation, shapeKey, unitsInUse, type PodShape } from './fragmentation.js';
 import { MinHeap } from './heap.js';
+import { NominalBook } from './nominal-book.js';
+import { PendingShapes } from './pending-shapes.js';
 import { buildScheduler, type BuiltScheduler, type PlacementName, type PolicyName } from './policies.js';
 import { Prng } from './prng.js';
 import { nominalGpus, type SimQueue, type SimQueues } from './queues.js';
@@ -193,49 +195,6 @@ function toSpec(j: TraceJob, id: string, submitMs: number, b: BuiltScheduler, tq
   return spec;
 }
 
-/** Per-queue, per-flavor usage accounting against the queues file's nominal (policy independent). */
-class NominalBook {
-  private used = new Map<string, Map<string, { gpu: number; cpu: number; memory: number }>>();
-  private get(q: string, f: string): { gpu: number; cpu: number; memory: number } {
-    let m = this.used.get(q);
-    if (!m) this.used.set(q, (m = new Map()));
-    let u = m.get(f);
-    if (!u) m.set(f, (u = { gpu: 0, cpu: 0, memory: 0 }));
-    return u;
-  }
-  add(q: SimQueue, flavor: string, j: TraceJob, sign: 1 | -1): void {
-    const u = this.get(q.name, flavor);
-    u.gpu += sign * jobGpus(j);
-    u.cpu += sign * (j.cpuMilli ?? 0) * j.pods;
-    u.memory += sign * (j.memoryMib ?? 0) * j.pods;
-  }
-  /** Does the job fit the queue's unused nominal on some allowed flavor? */
-  fits(q: SimQueue, j: TraceJob): boolean {
-    const flavors = j.gpuType !== undefined ? [j.gpuType] : Object.keys(q.quotas);
-    for (const f of flavors) {
-      const quota = q.quotas[f];
-      if (!quota) continue;
-      const u = this.get(q.name, f);
-      const need = { gpu: jobGpus(j), cpu: (j.cpuMilli ?? 0) * j.pods, memory: (j.memoryMib ?? 0) * j.pods };
-      let ok = true;
-      for (const r of ['gpu', 'cpu', 'memory'] as const) {
-        if (need[r] <= 0) continue;
-        const lim = quota[r];
-        // cpu and memory count only where the queue declares them (the core does not
-        // limit an undeclared resource by quota either); GPUs always count: a flavor
-        // without a GPU quota has a nominal of 0 GPUs.
-        if (!lim) {
-          if (r === 'gpu') ok = false;
-          continue;
-        }
-        if (u[r] + need[r] > lim.nominal + 1e-9) ok = false;
-      }
-      if (ok) return true;
-    }
-    return false;
-  }
-}
-
 function admissionFlavor(a: Admission, fallback: string): string {
   return a.podSets[0]?.flavor ?? fallback;
 }
@@ -283,27 +242,11 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   const preemptions: PreemptionRecord[] = [];
   const heap = new MinHeap<{ t: number; seq: number; job: number; gen: number }>();
   let seq = 0;
-  // pending pod shapes (multiset)
-  const pendingShapes = new Map<string, { shape: PodShape; n: number }>();
+  const pendingShapes = new PendingShapes();
   const shapeOf = trace.map(podShape);
   const keyOf = shapeOf.map(shapeKey);
   // versions: the fragmentation sample is recomputed only when nodes or the set of pending shapes changed
   let nodesVer = 0;
-  let shapesVer = 0;
-  const addPending = (i: number, d: 1 | -1): void => {
-    const k = keyOf[i]!;
-    const e = pendingShapes.get(k);
-    if (e) {
-      e.n += d;
-      if (e.n === 0) {
-        pendingShapes.delete(k);
-        shapesVer++;
-      }
-    } else if (d === 1) {
-      pendingShapes.set(k, { shape: shapeOf[i]!, n: 1 });
-      shapesVer++;
-    }
-  };
 
   let events = 0;
   let cycles = 0;
@@ -355,7 +298,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
       lostGpuMs: lost,
     });
     stop(v, now, true);
-    addPending(v, 1);
+    pendingShapes.add(shapeOf[v]!, keyOf[v]!);
   };
 
   const applyAdmission = (a: Admission): void => {
@@ -373,7 +316,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     const fl = admissionFlavor(a, j.gpuType ?? Object.keys(tq[i]!.quotas)[0] ?? '');
     runFlavor[i] = fl;
     book.add(tq[i]!, fl, j, 1);
-    addPending(i, -1);
+    pendingShapes.remove(keyOf[i]!);
     heap.push({ t: now + j.durationMs, seq: seq++, job: i, gen: gen[i]! });
   };
 
@@ -442,7 +385,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
         }
         throw new Error(`trace line ${j.line}: the scheduler refused job ${j.id}: ${(e as Error).message}`);
       }
-      addPending(i, 1);
+      pendingShapes.add(shapeOf[i]!, keyOf[i]!);
       runCycles();
       // What the gateway shows right after the submit: the cycles at this instant have
       // settled (the service cycles again after every admission, as runCycles does) and
@@ -469,14 +412,11 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
         const used = unitsInUse(nodes);
         if (Math.abs(used - runningGpus) > 1e-6) throw new Error(`replay at ${now}: ${runningGpus} GPUs admitted but the nodes show ${used} in use`);
       }
-      if (shapesVer !== sampledShapesVer) {
-        const f = fragmentation(
-          nodes,
-          [...pendingShapes.values()].map((e) => e.shape),
-        );
+      if (pendingShapes.version !== sampledShapesVer) {
+        const f = fragmentation(nodes, pendingShapes.shapes());
         fragFree = f.free;
         fragUnusable = f.unusable;
-        sampledShapesVer = shapesVer;
+        sampledShapesVer = pendingShapes.version;
       }
       fragActive = true;
     } else fragActive = false;
@@ -544,8 +484,8 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
   }
   const shapeList = [...shapes.values()];
   const running = new Map<string, number>(); // id → gpus
-  const pendingShapes = new Map<string, { shape: PodShape; n: number }>();
-  const shapeOfId = new Map<string, PodShape>();
+  const pendingShapes = new PendingShapes();
+  const shapeOfId = new Map<string, { shape: PodShape; key: string }>();
   let allocated = 0;
   let requested = 0;
   let submitted = 0;
@@ -557,12 +497,8 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
   const bump = (id: string, d: 1 | -1): void => {
     const sh = shapeOfId.get(id);
     if (!sh) return;
-    const k = shapeKey(sh);
-    const e = pendingShapes.get(k);
-    if (e) {
-      e.n += d;
-      if (e.n <= 0) pendingShapes.delete(k);
-    } else if (d === 1) pendingShapes.set(k, { shape: sh, n: 1 });
+    if (d === 1) pendingShapes.add(sh.shape, sh.key);
+    else pendingShapes.remove(sh.key);
   };
   let ti = 0;
   const maxDraws = 1_000_000;
@@ -579,11 +515,9 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
     requested += jobGpus(j);
     drawnGpus.set(id, jobGpus(j));
     const ps = podShape(j);
-    shapeOfId.set(id, ps);
     const pk = shapeKey(ps);
-    const pe = pendingShapes.get(pk);
-    if (pe) pe.n++;
-    else pendingShapes.set(pk, { shape: ps, n: 1 });
+    shapeOfId.set(id, { shape: ps, key: pk });
+    pendingShapes.add(ps, pk);
     try {
       sched.submit(spec);
     } catch (e) {
@@ -618,10 +552,7 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
       // cross-check the simulator's books against the core's node state
       const used = unitsInUse(nodes);
       if (Math.abs(used - allocated) > 1e-6) throw new Error(`fill: ${allocated} GPUs admitted but the nodes show ${used} in use`);
-      const f = fragmentation(
-        nodes,
-        [...pendingShapes.values()].map((e) => e.shape),
-      );
+      const f = fragmentation(nodes, pendingShapes.shapes());
       let expUnusable = 0;
       for (const e of shapeList) expUnusable += (e.pods / allPods) * fragmentation(nodes, [e.shape]).unusable;
       points.push({
