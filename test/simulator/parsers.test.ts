@@ -116,10 +116,36 @@ describe('config documents', () => {
   });
   it('YAML subset: clear errors with line numbers', () => {
     expect(() => parseYamlDoc('a:\n\tb: 1\n', 'x.yaml')).toThrow(/x\.yaml:2: tabs are not allowed/);
-    expect(() => parseYamlDoc('a: 1\n  b: 2\n', 'x.yaml')).toThrow(/x\.yaml:2: unexpected/);
+    // the yaml library flags the value that cannot also open a nested mapping (line 1), not line 2
+    expect(() => parseYamlDoc('a: 1\n  b: 2\n', 'x.yaml')).toThrow(/x\.yaml:1: nested mappings are not allowed in compact mappings \(column 4\)/);
     expect(() => parseYamlDoc('a: 1\na: 2\n', 'x.yaml')).toThrow(/x\.yaml:2: duplicate key 'a'/);
     expect(() => parseYamlDoc('a: |\n  text\n', 'x.yaml')).toThrow(/x\.yaml:1: block scalars/);
-    expect(() => parseYamlDoc('a: [1, 2\n', 'x.yaml')).toThrow(/x\.yaml:1:/);
+    // the yaml library reports an unclosed flow sequence where it expected the `]` (line 2)
+    expect(() => parseYamlDoc('a: [1, 2\n', 'x.yaml')).toThrow(/x\.yaml:2: flow sequence .* end with a \]/);
+  });
+});
+
+describe('config documents read by the yaml library', () => {
+  it('names the line (and column) of a YAML syntax error', () => {
+    const text = 'queues:\n  - name: a\n    tenant: a: b\n  - name: b\n';
+    expect(() => parseYamlDoc(text, 'q.yaml')).toThrow(/^q\.yaml:3: nested mappings are not allowed in compact mappings \(column 13\)$/);
+    // unclosed flow mapping: reported where the `}` was due
+    expect(() => parseYamlDoc('queues:\n  - name: a\n    quotas: {h100: {gpu: 4}\n  - name: b\n', 'q.yaml')).toThrow(/^q\.yaml:4: flow map/);
+    expect(() => parseYamlDoc('a: 1\n---\nb: 2\n', 'q.yaml')).toThrow(/q\.yaml:2: multi-document YAML is not supported/);
+    expect(() => parseYamlDoc('a: &x 1\nb: *x\n', 'q.yaml')).toThrow(/q\.yaml:1: anchors, aliases and tags are not supported/);
+  });
+  it('reads YAML 1.2 scalars as before; a plain key is its text; a flow collection may span lines', () => {
+    const d = parseYamlDoc('a: 010\nb: +5\nc: .5\nd: 1e3\ne: True\nf: NULL\ng:\n1.0: x\nh: [1,\n  2]\n', 'x.yaml');
+    expect(d.root).toEqual({ a: 10, b: 5, c: 0.5, d: 1000, e: true, f: null, g: null, '1.0': 'x', h: [1, 2] });
+    expect(d.lineOf((d.root as { h: object }).h)).toBe(9);
+  });
+  it('keeps .json strict JSON, with lines', () => {
+    expect(() => parseJsonDoc('{\n "a": 1 # c\n}', 'q.json')).toThrow(/q\.json:2: comments are not allowed in JSON/);
+    expect(() => parseJsonDoc('{\n "a": [1, 2,]\n}', 'q.json')).toThrow(/q\.json:2: unexpected character '\]'/);
+    expect(() => parseJsonDoc('{\n a: 1\n}', 'q.json')).toThrow(/q\.json:2: expected a quoted key/);
+    expect(() => parseJsonDoc('{\n "a": yes\n}', 'q.json')).toThrow(/q\.json:2: unexpected character 'y'/);
+    expect(() => parseJsonDoc('', 'q.json')).toThrow(/q\.json:1: unexpected end of input/);
+    expect(parseJsonDoc('{"a": [1.5e3, true, null, "x\\u0041\\/"]}').root).toEqual({ a: [1500, true, null, 'xA/'] });
   });
 });
 
