@@ -3,8 +3,7 @@ import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import RelayPlugin from '@pothos/plugin-relay';
 import ValidationPlugin from '@pothos/plugin-validation';
 import { GraphQLError } from 'graphql';
-import type { Capability } from '../src/auth/capabilities.js';
-import { hasCapability } from '../src/auth/principal.js';
+import { callerHasCapability, type Capability } from '../src/services/context.js';
 import type { GraphQLContext } from './context.js';
 
 export const builder = new SchemaBuilder<{
@@ -32,7 +31,7 @@ export const builder = new SchemaBuilder<{
     authScopes: (ctx) => ({
       authenticated: ctx.principal !== null,
       platformAdmin: ctx.principal?.isPlatformAdmin ?? false,
-      capability: ({ tenantId, capability }) => hasCapability(ctx.principal, tenantId, capability),
+      capability: ({ tenantId, capability }) => callerHasCapability(ctx, tenantId, capability),
       self: (userId) => ctx.principal?.userId === userId,
     }),
     unauthorizedError: (_parent, ctx, info) =>

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { isUuid } from '../src/persistence/ids.js';
 import { badInput, notFound } from '../src/shared/client-errors.js';
 import type { PageQuery } from '../src/services/paging.js';
-import { CAPABILITIES, PLATFORM_SCOPE } from '../src/auth/capabilities.js';
+import { CAPABILITIES, PLATFORM_SCOPE } from '../src/services/api-tokens.js';
 import {
   ISOLATION_LEVELS,
   PROJECT_STATUSES,

@@ -1,10 +1,17 @@
 import { encodeGlobalID, resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { z } from 'zod';
-import type { JobExplanation, NodeFit, PodSetSpec, Preview } from '../src/core/types.js';
 import type { TenantEventPayload } from '../src/events/bus.js';
-import { cancelJob, getJob, listJobs, previewJob, submitJob, type SubmitJobInput } from '../src/services/jobs.js';
+import { cancelJob, getJob, listJobs, previewJob, submitJob, type PodSetSpec, type Preview, type SubmitJobInput } from '../src/services/jobs.js';
 import { getQueue } from '../src/services/cluster.js';
-import { etaUnknownReasonOf, etaUnknownText, nodeFitOf, pendingReasonMessage, previewMessage } from '../src/services/pending-reasons.js';
+import {
+  etaUnknownReasonOf,
+  etaUnknownText,
+  nodeFitOf,
+  pendingReasonMessage,
+  previewMessage,
+  type JobExplanation,
+  type NodeFit,
+} from '../src/services/pending-reasons.js';
 import { requireCapability } from '../src/services/context.js';
 import { pageInMemory } from '../src/services/paging.js';
 import { jobPositionStream, type JobPosition } from '../src/services/job-position-stream.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { QuotaSpec, ResourceName, TimeWindowSpec } from '../src/core/types.js';
+import type { QuotaSpec, ResourceName, TimeWindowSpec } from '../src/services/cluster.js';
 import { builder } from './builder.js';
 
 /** Shared input and output types for quotas (queues and cohorts). */

@@ -1,5 +1,5 @@
 import type { ApiToken, AuditEvent, Membership, Project, Tenant } from '../src/persistence/entities.js';
-import type { Principal } from '../src/auth/principal.js';
+import type { Principal } from '../src/services/context.js';
 import { builder } from './builder.js';
 
 /**

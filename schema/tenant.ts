@@ -1,8 +1,8 @@
 import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { z } from 'zod';
-import { roleIn } from '../src/auth/principal.js';
 import type { Tenant } from '../src/persistence/entities.js';
 import { createTenant, getTenantBySlug, listTenants, updateTenant } from '../src/services/tenants.js';
+import { callerRoleIn } from '../src/services/context.js';
 import { builder } from './builder.js';
 import { IsolationLevelEnum, TenantRoleEnum, TenantStatusEnum, TenantTierEnum, decodeId, nameSchema, pageFrom, slugSchema, toCursor } from './common.js';
 import { TenantRef } from './refs.js';
@@ -22,7 +22,7 @@ builder.node(TenantRef, {
       type: TenantRoleEnum,
       nullable: true,
       description: "The caller's role here; null for a platform admin who is not a member.",
-      resolve: (tenant, _args, ctx) => roleIn(ctx.principal, tenant.id) ?? null,
+      resolve: (tenant, _args, ctx) => callerRoleIn(ctx, tenant.id) ?? null,
     }),
   }),
 });

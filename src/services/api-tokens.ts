@@ -1,6 +1,8 @@
 import { ApiToken, Tenant, User } from '../persistence/entities.js';
 import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../auth/api-token-secret.js';
 import { ROLE_CAPABILITIES, type Capability } from '../auth/capabilities.js';
+// The scopes a token may be given (the schema's ApiTokenScope enum lists them from here).
+export { CAPABILITIES, PLATFORM_SCOPE } from '../auth/capabilities.js';
 import { hasCapability } from '../auth/principal.js';
 import { auditedMutation } from './audit.js';
 import { requireCapability, requireMutatingCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from './context.js';

@@ -1,4 +1,6 @@
-import type { QuotaSpec, TimeWindowSpec, PreemptionSpec, IsolationLevel, QueueStatus } from '../core/types.js';
+import type { QuotaSpec, TimeWindowSpec, PreemptionSpec, IsolationLevel, QueueStatus, ResourceName } from '../core/types.js';
+// The quota shapes a queue is configured with: the schema takes them from here, never from the core.
+export type { QuotaSpec, TimeWindowSpec, ResourceName };
 import { Project, Tenant } from '../persistence/entities.js';
 import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../persistence/scheduling-entities.js';
 import { auditedMutation } from './audit.js';

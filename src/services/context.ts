@@ -3,10 +3,14 @@ import type { Principal } from '../auth/principal.js';
 import type { EventBus } from '../events/bus.js';
 import type { SchedulerService } from './scheduling/scheduler-service.js';
 import type { Loaders } from './loaders.js';
-import { canSeeTenant, hasCapability } from '../auth/principal.js';
+import type { TenantRole } from '../persistence/entities.js';
+import { canSeeTenant, hasCapability, roleIn } from '../auth/principal.js';
 import type { Capability } from '../auth/capabilities.js';
 import { MUTATING_ROLES } from '../auth/capabilities.js';
 import { forbidden, notFound, unauthenticated } from '../shared/client-errors.js';
+
+// The schema names callers and capabilities through the service context, never through src/auth.
+export type { Capability, Principal };
 
 /** What every use case gets: the request's own EntityManager, the caller and the request id. */
 export interface ServiceContext {
@@ -56,6 +60,19 @@ export function requireMutatingCapability(ctx: ServiceContext, tenantId: string,
     if (!role || !MUTATING_ROLES.has(role)) throw forbidden(`Your role ${role ?? ''} is read-only in this tenant.`);
   }
   return principal;
+}
+
+/**
+ * The non-throwing twin of requireCapability, for field rules that hide a field rather than
+ * refuse the whole request (the schema's `capability` auth scope).
+ */
+export function callerHasCapability(ctx: Pick<ServiceContext, 'principal'>, tenantId: string, capability: Capability): boolean {
+  return hasCapability(ctx.principal, tenantId, capability);
+}
+
+/** The caller's role in the tenant; undefined when not a member (a platform admin need not be one). */
+export function callerRoleIn(ctx: Pick<ServiceContext, 'principal'>, tenantId: string): TenantRole | undefined {
+  return roleIn(ctx.principal, tenantId);
 }
 
 function describeMissing(principal: Principal, capability: Capability): string {

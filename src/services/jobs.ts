@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import type { JobSpec, PodSetSpec, Preview } from '../core/types.js';
+// The scheduler's shapes this service's answers carry (a job's pod sets, a preview): the schema takes them from here, never from the core.
+export type { PodSetSpec, Preview };
 import { Project, Tenant, User } from '../persistence/entities.js';
 import { Job, JobEvent, OutboxEntry, PriorityClassRow, Queue, TERMINAL_JOB_STATES, type JobState } from '../persistence/scheduling-entities.js';
 import { uuidv7 } from '../persistence/ids.js';

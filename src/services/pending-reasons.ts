@@ -1,4 +1,6 @@
 import type { EtaUnknownReason, JobExplanation, NodeFit, Preview, QuotaShortfall } from '../core/types.js';
+// The scheduler's explanation of a pending job and its per-flavor fit: the schema takes them from here, never from the core.
+export type { JobExplanation, NodeFit };
 import { hasCapability } from '../auth/principal.js';
 import { Job } from '../persistence/scheduling-entities.js';
 import type { ServiceContext } from './context.js';
