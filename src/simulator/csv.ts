@@ -1,9 +1,10 @@
 /**
- * A small, strict RFC 4180 CSV reader: quoted fields (with "" escapes and embedded
- * commas/newlines), CRLF or LF line ends, a header row, blank lines skipped.
- * Every record carries the 1-based physical line number it started on, so callers
- * can report errors precisely.
+ * CSV reading on top of `csv-parse` (strict RFC 4180: quoted fields with "" escapes and
+ * embedded commas/newlines, CRLF, LF or CR line ends, a header row, blank lines skipped).
+ * Every record carries the 1-based physical line number it started on, so callers can
+ * report errors precisely.
  */
+import { CsvError as CsvParseError, parse } from 'csv-parse/sync';
 
 export class CsvError extends Error {
   constructor(
@@ -27,77 +28,55 @@ export interface CsvTable {
   rows: CsvRecord[];
 }
 
+/** Our wording for csv-parse's syntax errors (tests and users know these). */
+const SYNTAX_MESSAGES: Record<string, string> = {
+  CSV_QUOTE_NOT_CLOSED: 'unterminated quoted field',
+  INVALID_OPENING_QUOTE: 'quote inside an unquoted field',
+  CSV_INVALID_CLOSING_QUOTE: 'unexpected character after closing quote',
+};
+
 /** Split text into records. Throws CsvError on an unterminated quote or stray quote. */
 export function parseCsvRecords(text: string, file = '<csv>'): CsvRecord[] {
+  // Record starts are tracked in bytes (csv-parse's `bytes`), so parse the UTF-8 bytes.
+  const buf = Buffer.from(text, 'utf8');
   const out: CsvRecord[] = [];
-  let i = 0;
+  // Lines are counted here rather than taken from csv-parse's `lines`, which counts a CRLF
+  // inside a quoted field as two lines; a CRLF, LF or CR is one line end.
   let line = 1;
-  const n = text.length;
-  if (text.charCodeAt(0) === 0xfeff) i = 1; // BOM
-  while (i < n) {
-    const startLine = line;
-    const fields: string[] = [];
-    let field = '';
-    let endOfRecord = false;
-    while (!endOfRecord) {
-      if (i >= n) {
-        fields.push(field);
-        break;
-      }
-      let c = text[i];
-      if (c === '"' && field.length === 0) {
-        // quoted field
-        i++;
-        const quoteLine = line;
-        for (;;) {
-          if (i >= n) throw new CsvError(file, quoteLine, 'unterminated quoted field');
-          c = text[i];
-          if (c === '"') {
-            if (text[i + 1] === '"') {
-              field += '"';
-              i += 2;
-              continue;
-            }
-            i++;
-            break;
-          }
-          if (c === '\n') line++;
-          field += c;
-          i++;
-        }
-        c = text[i];
-        if (i < n && c !== ',' && c !== '\n' && c !== '\r') {
-          throw new CsvError(file, line, 'unexpected character after closing quote');
-        }
-        continue;
-      }
-      if (c === ',') {
-        fields.push(field);
-        field = '';
-        i++;
-        continue;
-      }
-      if (c === '\r' || c === '\n') {
-        fields.push(field);
-        if (c === '\r' && text[i + 1] === '\n') i++;
-        i++;
-        line++;
-        endOfRecord = true;
-        continue;
-      }
-      if (c === '"') throw new CsvError(file, line, 'quote inside an unquoted field');
-      // fast path: read up to the next special character
-      let j = i;
-      while (j < n) {
-        const d = text.charCodeAt(j);
-        if (d === 44 /* , */ || d === 10 || d === 13 || d === 34) break;
-        j++;
-      }
-      field += text.slice(i, j);
-      i = j;
+  let counted = 0; // bytes of `buf` whose line ends are in `line`
+  const lineAt = (bytes: number): number => {
+    for (; counted < bytes; counted++) {
+      const b = buf[counted];
+      if (b === 10 || (b === 13 && buf[counted + 1] !== 10)) line++;
     }
-    const blank = fields.length === 1 && fields[0]!.trim() === '';
-    if (!blank) out.push({ line: startLine, fields });
+    return line;
+  };
+  let recordStart = 0; // byte offset where the next record starts
+  let parserLinesAtStart = 1; // csv-parse's own line count there
+  try {
+    parse(buf, {
+      bom: true,
+      // rows may be shorter than the header (missing trailing cells read as empty);
+      // longer rows are refused by parseCsvTable with our message
+      relax_column_count: true,
+      record_delimiter: ['\r\n', '\n', '\r'],
+      on_record: (fields: string[], ctx) => {
+        const start = lineAt(recordStart);
+        recordStart = ctx.bytes;
+        parserLinesAtStart = ctx.lines + 1;
+        const blank = fields.length === 1 && fields[0]!.trim() === '';
+        if (!blank) out.push({ line: start, fields });
+        return null; // collected above
+      },
+    });
+  } catch (e) {
+    if (!(e instanceof CsvParseError)) throw e;
+    const start = lineAt(recordStart);
+    const message = SYNTAX_MESSAGES[e.code];
+    if (message === undefined) throw new CsvError(file, start, e.message);
+    // an unterminated quote is reported at its record; other errors at their own line
+    const offset = e.code === 'CSV_QUOTE_NOT_CLOSED' ? 0 : Math.max(0, (e as unknown as { lines: number }).lines - parserLinesAtStart);
+    throw new CsvError(file, start + offset, message);
   }
   return out;
 }

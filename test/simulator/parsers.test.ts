@@ -27,6 +27,26 @@ describe('CSV reader', () => {
   });
 });
 
+describe('CSV reader on csv-parse', () => {
+  it('names the physical line of a syntax error, also after quoted CRLFs and blank lines', () => {
+    const text = 'a,b\r\n"x\r\ny",1\r\n\r\n3,4\r\n5,"six"7\r\n';
+    expect(() => parseCsvRecords(text, 'f.csv')).toThrow(/^f\.csv:6: unexpected character after closing quote$/);
+    expect(() => parseCsvRecords('a,b\n"x\ny",1\nq,"open\n\n', 'f.csv')).toThrow(/^f\.csv:4: unterminated quoted field$/);
+    expect(() => parseCsvRecords('a,b\n"x\ny",1\n"z\nw",x"y\n', 'f.csv')).toThrow(/^f\.csv:5: quote inside an unquoted field$/);
+  });
+  it('takes LF, CRLF and CR line ends in one file, a BOM, and a last row without a line end', () => {
+    expect(parseCsvRecords('\ufeffa,b\r\n1,2\n3,"4\r\n5"\r6,7')).toEqual([
+      { line: 1, fields: ['a', 'b'] },
+      { line: 2, fields: ['1', '2'] },
+      { line: 3, fields: ['3', '4\r\n5'] },
+      { line: 5, fields: ['6', '7'] },
+    ]);
+  });
+  it('a table error names the line of the row', () => {
+    expect(() => parseCsvTable('a,b\n\n"1\n2",2\n1,2,3\n', 't.csv')).toThrow(/^t\.csv:5: 3 fields but the header has 2$/);
+  });
+});
+
 describe('trace parser', () => {
   it('parses relative seconds, defaults pods to 1, ignores unknown columns, sorts by submit time', () => {
     const jobs = parseTrace('submit_time,duration_s,tenant,gpus,colour,pods\n10,60,a,1,red,\n0,30.5,b,0.25,blue,2\n');
