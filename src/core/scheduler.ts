@@ -1,202 +1,32 @@
 // The fair-share scheduler core. Pure: no I/O, no timers; time comes from the injected Clock.
 // Phases of a cycle (see README.md): heads → snapshot → nominate → order → admit/preempt → requeue.
-// The "snapshot" is the live state plus an undo trail: every trial change (charging quota,
-// claiming node capacity, releasing a victim) pushes its inverse, and a rejected or what-if
-// decision rolls the trail back to its mark, leaving the state exactly as it was.
 import { SchedulerInputError } from './errors.js';
-import { IndexedHeap, type HeapItem } from './heap.js';
-import {
-  allocPod as _allocPod,
-  fitsPod,
-  flavorPodCapacity,
-  isFractional,
-  newNodeState,
-  nodeCanEverHold,
-  placePods,
-  reapplyAlloc,
-  releaseAlloc,
-  type FlavorState,
-  type NodeState,
-  type PodAlloc,
-  type Shape,
-  type WeightedShape,
-} from './nodes.js';
-import {
-  CPU,
-  GPU,
-  MEM,
-  QuotaNode,
-  RESOURCE_COUNT,
-  addUsage,
-  available,
-  emptyFlavorQuota,
-  potentialAvailable,
-  recomputeTree,
-  removeUsage,
-  type FlavorQuota,
-} from './quota.js';
-import type {
-  Admission,
-  AdmissionMode,
-  CohortSpec,
-  CycleResult,
-  FlavorSpec,
-  IsolationLevel,
-  JobExplanation,
-  JobSpec,
-  NodeFit,
-  NodeSpec,
-  NodeStatus,
-  PendingDecision,
-  PendingReasonCode,
-  PendingShape,
-  PodPlacement,
-  PreemptedBy,
-  Preemption,
-  PreemptionReason,
-  Preview,
-  PriorityClass,
-  QueueResourceStatus,
-  QueueSpec,
-  QueueStatus,
-  QuotaShortfall,
-  QuotaSpec,
-  ReclaimPolicy,
-  ResourceName,
-  RestoredAdmission,
-  SchedulerOptions,
-  WithinQueuePolicy,
-} from './types.js';
-import { windowOpen, parseClock } from './windows.js';
-import { ETA_MAX_JOBS, simulateEtas, type EtaResult } from './eta.js';
-
-void _allocPod;
-
-export const DEFAULT_PRIORITY_CLASSES: readonly PriorityClass[] = [
-  { name: 'inference-critical', value: 1000, preemptible: 'no' },
-  { name: 'production', value: 500, preemptible: 'reclaim-only' },
-  { name: 'training', value: 100, preemptible: 'yes' },
-  { name: 'experiment', value: 10, preemptible: 'yes' },
-];
-
-const RES: readonly ResourceName[] = ['gpu', 'cpu', 'memory'];
-const DEFAULT_ENTRY_PENALTY = 60_000;
+import { ETA_MAX_JOBS, type EtaResult, simulateEtas } from './eta.js';
+import { IndexedHeap } from './heap.js';
+import { fitsPod, flavorPodCapacity, type FlavorState, isFractional, newNodeState, nodeCanEverHold, type NodeState, type PodAlloc, reapplyAlloc, releaseAlloc, type Shape, type WeightedShape } from './nodes.js';
+import { available, CPU, emptyFlavorQuota, type FlavorQuota, GPU, MEM, potentialAvailable, QuotaNode, recomputeTree, RESOURCE_COUNT } from './quota.js';
+import { type CoreState, createCoreState, type JobState, type PodSetState, queueLess, type QueueState, type TreeView } from './state.js';
+import { chargeQueue, rollback, tCharge, tPlace, tReadd, tRelease } from './trail.js';
+import type { Admission, AdmissionMode, CohortSpec, CycleResult, FlavorSpec, IsolationLevel, JobExplanation, JobSpec, NodeFit, NodeSpec, NodeStatus, PendingDecision, PendingReasonCode, PendingShape, PodPlacement, Preemption, PreemptionReason, Preview, QueueResourceStatus, QueueSpec, QueueStatus, QuotaShortfall, QuotaSpec, ResourceName, RestoredAdmission, SchedulerOptions } from './types.js';
+import { addVec, gpuOf, mapToObj, RES, structuredCloneSpec, toApi, toInternal } from './units.js';
+import { parseClock, windowOpen } from './windows.js';
+export { DEFAULT_PRIORITY_CLASSES } from './state.js';
 
 // Assignment modes, ordered from best to worst.
-const FIT = 0;
-const BORROW = 1;
-const PREEMPT = 2;
-const PREEMPT_BORROW = 3;
-const NOFIT = 4;
+export const FIT = 0;
+export const BORROW = 1;
+export const PREEMPT = 2;
+export const PREEMPT_BORROW = 3;
+export const NOFIT = 4;
 
-function toInternal(r: number, v: number): number {
-  return r === GPU ? Math.round(v * 1000) : Math.round(v);
-}
-function toApi(r: number, v: number): number {
-  return r === GPU ? v / 1000 : v;
-}
-
-interface PodSetState {
-  name: string;
-  count: number;
-  minCount: number;
-  shape: Shape;
-  flavors: string[];
-}
-
-interface JobState extends HeapItem {
-  spec: JobSpec;
-  queue: QueueState;
-  priority: number;
-  preemptible: PriorityClass['preemptible'];
-  podSets: PodSetState[];
-  status: 'pending' | 'admitted';
-  parked: boolean;
-  decision: PendingDecision | null;
-  /** stateVersion the decision was diagnosed at: a stale one is diagnosed again before it is shown. */
-  decisionVersion: number;
-  /** Requeued by a preemption and not admitted since: explanations name the preemptor in a structured field. */
-  preemptedBy: PreemptedBy | null;
-  admission: Admission | null;
-  /** Charged usage per flavor (internal units) while admitted. */
-  usage: Map<string, number[]>;
-  allocs: PodAlloc[];
-  admittedAt: number;
-  admitSeq: number;
-  preemptions: number;
-  lastPreemption: Preemption | null;
-  /** Cycle number of the last preemption: a victim is not re-admitted in the cycle that evicted it. */
-  preemptedCycle: number;
-  shapeKeys: string[];
-  /**
-   * Why it is parked, which decides which release wakes it: 'quota' jobs only when their queue's
-   * available quota reaches what they need (request minus what their preemption candidates could
-   * release); 'node' jobs when their flavor frees node capacity; 'never' (ExceedsMaxQuota,
-   * WindowClosed) only on configuration changes; 'any' on every release.
-   */
-  parkKind: 'any' | 'quota' | 'node' | 'never';
-  parkNeeds: { flavor: string; need: number[] }[];
-  /** Nodes whose release woke this node-waiting job: if none still fits its pods when its turn comes, it re-parks untried. */
-  wakeNodes: NodeState[] | null;
-  /** From the last preemption search: what its candidates could release, per flavor searched. */
-  releasable: Map<string, number[]> | null;
-}
-
-interface QueueState {
-  spec: QueueSpec;
-  node: QuotaNode;
-  root: QuotaNode;
-  weight: number;
-  strategy: 'StrictFIFO' | 'BestEffortFIFO';
-  isolation: IsolationLevel;
-  withinQueue: WithinQueuePolicy;
-  reclaim: ReclaimPolicy;
-  borrowPolicy: 'Never' | 'LowerPriority';
-  borrowThreshold: number | null;
-  /** Default flavor preference of its jobs: declaration order (base quotas, then window-only flavors). */
-  flavorOrder: string[];
-  heap: IndexedHeap<JobState>;
-  parked: Set<JobState>;
-  /** StrictFIFO: the head failed and nothing may pass it until something is released. */
-  blocked: boolean;
-  admitted: Set<JobState>;
-  activeWindow: number | null;
-  /** A window closed while the queue used more than its new nominal: its borrowers are reclaimable as 'window-closed'. */
-  windowReclaimable: boolean;
-  /** Decayed GPU usage history (GPU·ms), integrated lazily. */
-  history: { value: number; at: number; rateMilli: number };
-  /** Per resource: what the parent could lend, the denominator of the dominant resource share. */
-  lendable: number[];
-  /** Bumped on every usage change of this queue; keys the cached weighted share. */
-  usageVersion: number;
-  shareCache: { version: number; value: number };
-  /**
-   * Preemption searches that failed at the current state version. A later job of this queue with
-   * the same flavor options, an equal or larger shape and gang minimum, and equal or lower priority
-   * (submitted no earlier) has a subset of the candidates and needs more: its search would fail
-   * too, so it is skipped (the cycle stays linear when many similar jobs wait).
-   */
-  preemptFails: { version: number; flavors: string; shape: Shape; minCount: number; priority: number; submit: number; releasable: Map<string, number[]> }[];
-}
-
-/** A tree's pending jobs in admission order at one state: positions and (lazily) ETAs. */
-interface TreeView {
-  sv: number;
-  pv: number;
-  order: JobState[];
-  index: Map<JobState, number>;
-  queuePos: Map<JobState, number>;
-  etas: Map<JobState, EtaResult> | null;
-}
-
-interface PodSetPlan {
+export interface PodSetPlan {
   ps: PodSetState;
   flavor: string;
   count: number;
   allocs: PodAlloc[];
 }
 
-interface Plan {
+export interface Plan {
   ok: true;
   parts: PodSetPlan[];
   usage: Map<string, number[]>;
@@ -205,7 +35,7 @@ interface Plan {
   borrowed: boolean;
 }
 
-interface Fail {
+export interface Fail {
   ok: false;
   reason: PendingReasonCode;
   message: string;
@@ -214,2028 +44,15 @@ interface Fail {
   waitFlavors: string[];
 }
 
-interface Candidate {
+export interface Candidate {
   job: JobState;
   other: boolean;
   reclaimOk: boolean;
   borrowOk: boolean;
 }
 
-function queueLess(a: JobState, b: JobState): boolean {
-  if (a.priority !== b.priority) return a.priority > b.priority;
-  if (a.spec.submitTime !== b.spec.submitTime) return a.spec.submitTime < b.spec.submitTime;
-  return a.spec.id < b.spec.id;
-}
-
-function addVec(m: Map<string, number[]>, f: string, v: readonly number[], times: number): void {
-  let cur = m.get(f);
-  if (!cur) {
-    cur = [0, 0, 0];
-    m.set(f, cur);
-  }
-  for (let r = 0; r < RESOURCE_COUNT; r++) cur[r] = (cur[r] as number) + (v[r] as number) * times;
-}
-
-export class Scheduler {
-  private readonly clock: SchedulerOptions['clock'];
-  private readonly placementMode: 'best-fit' | 'fragmentation-aware';
-  private readonly fairSharing: boolean;
-  private readonly halfLife: number | null;
-  private readonly entryPenalty: number;
-  private readonly rescanEveryCycle: boolean;
-  private readonly classes = new Map<string, PriorityClass>();
-
-  private readonly flavors = new Map<string, FlavorState>();
-  private readonly nodes = new Map<string, NodeState>();
-  private readonly cohorts = new Map<string, { spec: CohortSpec; node: QuotaNode }>();
-  private readonly queues = new Map<string, QueueState>();
-  private readonly jobs = new Map<string, JobState>();
-  /** Queues whose head may be admissible: the only ones a cycle looks at. */
-  private readonly active = new Set<QueueState>();
-  /** Queues to wake at the next cycle (they hold victims evicted in this one). */
-  private readonly deferred = new Set<QueueState>();
-  /** Queues with jobs parked for lack of node capacity, per flavor. */
-  private readonly flavorWaiters = new Map<string, Set<QueueState>>();
-  private readonly treeQueues = new Map<QuotaNode, QueueState[]>();
-  private readonly shapes = new Map<string, { flavors: string[]; shape: Shape; pods: number; jobs: number }>();
-  private fragShapeCache = new Map<string, WeightedShape[]>();
-  private readonly windowQueues = new Set<QueueState>();
-  private lastWindowMinute = Number.NaN;
-  private trail: (() => void)[] = [];
-  private admitSeq = 0;
-  /** Bumped whenever running jobs, quotas or nodes change (not by trial changes, which roll back). */
-  private stateVersion = 0;
-  /** Bumped whenever a job enters or leaves a pending list (keys the cached admission order). */
-  private pendingVersion = 0;
-  private readonly treeViews = new Map<QuotaNode, TreeView>();
-  private cycleNo = 0;
-
-  constructor(opts: SchedulerOptions) {
-    this.clock = opts.clock;
-    this.placementMode = opts.placement ?? 'best-fit';
-    this.fairSharing = opts.fairSharing?.enabled ?? false;
-    this.halfLife = this.fairSharing ? (opts.fairSharing?.usageHalfLifeMs ?? null) : null;
-    this.entryPenalty = opts.fairSharing?.entryPenalty ?? DEFAULT_ENTRY_PENALTY;
-    this.rescanEveryCycle = opts.rescanEveryCycle ?? false;
-    for (const c of opts.priorityClasses ?? DEFAULT_PRIORITY_CLASSES) this.classes.set(c.name, { ...c });
-  }
-
-  // ───────────────────────────── configuration ─────────────────────────────
-
-  upsertFlavor(f: FlavorSpec): void {
-    if (!f.name) throw new SchedulerInputError('INVALID_SPEC', 'flavor needs a name');
-    if (f.kind !== 'gpu') {
-      if (!Number.isInteger(f.slicesPerGpu) || (f.slicesPerGpu as number) < 1)
-        throw new SchedulerInputError('INVALID_SPEC', `flavor ${f.name}: ${f.kind} needs an integer slicesPerGpu >= 1`);
-    }
-    const perGpuMilli = f.kind === 'gpu' ? 1000 : (f.slicesPerGpu as number) * 1000;
-    const cur = this.flavors.get(f.name);
-    if (cur) {
-      if ((cur.spec.kind !== f.kind || cur.perGpuMilli !== perGpuMilli) && cur.nodes.length > 0)
-        throw new SchedulerInputError('FLAVOR_IN_USE', `flavor ${f.name} has nodes; its kind/slices cannot change`);
-      cur.spec = { ...f };
-      cur.perGpuMilli = perGpuMilli;
-      return;
-    }
-    this.flavors.set(f.name, { spec: { ...f }, perGpuMilli, nodes: [], withFreeGpu: new Set(), freeGpu: 0, freeCpu: 0, freeMem: 0 });
-  }
-
-  upsertNode(n: NodeSpec): void {
-    const flavor = this.flavors.get(n.flavor);
-    if (!flavor) throw new SchedulerInputError('UNKNOWN_FLAVOR', `node ${n.name}: unknown flavor ${n.flavor}`);
-    for (const [k, v] of [['gpus', n.gpus], ['cpu', n.cpu], ['memory', n.memory]] as const) {
-      if (!Number.isFinite(v)) throw new SchedulerInputError('INVALID_QUANTITY', `node ${n.name}: ${k} must be a number`);
-      if (v < 0) throw new SchedulerInputError('NEGATIVE_QUANTITY', `node ${n.name}: ${k} is negative`);
-    }
-    if (!Number.isInteger(n.gpus)) throw new SchedulerInputError('INVALID_QUANTITY', `node ${n.name}: gpus must be an integer`);
-    const cur = this.nodes.get(n.name);
-    if (cur) {
-      if (cur.pods > 0) {
-        if (cur.spec.flavor !== n.flavor || cur.spec.gpus !== n.gpus)
-          throw new SchedulerInputError('NODE_IN_USE', `node ${n.name} has pods; its flavor/gpus cannot change`);
-        const dCpu = Math.round(n.cpu) - Math.round(cur.spec.cpu);
-        const dMem = Math.round(n.memory) - Math.round(cur.spec.memory);
-        cur.cpuFree += dCpu;
-        cur.memFree += dMem;
-        cur.flavor.freeCpu += dCpu;
-        cur.flavor.freeMem += dMem;
-        cur.spec = { ...n };
-        this.stateVersion++;
-        this.wakeFlavor(n.flavor, [cur]);
-        return;
-      }
-      this.detachNode(cur);
-    }
-    const state = newNodeState({ ...n }, flavor);
-    const list = flavor.nodes;
-    let i = list.length;
-    while (i > 0 && (list[i - 1] as NodeState).spec.name > n.name) i--;
-    list.splice(i, 0, state);
-    flavor.freeGpu += state.freeGpuTotal;
-    flavor.freeCpu += state.cpuFree;
-    flavor.freeMem += state.memFree;
-    if (state.freeGpuTotal > 0) flavor.withFreeGpu.add(state);
-    this.nodes.set(n.name, state);
-    this.stateVersion++;
-    this.wakeFlavor(n.flavor, [state]);
-  }
-
-  removeNode(name: string): void {
-    const cur = this.nodes.get(name);
-    if (!cur) throw new SchedulerInputError('UNKNOWN_NODE', `unknown node ${name}`);
-    if (cur.pods > 0) throw new SchedulerInputError('NODE_IN_USE', `node ${name} still runs pods; finish or cancel its jobs first`);
-    this.detachNode(cur);
-  }
-
-  private detachNode(cur: NodeState): void {
-    this.stateVersion++;
-    const f = cur.flavor;
-    f.nodes.splice(f.nodes.indexOf(cur), 1);
-    f.withFreeGpu.delete(cur);
-    f.freeGpu -= cur.freeGpuTotal;
-    f.freeCpu -= cur.cpuFree;
-    f.freeMem -= cur.memFree;
-    this.nodes.delete(cur.spec.name);
-  }
-
-  upsertCohort(c: CohortSpec): void {
-    if (!c.name) throw new SchedulerInputError('INVALID_SPEC', 'cohort needs a name');
-    if (c.parent !== undefined) {
-      if (!this.cohorts.has(c.parent) && c.parent !== c.name)
-        throw new SchedulerInputError('UNKNOWN_COHORT', `cohort ${c.name}: unknown parent ${c.parent}`);
-      // Walk up from the parent: meeting ourselves means a cycle.
-      let p: string | undefined = c.parent;
-      while (p !== undefined) {
-        if (p === c.name) throw new SchedulerInputError('COHORT_CYCLE', `cohort ${c.name} would be its own ancestor`);
-        p = this.cohorts.get(p)?.spec.parent;
-      }
-    }
-    this.convertQuotas(c.quotas ?? {}, 'NONE', `cohort ${c.name}`);
-    const cur = this.cohorts.get(c.name);
-    if (cur) cur.spec = structuredCloneSpec(c);
-    else this.cohorts.set(c.name, { spec: structuredCloneSpec(c), node: new QuotaNode(c.name, 'cohort') });
-    this.rebuildQuotas();
-  }
-
-  upsertQueue(q: QueueSpec): void {
-    if (!q.name) throw new SchedulerInputError('INVALID_SPEC', 'queue needs a name');
-    if (q.cohort !== undefined && !this.cohorts.has(q.cohort))
-      throw new SchedulerInputError('UNKNOWN_COHORT', `queue ${q.name}: unknown cohort ${q.cohort}`);
-    if (q.weight !== undefined && (!Number.isFinite(q.weight) || q.weight < 0))
-      throw new SchedulerInputError('INVALID_QUANTITY', `queue ${q.name}: weight must be >= 0`);
-    const isolation = q.isolation ?? 'ELASTIC';
-    this.convertQuotas(q.quotas, isolation, `queue ${q.name}`);
-    for (const w of q.timeWindows ?? []) {
-      this.convertQuotas(w.quotas, isolation, `queue ${q.name} window`);
-      try {
-        parseClock(w.start);
-        parseClock(w.end);
-        new Intl.DateTimeFormat('en-US', { timeZone: w.timeZone });
-      } catch (e) {
-        throw new SchedulerInputError('INVALID_SPEC', `queue ${q.name}: bad time window (${(e as Error).message})`);
-      }
-    }
-    const spec = structuredCloneSpec(q);
-    const flavorOrder: string[] = [];
-    for (const quotas of [q.quotas, ...(q.timeWindows ?? []).map((w) => w.quotas)])
-      for (const f of Object.keys(quotas)) if (!flavorOrder.includes(f)) flavorOrder.push(f);
-    const pre = q.preemption ?? {};
-    const settings = {
-      spec,
-      weight: q.weight ?? 1,
-      strategy: q.queueingStrategy ?? 'BestEffortFIFO',
-      isolation,
-      withinQueue: pre.withinQueue ?? 'Never',
-      // GUARANTEED means "reclaims its lent nominal at once": default to reclaiming from anyone.
-      reclaim: pre.reclaimWithinCohort ?? (isolation === 'GUARANTEED' || isolation === 'DEDICATED' ? 'Any' : 'Never'),
-      borrowPolicy: pre.borrowWithinCohort?.policy ?? 'Never',
-      borrowThreshold: pre.borrowWithinCohort?.maxPriorityThreshold ?? null,
-      flavorOrder,
-    } as const;
-    let state = this.queues.get(q.name);
-    if (state) {
-      Object.assign(state, settings);
-    } else {
-      const node = new QuotaNode(q.name, 'queue');
-      state = {
-        ...settings,
-        node,
-        root: node,
-        heap: new IndexedHeap<JobState>(queueLess),
-        parked: new Set(),
-        blocked: false,
-        admitted: new Set(),
-        activeWindow: null,
-        windowReclaimable: false,
-        history: { value: 0, at: this.clock.now(), rateMilli: 0 },
-        lendable: [0, 0, 0],
-        usageVersion: 0,
-        shareCache: { version: -1, value: 0 },
-        preemptFails: [],
-      };
-      this.queues.set(q.name, state);
-    }
-    if ((q.timeWindows ?? []).length > 0) {
-      this.windowQueues.add(state);
-      state.activeWindow = this.openWindow(state, this.clock.now());
-    } else {
-      this.windowQueues.delete(state);
-      state.activeWindow = null;
-    }
-    this.rebuildQuotas();
-  }
-
-  /** Validates and converts a QuotaSpec to internal units, with the isolation level applied to the limits. */
-  private convertQuotas(quotas: QuotaSpec, isolation: IsolationLevel | 'NONE', what: string): Map<string, FlavorQuota> {
-    const out = new Map<string, FlavorQuota>();
-    for (const [f, perRes] of Object.entries(quotas)) {
-      if (!this.flavors.has(f)) throw new SchedulerInputError('UNKNOWN_FLAVOR', `${what}: unknown flavor ${f}`);
-      const fq = emptyFlavorQuota();
-      for (let r = 0; r < RESOURCE_COUNT; r++) {
-        const lim = perRes?.[RES[r] as ResourceName];
-        if (!lim) continue;
-        for (const [k, v] of [['nominal', lim.nominal], ['borrowingLimit', lim.borrowingLimit], ['lendingLimit', lim.lendingLimit]] as const) {
-          if (v === undefined && k !== 'nominal') continue;
-          if (typeof v !== 'number' || !Number.isFinite(v)) throw new SchedulerInputError('INVALID_QUANTITY', `${what}: ${f}.${RES[r]}.${k} must be a number`);
-          if (v < 0) throw new SchedulerInputError('NEGATIVE_QUANTITY', `${what}: ${f}.${RES[r]}.${k} is negative`);
-        }
-        fq.declared[r] = true;
-        fq.nominal[r] = toInternal(r, lim.nominal);
-        fq.borrowingLimit[r] = lim.borrowingLimit === undefined ? null : toInternal(r, lim.borrowingLimit);
-        fq.lendingLimit[r] = lim.lendingLimit === undefined ? null : toInternal(r, lim.lendingLimit);
-        // Isolation levels are one knob over the limits (design doc, "Beyond Kueue").
-        if (isolation === 'DEDICATED') {
-          fq.borrowingLimit[r] = 0;
-          fq.lendingLimit[r] = 0;
-        } else if (isolation === 'GUARANTEED') {
-          fq.borrowingLimit[r] = 0;
-        } else if (isolation === 'BEST_EFFORT') {
-          fq.nominal[r] = 0;
-          fq.lendingLimit[r] = null;
-        }
-      }
-      out.set(f, fq);
-    }
-    return out;
-  }
-
-  /** Base quotas with the open window's entries laid over them (flavors/resources the window does not name keep their base values). */
-  private effectiveQuotas(q: QueueState): Map<string, FlavorQuota> {
-    const base = this.convertQuotas(q.spec.quotas, q.isolation, q.spec.name);
-    const w = q.activeWindow === null ? undefined : q.spec.timeWindows?.[q.activeWindow];
-    if (!w) return base;
-    const over = this.convertQuotas(w.quotas, q.isolation, q.spec.name);
-    for (const [f, fq] of over) {
-      const b = base.get(f);
-      if (!b) {
-        base.set(f, fq);
-        continue;
-      }
-      for (let r = 0; r < RESOURCE_COUNT; r++) {
-        if (!fq.declared[r]) continue;
-        b.declared[r] = true;
-        b.nominal[r] = fq.nominal[r] as number;
-        b.borrowingLimit[r] = fq.borrowingLimit[r] ?? null;
-        b.lendingLimit[r] = fq.lendingLimit[r] ?? null;
-      }
-    }
-    return base;
-  }
-
-  private openWindow(q: QueueState, at: number): number | null {
-    const ws = q.spec.timeWindows ?? [];
-    for (let i = 0; i < ws.length; i++) if (windowOpen(ws[i] as (typeof ws)[number], at)) return i;
-    return null;
-  }
-
-  /** Rebuilds the quota tree from specs and re-charges every admitted job. Runs on configuration changes only (rare), never per cycle. */
-  private rebuildQuotas(): void {
-    this.stateVersion++;
-    this.treeViews.clear(); // trees may have been regrouped
-    for (const { node } of this.cohorts.values()) {
-      node.children.length = 0;
-      node.parent = null;
-    }
-    for (const q of this.queues.values()) q.node.parent = null;
-    for (const { spec, node } of this.cohorts.values()) {
-      node.own = this.convertQuotas(spec.quotas ?? {}, 'NONE', `cohort ${spec.name}`);
-      if (spec.parent !== undefined) {
-        const p = this.cohorts.get(spec.parent);
-        if (p) {
-          node.parent = p.node;
-          p.node.children.push(node);
-        }
-      }
-    }
-    for (const q of this.queues.values()) {
-      q.node.own = this.effectiveQuotas(q);
-      q.node.children.length = 0;
-      if (q.spec.cohort !== undefined) {
-        const c = this.cohorts.get(q.spec.cohort);
-        if (c) {
-          q.node.parent = c.node;
-          c.node.children.push(q.node);
-        }
-      }
-    }
-    const roots = new Set<QuotaNode>();
-    for (const { node } of this.cohorts.values()) if (!node.parent) roots.add(node);
-    for (const q of this.queues.values()) if (!q.node.parent) roots.add(q.node);
-    for (const r of roots) recomputeTree(r);
-    this.treeQueues.clear();
-    for (const q of this.queues.values()) {
-      q.root = q.node.root();
-      let list = this.treeQueues.get(q.root);
-      if (!list) {
-        list = [];
-        this.treeQueues.set(q.root, list);
-      }
-      list.push(q);
-      for (const j of q.admitted) this.chargeQueue(q, j.usage, 1);
-    }
-    for (const q of this.queues.values()) {
-      q.usageVersion++;
-      q.lendable = [0, 0, 0];
-      const parent = q.node.parent;
-      if (!parent) continue;
-      for (const f of q.node.flavors.keys())
-        for (let r = 0; r < RESOURCE_COUNT; r++) q.lendable[r] = (q.lendable[r] as number) + Math.max(0, potentialAvailable(parent, f, r));
-    }
-    for (const q of this.queues.values()) this.wakeQueue(q);
-  }
-
-  // ───────────────────────────── jobs ─────────────────────────────
-
-  submit(job: JobSpec): void {
-    if (this.jobs.has(job.id)) throw new SchedulerInputError('DUPLICATE_JOB', `job ${job.id} already exists`);
-    const state = this.buildJob(job);
-    this.jobs.set(job.id, state);
-    this.enqueue(state);
-    const q = state.queue;
-    if (q.strategy === 'StrictFIFO' && q.blocked) {
-      // A new job that overtakes the blocked head becomes the head: give it its try.
-      if (q.heap.peek() === state) {
-        q.blocked = false;
-        this.active.add(q);
-      }
-    } else {
-      this.active.add(q);
-    }
-  }
-
-  finish(jobId: string): void {
-    this.drop(jobId);
-  }
-
-  cancel(jobId: string): void {
-    this.drop(jobId);
-  }
-
-  private drop(jobId: string): void {
-    const j = this.jobs.get(jobId);
-    if (!j) throw new SchedulerInputError('UNKNOWN_JOB', `unknown job ${jobId}`);
-    this.jobs.delete(jobId);
-    if (j.status === 'admitted') {
-      this.release(j, this.clock.now());
-      return;
-    }
-    const q = j.queue;
-    const wasHead = q.heap.peek() === j;
-    this.dequeue(j);
-    if (wasHead && q.blocked) {
-      q.blocked = false;
-      if (q.heap.size > 0) this.active.add(q);
-    }
-  }
-
-  private buildJob(job: JobSpec): JobState {
-    const q = this.queues.get(job.queue);
-    if (!q) throw new SchedulerInputError('UNKNOWN_QUEUE', `job ${job.id}: unknown queue ${job.queue}`);
-    if (job.tenant !== q.spec.tenant)
-      throw new SchedulerInputError('TENANT_MISMATCH', `job ${job.id}: tenant ${job.tenant} does not own queue ${job.queue}`);
-    const pc = this.classes.get(job.priorityClass);
-    if (!pc) throw new SchedulerInputError('UNKNOWN_PRIORITY_CLASS', `job ${job.id}: unknown priority class ${job.priorityClass}`);
-    if (!Number.isFinite(job.submitTime)) throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}: submitTime must be a number`);
-    if (!Array.isArray(job.podSets) || job.podSets.length === 0)
-      throw new SchedulerInputError('INVALID_SPEC', `job ${job.id}: needs at least one pod set`);
-    const podSets: PodSetState[] = [];
-    for (const ps of job.podSets) {
-      if (!Number.isInteger(ps.count) || ps.count < 1)
-        throw new SchedulerInputError(ps.count < 0 ? 'NEGATIVE_QUANTITY' : 'INVALID_QUANTITY', `job ${job.id}/${ps.name}: count must be an integer >= 1`);
-      const minCount = ps.minCount ?? ps.count;
-      if (!Number.isInteger(minCount) || minCount < 1 || minCount > ps.count)
-        throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}/${ps.name}: minCount must be an integer in 1..count`);
-      const raw = [ps.perPod.gpu ?? 0, ps.perPod.cpu ?? 0, ps.perPod.memory ?? 0];
-      raw.forEach((v, r) => {
-        if (!Number.isFinite(v)) throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}/${ps.name}: ${RES[r]} must be a number`);
-        if (v < 0) throw new SchedulerInputError('NEGATIVE_QUANTITY', `job ${job.id}/${ps.name}: ${RES[r]} is negative`);
-      });
-      const shape: Shape = { gpu: toInternal(GPU, raw[0] as number), cpu: toInternal(CPU, raw[1] as number), mem: toInternal(MEM, raw[2] as number) };
-      const flavors = ps.flavors ?? q.flavorOrder;
-      if (flavors.length === 0) throw new SchedulerInputError('UNKNOWN_FLAVOR', `job ${job.id}/${ps.name}: queue ${q.spec.name} declares no flavor`);
-      // A flavor whose unit cannot express the request (a GPU share on MIG slices, 1.5 GPUs) is
-      // dropped from this pod set's options; no usable option at all is an input error.
-      const usable: string[] = [];
-      let why = '';
-      for (const f of flavors) {
-        const fs = this.flavors.get(f);
-        if (!fs || !q.flavorOrder.includes(f))
-          throw new SchedulerInputError('UNKNOWN_FLAVOR', `job ${job.id}/${ps.name}: flavor ${f} is unknown or not declared by queue ${q.spec.name}`);
-        if (shape.gpu > 0) {
-          if (Math.abs(shape.gpu / 1000 - (raw[0] as number)) > 1e-9) {
-            why = 'GPU shares go in steps of 1/1000';
-            continue;
-          }
-          const whole = fs.spec.kind !== 'gpu' || shape.gpu >= 1000;
-          if (whole && shape.gpu % 1000 !== 0) {
-            why = fs.spec.kind === 'gpu' ? 'more than one GPU must be whole GPUs' : `slices must be whole on flavor ${f}`;
-            continue;
-          }
-        }
-        usable.push(f);
-      }
-      if (usable.length === 0) throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}/${ps.name}: ${why}`);
-      podSets.push({ name: ps.name, count: ps.count, minCount, shape, flavors: usable });
-    }
-    const state: JobState = {
-      spec: job,
-      queue: q,
-      priority: pc.value,
-      preemptible: pc.preemptible,
-      podSets,
-      status: 'pending',
-      parked: false,
-      decision: null,
-      decisionVersion: -1,
-      preemptedBy: null,
-      admission: null,
-      usage: new Map(),
-      allocs: [],
-      admittedAt: 0,
-      admitSeq: 0,
-      preemptions: 0,
-      lastPreemption: null,
-      preemptedCycle: -1,
-      shapeKeys: [],
-      parkKind: 'any',
-      parkNeeds: [],
-      wakeNodes: null,
-      releasable: null,
-      heapIndex: -1,
-    };
-    // A pod no node could ever hold is an input error, not a pending reason (if the flavors have nodes at all).
-    const eligible = this.eligibleFor(state);
-    for (const ps of podSets) {
-      let anyNode = false;
-      let canHold = false;
-      for (const f of ps.flavors) {
-        for (const n of (this.flavors.get(f) as FlavorState).nodes) {
-          if (!eligible(n)) continue;
-          anyNode = true;
-          if (nodeCanEverHold(n, ps.shape)) {
-            canHold = true;
-            break;
-          }
-        }
-        if (canHold) break;
-      }
-      if (anyNode && !canHold)
-        throw new SchedulerInputError('REQUEST_TOO_LARGE', `job ${job.id}/${ps.name}: one pod is larger than any eligible node`);
-    }
-    state.shapeKeys = podSets.map((ps) => `${ps.flavors.join(',')}|${ps.shape.gpu}|${ps.shape.cpu}|${ps.shape.mem}`);
-    return state;
-  }
-
-  private eligibleFor(job: JobState): (n: NodeState) => boolean {
-    const tenant = job.spec.tenant;
-    const q = job.queue;
-    const pool = q.spec.dedicatedPool;
-    const dedicatedOnly = q.isolation === 'DEDICATED' && pool === undefined;
-    return (n) => {
-      const t = n.spec.dedicatedTenant;
-      if (t !== undefined && t !== tenant) return false;
-      if (pool !== undefined && n.spec.pool !== pool) return false;
-      if (dedicatedOnly && t !== tenant) return false;
-      return true;
-    };
-  }
-
-  private enqueue(j: JobState): void {
-    this.pendingVersion++;
-    j.status = 'pending';
-    j.queue.heap.push(j);
-    j.podSets.forEach((ps, i) => {
-      const key = j.shapeKeys[i] as string;
-      let s = this.shapes.get(key);
-      if (!s) {
-        s = { flavors: ps.flavors, shape: ps.shape, pods: 0, jobs: 0 };
-        this.shapes.set(key, s);
-      }
-      s.pods += ps.count;
-      s.jobs++;
-    });
-    if (this.placementMode === 'fragmentation-aware') this.fragShapeCache.clear();
-  }
-
-  private dequeue(j: JobState): void {
-    this.pendingVersion++;
-    const q = j.queue;
-    q.heap.remove(j);
-    if (j.parked) {
-      q.parked.delete(j);
-      j.parked = false;
-    }
-    j.podSets.forEach((ps, i) => {
-      const key = j.shapeKeys[i] as string;
-      const s = this.shapes.get(key);
-      if (!s) return;
-      s.pods -= ps.count;
-      s.jobs--;
-      if (s.jobs === 0) this.shapes.delete(key);
-    });
-    if (this.placementMode === 'fragmentation-aware') this.fragShapeCache.clear();
-  }
-
-  // ───────────────────────────── wake-ups ─────────────────────────────
-
-  private wakeQueue(q: QueueState): void {
-    if (q.parked.size > 0) {
-      for (const j of q.parked) {
-        j.parked = false;
-        j.parkKind = 'any'; // configuration may have changed: what it needed is no longer known
-        q.heap.push(j);
-      }
-      q.parked.clear();
-    }
-    q.blocked = false;
-    if (q.heap.size > 0) this.active.add(q);
-  }
-
-  /** Unparks the parked jobs of `q` that `pred` selects; a StrictFIFO head gets another try. */
-  private wakeQueueIf(q: QueueState, pred: (j: JobState) => boolean): void {
-    for (const j of q.parked) {
-      if (!pred(j)) continue;
-      q.parked.delete(j);
-      j.parked = false;
-      q.heap.push(j);
-    }
-    q.blocked = false;
-    if (q.heap.size > 0) this.active.add(q);
-  }
-
-  /**
-   * Node capacity came free on `nodes` (null: unknown, e.g. a configuration change). A job parked
-   * for lack of nodes can only gain if one of its pods now fits one of those nodes (nodes gain
-   * capacity only through releases), so only those are retried.
-   */
-  private wakeFlavor(f: string, nodes: NodeState[] | null): void {
-    const ws = this.flavorWaiters.get(f);
-    if (!ws || ws.size === 0) return;
-    const gains = (j: JobState): boolean => {
-      if (j.parkKind === 'any' || nodes === null) return true;
-      if (j.parkKind !== 'node') return false;
-      for (const ps of j.podSets) {
-        if (!ps.flavors.includes(f)) continue;
-        for (const n of nodes)
-          if (n.flavor.spec.name === f && fitsPod(n, ps.shape)) {
-            j.wakeNodes = nodes;
-            return this.gangCouldFit(j);
-          }
-      }
-      return false;
-    };
-    for (const q of [...ws]) {
-      this.wakeQueueIf(q, gains);
-      let stillWaiting = false;
-      for (const j of q.parked) if (j.parkKind === 'node') stillWaiting = true;
-      if (!stillWaiting) ws.delete(q);
-    }
-  }
-
-  /**
-   * Capacity came free in this queue's tree and on these nodes. Only jobs that can gain are
-   * retried: node waiters whose pods now fit a released node, and quota waiters whose queue's
-   * available quota now reaches what they need (their request minus what their preemption
-   * candidates could release).
-   */
-  private wakeAfterRelease(q: QueueState, freed: Map<string, number[]>, nodes: NodeState[]): void {
-    for (const other of this.treeQueues.get(q.root) ?? []) {
-      if (other.parked.size > 0 || other.blocked) {
-        const avail = new Map<string, number[]>(); // per flavor, computed once per queue
-        this.wakeQueueIf(other, (j) => this.needMet(j, avail));
-      }
-    }
-    for (const f of freed.keys()) this.wakeFlavor(f, nodes);
-  }
-
-  private needMet(j: JobState, avail: Map<string, number[]>): boolean {
-    if (j.parkKind === 'any') return true;
-    if (j.parkKind !== 'quota') return false;
-    const q = j.queue;
-    for (const d of j.parkNeeds) {
-      let a = avail.get(d.flavor);
-      if (!a) {
-        a = [0, 1, 2].map((r) => available(q.node, d.flavor, r));
-        avail.set(d.flavor, a);
-      }
-      let ok = true;
-      for (let r = 0; r < RESOURCE_COUNT && ok; r++) ok = (d.need[r] as number) <= (a[r] as number);
-      if (ok) return true;
-    }
-    return false;
-  }
-
-  private canPreempt(q: QueueState): boolean {
-    return q.withinQueue !== 'Never' || (q.node.parent !== null && (q.reclaim !== 'Never' || q.borrowPolicy !== 'Never'));
-  }
-
-  // ───────────────────────────── usage and trail ─────────────────────────────
-
-  private chargeQueue(q: QueueState, usage: Map<string, number[]>, sign: 1 | -1): void {
-    q.usageVersion++;
-    for (const [f, v] of usage) {
-      for (let r = 0; r < RESOURCE_COUNT; r++) {
-        const x = v[r] as number;
-        if (x === 0) continue;
-        if (sign > 0) addUsage(q.node, f, r, x);
-        else removeUsage(q.node, f, r, x);
-      }
-    }
-  }
-
-  private rollback(mark: number): void {
-    while (this.trail.length > mark) (this.trail.pop() as () => void)();
-  }
-
-  private tCharge(q: QueueState, usage: Map<string, number[]>): void {
-    this.chargeQueue(q, usage, 1);
-    this.trail.push(() => this.chargeQueue(q, usage, -1));
-  }
-
-  private tPlace(flavor: FlavorState, count: number, shape: Shape, eligible: (n: NodeState) => boolean): PodAlloc[] | null {
-    const frag = this.placementMode === 'fragmentation-aware' ? this.fragShapes(flavor.spec.name) : null;
-    const allocs = placePods(flavor, count, shape, eligible, frag);
-    if (allocs && allocs.length > 0)
-      this.trail.push(() => {
-        for (let i = allocs.length - 1; i >= 0; i--) releaseAlloc(allocs[i] as PodAlloc);
-      });
-    return allocs;
-  }
-
-  /** Trial release of an admitted job's quota and node capacity. */
-  private tRelease(j: JobState): void {
-    this.chargeQueue(j.queue, j.usage, -1);
-    for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
-    this.trail.push(() => {
-      for (const a of j.allocs) reapplyAlloc(a);
-      this.chargeQueue(j.queue, j.usage, 1);
-    });
-  }
-
-  private tReadd(j: JobState): void {
-    for (const a of j.allocs) reapplyAlloc(a);
-    this.chargeQueue(j.queue, j.usage, 1);
-    this.trail.push(() => {
-      this.chargeQueue(j.queue, j.usage, -1);
-      for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
-    });
-  }
-
-  /** The (at most 8) most common pending GPU shapes that may use this flavor, weighted by pod count. */
-  private fragShapes(flavor: string): WeightedShape[] {
-    let s = this.fragShapeCache.get(flavor);
-    if (!s) {
-      const top = [...this.shapes.values()]
-        .filter((x) => x.flavors.includes(flavor) && x.shape.gpu > 0)
-        .sort((a, b) => b.pods - a.pods || a.shape.gpu - b.shape.gpu || a.shape.cpu - b.shape.cpu || a.shape.mem - b.shape.mem)
-        .slice(0, 8);
-      const pods = top.reduce((n, x) => n + x.pods, 0);
-      s = top.map((x) => ({ ...x.shape, weight: x.pods / pods }));
-      this.fragShapeCache.set(flavor, s);
-    }
-    return s;
-  }
-
-  // ───────────────────────────── history (decayed usage) ─────────────────────────────
-
-  private historyAt(q: QueueState, now: number): number {
-    const h = this.halfLife;
-    if (h === null) return 0;
-    const dt = Math.max(0, now - q.history.at);
-    const decay = Math.pow(2, -dt / h);
-    // Closed form of ∫ rate·2^(−(t−s)/h) ds over the interval: exact, no stepping.
-    return q.history.value * decay + (q.history.rateMilli / 1000) * (h / Math.LN2) * (1 - decay);
-  }
-
-  private historyChange(q: QueueState, now: number, deltaMilli: number, penalty: number): void {
-    if (this.halfLife === null) return;
-    q.history.value = this.historyAt(q, now) + penalty;
-    q.history.at = now;
-    q.history.rateMilli += deltaMilli;
-  }
-
-  // ───────────────────────────── fair sharing ─────────────────────────────
-
-  /** Weighted dominant resource share: borrowed (usage above nominal, summed over flavors) × 1000 / lendable, max over resources, / weight. */
-  private weightedShare(q: QueueState): number {
-    if (q.shareCache.version === q.usageVersion) return q.shareCache.value;
-    const value = this.computeWeightedShare(q);
-    q.shareCache.version = q.usageVersion;
-    q.shareCache.value = value;
-    return value;
-  }
-
-  private computeWeightedShare(q: QueueState): number {
-    if (!q.node.parent) return 0;
-    let drs = 0;
-    for (let r = 0; r < RESOURCE_COUNT; r++) {
-      let borrowed = 0;
-      for (const fq of q.node.flavors.values()) {
-        if (!fq.declared[r]) continue;
-        borrowed += Math.max(0, (fq.usage[r] as number) - (fq.subtree[r] as number));
-      }
-      if (borrowed <= 0) continue;
-      const lend = q.lendable[r] as number;
-      drs = Math.max(drs, lend > 0 ? (borrowed * 1000) / lend : Number.POSITIVE_INFINITY);
-    }
-    if (drs === 0) return 0;
-    if (q.weight === 0) return Number.POSITIVE_INFINITY;
-    return drs / q.weight;
-  }
-
-  private overNominal(q: QueueState, f: string, r: number): boolean {
-    const fq = q.node.flavors.get(f);
-    return !!fq && !!fq.declared[r] && (fq.usage[r] as number) > (fq.nominal[r] as number);
-  }
-
-  // ───────────────────────────── nomination ─────────────────────────────
-
-  private shortfall(q: QueueState, f: string, r: number, requested: number): QuotaShortfall {
-    const fq = q.node.flavors.get(f);
-    const bl = fq?.borrowingLimit[r];
-    const s: QuotaShortfall = {
-      flavor: f,
-      resource: RES[r] as ResourceName,
-      requested: toApi(r, requested),
-      available: fq ? toApi(r, Math.max(0, available(q.node, f, r))) : 0,
-      nominal: fq ? toApi(r, fq.nominal[r] as number) : 0,
-      used: fq ? toApi(r, fq.usage[r] as number) : 0,
-      maxAvailable: fq ? toApi(r, potentialAvailable(q.node, f, r)) : 0,
-    };
-    if (bl !== null && bl !== undefined) s.borrowingLimit = toApi(r, bl);
-    return s;
-  }
-
-  /**
-   * Quota mode of adding `vec` on flavor f to the queue, given what this job already charged
-   * (`jobCharged`, counted in `available` but not in `potentialAvailable`).
-   */
-  private quotaMode(q: QueueState, f: string, vec: readonly number[], jobCharged: readonly number[] | undefined): { mode: number; r: number; requested: number } {
-    const fq = q.node.flavors.get(f);
-    if (!fq || !q.node.own.has(f)) return { mode: NOFIT, r: GPU, requested: vec[GPU] as number };
-    let mode = FIT;
-    let worstR = -1;
-    for (let r = 0; r < RESOURCE_COUNT; r++) {
-      const x = vec[r] as number;
-      if (x === 0 || !fq.declared[r]) continue;
-      const total = x + (jobCharged ? (jobCharged[r] as number) : 0);
-      let m: number;
-      if (total > potentialAvailable(q.node, f, r)) m = NOFIT;
-      else {
-        const borrow = (fq.usage[r] as number) + x > (fq.nominal[r] as number);
-        if (x <= available(q.node, f, r)) m = borrow ? BORROW : FIT;
-        else m = borrow ? PREEMPT_BORROW : PREEMPT;
-      }
-      if (m > mode || worstR < 0) {
-        mode = Math.max(mode, m);
-        worstR = r;
-      }
-    }
-    const r = worstR < 0 ? GPU : worstR;
-    return { mode, r, requested: (vec[r] as number) + (jobCharged ? (jobCharged[r] as number) : 0) };
-  }
-
-  /**
-   * Fit → Borrow without preemption: per pod set, the flavors in preference order sorted by mode,
-   * charging quota and placing pods on the trail. On failure everything is rolled back and a
-   * diagnosis of the best option is returned.
-   */
-  private assignDirect(job: JobState, counts: readonly number[]): { ok: true; parts: PodSetPlan[]; usage: Map<string, number[]> } | Fail {
-    const q = job.queue;
-    const mark = this.trail.length;
-    const parts: PodSetPlan[] = [];
-    const usage = new Map<string, number[]>();
-    const eligible = this.eligibleFor(job);
-    for (let i = 0; i < job.podSets.length; i++) {
-      const ps = job.podSets[i] as PodSetState;
-      const count = counts[i] as number;
-      const vec = [ps.shape.gpu * count, ps.shape.cpu * count, ps.shape.mem * count];
-      const options = ps.flavors.map((f, pref) => ({ f, pref, ...this.quotaMode(q, f, vec, usage.get(f)) }));
-      const ordered = options.filter((o) => o.mode <= BORROW).sort((a, b) => a.mode - b.mode || a.pref - b.pref);
-      let placed = false;
-      const nodeFailed: string[] = [];
-      for (const o of ordered) {
-        const m = this.trail.length;
-        const u = new Map([[o.f, vec]]);
-        this.tCharge(q, u);
-        const allocs = this.tPlace(this.flavors.get(o.f) as FlavorState, count, ps.shape, eligible);
-        if (allocs) {
-          parts.push({ ps, flavor: o.f, count, allocs });
-          addVec(usage, o.f, vec, 1);
-          placed = true;
-          break;
-        }
-        this.rollback(m);
-        nodeFailed.push(o.f);
-      }
-      if (placed) continue;
-      this.rollback(mark);
-      return this.diagnose(job, options, nodeFailed, ps, count);
-    }
-    return { ok: true, parts, usage };
-  }
-
-  private diagnose(
-    job: JobState,
-    options: { f: string; mode: number; r: number; requested: number }[],
-    nodeFailed: string[],
-    ps: PodSetState,
-    count: number,
-  ): Fail {
-    const q = job.queue;
-    if (nodeFailed.length > 0) {
-      const eligible = this.eligibleFor(job);
-      const nodeFit: NodeFit[] = [];
-      for (const f of nodeFailed) {
-        let largest = 0;
-        let free = 0;
-        let any = false;
-        for (const n of (this.flavors.get(f) as FlavorState).nodes) {
-          if (!eligible(n)) continue;
-          any = true;
-          largest = Math.max(largest, n.freeGpuTotal);
-          free += n.freeGpuTotal;
-        }
-        if (any) nodeFit.push({ flavor: f, largestFreeGpusOnOneNode: largest / 1000, freeGpus: free / 1000, podsNeeded: count, gpusPerPod: ps.shape.gpu / 1000 });
-      }
-      if (nodeFit.length === 0) {
-        return {
-          ok: false,
-          reason: 'NoFittingNode',
-          message: `quota allows it, but there is no eligible node of ${nodeFailed.join(', ')} for its pods`,
-          waitFlavors: nodeFailed,
-        };
-      }
-      const blocks = nodeFit.map((n) => `${n.flavor}: largest free on one node ${n.largestFreeGpusOnOneNode}, free in total ${n.freeGpus}`).join('; ');
-      return {
-        ok: false,
-        reason: 'NoNodeFits',
-        message: `quota allows it, but no set of eligible nodes has room for ${count} pod(s) of ${ps.shape.gpu / 1000} GPU (${blocks})`,
-        nodeFit,
-        waitFlavors: nodeFailed,
-      };
-    }
-    const best = [...options].sort((a, b) => a.mode - b.mode)[0];
-    if (!best) return { ok: false, reason: 'ExceedsMaxQuota', message: 'no flavor to try', waitFlavors: [] };
-    const sf = this.shortfall(q, best.f, best.r, best.requested);
-    if (best.mode === NOFIT) {
-      if (this.windowWouldAllow(q, best.f, best.r, best.requested)) {
-        return {
-          ok: false,
-          reason: 'WindowClosed',
-          message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, the queue gets at most ${sf.maxAvailable} outside its time window`,
-          shortfall: sf,
-          waitFlavors: [],
-        };
-      }
-      return {
-        ok: false,
-        reason: 'ExceedsMaxQuota',
-        message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested} exceeds the most the queue can ever get (${sf.maxAvailable})`,
-        shortfall: sf,
-        waitFlavors: [],
-      };
-    }
-    return {
-      ok: false,
-      reason: 'WaitingForQuota',
-      message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, available ${sf.available} (nominal ${sf.nominal}, used ${sf.used}${sf.borrowingLimit !== undefined ? `, borrowing limit ${sf.borrowingLimit}` : ''})`,
-      shortfall: sf,
-      waitFlavors: [],
-    };
-  }
-
-  private windowWouldAllow(q: QueueState, f: string, r: number, requested: number): boolean {
-    const ws = q.spec.timeWindows ?? [];
-    for (let i = 0; i < ws.length; i++) {
-      if (i === q.activeWindow) continue;
-      const fq = this.convertQuotas((ws[i] as (typeof ws)[number]).quotas, q.isolation, q.spec.name).get(f);
-      if (!fq || !fq.declared[r]) continue;
-      const bl = fq.borrowingLimit[r];
-      if ((fq.nominal[r] as number) + (bl ?? Number.POSITIVE_INFINITY) >= requested) return true;
-    }
-    return false;
-  }
-
-  /** The full decision for one job; on success the trial changes stay applied (caller commits or rolls back). */
-  private evaluate(job: JobState, allowPreemption: boolean): Plan | Fail {
-    job.releasable = null;
-    const full = job.podSets.map((p) => p.count);
-    const direct = this.assignDirect(job, full);
-    if (direct.ok) return this.planFrom(job, direct.parts, direct.usage, []);
-    // Gang minimum: the largest reduction step that fits without preemption.
-    const maxStep = Math.max(...job.podSets.map((p) => p.count - p.minCount));
-    if (maxStep > 0) {
-      let lo = 1;
-      let hi = maxStep;
-      let found = -1;
-      while (lo <= hi) {
-        const mid = (lo + hi) >> 1;
-        const counts = job.podSets.map((p) => Math.max(p.minCount, p.count - mid));
-        const m = this.trail.length;
-        const r = this.assignDirect(job, counts);
-        if (r.ok) {
-          found = mid;
-          hi = mid - 1;
-        } else lo = mid + 1;
-        this.rollback(m);
-      }
-      if (found > 0) {
-        const counts = job.podSets.map((p) => Math.max(p.minCount, p.count - found));
-        const r = this.assignDirect(job, counts);
-        if (r.ok) return this.planFrom(job, r.parts, r.usage, []);
-      }
-    }
-    if (allowPreemption && direct.reason !== 'ExceedsMaxQuota' && direct.reason !== 'WindowClosed') {
-      const p = this.preempting(job);
-      if (p) return p;
-    }
-    return direct;
-  }
-
-  private planFrom(job: JobState, parts: PodSetPlan[], usage: Map<string, number[]>, victims: Plan['victims']): Plan {
-    let borrowed = false;
-    for (const f of usage.keys()) for (let r = 0; r < RESOURCE_COUNT; r++) if (this.overNominal(job.queue, f, r)) borrowed = true;
-    const mode: AdmissionMode = victims.length > 0 ? (borrowed ? 'preempt-borrow' : 'preempt') : borrowed ? 'borrow' : 'fit';
-    return { ok: true, parts, usage, victims, mode, borrowed };
-  }
-
-  // ───────────────────────────── preemption ─────────────────────────────
-
-  private preempting(job: JobState): Plan | null {
-    const q = job.queue;
-    job.releasable = new Map();
-    // Flavor per pod set: the best quota mode up to preempt+borrow, preference order on ties.
-    const choice: string[] = [];
-    const request = new Map<string, number[]>();
-    for (const ps of job.podSets) {
-      const vec = [ps.shape.gpu * ps.count, ps.shape.cpu * ps.count, ps.shape.mem * ps.count];
-      let best: { f: string; mode: number } | null = null;
-      for (const f of ps.flavors) {
-        const m = this.quotaMode(q, f, vec, request.get(f)).mode;
-        if (m === NOFIT) continue;
-        if (!best || m < best.mode) best = { f, mode: m };
-      }
-      if (!best) {
-        for (const f of ps.flavors) job.releasable.set(f, [0, 0, 0]); // no option can ever be reached by preempting
-        return null;
-      }
-      choice.push(best.f);
-      addVec(request, best.f, vec, 1);
-    }
-    // The (flavor, resource) pairs short of quota; none means only node capacity is short.
-    const need: [string, number][] = [];
-    for (const [f, v] of request)
-      for (let r = 0; r < RESOURCE_COUNT; r++) {
-        const fq = q.node.flavors.get(f);
-        if ((v[r] as number) > 0 && fq?.declared[r] && (v[r] as number) > available(q.node, f, r)) need.push([f, r]);
-      }
-    const underNominal = need.length > 0 ? need.every(([f, r]) => !this.overNominal(q, f, r) && this.usageOf(q, f, r) < this.nominalOf(q, f, r)) : true;
-    // Which other queues can lose jobs to this one at all (decided once per queue, not per job):
-    // with fair sharing only queues whose share is above the preemptor's share after admission;
-    // otherwise only when reclaiming while under nominal, or with borrowWithinCohort.
-    let otherOk: (v: QueueState) => boolean;
-    if (this.fairSharing) {
-      const m = this.trail.length;
-      this.tCharge(q, request);
-      const pAfter = this.weightedShare(q);
-      this.rollback(m);
-      otherOk = (v) => this.weightedShare(v) > pAfter;
-    } else {
-      const others = (underNominal && q.reclaim !== 'Never') || q.borrowPolicy !== 'Never';
-      otherOk = () => others;
-    }
-    const cands = this.candidates(job, request, need, otherOk);
-    for (const f of request.keys()) job.releasable.set(f, [0, 0, 0]);
-    for (const c of cands) for (const [f, u] of c.job.usage) if (request.has(f)) addVec(job.releasable, f, u, 1);
-    if (cands.length === 0) return null;
-    // Even releasing every candidate would not free enough quota: skip the search.
-    for (const [f, r] of need) {
-      let releasable = 0;
-      for (const c of cands) releasable += (c.job.usage.get(f)?.[r] as number | undefined) ?? 0;
-      if (available(q.node, f, r) + releasable < ((request.get(f) as number[])[r] as number)) return null;
-    }
-    // Set when some trial had the quota but not the nodes: only then can a placement-aware retry help.
-    let placementShort = false;
-    const fits = (allowBorrowing: boolean): boolean => {
-      for (const [f, v] of request) {
-        const fq = q.node.flavors.get(f);
-        if (!fq) return false;
-        for (let r = 0; r < RESOURCE_COUNT; r++) {
-          const x = v[r] as number;
-          if (x === 0 || !fq.declared[r]) continue;
-          if (x > available(q.node, f, r)) return false;
-          if (!allowBorrowing && (fq.usage[r] as number) + x > (fq.nominal[r] as number)) return false;
-        }
-      }
-      const m = this.trail.length;
-      const eligible = this.eligibleFor(job);
-      let ok = true;
-      for (let i = 0; i < job.podSets.length && ok; i++) {
-        const ps = job.podSets[i] as PodSetState;
-        ok = this.tPlace(this.flavors.get(choice[i] as string) as FlavorState, ps.count, ps.shape, eligible) !== null;
-      }
-      this.rollback(m);
-      if (!ok) placementShort = true;
-      return ok;
-    };
-    // Candidates the searches actually took (they passed every rule): what a failed job can count on later.
-    const taken = new Set<JobState>();
-    const search = (ordered: Candidate[]): JobState[] | null => {
-      const own = ordered.filter((c) => !c.other);
-      if (own.length === ordered.length) return this.minimalSet(job, request, need, own, true, fits, taken);
-      // Fair sharing decides between queues by share (see fairShareAllows), so borrowing is allowed.
-      if (this.fairSharing) return this.minimalSet(job, request, need, ordered, true, fits, taken);
-      if (q.borrowPolicy === 'LowerPriority') {
-        const cs = underNominal ? ordered.filter((c) => !c.other || c.reclaimOk || c.borrowOk) : ordered.filter((c) => !c.other || c.borrowOk);
-        return this.minimalSet(job, request, need, cs, true, fits, taken);
-      }
-      let found: JobState[] | null = null;
-      if (underNominal) found = this.minimalSet(job, request, need, ordered.filter((c) => !c.other || c.reclaimOk), false, fits, taken);
-      if (!found && own.length > 0) found = this.minimalSet(job, request, need, own, true, fits, taken);
-      return found;
-    };
-    let victims = search(cands);
-    // The policy order can free enough quota on the wrong nodes (scattered GPUs, no node with room
-    // for a pod) and then run out of candidates (a queue is not pushed below its nominal). Retry with
-    // the candidates grouped by the nodes that can most cheaply make room for the pods (only when
-    // some trial had the quota but not the nodes, so quota-bound failures cost nothing more); the same
-    // take-until-it-fits and walk-back keeps the set minimal for quota and placement both.
-    // Only for quota owed to the job (it stays within its nominal): a job that would borrow, or win
-    // by fair share, waits for capacity rather than evicting whole nodes of running work — on Philly
-    // the retry for every preemptor doubled preemptions and tripled the GPU-hours thrown away.
-    if (!victims && placementShort && this.withinNominal(q, request)) {
-      const byNode = this.placementOrder(job, choice, cands);
-      if (byNode) victims = search(byNode);
-    }
-    if (!victims) {
-      job.releasable = new Map([...request.keys()].map((f) => [f, [0, 0, 0]]));
-      for (const t of taken) for (const [f, u] of t.usage) if (request.has(f)) addVec(job.releasable, f, u, 1);
-      return null;
-    }
-    // Victims stay released on the trail; now charge and place the preemptor for real.
-    const eligible = this.eligibleFor(job);
-    const parts: PodSetPlan[] = [];
-    this.tCharge(q, request);
-    for (let i = 0; i < job.podSets.length; i++) {
-      const ps = job.podSets[i] as PodSetState;
-      const allocs = this.tPlace(this.flavors.get(choice[i] as string) as FlavorState, ps.count, ps.shape, eligible);
-      if (!allocs) return null; // cannot happen: fits() just placed the same pods on the same state
-      parts.push({ ps, flavor: choice[i] as string, count: ps.count, allocs });
-    }
-    // Charged above: does the preemptor's queue end up above its nominal on what it asked for?
-    const preemptorBorrows = [...request].some(([f, vec]) => vec.some((v, r) => (v as number) > 0 && this.overNominal(q, f, r)));
-    const withReasons = victims.map((v) => ({ job: v, reason: this.preemptionReason(job, v, preemptorBorrows) }));
-    return this.planFrom(job, parts, request, withReasons);
-  }
-
-  /**
-   * Candidates regrouped by node: nodes of the chosen flavors where freeing the candidates could
-   * hold a pod first, then those with the most free GPU already (least to evict), then the fewest
-   * candidate GPUs, then name; within a node the policy order stays. Null if it changes nothing.
-   */
-  private placementOrder(job: JobState, choice: string[], cands: Candidate[]): Candidate[] | null {
-    const podGpu = new Map<string, number>(); // per chosen flavor: the smallest GPU pod shape
-    job.podSets.forEach((ps, i) => {
-      const f = choice[i] as string;
-      if (ps.shape.gpu > 0) podGpu.set(f, Math.min(podGpu.get(f) ?? Number.POSITIVE_INFINITY, ps.shape.gpu));
-    });
-    if (podGpu.size === 0) return null;
-    const eligible = this.eligibleFor(job);
-    const held = new Map<NodeState, number>();
-    for (const c of cands)
-      for (const a of c.job.allocs) {
-        if (!podGpu.has(a.node.flavor.spec.name) || !eligible(a.node)) continue;
-        held.set(a.node, (held.get(a.node) ?? 0) + a.gpuMilli.reduce((x, y) => x + y, 0));
-      }
-    const ranked = [...held.entries()]
-      .map(([n, h]) => ({ n, h, useful: n.freeGpuTotal + h >= (podGpu.get(n.flavor.spec.name) as number) ? 0 : 1 }))
-      .sort((a, b) => a.useful - b.useful || b.n.freeGpuTotal - a.n.freeGpuTotal || a.h - b.h || (a.n.spec.name < b.n.spec.name ? -1 : 1));
-    const out: Candidate[] = [];
-    const seen = new Set<Candidate>();
-    for (const { n } of ranked)
-      for (const c of cands)
-        if (!seen.has(c) && c.job.allocs.some((a) => a.node === n)) {
-          seen.add(c);
-          out.push(c);
-        }
-    for (const c of cands) if (!seen.has(c)) out.push(c);
-    return out.every((c, i) => c === cands[i]) ? null : out;
-  }
-
-  /** Would the queue stay within its nominal quota with `request` added (its quota is owed to it)? */
-  private withinNominal(q: QueueState, request: Map<string, number[]>): boolean {
-    for (const [f, v] of request)
-      for (let r = 0; r < RESOURCE_COUNT; r++) {
-        const x = v[r] as number;
-        if (x === 0 || !q.node.flavors.get(f)?.declared[r]) continue;
-        if (this.usageOf(q, f, r) + x > this.nominalOf(q, f, r)) return false;
-      }
-    return true;
-  }
-
-  private usageOf(q: QueueState, f: string, r: number): number {
-    return (q.node.flavors.get(f)?.usage[r] as number | undefined) ?? 0;
-  }
-  private nominalOf(q: QueueState, f: string, r: number): number {
-    return (q.node.flavors.get(f)?.nominal[r] as number | undefined) ?? 0;
-  }
-
-  /**
-   * Why a victim goes. Between queues: taking back unused nominal is a reclaim, with or
-   * without fair sharing (Kueue's InCohortReclamation); only a preemptor that borrows wins
-   * by share (InCohortFairSharing).
-   */
-  private preemptionReason(preemptor: JobState, victim: JobState, preemptorBorrows: boolean): PreemptionReason {
-    if (victim.queue === preemptor.queue) return 'priority';
-    if (victim.queue.windowReclaimable) return 'window-closed';
-    if (this.fairSharing && preemptorBorrows) return 'fair-share';
-    return 'reclaim';
-  }
-
-  /** Is `v` using more than its nominal on a (flavor, resource) the preemptor needs? */
-  private borrowingOnNeed(v: QueueState, request: Map<string, number[]>, need: [string, number][]): boolean {
-    if (need.length > 0) return need.some(([f, r]) => this.overNominal(v, f, r));
-    for (const [f, vec] of request) for (let r = 0; r < RESOURCE_COUNT; r++) if ((vec[r] as number) > 0 && this.overNominal(v, f, r)) return true;
-    return false;
-  }
-
-  private candidates(job: JobState, request: Map<string, number[]>, need: [string, number][], otherOk: (v: QueueState) => boolean): Candidate[] {
-    const q = job.queue;
-    const out: Candidate[] = [];
-    const uses = (c: JobState): boolean => {
-      for (const f of c.usage.keys()) if (request.has(f)) return true;
-      return false;
-    };
-    if (q.withinQueue !== 'Never') {
-      for (const c of q.admitted) {
-        if (c.preemptible !== 'yes' || !uses(c)) continue;
-        const lower = c.priority < job.priority;
-        const newerEqual =
-          q.withinQueue === 'LowerOrNewerEqualPriority' &&
-          c.priority === job.priority &&
-          (c.spec.submitTime > job.spec.submitTime || (c.spec.submitTime === job.spec.submitTime && c.spec.id > job.spec.id));
-        if (lower || newerEqual) out.push({ job: c, other: false, reclaimOk: false, borrowOk: false });
-      }
-    }
-    if (q.node.parent && (q.reclaim !== 'Never' || q.borrowPolicy !== 'Never')) {
-      for (const v of this.treeQueues.get(q.root) ?? []) {
-        if (v === q || !this.borrowingOnNeed(v, request, need) || !otherOk(v)) continue;
-        for (const c of v.admitted) {
-          if (c.preemptible === 'no' || !uses(c)) continue;
-          const lower = c.priority < job.priority;
-          const reclaimOk = q.reclaim === 'Any' || (q.reclaim === 'LowerPriority' && (lower || v.isolation === 'BEST_EFFORT'));
-          const borrowOk =
-            q.borrowPolicy === 'LowerPriority' && c.preemptible === 'yes' && lower && (q.borrowThreshold === null || c.priority <= q.borrowThreshold);
-          if (reclaimOk || borrowOk) out.push({ job: c, other: true, reclaimOk, borrowOk });
-        }
-      }
-    }
-    // Candidate order: other queues first (best-effort queues before them all), lower priority,
-    // most recently admitted, id.
-    out.sort(
-      (a, b) =>
-        Number(b.other) - Number(a.other) ||
-        Number(b.job.queue.isolation === 'BEST_EFFORT') - Number(a.job.queue.isolation === 'BEST_EFFORT') ||
-        a.job.priority - b.job.priority ||
-        b.job.admitSeq - a.job.admitSeq ||
-        (a.job.spec.id < b.job.spec.id ? -1 : a.job.spec.id > b.job.spec.id ? 1 : 0),
-    );
-    return out;
-  }
-
-  /**
-   * Take candidates in order until the job fits, then walk the chosen set backwards and put back
-   * every victim whose release turns out not to be needed. Victims stay released on the trail.
-   */
-  private minimalSet(
-    job: JobState,
-    request: Map<string, number[]>,
-    need: [string, number][],
-    cands: Candidate[],
-    allowBorrowing: boolean,
-    fits: (allowBorrowing: boolean) => boolean,
-    taken?: Set<JobState>,
-  ): JobState[] | null {
-    const q = job.queue;
-    const mark = this.trail.length;
-    const removed: JobState[] = [];
-    for (const c of cands) {
-      const v = c.job.queue;
-      // borrowWithinCohort covers only victims at or below its threshold: once another queue's
-      // job outside it is taken, the preemptor must fit without borrowing (as in Kueue).
-      if (c.other && !c.borrowOk && !this.fairSharing) allowBorrowing = false;
-      // A queue is never pushed below its nominal by another queue's reclaim.
-      if (v !== q && !this.borrowingOnNeed(v, request, need)) continue;
-      if (this.fairSharing && v !== q && !this.fairShareAllows(q, request, c.job)) continue;
-      this.tRelease(c.job);
-      removed.push(c.job);
-      taken?.add(c.job);
-      if (!fits(allowBorrowing)) continue;
-      const targets: JobState[] = [c.job];
-      for (let i = removed.length - 2; i >= 0; i--) {
-        const back = removed[i] as JobState;
-        this.tReadd(back);
-        if (fits(allowBorrowing)) continue;
-        this.tRelease(back);
-        targets.push(back);
-      }
-      return targets;
-    }
-    this.rollback(mark);
-    return null;
-  }
-
-  /**
-   * No ping-pong under fair sharing: after the move the preemptor's share must be ≤ the victim
-   * queue's share, and strictly below the victim queue's share before it (so equal shares never
-   * trade jobs back and forth).
-   */
-  private fairShareAllows(q: QueueState, request: Map<string, number[]>, victim: JobState): boolean {
-    const mark = this.trail.length;
-    const vBefore = this.weightedShare(victim.queue);
-    this.chargeQueue(victim.queue, victim.usage, -1);
-    this.trail.push(() => this.chargeQueue(victim.queue, victim.usage, 1));
-    const vAfter = this.weightedShare(victim.queue);
-    this.tCharge(q, request);
-    const pAfter = this.weightedShare(q);
-    this.rollback(mark);
-    return pAfter <= vAfter && pAfter < vBefore;
-  }
-
-  // ───────────────────────────── commit ─────────────────────────────
-
-  private buildAdmission(job: JobState, plan: Plan, at: number): Admission {
-    return {
-      jobId: job.spec.id,
-      queue: job.queue.spec.name,
-      at,
-      podSets: plan.parts.map((p) => ({ name: p.ps.name, flavor: p.flavor, count: p.count, placements: groupPlacements(p.allocs) })),
-      borrowed: plan.borrowed,
-      mode: plan.mode,
-    };
-  }
-
-  /** Applies a plan whose trial changes are in place since `mark`: victims go back to pending, the job is admitted. */
-  private commit(job: JobState, plan: Plan, mark: number, now: number, preempted: Preemption[]): Admission {
-    this.trail.length = mark; // the trial changes become the state
-    this.stateVersion++;
-    const q = job.queue;
-    const freed = new Map<string, number[]>();
-    for (const { job: v } of plan.victims) for (const [f, u] of v.usage) addVec(freed, f, u, 1);
-    const freedNodes = [...new Set(plan.victims.flatMap((v) => v.job.allocs.map((a) => a.node)))];
-    for (const { job: v, reason } of plan.victims) {
-      const p: Preemption = { victimId: v.spec.id, victimQueue: v.queue.spec.name, preemptorId: job.spec.id, preemptorQueue: q.spec.name, reason, at: now };
-      preempted.push(p);
-      v.queue.admitted.delete(v);
-      this.historyChange(v.queue, now, -(this.gpuOf(v.usage)), 0);
-      v.usage = new Map();
-      v.allocs = [];
-      v.admission = null;
-      v.preemptions++;
-      v.lastPreemption = p;
-      v.preemptedCycle = this.cycleNo;
-      v.parkKind = 'any';
-      v.preemptedBy = { jobId: job.spec.id, reason };
-      v.decision = {
-        jobId: v.spec.id,
-        queue: v.queue.spec.name,
-        reason: 'WaitingForQuota',
-        message: `preempted (${reason}); requeued with its original submit time`,
-        preemptedBy: { ...v.preemptedBy },
-      };
-      v.decisionVersion = -1; // diagnosed again against the state after this cycle
-      this.enqueue(v);
-      this.deferred.add(v.queue);
-    }
-    this.dequeue(job);
-    job.status = 'admitted';
-    job.decision = null;
-    job.preemptedBy = null;
-    job.usage = plan.usage;
-    job.allocs = plan.parts.flatMap((p) => p.allocs);
-    job.admittedAt = now;
-    job.admitSeq = ++this.admitSeq;
-    q.admitted.add(job);
-    const gpu = this.gpuOf(plan.usage);
-    this.historyChange(q, now, gpu, this.entryPenalty * (gpu / 1000));
-    job.admission = this.buildAdmission(job, plan, now);
-    for (const { job: v } of plan.victims) if (v.queue.windowReclaimable && !this.anyOverNominal(v.queue)) v.queue.windowReclaimable = false;
-    if (plan.victims.length > 0 && this.freedMoreThanTaken(plan.victims.map((v) => v.job), plan.usage, freed)) {
-      const queues = new Set(plan.victims.map((v) => v.job.queue));
-      for (const vq of queues) this.wakeAfterRelease(vq, freed, freedNodes);
-    }
-    return job.admission;
-  }
-
-  /** Did the victims free more than the preemptor took? Only then can anyone else gain from it. */
-  private freedMoreThanTaken(_victims: JobState[], taken: Map<string, number[]>, freed: Map<string, number[]>): boolean {
-    for (const [f, v] of freed) {
-      const t = taken.get(f);
-      for (let r = 0; r < RESOURCE_COUNT; r++) if ((v[r] as number) > ((t?.[r] as number | undefined) ?? 0)) return true;
-    }
-    return false;
-  }
-
-  private gpuOf(usage: Map<string, number[]>): number {
-    let g = 0;
-    for (const v of usage.values()) g += v[GPU] as number;
-    return g;
-  }
-
-  private release(j: JobState, now: number): void {
-    const q = j.queue;
-    this.stateVersion++;
-    this.chargeQueue(q, j.usage, -1);
-    for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
-    q.admitted.delete(j);
-    this.historyChange(q, now, -this.gpuOf(j.usage), 0);
-    const freed = j.usage;
-    const freedNodes = [...new Set(j.allocs.map((a) => a.node))];
-    j.usage = new Map();
-    j.allocs = [];
-    if (q.windowReclaimable && !this.anyOverNominal(q)) q.windowReclaimable = false;
-    // Its own waiting jobs are retried like everyone's, by need: the release raised their available
-    // quota. (A lower share could also widen their victim set; that is picked up at their next retry.)
-    this.wakeAfterRelease(q, freed, freedNodes);
-  }
-
-  private anyOverNominal(q: QueueState): boolean {
-    for (const f of q.node.flavors.keys()) for (let r = 0; r < RESOURCE_COUNT; r++) if (this.overNominal(q, f, r)) return true;
-    return false;
-  }
-
-  // ───────────────────────────── the cycle ─────────────────────────────
-
-  private refreshWindows(now: number): void {
-    if (this.windowQueues.size === 0) return;
-    const minute = Math.floor(now / 60_000);
-    if (minute === this.lastWindowMinute) return; // windows are minute-granular
-    this.lastWindowMinute = minute;
-    const closed: QueueState[] = [];
-    let changed = false;
-    for (const q of this.windowQueues) {
-      const w = this.openWindow(q, now);
-      if (w === q.activeWindow) continue;
-      if (q.activeWindow !== null) closed.push(q);
-      q.activeWindow = w;
-      changed = true;
-    }
-    if (!changed) return;
-    this.rebuildQuotas();
-    // Nothing is killed at close: the excess just becomes reclaimable, with its own reason.
-    for (const q of closed) if (this.anyOverNominal(q)) q.windowReclaimable = true;
-  }
-
-  cycle(): CycleResult {
-    const now = this.clock.now();
-    this.cycleNo++;
-    this.refreshWindows(now);
-    if (this.rescanEveryCycle) this.rescanAll();
-    for (const q of this.deferred) {
-      const avail = new Map<string, number[]>();
-      this.wakeQueueIf(q, (j) => this.needMet(j, avail));
-    }
-    this.deferred.clear();
-    const result: CycleResult = { at: now, admitted: [], preempted: [], pending: [] };
-    const pending = new Map<string, PendingDecision>();
-    // Each pass takes one head per active queue; a head is admitted, parked (BestEffortFIFO) or
-    // blocks its queue (StrictFIFO), so every pass shrinks the work and the loop ends.
-    while (this.active.size > 0) {
-      const heads: { job: JobState; share: number; borrow: number; hist: number }[] = [];
-      for (const q of [...this.active]) {
-        let h = q.heap.peek();
-        while (h && q.strategy !== 'StrictFIFO') {
-          if (h.preemptedCycle === this.cycleNo) {
-            // Evicted in this cycle: it waits for the next one (the caller is suspending it).
-            this.park(h, null);
-          } else if (this.stillShort(h)) {
-            // Woken by a release that a job ahead already took: re-park it untried, here rather
-            // than one pass per job, so a burst of such jobs costs one loop, not a pass each.
-            this.park(h, null, true);
-          } else break;
-          h = q.heap.peek();
-        }
-        if (!h || h.preemptedCycle === this.cycleNo) {
-          this.active.delete(q);
-          if (h) q.blocked = true;
-          continue;
-        }
-        heads.push({
-          job: h,
-          share: this.fairSharing ? this.weightedShare(q) : 0,
-          borrow: this.fairSharing ? 0 : this.headBorrows(h) ? 1 : 0,
-          hist: this.halfLife !== null ? this.historyAt(q, now) / Math.max(q.weight, 1e-9) : 0,
-        });
-      }
-      if (heads.length === 0) break;
-      // Order: lowest weighted share (or non-borrowing first), then decayed usage, higher priority, earlier submit, id.
-      heads.sort(
-        (a, b) =>
-          a.share - b.share ||
-          a.borrow - b.borrow ||
-          a.hist - b.hist ||
-          b.job.priority - a.job.priority ||
-          a.job.spec.submitTime - b.job.spec.submitTime ||
-          (a.job.spec.id < b.job.spec.id ? -1 : 1),
-      );
-      for (const { job } of heads) {
-        const q = job.queue;
-        if (job.status !== 'pending' || q.heap.peek() !== job || q.blocked) continue;
-        if (this.stillShort(job)) {
-          // Woken by a release that someone ahead already took: still short of what it needs.
-          this.park(job, null, true);
-          continue;
-        }
-        const mark = this.trail.length;
-        const known = this.knownPreemptFail(job);
-        const res = this.evaluate(job, known === undefined);
-        if (!res.ok) {
-          if (known) job.releasable = known;
-          else if (job.releasable) this.rememberPreemptFail(job);
-        }
-        if (res.ok) {
-          result.admitted.push(this.commit(job, res, mark, now, result.preempted));
-          pending.delete(job.spec.id);
-          continue;
-        }
-        this.rollback(mark);
-        const d = this.decisionFrom(job, res);
-        job.decision = d;
-        job.decisionVersion = this.stateVersion;
-        pending.set(job.spec.id, d);
-        if (q.strategy === 'StrictFIFO') {
-          q.blocked = true;
-          this.active.delete(q);
-          for (const f of res.waitFlavors) this.waitOn(f, q);
-        } else {
-          this.park(job, res);
-        }
-      }
-    }
-    // A decision made before later admissions of this cycle may no longer be true: diagnose it
-    // again against the state the cycle leaves (only those made at an older state version).
-    result.pending = [...pending.values()].map((d) => {
-      const j = this.jobs.get(d.jobId);
-      return j && j.status === 'pending' ? this.currentDecision(j) : d;
-    });
-    return result;
-  }
-
-  private decisionFrom(job: JobState, res: Fail): PendingDecision {
-    const d: PendingDecision = { jobId: job.spec.id, queue: job.queue.spec.name, reason: res.reason, message: res.message };
-    if (res.shortfall) d.shortfall = res.shortfall;
-    if (res.nodeFit) d.nodeFit = res.nodeFit;
-    if (job.preemptedBy) d.preemptedBy = { ...job.preemptedBy };
-    return d;
-  }
-
-  /**
-   * The job's pending decision as of the current state: the stored one if nothing changed since it
-   * was made, else diagnosed again (a trial assignment, rolled back) and stored with the version.
-   */
-  private currentDecision(j: JobState): PendingDecision {
-    if (j.decision && j.decisionVersion === this.stateVersion) return j.decision;
-    const mark = this.trail.length;
-    const res = this.assignDirect(j, j.podSets.map((p) => p.count));
-    this.rollback(mark);
-    let d: PendingDecision;
-    if (res.ok) {
-      d = { jobId: j.spec.id, queue: j.queue.spec.name, reason: 'NotYetEvaluated', message: 'fits now; waits for the next admission cycle' };
-      if (j.preemptedBy) d.preemptedBy = { ...j.preemptedBy };
-    } else d = this.decisionFrom(j, res);
-    j.decision = d;
-    j.decisionVersion = this.stateVersion;
-    return d;
-  }
-
-  /** The naive baseline: rebuild usage and node capacity from every running job, retry every pending job. */
-  private rescanAll(): void {
-    for (const f of this.flavors.values()) {
-      f.freeGpu = 0;
-      f.freeCpu = 0;
-      f.freeMem = 0;
-      f.withFreeGpu.clear();
-      for (const n of f.nodes) {
-        if (n.spec.gpus > 0) f.withFreeGpu.add(n);
-        n.gpuFree.fill(f.perGpuMilli);
-        n.freeGpuTotal = n.spec.gpus * f.perGpuMilli;
-        n.cpuFree = Math.round(n.spec.cpu);
-        n.memFree = Math.round(n.spec.memory);
-        n.pods = 0;
-        f.freeGpu += n.freeGpuTotal;
-        f.freeCpu += n.cpuFree;
-        f.freeMem += n.memFree;
-      }
-    }
-    for (const j of this.jobs.values()) if (j.status === 'admitted') for (const a of j.allocs) reapplyAlloc(a);
-    this.rebuildQuotas(); // re-charges all running jobs and wakes every queue
-  }
-
-  /** A woken job that is still short of what it waited for (quota need or node room). */
-  private stillShort(j: JobState): boolean {
-    return (j.parkKind === 'quota' && !this.needMet(j, new Map())) || (j.parkKind === 'node' && !this.wakeNodesStillFit(j));
-  }
-
-  private wakeNodesStillFit(j: JobState): boolean {
-    if (!j.wakeNodes) return true;
-    for (const n of j.wakeNodes) for (const ps of j.podSets) if (ps.flavors.includes(n.flavor.spec.name) && fitsPod(n, ps.shape)) return this.gangCouldFit(j);
-    return false;
-  }
-
-  /** Necessary for a node waiter: every pod set has room for its gang minimum on some flavor's free nodes (counted over nodes with free GPU, so cheap when the cluster is full). */
-  private gangCouldFit(j: JobState): boolean {
-    for (const ps of j.podSets) {
-      let ok = false;
-      for (const f of ps.flavors) {
-        const fs = this.flavors.get(f);
-        if (fs && flavorPodCapacity(fs, ps.shape, ps.minCount) >= ps.minCount) {
-          ok = true;
-          break;
-        }
-      }
-      if (!ok) return false;
-    }
-    return true;
-  }
-
-  private park(j: JobState, fail: Fail | null, keepClass = false): void {
-    const q = j.queue;
-    if (!keepClass) this.classifyPark(j, fail);
-    j.wakeNodes = null;
-    const waitFlavors = keepClass && j.parkKind === 'node' ? j.podSets.flatMap((p) => p.flavors) : (fail?.waitFlavors ?? []);
-    q.heap.remove(j);
-    q.parked.add(j);
-    j.parked = true;
-    for (const f of waitFlavors) this.waitOn(f, q);
-    if (j.parkKind === 'node' && !keepClass && waitFlavors.length === 0) for (const p of j.podSets) for (const f of p.flavors) this.waitOn(f, q);
-    if (q.heap.size === 0) this.active.delete(q);
-  }
-
-  private knownPreemptFail(j: JobState): Map<string, number[]> | undefined {
-    const q = j.queue;
-    if (j.podSets.length !== 1 || q.preemptFails.length === 0) return undefined;
-    const ps = j.podSets[0] as PodSetState;
-    const key = ps.flavors.join(',');
-    for (const m of q.preemptFails) {
-      if (m.version !== this.stateVersion || m.flavors !== key) continue;
-      if (ps.shape.gpu >= m.shape.gpu && ps.shape.cpu >= m.shape.cpu && ps.shape.mem >= m.shape.mem && ps.minCount >= m.minCount && j.priority <= m.priority && j.spec.submitTime >= m.submit)
-        return m.releasable;
-    }
-    return undefined;
-  }
-
-  private rememberPreemptFail(j: JobState): void {
-    const q = j.queue;
-    if (j.podSets.length !== 1 || !j.releasable) return;
-    const ps = j.podSets[0] as PodSetState;
-    const fails = q.preemptFails.filter((m) => m.version === this.stateVersion);
-    fails.push({ version: this.stateVersion, flavors: ps.flavors.join(','), shape: ps.shape, minCount: ps.minCount, priority: j.priority, submit: j.spec.submitTime, releasable: j.releasable });
-    q.preemptFails = fails.slice(-8);
-  }
-
-  /** Records why a job is parked and, for quota waits, how much must be released in its tree before a retry can succeed. */
-  private classifyPark(j: JobState, fail: Fail | null): void {
-    j.parkNeeds = [];
-    if (!fail) {
-      j.parkKind = 'any';
-      return;
-    }
-    if (fail.reason === 'NoFittingNode' || fail.reason === 'NoNodeFits') {
-      j.parkKind = 'node';
-      return;
-    }
-    if (fail.reason === 'ExceedsMaxQuota' || fail.reason === 'WindowClosed') {
-      j.parkKind = 'never';
-      return;
-    }
-    const ps = j.podSets[0] as PodSetState;
-    const q = j.queue;
-    if (j.podSets.length !== 1) {
-      j.parkKind = 'any';
-      return;
-    }
-    // The smallest request the job could be admitted with (gang minimum).
-    const vec = [ps.shape.gpu * ps.minCount, ps.shape.cpu * ps.minCount, ps.shape.mem * ps.minCount];
-    for (const f of ps.flavors) {
-      const fq = q.node.flavors.get(f);
-      if (!fq) continue;
-      const releasable = j.releasable?.get(f);
-      if (!releasable && this.canPreempt(q)) {
-        j.parkKind = 'any'; // this option was not searched for victims: no bound on what a retry needs
-        return;
-      }
-      // The available quota at which a retry could succeed (by fitting, or by preempting the candidates it had).
-      const need = [Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY];
-      for (let r = 0; r < RESOURCE_COUNT; r++) {
-        if (!fq.declared[r]) continue;
-        need[r] = (vec[r] as number) - ((releasable?.[r] as number | undefined) ?? 0);
-      }
-      j.parkNeeds.push({ flavor: f, need });
-    }
-    j.parkKind = 'quota';
-    // The quota numbers say it could fit (by preempting what it found) yet it did not: nodes are what
-    // it waits for (its victims' GPUs do not make room for its pods).
-    if (this.needMet(j, new Map())) j.parkKind = 'node';
-  }
-
-  private waitOn(f: string, q: QueueState): void {
-    let s = this.flavorWaiters.get(f);
-    if (!s) {
-      s = new Set();
-      this.flavorWaiters.set(f, s);
-    }
-    s.add(q);
-  }
-
-  /** Would the head exceed its queue's nominal on its first preferred flavor? (Non-borrowing heads go first without fair sharing, as in Kueue.) */
-  private headBorrows(j: JobState): boolean {
-    const q = j.queue;
-    for (const ps of j.podSets) {
-      const f = ps.flavors[0] as string;
-      const fq = q.node.flavors.get(f);
-      if (!fq) continue;
-      const vec = [ps.shape.gpu * ps.count, ps.shape.cpu * ps.count, ps.shape.mem * ps.count];
-      for (let r = 0; r < RESOURCE_COUNT; r++) if (fq.declared[r] && (fq.usage[r] as number) + (vec[r] as number) > (fq.nominal[r] as number)) return true;
-    }
-    return false;
-  }
-
-  // ───────────────────────────── queries ─────────────────────────────
-
-  preview(spec: JobSpec): Preview {
-    const job = this.buildJob(spec);
-    const mark = this.trail.length;
-    const res = this.evaluate(job, true);
-    let out: Preview;
-    if (res.ok) {
-      const now = this.clock.now();
-      out = {
-        admissible: true,
-        admission: this.buildAdmission(job, res, now),
-        borrowed: res.borrowed,
-        wouldPreempt: res.victims.map((v) => ({
-          victimId: v.job.spec.id,
-          victimQueue: v.job.queue.spec.name,
-          preemptorId: spec.id,
-          preemptorQueue: job.queue.spec.name,
-          reason: v.reason,
-          at: now,
-        })),
-      };
-    } else {
-      out = { admissible: false, borrowed: false, wouldPreempt: [], reason: res.reason, message: res.message };
-      if (res.shortfall) out.shortfall = res.shortfall;
-      if (res.nodeFit) out.nodeFit = res.nodeFit;
-    }
-    this.rollback(mark);
-    return out;
-  }
-
-  explain(jobId: string): JobExplanation {
-    const j = this.jobs.get(jobId);
-    if (!j) throw new SchedulerInputError('UNKNOWN_JOB', `unknown job ${jobId}`);
-    const base: JobExplanation = { jobId, queue: j.queue.spec.name, state: j.status, preemptions: j.preemptions };
-    if (j.lastPreemption) base.lastPreemption = j.lastPreemption;
-    if (j.status === 'admitted') {
-      base.admission = j.admission as Admission;
-      base.expectedEnd = this.expectedEnd(j);
-      return base;
-    }
-    const q = j.queue;
-    const view = this.treeView(q.root);
-    base.queuePending = q.heap.size + q.parked.size;
-    base.positionInQueue = view.queuePos.get(j) ?? base.queuePending;
-    const head = q.heap.peek();
-    if (q.strategy === 'StrictFIFO' && q.blocked && head && head !== j) {
-      base.reason = 'StrictFIFOBlocked';
-      base.message = `StrictFIFO queue ${q.spec.name}: waiting behind the head of the queue, which cannot be admitted yet`;
-      base.blockedBy = head.spec.id;
-    } else if (j.decision) {
-      const d = this.currentDecision(j);
-      base.reason = d.reason;
-      base.message = d.message;
-      if (d.shortfall) base.shortfall = d.shortfall;
-      if (d.nodeFit) base.nodeFit = d.nodeFit;
-    } else {
-      base.reason = 'NotYetEvaluated';
-      base.message = 'waiting for the next admission cycle';
-    }
-    if (j.preemptedBy) base.preemptedBy = { ...j.preemptedBy };
-    base.positionInCohort = (view.index.get(j) ?? view.order.length - 1) + 1;
-    base.cohortPending = view.order.length;
-    if (base.reason === 'ExceedsMaxQuota' || base.reason === 'WindowClosed') {
-      base.eta = null;
-      base.etaUnknownReason = base.reason === 'ExceedsMaxQuota' ? 'NeverFits' : 'WindowClosed';
-    } else {
-      const r = this.etaOf(view, j);
-      base.eta = r.at === null ? null : Math.max(this.clock.now(), r.at);
-      if (r.why) base.etaUnknownReason = r.why;
-    }
-    return base;
-  }
-
-  private expectedEnd(j: JobState): number | null {
-    const d = j.spec.expectedDurationMs ?? j.spec.maxRunMs;
-    return d === undefined ? null : j.admittedAt + d;
-  }
-
-  private pendingOf(q: QueueState): JobState[] {
-    return [...q.heap.values(), ...q.parked];
-  }
-
-  /**
-   * The tree's pending jobs in admission order, cached until running jobs, quotas, nodes or the
-   * pending set change (explain runs per job per request: this keeps it a lookup).
-   */
-  private treeView(root: QuotaNode): TreeView {
-    const cur = this.treeViews.get(root);
-    if (cur && cur.sv === this.stateVersion && cur.pv === this.pendingVersion) return cur;
-    const order = this.cohortOrder(root);
-    const index = new Map<JobState, number>();
-    const queuePos = new Map<JobState, number>();
-    const perQueue = new Map<QueueState, number>();
-    order.forEach((j, i) => {
-      index.set(j, i);
-      const n = (perQueue.get(j.queue) ?? 0) + 1;
-      perQueue.set(j.queue, n);
-      queuePos.set(j, n);
-    });
-    const view: TreeView = { sv: this.stateVersion, pv: this.pendingVersion, order, index, queuePos, etas: null };
-    this.treeViews.set(root, view);
-    return view;
-  }
-
-  /** Queues' pending lists merged by (queue share — or non-borrowing first without fair sharing —, priority, submit, id). */
-  private cohortOrder(root: QuotaNode): JobState[] {
-    const lists = (this.treeQueues.get(root) ?? []).map((q) => {
-      const jobs = this.pendingOf(q).sort((a, b) => (queueLess(a, b) ? -1 : 1));
-      return { q, jobs, i: 0, share: this.fairSharing ? this.weightedShare(q) : 0 };
-    });
-    const order: JobState[] = [];
-    for (;;) {
-      let best: (typeof lists)[number] | null = null;
-      for (const l of lists) {
-        const h = l.jobs[l.i];
-        if (!h) continue;
-        if (!best) {
-          best = l;
-          continue;
-        }
-        const b = best.jobs[best.i] as JobState;
-        const ka = [l.share, this.fairSharing ? 0 : Number(this.headBorrows(h))];
-        const kb = [best.share, this.fairSharing ? 0 : Number(this.headBorrows(b))];
-        if (ka[0]! < kb[0]! || (ka[0] === kb[0] && (ka[1]! < kb[1]! || (ka[1] === kb[1] && queueLess(h, b))))) best = l;
-      }
-      if (!best) break;
-      order.push(best.jobs[best.i++] as JobState);
-    }
-    return order;
-  }
-
-  /** The job's simulated admission time (see eta.ts), computed once per tree view. */
-  private etaOf(view: TreeView, j: JobState): EtaResult {
-    if (!view.etas) view.etas = this.simulateTree(view.order);
-    return view.etas.get(j) ?? { at: null, why: 'TooFarAhead' };
-  }
-
-  private simulateTree(all: JobState[]): Map<JobState, EtaResult> {
-    const order = all.slice(0, ETA_MAX_JOBS);
-    const roots = new Set(order.map((j) => j.queue.root));
-    const flavors = new Set(order.flatMap((j) => j.podSets.flatMap((p) => p.flavors)));
-    const running: { end: number | null; release: () => void }[] = [];
-    for (const o of this.jobs.values()) {
-      if (o.status !== 'admitted') continue;
-      let relevant = roots.has(o.queue.root);
-      if (!relevant) for (const f of o.usage.keys()) if (flavors.has(f)) relevant = true;
-      if (relevant) running.push({ end: this.expectedEnd(o), release: () => this.tRelease(o) });
-    }
-    const mark = this.trail.length;
-    const out = simulateEtas<JobState>({
-      now: this.clock.now(),
-      order,
-      strictQueueOf: (j) => (j.queue.strategy === 'StrictFIFO' ? j.queue : null),
-      durationOf: (j) => j.spec.expectedDurationMs ?? j.spec.maxRunMs,
-      running,
-      signatureOf: (j) => `${j.queue.spec.name}|${j.shapeKeys.join(';')}|${j.podSets.map((p) => `${p.count}/${p.minCount}`).join(',')}`,
-      tryAdmit: (j) => this.trialAdmit(j),
-    });
-    this.rollback(mark);
-    return out;
-  }
-
-  /** Admits a job on the snapshot (full gang, else its minimum) and returns the trial release of what it took. */
-  private trialAdmit(j: JobState): (() => void) | null {
-    // Quick reject before a trial assignment: each pod set needs, at its gang minimum, a flavor the
-    // quota admits without preemption and whose nodes have that much free in total.
-    for (const ps of j.podSets) {
-      const n = ps.minCount;
-      const vec = [ps.shape.gpu * n, ps.shape.cpu * n, ps.shape.mem * n];
-      const ok = ps.flavors.some((f) => {
-        const fs = this.flavors.get(f) as FlavorState;
-        return fs.freeGpu >= (vec[GPU] as number) && fs.freeCpu >= (vec[CPU] as number) && fs.freeMem >= (vec[MEM] as number) && this.quotaMode(j.queue, f, vec, undefined).mode <= BORROW;
-      });
-      if (!ok) return null;
-    }
-    let r = this.assignDirect(j, j.podSets.map((p) => p.count));
-    if (!r.ok && j.podSets.some((p) => p.minCount < p.count)) r = this.assignDirect(j, j.podSets.map((p) => p.minCount));
-    if (!r.ok) return null;
-    const q = j.queue;
-    const usage = r.usage;
-    const allocs = r.parts.flatMap((p) => p.allocs);
-    return () => {
-      this.chargeQueue(q, usage, -1);
-      for (let i = allocs.length - 1; i >= 0; i--) releaseAlloc(allocs[i] as PodAlloc);
-      this.trail.push(() => {
-        for (const a of allocs) reapplyAlloc(a);
-        this.chargeQueue(q, usage, 1);
-      });
-    };
-  }
-
-  queueStatus(name: string): QueueStatus {
-    const q = this.queues.get(name);
-    if (!q) throw new SchedulerInputError('UNKNOWN_QUEUE', `unknown queue ${name}`);
-    const resources: QueueResourceStatus[] = [];
-    const siblings = q.node.parent ? q.node.parent.children.filter((c) => c !== q.node) : [];
-    for (const [f, fq] of q.node.flavors) {
-      for (let r = 0; r < RESOURCE_COUNT; r++) {
-        if (!fq.declared[r]) continue;
-        const used = fq.usage[r] as number;
-        const nominal = fq.nominal[r] as number;
-        let siblingsBorrowed = 0;
-        for (const s of siblings) {
-          const sq = s.flavors.get(f);
-          if (sq && sq.declared[r]) siblingsBorrowed += Math.max(0, (sq.usage[r] as number) - (sq.subtree[r] as number));
-        }
-        const ll = fq.lendingLimit[r];
-        const lendableUnused = Math.max(0, Math.min(nominal - used, ll ?? Number.POSITIVE_INFINITY));
-        const s: QueueResourceStatus = {
-          flavor: f,
-          resource: RES[r] as ResourceName,
-          nominal: toApi(r, nominal),
-          used: toApi(r, used),
-          borrowed: toApi(r, Math.max(0, used - nominal)),
-          lent: q.node.parent ? toApi(r, Math.min(lendableUnused, siblingsBorrowed)) : 0,
-        };
-        const bl = fq.borrowingLimit[r];
-        if (bl !== null && bl !== undefined) s.borrowingLimit = toApi(r, bl);
-        if (ll !== null && ll !== undefined) s.lendingLimit = toApi(r, ll);
-        resources.push(s);
-      }
-    }
-    const st: QueueStatus = {
-      name,
-      tenant: q.spec.tenant,
-      weight: q.weight,
-      isolation: q.isolation,
-      queueingStrategy: q.strategy,
-      activeWindow: q.activeWindow,
-      resources,
-      weightedShare: this.weightedShare(q),
-      pendingCount: q.heap.size + q.parked.size,
-      admittedCount: q.admitted.size,
-    };
-    if (q.spec.cohort !== undefined) st.cohort = q.spec.cohort;
-    return st;
-  }
-
-  nodeStatus(): NodeStatus[] {
-    const out: NodeStatus[] = [];
-    for (const n of [...this.nodes.values()].sort((a, b) => (a.spec.name < b.spec.name ? -1 : 1))) {
-      const per = n.flavor.perGpuMilli;
-      const s: NodeStatus = {
-        name: n.spec.name,
-        pool: n.spec.pool,
-        flavor: n.spec.flavor,
-        kind: n.flavor.spec.kind,
-        capacity: { gpu: (n.spec.gpus * per) / 1000, cpu: Math.round(n.spec.cpu), memory: Math.round(n.spec.memory) },
-        free: { gpu: n.freeGpuTotal / 1000, cpu: n.cpuFree, memory: n.memFree },
-        gpus: n.gpuFree.map((f, index) => ({ index, capacity: per / 1000, free: f / 1000 })),
-      };
-      if (n.spec.dedicatedTenant !== undefined) s.dedicatedTenant = n.spec.dedicatedTenant;
-      out.push(s);
-    }
-    return out;
-  }
-
-  pendingShapes(): PendingShape[] {
-    return [...this.shapes.values()].map((s) => ({
-      flavors: [...s.flavors],
-      perPod: { gpu: s.shape.gpu / 1000, cpu: s.shape.cpu, memory: s.shape.mem },
-      pods: s.pods,
-      jobs: s.jobs,
-    }));
-  }
-
-  /** The admission of a running job, or undefined. */
-  admissionOf(jobId: string): Admission | undefined {
-    return this.jobs.get(jobId)?.admission ?? undefined;
-  }
-
-  /** 'pending' | 'admitted' for a live job, undefined once finished/cancelled or never seen. */
-  jobState(jobId: string): 'pending' | 'admitted' | undefined {
-    return this.jobs.get(jobId)?.status;
-  }
-
-  /** Rebuilds running jobs after a restart from persisted admissions, exactly as recorded (no decisions are made). */
-  restore(admitted: RestoredAdmission[]): void {
-    for (const { job, admission } of admitted) {
-      if (this.jobs.has(job.id)) throw new SchedulerInputError('DUPLICATE_JOB', `job ${job.id} already exists`);
-      const j = this.buildJob(job);
-      const usage = new Map<string, number[]>();
-      const allocs: PodAlloc[] = [];
-      for (const pa of admission.podSets) {
-        const ps = j.podSets.find((p) => p.name === pa.name);
-        const flavor = this.flavors.get(pa.flavor);
-        if (!ps || !flavor) throw new SchedulerInputError('INVALID_SPEC', `restore ${job.id}: pod set ${pa.name} or flavor ${pa.flavor} unknown`);
-        addVec(usage, pa.flavor, [ps.shape.gpu, ps.shape.cpu, ps.shape.mem], pa.count);
-        const frac = isFractional(flavor, ps.shape.gpu);
-        const unitsPerPod = ps.shape.gpu === 0 ? 0 : frac ? 1 : ps.shape.gpu / 1000;
-        const perUnit = frac ? ps.shape.gpu : 1000;
-        for (const pl of pa.placements) {
-          const node = this.nodes.get(pl.node);
-          if (!node) throw new SchedulerInputError('UNKNOWN_NODE', `restore ${job.id}: unknown node ${pl.node}`);
-          const idx = pl.gpuIndices ?? [];
-          for (let p = 0; p < pl.pods; p++) {
-            const gpus = idx.slice(p * unitsPerPod, (p + 1) * unitsPerPod);
-            allocs.push({ node, cpu: ps.shape.cpu, mem: ps.shape.mem, gpus, gpuMilli: gpus.map(() => perUnit) });
-          }
-        }
-      }
-      for (const a of allocs) reapplyAlloc(a);
-      this.chargeQueue(j.queue, usage, 1);
-      j.status = 'admitted';
-      j.usage = usage;
-      j.allocs = allocs;
-      j.admittedAt = admission.at;
-      j.admitSeq = ++this.admitSeq;
-      j.admission = structuredCloneSpec(admission);
-      this.jobs.set(job.id, j);
-      j.queue.admitted.add(j);
-      this.stateVersion++;
-      this.historyChange(j.queue, admission.at, this.gpuOf(usage), 0);
-    }
-  }
-
-  /** A plain, deep copy of every piece of state a decision depends on; tests compare it before/after a what-if. */
-  debugState(): unknown {
-    const quota: unknown[] = [];
-    for (const q of this.queues.values()) quota.push(['queue', q.spec.name, mapToObj(q.node.flavors)]);
-    for (const c of this.cohorts.values()) quota.push(['cohort', c.spec.name, mapToObj(c.node.flavors)]);
-    return structuredCloneSpec({
-      quota,
-      nodes: [...this.nodes.values()].map((n) => [n.spec.name, [...n.gpuFree], n.freeGpuTotal, n.cpuFree, n.memFree, n.pods]),
-      flavors: [...this.flavors.values()].map((f) => [f.spec.name, f.freeGpu, f.freeCpu, f.freeMem, f.nodes.map((n) => n.spec.name)]),
-      queues: [...this.queues.values()].map((q) => ({
-        name: q.spec.name,
-        heap: q.heap.values().map((j) => j.spec.id).sort(),
-        parked: [...q.parked].map((j) => j.spec.id).sort(),
-        blocked: q.blocked,
-        admitted: [...q.admitted].map((j) => j.spec.id).sort(),
-        history: { ...q.history },
-        windowReclaimable: q.windowReclaimable,
-      })),
-      jobs: [...this.jobs.values()].map((j) => [j.spec.id, j.status, j.admission, mapToObj(j.usage), j.allocs.map((a) => [a.node.spec.name, a.gpus, a.gpuMilli])]),
-      active: [...this.active].map((q) => q.spec.name).sort(),
-      shapes: [...this.shapes.entries()],
-      trail: this.trail.length,
-    });
-  }
-}
-
-function mapToObj<V>(m: Map<string, V>): Record<string, V> {
-  const o: Record<string, V> = {};
-  for (const [k, v] of [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1))) o[k] = v;
-  return o;
-}
-
-function structuredCloneSpec<T>(v: T): T {
-  return JSON.parse(JSON.stringify(v)) as T;
-}
-
 /** Groups per-pod allocations by node, in placement order. */
-function groupPlacements(allocs: PodAlloc[]): PodPlacement[] {
+export function groupPlacements(allocs: PodAlloc[]): PodPlacement[] {
   const out: PodPlacement[] = [];
   let cur: PodPlacement | null = null;
   let curNode: NodeState | null = null;
@@ -2250,4 +67,1966 @@ function groupPlacements(allocs: PodAlloc[]): PodPlacement[] {
     if (a.gpus.length > 0) (c.gpuIndices ??= []).push(...a.gpus);
   }
   return out;
+}
+
+export function upsertFlavor(core: CoreState, f: FlavorSpec): void {
+  if (!f.name) throw new SchedulerInputError('INVALID_SPEC', 'flavor needs a name');
+  if (f.kind !== 'gpu') {
+    if (!Number.isInteger(f.slicesPerGpu) || (f.slicesPerGpu as number) < 1)
+      throw new SchedulerInputError('INVALID_SPEC', `flavor ${f.name}: ${f.kind} needs an integer slicesPerGpu >= 1`);
+  }
+  const perGpuMilli = f.kind === 'gpu' ? 1000 : (f.slicesPerGpu as number) * 1000;
+  const cur = core.flavors.get(f.name);
+  if (cur) {
+    if ((cur.spec.kind !== f.kind || cur.perGpuMilli !== perGpuMilli) && cur.nodes.length > 0)
+      throw new SchedulerInputError('FLAVOR_IN_USE', `flavor ${f.name} has nodes; its kind/slices cannot change`);
+    cur.spec = { ...f };
+    cur.perGpuMilli = perGpuMilli;
+    return;
+  }
+  core.flavors.set(f.name, { spec: { ...f }, perGpuMilli, nodes: [], withFreeGpu: new Set(), freeGpu: 0, freeCpu: 0, freeMem: 0 });
+}
+
+export function upsertNode(core: CoreState, n: NodeSpec): void {
+  const flavor = core.flavors.get(n.flavor);
+  if (!flavor) throw new SchedulerInputError('UNKNOWN_FLAVOR', `node ${n.name}: unknown flavor ${n.flavor}`);
+  for (const [k, v] of [['gpus', n.gpus], ['cpu', n.cpu], ['memory', n.memory]] as const) {
+    if (!Number.isFinite(v)) throw new SchedulerInputError('INVALID_QUANTITY', `node ${n.name}: ${k} must be a number`);
+    if (v < 0) throw new SchedulerInputError('NEGATIVE_QUANTITY', `node ${n.name}: ${k} is negative`);
+  }
+  if (!Number.isInteger(n.gpus)) throw new SchedulerInputError('INVALID_QUANTITY', `node ${n.name}: gpus must be an integer`);
+  const cur = core.nodes.get(n.name);
+  if (cur) {
+    if (cur.pods > 0) {
+      if (cur.spec.flavor !== n.flavor || cur.spec.gpus !== n.gpus)
+        throw new SchedulerInputError('NODE_IN_USE', `node ${n.name} has pods; its flavor/gpus cannot change`);
+      const dCpu = Math.round(n.cpu) - Math.round(cur.spec.cpu);
+      const dMem = Math.round(n.memory) - Math.round(cur.spec.memory);
+      cur.cpuFree += dCpu;
+      cur.memFree += dMem;
+      cur.flavor.freeCpu += dCpu;
+      cur.flavor.freeMem += dMem;
+      cur.spec = { ...n };
+      core.stateVersion++;
+      wakeFlavor(core, n.flavor, [cur]);
+      return;
+    }
+    detachNode(core, cur);
+  }
+  const state = newNodeState({ ...n }, flavor);
+  const list = flavor.nodes;
+  let i = list.length;
+  while (i > 0 && (list[i - 1] as NodeState).spec.name > n.name) i--;
+  list.splice(i, 0, state);
+  flavor.freeGpu += state.freeGpuTotal;
+  flavor.freeCpu += state.cpuFree;
+  flavor.freeMem += state.memFree;
+  if (state.freeGpuTotal > 0) flavor.withFreeGpu.add(state);
+  core.nodes.set(n.name, state);
+  core.stateVersion++;
+  wakeFlavor(core, n.flavor, [state]);
+}
+
+export function removeNode(core: CoreState, name: string): void {
+  const cur = core.nodes.get(name);
+  if (!cur) throw new SchedulerInputError('UNKNOWN_NODE', `unknown node ${name}`);
+  if (cur.pods > 0) throw new SchedulerInputError('NODE_IN_USE', `node ${name} still runs pods; finish or cancel its jobs first`);
+  detachNode(core, cur);
+}
+
+export function detachNode(core: CoreState, cur: NodeState): void {
+  core.stateVersion++;
+  const f = cur.flavor;
+  f.nodes.splice(f.nodes.indexOf(cur), 1);
+  f.withFreeGpu.delete(cur);
+  f.freeGpu -= cur.freeGpuTotal;
+  f.freeCpu -= cur.cpuFree;
+  f.freeMem -= cur.memFree;
+  core.nodes.delete(cur.spec.name);
+}
+
+export function upsertCohort(core: CoreState, c: CohortSpec): void {
+  if (!c.name) throw new SchedulerInputError('INVALID_SPEC', 'cohort needs a name');
+  if (c.parent !== undefined) {
+    if (!core.cohorts.has(c.parent) && c.parent !== c.name)
+      throw new SchedulerInputError('UNKNOWN_COHORT', `cohort ${c.name}: unknown parent ${c.parent}`);
+    // Walk up from the parent: meeting ourselves means a cycle.
+    let p: string | undefined = c.parent;
+    while (p !== undefined) {
+      if (p === c.name) throw new SchedulerInputError('COHORT_CYCLE', `cohort ${c.name} would be its own ancestor`);
+      p = core.cohorts.get(p)?.spec.parent;
+    }
+  }
+  convertQuotas(core, c.quotas ?? {}, 'NONE', `cohort ${c.name}`);
+  const cur = core.cohorts.get(c.name);
+  if (cur) cur.spec = structuredCloneSpec(c);
+  else core.cohorts.set(c.name, { spec: structuredCloneSpec(c), node: new QuotaNode(c.name, 'cohort') });
+  rebuildQuotas(core);
+}
+
+export function upsertQueue(core: CoreState, q: QueueSpec): void {
+  if (!q.name) throw new SchedulerInputError('INVALID_SPEC', 'queue needs a name');
+  if (q.cohort !== undefined && !core.cohorts.has(q.cohort))
+    throw new SchedulerInputError('UNKNOWN_COHORT', `queue ${q.name}: unknown cohort ${q.cohort}`);
+  if (q.weight !== undefined && (!Number.isFinite(q.weight) || q.weight < 0))
+    throw new SchedulerInputError('INVALID_QUANTITY', `queue ${q.name}: weight must be >= 0`);
+  const isolation = q.isolation ?? 'ELASTIC';
+  convertQuotas(core, q.quotas, isolation, `queue ${q.name}`);
+  for (const w of q.timeWindows ?? []) {
+    convertQuotas(core, w.quotas, isolation, `queue ${q.name} window`);
+    try {
+      parseClock(w.start);
+      parseClock(w.end);
+      new Intl.DateTimeFormat('en-US', { timeZone: w.timeZone });
+    } catch (e) {
+      throw new SchedulerInputError('INVALID_SPEC', `queue ${q.name}: bad time window (${(e as Error).message})`);
+    }
+  }
+  const spec = structuredCloneSpec(q);
+  const flavorOrder: string[] = [];
+  for (const quotas of [q.quotas, ...(q.timeWindows ?? []).map((w) => w.quotas)])
+    for (const f of Object.keys(quotas)) if (!flavorOrder.includes(f)) flavorOrder.push(f);
+  const pre = q.preemption ?? {};
+  const settings = {
+    spec,
+    weight: q.weight ?? 1,
+    strategy: q.queueingStrategy ?? 'BestEffortFIFO',
+    isolation,
+    withinQueue: pre.withinQueue ?? 'Never',
+    // GUARANTEED means "reclaims its lent nominal at once": default to reclaiming from anyone.
+    reclaim: pre.reclaimWithinCohort ?? (isolation === 'GUARANTEED' || isolation === 'DEDICATED' ? 'Any' : 'Never'),
+    borrowPolicy: pre.borrowWithinCohort?.policy ?? 'Never',
+    borrowThreshold: pre.borrowWithinCohort?.maxPriorityThreshold ?? null,
+    flavorOrder,
+  } as const;
+  let state = core.queues.get(q.name);
+  if (state) {
+    Object.assign(state, settings);
+  } else {
+    const node = new QuotaNode(q.name, 'queue');
+    state = {
+      ...settings,
+      node,
+      root: node,
+      heap: new IndexedHeap<JobState>(queueLess),
+      parked: new Set(),
+      blocked: false,
+      admitted: new Set(),
+      activeWindow: null,
+      windowReclaimable: false,
+      history: { value: 0, at: core.clock.now(), rateMilli: 0 },
+      lendable: [0, 0, 0],
+      usageVersion: 0,
+      shareCache: { version: -1, value: 0 },
+      preemptFails: [],
+    };
+    core.queues.set(q.name, state);
+  }
+  if ((q.timeWindows ?? []).length > 0) {
+    core.windowQueues.add(state);
+    state.activeWindow = openWindow(state, core.clock.now());
+  } else {
+    core.windowQueues.delete(state);
+    state.activeWindow = null;
+  }
+  rebuildQuotas(core);
+}
+
+/** Validates and converts a QuotaSpec to internal units, with the isolation level applied to the limits. */
+export function convertQuotas(core: CoreState, quotas: QuotaSpec, isolation: IsolationLevel | 'NONE', what: string): Map<string, FlavorQuota> {
+  const out = new Map<string, FlavorQuota>();
+  for (const [f, perRes] of Object.entries(quotas)) {
+    if (!core.flavors.has(f)) throw new SchedulerInputError('UNKNOWN_FLAVOR', `${what}: unknown flavor ${f}`);
+    const fq = emptyFlavorQuota();
+    for (let r = 0; r < RESOURCE_COUNT; r++) {
+      const lim = perRes?.[RES[r] as ResourceName];
+      if (!lim) continue;
+      for (const [k, v] of [['nominal', lim.nominal], ['borrowingLimit', lim.borrowingLimit], ['lendingLimit', lim.lendingLimit]] as const) {
+        if (v === undefined && k !== 'nominal') continue;
+        if (typeof v !== 'number' || !Number.isFinite(v)) throw new SchedulerInputError('INVALID_QUANTITY', `${what}: ${f}.${RES[r]}.${k} must be a number`);
+        if (v < 0) throw new SchedulerInputError('NEGATIVE_QUANTITY', `${what}: ${f}.${RES[r]}.${k} is negative`);
+      }
+      fq.declared[r] = true;
+      fq.nominal[r] = toInternal(r, lim.nominal);
+      fq.borrowingLimit[r] = lim.borrowingLimit === undefined ? null : toInternal(r, lim.borrowingLimit);
+      fq.lendingLimit[r] = lim.lendingLimit === undefined ? null : toInternal(r, lim.lendingLimit);
+      // Isolation levels are one knob over the limits (design doc, "Beyond Kueue").
+      if (isolation === 'DEDICATED') {
+        fq.borrowingLimit[r] = 0;
+        fq.lendingLimit[r] = 0;
+      } else if (isolation === 'GUARANTEED') {
+        fq.borrowingLimit[r] = 0;
+      } else if (isolation === 'BEST_EFFORT') {
+        fq.nominal[r] = 0;
+        fq.lendingLimit[r] = null;
+      }
+    }
+    out.set(f, fq);
+  }
+  return out;
+}
+
+/** Base quotas with the open window's entries laid over them (flavors/resources the window does not name keep their base values). */
+export function effectiveQuotas(core: CoreState, q: QueueState): Map<string, FlavorQuota> {
+  const base = convertQuotas(core, q.spec.quotas, q.isolation, q.spec.name);
+  const w = q.activeWindow === null ? undefined : q.spec.timeWindows?.[q.activeWindow];
+  if (!w) return base;
+  const over = convertQuotas(core, w.quotas, q.isolation, q.spec.name);
+  for (const [f, fq] of over) {
+    const b = base.get(f);
+    if (!b) {
+      base.set(f, fq);
+      continue;
+    }
+    for (let r = 0; r < RESOURCE_COUNT; r++) {
+      if (!fq.declared[r]) continue;
+      b.declared[r] = true;
+      b.nominal[r] = fq.nominal[r] as number;
+      b.borrowingLimit[r] = fq.borrowingLimit[r] ?? null;
+      b.lendingLimit[r] = fq.lendingLimit[r] ?? null;
+    }
+  }
+  return base;
+}
+
+export function openWindow(q: QueueState, at: number): number | null {
+  const ws = q.spec.timeWindows ?? [];
+  for (let i = 0; i < ws.length; i++) if (windowOpen(ws[i] as (typeof ws)[number], at)) return i;
+  return null;
+}
+
+/** Rebuilds the quota tree from specs and re-charges every admitted job. Runs on configuration changes only (rare), never per cycle. */
+export function rebuildQuotas(core: CoreState): void {
+  core.stateVersion++;
+  core.treeViews.clear(); // trees may have been regrouped
+  for (const { node } of core.cohorts.values()) {
+    node.children.length = 0;
+    node.parent = null;
+  }
+  for (const q of core.queues.values()) q.node.parent = null;
+  for (const { spec, node } of core.cohorts.values()) {
+    node.own = convertQuotas(core, spec.quotas ?? {}, 'NONE', `cohort ${spec.name}`);
+    if (spec.parent !== undefined) {
+      const p = core.cohorts.get(spec.parent);
+      if (p) {
+        node.parent = p.node;
+        p.node.children.push(node);
+      }
+    }
+  }
+  for (const q of core.queues.values()) {
+    q.node.own = effectiveQuotas(core, q);
+    q.node.children.length = 0;
+    if (q.spec.cohort !== undefined) {
+      const c = core.cohorts.get(q.spec.cohort);
+      if (c) {
+        q.node.parent = c.node;
+        c.node.children.push(q.node);
+      }
+    }
+  }
+  const roots = new Set<QuotaNode>();
+  for (const { node } of core.cohorts.values()) if (!node.parent) roots.add(node);
+  for (const q of core.queues.values()) if (!q.node.parent) roots.add(q.node);
+  for (const r of roots) recomputeTree(r);
+  core.treeQueues.clear();
+  for (const q of core.queues.values()) {
+    q.root = q.node.root();
+    let list = core.treeQueues.get(q.root);
+    if (!list) {
+      list = [];
+      core.treeQueues.set(q.root, list);
+    }
+    list.push(q);
+    for (const j of q.admitted) chargeQueue(q, j.usage, 1);
+  }
+  for (const q of core.queues.values()) {
+    q.usageVersion++;
+    q.lendable = [0, 0, 0];
+    const parent = q.node.parent;
+    if (!parent) continue;
+    for (const f of q.node.flavors.keys())
+      for (let r = 0; r < RESOURCE_COUNT; r++) q.lendable[r] = (q.lendable[r] as number) + Math.max(0, potentialAvailable(parent, f, r));
+  }
+  for (const q of core.queues.values()) wakeQueue(core, q);
+}
+
+export function submit(core: CoreState, job: JobSpec): void {
+  if (core.jobs.has(job.id)) throw new SchedulerInputError('DUPLICATE_JOB', `job ${job.id} already exists`);
+  const state = buildJob(core, job);
+  core.jobs.set(job.id, state);
+  enqueue(core, state);
+  const q = state.queue;
+  if (q.strategy === 'StrictFIFO' && q.blocked) {
+    // A new job that overtakes the blocked head becomes the head: give it its try.
+    if (q.heap.peek() === state) {
+      q.blocked = false;
+      core.active.add(q);
+    }
+  } else {
+    core.active.add(q);
+  }
+}
+
+export function finish(core: CoreState, jobId: string): void {
+  drop(core, jobId);
+}
+
+export function cancel(core: CoreState, jobId: string): void {
+  drop(core, jobId);
+}
+
+export function drop(core: CoreState, jobId: string): void {
+  const j = core.jobs.get(jobId);
+  if (!j) throw new SchedulerInputError('UNKNOWN_JOB', `unknown job ${jobId}`);
+  core.jobs.delete(jobId);
+  if (j.status === 'admitted') {
+    release(core, j, core.clock.now());
+    return;
+  }
+  const q = j.queue;
+  const wasHead = q.heap.peek() === j;
+  dequeue(core, j);
+  if (wasHead && q.blocked) {
+    q.blocked = false;
+    if (q.heap.size > 0) core.active.add(q);
+  }
+}
+
+export function buildJob(core: CoreState, job: JobSpec): JobState {
+  const q = core.queues.get(job.queue);
+  if (!q) throw new SchedulerInputError('UNKNOWN_QUEUE', `job ${job.id}: unknown queue ${job.queue}`);
+  if (job.tenant !== q.spec.tenant)
+    throw new SchedulerInputError('TENANT_MISMATCH', `job ${job.id}: tenant ${job.tenant} does not own queue ${job.queue}`);
+  const pc = core.classes.get(job.priorityClass);
+  if (!pc) throw new SchedulerInputError('UNKNOWN_PRIORITY_CLASS', `job ${job.id}: unknown priority class ${job.priorityClass}`);
+  if (!Number.isFinite(job.submitTime)) throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}: submitTime must be a number`);
+  if (!Array.isArray(job.podSets) || job.podSets.length === 0)
+    throw new SchedulerInputError('INVALID_SPEC', `job ${job.id}: needs at least one pod set`);
+  const podSets: PodSetState[] = [];
+  for (const ps of job.podSets) {
+    if (!Number.isInteger(ps.count) || ps.count < 1)
+      throw new SchedulerInputError(ps.count < 0 ? 'NEGATIVE_QUANTITY' : 'INVALID_QUANTITY', `job ${job.id}/${ps.name}: count must be an integer >= 1`);
+    const minCount = ps.minCount ?? ps.count;
+    if (!Number.isInteger(minCount) || minCount < 1 || minCount > ps.count)
+      throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}/${ps.name}: minCount must be an integer in 1..count`);
+    const raw = [ps.perPod.gpu ?? 0, ps.perPod.cpu ?? 0, ps.perPod.memory ?? 0];
+    raw.forEach((v, r) => {
+      if (!Number.isFinite(v)) throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}/${ps.name}: ${RES[r]} must be a number`);
+      if (v < 0) throw new SchedulerInputError('NEGATIVE_QUANTITY', `job ${job.id}/${ps.name}: ${RES[r]} is negative`);
+    });
+    const shape: Shape = { gpu: toInternal(GPU, raw[0] as number), cpu: toInternal(CPU, raw[1] as number), mem: toInternal(MEM, raw[2] as number) };
+    const flavors = ps.flavors ?? q.flavorOrder;
+    if (flavors.length === 0) throw new SchedulerInputError('UNKNOWN_FLAVOR', `job ${job.id}/${ps.name}: queue ${q.spec.name} declares no flavor`);
+    // A flavor whose unit cannot express the request (a GPU share on MIG slices, 1.5 GPUs) is
+    // dropped from this pod set's options; no usable option at all is an input error.
+    const usable: string[] = [];
+    let why = '';
+    for (const f of flavors) {
+      const fs = core.flavors.get(f);
+      if (!fs || !q.flavorOrder.includes(f))
+        throw new SchedulerInputError('UNKNOWN_FLAVOR', `job ${job.id}/${ps.name}: flavor ${f} is unknown or not declared by queue ${q.spec.name}`);
+      if (shape.gpu > 0) {
+        if (Math.abs(shape.gpu / 1000 - (raw[0] as number)) > 1e-9) {
+          why = 'GPU shares go in steps of 1/1000';
+          continue;
+        }
+        const whole = fs.spec.kind !== 'gpu' || shape.gpu >= 1000;
+        if (whole && shape.gpu % 1000 !== 0) {
+          why = fs.spec.kind === 'gpu' ? 'more than one GPU must be whole GPUs' : `slices must be whole on flavor ${f}`;
+          continue;
+        }
+      }
+      usable.push(f);
+    }
+    if (usable.length === 0) throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}/${ps.name}: ${why}`);
+    podSets.push({ name: ps.name, count: ps.count, minCount, shape, flavors: usable });
+  }
+  const state: JobState = {
+    spec: job,
+    queue: q,
+    priority: pc.value,
+    preemptible: pc.preemptible,
+    podSets,
+    status: 'pending',
+    parked: false,
+    decision: null,
+    decisionVersion: -1,
+    preemptedBy: null,
+    admission: null,
+    usage: new Map(),
+    allocs: [],
+    admittedAt: 0,
+    admitSeq: 0,
+    preemptions: 0,
+    lastPreemption: null,
+    preemptedCycle: -1,
+    shapeKeys: [],
+    parkKind: 'any',
+    parkNeeds: [],
+    wakeNodes: null,
+    releasable: null,
+    heapIndex: -1,
+  };
+  // A pod no node could ever hold is an input error, not a pending reason (if the flavors have nodes at all).
+  const eligible = eligibleFor(state);
+  for (const ps of podSets) {
+    let anyNode = false;
+    let canHold = false;
+    for (const f of ps.flavors) {
+      for (const n of (core.flavors.get(f) as FlavorState).nodes) {
+        if (!eligible(n)) continue;
+        anyNode = true;
+        if (nodeCanEverHold(n, ps.shape)) {
+          canHold = true;
+          break;
+        }
+      }
+      if (canHold) break;
+    }
+    if (anyNode && !canHold)
+      throw new SchedulerInputError('REQUEST_TOO_LARGE', `job ${job.id}/${ps.name}: one pod is larger than any eligible node`);
+  }
+  state.shapeKeys = podSets.map((ps) => `${ps.flavors.join(',')}|${ps.shape.gpu}|${ps.shape.cpu}|${ps.shape.mem}`);
+  return state;
+}
+
+export function eligibleFor(job: JobState): (n: NodeState) => boolean {
+  const tenant = job.spec.tenant;
+  const q = job.queue;
+  const pool = q.spec.dedicatedPool;
+  const dedicatedOnly = q.isolation === 'DEDICATED' && pool === undefined;
+  return (n) => {
+    const t = n.spec.dedicatedTenant;
+    if (t !== undefined && t !== tenant) return false;
+    if (pool !== undefined && n.spec.pool !== pool) return false;
+    if (dedicatedOnly && t !== tenant) return false;
+    return true;
+  };
+}
+
+export function enqueue(core: CoreState, j: JobState): void {
+  core.pendingVersion++;
+  j.status = 'pending';
+  j.queue.heap.push(j);
+  j.podSets.forEach((ps, i) => {
+    const key = j.shapeKeys[i] as string;
+    let s = core.shapes.get(key);
+    if (!s) {
+      s = { flavors: ps.flavors, shape: ps.shape, pods: 0, jobs: 0 };
+      core.shapes.set(key, s);
+    }
+    s.pods += ps.count;
+    s.jobs++;
+  });
+  if (core.placementMode === 'fragmentation-aware') core.fragShapeCache.clear();
+}
+
+export function dequeue(core: CoreState, j: JobState): void {
+  core.pendingVersion++;
+  const q = j.queue;
+  q.heap.remove(j);
+  if (j.parked) {
+    q.parked.delete(j);
+    j.parked = false;
+  }
+  j.podSets.forEach((ps, i) => {
+    const key = j.shapeKeys[i] as string;
+    const s = core.shapes.get(key);
+    if (!s) return;
+    s.pods -= ps.count;
+    s.jobs--;
+    if (s.jobs === 0) core.shapes.delete(key);
+  });
+  if (core.placementMode === 'fragmentation-aware') core.fragShapeCache.clear();
+}
+
+export function wakeQueue(core: CoreState, q: QueueState): void {
+  if (q.parked.size > 0) {
+    for (const j of q.parked) {
+      j.parked = false;
+      j.parkKind = 'any'; // configuration may have changed: what it needed is no longer known
+      q.heap.push(j);
+    }
+    q.parked.clear();
+  }
+  q.blocked = false;
+  if (q.heap.size > 0) core.active.add(q);
+}
+
+/** Unparks the parked jobs of `q` that `pred` selects; a StrictFIFO head gets another try. */
+export function wakeQueueIf(core: CoreState, q: QueueState, pred: (j: JobState) => boolean): void {
+  for (const j of q.parked) {
+    if (!pred(j)) continue;
+    q.parked.delete(j);
+    j.parked = false;
+    q.heap.push(j);
+  }
+  q.blocked = false;
+  if (q.heap.size > 0) core.active.add(q);
+}
+
+/**
+ * Node capacity came free on `nodes` (null: unknown, e.g. a configuration change). A job parked
+ * for lack of nodes can only gain if one of its pods now fits one of those nodes (nodes gain
+ * capacity only through releases), so only those are retried.
+ */
+export function wakeFlavor(core: CoreState, f: string, nodes: NodeState[] | null): void {
+  const ws = core.flavorWaiters.get(f);
+  if (!ws || ws.size === 0) return;
+  const gains = (j: JobState): boolean => {
+    if (j.parkKind === 'any' || nodes === null) return true;
+    if (j.parkKind !== 'node') return false;
+    for (const ps of j.podSets) {
+      if (!ps.flavors.includes(f)) continue;
+      for (const n of nodes)
+        if (n.flavor.spec.name === f && fitsPod(n, ps.shape)) {
+          j.wakeNodes = nodes;
+          return gangCouldFit(core, j);
+        }
+    }
+    return false;
+  };
+  for (const q of [...ws]) {
+    wakeQueueIf(core, q, gains);
+    let stillWaiting = false;
+    for (const j of q.parked) if (j.parkKind === 'node') stillWaiting = true;
+    if (!stillWaiting) ws.delete(q);
+  }
+}
+
+/**
+ * Capacity came free in this queue's tree and on these nodes. Only jobs that can gain are
+ * retried: node waiters whose pods now fit a released node, and quota waiters whose queue's
+ * available quota now reaches what they need (their request minus what their preemption
+ * candidates could release).
+ */
+export function wakeAfterRelease(core: CoreState, q: QueueState, freed: Map<string, number[]>, nodes: NodeState[]): void {
+  for (const other of core.treeQueues.get(q.root) ?? []) {
+    if (other.parked.size > 0 || other.blocked) {
+      const avail = new Map<string, number[]>(); // per flavor, computed once per queue
+      wakeQueueIf(core, other, (j) => needMet(j, avail));
+    }
+  }
+  for (const f of freed.keys()) wakeFlavor(core, f, nodes);
+}
+
+export function needMet(j: JobState, avail: Map<string, number[]>): boolean {
+  if (j.parkKind === 'any') return true;
+  if (j.parkKind !== 'quota') return false;
+  const q = j.queue;
+  for (const d of j.parkNeeds) {
+    let a = avail.get(d.flavor);
+    if (!a) {
+      a = [0, 1, 2].map((r) => available(q.node, d.flavor, r));
+      avail.set(d.flavor, a);
+    }
+    let ok = true;
+    for (let r = 0; r < RESOURCE_COUNT && ok; r++) ok = (d.need[r] as number) <= (a[r] as number);
+    if (ok) return true;
+  }
+  return false;
+}
+
+export function canPreempt(q: QueueState): boolean {
+  return q.withinQueue !== 'Never' || (q.node.parent !== null && (q.reclaim !== 'Never' || q.borrowPolicy !== 'Never'));
+}
+
+/** The (at most 8) most common pending GPU shapes that may use this flavor, weighted by pod count. */
+export function fragShapes(core: CoreState, flavor: string): WeightedShape[] {
+  let s = core.fragShapeCache.get(flavor);
+  if (!s) {
+    const top = [...core.shapes.values()]
+      .filter((x) => x.flavors.includes(flavor) && x.shape.gpu > 0)
+      .sort((a, b) => b.pods - a.pods || a.shape.gpu - b.shape.gpu || a.shape.cpu - b.shape.cpu || a.shape.mem - b.shape.mem)
+      .slice(0, 8);
+    const pods = top.reduce((n, x) => n + x.pods, 0);
+    s = top.map((x) => ({ ...x.shape, weight: x.pods / pods }));
+    core.fragShapeCache.set(flavor, s);
+  }
+  return s;
+}
+
+export function historyAt(core: CoreState, q: QueueState, now: number): number {
+  const h = core.halfLife;
+  if (h === null) return 0;
+  const dt = Math.max(0, now - q.history.at);
+  const decay = Math.pow(2, -dt / h);
+  // Closed form of ∫ rate·2^(−(t−s)/h) ds over the interval: exact, no stepping.
+  return q.history.value * decay + (q.history.rateMilli / 1000) * (h / Math.LN2) * (1 - decay);
+}
+
+export function historyChange(core: CoreState, q: QueueState, now: number, deltaMilli: number, penalty: number): void {
+  if (core.halfLife === null) return;
+  q.history.value = historyAt(core, q, now) + penalty;
+  q.history.at = now;
+  q.history.rateMilli += deltaMilli;
+}
+
+/** Weighted dominant resource share: borrowed (usage above nominal, summed over flavors) × 1000 / lendable, max over resources, / weight. */
+export function weightedShare(q: QueueState): number {
+  if (q.shareCache.version === q.usageVersion) return q.shareCache.value;
+  const value = computeWeightedShare(q);
+  q.shareCache.version = q.usageVersion;
+  q.shareCache.value = value;
+  return value;
+}
+
+export function computeWeightedShare(q: QueueState): number {
+  if (!q.node.parent) return 0;
+  let drs = 0;
+  for (let r = 0; r < RESOURCE_COUNT; r++) {
+    let borrowed = 0;
+    for (const fq of q.node.flavors.values()) {
+      if (!fq.declared[r]) continue;
+      borrowed += Math.max(0, (fq.usage[r] as number) - (fq.subtree[r] as number));
+    }
+    if (borrowed <= 0) continue;
+    const lend = q.lendable[r] as number;
+    drs = Math.max(drs, lend > 0 ? (borrowed * 1000) / lend : Number.POSITIVE_INFINITY);
+  }
+  if (drs === 0) return 0;
+  if (q.weight === 0) return Number.POSITIVE_INFINITY;
+  return drs / q.weight;
+}
+
+export function overNominal(q: QueueState, f: string, r: number): boolean {
+  const fq = q.node.flavors.get(f);
+  return !!fq && !!fq.declared[r] && (fq.usage[r] as number) > (fq.nominal[r] as number);
+}
+
+export function shortfall(q: QueueState, f: string, r: number, requested: number): QuotaShortfall {
+  const fq = q.node.flavors.get(f);
+  const bl = fq?.borrowingLimit[r];
+  const s: QuotaShortfall = {
+    flavor: f,
+    resource: RES[r] as ResourceName,
+    requested: toApi(r, requested),
+    available: fq ? toApi(r, Math.max(0, available(q.node, f, r))) : 0,
+    nominal: fq ? toApi(r, fq.nominal[r] as number) : 0,
+    used: fq ? toApi(r, fq.usage[r] as number) : 0,
+    maxAvailable: fq ? toApi(r, potentialAvailable(q.node, f, r)) : 0,
+  };
+  if (bl !== null && bl !== undefined) s.borrowingLimit = toApi(r, bl);
+  return s;
+}
+
+/**
+ * Quota mode of adding `vec` on flavor f to the queue, given what this job already charged
+ * (`jobCharged`, counted in `available` but not in `potentialAvailable`).
+ */
+export function quotaMode(q: QueueState, f: string, vec: readonly number[], jobCharged: readonly number[] | undefined): { mode: number; r: number; requested: number } {
+  const fq = q.node.flavors.get(f);
+  if (!fq || !q.node.own.has(f)) return { mode: NOFIT, r: GPU, requested: vec[GPU] as number };
+  let mode = FIT;
+  let worstR = -1;
+  for (let r = 0; r < RESOURCE_COUNT; r++) {
+    const x = vec[r] as number;
+    if (x === 0 || !fq.declared[r]) continue;
+    const total = x + (jobCharged ? (jobCharged[r] as number) : 0);
+    let m: number;
+    if (total > potentialAvailable(q.node, f, r)) m = NOFIT;
+    else {
+      const borrow = (fq.usage[r] as number) + x > (fq.nominal[r] as number);
+      if (x <= available(q.node, f, r)) m = borrow ? BORROW : FIT;
+      else m = borrow ? PREEMPT_BORROW : PREEMPT;
+    }
+    if (m > mode || worstR < 0) {
+      mode = Math.max(mode, m);
+      worstR = r;
+    }
+  }
+  const r = worstR < 0 ? GPU : worstR;
+  return { mode, r, requested: (vec[r] as number) + (jobCharged ? (jobCharged[r] as number) : 0) };
+}
+
+/**
+ * Fit → Borrow without preemption: per pod set, the flavors in preference order sorted by mode,
+ * charging quota and placing pods on the trail. On failure everything is rolled back and a
+ * diagnosis of the best option is returned.
+ */
+export function assignDirect(core: CoreState, job: JobState, counts: readonly number[]): { ok: true; parts: PodSetPlan[]; usage: Map<string, number[]> } | Fail {
+  const q = job.queue;
+  const mark = core.trail.length;
+  const parts: PodSetPlan[] = [];
+  const usage = new Map<string, number[]>();
+  const eligible = eligibleFor(job);
+  for (let i = 0; i < job.podSets.length; i++) {
+    const ps = job.podSets[i] as PodSetState;
+    const count = counts[i] as number;
+    const vec = [ps.shape.gpu * count, ps.shape.cpu * count, ps.shape.mem * count];
+    const options = ps.flavors.map((f, pref) => ({ f, pref, ...quotaMode(q, f, vec, usage.get(f)) }));
+    const ordered = options.filter((o) => o.mode <= BORROW).sort((a, b) => a.mode - b.mode || a.pref - b.pref);
+    let placed = false;
+    const nodeFailed: string[] = [];
+    for (const o of ordered) {
+      const m = core.trail.length;
+      const u = new Map([[o.f, vec]]);
+      tCharge(core, q, u);
+      const allocs = tPlace(core, core.flavors.get(o.f) as FlavorState, count, ps.shape, eligible);
+      if (allocs) {
+        parts.push({ ps, flavor: o.f, count, allocs });
+        addVec(usage, o.f, vec, 1);
+        placed = true;
+        break;
+      }
+      rollback(core, m);
+      nodeFailed.push(o.f);
+    }
+    if (placed) continue;
+    rollback(core, mark);
+    return diagnose(core, job, options, nodeFailed, ps, count);
+  }
+  return { ok: true, parts, usage };
+}
+
+export function diagnose(core: CoreState, 
+  job: JobState,
+  options: { f: string; mode: number; r: number; requested: number }[],
+  nodeFailed: string[],
+  ps: PodSetState,
+  count: number,
+): Fail {
+  const q = job.queue;
+  if (nodeFailed.length > 0) {
+    const eligible = eligibleFor(job);
+    const nodeFit: NodeFit[] = [];
+    for (const f of nodeFailed) {
+      let largest = 0;
+      let free = 0;
+      let any = false;
+      for (const n of (core.flavors.get(f) as FlavorState).nodes) {
+        if (!eligible(n)) continue;
+        any = true;
+        largest = Math.max(largest, n.freeGpuTotal);
+        free += n.freeGpuTotal;
+      }
+      if (any) nodeFit.push({ flavor: f, largestFreeGpusOnOneNode: largest / 1000, freeGpus: free / 1000, podsNeeded: count, gpusPerPod: ps.shape.gpu / 1000 });
+    }
+    if (nodeFit.length === 0) {
+      return {
+        ok: false,
+        reason: 'NoFittingNode',
+        message: `quota allows it, but there is no eligible node of ${nodeFailed.join(', ')} for its pods`,
+        waitFlavors: nodeFailed,
+      };
+    }
+    const blocks = nodeFit.map((n) => `${n.flavor}: largest free on one node ${n.largestFreeGpusOnOneNode}, free in total ${n.freeGpus}`).join('; ');
+    return {
+      ok: false,
+      reason: 'NoNodeFits',
+      message: `quota allows it, but no set of eligible nodes has room for ${count} pod(s) of ${ps.shape.gpu / 1000} GPU (${blocks})`,
+      nodeFit,
+      waitFlavors: nodeFailed,
+    };
+  }
+  const best = [...options].sort((a, b) => a.mode - b.mode)[0];
+  if (!best) return { ok: false, reason: 'ExceedsMaxQuota', message: 'no flavor to try', waitFlavors: [] };
+  const sf = shortfall(q, best.f, best.r, best.requested);
+  if (best.mode === NOFIT) {
+    if (windowWouldAllow(core, q, best.f, best.r, best.requested)) {
+      return {
+        ok: false,
+        reason: 'WindowClosed',
+        message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, the queue gets at most ${sf.maxAvailable} outside its time window`,
+        shortfall: sf,
+        waitFlavors: [],
+      };
+    }
+    return {
+      ok: false,
+      reason: 'ExceedsMaxQuota',
+      message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested} exceeds the most the queue can ever get (${sf.maxAvailable})`,
+      shortfall: sf,
+      waitFlavors: [],
+    };
+  }
+  return {
+    ok: false,
+    reason: 'WaitingForQuota',
+    message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, available ${sf.available} (nominal ${sf.nominal}, used ${sf.used}${sf.borrowingLimit !== undefined ? `, borrowing limit ${sf.borrowingLimit}` : ''})`,
+    shortfall: sf,
+    waitFlavors: [],
+  };
+}
+
+export function windowWouldAllow(core: CoreState, q: QueueState, f: string, r: number, requested: number): boolean {
+  const ws = q.spec.timeWindows ?? [];
+  for (let i = 0; i < ws.length; i++) {
+    if (i === q.activeWindow) continue;
+    const fq = convertQuotas(core, (ws[i] as (typeof ws)[number]).quotas, q.isolation, q.spec.name).get(f);
+    if (!fq || !fq.declared[r]) continue;
+    const bl = fq.borrowingLimit[r];
+    if ((fq.nominal[r] as number) + (bl ?? Number.POSITIVE_INFINITY) >= requested) return true;
+  }
+  return false;
+}
+
+/** The full decision for one job; on success the trial changes stay applied (caller commits or rolls back). */
+export function evaluate(core: CoreState, job: JobState, allowPreemption: boolean): Plan | Fail {
+  job.releasable = null;
+  const full = job.podSets.map((p) => p.count);
+  const direct = assignDirect(core, job, full);
+  if (direct.ok) return planFrom(job, direct.parts, direct.usage, []);
+  // Gang minimum: the largest reduction step that fits without preemption.
+  const maxStep = Math.max(...job.podSets.map((p) => p.count - p.minCount));
+  if (maxStep > 0) {
+    let lo = 1;
+    let hi = maxStep;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const counts = job.podSets.map((p) => Math.max(p.minCount, p.count - mid));
+      const m = core.trail.length;
+      const r = assignDirect(core, job, counts);
+      if (r.ok) {
+        found = mid;
+        hi = mid - 1;
+      } else lo = mid + 1;
+      rollback(core, m);
+    }
+    if (found > 0) {
+      const counts = job.podSets.map((p) => Math.max(p.minCount, p.count - found));
+      const r = assignDirect(core, job, counts);
+      if (r.ok) return planFrom(job, r.parts, r.usage, []);
+    }
+  }
+  if (allowPreemption && direct.reason !== 'ExceedsMaxQuota' && direct.reason !== 'WindowClosed') {
+    const p = preempting(core, job);
+    if (p) return p;
+  }
+  return direct;
+}
+
+export function planFrom(job: JobState, parts: PodSetPlan[], usage: Map<string, number[]>, victims: Plan['victims']): Plan {
+  let borrowed = false;
+  for (const f of usage.keys()) for (let r = 0; r < RESOURCE_COUNT; r++) if (overNominal(job.queue, f, r)) borrowed = true;
+  const mode: AdmissionMode = victims.length > 0 ? (borrowed ? 'preempt-borrow' : 'preempt') : borrowed ? 'borrow' : 'fit';
+  return { ok: true, parts, usage, victims, mode, borrowed };
+}
+
+export function preempting(core: CoreState, job: JobState): Plan | null {
+  const q = job.queue;
+  job.releasable = new Map();
+  // Flavor per pod set: the best quota mode up to preempt+borrow, preference order on ties.
+  const choice: string[] = [];
+  const request = new Map<string, number[]>();
+  for (const ps of job.podSets) {
+    const vec = [ps.shape.gpu * ps.count, ps.shape.cpu * ps.count, ps.shape.mem * ps.count];
+    let best: { f: string; mode: number } | null = null;
+    for (const f of ps.flavors) {
+      const m = quotaMode(q, f, vec, request.get(f)).mode;
+      if (m === NOFIT) continue;
+      if (!best || m < best.mode) best = { f, mode: m };
+    }
+    if (!best) {
+      for (const f of ps.flavors) job.releasable.set(f, [0, 0, 0]); // no option can ever be reached by preempting
+      return null;
+    }
+    choice.push(best.f);
+    addVec(request, best.f, vec, 1);
+  }
+  // The (flavor, resource) pairs short of quota; none means only node capacity is short.
+  const need: [string, number][] = [];
+  for (const [f, v] of request)
+    for (let r = 0; r < RESOURCE_COUNT; r++) {
+      const fq = q.node.flavors.get(f);
+      if ((v[r] as number) > 0 && fq?.declared[r] && (v[r] as number) > available(q.node, f, r)) need.push([f, r]);
+    }
+  const underNominal = need.length > 0 ? need.every(([f, r]) => !overNominal(q, f, r) && usageOf(q, f, r) < nominalOf(q, f, r)) : true;
+  // Which other queues can lose jobs to this one at all (decided once per queue, not per job):
+  // with fair sharing only queues whose share is above the preemptor's share after admission;
+  // otherwise only when reclaiming while under nominal, or with borrowWithinCohort.
+  let otherOk: (v: QueueState) => boolean;
+  if (core.fairSharing) {
+    const m = core.trail.length;
+    tCharge(core, q, request);
+    const pAfter = weightedShare(q);
+    rollback(core, m);
+    otherOk = (v) => weightedShare(v) > pAfter;
+  } else {
+    const others = (underNominal && q.reclaim !== 'Never') || q.borrowPolicy !== 'Never';
+    otherOk = () => others;
+  }
+  const cands = candidates(core, job, request, need, otherOk);
+  for (const f of request.keys()) job.releasable.set(f, [0, 0, 0]);
+  for (const c of cands) for (const [f, u] of c.job.usage) if (request.has(f)) addVec(job.releasable, f, u, 1);
+  if (cands.length === 0) return null;
+  // Even releasing every candidate would not free enough quota: skip the search.
+  for (const [f, r] of need) {
+    let releasable = 0;
+    for (const c of cands) releasable += (c.job.usage.get(f)?.[r] as number | undefined) ?? 0;
+    if (available(q.node, f, r) + releasable < ((request.get(f) as number[])[r] as number)) return null;
+  }
+  // Set when some trial had the quota but not the nodes: only then can a placement-aware retry help.
+  let placementShort = false;
+  const fits = (allowBorrowing: boolean): boolean => {
+    for (const [f, v] of request) {
+      const fq = q.node.flavors.get(f);
+      if (!fq) return false;
+      for (let r = 0; r < RESOURCE_COUNT; r++) {
+        const x = v[r] as number;
+        if (x === 0 || !fq.declared[r]) continue;
+        if (x > available(q.node, f, r)) return false;
+        if (!allowBorrowing && (fq.usage[r] as number) + x > (fq.nominal[r] as number)) return false;
+      }
+    }
+    const m = core.trail.length;
+    const eligible = eligibleFor(job);
+    let ok = true;
+    for (let i = 0; i < job.podSets.length && ok; i++) {
+      const ps = job.podSets[i] as PodSetState;
+      ok = tPlace(core, core.flavors.get(choice[i] as string) as FlavorState, ps.count, ps.shape, eligible) !== null;
+    }
+    rollback(core, m);
+    if (!ok) placementShort = true;
+    return ok;
+  };
+  // Candidates the searches actually took (they passed every rule): what a failed job can count on later.
+  const taken = new Set<JobState>();
+  const search = (ordered: Candidate[]): JobState[] | null => {
+    const own = ordered.filter((c) => !c.other);
+    if (own.length === ordered.length) return minimalSet(core, job, request, need, own, true, fits, taken);
+    // Fair sharing decides between queues by share (see fairShareAllows), so borrowing is allowed.
+    if (core.fairSharing) return minimalSet(core, job, request, need, ordered, true, fits, taken);
+    if (q.borrowPolicy === 'LowerPriority') {
+      const cs = underNominal ? ordered.filter((c) => !c.other || c.reclaimOk || c.borrowOk) : ordered.filter((c) => !c.other || c.borrowOk);
+      return minimalSet(core, job, request, need, cs, true, fits, taken);
+    }
+    let found: JobState[] | null = null;
+    if (underNominal) found = minimalSet(core, job, request, need, ordered.filter((c) => !c.other || c.reclaimOk), false, fits, taken);
+    if (!found && own.length > 0) found = minimalSet(core, job, request, need, own, true, fits, taken);
+    return found;
+  };
+  let victims = search(cands);
+  // The policy order can free enough quota on the wrong nodes (scattered GPUs, no node with room
+  // for a pod) and then run out of candidates (a queue is not pushed below its nominal). Retry with
+  // the candidates grouped by the nodes that can most cheaply make room for the pods (only when
+  // some trial had the quota but not the nodes, so quota-bound failures cost nothing more); the same
+  // take-until-it-fits and walk-back keeps the set minimal for quota and placement both.
+  // Only for quota owed to the job (it stays within its nominal): a job that would borrow, or win
+  // by fair share, waits for capacity rather than evicting whole nodes of running work — on Philly
+  // the retry for every preemptor doubled preemptions and tripled the GPU-hours thrown away.
+  if (!victims && placementShort && withinNominal(q, request)) {
+    const byNode = placementOrder(job, choice, cands);
+    if (byNode) victims = search(byNode);
+  }
+  if (!victims) {
+    job.releasable = new Map([...request.keys()].map((f) => [f, [0, 0, 0]]));
+    for (const t of taken) for (const [f, u] of t.usage) if (request.has(f)) addVec(job.releasable, f, u, 1);
+    return null;
+  }
+  // Victims stay released on the trail; now charge and place the preemptor for real.
+  const eligible = eligibleFor(job);
+  const parts: PodSetPlan[] = [];
+  tCharge(core, q, request);
+  for (let i = 0; i < job.podSets.length; i++) {
+    const ps = job.podSets[i] as PodSetState;
+    const allocs = tPlace(core, core.flavors.get(choice[i] as string) as FlavorState, ps.count, ps.shape, eligible);
+    if (!allocs) return null; // cannot happen: fits() just placed the same pods on the same state
+    parts.push({ ps, flavor: choice[i] as string, count: ps.count, allocs });
+  }
+  // Charged above: does the preemptor's queue end up above its nominal on what it asked for?
+  const preemptorBorrows = [...request].some(([f, vec]) => vec.some((v, r) => (v as number) > 0 && overNominal(q, f, r)));
+  const withReasons = victims.map((v) => ({ job: v, reason: preemptionReason(core, job, v, preemptorBorrows) }));
+  return planFrom(job, parts, request, withReasons);
+}
+
+/**
+ * Candidates regrouped by node: nodes of the chosen flavors where freeing the candidates could
+ * hold a pod first, then those with the most free GPU already (least to evict), then the fewest
+ * candidate GPUs, then name; within a node the policy order stays. Null if it changes nothing.
+ */
+export function placementOrder(job: JobState, choice: string[], cands: Candidate[]): Candidate[] | null {
+  const podGpu = new Map<string, number>(); // per chosen flavor: the smallest GPU pod shape
+  job.podSets.forEach((ps, i) => {
+    const f = choice[i] as string;
+    if (ps.shape.gpu > 0) podGpu.set(f, Math.min(podGpu.get(f) ?? Number.POSITIVE_INFINITY, ps.shape.gpu));
+  });
+  if (podGpu.size === 0) return null;
+  const eligible = eligibleFor(job);
+  const held = new Map<NodeState, number>();
+  for (const c of cands)
+    for (const a of c.job.allocs) {
+      if (!podGpu.has(a.node.flavor.spec.name) || !eligible(a.node)) continue;
+      held.set(a.node, (held.get(a.node) ?? 0) + a.gpuMilli.reduce((x, y) => x + y, 0));
+    }
+  const ranked = [...held.entries()]
+    .map(([n, h]) => ({ n, h, useful: n.freeGpuTotal + h >= (podGpu.get(n.flavor.spec.name) as number) ? 0 : 1 }))
+    .sort((a, b) => a.useful - b.useful || b.n.freeGpuTotal - a.n.freeGpuTotal || a.h - b.h || (a.n.spec.name < b.n.spec.name ? -1 : 1));
+  const out: Candidate[] = [];
+  const seen = new Set<Candidate>();
+  for (const { n } of ranked)
+    for (const c of cands)
+      if (!seen.has(c) && c.job.allocs.some((a) => a.node === n)) {
+        seen.add(c);
+        out.push(c);
+      }
+  for (const c of cands) if (!seen.has(c)) out.push(c);
+  return out.every((c, i) => c === cands[i]) ? null : out;
+}
+
+/** Would the queue stay within its nominal quota with `request` added (its quota is owed to it)? */
+export function withinNominal(q: QueueState, request: Map<string, number[]>): boolean {
+  for (const [f, v] of request)
+    for (let r = 0; r < RESOURCE_COUNT; r++) {
+      const x = v[r] as number;
+      if (x === 0 || !q.node.flavors.get(f)?.declared[r]) continue;
+      if (usageOf(q, f, r) + x > nominalOf(q, f, r)) return false;
+    }
+  return true;
+}
+
+export function usageOf(q: QueueState, f: string, r: number): number {
+  return (q.node.flavors.get(f)?.usage[r] as number | undefined) ?? 0;
+}
+
+export function nominalOf(q: QueueState, f: string, r: number): number {
+  return (q.node.flavors.get(f)?.nominal[r] as number | undefined) ?? 0;
+}
+
+/**
+ * Why a victim goes. Between queues: taking back unused nominal is a reclaim, with or
+ * without fair sharing (Kueue's InCohortReclamation); only a preemptor that borrows wins
+ * by share (InCohortFairSharing).
+ */
+export function preemptionReason(core: CoreState, preemptor: JobState, victim: JobState, preemptorBorrows: boolean): PreemptionReason {
+  if (victim.queue === preemptor.queue) return 'priority';
+  if (victim.queue.windowReclaimable) return 'window-closed';
+  if (core.fairSharing && preemptorBorrows) return 'fair-share';
+  return 'reclaim';
+}
+
+/** Is `v` using more than its nominal on a (flavor, resource) the preemptor needs? */
+export function borrowingOnNeed(v: QueueState, request: Map<string, number[]>, need: [string, number][]): boolean {
+  if (need.length > 0) return need.some(([f, r]) => overNominal(v, f, r));
+  for (const [f, vec] of request) for (let r = 0; r < RESOURCE_COUNT; r++) if ((vec[r] as number) > 0 && overNominal(v, f, r)) return true;
+  return false;
+}
+
+export function candidates(core: CoreState, job: JobState, request: Map<string, number[]>, need: [string, number][], otherOk: (v: QueueState) => boolean): Candidate[] {
+  const q = job.queue;
+  const out: Candidate[] = [];
+  const uses = (c: JobState): boolean => {
+    for (const f of c.usage.keys()) if (request.has(f)) return true;
+    return false;
+  };
+  if (q.withinQueue !== 'Never') {
+    for (const c of q.admitted) {
+      if (c.preemptible !== 'yes' || !uses(c)) continue;
+      const lower = c.priority < job.priority;
+      const newerEqual =
+        q.withinQueue === 'LowerOrNewerEqualPriority' &&
+        c.priority === job.priority &&
+        (c.spec.submitTime > job.spec.submitTime || (c.spec.submitTime === job.spec.submitTime && c.spec.id > job.spec.id));
+      if (lower || newerEqual) out.push({ job: c, other: false, reclaimOk: false, borrowOk: false });
+    }
+  }
+  if (q.node.parent && (q.reclaim !== 'Never' || q.borrowPolicy !== 'Never')) {
+    for (const v of core.treeQueues.get(q.root) ?? []) {
+      if (v === q || !borrowingOnNeed(v, request, need) || !otherOk(v)) continue;
+      for (const c of v.admitted) {
+        if (c.preemptible === 'no' || !uses(c)) continue;
+        const lower = c.priority < job.priority;
+        const reclaimOk = q.reclaim === 'Any' || (q.reclaim === 'LowerPriority' && (lower || v.isolation === 'BEST_EFFORT'));
+        const borrowOk =
+          q.borrowPolicy === 'LowerPriority' && c.preemptible === 'yes' && lower && (q.borrowThreshold === null || c.priority <= q.borrowThreshold);
+        if (reclaimOk || borrowOk) out.push({ job: c, other: true, reclaimOk, borrowOk });
+      }
+    }
+  }
+  // Candidate order: other queues first (best-effort queues before them all), lower priority,
+  // most recently admitted, id.
+  out.sort(
+    (a, b) =>
+      Number(b.other) - Number(a.other) ||
+      Number(b.job.queue.isolation === 'BEST_EFFORT') - Number(a.job.queue.isolation === 'BEST_EFFORT') ||
+      a.job.priority - b.job.priority ||
+      b.job.admitSeq - a.job.admitSeq ||
+      (a.job.spec.id < b.job.spec.id ? -1 : a.job.spec.id > b.job.spec.id ? 1 : 0),
+  );
+  return out;
+}
+
+/**
+ * Take candidates in order until the job fits, then walk the chosen set backwards and put back
+ * every victim whose release turns out not to be needed. Victims stay released on the trail.
+ */
+export function minimalSet(core: CoreState, 
+  job: JobState,
+  request: Map<string, number[]>,
+  need: [string, number][],
+  cands: Candidate[],
+  allowBorrowing: boolean,
+  fits: (allowBorrowing: boolean) => boolean,
+  taken?: Set<JobState>,
+): JobState[] | null {
+  const q = job.queue;
+  const mark = core.trail.length;
+  const removed: JobState[] = [];
+  for (const c of cands) {
+    const v = c.job.queue;
+    // borrowWithinCohort covers only victims at or below its threshold: once another queue's
+    // job outside it is taken, the preemptor must fit without borrowing (as in Kueue).
+    if (c.other && !c.borrowOk && !core.fairSharing) allowBorrowing = false;
+    // A queue is never pushed below its nominal by another queue's reclaim.
+    if (v !== q && !borrowingOnNeed(v, request, need)) continue;
+    if (core.fairSharing && v !== q && !fairShareAllows(core, q, request, c.job)) continue;
+    tRelease(core, c.job);
+    removed.push(c.job);
+    taken?.add(c.job);
+    if (!fits(allowBorrowing)) continue;
+    const targets: JobState[] = [c.job];
+    for (let i = removed.length - 2; i >= 0; i--) {
+      const back = removed[i] as JobState;
+      tReadd(core, back);
+      if (fits(allowBorrowing)) continue;
+      tRelease(core, back);
+      targets.push(back);
+    }
+    return targets;
+  }
+  rollback(core, mark);
+  return null;
+}
+
+/**
+ * No ping-pong under fair sharing: after the move the preemptor's share must be ≤ the victim
+ * queue's share, and strictly below the victim queue's share before it (so equal shares never
+ * trade jobs back and forth).
+ */
+export function fairShareAllows(core: CoreState, q: QueueState, request: Map<string, number[]>, victim: JobState): boolean {
+  const mark = core.trail.length;
+  const vBefore = weightedShare(victim.queue);
+  chargeQueue(victim.queue, victim.usage, -1);
+  core.trail.push(() => chargeQueue(victim.queue, victim.usage, 1));
+  const vAfter = weightedShare(victim.queue);
+  tCharge(core, q, request);
+  const pAfter = weightedShare(q);
+  rollback(core, mark);
+  return pAfter <= vAfter && pAfter < vBefore;
+}
+
+export function buildAdmission(job: JobState, plan: Plan, at: number): Admission {
+  return {
+    jobId: job.spec.id,
+    queue: job.queue.spec.name,
+    at,
+    podSets: plan.parts.map((p) => ({ name: p.ps.name, flavor: p.flavor, count: p.count, placements: groupPlacements(p.allocs) })),
+    borrowed: plan.borrowed,
+    mode: plan.mode,
+  };
+}
+
+/** Applies a plan whose trial changes are in place since `mark`: victims go back to pending, the job is admitted. */
+export function commit(core: CoreState, job: JobState, plan: Plan, mark: number, now: number, preempted: Preemption[]): Admission {
+  core.trail.length = mark; // the trial changes become the state
+  core.stateVersion++;
+  const q = job.queue;
+  const freed = new Map<string, number[]>();
+  for (const { job: v } of plan.victims) for (const [f, u] of v.usage) addVec(freed, f, u, 1);
+  const freedNodes = [...new Set(plan.victims.flatMap((v) => v.job.allocs.map((a) => a.node)))];
+  for (const { job: v, reason } of plan.victims) {
+    const p: Preemption = { victimId: v.spec.id, victimQueue: v.queue.spec.name, preemptorId: job.spec.id, preemptorQueue: q.spec.name, reason, at: now };
+    preempted.push(p);
+    v.queue.admitted.delete(v);
+    historyChange(core, v.queue, now, -(gpuOf(v.usage)), 0);
+    v.usage = new Map();
+    v.allocs = [];
+    v.admission = null;
+    v.preemptions++;
+    v.lastPreemption = p;
+    v.preemptedCycle = core.cycleNo;
+    v.parkKind = 'any';
+    v.preemptedBy = { jobId: job.spec.id, reason };
+    v.decision = {
+      jobId: v.spec.id,
+      queue: v.queue.spec.name,
+      reason: 'WaitingForQuota',
+      message: `preempted (${reason}); requeued with its original submit time`,
+      preemptedBy: { ...v.preemptedBy },
+    };
+    v.decisionVersion = -1; // diagnosed again against the state after this cycle
+    enqueue(core, v);
+    core.deferred.add(v.queue);
+  }
+  dequeue(core, job);
+  job.status = 'admitted';
+  job.decision = null;
+  job.preemptedBy = null;
+  job.usage = plan.usage;
+  job.allocs = plan.parts.flatMap((p) => p.allocs);
+  job.admittedAt = now;
+  job.admitSeq = ++core.admitSeq;
+  q.admitted.add(job);
+  const gpu = gpuOf(plan.usage);
+  historyChange(core, q, now, gpu, core.entryPenalty * (gpu / 1000));
+  job.admission = buildAdmission(job, plan, now);
+  for (const { job: v } of plan.victims) if (v.queue.windowReclaimable && !anyOverNominal(v.queue)) v.queue.windowReclaimable = false;
+  if (plan.victims.length > 0 && freedMoreThanTaken(plan.victims.map((v) => v.job), plan.usage, freed)) {
+    const queues = new Set(plan.victims.map((v) => v.job.queue));
+    for (const vq of queues) wakeAfterRelease(core, vq, freed, freedNodes);
+  }
+  return job.admission;
+}
+
+/** Did the victims free more than the preemptor took? Only then can anyone else gain from it. */
+export function freedMoreThanTaken(_victims: JobState[], taken: Map<string, number[]>, freed: Map<string, number[]>): boolean {
+  for (const [f, v] of freed) {
+    const t = taken.get(f);
+    for (let r = 0; r < RESOURCE_COUNT; r++) if ((v[r] as number) > ((t?.[r] as number | undefined) ?? 0)) return true;
+  }
+  return false;
+}
+
+export function release(core: CoreState, j: JobState, now: number): void {
+  const q = j.queue;
+  core.stateVersion++;
+  chargeQueue(q, j.usage, -1);
+  for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
+  q.admitted.delete(j);
+  historyChange(core, q, now, -gpuOf(j.usage), 0);
+  const freed = j.usage;
+  const freedNodes = [...new Set(j.allocs.map((a) => a.node))];
+  j.usage = new Map();
+  j.allocs = [];
+  if (q.windowReclaimable && !anyOverNominal(q)) q.windowReclaimable = false;
+  // Its own waiting jobs are retried like everyone's, by need: the release raised their available
+  // quota. (A lower share could also widen their victim set; that is picked up at their next retry.)
+  wakeAfterRelease(core, q, freed, freedNodes);
+}
+
+export function anyOverNominal(q: QueueState): boolean {
+  for (const f of q.node.flavors.keys()) for (let r = 0; r < RESOURCE_COUNT; r++) if (overNominal(q, f, r)) return true;
+  return false;
+}
+
+export function refreshWindows(core: CoreState, now: number): void {
+  if (core.windowQueues.size === 0) return;
+  const minute = Math.floor(now / 60_000);
+  if (minute === core.lastWindowMinute) return; // windows are minute-granular
+  core.lastWindowMinute = minute;
+  const closed: QueueState[] = [];
+  let changed = false;
+  for (const q of core.windowQueues) {
+    const w = openWindow(q, now);
+    if (w === q.activeWindow) continue;
+    if (q.activeWindow !== null) closed.push(q);
+    q.activeWindow = w;
+    changed = true;
+  }
+  if (!changed) return;
+  rebuildQuotas(core);
+  // Nothing is killed at close: the excess just becomes reclaimable, with its own reason.
+  for (const q of closed) if (anyOverNominal(q)) q.windowReclaimable = true;
+}
+
+export function cycle(core: CoreState): CycleResult {
+  const now = core.clock.now();
+  core.cycleNo++;
+  refreshWindows(core, now);
+  if (core.rescanEveryCycle) rescanAll(core);
+  for (const q of core.deferred) {
+    const avail = new Map<string, number[]>();
+    wakeQueueIf(core, q, (j) => needMet(j, avail));
+  }
+  core.deferred.clear();
+  const result: CycleResult = { at: now, admitted: [], preempted: [], pending: [] };
+  const pending = new Map<string, PendingDecision>();
+  // Each pass takes one head per active queue; a head is admitted, parked (BestEffortFIFO) or
+  // blocks its queue (StrictFIFO), so every pass shrinks the work and the loop ends.
+  while (core.active.size > 0) {
+    const heads: { job: JobState; share: number; borrow: number; hist: number }[] = [];
+    for (const q of [...core.active]) {
+      let h = q.heap.peek();
+      while (h && q.strategy !== 'StrictFIFO') {
+        if (h.preemptedCycle === core.cycleNo) {
+          // Evicted in this cycle: it waits for the next one (the caller is suspending it).
+          park(core, h, null);
+        } else if (stillShort(core, h)) {
+          // Woken by a release that a job ahead already took: re-park it untried, here rather
+          // than one pass per job, so a burst of such jobs costs one loop, not a pass each.
+          park(core, h, null, true);
+        } else break;
+        h = q.heap.peek();
+      }
+      if (!h || h.preemptedCycle === core.cycleNo) {
+        core.active.delete(q);
+        if (h) q.blocked = true;
+        continue;
+      }
+      heads.push({
+        job: h,
+        share: core.fairSharing ? weightedShare(q) : 0,
+        borrow: core.fairSharing ? 0 : headBorrows(h) ? 1 : 0,
+        hist: core.halfLife !== null ? historyAt(core, q, now) / Math.max(q.weight, 1e-9) : 0,
+      });
+    }
+    if (heads.length === 0) break;
+    // Order: lowest weighted share (or non-borrowing first), then decayed usage, higher priority, earlier submit, id.
+    heads.sort(
+      (a, b) =>
+        a.share - b.share ||
+        a.borrow - b.borrow ||
+        a.hist - b.hist ||
+        b.job.priority - a.job.priority ||
+        a.job.spec.submitTime - b.job.spec.submitTime ||
+        (a.job.spec.id < b.job.spec.id ? -1 : 1),
+    );
+    for (const { job } of heads) {
+      const q = job.queue;
+      if (job.status !== 'pending' || q.heap.peek() !== job || q.blocked) continue;
+      if (stillShort(core, job)) {
+        // Woken by a release that someone ahead already took: still short of what it needs.
+        park(core, job, null, true);
+        continue;
+      }
+      const mark = core.trail.length;
+      const known = knownPreemptFail(core, job);
+      const res = evaluate(core, job, known === undefined);
+      if (!res.ok) {
+        if (known) job.releasable = known;
+        else if (job.releasable) rememberPreemptFail(core, job);
+      }
+      if (res.ok) {
+        result.admitted.push(commit(core, job, res, mark, now, result.preempted));
+        pending.delete(job.spec.id);
+        continue;
+      }
+      rollback(core, mark);
+      const d = decisionFrom(job, res);
+      job.decision = d;
+      job.decisionVersion = core.stateVersion;
+      pending.set(job.spec.id, d);
+      if (q.strategy === 'StrictFIFO') {
+        q.blocked = true;
+        core.active.delete(q);
+        for (const f of res.waitFlavors) waitOn(core, f, q);
+      } else {
+        park(core, job, res);
+      }
+    }
+  }
+  // A decision made before later admissions of this cycle may no longer be true: diagnose it
+  // again against the state the cycle leaves (only those made at an older state version).
+  result.pending = [...pending.values()].map((d) => {
+    const j = core.jobs.get(d.jobId);
+    return j && j.status === 'pending' ? currentDecision(core, j) : d;
+  });
+  return result;
+}
+
+export function decisionFrom(job: JobState, res: Fail): PendingDecision {
+  const d: PendingDecision = { jobId: job.spec.id, queue: job.queue.spec.name, reason: res.reason, message: res.message };
+  if (res.shortfall) d.shortfall = res.shortfall;
+  if (res.nodeFit) d.nodeFit = res.nodeFit;
+  if (job.preemptedBy) d.preemptedBy = { ...job.preemptedBy };
+  return d;
+}
+
+/**
+ * The job's pending decision as of the current state: the stored one if nothing changed since it
+ * was made, else diagnosed again (a trial assignment, rolled back) and stored with the version.
+ */
+export function currentDecision(core: CoreState, j: JobState): PendingDecision {
+  if (j.decision && j.decisionVersion === core.stateVersion) return j.decision;
+  const mark = core.trail.length;
+  const res = assignDirect(core, j, j.podSets.map((p) => p.count));
+  rollback(core, mark);
+  let d: PendingDecision;
+  if (res.ok) {
+    d = { jobId: j.spec.id, queue: j.queue.spec.name, reason: 'NotYetEvaluated', message: 'fits now; waits for the next admission cycle' };
+    if (j.preemptedBy) d.preemptedBy = { ...j.preemptedBy };
+  } else d = decisionFrom(j, res);
+  j.decision = d;
+  j.decisionVersion = core.stateVersion;
+  return d;
+}
+
+/** The naive baseline: rebuild usage and node capacity from every running job, retry every pending job. */
+export function rescanAll(core: CoreState): void {
+  for (const f of core.flavors.values()) {
+    f.freeGpu = 0;
+    f.freeCpu = 0;
+    f.freeMem = 0;
+    f.withFreeGpu.clear();
+    for (const n of f.nodes) {
+      if (n.spec.gpus > 0) f.withFreeGpu.add(n);
+      n.gpuFree.fill(f.perGpuMilli);
+      n.freeGpuTotal = n.spec.gpus * f.perGpuMilli;
+      n.cpuFree = Math.round(n.spec.cpu);
+      n.memFree = Math.round(n.spec.memory);
+      n.pods = 0;
+      f.freeGpu += n.freeGpuTotal;
+      f.freeCpu += n.cpuFree;
+      f.freeMem += n.memFree;
+    }
+  }
+  for (const j of core.jobs.values()) if (j.status === 'admitted') for (const a of j.allocs) reapplyAlloc(a);
+  rebuildQuotas(core); // re-charges all running jobs and wakes every queue
+}
+
+/** A woken job that is still short of what it waited for (quota need or node room). */
+export function stillShort(core: CoreState, j: JobState): boolean {
+  return (j.parkKind === 'quota' && !needMet(j, new Map())) || (j.parkKind === 'node' && !wakeNodesStillFit(core, j));
+}
+
+export function wakeNodesStillFit(core: CoreState, j: JobState): boolean {
+  if (!j.wakeNodes) return true;
+  for (const n of j.wakeNodes) for (const ps of j.podSets) if (ps.flavors.includes(n.flavor.spec.name) && fitsPod(n, ps.shape)) return gangCouldFit(core, j);
+  return false;
+}
+
+/** Necessary for a node waiter: every pod set has room for its gang minimum on some flavor's free nodes (counted over nodes with free GPU, so cheap when the cluster is full). */
+export function gangCouldFit(core: CoreState, j: JobState): boolean {
+  for (const ps of j.podSets) {
+    let ok = false;
+    for (const f of ps.flavors) {
+      const fs = core.flavors.get(f);
+      if (fs && flavorPodCapacity(fs, ps.shape, ps.minCount) >= ps.minCount) {
+        ok = true;
+        break;
+      }
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+export function park(core: CoreState, j: JobState, fail: Fail | null, keepClass = false): void {
+  const q = j.queue;
+  if (!keepClass) classifyPark(j, fail);
+  j.wakeNodes = null;
+  const waitFlavors = keepClass && j.parkKind === 'node' ? j.podSets.flatMap((p) => p.flavors) : (fail?.waitFlavors ?? []);
+  q.heap.remove(j);
+  q.parked.add(j);
+  j.parked = true;
+  for (const f of waitFlavors) waitOn(core, f, q);
+  if (j.parkKind === 'node' && !keepClass && waitFlavors.length === 0) for (const p of j.podSets) for (const f of p.flavors) waitOn(core, f, q);
+  if (q.heap.size === 0) core.active.delete(q);
+}
+
+export function knownPreemptFail(core: CoreState, j: JobState): Map<string, number[]> | undefined {
+  const q = j.queue;
+  if (j.podSets.length !== 1 || q.preemptFails.length === 0) return undefined;
+  const ps = j.podSets[0] as PodSetState;
+  const key = ps.flavors.join(',');
+  for (const m of q.preemptFails) {
+    if (m.version !== core.stateVersion || m.flavors !== key) continue;
+    if (ps.shape.gpu >= m.shape.gpu && ps.shape.cpu >= m.shape.cpu && ps.shape.mem >= m.shape.mem && ps.minCount >= m.minCount && j.priority <= m.priority && j.spec.submitTime >= m.submit)
+      return m.releasable;
+  }
+  return undefined;
+}
+
+export function rememberPreemptFail(core: CoreState, j: JobState): void {
+  const q = j.queue;
+  if (j.podSets.length !== 1 || !j.releasable) return;
+  const ps = j.podSets[0] as PodSetState;
+  const fails = q.preemptFails.filter((m) => m.version === core.stateVersion);
+  fails.push({ version: core.stateVersion, flavors: ps.flavors.join(','), shape: ps.shape, minCount: ps.minCount, priority: j.priority, submit: j.spec.submitTime, releasable: j.releasable });
+  q.preemptFails = fails.slice(-8);
+}
+
+/** Records why a job is parked and, for quota waits, how much must be released in its tree before a retry can succeed. */
+export function classifyPark(j: JobState, fail: Fail | null): void {
+  j.parkNeeds = [];
+  if (!fail) {
+    j.parkKind = 'any';
+    return;
+  }
+  if (fail.reason === 'NoFittingNode' || fail.reason === 'NoNodeFits') {
+    j.parkKind = 'node';
+    return;
+  }
+  if (fail.reason === 'ExceedsMaxQuota' || fail.reason === 'WindowClosed') {
+    j.parkKind = 'never';
+    return;
+  }
+  const ps = j.podSets[0] as PodSetState;
+  const q = j.queue;
+  if (j.podSets.length !== 1) {
+    j.parkKind = 'any';
+    return;
+  }
+  // The smallest request the job could be admitted with (gang minimum).
+  const vec = [ps.shape.gpu * ps.minCount, ps.shape.cpu * ps.minCount, ps.shape.mem * ps.minCount];
+  for (const f of ps.flavors) {
+    const fq = q.node.flavors.get(f);
+    if (!fq) continue;
+    const releasable = j.releasable?.get(f);
+    if (!releasable && canPreempt(q)) {
+      j.parkKind = 'any'; // this option was not searched for victims: no bound on what a retry needs
+      return;
+    }
+    // The available quota at which a retry could succeed (by fitting, or by preempting the candidates it had).
+    const need = [Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY];
+    for (let r = 0; r < RESOURCE_COUNT; r++) {
+      if (!fq.declared[r]) continue;
+      need[r] = (vec[r] as number) - ((releasable?.[r] as number | undefined) ?? 0);
+    }
+    j.parkNeeds.push({ flavor: f, need });
+  }
+  j.parkKind = 'quota';
+  // The quota numbers say it could fit (by preempting what it found) yet it did not: nodes are what
+  // it waits for (its victims' GPUs do not make room for its pods).
+  if (needMet(j, new Map())) j.parkKind = 'node';
+}
+
+export function waitOn(core: CoreState, f: string, q: QueueState): void {
+  let s = core.flavorWaiters.get(f);
+  if (!s) {
+    s = new Set();
+    core.flavorWaiters.set(f, s);
+  }
+  s.add(q);
+}
+
+/** Would the head exceed its queue's nominal on its first preferred flavor? (Non-borrowing heads go first without fair sharing, as in Kueue.) */
+export function headBorrows(j: JobState): boolean {
+  const q = j.queue;
+  for (const ps of j.podSets) {
+    const f = ps.flavors[0] as string;
+    const fq = q.node.flavors.get(f);
+    if (!fq) continue;
+    const vec = [ps.shape.gpu * ps.count, ps.shape.cpu * ps.count, ps.shape.mem * ps.count];
+    for (let r = 0; r < RESOURCE_COUNT; r++) if (fq.declared[r] && (fq.usage[r] as number) + (vec[r] as number) > (fq.nominal[r] as number)) return true;
+  }
+  return false;
+}
+
+export function preview(core: CoreState, spec: JobSpec): Preview {
+  const job = buildJob(core, spec);
+  const mark = core.trail.length;
+  const res = evaluate(core, job, true);
+  let out: Preview;
+  if (res.ok) {
+    const now = core.clock.now();
+    out = {
+      admissible: true,
+      admission: buildAdmission(job, res, now),
+      borrowed: res.borrowed,
+      wouldPreempt: res.victims.map((v) => ({
+        victimId: v.job.spec.id,
+        victimQueue: v.job.queue.spec.name,
+        preemptorId: spec.id,
+        preemptorQueue: job.queue.spec.name,
+        reason: v.reason,
+        at: now,
+      })),
+    };
+  } else {
+    out = { admissible: false, borrowed: false, wouldPreempt: [], reason: res.reason, message: res.message };
+    if (res.shortfall) out.shortfall = res.shortfall;
+    if (res.nodeFit) out.nodeFit = res.nodeFit;
+  }
+  rollback(core, mark);
+  return out;
+}
+
+export function explain(core: CoreState, jobId: string): JobExplanation {
+  const j = core.jobs.get(jobId);
+  if (!j) throw new SchedulerInputError('UNKNOWN_JOB', `unknown job ${jobId}`);
+  const base: JobExplanation = { jobId, queue: j.queue.spec.name, state: j.status, preemptions: j.preemptions };
+  if (j.lastPreemption) base.lastPreemption = j.lastPreemption;
+  if (j.status === 'admitted') {
+    base.admission = j.admission as Admission;
+    base.expectedEnd = expectedEnd(j);
+    return base;
+  }
+  const q = j.queue;
+  const view = treeView(core, q.root);
+  base.queuePending = q.heap.size + q.parked.size;
+  base.positionInQueue = view.queuePos.get(j) ?? base.queuePending;
+  const head = q.heap.peek();
+  if (q.strategy === 'StrictFIFO' && q.blocked && head && head !== j) {
+    base.reason = 'StrictFIFOBlocked';
+    base.message = `StrictFIFO queue ${q.spec.name}: waiting behind the head of the queue, which cannot be admitted yet`;
+    base.blockedBy = head.spec.id;
+  } else if (j.decision) {
+    const d = currentDecision(core, j);
+    base.reason = d.reason;
+    base.message = d.message;
+    if (d.shortfall) base.shortfall = d.shortfall;
+    if (d.nodeFit) base.nodeFit = d.nodeFit;
+  } else {
+    base.reason = 'NotYetEvaluated';
+    base.message = 'waiting for the next admission cycle';
+  }
+  if (j.preemptedBy) base.preemptedBy = { ...j.preemptedBy };
+  base.positionInCohort = (view.index.get(j) ?? view.order.length - 1) + 1;
+  base.cohortPending = view.order.length;
+  if (base.reason === 'ExceedsMaxQuota' || base.reason === 'WindowClosed') {
+    base.eta = null;
+    base.etaUnknownReason = base.reason === 'ExceedsMaxQuota' ? 'NeverFits' : 'WindowClosed';
+  } else {
+    const r = etaOf(core, view, j);
+    base.eta = r.at === null ? null : Math.max(core.clock.now(), r.at);
+    if (r.why) base.etaUnknownReason = r.why;
+  }
+  return base;
+}
+
+export function expectedEnd(j: JobState): number | null {
+  const d = j.spec.expectedDurationMs ?? j.spec.maxRunMs;
+  return d === undefined ? null : j.admittedAt + d;
+}
+
+export function pendingOf(q: QueueState): JobState[] {
+  return [...q.heap.values(), ...q.parked];
+}
+
+/**
+ * The tree's pending jobs in admission order, cached until running jobs, quotas, nodes or the
+ * pending set change (explain runs per job per request: this keeps it a lookup).
+ */
+export function treeView(core: CoreState, root: QuotaNode): TreeView {
+  const cur = core.treeViews.get(root);
+  if (cur && cur.sv === core.stateVersion && cur.pv === core.pendingVersion) return cur;
+  const order = cohortOrder(core, root);
+  const index = new Map<JobState, number>();
+  const queuePos = new Map<JobState, number>();
+  const perQueue = new Map<QueueState, number>();
+  order.forEach((j, i) => {
+    index.set(j, i);
+    const n = (perQueue.get(j.queue) ?? 0) + 1;
+    perQueue.set(j.queue, n);
+    queuePos.set(j, n);
+  });
+  const view: TreeView = { sv: core.stateVersion, pv: core.pendingVersion, order, index, queuePos, etas: null };
+  core.treeViews.set(root, view);
+  return view;
+}
+
+/** Queues' pending lists merged by (queue share — or non-borrowing first without fair sharing —, priority, submit, id). */
+export function cohortOrder(core: CoreState, root: QuotaNode): JobState[] {
+  const lists = (core.treeQueues.get(root) ?? []).map((q) => {
+    const jobs = pendingOf(q).sort((a, b) => (queueLess(a, b) ? -1 : 1));
+    return { q, jobs, i: 0, share: core.fairSharing ? weightedShare(q) : 0 };
+  });
+  const order: JobState[] = [];
+  for (;;) {
+    let best: (typeof lists)[number] | null = null;
+    for (const l of lists) {
+      const h = l.jobs[l.i];
+      if (!h) continue;
+      if (!best) {
+        best = l;
+        continue;
+      }
+      const b = best.jobs[best.i] as JobState;
+      const ka = [l.share, core.fairSharing ? 0 : Number(headBorrows(h))];
+      const kb = [best.share, core.fairSharing ? 0 : Number(headBorrows(b))];
+      if (ka[0]! < kb[0]! || (ka[0] === kb[0] && (ka[1]! < kb[1]! || (ka[1] === kb[1] && queueLess(h, b))))) best = l;
+    }
+    if (!best) break;
+    order.push(best.jobs[best.i++] as JobState);
+  }
+  return order;
+}
+
+/** The job's simulated admission time (see eta.ts), computed once per tree view. */
+export function etaOf(core: CoreState, view: TreeView, j: JobState): EtaResult {
+  if (!view.etas) view.etas = simulateTree(core, view.order);
+  return view.etas.get(j) ?? { at: null, why: 'TooFarAhead' };
+}
+
+export function simulateTree(core: CoreState, all: JobState[]): Map<JobState, EtaResult> {
+  const order = all.slice(0, ETA_MAX_JOBS);
+  const roots = new Set(order.map((j) => j.queue.root));
+  const flavors = new Set(order.flatMap((j) => j.podSets.flatMap((p) => p.flavors)));
+  const running: { end: number | null; release: () => void }[] = [];
+  for (const o of core.jobs.values()) {
+    if (o.status !== 'admitted') continue;
+    let relevant = roots.has(o.queue.root);
+    if (!relevant) for (const f of o.usage.keys()) if (flavors.has(f)) relevant = true;
+    if (relevant) running.push({ end: expectedEnd(o), release: () => tRelease(core, o) });
+  }
+  const mark = core.trail.length;
+  const out = simulateEtas<JobState>({
+    now: core.clock.now(),
+    order,
+    strictQueueOf: (j) => (j.queue.strategy === 'StrictFIFO' ? j.queue : null),
+    durationOf: (j) => j.spec.expectedDurationMs ?? j.spec.maxRunMs,
+    running,
+    signatureOf: (j) => `${j.queue.spec.name}|${j.shapeKeys.join(';')}|${j.podSets.map((p) => `${p.count}/${p.minCount}`).join(',')}`,
+    tryAdmit: (j) => trialAdmit(core, j),
+  });
+  rollback(core, mark);
+  return out;
+}
+
+/** Admits a job on the snapshot (full gang, else its minimum) and returns the trial release of what it took. */
+export function trialAdmit(core: CoreState, j: JobState): (() => void) | null {
+  // Quick reject before a trial assignment: each pod set needs, at its gang minimum, a flavor the
+  // quota admits without preemption and whose nodes have that much free in total.
+  for (const ps of j.podSets) {
+    const n = ps.minCount;
+    const vec = [ps.shape.gpu * n, ps.shape.cpu * n, ps.shape.mem * n];
+    const ok = ps.flavors.some((f) => {
+      const fs = core.flavors.get(f) as FlavorState;
+      return fs.freeGpu >= (vec[GPU] as number) && fs.freeCpu >= (vec[CPU] as number) && fs.freeMem >= (vec[MEM] as number) && quotaMode(j.queue, f, vec, undefined).mode <= BORROW;
+    });
+    if (!ok) return null;
+  }
+  let r = assignDirect(core, j, j.podSets.map((p) => p.count));
+  if (!r.ok && j.podSets.some((p) => p.minCount < p.count)) r = assignDirect(core, j, j.podSets.map((p) => p.minCount));
+  if (!r.ok) return null;
+  const q = j.queue;
+  const usage = r.usage;
+  const allocs = r.parts.flatMap((p) => p.allocs);
+  return () => {
+    chargeQueue(q, usage, -1);
+    for (let i = allocs.length - 1; i >= 0; i--) releaseAlloc(allocs[i] as PodAlloc);
+    core.trail.push(() => {
+      for (const a of allocs) reapplyAlloc(a);
+      chargeQueue(q, usage, 1);
+    });
+  };
+}
+
+export function queueStatus(core: CoreState, name: string): QueueStatus {
+  const q = core.queues.get(name);
+  if (!q) throw new SchedulerInputError('UNKNOWN_QUEUE', `unknown queue ${name}`);
+  const resources: QueueResourceStatus[] = [];
+  const siblings = q.node.parent ? q.node.parent.children.filter((c) => c !== q.node) : [];
+  for (const [f, fq] of q.node.flavors) {
+    for (let r = 0; r < RESOURCE_COUNT; r++) {
+      if (!fq.declared[r]) continue;
+      const used = fq.usage[r] as number;
+      const nominal = fq.nominal[r] as number;
+      let siblingsBorrowed = 0;
+      for (const s of siblings) {
+        const sq = s.flavors.get(f);
+        if (sq && sq.declared[r]) siblingsBorrowed += Math.max(0, (sq.usage[r] as number) - (sq.subtree[r] as number));
+      }
+      const ll = fq.lendingLimit[r];
+      const lendableUnused = Math.max(0, Math.min(nominal - used, ll ?? Number.POSITIVE_INFINITY));
+      const s: QueueResourceStatus = {
+        flavor: f,
+        resource: RES[r] as ResourceName,
+        nominal: toApi(r, nominal),
+        used: toApi(r, used),
+        borrowed: toApi(r, Math.max(0, used - nominal)),
+        lent: q.node.parent ? toApi(r, Math.min(lendableUnused, siblingsBorrowed)) : 0,
+      };
+      const bl = fq.borrowingLimit[r];
+      if (bl !== null && bl !== undefined) s.borrowingLimit = toApi(r, bl);
+      if (ll !== null && ll !== undefined) s.lendingLimit = toApi(r, ll);
+      resources.push(s);
+    }
+  }
+  const st: QueueStatus = {
+    name,
+    tenant: q.spec.tenant,
+    weight: q.weight,
+    isolation: q.isolation,
+    queueingStrategy: q.strategy,
+    activeWindow: q.activeWindow,
+    resources,
+    weightedShare: weightedShare(q),
+    pendingCount: q.heap.size + q.parked.size,
+    admittedCount: q.admitted.size,
+  };
+  if (q.spec.cohort !== undefined) st.cohort = q.spec.cohort;
+  return st;
+}
+
+export function nodeStatus(core: CoreState): NodeStatus[] {
+  const out: NodeStatus[] = [];
+  for (const n of [...core.nodes.values()].sort((a, b) => (a.spec.name < b.spec.name ? -1 : 1))) {
+    const per = n.flavor.perGpuMilli;
+    const s: NodeStatus = {
+      name: n.spec.name,
+      pool: n.spec.pool,
+      flavor: n.spec.flavor,
+      kind: n.flavor.spec.kind,
+      capacity: { gpu: (n.spec.gpus * per) / 1000, cpu: Math.round(n.spec.cpu), memory: Math.round(n.spec.memory) },
+      free: { gpu: n.freeGpuTotal / 1000, cpu: n.cpuFree, memory: n.memFree },
+      gpus: n.gpuFree.map((f, index) => ({ index, capacity: per / 1000, free: f / 1000 })),
+    };
+    if (n.spec.dedicatedTenant !== undefined) s.dedicatedTenant = n.spec.dedicatedTenant;
+    out.push(s);
+  }
+  return out;
+}
+
+export function pendingShapes(core: CoreState): PendingShape[] {
+  return [...core.shapes.values()].map((s) => ({
+    flavors: [...s.flavors],
+    perPod: { gpu: s.shape.gpu / 1000, cpu: s.shape.cpu, memory: s.shape.mem },
+    pods: s.pods,
+    jobs: s.jobs,
+  }));
+}
+
+/** The admission of a running job, or undefined. */
+export function admissionOf(core: CoreState, jobId: string): Admission | undefined {
+  return core.jobs.get(jobId)?.admission ?? undefined;
+}
+
+/** 'pending' | 'admitted' for a live job, undefined once finished/cancelled or never seen. */
+export function jobState(core: CoreState, jobId: string): 'pending' | 'admitted' | undefined {
+  return core.jobs.get(jobId)?.status;
+}
+
+/** Rebuilds running jobs after a restart from persisted admissions, exactly as recorded (no decisions are made). */
+export function restore(core: CoreState, admitted: RestoredAdmission[]): void {
+  for (const { job, admission } of admitted) {
+    if (core.jobs.has(job.id)) throw new SchedulerInputError('DUPLICATE_JOB', `job ${job.id} already exists`);
+    const j = buildJob(core, job);
+    const usage = new Map<string, number[]>();
+    const allocs: PodAlloc[] = [];
+    for (const pa of admission.podSets) {
+      const ps = j.podSets.find((p) => p.name === pa.name);
+      const flavor = core.flavors.get(pa.flavor);
+      if (!ps || !flavor) throw new SchedulerInputError('INVALID_SPEC', `restore ${job.id}: pod set ${pa.name} or flavor ${pa.flavor} unknown`);
+      addVec(usage, pa.flavor, [ps.shape.gpu, ps.shape.cpu, ps.shape.mem], pa.count);
+      const frac = isFractional(flavor, ps.shape.gpu);
+      const unitsPerPod = ps.shape.gpu === 0 ? 0 : frac ? 1 : ps.shape.gpu / 1000;
+      const perUnit = frac ? ps.shape.gpu : 1000;
+      for (const pl of pa.placements) {
+        const node = core.nodes.get(pl.node);
+        if (!node) throw new SchedulerInputError('UNKNOWN_NODE', `restore ${job.id}: unknown node ${pl.node}`);
+        const idx = pl.gpuIndices ?? [];
+        for (let p = 0; p < pl.pods; p++) {
+          const gpus = idx.slice(p * unitsPerPod, (p + 1) * unitsPerPod);
+          allocs.push({ node, cpu: ps.shape.cpu, mem: ps.shape.mem, gpus, gpuMilli: gpus.map(() => perUnit) });
+        }
+      }
+    }
+    for (const a of allocs) reapplyAlloc(a);
+    chargeQueue(j.queue, usage, 1);
+    j.status = 'admitted';
+    j.usage = usage;
+    j.allocs = allocs;
+    j.admittedAt = admission.at;
+    j.admitSeq = ++core.admitSeq;
+    j.admission = structuredCloneSpec(admission);
+    core.jobs.set(job.id, j);
+    j.queue.admitted.add(j);
+    core.stateVersion++;
+    historyChange(core, j.queue, admission.at, gpuOf(usage), 0);
+  }
+}
+
+/** A plain, deep copy of every piece of state a decision depends on; tests compare it before/after a what-if. */
+export function debugState(core: CoreState): unknown {
+  const quota: unknown[] = [];
+  for (const q of core.queues.values()) quota.push(['queue', q.spec.name, mapToObj(q.node.flavors)]);
+  for (const c of core.cohorts.values()) quota.push(['cohort', c.spec.name, mapToObj(c.node.flavors)]);
+  return structuredCloneSpec({
+    quota,
+    nodes: [...core.nodes.values()].map((n) => [n.spec.name, [...n.gpuFree], n.freeGpuTotal, n.cpuFree, n.memFree, n.pods]),
+    flavors: [...core.flavors.values()].map((f) => [f.spec.name, f.freeGpu, f.freeCpu, f.freeMem, f.nodes.map((n) => n.spec.name)]),
+    queues: [...core.queues.values()].map((q) => ({
+      name: q.spec.name,
+      heap: q.heap.values().map((j) => j.spec.id).sort(),
+      parked: [...q.parked].map((j) => j.spec.id).sort(),
+      blocked: q.blocked,
+      admitted: [...q.admitted].map((j) => j.spec.id).sort(),
+      history: { ...q.history },
+      windowReclaimable: q.windowReclaimable,
+    })),
+    jobs: [...core.jobs.values()].map((j) => [j.spec.id, j.status, j.admission, mapToObj(j.usage), j.allocs.map((a) => [a.node.spec.name, a.gpus, a.gpuMilli])]),
+    active: [...core.active].map((q) => q.spec.name).sort(),
+    shapes: [...core.shapes.entries()],
+    trail: core.trail.length,
+  });
+}
+
+/**
+ * The public face of the core: owns the state and delegates each call to the module that does it
+ * (README.md, "Files", says which module holds which phase).
+ */
+export class Scheduler {
+  private readonly state: CoreState;
+
+  constructor(opts: SchedulerOptions) {
+    this.state = createCoreState(opts);
+  }
+
+  // ───────────────────────────── configuration (configure.ts) ─────────────────────────────
+
+  upsertFlavor(f: FlavorSpec): void {
+    upsertFlavor(this.state, f);
+  }
+
+  upsertNode(n: NodeSpec): void {
+    upsertNode(this.state, n);
+  }
+
+  removeNode(name: string): void {
+    removeNode(this.state, name);
+  }
+
+  upsertCohort(c: CohortSpec): void {
+    upsertCohort(this.state, c);
+  }
+
+  upsertQueue(q: QueueSpec): void {
+    upsertQueue(this.state, q);
+  }
+
+  // ───────────────────────────── jobs (jobs.ts) ─────────────────────────────
+
+  submit(job: JobSpec): void {
+    submit(this.state, job);
+  }
+
+  finish(jobId: string): void {
+    finish(this.state, jobId);
+  }
+
+  cancel(jobId: string): void {
+    cancel(this.state, jobId);
+  }
+
+  // ───────────────────────────── the cycle (cycle.ts) ─────────────────────────────
+
+  cycle(): CycleResult {
+    return cycle(this.state);
+  }
+
+  // ───────────────────────────── queries (views.ts, explain.ts, restore.ts) ─────────────────────────────
+
+  preview(spec: JobSpec): Preview {
+    return preview(this.state, spec);
+  }
+
+  explain(jobId: string): JobExplanation {
+    return explain(this.state, jobId);
+  }
+
+  queueStatus(name: string): QueueStatus {
+    return queueStatus(this.state, name);
+  }
+
+  nodeStatus(): NodeStatus[] {
+    return nodeStatus(this.state);
+  }
+
+  pendingShapes(): PendingShape[] {
+    return pendingShapes(this.state);
+  }
+
+  /** The admission of a running job, or undefined. */
+  admissionOf(jobId: string): Admission | undefined {
+    return admissionOf(this.state, jobId);
+  }
+
+  /** 'pending' | 'admitted' for a live job, undefined once finished/cancelled or never seen. */
+  jobState(jobId: string): 'pending' | 'admitted' | undefined {
+    return jobState(this.state, jobId);
+  }
+
+  /** Rebuilds running jobs after a restart from persisted admissions, exactly as recorded (no decisions are made). */
+  restore(admitted: RestoredAdmission[]): void {
+    restore(this.state, admitted);
+  }
+
+  /** A plain, deep copy of every piece of state a decision depends on; tests compare it before/after a what-if. */
+  debugState(): unknown {
+    return debugState(this.state);
+  }
 }

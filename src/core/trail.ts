@@ -1,0 +1,58 @@
+// The snapshot is the live state plus this undo trail: every trial change (charging quota, claiming
+// node capacity, releasing a would-be victim) pushes its inverse, and a rejected or what-if decision
+// rolls the trail back to its mark, leaving the state exactly as it was. Every trial mutation must go
+// through these functions; anything else breaks `preview` and the rollback of rejected decisions.
+import { type FlavorState, type NodeState, placePods, type PodAlloc, reapplyAlloc, releaseAlloc, type Shape } from './nodes.js';
+import { addUsage, removeUsage, RESOURCE_COUNT } from './quota.js';
+import { fragShapes } from './scheduler.js';
+import type { CoreState, JobState, QueueState } from './state.js';
+
+export function chargeQueue(q: QueueState, usage: Map<string, number[]>, sign: 1 | -1): void {
+  q.usageVersion++;
+  for (const [f, v] of usage) {
+    for (let r = 0; r < RESOURCE_COUNT; r++) {
+      const x = v[r] as number;
+      if (x === 0) continue;
+      if (sign > 0) addUsage(q.node, f, r, x);
+      else removeUsage(q.node, f, r, x);
+    }
+  }
+}
+
+export function rollback(core: CoreState, mark: number): void {
+  while (core.trail.length > mark) (core.trail.pop() as () => void)();
+}
+
+export function tCharge(core: CoreState, q: QueueState, usage: Map<string, number[]>): void {
+  chargeQueue(q, usage, 1);
+  core.trail.push(() => chargeQueue(q, usage, -1));
+}
+
+export function tPlace(core: CoreState, flavor: FlavorState, count: number, shape: Shape, eligible: (n: NodeState) => boolean): PodAlloc[] | null {
+  const frag = core.placementMode === 'fragmentation-aware' ? fragShapes(core, flavor.spec.name) : null;
+  const allocs = placePods(flavor, count, shape, eligible, frag);
+  if (allocs && allocs.length > 0)
+    core.trail.push(() => {
+      for (let i = allocs.length - 1; i >= 0; i--) releaseAlloc(allocs[i] as PodAlloc);
+    });
+  return allocs;
+}
+
+/** Trial release of an admitted job's quota and node capacity. */
+export function tRelease(core: CoreState, j: JobState): void {
+  chargeQueue(j.queue, j.usage, -1);
+  for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
+  core.trail.push(() => {
+    for (const a of j.allocs) reapplyAlloc(a);
+    chargeQueue(j.queue, j.usage, 1);
+  });
+}
+
+export function tReadd(core: CoreState, j: JobState): void {
+  for (const a of j.allocs) reapplyAlloc(a);
+  chargeQueue(j.queue, j.usage, 1);
+  core.trail.push(() => {
+    chargeQueue(j.queue, j.usage, -1);
+    for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
+  });
+}
