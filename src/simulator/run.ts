@@ -1,10 +1,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { readCluster, totalGpus } from './cluster.js';
-import { DEFAULT_FILL_TARGETS, resolveQueues, runFill, runReplay, type SimInput, type WindowEnd } from './engine.js';
+import { resolveQueues, type SimInput, type WindowEnd } from './engine.js';
+import { DEFAULT_FILL_TARGETS, runFill } from './fill.js';
 import { computeReplayMetrics } from './metrics.js';
 import type { PlacementName, PolicyName } from './policies.js';
 import { checkQueuesAgainstCluster, readQueues } from './queues.js';
+import { runReplay } from './replay.js';
 import { fillHtml, fillMarkdown, fillRun, fillTerminal, replayHtml, replayMarkdown, replayTerminal, reportJson, type FillReport, type Report, type ReplayReport, type ReportInputs } from './report.js';
 import { readTrace } from './trace.js';
 

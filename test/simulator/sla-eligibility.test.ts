@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runReplay } from '../../src/simulator/engine.js';
+import { runReplay } from '../../src/simulator/replay.js';
 import type { ReplayReport } from '../../src/simulator/report.js';
 import { loadInput, simulate } from '../../src/simulator/run.js';
 
