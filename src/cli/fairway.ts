@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The project CLI. Subcommands: simulate, convert-philly. Plain argv parsing.
+// The project CLI. Subcommands: simulate, convert-philly. Flags by node:util parseArgs.
 import { fileURLToPath } from 'node:url';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { convertPhilly } from '../simulator/philly.js';
 import { PLACEMENTS, POLICIES, type PlacementName, type PolicyName } from '../simulator/policies.js';
 import { simulate, terminalReport, writeReport, type SimulateOptions } from '../simulator/run.js';
@@ -52,33 +53,54 @@ const PHILLY_HELP = `usage: fairway convert-philly [options]
 
 type Flags = Map<string, string | true>;
 
-export function parseFlags(args: string[], booleans: string[]): Flags {
+/**
+ * Flags by `node:util` parseArgs, with the CLI's own rules on top: `-h` is `--help`; an
+ * option is given at most once (booleans may repeat); a value may start with one dash
+ * (`--seed -5`) but not two (`--trace --cluster` is a missing value). Options the caller
+ * does not know are kept (as strings when followed by a value) so that it can put `--help`
+ * before "unknown option".
+ */
+export function parseFlags(args: string[], strings: readonly string[], booleans: readonly string[]): Flags {
+  const options: NonNullable<ParseArgsConfig['options']> = {};
+  for (const k of strings) options[k] = { type: 'string' };
+  for (const k of booleans) options[k] = { type: 'boolean' };
+  options['help'] = { type: 'boolean', short: 'h' };
+  // strict off: parseArgs would refuse `--seed -5` as ambiguous and word errors its own way
+  const { tokens } = parseArgs({ args, options, strict: false, allowPositionals: true, tokens: true });
   const m: Flags = new Map();
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a === '-h') {
-      m.set('help', true);
-      continue;
-    }
-    if (!a.startsWith('--')) throw new UsageError(`unexpected argument '${a}'`);
-    let key = a.slice(2);
-    let val: string | undefined;
-    const eq = key.indexOf('=');
-    if (eq >= 0) {
-      val = key.slice(eq + 1);
-      key = key.slice(0, eq);
-    }
-    if (booleans.includes(key)) {
-      if (val !== undefined) throw new UsageError(`--${key} takes no value`);
-      m.set(key, true);
-      continue;
-    }
-    if (val === undefined) {
-      val = args[++i];
-      if (val === undefined || val.startsWith('--')) throw new UsageError(`--${key} needs a value`);
-    }
+  const set = (key: string, val: string): void => {
     if (m.has(key)) throw new UsageError(`--${key} given twice`);
     m.set(key, val);
+  };
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    if (t.kind === 'positional') throw new UsageError(`unexpected argument '${t.value}'`);
+    if (t.kind === 'option-terminator') {
+      // a bare `--` reads as an option with an empty name, as it always did here
+      const next = tokens[i + 1];
+      if (next?.kind !== 'positional') throw new UsageError(`-- needs a value`);
+      set('', next.value);
+      i++;
+      continue;
+    }
+    if (t.rawName !== '-h' && !t.rawName.startsWith('--')) throw new UsageError(`unexpected argument '${t.rawName}'`);
+    const key = t.name;
+    const type = options[key]?.type;
+    if (type === 'boolean') {
+      if (t.inlineValue) throw new UsageError(`--${key} takes no value`);
+      m.set(key, true);
+    } else if (type === 'string') {
+      if (t.value === undefined || (!t.inlineValue && t.value.startsWith('--'))) throw new UsageError(`--${key} needs a value`);
+      set(key, t.value);
+    } else if (t.value !== undefined) {
+      set(key, t.value); // unknown, `--key=value`
+    } else {
+      // unknown, parsed as a boolean: its value is the next argument when that is not an option
+      const next = tokens[i + 1];
+      if (next?.kind !== 'positional') throw new UsageError(`--${key} needs a value`);
+      set(key, next.value);
+      i++;
+    }
   }
   return m;
 }
@@ -104,10 +126,13 @@ function int(f: Flags, k: string, dflt: number): number {
   return Number(v);
 }
 
-const SIM_KNOWN = ['trace', 'cluster', 'queues', 'policy', 'placement', 'mode', 'seed', 'fill-targets', 'window', 'sla-seconds', 'no-preview', 'eta', 'out', 'name', 'no-tenants', 'help'];
+const SIM_STRINGS = ['trace', 'cluster', 'queues', 'policy', 'placement', 'mode', 'seed', 'fill-targets', 'window', 'sla-seconds', 'out', 'name'];
+const SIM_BOOLEANS = ['no-preview', 'eta', 'no-tenants', 'help'];
+const SIM_KNOWN = [...SIM_STRINGS, ...SIM_BOOLEANS];
+const PHILLY_STRINGS = ['philly-dir', 'out', 'gpus', 'quota', 'fractional', 'seed'];
 
 export function parseSimulateArgs(args: string[]): (SimulateOptions & { out: string; name: string; tenants: boolean }) | 'help' {
-  const f = parseFlags(args, ['no-preview', 'eta', 'no-tenants', 'help']);
+  const f = parseFlags(args, SIM_STRINGS, SIM_BOOLEANS);
   if (f.has('help')) return 'help';
   for (const k of f.keys()) if (!SIM_KNOWN.includes(k)) throw new UsageError(`unknown option --${k}`);
   const need = (k: string): string => {
@@ -153,7 +178,7 @@ export interface Io {
 const stdio: Io = { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n') };
 
 /** Run the CLI; returns the exit code (0 ok, 1 input/run error, 2 usage error). */
-export function main(argv: string[], io: Io = stdio): number {
+export async function main(argv: string[], io: Io = stdio): Promise<number> {
   const [cmd, ...rest] = argv;
   try {
     if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
@@ -173,17 +198,17 @@ export function main(argv: string[], io: Io = stdio): number {
         io.err(`${o.mode} ${t.policy}/${t.placement}: ${t.jobs} jobs in ${(t.ms / 1000).toFixed(2)} s (${Math.round(rate)} jobs/s${eta})`);
       });
       io.out(terminalReport(res.report, o.tenants));
-      const files = writeReport(res.report, o.out, o.name);
+      const files = await writeReport(res.report, o.out, o.name);
       io.out(`\nwrote ${files.json}, ${files.html} and ${files.md}`);
       return 0;
     }
     if (cmd === 'convert-philly') {
-      const f = parseFlags(rest, ['help']);
+      const f = parseFlags(rest, PHILLY_STRINGS, ['help']);
       if (f.has('help')) {
         io.out(PHILLY_HELP);
         return 0;
       }
-      for (const k of f.keys()) if (!['philly-dir', 'out', 'gpus', 'quota', 'fractional', 'seed'].includes(k)) throw new UsageError(`unknown option --${k}`);
+      for (const k of f.keys()) if (!PHILLY_STRINGS.includes(k)) throw new UsageError(`unknown option --${k}`);
       const quota = str(f, 'quota') ?? 'scaled';
       if (quota !== 'scaled' && quota !== 'raw') throw new UsageError(`--quota must be scaled or raw`);
       const fr = str(f, 'fractional');
@@ -205,10 +230,17 @@ export function main(argv: string[], io: Io = stdio): number {
   }
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+/** Run as a program (directly, or from bin/fairway.js): sets the exit code. */
+export async function runAsProgram(argv: string[]): Promise<void> {
+  // `fairway simulate … | head` closes stdout early: end quietly instead of crashing
   process.stdout.on('error', (e: NodeJS.ErrnoException) => {
     if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
     throw e;
   });
-  process.exitCode = main(process.argv.slice(2));
+  process.exitCode = await main(argv);
+}
+
+// Only when executed directly (tsx src/cli/fairway.ts), not when imported by tests or the bin.
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  await runAsProgram(process.argv.slice(2));
 }

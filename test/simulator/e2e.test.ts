@@ -201,15 +201,15 @@ describe('fill mode', () => {
 });
 
 describe('CLI', () => {
-  const run = (args: string[]): { code: number; out: string; err: string } => {
+  const run = async (args: string[]): Promise<{ code: number; out: string; err: string }> => {
     let out = '';
     let err = '';
-    const code = main(args, { out: (s) => (out += s + '\n'), err: (s) => (err += s + '\n') });
+    const code = await main(args, { out: (s) => (out += s + '\n'), err: (s) => (err += s + '\n') });
     return { code, out, err };
   };
-  it('simulate writes a terminal table, JSON and a self-contained HTML page', () => {
+  it('simulate writes a terminal table, JSON and a self-contained HTML page', async () => {
     const dir = join(tmp, 'cli');
-    const r = run(['simulate', '--trace', reclaim.trace, '--cluster', reclaim.cluster, '--queues', reclaim.queues, '--out', dir, '--window', 'last-finish']);
+    const r = await run(['simulate', '--trace', reclaim.trace, '--cluster', reclaim.cluster, '--queues', reclaim.queues, '--out', dir, '--window', 'last-finish']);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/fairway\s+best-fit\s+83\.3%\s+73\.3%\s+100\.0%\s+1\.000/);
     expect(r.err).toMatch(/replay fairway\/best-fit: 3 jobs in [\d.]+ s \(\d+ jobs\/s\)/);
@@ -219,24 +219,24 @@ describe('CLI', () => {
     const json = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as ReplayReport;
     expect(json.runs.map((x) => x.policy)).toEqual(['fairway', 'static', 'fifo']);
   });
-  it('a malformed trace stops the run with the file and line', () => {
+  it('a malformed trace stops the run with the file and line', async () => {
     const bad = join(tmp, 'bad.csv');
     writeFileSync(bad, 'submit_time,duration_s,tenant,gpus\n0,10,A,1\n5,ten,B,1\n');
-    const r = run(['simulate', '--trace', bad, '--cluster', reclaim.cluster, '--queues', reclaim.queues, '--out', join(tmp, 'x')]);
+    const r = await run(['simulate', '--trace', bad, '--cluster', reclaim.cluster, '--queues', reclaim.queues, '--out', join(tmp, 'x')]);
     expect(r.code).toBe(1);
     expect(r.err).toContain(`${bad}:3: column 'duration_s': 'ten' is not a number`);
   });
-  it('a tenant without a queue is reported with its trace line', () => {
+  it('a tenant without a queue is reported with its trace line', async () => {
     const bad = join(tmp, 'bad2.csv');
     writeFileSync(bad, 'submit_time,duration_s,tenant,gpus\n0,10,A,1\n5,10,C,1\n');
-    const r = run(['simulate', '--trace', bad, '--cluster', reclaim.cluster, '--queues', reclaim.queues]);
+    const r = await run(['simulate', '--trace', bad, '--cluster', reclaim.cluster, '--queues', reclaim.queues]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/trace line 3: tenant 'C' has no queue/);
   });
-  it('a malformed cluster file is reported with its line', () => {
+  it('a malformed cluster file is reported with its line', async () => {
     const bad = join(tmp, 'badc.csv');
     writeFileSync(bad, 'name,gpu_type,gpus,cpu_milli,memory_mib\nn1,h100,4,1000,1000\nn2,h100,4,lots,1000\n');
-    const r = run(['simulate', '--trace', reclaim.trace, '--cluster', bad, '--queues', reclaim.queues]);
+    const r = await run(['simulate', '--trace', reclaim.trace, '--cluster', bad, '--queues', reclaim.queues]);
     expect(r.code).toBe(1);
     expect(r.err).toContain(`${bad}:3: column 'cpu_milli': 'lots' is not a number`);
   });
@@ -248,11 +248,11 @@ describe('CLI', () => {
     const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/fairway.ts', 'simulate'], { encoding: 'utf8' });
     expect(bad.status).toBe(2);
   });
-  it('usage errors exit 2; --help exits 0', () => {
-    expect(run(['simulate', '--trace', 'x']).code).toBe(2);
-    expect(run(['simulate', '--trace', 'x', '--cluster', 'y', '--queues', 'z', '--policy', 'lottery']).err).toMatch(/--policy: 'lottery' is not one of fairway, static, fifo/);
-    expect(run(['frobnicate']).code).toBe(2);
-    const h = run(['simulate', '--help']);
+  it('usage errors exit 2; --help exits 0', async () => {
+    expect((await run(['simulate', '--trace', 'x'])).code).toBe(2);
+    expect((await run(['simulate', '--trace', 'x', '--cluster', 'y', '--queues', 'z', '--policy', 'lottery'])).err).toMatch(/--policy: 'lottery' is not one of fairway, static, fifo/);
+    expect((await run(['frobnicate'])).code).toBe(2);
+    const h = await run(['simulate', '--help']);
     expect(h.code).toBe(0);
     expect(h.out).toMatch(/--placement LIST/);
   });

@@ -150,19 +150,19 @@ describe('ETA sampling is read-only', () => {
 });
 
 describe('report and CLI', () => {
-  it('with --eta, terminal and Markdown show the ETA table; without it nothing is sampled', () => {
+  it('with --eta, terminal and Markdown show the ETA table; without it nothing is sampled', async () => {
     const o = replayOf('id,submit_time,duration_s,declared_duration_s,tenant,gpus\nr1,0,100,60,A,4\nw2,10,10,10,A,4\n');
     let out = '';
     let err = '';
     const io = { out: (s: string) => (out += s + '\n'), err: (s: string) => (err += s + '\n') };
     const dir = join(tmp, 'cli');
-    expect(main(['simulate', '--trace', o.trace, '--cluster', o.cluster, '--queues', o.queues, '--policy', 'static', '--out', dir, '--no-tenants', '--eta'], io)).toBe(0);
+    expect(await main(['simulate', '--trace', o.trace, '--cluster', o.cluster, '--queues', o.queues, '--policy', 'static', '--out', dir, '--no-tenants', '--eta'], io)).toBe(0);
     expect(out).toMatch(/static\s+best-fit\s+1\s+1\s+0\s+1\s+40s\s+40s\s+40s\s+\+40s\s+1 \/ 0 \/ 0/);
     expect(err).toMatch(/ETA sampling [\d.]+ s of it, 1 explain calls/);
     expect(readFileSync(join(dir, 'report.md'), 'utf8')).toMatch(/\| static \| best-fit \| 1 \| 1 \| 0 \| 1 \| 40s \| 40s \| 40s \| \+40s \|/);
     expect(readFileSync(join(dir, 'report.html'), 'utf8')).toContain('<h2>ETA at submit</h2>');
     out = '';
-    expect(main(['simulate', '--trace', o.trace, '--cluster', o.cluster, '--queues', o.queues, '--policy', 'static', '--out', dir, '--no-tenants'], io)).toBe(0);
+    expect(await main(['simulate', '--trace', o.trace, '--cluster', o.cluster, '--queues', o.queues, '--policy', 'static', '--out', dir, '--no-tenants'], io)).toBe(0);
     expect(out).not.toMatch(/ETA at submit/);
     const json = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as ReplayReport;
     expect(json.runs[0]!.etaAtSubmit).toMatchObject({ sampled: false, pendingAtSubmit: 1, withEta: 0 });
