@@ -3,8 +3,8 @@
 // rolls the trail back to its mark, leaving the state exactly as it was. Every trial mutation must go
 // through these functions; anything else breaks `preview` and the rollback of rejected decisions.
 import { type FlavorState, type NodeState, placePods, type PodAlloc, reapplyAlloc, releaseAlloc, type Shape } from './nodes.js';
+import { fragShapes } from './pending-shapes.js';
 import { addUsage, removeUsage, RESOURCE_COUNT } from './quota.js';
-import { fragShapes } from './scheduler.js';
 import type { CoreState, JobState, QueueState } from './state.js';
 
 export function chargeQueue(q: QueueState, usage: Map<string, number[]>, sign: 1 | -1): void {

@@ -1,0 +1,28 @@
+// The index of pending pod shapes: for pendingShapes() and the fragmentation-aware placement score.
+import type { WeightedShape } from './nodes.js';
+import type { CoreState } from './state.js';
+import type { PendingShape } from './types.js';
+
+/** The (at most 8) most common pending GPU shapes that may use this flavor, weighted by pod count. */
+export function fragShapes(core: CoreState, flavor: string): WeightedShape[] {
+  let s = core.fragShapeCache.get(flavor);
+  if (!s) {
+    const top = [...core.shapes.values()]
+      .filter((x) => x.flavors.includes(flavor) && x.shape.gpu > 0)
+      .sort((a, b) => b.pods - a.pods || a.shape.gpu - b.shape.gpu || a.shape.cpu - b.shape.cpu || a.shape.mem - b.shape.mem)
+      .slice(0, 8);
+    const pods = top.reduce((n, x) => n + x.pods, 0);
+    s = top.map((x) => ({ ...x.shape, weight: x.pods / pods }));
+    core.fragShapeCache.set(flavor, s);
+  }
+  return s;
+}
+
+export function pendingShapes(core: CoreState): PendingShape[] {
+  return [...core.shapes.values()].map((s) => ({
+    flavors: [...s.flavors],
+    perPod: { gpu: s.shape.gpu / 1000, cpu: s.shape.cpu, memory: s.shape.mem },
+    pods: s.pods,
+    jobs: s.jobs,
+  }));
+}

@@ -1,0 +1,131 @@
+// Pending lists: enqueue/dequeue (heap per queue plus the shape index), park a job with why it
+// waits (which decides what wakes it), and the memo of failed preemption searches.
+import { RESOURCE_COUNT } from './quota.js';
+import type { Fail } from './scheduler.js';
+import type { CoreState, JobState, PodSetState, QueueState } from './state.js';
+import { canPreempt, needMet } from './wake.js';
+
+export function enqueue(core: CoreState, j: JobState): void {
+  core.pendingVersion++;
+  j.status = 'pending';
+  j.queue.heap.push(j);
+  j.podSets.forEach((ps, i) => {
+    const key = j.shapeKeys[i] as string;
+    let s = core.shapes.get(key);
+    if (!s) {
+      s = { flavors: ps.flavors, shape: ps.shape, pods: 0, jobs: 0 };
+      core.shapes.set(key, s);
+    }
+    s.pods += ps.count;
+    s.jobs++;
+  });
+  if (core.placementMode === 'fragmentation-aware') core.fragShapeCache.clear();
+}
+
+export function dequeue(core: CoreState, j: JobState): void {
+  core.pendingVersion++;
+  const q = j.queue;
+  q.heap.remove(j);
+  if (j.parked) {
+    q.parked.delete(j);
+    j.parked = false;
+  }
+  j.podSets.forEach((ps, i) => {
+    const key = j.shapeKeys[i] as string;
+    const s = core.shapes.get(key);
+    if (!s) return;
+    s.pods -= ps.count;
+    s.jobs--;
+    if (s.jobs === 0) core.shapes.delete(key);
+  });
+  if (core.placementMode === 'fragmentation-aware') core.fragShapeCache.clear();
+}
+
+export function park(core: CoreState, j: JobState, fail: Fail | null, keepClass = false): void {
+  const q = j.queue;
+  if (!keepClass) classifyPark(j, fail);
+  j.wakeNodes = null;
+  const waitFlavors = keepClass && j.parkKind === 'node' ? j.podSets.flatMap((p) => p.flavors) : (fail?.waitFlavors ?? []);
+  q.heap.remove(j);
+  q.parked.add(j);
+  j.parked = true;
+  for (const f of waitFlavors) waitOn(core, f, q);
+  if (j.parkKind === 'node' && !keepClass && waitFlavors.length === 0) for (const p of j.podSets) for (const f of p.flavors) waitOn(core, f, q);
+  if (q.heap.size === 0) core.active.delete(q);
+}
+
+export function knownPreemptFail(core: CoreState, j: JobState): Map<string, number[]> | undefined {
+  const q = j.queue;
+  if (j.podSets.length !== 1 || q.preemptFails.length === 0) return undefined;
+  const ps = j.podSets[0] as PodSetState;
+  const key = ps.flavors.join(',');
+  for (const m of q.preemptFails) {
+    if (m.version !== core.stateVersion || m.flavors !== key) continue;
+    if (ps.shape.gpu >= m.shape.gpu && ps.shape.cpu >= m.shape.cpu && ps.shape.mem >= m.shape.mem && ps.minCount >= m.minCount && j.priority <= m.priority && j.spec.submitTime >= m.submit)
+      return m.releasable;
+  }
+  return undefined;
+}
+
+export function rememberPreemptFail(core: CoreState, j: JobState): void {
+  const q = j.queue;
+  if (j.podSets.length !== 1 || !j.releasable) return;
+  const ps = j.podSets[0] as PodSetState;
+  const fails = q.preemptFails.filter((m) => m.version === core.stateVersion);
+  fails.push({ version: core.stateVersion, flavors: ps.flavors.join(','), shape: ps.shape, minCount: ps.minCount, priority: j.priority, submit: j.spec.submitTime, releasable: j.releasable });
+  q.preemptFails = fails.slice(-8);
+}
+
+/** Records why a job is parked and, for quota waits, how much must be released in its tree before a retry can succeed. */
+export function classifyPark(j: JobState, fail: Fail | null): void {
+  j.parkNeeds = [];
+  if (!fail) {
+    j.parkKind = 'any';
+    return;
+  }
+  if (fail.reason === 'NoFittingNode' || fail.reason === 'NoNodeFits') {
+    j.parkKind = 'node';
+    return;
+  }
+  if (fail.reason === 'ExceedsMaxQuota' || fail.reason === 'WindowClosed') {
+    j.parkKind = 'never';
+    return;
+  }
+  const ps = j.podSets[0] as PodSetState;
+  const q = j.queue;
+  if (j.podSets.length !== 1) {
+    j.parkKind = 'any';
+    return;
+  }
+  // The smallest request the job could be admitted with (gang minimum).
+  const vec = [ps.shape.gpu * ps.minCount, ps.shape.cpu * ps.minCount, ps.shape.mem * ps.minCount];
+  for (const f of ps.flavors) {
+    const fq = q.node.flavors.get(f);
+    if (!fq) continue;
+    const releasable = j.releasable?.get(f);
+    if (!releasable && canPreempt(q)) {
+      j.parkKind = 'any'; // this option was not searched for victims: no bound on what a retry needs
+      return;
+    }
+    // The available quota at which a retry could succeed (by fitting, or by preempting the candidates it had).
+    const need = [Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY];
+    for (let r = 0; r < RESOURCE_COUNT; r++) {
+      if (!fq.declared[r]) continue;
+      need[r] = (vec[r] as number) - ((releasable?.[r] as number | undefined) ?? 0);
+    }
+    j.parkNeeds.push({ flavor: f, need });
+  }
+  j.parkKind = 'quota';
+  // The quota numbers say it could fit (by preempting what it found) yet it did not: nodes are what
+  // it waits for (its victims' GPUs do not make room for its pods).
+  if (needMet(j, new Map())) j.parkKind = 'node';
+}
+
+export function waitOn(core: CoreState, f: string, q: QueueState): void {
+  let s = core.flavorWaiters.get(f);
+  if (!s) {
+    s = new Set();
+    core.flavorWaiters.set(f, s);
+  }
+  s.add(q);
+}

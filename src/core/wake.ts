@@ -1,0 +1,124 @@
+// Wake-ups: which parked jobs a change can help. A release wakes, in its quota tree only, the
+// jobs whose need the available quota now meets and node waiters whose pods fit a released node;
+// configuration changes wake everything.
+import { fitsPod, flavorPodCapacity, type NodeState } from './nodes.js';
+import { available, RESOURCE_COUNT } from './quota.js';
+import type { CoreState, JobState, QueueState } from './state.js';
+
+export function wakeQueue(core: CoreState, q: QueueState): void {
+  if (q.parked.size > 0) {
+    for (const j of q.parked) {
+      j.parked = false;
+      j.parkKind = 'any'; // configuration may have changed: what it needed is no longer known
+      q.heap.push(j);
+    }
+    q.parked.clear();
+  }
+  q.blocked = false;
+  if (q.heap.size > 0) core.active.add(q);
+}
+
+/** Unparks the parked jobs of `q` that `pred` selects; a StrictFIFO head gets another try. */
+export function wakeQueueIf(core: CoreState, q: QueueState, pred: (j: JobState) => boolean): void {
+  for (const j of q.parked) {
+    if (!pred(j)) continue;
+    q.parked.delete(j);
+    j.parked = false;
+    q.heap.push(j);
+  }
+  q.blocked = false;
+  if (q.heap.size > 0) core.active.add(q);
+}
+
+/**
+ * Node capacity came free on `nodes` (null: unknown, e.g. a configuration change). A job parked
+ * for lack of nodes can only gain if one of its pods now fits one of those nodes (nodes gain
+ * capacity only through releases), so only those are retried.
+ */
+export function wakeFlavor(core: CoreState, f: string, nodes: NodeState[] | null): void {
+  const ws = core.flavorWaiters.get(f);
+  if (!ws || ws.size === 0) return;
+  const gains = (j: JobState): boolean => {
+    if (j.parkKind === 'any' || nodes === null) return true;
+    if (j.parkKind !== 'node') return false;
+    for (const ps of j.podSets) {
+      if (!ps.flavors.includes(f)) continue;
+      for (const n of nodes)
+        if (n.flavor.spec.name === f && fitsPod(n, ps.shape)) {
+          j.wakeNodes = nodes;
+          return gangCouldFit(core, j);
+        }
+    }
+    return false;
+  };
+  for (const q of [...ws]) {
+    wakeQueueIf(core, q, gains);
+    let stillWaiting = false;
+    for (const j of q.parked) if (j.parkKind === 'node') stillWaiting = true;
+    if (!stillWaiting) ws.delete(q);
+  }
+}
+
+/**
+ * Capacity came free in this queue's tree and on these nodes. Only jobs that can gain are
+ * retried: node waiters whose pods now fit a released node, and quota waiters whose queue's
+ * available quota now reaches what they need (their request minus what their preemption
+ * candidates could release).
+ */
+export function wakeAfterRelease(core: CoreState, q: QueueState, freed: Map<string, number[]>, nodes: NodeState[]): void {
+  for (const other of core.treeQueues.get(q.root) ?? []) {
+    if (other.parked.size > 0 || other.blocked) {
+      const avail = new Map<string, number[]>(); // per flavor, computed once per queue
+      wakeQueueIf(core, other, (j) => needMet(j, avail));
+    }
+  }
+  for (const f of freed.keys()) wakeFlavor(core, f, nodes);
+}
+
+export function needMet(j: JobState, avail: Map<string, number[]>): boolean {
+  if (j.parkKind === 'any') return true;
+  if (j.parkKind !== 'quota') return false;
+  const q = j.queue;
+  for (const d of j.parkNeeds) {
+    let a = avail.get(d.flavor);
+    if (!a) {
+      a = [0, 1, 2].map((r) => available(q.node, d.flavor, r));
+      avail.set(d.flavor, a);
+    }
+    let ok = true;
+    for (let r = 0; r < RESOURCE_COUNT && ok; r++) ok = (d.need[r] as number) <= (a[r] as number);
+    if (ok) return true;
+  }
+  return false;
+}
+
+export function canPreempt(q: QueueState): boolean {
+  return q.withinQueue !== 'Never' || (q.node.parent !== null && (q.reclaim !== 'Never' || q.borrowPolicy !== 'Never'));
+}
+
+/** A woken job that is still short of what it waited for (quota need or node room). */
+export function stillShort(core: CoreState, j: JobState): boolean {
+  return (j.parkKind === 'quota' && !needMet(j, new Map())) || (j.parkKind === 'node' && !wakeNodesStillFit(core, j));
+}
+
+export function wakeNodesStillFit(core: CoreState, j: JobState): boolean {
+  if (!j.wakeNodes) return true;
+  for (const n of j.wakeNodes) for (const ps of j.podSets) if (ps.flavors.includes(n.flavor.spec.name) && fitsPod(n, ps.shape)) return gangCouldFit(core, j);
+  return false;
+}
+
+/** Necessary for a node waiter: every pod set has room for its gang minimum on some flavor's free nodes (counted over nodes with free GPU, so cheap when the cluster is full). */
+export function gangCouldFit(core: CoreState, j: JobState): boolean {
+  for (const ps of j.podSets) {
+    let ok = false;
+    for (const f of ps.flavors) {
+      const fs = core.flavors.get(f);
+      if (fs && flavorPodCapacity(fs, ps.shape, ps.minCount) >= ps.minCount) {
+        ok = true;
+        break;
+      }
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
