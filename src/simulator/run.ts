@@ -106,13 +106,14 @@ export function terminalReport(r: Report, perTenant = true): string {
   return r.mode === 'replay' ? replayTerminal(r, perTenant) : fillTerminal(r);
 }
 
-export function writeReport(r: Report, outDir: string, name = 'report'): { json: string; html: string; md: string } {
+/** Async: the HTML page's charts are rendered by vega, which is asynchronous. */
+export async function writeReport(r: Report, outDir: string, name = 'report'): Promise<{ json: string; html: string; md: string }> {
   mkdirSync(outDir, { recursive: true });
   const json = join(outDir, `${name}.json`);
   const html = join(outDir, `${name}.html`);
   const md = join(outDir, `${name}.md`);
   writeFileSync(json, reportJson(r));
-  writeFileSync(html, r.mode === 'replay' ? replayHtml(r) : fillHtml(r));
+  writeFileSync(html, r.mode === 'replay' ? await replayHtml(r) : await fillHtml(r));
   writeFileSync(md, r.mode === 'replay' ? replayMarkdown(r, true) : fillMarkdown(r));
   return { json, html, md };
 }

@@ -180,11 +180,11 @@ describe('fill mode', () => {
     expect(pts.map((p) => p.fragmentationRatio)).toEqual([0, 1, 1, 1, 1]);
     expect(pts.map((p) => p.jobsPending)).toEqual([0, 1, 1, 1, 2]);
   });
-  it('same seed gives byte-identical JSON; another seed draws another sample', () => {
+  it('same seed gives byte-identical JSON; another seed draws another sample', async () => {
     const o: SimulateOptions = { ...base, trace: fx('fill-trace-mixed.csv'), policies: ['fifo', 'fairway'], placements: ['best-fit', 'fragmentation-aware'] };
-    const a = writeReport(simulate(o).report, join(tmp, 'a'));
-    const b = writeReport(simulate(o).report, join(tmp, 'b'));
-    const c = writeReport(simulate({ ...o, seed: 8 }).report, join(tmp, 'c'));
+    const a = await writeReport(simulate(o).report, join(tmp, 'a'));
+    const b = await writeReport(simulate(o).report, join(tmp, 'b'));
+    const c = await writeReport(simulate({ ...o, seed: 8 }).report, join(tmp, 'c'));
     const ja = readFileSync(a.json, 'utf8');
     expect(readFileSync(b.json, 'utf8')).toBe(ja);
     expect(readFileSync(c.json, 'utf8')).not.toBe(ja);
@@ -193,9 +193,9 @@ describe('fill mode', () => {
     expect(sc).not.toBe(sa);
     expect(readFileSync(a.html, 'utf8')).toBe(readFileSync(b.html, 'utf8'));
   });
-  it('replay JSON is byte-identical across runs', () => {
-    const a = writeReport(simulate(reclaim).report, join(tmp, 'ra'));
-    const b = writeReport(simulate(reclaim).report, join(tmp, 'rb'));
+  it('replay JSON is byte-identical across runs', async () => {
+    const a = await writeReport(simulate(reclaim).report, join(tmp, 'ra'));
+    const b = await writeReport(simulate(reclaim).report, join(tmp, 'rb'));
     expect(readFileSync(a.json, 'utf8')).toBe(readFileSync(b.json, 'utf8'));
   });
 });
