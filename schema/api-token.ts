@@ -1,9 +1,9 @@
-import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { z } from 'zod';
 import { MAX_TOKEN_LIFETIME_DAYS, type CreatedApiToken, createApiToken, listApiTokens, revokeApiToken } from '../src/services/api-tokens.js';
 import { builder } from './builder.js';
-import { ApiTokenScopeEnum, decodeId, pageFrom, toCursor } from './common.js';
+import { ApiTokenScopeEnum, decodeId } from './common.js';
 import { ApiTokenRef, TenantRef } from './refs.js';
+import { tenantConnection } from './tenant-connection.js';
 import { isEntity } from './tenant.js';
 import { getTenant } from '../src/services/tenants.js';
 
@@ -30,8 +30,7 @@ builder.objectFields(TenantRef, (t) => ({
     type: ApiTokenRef,
     description: 'Tenant admins see every token; others see their own.',
     authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'tenant:read' } }),
-    resolve: (tenant, args, ctx) =>
-      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) => listApiTokens(ctx, tenant.id, pageFrom(page))),
+    resolve: (tenant, args, ctx) => tenantConnection(args, tenant, (tenantId) => (page) => listApiTokens(ctx, tenantId, page)),
   }),
 }));
 
@@ -41,10 +40,7 @@ builder.queryFields((t) => ({
     description: "A tenant's API tokens: all of them for tenant admins, your own otherwise.",
     authScopes: { authenticated: true },
     args: { tenantId: t.arg.id({ required: true }) },
-    resolve: (_root, args, ctx) =>
-      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) =>
-        listApiTokens(ctx, decodeId(String(args.tenantId), 'Tenant'), pageFrom(page)),
-      ),
+    resolve: (_root, args, ctx) => tenantConnection(args, { globalId: args.tenantId }, (tenantId) => (page) => listApiTokens(ctx, tenantId, page)),
   }),
 }));
 

@@ -1,10 +1,13 @@
 import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { encodeGlobalID } from '@pothos/plugin-relay';
-import { listAuditEvents, listPlatformAuditEvents } from '../src/services/audit-events.js';
+import { getAuditEvent, listAuditEvents, listPlatformAuditEvents } from '../src/services/audit-events.js';
+import { requireCapability } from '../src/services/context.js';
 import { visibleEmail } from '../src/services/members.js';
 import { builder } from './builder.js';
 import { AuditOutcomeEnum, decodeId, pageFrom, toCursor } from './common.js';
 import { AuditEventRef, TenantRef } from './refs.js';
+import { reloadingSubscription } from './reloading-subscription.js';
+import { tenantConnection } from './tenant-connection.js';
 import { isEntity } from './tenant.js';
 
 builder.node(AuditEventRef, {
@@ -39,8 +42,7 @@ builder.objectFields(TenantRef, (t) => ({
     type: AuditEventRef,
     description: 'Auditors and tenant admins.',
     authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'audit:read' } }),
-    resolve: (tenant, args, ctx) =>
-      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) => listAuditEvents(ctx, tenant.id, pageFrom(page))),
+    resolve: (tenant, args, ctx) => tenantConnection(args, tenant, (tenantId) => (page) => listAuditEvents(ctx, tenantId, page)),
   }),
 }));
 
@@ -50,10 +52,7 @@ builder.queryFields((t) => ({
     description: "A tenant's audit log (auditors and tenant admins), oldest first; page backwards with `last` for the newest.",
     authScopes: { authenticated: true },
     args: { tenantId: t.arg.id({ required: true }) },
-    resolve: (_root, args, ctx) =>
-      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) =>
-        listAuditEvents(ctx, decodeId(String(args.tenantId), 'Tenant'), pageFrom(page)),
-      ),
+    resolve: (_root, args, ctx) => tenantConnection(args, { globalId: args.tenantId }, (tenantId) => (page) => listAuditEvents(ctx, tenantId, page)),
   }),
   platformAuditEvents: t.connection({
     type: AuditEventRef,
@@ -61,5 +60,24 @@ builder.queryFields((t) => ({
     authScopes: { platformAdmin: true },
     resolve: (_root, args, ctx) =>
       resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) => listPlatformAuditEvents(ctx, pageFrom(page))),
+  }),
+}));
+
+builder.subscriptionFields((t) => ({
+  auditEventRecorded: t.field({
+    type: AuditEventRef,
+    description: "Each audit event of a tenant as it is committed (auditors and tenant admins).",
+    authScopes: { authenticated: true },
+    args: { tenantId: t.arg.id({ required: true }) },
+    ...reloadingSubscription({
+      watch: ({ tenantId }: { tenantId: string | number }, ctx) => {
+        const id = decodeId(String(tenantId), 'Tenant');
+        requireCapability(ctx, id, 'audit:read', 'Tenant');
+        return id;
+      },
+      source: (tenantId, ctx) => ctx.events.subscribe('audit-event', tenantId),
+      // getAuditEvent checks audit:read again, so an event the caller may no longer read is dropped.
+      reload: ({ auditEventId }, _args, ctx) => getAuditEvent(ctx, auditEventId),
+    }),
   }),
 }));

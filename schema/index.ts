@@ -8,11 +8,17 @@ import './api-token.js';
 import './audit-event.js';
 import './viewer.js';
 import './node.js';
-import './subscription.js';
 import './quota.js';
 import './cluster.js';
 import './queue.js';
+import './pod-set.js';
+import './placement.js';
+import './pending-reason.js';
 import './job.js';
+import './job-submit.js';
+import './job-preview.js';
+import './job-position.js';
+import './tenant-event.js';
 import { builder } from './builder.js';
 
 export const schema = builder.toSchema({ sortSchema: true });

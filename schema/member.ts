@@ -1,8 +1,8 @@
-import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { acceptMembership, addMember, changeMemberRole, listMembers, memberName, removeMember, visibleEmail } from '../src/services/members.js';
 import { builder } from './builder.js';
-import { TenantRoleEnum, decodeId, emailSchema, nameSchema, pageFrom, toCursor } from './common.js';
+import { TenantRoleEnum, decodeId, emailSchema, nameSchema } from './common.js';
 import { MemberRef, TenantRef } from './refs.js';
+import { tenantConnection } from './tenant-connection.js';
 import { isEntity } from './tenant.js';
 import { getTenant } from '../src/services/tenants.js';
 
@@ -29,8 +29,7 @@ builder.objectFields(TenantRef, (t) => ({
   members: t.connection({
     type: MemberRef,
     authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'tenant:read' } }),
-    resolve: (tenant, args, ctx) =>
-      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) => listMembers(ctx, tenant.id, pageFrom(page))),
+    resolve: (tenant, args, ctx) => tenantConnection(args, tenant, (tenantId) => (page) => listMembers(ctx, tenantId, page)),
   }),
 }));
 
@@ -40,10 +39,7 @@ builder.queryFields((t) => ({
     description: "A tenant's members.",
     authScopes: { authenticated: true },
     args: { tenantId: t.arg.id({ required: true }) },
-    resolve: (_root, args, ctx) =>
-      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) =>
-        listMembers(ctx, decodeId(String(args.tenantId), 'Tenant'), pageFrom(page)),
-      ),
+    resolve: (_root, args, ctx) => tenantConnection(args, { globalId: args.tenantId }, (tenantId) => (page) => listMembers(ctx, tenantId, page)),
   }),
 }));
 

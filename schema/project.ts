@@ -1,8 +1,8 @@
-import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { archiveProject, createProject, listProjects } from '../src/services/projects.js';
 import { builder } from './builder.js';
-import { ProjectStatusEnum, decodeId, descriptionSchema, nameSchema, pageFrom, slugSchema, toCursor } from './common.js';
+import { ProjectStatusEnum, decodeId, descriptionSchema, nameSchema, slugSchema } from './common.js';
 import { ProjectRef, TenantRef } from './refs.js';
+import { tenantConnection } from './tenant-connection.js';
 import { isEntity } from './tenant.js';
 import { getTenant } from '../src/services/tenants.js';
 
@@ -27,8 +27,7 @@ builder.objectFields(TenantRef, (t) => ({
     type: ProjectRef,
     args: { status: t.arg({ type: ProjectStatusEnum }) },
     authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'tenant:read' } }),
-    resolve: (tenant, args, ctx) =>
-      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) => listProjects(ctx, tenant.id, pageFrom(page), args.status)),
+    resolve: (tenant, args, ctx) => tenantConnection(args, tenant, (tenantId) => (page) => listProjects(ctx, tenantId, page, args.status)),
   }),
 }));
 
@@ -38,10 +37,7 @@ builder.queryFields((t) => ({
     description: "A tenant's projects (every member may read them).",
     authScopes: { authenticated: true },
     args: { tenantId: t.arg.id({ required: true }), status: t.arg({ type: ProjectStatusEnum }) },
-    resolve: (_root, args, ctx) =>
-      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) =>
-        listProjects(ctx, decodeId(String(args.tenantId), 'Tenant'), pageFrom(page), args.status),
-      ),
+    resolve: (_root, args, ctx) => tenantConnection(args, { globalId: args.tenantId }, (tenantId) => (page) => listProjects(ctx, tenantId, page, args.status)),
   }),
 }));
 

@@ -1,11 +1,12 @@
-import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { z } from 'zod';
 import { createQueue, getQueue, listQueues, queueUsage, setProjectQueue, setQuota, updateQueue } from '../src/services/cluster.js';
 import { listJobs } from '../src/services/jobs.js';
 import { builder } from './builder.js';
-import { IsolationLevelEnum, JobStateEnum, decodeId, pageFrom, toCursor } from './common.js';
+import { IsolationLevelEnum, JobStateEnum, decodeId } from './common.js';
 import { QuotaInput, QuotaRef, ResourceEnum, TimeWindowInput, quotaLines, toQuotaSpec, toTimeWindows } from './quota.js';
 import { JobRef, ProjectRef, QueueRef, TenantRef } from './refs.js';
+import { reloadingSubscription } from './reloading-subscription.js';
+import { tenantConnection } from './tenant-connection.js';
 import { isEntity } from './tenant.js';
 import { getTenant } from '../src/services/tenants.js';
 
@@ -83,10 +84,7 @@ builder.node(QueueRef, {
       description: "This queue's jobs, newest last; filter by state.",
       args: { states: t.arg({ type: [JobStateEnum] }) },
       authScopes: (q) => ({ capability: { tenantId: q.tenant.id, capability: 'jobs:read' } }),
-      resolve: (q, args, ctx) =>
-        resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) =>
-          listJobs(ctx, { tenantId: q.tenant.id, queueId: q.id, states: args.states ?? null }, pageFrom(page)),
-        ),
+      resolve: (q, args, ctx) => tenantConnection(args, q.tenant, (tenantId) => (page) => listJobs(ctx, { tenantId, queueId: q.id, states: args.states ?? null }, page)),
     }),
     pendingJobs: t.field({
       type: [JobRef],
@@ -237,5 +235,19 @@ builder.objectFields(ProjectRef, (t) => ({
     type: QueueRef,
     nullable: true,
     resolve: async (p, _a, ctx) => (p.defaultQueueId ? getQueue(ctx, p.defaultQueueId) : null),
+  }),
+}));
+
+builder.subscriptionFields((t) => ({
+  queueUpdated: t.field({
+    type: QueueRef,
+    description: 'The queue (usage, counts) whenever jobs are admitted, finish or are preempted in it, or its quota changes.',
+    authScopes: { authenticated: true },
+    args: { id: t.arg.id({ required: true }) },
+    ...reloadingSubscription({
+      watch: ({ id }: { id: string | number }, ctx) => getQueue(ctx, decodeId(String(id), 'Queue')),
+      source: (queue, ctx) => ctx.events.subscribe('queue-updated', queue.id),
+      reload: ({ queueId }, _args, ctx) => getQueue(ctx, queueId),
+    }),
   }),
 }));

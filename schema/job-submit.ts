@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import { submitJob, type SubmitJobInput } from '../src/services/jobs.js';
+import { builder } from './builder.js';
+import { decodeId } from './common.js';
+import { JobRef } from './refs.js';
+
+const PodSetInput = builder.inputType('PodSetInput', {
+  fields: (t) => ({
+    name: t.string({ defaultValue: 'main', validate: z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'use lowercase letters, digits and dashes') }),
+    count: t.int({ defaultValue: 1, validate: z.number().int().min(1, 'at least one pod').max(10_000, 'at most 10000 pods') }),
+    minCount: t.int({ description: 'Gang minimum (default: count).', validate: z.number().int().min(1, 'at least one pod') }),
+    gpusPerPod: t.float({
+      defaultValue: 0,
+      description: 'Whole GPUs, a fraction of one GPU in 1/1000 steps, or slices/shares on MIG and time-sliced flavors.',
+      validate: z.number().min(0, 'must not be negative').max(64, 'at most 64 per pod').refine((v) => Math.abs(v * 1000 - Math.round(v * 1000)) < 1e-6, 'use steps of 1/1000'),
+    }),
+    cpuMillisPerPod: t.int({ defaultValue: 0, validate: z.number().int().min(0, 'must not be negative') }),
+    memoryMiBPerPod: t.int({ defaultValue: 0, validate: z.number().int().min(0, 'must not be negative') }),
+    flavors: t.stringList({ description: 'Flavor preference, best first (default: the queue\'s order).', validate: z.array(z.string().max(63)).max(16) }),
+  }),
+});
+
+const SimulateInput = builder.inputType('SimulateInput', {
+  description: 'For the simulated cluster: force how the run ends.',
+  fields: (t) => ({
+    fail: t.boolean({ defaultValue: false }),
+    failAfterSeconds: t.float({ validate: z.number().min(0) }),
+  }),
+});
+
+/** The job a client describes; previewJob (job-preview.ts) takes the same input. */
+export const SubmitJobInputRef = builder.inputType('SubmitJobInput', {
+  fields: (t) => ({
+    queueId: t.id({ description: "Default: the project's default queue." }),
+    projectId: t.id(),
+    name: t.string({ required: true, validate: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters') }),
+    priorityClass: t.string({ defaultValue: 'training', validate: z.string().max(63) }),
+    podSets: t.field({ type: [PodSetInput], required: true, validate: z.array(z.any()).min(1, 'give at least one pod set').max(8, 'at most 8 pod sets') }),
+    expectedDurationSeconds: t.float({ validate: z.number().positive('must be positive').max(90 * 86_400, 'at most 90 days') }),
+    maxRunSeconds: t.float({ validate: z.number().positive('must be positive').max(90 * 86_400, 'at most 90 days') }),
+    idempotencyKey: t.string({
+      description: 'Send the same key when retrying: the retry returns the first job instead of making another.',
+      validate: z.string().min(1).max(128, 'must be at most 128 characters'),
+    }),
+    simulate: t.field({ type: SimulateInput }),
+  }),
+});
+
+type SubmitArgs = typeof SubmitJobInputRef.$inferInput;
+
+export function toSubmitInput(input: SubmitArgs): SubmitJobInput {
+  const podSets = input.podSets.map((ps) => {
+    return {
+      name: ps.name ?? 'main',
+      count: ps.count ?? 1,
+      ...(ps.minCount != null ? { minCount: ps.minCount } : {}),
+      perPod: { gpu: ps.gpusPerPod ?? 0, cpu: ps.cpuMillisPerPod ?? 0, memory: ps.memoryMiBPerPod ?? 0 },
+      ...(ps.flavors ? { flavors: ps.flavors } : {}),
+    };
+  });
+  return {
+    queueId: input.queueId ? decodeId(String(input.queueId), 'Queue') : null,
+    projectId: input.projectId ? decodeId(String(input.projectId), 'Project') : null,
+    name: input.name,
+    priorityClass: input.priorityClass ?? 'training',
+    podSets,
+    expectedDurationMs: input.expectedDurationSeconds != null ? Math.round(input.expectedDurationSeconds * 1000) : null,
+    maxRunMs: input.maxRunSeconds != null ? Math.round(input.maxRunSeconds * 1000) : null,
+    idempotencyKey: input.idempotencyKey ?? null,
+    workload: input.simulate
+      ? { simulate: { outcome: input.simulate.fail ? 'fail' : 'succeed', ...(input.simulate.failAfterSeconds != null ? { failAfterMs: input.simulate.failAfterSeconds * 1000 } : {}) } }
+      : null,
+  };
+}
+
+export const validateSubmit = (input: SubmitArgs) => input.podSets.every((ps) => ps.minCount == null || ps.minCount <= (ps.count ?? 1));
+
+builder.mutationFields((t) => ({
+  submitJob: t.field({
+    type: JobRef,
+    description: 'Needs jobs:write in the queue\'s tenant (members and tenant admins).',
+    authScopes: { authenticated: true },
+    args: { input: t.arg({ type: SubmitJobInputRef, required: true, validate: z.any().refine(validateSubmit, 'minCount must not exceed count') }) },
+    resolve: (_r, { input }, ctx) => submitJob(ctx, toSubmitInput(input)),
+  }),
+}));

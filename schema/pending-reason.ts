@@ -1,0 +1,39 @@
+import { etaUnknownReasonOf, etaUnknownText, nodeFitOf, pendingReasonMessage, type JobExplanation, type NodeFit } from '../src/services/pending-reasons.js';
+import { builder } from './builder.js';
+import { ResourceEnum } from './quota.js';
+
+const NodeFitRef = builder.objectRef<NodeFit>('NodeFit').implement({
+  description: 'NoNodeFits: the free capacity of one flavor against the pods the job needs (GPUs, slices or shares).',
+  fields: (t) => ({
+    flavor: t.exposeString('flavor'),
+    largestFreeOnOneNode: t.float({ description: 'The most free units on any single eligible node.', resolve: (f) => f.largestFreeGpusOnOneNode }),
+    free: t.float({ description: 'Free units summed over the eligible nodes.', resolve: (f) => f.freeGpus }),
+    podsNeeded: t.exposeInt('podsNeeded'),
+    perPod: t.float({ resolve: (f) => f.gpusPerPod }),
+  }),
+});
+
+export const PendingReasonRef = builder.objectRef<JobExplanation>('PendingReason').implement({
+  description: 'Why a job waits, and the numbers behind it.',
+  fields: (t) => ({
+    code: t.string({ description: 'WaitingForQuota, ExceedsMaxQuota, NoNodeFits, NoFittingNode, WindowClosed, StrictFIFOBlocked, WaitingForPreemption, NotYetEvaluated…', resolve: (e) => e.reason ?? 'NotYetEvaluated' }),
+    message: t.string({
+      description: "Rendered for the reader: names another job only when it is one of this tenant's jobs you may read, else \"a job of another tenant\".",
+      resolve: (e, _a, ctx) => pendingReasonMessage(ctx, e),
+    }),
+    flavor: t.string({ nullable: true, resolve: (e) => e.shortfall?.flavor ?? null }),
+    resource: t.field({ type: ResourceEnum, nullable: true, resolve: (e) => e.shortfall?.resource ?? null }),
+    requested: t.float({ nullable: true, resolve: (e) => e.shortfall?.requested ?? null }),
+    available: t.float({ nullable: true, resolve: (e) => e.shortfall?.available ?? null }),
+    nominal: t.float({ nullable: true, resolve: (e) => e.shortfall?.nominal ?? null }),
+    borrowingLimit: t.float({ nullable: true, resolve: (e) => e.shortfall?.borrowingLimit ?? null }),
+    used: t.float({ nullable: true, resolve: (e) => e.shortfall?.used ?? null }),
+    nodeFit: t.field({ type: [NodeFitRef], nullable: true, description: 'NoNodeFits only: per flavor tried, the largest free block on one node.', resolve: (e) => nodeFitOf(e) }),
+    etaUnknownReason: t.string({
+      nullable: true,
+      description: 'Why eta is null: NoDeclaredDuration, TooFarAhead, NeverFits or StrictFIFOBlocked (null when there is an ETA).',
+      resolve: (e) => etaUnknownReasonOf(e),
+    }),
+    etaUnknownMessage: t.string({ nullable: true, description: 'The same, in words.', resolve: (e) => etaUnknownText(etaUnknownReasonOf(e)) }),
+  }),
+});
