@@ -1,7 +1,7 @@
 // Pending lists: enqueue/dequeue (heap per queue plus the shape index), park a job with why it
 // waits (which decides what wakes it), and the memo of failed preemption searches.
+import type { Fail } from './assignment/plan.js';
 import { RESOURCE_COUNT } from './quota.js';
-import type { Fail } from './scheduler.js';
 import type { CoreState, JobState, PodSetState, QueueState } from './state.js';
 import { canPreempt, needMet } from './wake.js';
 

@@ -56,3 +56,22 @@ export function tReadd(core: CoreState, j: JobState): void {
     for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
   });
 }
+
+/** Trial removal of usage from a queue (a would-be victim's quota, for a share comparison). */
+export function tUncharge(core: CoreState, q: QueueState, usage: Map<string, number[]>): void {
+  chargeQueue(q, usage, -1);
+  core.trail.push(() => chargeQueue(q, usage, 1));
+}
+
+/**
+ * Trial release of capacity held under `q` (a simulated admission's quota and pods, the ETA
+ * search's end event); its undo goes on the trail like every other trial change.
+ */
+export function tReleaseHeld(core: CoreState, q: QueueState, usage: Map<string, number[]>, allocs: PodAlloc[]): void {
+  chargeQueue(q, usage, -1);
+  for (let i = allocs.length - 1; i >= 0; i--) releaseAlloc(allocs[i] as PodAlloc);
+  core.trail.push(() => {
+    for (const a of allocs) reapplyAlloc(a);
+    chargeQueue(q, usage, 1);
+  });
+}

@@ -1,0 +1,110 @@
+// Why a job does not fit: NoNodeFits / NoFittingNode with per-flavor nodeFit, WindowClosed,
+// ExceedsMaxQuota or WaitingForQuota with its numeric QuotaShortfall.
+import type { FlavorState } from '../nodes.js';
+import { convertQuotas } from '../quota-config.js';
+import { available, potentialAvailable } from '../quota.js';
+import type { CoreState, JobState, PodSetState, QueueState } from '../state.js';
+import type { NodeFit, QuotaShortfall, ResourceName } from '../types.js';
+import { RES, toApi } from '../units.js';
+import { eligibleFor } from './direct.js';
+import type { Fail } from './plan.js';
+import { NOFIT } from './quota-mode.js';
+
+export function shortfall(q: QueueState, f: string, r: number, requested: number): QuotaShortfall {
+  const fq = q.node.flavors.get(f);
+  const bl = fq?.borrowingLimit[r];
+  const s: QuotaShortfall = {
+    flavor: f,
+    resource: RES[r] as ResourceName,
+    requested: toApi(r, requested),
+    available: fq ? toApi(r, Math.max(0, available(q.node, f, r))) : 0,
+    nominal: fq ? toApi(r, fq.nominal[r] as number) : 0,
+    used: fq ? toApi(r, fq.usage[r] as number) : 0,
+    maxAvailable: fq ? toApi(r, potentialAvailable(q.node, f, r)) : 0,
+  };
+  if (bl !== null && bl !== undefined) s.borrowingLimit = toApi(r, bl);
+  return s;
+}
+
+export function diagnose(
+  core: CoreState,
+  job: JobState,
+  options: { f: string; mode: number; r: number; requested: number }[],
+  nodeFailed: string[],
+  ps: PodSetState,
+  count: number,
+): Fail {
+  const q = job.queue;
+  if (nodeFailed.length > 0) {
+    const eligible = eligibleFor(job);
+    const nodeFit: NodeFit[] = [];
+    for (const f of nodeFailed) {
+      let largest = 0;
+      let free = 0;
+      let any = false;
+      for (const n of (core.flavors.get(f) as FlavorState).nodes) {
+        if (!eligible(n)) continue;
+        any = true;
+        largest = Math.max(largest, n.freeGpuTotal);
+        free += n.freeGpuTotal;
+      }
+      if (any) nodeFit.push({ flavor: f, largestFreeGpusOnOneNode: largest / 1000, freeGpus: free / 1000, podsNeeded: count, gpusPerPod: ps.shape.gpu / 1000 });
+    }
+    if (nodeFit.length === 0) {
+      return {
+        ok: false,
+        reason: 'NoFittingNode',
+        message: `quota allows it, but there is no eligible node of ${nodeFailed.join(', ')} for its pods`,
+        waitFlavors: nodeFailed,
+      };
+    }
+    const blocks = nodeFit.map((n) => `${n.flavor}: largest free on one node ${n.largestFreeGpusOnOneNode}, free in total ${n.freeGpus}`).join('; ');
+    return {
+      ok: false,
+      reason: 'NoNodeFits',
+      message: `quota allows it, but no set of eligible nodes has room for ${count} pod(s) of ${ps.shape.gpu / 1000} GPU (${blocks})`,
+      nodeFit,
+      waitFlavors: nodeFailed,
+    };
+  }
+  const best = [...options].sort((a, b) => a.mode - b.mode)[0];
+  if (!best) return { ok: false, reason: 'ExceedsMaxQuota', message: 'no flavor to try', waitFlavors: [] };
+  const sf = shortfall(q, best.f, best.r, best.requested);
+  if (best.mode === NOFIT) {
+    if (windowWouldAllow(core, q, best.f, best.r, best.requested)) {
+      return {
+        ok: false,
+        reason: 'WindowClosed',
+        message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, the queue gets at most ${sf.maxAvailable} outside its time window`,
+        shortfall: sf,
+        waitFlavors: [],
+      };
+    }
+    return {
+      ok: false,
+      reason: 'ExceedsMaxQuota',
+      message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested} exceeds the most the queue can ever get (${sf.maxAvailable})`,
+      shortfall: sf,
+      waitFlavors: [],
+    };
+  }
+  return {
+    ok: false,
+    reason: 'WaitingForQuota',
+    message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, available ${sf.available} (nominal ${sf.nominal}, used ${sf.used}${sf.borrowingLimit !== undefined ? `, borrowing limit ${sf.borrowingLimit}` : ''})`,
+    shortfall: sf,
+    waitFlavors: [],
+  };
+}
+
+export function windowWouldAllow(core: CoreState, q: QueueState, f: string, r: number, requested: number): boolean {
+  const ws = q.spec.timeWindows ?? [];
+  for (let i = 0; i < ws.length; i++) {
+    if (i === q.activeWindow) continue;
+    const fq = convertQuotas(core, (ws[i] as (typeof ws)[number]).quotas, q.isolation, q.spec.name).get(f);
+    if (!fq || !fq.declared[r]) continue;
+    const bl = fq.borrowingLimit[r];
+    if ((fq.nominal[r] as number) + (bl ?? Number.POSITIVE_INFINITY) >= requested) return true;
+  }
+  return false;
+}

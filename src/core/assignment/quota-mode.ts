@@ -1,0 +1,53 @@
+// Quota mode of a request on one flavor (Kueue's flavorassigner): Fit → Borrow → Preempt →
+// Preempt+Borrow, or no fit, from the quota tree arithmetic.
+import { available, GPU, potentialAvailable, RESOURCE_COUNT } from '../quota.js';
+import type { JobState, QueueState } from '../state.js';
+
+// Assignment modes, ordered from best to worst.
+export const FIT = 0;
+export const BORROW = 1;
+export const PREEMPT = 2;
+export const PREEMPT_BORROW = 3;
+export const NOFIT = 4;
+
+/**
+ * Quota mode of adding `vec` on flavor f to the queue, given what this job already charged
+ * (`jobCharged`, counted in `available` but not in `potentialAvailable`).
+ */
+export function quotaMode(q: QueueState, f: string, vec: readonly number[], jobCharged: readonly number[] | undefined): { mode: number; r: number; requested: number } {
+  const fq = q.node.flavors.get(f);
+  if (!fq || !q.node.own.has(f)) return { mode: NOFIT, r: GPU, requested: vec[GPU] as number };
+  let mode = FIT;
+  let worstR = -1;
+  for (let r = 0; r < RESOURCE_COUNT; r++) {
+    const x = vec[r] as number;
+    if (x === 0 || !fq.declared[r]) continue;
+    const total = x + (jobCharged ? (jobCharged[r] as number) : 0);
+    let m: number;
+    if (total > potentialAvailable(q.node, f, r)) m = NOFIT;
+    else {
+      const borrow = (fq.usage[r] as number) + x > (fq.nominal[r] as number);
+      if (x <= available(q.node, f, r)) m = borrow ? BORROW : FIT;
+      else m = borrow ? PREEMPT_BORROW : PREEMPT;
+    }
+    if (m > mode || worstR < 0) {
+      mode = Math.max(mode, m);
+      worstR = r;
+    }
+  }
+  const r = worstR < 0 ? GPU : worstR;
+  return { mode, r, requested: (vec[r] as number) + (jobCharged ? (jobCharged[r] as number) : 0) };
+}
+
+/** Would the head exceed its queue's nominal on its first preferred flavor? (Non-borrowing heads go first without fair sharing, as in Kueue.) */
+export function headBorrows(j: JobState): boolean {
+  const q = j.queue;
+  for (const ps of j.podSets) {
+    const f = ps.flavors[0] as string;
+    const fq = q.node.flavors.get(f);
+    if (!fq) continue;
+    const vec = [ps.shape.gpu * ps.count, ps.shape.cpu * ps.count, ps.shape.mem * ps.count];
+    for (let r = 0; r < RESOURCE_COUNT; r++) if (fq.declared[r] && (fq.usage[r] as number) + (vec[r] as number) > (fq.nominal[r] as number)) return true;
+  }
+  return false;
+}

@@ -1,0 +1,99 @@
+// Preemption candidates and their order: who may be a victim (withinQueue, reclaimWithinCohort,
+// borrowWithinCohort, priority classes), policy order, and the by-node order of the placement retry.
+import { eligibleFor } from '../assignment/direct.js';
+import type { NodeState } from '../nodes.js';
+import { overNominal } from '../queue-usage.js';
+import { RESOURCE_COUNT } from '../quota.js';
+import type { CoreState, JobState, QueueState } from '../state.js';
+
+export interface Candidate {
+  job: JobState;
+  other: boolean;
+  reclaimOk: boolean;
+  borrowOk: boolean;
+}
+
+/**
+ * Candidates regrouped by node: nodes of the chosen flavors where freeing the candidates could
+ * hold a pod first, then those with the most free GPU already (least to evict), then the fewest
+ * candidate GPUs, then name; within a node the policy order stays. Null if it changes nothing.
+ */
+export function placementOrder(job: JobState, choice: string[], cands: Candidate[]): Candidate[] | null {
+  const podGpu = new Map<string, number>(); // per chosen flavor: the smallest GPU pod shape
+  job.podSets.forEach((ps, i) => {
+    const f = choice[i] as string;
+    if (ps.shape.gpu > 0) podGpu.set(f, Math.min(podGpu.get(f) ?? Number.POSITIVE_INFINITY, ps.shape.gpu));
+  });
+  if (podGpu.size === 0) return null;
+  const eligible = eligibleFor(job);
+  const held = new Map<NodeState, number>();
+  for (const c of cands)
+    for (const a of c.job.allocs) {
+      if (!podGpu.has(a.node.flavor.spec.name) || !eligible(a.node)) continue;
+      held.set(a.node, (held.get(a.node) ?? 0) + a.gpuMilli.reduce((x, y) => x + y, 0));
+    }
+  const ranked = [...held.entries()]
+    .map(([n, h]) => ({ n, h, useful: n.freeGpuTotal + h >= (podGpu.get(n.flavor.spec.name) as number) ? 0 : 1 }))
+    .sort((a, b) => a.useful - b.useful || b.n.freeGpuTotal - a.n.freeGpuTotal || a.h - b.h || (a.n.spec.name < b.n.spec.name ? -1 : 1));
+  const out: Candidate[] = [];
+  const seen = new Set<Candidate>();
+  for (const { n } of ranked)
+    for (const c of cands)
+      if (!seen.has(c) && c.job.allocs.some((a) => a.node === n)) {
+        seen.add(c);
+        out.push(c);
+      }
+  for (const c of cands) if (!seen.has(c)) out.push(c);
+  return out.every((c, i) => c === cands[i]) ? null : out;
+}
+
+/** Is `v` using more than its nominal on a (flavor, resource) the preemptor needs? */
+export function borrowingOnNeed(v: QueueState, request: Map<string, number[]>, need: [string, number][]): boolean {
+  if (need.length > 0) return need.some(([f, r]) => overNominal(v, f, r));
+  for (const [f, vec] of request) for (let r = 0; r < RESOURCE_COUNT; r++) if ((vec[r] as number) > 0 && overNominal(v, f, r)) return true;
+  return false;
+}
+
+export function candidates(core: CoreState, job: JobState, request: Map<string, number[]>, need: [string, number][], otherOk: (v: QueueState) => boolean): Candidate[] {
+  const q = job.queue;
+  const out: Candidate[] = [];
+  const uses = (c: JobState): boolean => {
+    for (const f of c.usage.keys()) if (request.has(f)) return true;
+    return false;
+  };
+  if (q.withinQueue !== 'Never') {
+    for (const c of q.admitted) {
+      if (c.preemptible !== 'yes' || !uses(c)) continue;
+      const lower = c.priority < job.priority;
+      const newerEqual =
+        q.withinQueue === 'LowerOrNewerEqualPriority' &&
+        c.priority === job.priority &&
+        (c.spec.submitTime > job.spec.submitTime || (c.spec.submitTime === job.spec.submitTime && c.spec.id > job.spec.id));
+      if (lower || newerEqual) out.push({ job: c, other: false, reclaimOk: false, borrowOk: false });
+    }
+  }
+  if (q.node.parent && (q.reclaim !== 'Never' || q.borrowPolicy !== 'Never')) {
+    for (const v of core.treeQueues.get(q.root) ?? []) {
+      if (v === q || !borrowingOnNeed(v, request, need) || !otherOk(v)) continue;
+      for (const c of v.admitted) {
+        if (c.preemptible === 'no' || !uses(c)) continue;
+        const lower = c.priority < job.priority;
+        const reclaimOk = q.reclaim === 'Any' || (q.reclaim === 'LowerPriority' && (lower || v.isolation === 'BEST_EFFORT'));
+        const borrowOk =
+          q.borrowPolicy === 'LowerPriority' && c.preemptible === 'yes' && lower && (q.borrowThreshold === null || c.priority <= q.borrowThreshold);
+        if (reclaimOk || borrowOk) out.push({ job: c, other: true, reclaimOk, borrowOk });
+      }
+    }
+  }
+  // Candidate order: other queues first (best-effort queues before them all), lower priority,
+  // most recently admitted, id.
+  out.sort(
+    (a, b) =>
+      Number(b.other) - Number(a.other) ||
+      Number(b.job.queue.isolation === 'BEST_EFFORT') - Number(a.job.queue.isolation === 'BEST_EFFORT') ||
+      a.job.priority - b.job.priority ||
+      b.job.admitSeq - a.job.admitSeq ||
+      (a.job.spec.id < b.job.spec.id ? -1 : a.job.spec.id > b.job.spec.id ? 1 : 0),
+  );
+  return out;
+}

@@ -1,0 +1,49 @@
+// The minimal victim set: take candidates until the job fits, then walk back and put back every
+// victim not needed. Victims stay released on the trail.
+import type { CoreState, JobState } from '../state.js';
+import { rollback, tReadd, tRelease } from '../trail.js';
+import { borrowingOnNeed, type Candidate } from './candidates.js';
+import { fairShareAllows } from './fair-sharing.js';
+
+/**
+ * Take candidates in order until the job fits, then walk the chosen set backwards and put back
+ * every victim whose release turns out not to be needed. Victims stay released on the trail.
+ */
+export function minimalSet(
+  core: CoreState,
+  job: JobState,
+  request: Map<string, number[]>,
+  need: [string, number][],
+  cands: Candidate[],
+  allowBorrowing: boolean,
+  fits: (allowBorrowing: boolean) => boolean,
+  taken?: Set<JobState>,
+): JobState[] | null {
+  const q = job.queue;
+  const mark = core.trail.length;
+  const removed: JobState[] = [];
+  for (const c of cands) {
+    const v = c.job.queue;
+    // borrowWithinCohort covers only victims at or below its threshold: once another queue's
+    // job outside it is taken, the preemptor must fit without borrowing (as in Kueue).
+    if (c.other && !c.borrowOk && !core.fairSharing) allowBorrowing = false;
+    // A queue is never pushed below its nominal by another queue's reclaim.
+    if (v !== q && !borrowingOnNeed(v, request, need)) continue;
+    if (core.fairSharing && v !== q && !fairShareAllows(core, q, request, c.job)) continue;
+    tRelease(core, c.job);
+    removed.push(c.job);
+    taken?.add(c.job);
+    if (!fits(allowBorrowing)) continue;
+    const targets: JobState[] = [c.job];
+    for (let i = removed.length - 2; i >= 0; i--) {
+      const back = removed[i] as JobState;
+      tReadd(core, back);
+      if (fits(allowBorrowing)) continue;
+      tRelease(core, back);
+      targets.push(back);
+    }
+    return targets;
+  }
+  rollback(core, mark);
+  return null;
+}

@@ -1,0 +1,158 @@
+// The preemption search (Kueue's preemptor): flavor choice, candidates, victim search under the
+// classical or fair-sharing rules, the placement-aware retry, and each victim's reason.
+import { eligibleFor } from '../assignment/direct.js';
+import { type Plan, planFrom, type PodSetPlan } from '../assignment/plan.js';
+import { NOFIT, quotaMode } from '../assignment/quota-mode.js';
+import type { FlavorState } from '../nodes.js';
+import { nominalOf, overNominal, usageOf, withinNominal } from '../queue-usage.js';
+import { available, RESOURCE_COUNT } from '../quota.js';
+import type { CoreState, JobState, PodSetState } from '../state.js';
+import { rollback, tCharge, tPlace } from '../trail.js';
+import type { PreemptionReason } from '../types.js';
+import { addVec } from '../units.js';
+import { type Candidate, candidates, placementOrder } from './candidates.js';
+import { classicalOtherQueues, classicalSearch } from './classical.js';
+import { fairShareOtherQueues } from './fair-sharing.js';
+import { minimalSet } from './minimal-set.js';
+
+/**
+ * The preemption search for a job that fits nowhere without it (Kueue's preemptor): pick the
+ * flavor per pod set by quota mode, list the candidates (candidates.ts), take the minimal set of
+ * victims (minimal-set.ts) under the classical or fair-sharing rules, with a placement-aware retry.
+ * On success the victims are released and the job charged and placed on the trail.
+ */
+export function preempting(core: CoreState, job: JobState): Plan | null {
+  const q = job.queue;
+  job.releasable = new Map();
+  // Flavor per pod set: the best quota mode up to preempt+borrow, preference order on ties.
+  const choice: string[] = [];
+  const request = new Map<string, number[]>();
+  for (const ps of job.podSets) {
+    const vec = [ps.shape.gpu * ps.count, ps.shape.cpu * ps.count, ps.shape.mem * ps.count];
+    let best: { f: string; mode: number } | null = null;
+    for (const f of ps.flavors) {
+      const m = quotaMode(q, f, vec, request.get(f)).mode;
+      if (m === NOFIT) continue;
+      if (!best || m < best.mode) best = { f, mode: m };
+    }
+    if (!best) {
+      for (const f of ps.flavors) job.releasable.set(f, [0, 0, 0]); // no option can ever be reached by preempting
+      return null;
+    }
+    choice.push(best.f);
+    addVec(request, best.f, vec, 1);
+  }
+  // The (flavor, resource) pairs short of quota; none means only node capacity is short.
+  const need: [string, number][] = [];
+  for (const [f, v] of request)
+    for (let r = 0; r < RESOURCE_COUNT; r++) {
+      const fq = q.node.flavors.get(f);
+      if ((v[r] as number) > 0 && fq?.declared[r] && (v[r] as number) > available(q.node, f, r)) need.push([f, r]);
+    }
+  const underNominal = need.length > 0 ? need.every(([f, r]) => !overNominal(q, f, r) && usageOf(q, f, r) < nominalOf(q, f, r)) : true;
+  // Which other queues can lose jobs to this one at all (decided once per queue, not per job):
+  // fair-sharing.ts or classical.ts.
+  const otherOk = core.fairSharing ? fairShareOtherQueues(core, q, request) : classicalOtherQueues(q, underNominal);
+  const cands = candidates(core, job, request, need, otherOk);
+  for (const f of request.keys()) job.releasable.set(f, [0, 0, 0]);
+  for (const c of cands) for (const [f, u] of c.job.usage) if (request.has(f)) addVec(job.releasable, f, u, 1);
+  if (cands.length === 0) return null;
+  // Even releasing every candidate would not free enough quota: skip the search.
+  for (const [f, r] of need) {
+    let releasable = 0;
+    for (const c of cands) releasable += (c.job.usage.get(f)?.[r] as number | undefined) ?? 0;
+    if (available(q.node, f, r) + releasable < ((request.get(f) as number[])[r] as number)) return null;
+  }
+  // Set when some trial had the quota but not the nodes: only then can a placement-aware retry help.
+  let placementShort = false;
+  const fits = (allowBorrowing: boolean): boolean => {
+    for (const [f, v] of request) {
+      const fq = q.node.flavors.get(f);
+      if (!fq) return false;
+      for (let r = 0; r < RESOURCE_COUNT; r++) {
+        const x = v[r] as number;
+        if (x === 0 || !fq.declared[r]) continue;
+        if (x > available(q.node, f, r)) return false;
+        if (!allowBorrowing && (fq.usage[r] as number) + x > (fq.nominal[r] as number)) return false;
+      }
+    }
+    const m = core.trail.length;
+    const eligible = eligibleFor(job);
+    let ok = true;
+    for (let i = 0; i < job.podSets.length && ok; i++) {
+      const ps = job.podSets[i] as PodSetState;
+      ok = tPlace(core, core.flavors.get(choice[i] as string) as FlavorState, ps.count, ps.shape, eligible) !== null;
+    }
+    rollback(core, m);
+    if (!ok) placementShort = true;
+    return ok;
+  };
+  // Candidates the searches actually took (they passed every rule): what a failed job can count on later.
+  const taken = new Set<JobState>();
+  let victims = searchVictims(core, job, request, need, cands, underNominal, fits, taken);
+  // The policy order can free enough quota on the wrong nodes (scattered GPUs, no node with room
+  // for a pod) and then run out of candidates (a queue is not pushed below its nominal). Retry with
+  // the candidates grouped by the nodes that can most cheaply make room for the pods (only when
+  // some trial had the quota but not the nodes, so quota-bound failures cost nothing more); the same
+  // take-until-it-fits and walk-back keeps the set minimal for quota and placement both.
+  // Only for quota owed to the job (it stays within its nominal): a job that would borrow, or win
+  // by fair share, waits for capacity rather than evicting whole nodes of running work — on Philly
+  // the retry for every preemptor doubled preemptions and tripled the GPU-hours thrown away.
+  if (!victims && placementShort && withinNominal(q, request)) {
+    const byNode = placementOrder(job, choice, cands);
+    if (byNode) victims = searchVictims(core, job, request, need, byNode, underNominal, fits, taken);
+  }
+  if (!victims) {
+    job.releasable = new Map([...request.keys()].map((f) => [f, [0, 0, 0]]));
+    for (const t of taken) for (const [f, u] of t.usage) if (request.has(f)) addVec(job.releasable, f, u, 1);
+    return null;
+  }
+  // Victims stay released on the trail; now charge and place the preemptor for real.
+  const eligible = eligibleFor(job);
+  const parts: PodSetPlan[] = [];
+  tCharge(core, q, request);
+  for (let i = 0; i < job.podSets.length; i++) {
+    const ps = job.podSets[i] as PodSetState;
+    const allocs = tPlace(core, core.flavors.get(choice[i] as string) as FlavorState, ps.count, ps.shape, eligible);
+    if (!allocs) return null; // cannot happen: fits() just placed the same pods on the same state
+    parts.push({ ps, flavor: choice[i] as string, count: ps.count, allocs });
+  }
+  // Charged above: does the preemptor's queue end up above its nominal on what it asked for?
+  const preemptorBorrows = [...request].some(([f, vec]) => vec.some((v, r) => (v as number) > 0 && overNominal(q, f, r)));
+  const withReasons = victims.map((v) => ({ job: v, reason: preemptionReason(core, job, v, preemptorBorrows) }));
+  return planFrom(job, parts, request, withReasons);
+}
+
+/**
+ * Victims from the candidates in this order, or null: own-queue candidates alone when there are
+ * no others; with fair sharing every candidate (the share rule in minimalSet decides between
+ * queues); otherwise Kueue's staged search (classical.ts).
+ */
+function searchVictims(
+  core: CoreState,
+  job: JobState,
+  request: Map<string, number[]>,
+  need: [string, number][],
+  ordered: Candidate[],
+  underNominal: boolean,
+  fits: (allowBorrowing: boolean) => boolean,
+  taken: Set<JobState>,
+): JobState[] | null {
+  const own = ordered.filter((c) => !c.other);
+  if (own.length === ordered.length) return minimalSet(core, job, request, need, own, true, fits, taken);
+  // Fair sharing decides between queues by share (see fairShareAllows), so borrowing is allowed.
+  if (core.fairSharing) return minimalSet(core, job, request, need, ordered, true, fits, taken);
+  return classicalSearch(core, job, request, need, ordered, own, underNominal, fits, taken);
+}
+
+/**
+ * Why a victim goes. Between queues: taking back unused nominal is a reclaim, with or
+ * without fair sharing (Kueue's InCohortReclamation); only a preemptor that borrows wins
+ * by share (InCohortFairSharing).
+ */
+export function preemptionReason(core: CoreState, preemptor: JobState, victim: JobState, preemptorBorrows: boolean): PreemptionReason {
+  if (victim.queue === preemptor.queue) return 'priority';
+  if (victim.queue.windowReclaimable) return 'window-closed';
+  if (core.fairSharing && preemptorBorrows) return 'fair-share';
+  return 'reclaim';
+}
