@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { PreemptionSpec, QuotaLimits, QuotaSpec, ResourceName } from '../core/index.js';
 import type { SimCluster } from './cluster.js';
+import { z } from 'zod';
 import { DocError, parseDoc, type Doc, type Value } from './doc.js';
 
 export type Resource = ResourceName;
@@ -39,8 +40,133 @@ export interface SimQueues {
   fairSharing?: { usageHalfLifeMs?: number; entryPenalty?: number };
 }
 
+// ---------------------------------------------------------------- schema
+// The file's shape as zod schemas. Messages are short ("must be ≥ 0, got -1"): the error
+// adds the file, the line of the object holding the value and the value's path.
+
+/** An optional value: null counts as absent, as it always did in these files. */
+const optional = <T extends z.ZodType>(s: T) => z.preprocess((v) => (v === null ? undefined : v), s.optional());
+/** A required value that may not be null either. */
+const required = <T extends z.ZodType>(s: T) => z.preprocess((v) => (v === null ? undefined : v), s);
+const nonEmpty = z.string().min(1);
+/** An object with only the listed keys; unknown ones are named with the known ones. */
+const strict = <S extends z.ZodRawShape>(shape: S, notAnObject?: string) =>
+  z.strictObject(shape, {
+    error: (iss) =>
+      iss.code === 'unrecognized_keys'
+        ? `unknown key ${quoteList(iss.keys)} (known: ${Object.keys(shape).filter((k) => k !== 'timeWindows').join(', ')})`
+        : iss.code === 'invalid_type' && iss.input !== undefined
+          ? notAnObject
+          : undefined,
+  });
+const quoteList = (keys: readonly PropertyKey[]): string => keys.map((k) => `'${String(k)}'`).join(', ');
+
+const resourceQuota = z.preprocess(
+  (v) => (typeof v === 'number' ? { nominal: v } : v), // a number is the nominal
+  strict(
+    { nominal: required(z.number().min(0)), borrowingLimit: optional(z.number().min(0)), lendingLimit: optional(z.number().min(0)) },
+    'must be a number (nominal) or {nominal, borrowingLimit?, lendingLimit?}',
+  ).check((ctx) => {
+    const q = ctx.value;
+    if (q.lendingLimit !== undefined && q.lendingLimit > q.nominal) {
+      ctx.issues.push({ code: 'custom', input: q, path: ['lendingLimit'], message: `${q.lendingLimit} exceeds nominal ${q.nominal}` });
+    }
+  }),
+);
+const quotas = z.record(
+  z.string(),
+  z.partialRecord(z.enum(RESOURCES as [Resource, ...Resource[]]), resourceQuota, {
+    error: (raw) => {
+      // a partial record reports keys outside the enum as unrecognized_keys, which its types omit
+      const iss = raw as { code: string; keys?: PropertyKey[] };
+      if (iss.code === 'unrecognized_keys') return `unknown resource ${quoteList(iss.keys ?? [])} (gpu, cpu, memory)`;
+      return iss.code === 'invalid_type' ? 'must map resource (gpu, cpu, memory) → quota' : undefined;
+    },
+  }),
+  { error: (iss) => (iss.code === 'invalid_type' ? 'must map flavor → resource → quota' : undefined) },
+);
+const cohort = strict({ name: required(nonEmpty), parent: optional(nonEmpty), quotas: quotas.nullish() });
+const preemption = strict({
+  withinQueue: optional(z.enum(['Never', 'LowerPriority', 'LowerOrNewerEqualPriority'])),
+  reclaimWithinCohort: optional(z.enum(['Never', 'LowerPriority', 'Any'])),
+  borrowWithinCohort: optional(strict({ policy: optional(z.enum(['Never', 'LowerPriority'])), maxPriorityThreshold: optional(z.number()) })),
+});
+const queue = strict({
+  name: required(nonEmpty),
+  tenant: optional(nonEmpty),
+  cohort: optional(nonEmpty),
+  quotas: optional(quotas),
+  weight: optional(z.number().min(0)),
+  queueingStrategy: optional(z.enum(['StrictFIFO', 'BestEffortFIFO'])),
+  preemption: optional(preemption),
+  isolation: optional(z.enum(['DEDICATED', 'GUARANTEED', 'ELASTIC', 'BEST_EFFORT'])),
+  dedicatedPool: optional(nonEmpty),
+  // refused below with the reason rather than as an unknown key
+  timeWindows: z.unknown().optional(),
+}).refine((q) => q.timeWindows === undefined, {
+  path: ['timeWindows'],
+  error: 'not supported by the simulator yet (the virtual clock only stops at submits and finishes)',
+});
+const queuesFile = z.strictObject(
+  {
+    cohorts: optional(z.array(cohort)),
+    queues: z.array(queue).min(1),
+    fairSharing: optional(strict({ usageHalfLifeMs: optional(z.number().min(0)), entryPenalty: optional(z.number().min(0)) })),
+  },
+  { error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown top-level key ${quoteList(iss.keys)} (known: cohorts, queues, fairSharing)` : iss.code === 'invalid_type' ? 'the queues file must be an object with a `queues` list' : undefined) },
+);
+
+/** Messages for what the schemas above do not word themselves. */
+const message: z.core.$ZodErrorMap = (iss) => {
+  const got = (v: unknown): string => (typeof v === 'string' ? `'${v}'` : JSON.stringify(v));
+  switch (iss.code) {
+    case 'invalid_type': {
+      if (iss.input === undefined) return 'is required';
+      const a = iss.expected === 'array' ? 'a list' : iss.expected === 'object' ? 'an object' : `a ${iss.expected}`;
+      return `must be ${a}, got ${got(iss.input)}`;
+    }
+    case 'too_small':
+      if (iss.origin === 'string') return 'must be a non-empty string';
+      if (iss.origin === 'array') return 'must be a non-empty list';
+      return `must be ≥ ${String(iss.minimum)}, got ${got(iss.input)}`;
+    case 'invalid_value':
+      return `must be one of ${iss.values.map(String).join(', ')}, got ${got(iss.input)}`;
+    default:
+      return undefined;
+  }
+};
+
+/** `queues[2].quotas.h100.gpu` */
+function formatPath(path: readonly PropertyKey[]): string {
+  let s = '';
+  for (const k of path) {
+    if (typeof k === 'number') s += `[${k}]`;
+    else if (/^[\w-]+$/.test(String(k))) s += `${s === '' ? '' : '.'}${String(k)}`;
+    else s += `[${JSON.stringify(String(k))}]`;
+  }
+  return s;
+}
+
 type Obj = { [k: string]: Value };
 const isObj = (v: Value | undefined): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The first schema issue as a DocError: line of the object holding the value (or, for unknown keys, of the object itself). */
+function issueError(doc: Doc, iss: z.core.$ZodIssue): DocError {
+  const holderDepth = iss.code === 'unrecognized_keys' ? iss.path.length : iss.path.length - 1;
+  let holder: Value = doc.root;
+  let cur: Value | undefined = doc.root;
+  for (const k of iss.path.slice(0, holderDepth)) {
+    cur = Array.isArray(cur) ? cur[k as number] : isObj(cur) ? cur[String(k)] : undefined;
+    if (cur === undefined || cur === null || typeof cur !== 'object') break;
+    holder = cur;
+  }
+  // name the queue or cohort too: an index is hard to find in a long file
+  const [list, i] = iss.path;
+  const entry = (list === 'queues' || list === 'cohorts') && typeof i === 'number' && isObj(doc.root) && Array.isArray(doc.root[list]) ? doc.root[list][i] : undefined;
+  const named = isObj(entry) && typeof entry['name'] === 'string' && entry['name'] !== '' ? ` (${list === 'queues' ? 'queue' : 'cohort'} '${entry['name']}')` : '';
+  const path = formatPath(iss.path);
+  return new DocError(doc.file, doc.lineOf(holder), `${path === '' ? '' : `${path}: `}${iss.message}${named}`);
+}
 
 export function parseQueues(text: string, file = '<queues>'): SimQueues {
   const doc = parseDoc(text, file);
@@ -51,95 +177,44 @@ export function readQueues(path: string): SimQueues {
   return parseQueues(readFileSync(path, 'utf8'), path);
 }
 
+/** Copy of a validated quota map in the core's shape (input order; absent limits stay absent). */
+function toQuotas(q: z.infer<typeof quotas> | null | undefined): SimQuotas {
+  const out: SimQuotas = {};
+  for (const [flavor, res] of Object.entries(q ?? {})) {
+    const fq: Partial<Record<Resource, ResourceQuota>> = {};
+    for (const [r, v] of Object.entries(res) as [Resource, z.infer<typeof resourceQuota> | undefined][]) {
+      if (v === undefined) continue;
+      const rq: ResourceQuota = { nominal: v.nominal };
+      if (v.borrowingLimit !== undefined) rq.borrowingLimit = v.borrowingLimit;
+      if (v.lendingLimit !== undefined) rq.lendingLimit = v.lendingLimit;
+      fq[r] = rq;
+    }
+    out[flavor] = fq;
+  }
+  return out;
+}
+
 function validateQueues(doc: Doc): SimQueues {
   const { file } = doc;
-  const root = doc.root;
-  const fail = (at: unknown, m: string): never => {
-    throw new DocError(file, doc.lineOf(at), m);
-  };
-  if (!isObj(root)) return fail(root, 'the queues file must be an object with a `queues` list');
-  const known = new Set(['cohorts', 'queues', 'fairSharing']);
-  for (const k of Object.keys(root)) if (!known.has(k)) fail(root, `unknown top-level key '${k}' (known: ${[...known].join(', ')})`);
-
-  const num = (parent: Obj, key: string, what: string, opts: { min?: number; optional?: boolean } = {}): number | undefined => {
-    const v = parent[key];
-    if (v === undefined || v === null) {
-      if (opts.optional) return undefined;
-      return fail(parent, `${what}: '${key}' is required`);
-    }
-    if (typeof v !== 'number' || !Number.isFinite(v)) return fail(parent, `${what}: '${key}' must be a number, got ${JSON.stringify(v)}`);
-    if (opts.min !== undefined && v < opts.min) return fail(parent, `${what}: '${key}' must be ≥ ${opts.min}, got ${v}`);
-    return v;
-  };
-  const str = (parent: Obj, key: string, what: string, optional = false): string | undefined => {
-    const v = parent[key];
-    if (v === undefined || v === null) {
-      if (optional) return undefined;
-      return fail(parent, `${what}: '${key}' is required`);
-    }
-    if (typeof v !== 'string' || v === '') return fail(parent, `${what}: '${key}' must be a non-empty string`);
-    return v;
-  };
-  const oneOf = <T extends string>(parent: Obj, key: string, what: string, allowed: readonly T[]): T | undefined => {
-    const v = str(parent, key, what, true);
-    if (v === undefined) return undefined;
-    if (!(allowed as readonly string[]).includes(v)) return fail(parent, `${what}: '${key}' must be one of ${allowed.join(', ')}, got '${v}'`);
-    return v as T;
-  };
-  const quotas = (v: Value | undefined, holder: Obj, what: string): SimQuotas => {
-    if (v === undefined || v === null) return {};
-    if (!isObj(v)) return fail(holder, `${what}: 'quotas' must map flavor → resource → quota`);
-    const out: SimQuotas = {};
-    for (const [flavor, res] of Object.entries(v)) {
-      if (!isObj(res)) return fail(v, `${what}: quotas.${flavor} must map resource (gpu, cpu, memory) → quota`);
-      const fq: Partial<Record<Resource, ResourceQuota>> = {};
-      for (const [r, q] of Object.entries(res)) {
-        if (!(RESOURCES as readonly string[]).includes(r)) fail(res, `${what}: quotas.${flavor}: unknown resource '${r}' (gpu, cpu, memory)`);
-        const w = `${what}: quotas.${flavor}.${r}`;
-        let rq: ResourceQuota;
-        if (typeof q === 'number') {
-          if (!(q >= 0)) fail(res, `${w} must be ≥ 0`);
-          rq = { nominal: q };
-        } else if (isObj(q)) {
-          for (const k of Object.keys(q)) {
-            if (!['nominal', 'borrowingLimit', 'lendingLimit'].includes(k)) fail(q, `${w}: unknown key '${k}' (nominal, borrowingLimit, lendingLimit)`);
-          }
-          rq = { nominal: num(q, 'nominal', w, { min: 0 })! };
-          const b = num(q, 'borrowingLimit', w, { min: 0, optional: true });
-          if (b !== undefined) rq.borrowingLimit = b;
-          const l = num(q, 'lendingLimit', w, { min: 0, optional: true });
-          if (l !== undefined) {
-            if (l > rq.nominal) fail(q, `${w}: lendingLimit ${l} exceeds nominal ${rq.nominal}`);
-            rq.lendingLimit = l;
-          }
-        } else {
-          return fail(res, `${w} must be a number (nominal) or {nominal, borrowingLimit?, lendingLimit?}`);
-        }
-        fq[r as Resource] = rq;
-      }
-      out[flavor] = fq;
-    }
-    return out;
-  };
+  const parsed = queuesFile.safeParse(doc.root, { reportInput: true, error: message });
+  if (!parsed.success) throw issueError(doc, parsed.error.issues[0]!);
+  const data = parsed.data;
+  const root = doc.root as Obj;
+  // lines of the list entries (the schema's output is a copy)
+  const lineOfEntry = (list: 'cohorts' | 'queues', i: number): number => doc.lineOf((root[list] as Value[])[i]);
 
   const cohorts: SimCohort[] = [];
   const cohortNames = new Set<string>();
-  const cs = root['cohorts'];
-  if (cs !== undefined && cs !== null) {
-    if (!Array.isArray(cs)) fail(root, "'cohorts' must be a list");
-    for (const c of cs as Value[]) {
-      if (!isObj(c)) return fail(cs, 'each cohort must be an object with a name');
-      const name = str(c, 'name', 'cohort')!;
-      const what = `cohort '${name}'`;
-      if (cohortNames.has(name)) fail(c, `duplicate cohort '${name}'`);
-      cohortNames.add(name);
-      const co: SimCohort = { line: doc.lineOf(c), name };
-      const parent = str(c, 'parent', what, true);
-      if (parent !== undefined) co.parent = parent;
-      if (c['quotas'] !== undefined) co.quotas = quotas(c['quotas'], c, what);
-      cohorts.push(co);
-    }
-  }
+  (data.cohorts ?? []).forEach((c, i) => {
+    const line = lineOfEntry('cohorts', i);
+    if (cohortNames.has(c.name)) throw new DocError(file, line, `duplicate cohort '${c.name}'`);
+    cohortNames.add(c.name);
+    const co: SimCohort = { line, name: c.name };
+    if (c.parent !== undefined) co.parent = c.parent;
+    // `quotas: null` is an empty quota map, as before
+    if (c.quotas !== undefined) co.quotas = toQuotas(c.quotas);
+    cohorts.push(co);
+  });
   for (const co of cohorts) {
     if (co.parent !== undefined && !cohortNames.has(co.parent)) {
       throw new DocError(file, co.line, `cohort '${co.name}': parent '${co.parent}' is not a declared cohort`);
@@ -157,62 +232,42 @@ function validateQueues(doc: Doc): SimQueues {
     }
   }
 
-  const qs = root['queues'];
-  if (!Array.isArray(qs) || qs.length === 0) return fail(root, "'queues' must be a non-empty list");
   const queues: SimQueue[] = [];
   const qNames = new Set<string>();
-  const qKeys = new Set(['name', 'tenant', 'cohort', 'quotas', 'weight', 'queueingStrategy', 'preemption', 'isolation', 'dedicatedPool']);
-  for (const q of qs) {
-    if (!isObj(q)) return fail(qs, 'each queue must be an object');
-    const name = str(q, 'name', 'queue')!;
-    const what = `queue '${name}'`;
-    if (q['timeWindows'] !== undefined) fail(q, `${what}: 'timeWindows' is not supported by the simulator yet (the virtual clock only stops at submits and finishes)`);
-    for (const k of Object.keys(q)) if (!qKeys.has(k)) fail(q, `${what}: unknown key '${k}' (known: ${[...qKeys].join(', ')})`);
-    if (qNames.has(name)) fail(q, `duplicate queue '${name}'`);
-    qNames.add(name);
-    const sq: SimQueue = { line: doc.lineOf(q), name, tenant: str(q, 'tenant', what, true) ?? name, quotas: quotas(q['quotas'], q, what) };
-    const cohort = str(q, 'cohort', what, true);
-    if (cohort !== undefined) {
-      if (!cohortNames.has(cohort)) fail(q, `${what}: cohort '${cohort}' is not declared in 'cohorts'`);
-      sq.cohort = cohort;
+  data.queues.forEach((q, i) => {
+    const line = lineOfEntry('queues', i);
+    const what = `queue '${q.name}'`;
+    if (qNames.has(q.name)) throw new DocError(file, line, `duplicate queue '${q.name}'`);
+    qNames.add(q.name);
+    const sq: SimQueue = { line, name: q.name, tenant: q.tenant ?? q.name, quotas: toQuotas(q.quotas) };
+    if (q.cohort !== undefined) {
+      if (!cohortNames.has(q.cohort)) throw new DocError(file, line, `${what}: cohort '${q.cohort}' is not declared in 'cohorts'`);
+      sq.cohort = q.cohort;
     }
-    const w = num(q, 'weight', what, { min: 0, optional: true });
-    if (w !== undefined) sq.weight = w;
-    const iso = oneOf(q, 'isolation', what, ['DEDICATED', 'GUARANTEED', 'ELASTIC', 'BEST_EFFORT'] as const);
-    if (iso !== undefined) sq.isolation = iso;
-    const dp = str(q, 'dedicatedPool', what, true);
-    if (dp !== undefined) sq.dedicatedPool = dp;
-    const qsName = oneOf(q, 'queueingStrategy', what, ['StrictFIFO', 'BestEffortFIFO'] as const);
-    if (qsName !== undefined) sq.queueingStrategy = qsName;
-    const p = q['preemption'];
-    if (p !== undefined && p !== null) {
-      if (!isObj(p)) return fail(q, `${what}: 'preemption' must be an object`);
+    if (q.weight !== undefined) sq.weight = q.weight;
+    if (q.isolation !== undefined) sq.isolation = q.isolation;
+    if (q.dedicatedPool !== undefined) sq.dedicatedPool = q.dedicatedPool;
+    if (q.queueingStrategy !== undefined) sq.queueingStrategy = q.queueingStrategy;
+    const p = q.preemption;
+    if (p !== undefined) {
       const pre: SimPreemption = {};
-      const wq = oneOf(p, 'withinQueue', `${what} preemption`, ['Never', 'LowerPriority', 'LowerOrNewerEqualPriority'] as const);
-      if (wq !== undefined) pre.withinQueue = wq;
-      const rc = oneOf(p, 'reclaimWithinCohort', `${what} preemption`, ['Never', 'LowerPriority', 'Any'] as const);
-      if (rc !== undefined) pre.reclaimWithinCohort = rc;
-      const bw = p['borrowWithinCohort'];
-      if (bw !== undefined && bw !== null) {
-        if (!isObj(bw)) return fail(p, `${what}: preemption.borrowWithinCohort must be an object`);
-        const pol = oneOf(bw, 'policy', `${what} borrowWithinCohort`, ['Never', 'LowerPriority'] as const) ?? 'Never';
-        pre.borrowWithinCohort = { policy: pol };
-        const th = num(bw, 'maxPriorityThreshold', `${what} borrowWithinCohort`, { optional: true });
-        if (th !== undefined) pre.borrowWithinCohort.maxPriorityThreshold = th;
+      if (p.withinQueue !== undefined) pre.withinQueue = p.withinQueue;
+      if (p.reclaimWithinCohort !== undefined) pre.reclaimWithinCohort = p.reclaimWithinCohort;
+      const bw = p.borrowWithinCohort;
+      if (bw !== undefined) {
+        pre.borrowWithinCohort = { policy: bw.policy ?? 'Never' };
+        if (bw.maxPriorityThreshold !== undefined) pre.borrowWithinCohort.maxPriorityThreshold = bw.maxPriorityThreshold;
       }
       sq.preemption = pre;
     }
     queues.push(sq);
-  }
+  });
   const out: SimQueues = { file, cohorts, queues };
-  const fs = root['fairSharing'];
-  if (fs !== undefined && fs !== null) {
-    if (!isObj(fs)) return fail(root, "'fairSharing' must be an object");
+  const fs = data.fairSharing;
+  if (fs !== undefined) {
     out.fairSharing = {};
-    const hl = num(fs, 'usageHalfLifeMs', 'fairSharing', { min: 0, optional: true });
-    if (hl !== undefined) out.fairSharing.usageHalfLifeMs = hl;
-    const ep = num(fs, 'entryPenalty', 'fairSharing', { min: 0, optional: true });
-    if (ep !== undefined) out.fairSharing.entryPenalty = ep;
+    if (fs.usageHalfLifeMs !== undefined) out.fairSharing.usageHalfLifeMs = fs.usageHalfLifeMs;
+    if (fs.entryPenalty !== undefined) out.fairSharing.entryPenalty = fs.entryPenalty;
   }
   return out;
 }

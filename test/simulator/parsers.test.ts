@@ -183,9 +183,9 @@ describe('queues file', () => {
   it.each([
     ['{"queues":[\n{"name":"q","cohort":"nope","quotas":{}}\n]}', /q\.json:2: queue 'q': cohort 'nope' is not declared/],
     ['{"queues":[\n{"name":"q"},\n{"name":"q"}\n]}', /q\.json:3: duplicate queue 'q'/],
-    ['{"queues":[\n{"name":"q",\n "quotas":{"h100":{"gpu":{"nominal":-1}}}}\n]}', /q\.json:3: queue 'q': quotas\.h100\.gpu: 'nominal' must be ≥ 0/],
-    ['{"queues":[\n{"name":"q","quotas":{"h100":{"gpus":1}}}\n]}', /q\.json:2: queue 'q': quotas\.h100: unknown resource 'gpus'/],
-    ['{"queues":[\n{"name":"q","queueingStrategy":"LIFO"}\n]}', /q\.json:2: queue 'q': 'queueingStrategy' must be one of/],
+    ['{"queues":[\n{"name":"q",\n "quotas":{"h100":{"gpu":{"nominal":-1}}}}\n]}', /q\.json:3: queues\[0\]\.quotas\.h100\.gpu\.nominal: must be ≥ 0, got -1 \(queue 'q'\)/],
+    ['{"queues":[\n{"name":"q","quotas":{"h100":{"gpus":1}}}\n]}', /q\.json:2: queues\[0\]\.quotas\.h100: unknown resource 'gpus'/],
+    ['{"queues":[\n{"name":"q","queueingStrategy":"LIFO"}\n]}', /q\.json:2: queues\[0\]\.queueingStrategy: must be one of StrictFIFO, BestEffortFIFO, got 'LIFO' \(queue 'q'\)/],
     ['{"queues":[{"name":"q"}], "extra": 1}', /q\.json:1: unknown top-level key 'extra'/],
     ['{"cohorts":[\n{"name":"a","parent":"b"},\n{"name":"b","parent":"a"}\n],"queues":[{"name":"q"}]}', /q\.json:2: cohort 'a': its parent chain has a cycle/],
   ])('rejects invalid queues with a line number (%#)', (text, re) => {
@@ -194,8 +194,23 @@ describe('queues file', () => {
   it('passes isolation and dedicatedPool through; time windows are refused with a reason', () => {
     const q = parseQueues('queues:\n  - name: q\n    isolation: GUARANTEED\n    dedicatedPool: gpu-a\n', 'q.yaml');
     expect(q.queues[0]).toMatchObject({ isolation: 'GUARANTEED', dedicatedPool: 'gpu-a' });
-    expect(() => parseQueues('queues:\n  - name: q\n    isolation: SHARED\n', 'q.yaml')).toThrow(/q\.yaml:2: queue 'q': 'isolation' must be one of/);
-    expect(() => parseQueues('queues:\n  - name: q\n    timeWindows: []\n', 'q.yaml')).toThrow(/q\.yaml:2: queue 'q': 'timeWindows' is not supported by the simulator/);
+    expect(() => parseQueues('queues:\n  - name: q\n    isolation: SHARED\n', 'q.yaml')).toThrow(/q\.yaml:2: queues\[0\]\.isolation: must be one of .*, got 'SHARED' \(queue 'q'\)/);
+    expect(() => parseQueues('queues:\n  - name: q\n    timeWindows: []\n', 'q.yaml')).toThrow(/q\.yaml:2: queues\[0\]\.timeWindows: not supported by the simulator/);
+  });
+  it('schema errors name the path of the value and the line of the object holding it (JSON and YAML)', () => {
+    const yaml = 'queues:\n  - name: a\n  - name: b\n  - name: c\n    quotas:\n      h100:\n        gpu: {nominal: 4, borrowingLimit: x}\n';
+    expect(() => parseQueues(yaml, 'q.yaml')).toThrow(/^q\.yaml:7: queues\[2\]\.quotas\.h100\.gpu\.borrowingLimit: must be a number, got 'x' \(queue 'c'\)$/);
+    const json = '{"queues": [\n {"name": "a"},\n {"name": "b", "quotas": {"h100": {"gpu": {"nominal": 1, "lendingLimit": 2}}}}\n]}';
+    expect(() => parseQueues(json, 'q.json')).toThrow(/^q\.json:3: queues\[1\]\.quotas\.h100\.gpu\.lendingLimit: 2 exceeds nominal 1 \(queue 'b'\)$/);
+    expect(() => parseQueues('cohorts:\n  - {name: c, parent: 5}\nqueues: [{name: a}]\n', 'q.yaml')).toThrow(/^q\.yaml:2: cohorts\[0\]\.parent: must be a string, got 5 \(cohort 'c'\)$/);
+    expect(() => parseQueues('queues: []\n', 'q.yaml')).toThrow(/^q\.yaml:1: queues: must be a non-empty list$/);
+    expect(() => parseQueues('queues:\n  - name: a\n    colour: red\n', 'q.yaml')).toThrow(/^q\.yaml:2: queues\[0\]: unknown key 'colour' \(known: name, tenant, .*, dedicatedPool\) \(queue 'a'\)$/);
+  });
+  it('null counts as absent, a number is the nominal, and the result keeps the order of the file', () => {
+    const q = parseQueues('cohorts:\n  - {name: c, quotas: null}\nqueues:\n  - name: a\n    tenant: null\n    cohort: c\n    quotas: {h100: {memory: 1, gpu: {nominal: 2, borrowingLimit: null}}}\n    preemption: {borrowWithinCohort: {}}\n', 'q.yaml');
+    expect(JSON.stringify(q)).toBe(
+      '{"file":"q.yaml","cohorts":[{"line":2,"name":"c","quotas":{}}],"queues":[{"line":4,"name":"a","tenant":"a","quotas":{"h100":{"memory":{"nominal":1},"gpu":{"nominal":2}}},"cohort":"c","preemption":{"borrowWithinCohort":{"policy":"Never"}}}]}',
+    );
   });
   it('rejects flavors the cluster does not have', () => {
     const q = parseQueues('{"queues":[\n{"name":"q","quotas":{"a100":{"gpu":1}}}\n]}', 'q.json');
