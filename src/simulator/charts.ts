@@ -31,6 +31,8 @@ const r6 = (x: number): number => Math.round(x * 1e6) / 1e6;
 
 const CONFIG: TopLevelSpec['config'] = {
   font: 'sans-serif',
+  // no per-item ARIA labels: an area's would describe its first point only; each chart has a description
+  mark: { aria: false },
   view: { stroke: null },
   axis: { labelFontSize: 11, titleFontSize: 12, titleFontWeight: 'normal', gridColor: '#e8e8e8' },
   legend: { labelFontSize: 11, titleFontSize: 12, titleFontWeight: 'normal', symbolStrokeWidth: 2, labelLimit: 400 },
@@ -47,7 +49,8 @@ export async function renderSvg(spec: TopLevelSpec, id: string): Promise<string>
   try {
     // Inline <svg> in HTML gets the SVG namespace from the HTML parser: the xmlns attributes are
     // dropped so the page names no URL at all.
-    const svg = (await view.toSVG()).replace(/ xmlns(:xlink)?="[^"]*"/g, '');
+    const label = (spec.description ?? '').replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/"/g, '&quot;');
+    const svg = (await view.toSVG()).replace(/ xmlns(:xlink)?="[^"]*"/g, '').replace(/^<svg /, `<svg role="img" aria-label="${label}" `);
     const ids = new Map<string, string>();
     return svg.replace(/\b(clip\d+|gradient_\d+|p_gradient_\d+)\b/g, (m) => {
       let v = ids.get(m);
@@ -122,6 +125,7 @@ export async function allocationChart(m: ReplayMetrics, id: string): Promise<str
   const spec: TopLevelSpec = {
     width: WIDTH,
     height: 260,
+    description: `GPUs allocated per tenant over time, stacked, ${m.policy} / ${m.placement}`,
     title: { text: `GPU allocation per tenant — ${m.policy} / ${m.placement}`, subtitle: `${windowLabel(m)}; capacity ${m.capacityGpus} GPUs (dashed line)` },
     layer: [
       ...windowLayers(m, u, 't'),
@@ -161,7 +165,8 @@ export async function waitHistogramChart(runs: readonly ReplayMetrics[], id: str
   const spec: TopLevelSpec = {
     width: WIDTH,
     height: 240,
-    title: { text: 'Wait from submit to start', subtitle: 'share of each run’s jobs per wait bucket (never-started jobs count with their wait so far)' },
+    description: 'share of jobs per wait bucket, per policy / placement',
+    title: { text: 'Wait from submit to start', subtitle: 'share of each run’s jobs per wait bucket; a job never started counts with its wait at the end (a lower bound), rejected jobs are left out' },
     data: { values: rows },
     mark: { type: 'bar', stroke: EDGE, strokeWidth: 0.4 },
     encoding: {
@@ -181,7 +186,9 @@ export async function preemptionChart(m: ReplayMetrics, id: string): Promise<str
   if (tl.preemptions.every((r) => Object.values(r).every((c) => c === 0))) return '<p class="muted">no preemptions</p>';
   const u = timeUnit(nb * tl.bucketMs);
   const reasons = [...new Set(tl.preemptions.flatMap((r) => Object.keys(r)))].sort();
-  const bucket = `${Number((tl.bucketMs / u.ms).toPrecision(3)).toString()} ${u.name}`;
+  const bu = timeUnit(2 * tl.bucketMs);
+  const bucket = `${Number((tl.bucketMs / bu.ms).toPrecision(3)).toString()} ${bu.name}`;
+  const max = Math.max(...tl.preemptions.map((r) => Object.values(r).reduce((a, c) => a + c, 0)));
   // stacked here (reasons in name order): a bar with x and x2 would make vega-lite lay it out horizontally
   const rows = tl.preemptions.flatMap((r, b) => {
     let acc = 0;
@@ -190,6 +197,7 @@ export async function preemptionChart(m: ReplayMetrics, id: string): Promise<str
   const spec: TopLevelSpec = {
     width: WIDTH,
     height: 180,
+    description: `preemptions per bucket over time by reason, ${m.policy} / ${m.placement}`,
     title: { text: `Preemptions over time — ${m.policy} / ${m.placement}`, subtitle: `${windowLabel(m)}; buckets of ${bucket}` },
     layer: [
       ...windowLayers(m, u, 't'),
@@ -199,7 +207,8 @@ export async function preemptionChart(m: ReplayMetrics, id: string): Promise<str
         encoding: {
           x: { field: 't', type: 'quantitative', title: `time since the window start (${u.name})`, scale: { domain: [0, r6((nb * tl.bucketMs) / u.ms)], nice: false, zero: false } },
           x2: { field: 't2' },
-          y: { field: 'y1', type: 'quantitative', title: 'preemptions per bucket', axis: { tickMinStep: 1, format: 'd' } },
+          // few preemptions: one tick per count (a tick at 0.5 would print as a second "1")
+          y: { field: 'y1', type: 'quantitative', title: 'preemptions per bucket', axis: { format: 'd', ...(max <= 5 ? { values: Array.from({ length: max + 1 }, (_, i) => i) } : { tickMinStep: 1 }) } },
           y2: { field: 'y0' },
           color: { field: 'reason', type: 'nominal', title: 'reason', sort: reasons, scale: { domain: reasons, range: reasons.map((r) => REASON_COLORS[r] ?? '#666') } },
         },
@@ -232,6 +241,7 @@ export async function fillChart(runs: readonly { policy: string; placement: stri
   const spec: TopLevelSpec = {
     width: WIDTH,
     height: 260,
+    description: `${FILL_AXIS[key]} against the requested allocation, per policy / placement`,
     data: { values: rows },
     layer: [
       { mark: { type: 'line', strokeWidth: 2 }, encoding: { x, y, color: { ...legend, scale: { domain: sc.domain, range: sc.colors } }, strokeDash: { ...legend, scale: { domain: sc.domain, range: sc.dashes } } } },
