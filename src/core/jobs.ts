@@ -1,10 +1,10 @@
 // Jobs in and out: submit (validated into a JobState), finish and cancel.
+import { release } from './admit.js';
 import { eligibleFor } from './assignment/direct.js';
 import { SchedulerInputError } from './errors.js';
 import { type FlavorState, nodeCanEverHold, type Shape } from './nodes.js';
 import { dequeue, enqueue } from './queueing.js';
 import { CPU, GPU, MEM } from './quota.js';
-import { release } from './scheduler.js';
 import type { CoreState, JobState, PodSetState } from './state.js';
 import type { JobSpec } from './types.js';
 import { RES, toInternal } from './units.js';
