@@ -1,8 +1,8 @@
+import { IndexedHeap } from '../core/heap.js';
 import type { Admission, NodeStatus, Preemption } from '../core/index.js';
 import { totalGpus } from './cluster.js';
 import { isRefusal, podShape, resolveQueues, tenantInfos, toSpec, type PreemptionRecord, type ReplayOutcome, type RunSegment, type SimInput, type SimJob, type WindowEnd } from './engine.js';
 import { fragmentation, shapeKey, unitsInUse } from './fragmentation.js';
-import { MinHeap } from './heap.js';
 import { NominalBook } from './nominal-book.js';
 import { PendingShapes } from './pending-shapes.js';
 import { buildScheduler, type PlacementName, type PolicyName } from './policies.js';
@@ -30,6 +30,20 @@ function admissionFlavor(a: Admission, fallback: string): string {
 }
 
 const MAX_CYCLES_PER_EVENT = 1_000_000;
+
+/** A running job's finish, due at `t`; stale once the job was preempted (its `gen` moved on). */
+interface Finish {
+  t: number;
+  /** Push order: finishes due at the same instant pop in the order they were scheduled, so runs are deterministic. */
+  seq: number;
+  job: number;
+  gen: number;
+  /** The slot IndexedHeap keeps the item at (-1 outside the heap). */
+  heapIndex: number;
+}
+
+// (t, seq) is unique per finish, so the pop order is fully determined by it.
+const finishesFirst = (a: Finish, b: Finish): boolean => a.t < b.t || (a.t === b.t && a.seq < b.seq);
 
 /** Replay a trace through the core on a virtual clock that jumps from event to event. */
 export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
@@ -70,7 +84,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   const gen: number[] = new Array<number>(trace.length).fill(0);
   const segments: RunSegment[] = [];
   const preemptions: PreemptionRecord[] = [];
-  const heap = new MinHeap<{ t: number; seq: number; job: number; gen: number }>();
+  const heap = new IndexedHeap<Finish>(finishesFirst);
   let seq = 0;
   const pendingShapes = new PendingShapes();
   const shapeOf = trace.map(podShape);
@@ -147,7 +161,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     runFlavor[i] = fl;
     book.add(tq[i]!, fl, j, 1);
     pendingShapes.remove(keyOf[i]!);
-    heap.push({ t: now + j.durationMs, seq: seq++, job: i, gen: gen[i]! });
+    heap.push({ t: now + j.durationMs, seq: seq++, job: i, gen: gen[i]!, heapIndex: -1 });
   };
 
   const runCycles = (): void => {
