@@ -1,5 +1,7 @@
 // The fair-share scheduler core. Pure: no I/O, no timers; time comes from the injected Clock.
-// Phases of a cycle (see README.md): heads → snapshot → nominate → order → admit/preempt → requeue.
+// This file is the public façade; the work is in the modules listed in README.md ("Files"): the
+// cycle in cycle.ts, flavor assignment in assignment/, victims in preemption/, the undo trail in
+// trail.ts.
 import { removeNode, upsertCohort, upsertFlavor, upsertNode, upsertQueue } from './configure.js';
 import { cycle } from './cycle.js';
 import { explain } from './explain.js';

@@ -6,11 +6,7 @@ import type { FlavorState, NodeState, PodAlloc, Shape, WeightedShape } from './n
 import { QuotaNode } from './quota.js';
 import type { Admission, Clock, CohortSpec, IsolationLevel, JobSpec, PendingDecision, PreemptedBy, Preemption, PriorityClass, QueueSpec, ReclaimPolicy, SchedulerOptions, WithinQueuePolicy } from './types.js';
 
-// The fair-share scheduler core. Pure: no I/O, no timers; time comes from the injected Clock.
-// Phases of a cycle (see README.md): heads → snapshot → nominate → order → admit/preempt → requeue.
-// The "snapshot" is the live state plus an undo trail: every trial change (charging quota,
-// claiming node capacity, releasing a victim) pushes its inverse, and a rejected or what-if
-// decision rolls the trail back to its mark, leaving the state exactly as it was.
+/** The default priority classes (design doc, "Priority classes"). */
 export const DEFAULT_PRIORITY_CLASSES: readonly PriorityClass[] = [
   { name: 'inference-critical', value: 1000, preemptible: 'no' },
   { name: 'production', value: 500, preemptible: 'reclaim-only' },
