@@ -1,7 +1,34 @@
 // The index of pending pod shapes: for pendingShapes() and the fragmentation-aware placement score.
 import type { WeightedShape } from './nodes.js';
-import type { CoreState } from './state.js';
+import type { CoreState, JobState } from './state.js';
 import type { PendingShape } from './types.js';
+
+/** Counts a job's pod sets in the index; the fragmentation score's shape cache starts over. */
+export function addPendingShapes(core: CoreState, j: JobState): void {
+  j.podSets.forEach((ps, i) => {
+    const key = j.shapeKeys[i] as string;
+    let s = core.shapes.get(key);
+    if (!s) {
+      s = { flavors: ps.flavors, shape: ps.shape, pods: 0, jobs: 0 };
+      core.shapes.set(key, s);
+    }
+    s.pods += ps.count;
+    s.jobs++;
+  });
+  if (core.placementMode === 'fragmentation-aware') core.fragShapeCache.clear();
+}
+
+export function removePendingShapes(core: CoreState, j: JobState): void {
+  j.podSets.forEach((ps, i) => {
+    const key = j.shapeKeys[i] as string;
+    const s = core.shapes.get(key);
+    if (!s) return;
+    s.pods -= ps.count;
+    s.jobs--;
+    if (s.jobs === 0) core.shapes.delete(key);
+  });
+  if (core.placementMode === 'fragmentation-aware') core.fragShapeCache.clear();
+}
 
 /** The (at most 8) most common pending GPU shapes that may use this flavor, weighted by pod count. */
 export function fragShapes(core: CoreState, flavor: string): WeightedShape[] {

@@ -1,27 +1,20 @@
 // Pending lists: enqueue/dequeue (heap per queue plus the shape index), park a job with why it
 // waits (which decides what wakes it), and the memo of failed preemption searches.
 import type { Fail } from './assignment/plan.js';
+import { addPendingShapes, removePendingShapes } from './pending-shapes.js';
 import { RESOURCE_COUNT } from './quota.js';
 import type { CoreState, JobState, PodSetState, QueueState } from './state.js';
 import { canPreempt, needMet } from './wake.js';
 
+/** Into its queue's heap (and the pending shape index). */
 export function enqueue(core: CoreState, j: JobState): void {
   core.pendingVersion++;
   j.status = 'pending';
   j.queue.heap.push(j);
-  j.podSets.forEach((ps, i) => {
-    const key = j.shapeKeys[i] as string;
-    let s = core.shapes.get(key);
-    if (!s) {
-      s = { flavors: ps.flavors, shape: ps.shape, pods: 0, jobs: 0 };
-      core.shapes.set(key, s);
-    }
-    s.pods += ps.count;
-    s.jobs++;
-  });
-  if (core.placementMode === 'fragmentation-aware') core.fragShapeCache.clear();
+  addPendingShapes(core, j);
 }
 
+/** Out of its queue's heap or parked set (and the pending shape index). */
 export function dequeue(core: CoreState, j: JobState): void {
   core.pendingVersion++;
   const q = j.queue;
@@ -30,15 +23,7 @@ export function dequeue(core: CoreState, j: JobState): void {
     q.parked.delete(j);
     j.parked = false;
   }
-  j.podSets.forEach((ps, i) => {
-    const key = j.shapeKeys[i] as string;
-    const s = core.shapes.get(key);
-    if (!s) return;
-    s.pods -= ps.count;
-    s.jobs--;
-    if (s.jobs === 0) core.shapes.delete(key);
-  });
-  if (core.placementMode === 'fragmentation-aware') core.fragShapeCache.clear();
+  removePendingShapes(core, j);
 }
 
 export function park(core: CoreState, j: JobState, fail: Fail | null, keepClass = false): void {
