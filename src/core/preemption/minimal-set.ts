@@ -25,10 +25,11 @@ export function minimalSet(
   for (const c of cands) {
     const v = c.job.queue;
     // borrowWithinCohort covers only victims at or below its threshold: once another queue's
-    // job outside it is taken, the preemptor must fit without borrowing (as in Kueue).
+    // job outside it is taken, the preemptor must fit without borrowing (as in Kueue; classical rule).
     if (c.other && !c.borrowOk && !core.fairSharing) allowBorrowing = false;
     // A queue is never pushed below its nominal by another queue's reclaim.
     if (v !== q && !borrowingOnNeed(v, request, need)) continue;
+    // Fair sharing: no ping-pong between queues (fair-sharing.ts).
     if (core.fairSharing && v !== q && !fairShareAllows(core, q, request, c.job)) continue;
     tRelease(core, c.job);
     removed.push(c.job);

@@ -51,7 +51,9 @@ export function preempting(core: CoreState, job: JobState): Plan | null {
     }
   const underNominal = need.length > 0 ? need.every(([f, r]) => !overNominal(q, f, r) && usageOf(q, f, r) < nominalOf(q, f, r)) : true;
   // Which other queues can lose jobs to this one at all (decided once per queue, not per job):
-  // fair-sharing.ts or classical.ts.
+  // with fair sharing only queues whose share is above the preemptor's share after admission
+  // (fair-sharing.ts); otherwise only when reclaiming while under nominal, or with
+  // borrowWithinCohort (classical.ts).
   const otherOk = core.fairSharing ? fairShareOtherQueues(core, q, request) : classicalOtherQueues(q, underNominal);
   const cands = candidates(core, job, request, need, otherOk);
   for (const f of request.keys()) job.releasable.set(f, [0, 0, 0]);
