@@ -3,7 +3,7 @@
 // must say one minute.
 import { describe, expect, it } from 'vitest';
 import { SimulatedBackend } from '../src/backends/simulated.js';
-import type { ExecutionBackend } from '../src/core/ports.js';
+import type { ExecutionBackend } from '../src/backends/port.js';
 import { jobSpec } from '../src/services/scheduling/specs.js';
 import type { Job } from '../src/persistence/scheduling-entities.js';
 import { makeCluster, makeQueue, nodes } from './core/builders.js';

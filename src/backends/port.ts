@@ -1,5 +1,6 @@
-// Ports the scheduler's surroundings implement. Types only: the core stays pure.
-import type { Admission, PodSetSpec } from './types.js';
+// The execution-backend port: what a backend (simulated, Kubernetes) implements for the
+// scheduling service. Types only; it lives beside its adapters, and the core knows nothing of it.
+import type { Admission, PodSetSpec } from '../core/types.js';
 
 /** What an execution backend needs to run one admitted job. */
 export interface BackendJob {

@@ -1,6 +1,6 @@
 // The simulated cluster: the embedded default execution backend. Runs each admitted job for
 // its declared duration (scaled), reports success or failure, samples GPU utilization.
-import type { BackendEvent, BackendJob, ExecutionBackend } from '../core/ports.js';
+import type { BackendEvent, BackendJob, ExecutionBackend } from './port.js';
 import { LongTimeout, systemTimers, type Timers } from './timers.js';
 
 export type { Timers } from './timers.js';

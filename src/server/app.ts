@@ -10,7 +10,7 @@ import { OidcVerifier } from '../auth/oidc.js';
 import { createEventBus, type EventBus } from '../events/bus.js';
 import { createRedisEventTarget } from '../events/redis.js';
 import { SimulatedBackend } from '../backends/simulated.js';
-import type { ExecutionBackend } from '../core/ports.js';
+import type { ExecutionBackend } from '../backends/port.js';
 import { SchedulerService } from '../services/scheduling/scheduler-service.js';
 import { leadershipFor } from '../services/scheduling/leadership.js';
 import { ensurePriorityClasses } from '../services/scheduling/priority-classes.js';

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { BackendEvent, BackendJob } from '../../src/core/ports.js';
+import type { BackendEvent, BackendJob } from '../../src/backends/port.js';
 import { MAX_RUN_TIME_EXCEEDED, SIMULATED_FAILURE, SimulatedBackend, type SimulatedBackendOptions } from '../../src/backends/simulated.js';
 import type { Timers } from '../../src/backends/timers.js';
 

@@ -1,4 +1,4 @@
-import type { BackendEvent } from '../../core/ports.js';
+import type { BackendEvent } from '../../backends/port.js';
 import { Job } from '../../persistence/scheduling-entities.js';
 import { writeFenced, type FencedWriter } from './cycle-writer.js';
 import { recordJobEvent, recordOutbox } from './outbox.js';

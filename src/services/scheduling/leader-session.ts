@@ -1,6 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { Scheduler } from '../../core/scheduler.js';
-import type { BackendEvent } from '../../core/ports.js';
+import type { BackendEvent } from '../../backends/port.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
 import type { JobSpec, QueueStatus } from '../../core/types.js';
 import { systemEntityManager } from '../../persistence/entities.js';

@@ -1,7 +1,7 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { Scheduler } from '../../core/scheduler.js';
 import type { JobExplanation, JobSpec, Preview, QueueStatus } from '../../core/types.js';
-import type { BackendEvent, ExecutionBackend } from '../../core/ports.js';
+import type { BackendEvent, ExecutionBackend } from '../../backends/port.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
 import { systemEntityManager } from '../../persistence/entities.js';
 import { inBackendTime } from './specs.js';
