@@ -6,6 +6,7 @@ import { tenantFilterFor } from '../src/auth/principal.js';
 import type { EventBus } from '../src/events/bus.js';
 import type { SchedulerService } from '../src/services/scheduling/scheduler-service.js';
 import { createLoaders } from '../src/services/loaders.js';
+import { BreakGlassReads } from '../src/services/break-glass-reads.js';
 import { scopedEntityManager } from '../src/persistence/entities.js';
 
 export interface ServiceContextOptions {
@@ -31,6 +32,7 @@ export function useServiceContext(options: ServiceContextOptions): Plugin {
         events: options.events,
         scheduler: options.scheduler,
         loaders: createLoaders(em),
+        breakGlassReads: new BreakGlassReads(),
         now: () => new Date(options.now()),
         requestId: (context as { requestId?: string }).requestId ?? randomUUID(),
       } as never);

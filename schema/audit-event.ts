@@ -1,6 +1,6 @@
 import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { encodeGlobalID } from '@pothos/plugin-relay';
-import { getAuditEvent, listAuditEvents, listPlatformAuditEvents } from '../src/services/audit-events.js';
+import { getAuditEvent, listAuditEvents, listPlatformAuditEvents, visibleAuditInput } from '../src/services/audit-events.js';
 import { requireCapability } from '../src/services/context.js';
 import { visibleEmail } from '../src/services/members.js';
 import { builder } from './builder.js';
@@ -21,7 +21,7 @@ builder.node(AuditEventRef, {
     actorName: t.string({ nullable: true, resolve: (event) => event.actor?.name ?? null }),
     actorEmail: t.string({
       nullable: true,
-      description: 'Under the same rule as Member.email: tenant admins, platform admins and the actor themself.',
+      description: 'Under the same rule as Member.email: tenant admins and the actor themself (platform admins: platform events, or under a break-glass grant).',
       resolve: (event, _args, ctx) => (event.actor ? visibleEmail(ctx, event.tenant?.id ?? null, event.actor) : null),
     }),
     viaApiToken: t.boolean({ resolve: (event) => event.actorTokenId !== null }),
@@ -31,7 +31,12 @@ builder.node(AuditEventRef, {
       description: 'Global ID of what the mutation changed.',
       resolve: (event) => (event.targetType && event.targetId ? encodeGlobalID(event.targetType, event.targetId) : null),
     }),
-    input: t.field({ type: 'JSON', description: 'The mutation input, secrets redacted.', resolve: (event) => event.input }),
+    input: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: "The mutation input, secrets redacted. A tenant event's input: its auditors and admins (platform admins under a break-glass grant).",
+      resolve: (event, _args, ctx) => visibleAuditInput(ctx, event),
+    }),
     requestId: t.exposeString('requestId'),
     createdAt: t.field({ type: 'DateTime', resolve: (event) => event.createdAt }),
   }),

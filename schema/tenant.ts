@@ -55,6 +55,7 @@ const CreateTenantInput = builder.inputType('CreateTenantInput', {
     name: t.string({ required: true, validate: nameSchema }),
     tier: t.field({ type: TenantTierEnum }),
     isolationLevel: t.field({ type: IsolationLevelEnum }),
+    adminEmail: t.string({ description: "The tenant's first admin. Platform admins set a tenant up; its admins run it.", validate: z.string().trim().email('must be an e-mail address').max(254) }),
   }),
 });
 
@@ -75,7 +76,7 @@ builder.mutationFields((t) => ({
     authScopes: { platformAdmin: true },
     args: { input: t.arg({ type: CreateTenantInput, required: true }) },
     resolve: (_root, { input }, ctx) =>
-      createTenant(ctx, { slug: input.slug, name: input.name, tier: input.tier ?? undefined, isolationLevel: input.isolationLevel ?? undefined }),
+      createTenant(ctx, { slug: input.slug, name: input.name, tier: input.tier ?? undefined, isolationLevel: input.isolationLevel ?? undefined, adminEmail: input.adminEmail ?? null }),
   }),
   updateTenant: t.field({
     type: TenantRef,

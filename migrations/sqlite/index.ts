@@ -3,6 +3,7 @@ import { Migration20261130094927 as M0 } from './Migration20261130094927.js';
 import { Migration20261130100407 as M1 } from './Migration20261130100407.js';
 import { Migration20261130201331 as M2 } from './Migration20261130201331.js';
 import { Migration20261130204123 as M3 } from './Migration20261130204123.js';
+import { Migration20261201020820 as M4 } from './Migration20261201020820.js';
 
 /** Every sqlite migration, oldest first. Rewritten by `npm run migration:create`. */
 export const sqliteMigrations: MigrationObject[] = [
@@ -10,4 +11,5 @@ export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261130100407', class: M1 },
   { name: 'Migration20261130201331', class: M2 },
   { name: 'Migration20261130204123', class: M3 },
+  { name: 'Migration20261201020820', class: M4 },
 ];

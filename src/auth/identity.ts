@@ -1,5 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import { ApiToken, Membership, Tenant, User, TENANT_ROLES, systemEntityManager, type TenantRole } from '../persistence/entities.js';
+import { ApiToken, Membership, Tenant, User, TENANT_ROLES, systemEntityManager, type ProjectRole, type TenantRole } from '../persistence/entities.js';
+import { BreakGlassGrant, ProjectMembership } from '../persistence/access-entities.js';
 import { unauthenticated } from '../shared/client-errors.js';
 import { CAPABILITIES, ROLE_CAPABILITIES, type Capability } from './capabilities.js';
 import { hashApiTokenSecret, looksLikeApiToken } from './api-token-secret.js';
@@ -65,6 +66,7 @@ export class IdentityResolver {
         name: user.name,
         isPlatformAdmin: true,
         roles: new Map(),
+        ...(await loadAccess(em, user.id, [], true, now)),
         token: { id: token.id, tenantId: null, scopes: new Set() },
       };
     }
@@ -81,6 +83,7 @@ export class IdentityResolver {
       name: user.name,
       isPlatformAdmin: false,
       roles: new Map([[tenantId, membership.role]]),
+      ...(await loadAccess(em, user.id, [tenantId], false, now)),
       token: { id: token.id, tenantId, scopes },
     };
   }
@@ -121,18 +124,43 @@ export class IdentityResolver {
     } else {
       roles = await this.membershipRoles(em, user.id);
     }
-    return {
-      kind: 'user',
-      userId: user.id,
-      email: user.email,
-      name: user.name,
-      isPlatformAdmin: user.isPlatformAdmin || claimAdmin,
-      roles,
-    };
+    const isPlatformAdmin = user.isPlatformAdmin || claimAdmin;
+    return { kind: 'user', userId: user.id, email: user.email, name: user.name, isPlatformAdmin, roles, ...(await loadAccess(em, user.id, [...roles.keys()], isPlatformAdmin, this.now())) };
   }
 
   private async membershipRoles(em: EntityManager, userId: string): Promise<Map<string, TenantRole>> {
-    const memberships = await em.find(Membership, { user: userId });
-    return new Map(memberships.map((m) => [m.tenant.id, m.role]));
+    return membershipRoles(em, userId);
   }
+}
+
+async function membershipRoles(em: EntityManager, userId: string): Promise<Map<string, TenantRole>> {
+  const memberships = await em.find(Membership, { user: userId });
+  return new Map(memberships.map((m) => [m.tenant.id, m.role]));
+}
+
+/**
+ * The rights below and beside the tenant roles: the person's project roles in the tenants
+ * they act in, and (platform admins) their open break-glass grants. Loaded with the
+ * principal, so a closed or expired grant stops working on the next request (a
+ * subscription re-checks before each event).
+ */
+async function loadAccess(em: EntityManager, userId: string, tenantIds: string[], isPlatformAdmin: boolean, now: number): Promise<Pick<Principal, 'projectRoles' | 'breakGlass'>> {
+  const projectRoles = new Map<string, { tenantId: string; role: ProjectRole }>();
+  if (tenantIds.length > 0) {
+    for (const row of await em.find(ProjectMembership, { user: userId, tenant: { $in: tenantIds } })) projectRoles.set(row.project.id, { tenantId: row.tenant.id, role: row.role });
+  }
+  const breakGlass = new Map<string, { grantId: string; expiresAt: number }>();
+  if (isPlatformAdmin) {
+    for (const grant of await em.find(BreakGlassGrant, { operator: userId, closedAt: null, expiresAt: { $gt: new Date(now) } })) {
+      const expiresAt = grant.expiresAt.getTime();
+      if ((breakGlass.get(grant.tenant.id)?.expiresAt ?? 0) < expiresAt) breakGlass.set(grant.tenant.id, { grantId: grant.id, expiresAt });
+    }
+  }
+  return { projectRoles, breakGlass };
+}
+
+/** The principal of a signed-in user as stored (no identity-provider claims): for in-process callers such as the demo trickle. */
+export async function principalForUser(em: EntityManager, user: User, now: number): Promise<Principal> {
+  const roles = await membershipRoles(em, user.id);
+  return { kind: 'user', userId: user.id, email: user.email, name: user.name, isPlatformAdmin: user.isPlatformAdmin, roles, ...(await loadAccess(em, user.id, [...roles.keys()], user.isPlatformAdmin, now)) };
 }

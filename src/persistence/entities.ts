@@ -11,6 +11,27 @@ export const TENANT_ROLES = ['TENANT_ADMIN', 'MEMBER', 'VIEWER', 'AUDITOR'] as c
 export type TenantRole = (typeof TENANT_ROLES)[number];
 export const PROJECT_STATUSES = ['ACTIVE', 'ARCHIVED'] as const;
 export type ProjectStatus = (typeof PROJECT_STATUSES)[number];
+/** Rights inside one project; a tenant admin is admin of every project of the tenant. */
+export const PROJECT_ROLES = ['PROJECT_ADMIN', 'CONTRIBUTOR', 'VIEWER'] as const;
+export type ProjectRole = (typeof PROJECT_ROLES)[number];
+/**
+ * Who in a project reads a job's content (container, command, environment, data paths):
+ * PROJECT — every member of the project; SUBMITTER — the submitter and the project's admins.
+ */
+export const JOB_VISIBILITIES = ['PROJECT', 'SUBMITTER'] as const;
+export type JobVisibility = (typeof JOB_VISIBILITIES)[number];
+
+/**
+ * Where a tenant's (or a project's) jobs may take images from, read data from and write
+ * models to, checked at submit whatever the backend. A list that is null is not restricted;
+ * an empty list allows nothing. Entries are prefixes cut at a path boundary
+ * (`registry.example.com/team`, `s3://bucket/datasets`).
+ */
+export interface DataBoundaries {
+  imageRegistries: string[] | null;
+  datasetLocations: string[] | null;
+  artifactStores: string[] | null;
+}
 export const AUDIT_OUTCOMES = ['SUCCESS', 'DENIED', 'FAILED'] as const;
 export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
 
@@ -69,6 +90,17 @@ export const Tenant = defineEntity({
     tier: p.enum([...TENANT_TIERS]).default('STANDARD'),
     isolationLevel: p.enum([...ISOLATION_LEVELS]).default('ELASTIC'),
     status: p.enum([...TENANT_STATUSES]).default('ACTIVE'),
+    /**
+     * When true, every member of the tenant may read the content of every project's jobs
+     * (as before projects had members); when false, only the project's own people.
+     */
+    projectsOpen: p.boolean().default(false),
+    /** The project a submit goes to when it names none. */
+    defaultProjectId: p.uuid().nullable(),
+    /** Priority classes that need a grant, given to this tenant by platform admins. */
+    grantedPriorityClasses: p.json<string[]>().nullable(),
+    /** The platform's data boundaries for this tenant (set by platform admins). */
+    dataBoundaries: p.json<DataBoundaries>().nullable(),
     ...timestamps,
   },
 });
@@ -123,8 +155,15 @@ export const Project = defineEntity({
     description: p.text().nullable(),
     status: p.enum([...PROJECT_STATUSES]).default('ACTIVE'),
     archivedAt: p.datetime().nullable(),
-    /** Queue the project's jobs go to when a submit names none (set by tenant admins). */
+    /** Queue the project's jobs go to when a submit names none (set by its admins). */
     defaultQueueId: p.uuid().nullable(),
+    jobVisibility: p.enum([...JOB_VISIBILITIES]).default('PROJECT'),
+    /** Grant-only priority classes this project may use (within the tenant's; set by tenant admins). */
+    grantedPriorityClasses: p.json<string[]>().nullable(),
+    /** Dedicated node pools (the tenant's) this project's jobs may use (set by tenant admins). */
+    grantedPools: p.json<string[]>().nullable(),
+    /** Narrows the tenant's data boundaries for this project (set by its admins). */
+    dataBoundaries: p.json<DataBoundaries>().nullable(),
     ...timestamps,
   },
 });

@@ -7,6 +7,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseConfig, type DatabaseTimeouts } from '../config.js';
 import { allEntities } from './entities.js';
 import { schedulingEntities } from './scheduling-entities.js';
+import { accessEntities } from './access-entities.js';
 import { sqliteMigrations } from '../../migrations/sqlite/index.js';
 import { postgresqlMigrations } from '../../migrations/postgresql/index.js';
 
@@ -113,7 +114,7 @@ export function ormConfig(options: OrmOptions): Options {
     ? { debug: ['query'], logger: (message: string) => options.onQuery!(message) }
     : { debug: false };
   const common: Partial<Options> = {
-    entities: [...allEntities, ...schedulingEntities],
+    entities: [...allEntities, ...accessEntities, ...schedulingEntities],
     extensions: [Migrator],
     // Requests always fork their own EntityManager; the global one is a bug.
     allowGlobalContext: false,

@@ -77,6 +77,8 @@ export const PriorityClassRow = defineEntity({
     value: p.integer(),
     preemptible: p.enum([...PREEMPTIBLE_VALUES]),
     description: p.string().length(200).nullable(),
+    /** Usable only by projects granted it (tenant admins grant within the platform's grant to the tenant). */
+    requiresGrant: p.boolean().default(false),
   },
 });
 export type PriorityClassRow = InferEntity<typeof PriorityClassRow>;

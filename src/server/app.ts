@@ -18,6 +18,7 @@ import { migrate, openDatabase } from '../persistence/orm.js';
 import { schema } from '../../schema/index.js';
 import { useFairwayAuth } from '../../plugins/useFairwayAuth.js';
 import { useRequestId } from '../../plugins/useRequestId.js';
+import { useBreakGlassAudit } from '../../plugins/useBreakGlassAudit.js';
 import { useServiceContext } from '../../plugins/useServiceContext.js';
 import { useSubscriptionEventContext } from '../../plugins/useSubscriptionEventContext.js';
 import { useReadiness } from '../../plugins/useReadiness.js';
@@ -97,6 +98,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       useRequestId(),
       useFairwayAuth({ identity, reauthCacheMs: options.reauthCacheMs }),
       useServiceContext({ orm, events, scheduler, now }),
+      useBreakGlassAudit({ logError }),
       // After the two above: each subscription event gets its own principal, EntityManager and loaders.
       useSubscriptionEventContext({ orm }),
     ],

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { Membership, Project, User, scopedEntityManager, systemEntityManager } from '../persistence/entities.js';
+import { Membership, User, scopedEntityManager, systemEntityManager } from '../persistence/entities.js';
+import { ProjectMembership } from '../persistence/access-entities.js';
 import { Queue } from '../persistence/scheduling-entities.js';
 import { tenantFilterFor, type Principal } from '../auth/principal.js';
+import { principalForUser } from '../auth/identity.js';
 import { createLoaders } from '../services/loaders.js';
 import { submitJob } from '../services/jobs.js';
 import type { FairwayApp } from './app.js';
@@ -31,7 +33,10 @@ export function startDemoTrickle(app: FairwayApp, options: { everyMs?: number; m
     if (!member) return;
     const queue = await em.findOne(Queue, { tenant: member.tenant.id });
     if (!queue || (app.scheduler.queueStatus(queue.name)?.pendingCount ?? 0) >= maxPending) return;
-    const project = await em.findOne(Project, { tenant: member.tenant.id, status: 'ACTIVE' });
+    // A project the member contributes to (they may submit nowhere else).
+    const contributes = await em.findOne(ProjectMembership, { user: member.user.id, tenant: member.tenant.id, role: { $in: ['CONTRIBUTOR', 'PROJECT_ADMIN'] }, project: { status: 'ACTIVE' } }, { populate: ['project'] });
+    const project = contributes?.project;
+    if (!project) return;
     const shape = SHAPES[Math.floor(Math.random() * SHAPES.length)]!;
     const [min, max] = shape.seconds;
     const principal = await principalOf(app, member.user);
@@ -40,7 +45,7 @@ export function startDemoTrickle(app: FairwayApp, options: { everyMs?: number; m
       { em: requestEm, principal, requestId: `demo-${randomUUID()}`, now: () => new Date(), events: app.events, scheduler: app.scheduler, loaders: createLoaders(requestEm) },
       {
         queueId: queue.id,
-        projectId: project?.id ?? null,
+        projectId: project.id,
         name: `demo-${shape.flavor === 'h100-80g' ? 'train' : 'eval'}-${n}`,
         priorityClass: CLASSES[Math.floor(Math.random() * CLASSES.length)]!,
         podSets: [{ name: 'main', count: shape.count, perPod: { gpu: shape.gpusPerPod, cpu: 8000 * shape.gpusPerPod, memory: 32_768 * shape.gpusPerPod }, flavors: [shape.flavor] }],
@@ -56,7 +61,5 @@ export function startDemoTrickle(app: FairwayApp, options: { everyMs?: number; m
 }
 
 async function principalOf(app: FairwayApp, user: User): Promise<Principal> {
-  const em = systemEntityManager(app.orm);
-  const memberships = await em.find(Membership, { user: user.id });
-  return { kind: 'user', userId: user.id, email: user.email, name: user.name, isPlatformAdmin: user.isPlatformAdmin, roles: new Map(memberships.map((m) => [m.tenant.id, m.role])) };
+  return principalForUser(systemEntityManager(app.orm), user, Date.now());
 }

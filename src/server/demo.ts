@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { MikroORM } from '@mikro-orm/core';
-import { ApiToken, Membership, Project, Tenant, User, type TenantRole } from '../persistence/entities.js';
+import { ApiToken, Membership, Project, Tenant, User, type ProjectRole, type TenantRole } from '../persistence/entities.js';
+import { uuidv7 } from '../persistence/ids.js';
+import { ProjectMembership } from '../persistence/access-entities.js';
 import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../auth/api-token-secret.js';
 import { ROLE_CAPABILITIES } from '../auth/capabilities.js';
 import { systemEntityManager } from '../persistence/entities.js';
@@ -25,8 +27,8 @@ const DEMO_TENANTS = [
     project: { slug: 'llm-pretraining', name: 'LLM pre-training', description: 'Foundation model runs on the shared H100 pool.' },
     people: [
       { email: 'ada@aurora.example', name: 'Ada Admin', role: 'TENANT_ADMIN' as const },
-      { email: 'max@aurora.example', name: 'Max Member', role: 'MEMBER' as const },
-      { email: 'vera@aurora.example', name: 'Vera Viewer', role: 'VIEWER' as const },
+      { email: 'max@aurora.example', name: 'Max Member', role: 'MEMBER' as const, projectRole: 'CONTRIBUTOR' as const },
+      { email: 'vera@aurora.example', name: 'Vera Viewer', role: 'VIEWER' as const, projectRole: 'VIEWER' as const },
       { email: 'otto@aurora.example', name: 'Otto Auditor', role: 'AUDITOR' as const },
     ],
   },
@@ -39,7 +41,7 @@ const DEMO_TENANTS = [
     project: { slug: 'chat-serving', name: 'Chat serving', description: 'Online inference for the support assistant.' },
     people: [
       { email: 'bea@borealis.example', name: 'Bea Admin', role: 'TENANT_ADMIN' as const },
-      { email: 'bob@borealis.example', name: 'Bob Member', role: 'MEMBER' as const },
+      { email: 'bob@borealis.example', name: 'Bob Member', role: 'MEMBER' as const, projectRole: 'CONTRIBUTOR' as const },
     ],
   },
 ];
@@ -71,7 +73,7 @@ export async function seedDemo(orm: MikroORM, dataDir: string, now: () => number
     for (let i = 1; i <= 2; i++) em.create(ClusterNode, { name: `a100-mig-node-${i}`, pool, flavor: mig, gpus: 8, cpu: 128_000, memory: 524_288 });
     const cohort = em.create(Cohort, { name: 'research-pool', parent: null, quotas: {} });
     for (const spec of DEMO_TENANTS) {
-      const tenant = em.create(Tenant, { slug: spec.slug, name: spec.name, tier: spec.tier, isolationLevel: spec.isolationLevel, status: 'ACTIVE' });
+      const tenant = em.create(Tenant, { slug: spec.slug, name: spec.name, tier: spec.tier, isolationLevel: spec.isolationLevel, status: 'ACTIVE', projectsOpen: false });
       const queue = em.create(Queue, {
         name: spec.queue,
         tenant,
@@ -85,10 +87,12 @@ export async function seedDemo(orm: MikroORM, dataDir: string, now: () => number
         timeWindows: [],
         dedicatedPool: null,
       });
-      em.create(Project, { tenant, ...spec.project, status: 'ACTIVE', archivedAt: null, defaultQueueId: queue.id });
-      for (const person of spec.people) {
+      const project = em.create(Project, { id: uuidv7(), tenant, ...spec.project, status: 'ACTIVE', archivedAt: null, defaultQueueId: queue.id });
+      tenant.defaultProjectId = project.id;
+      for (const person of spec.people as { email: string; name: string; role: TenantRole; projectRole?: ProjectRole }[]) {
         const user = em.create(User, { email: person.email, name: person.name, isPlatformAdmin: false, externalId: null });
         em.create(Membership, { tenant, user, role: person.role });
+        if (person.projectRole) em.create(ProjectMembership, { tenant, project, user, role: person.projectRole });
         const token = mint(tenant, user, [...ROLE_CAPABILITIES[person.role]].sort(), `demo token (${person.role.toLowerCase()})`);
         credentials.push({ who: person.name, email: person.email, tenant: spec.slug, role: person.role, token });
       }

@@ -1,5 +1,5 @@
 import { AuditEvent } from '../persistence/entities.js';
-import { requireCapability, requirePrincipal, type ServiceContext } from './context.js';
+import { callerHasCapability, requireCapability, requirePrincipal, type ServiceContext } from './context.js';
 import { forbidden, notFound } from '../shared/client-errors.js';
 import { findPage, type PageQuery } from './paging.js';
 
@@ -8,7 +8,21 @@ export async function listAuditEvents(ctx: ServiceContext, tenantId: string, pag
   return findPage(ctx.em, AuditEvent, { tenant: tenantId }, page, ['actor']);
 }
 
-/** Platform-level events (no tenant): refused probes, platform tokens. Platform admins only. */
+/**
+ * An event's details (its input): for a tenant's event, holders of audit:read there
+ * (auditors, tenant admins; a platform admin only under a break-glass grant, audited);
+ * for a platform-level event, platform admins. Everyone else gets FORBIDDEN on the field.
+ */
+export function visibleAuditInput(ctx: ServiceContext, event: AuditEvent): Record<string, unknown> {
+  const allowed = event.tenant ? callerHasCapability(ctx, event.tenant.id, 'audit:read', 'audit details') : !!ctx.principal?.isPlatformAdmin;
+  if (!allowed) throw forbidden("Audit details inside a tenant are for its auditors and admins (platform admins: under a break-glass grant).");
+  return event.input;
+}
+
+/**
+ * Every event, platform-level ones (refused probes, platform tokens) and tenants' alike;
+ * a tenant event's details and actor e-mail stay under the tenant's rules. Platform admins only.
+ */
 export async function listPlatformAuditEvents(ctx: ServiceContext, page: PageQuery): Promise<AuditEvent[]> {
   const principal = requirePrincipal(ctx);
   if (!principal.isPlatformAdmin) throw forbidden('Only platform admins may read the platform audit log.');

@@ -87,10 +87,18 @@ function buildEvent(
     action: meta.action,
     targetType,
     targetId,
-    input: redact(meta.input),
+    input: underBreakGlass(ctx, tenantId, redact(meta.input)),
     outcome,
     errorCode,
     requestId: ctx.requestId,
     createdAt: ctx.now(),
   });
+}
+
+/** A platform admin's change inside a tenant is made under a break-glass grant: the event names it. */
+function underBreakGlass(ctx: ServiceContext, tenantId: string | null, input: Record<string, unknown>): Record<string, unknown> {
+  const principal = ctx.principal;
+  if (!tenantId || !principal?.isPlatformAdmin || principal.roles.has(tenantId)) return input;
+  const grant = principal.breakGlass.get(tenantId);
+  return grant ? { ...input, breakGlassGrantId: grant.grantId } : input;
 }

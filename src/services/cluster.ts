@@ -3,8 +3,9 @@ import type { QuotaSpec, TimeWindowSpec, PreemptionSpec, IsolationLevel, QueueSt
 export type { QuotaSpec, TimeWindowSpec, ResourceName };
 import { Project, Tenant } from '../persistence/entities.js';
 import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../persistence/scheduling-entities.js';
+import { requireProjectManager } from './project-rights.js';
 import { auditedMutation } from './audit.js';
-import { requireCapability, requireMutatingCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from './context.js';
+import { requireCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from './context.js';
 import { badInput, conflict, notFound } from '../shared/client-errors.js';
 import { schedulerInputError } from './errors.js';
 import { cohortSpec, flavorSpec, nodeSpec, queueSpec } from './scheduling/specs.js';
@@ -246,7 +247,7 @@ export async function setProjectQueue(ctx: ServiceContext, projectId: string, qu
   return auditedMutation(ctx, { action: 'project.setQueue', input: { projectId, queueId } }, async (em) => {
     const project = await em.findOne(Project, { id: projectId });
     if (!project) throw notFound('Project');
-    requireMutatingCapability(ctx, project.tenant.id, 'projects:write', 'Project');
+    requireProjectManager(ctx, project);
     if (queueId) {
       const queue = await em.findOne(Queue, { id: queueId });
       if (!queue || queue.tenant.id !== project.tenant.id) throw notFound('Queue');

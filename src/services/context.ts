@@ -4,7 +4,8 @@ import type { EventBus } from '../events/bus.js';
 import type { SchedulerService } from './scheduling/scheduler-service.js';
 import type { Loaders } from './loaders.js';
 import type { TenantRole } from '../persistence/entities.js';
-import { canSeeTenant, hasCapability, roleIn } from '../auth/principal.js';
+import { accessFor, canSeeTenant, roleIn, type Access } from '../auth/principal.js';
+import type { BreakGlassReads } from './break-glass-reads.js';
 import type { Capability } from '../auth/capabilities.js';
 import { MUTATING_ROLES } from '../auth/capabilities.js';
 import { forbidden, notFound, unauthenticated } from '../shared/client-errors.js';
@@ -24,6 +25,21 @@ export interface ServiceContext {
   scheduler: SchedulerService;
   /** Batch loaders over `em`, one set per request. */
   loaders: Loaders;
+  /** Reads made under break-glass grants in this operation, audited before the answer leaves (absent for in-process callers). */
+  breakGlassReads?: BreakGlassReads;
+}
+
+/**
+ * Notes a use of a break-glass grant (reads are audited by plugins/useBreakGlassAudit;
+ * mutations are audited anyway, and auditedMutation names the grant). Returns whether
+ * the access was granted at all.
+ */
+export function noteAccess(ctx: Pick<ServiceContext, 'principal' | 'breakGlassReads'>, tenantId: string, access: Access | null, what: string): boolean {
+  if (access === 'break-glass') {
+    const grant = ctx.principal?.breakGlass.get(tenantId);
+    if (grant) ctx.breakGlassReads?.note(tenantId, grant.grantId, what);
+  }
+  return access !== null;
 }
 
 export function requirePrincipal(ctx: ServiceContext): Principal {
@@ -46,28 +62,42 @@ export function requireCapability(ctx: ServiceContext, tenantId: string, capabil
   if (!canSeeTenant(principal, tenantId) || (principal.token && principal.token.tenantId !== null && principal.token.tenantId !== tenantId)) {
     throw notFound(what);
   }
-  if (!hasCapability(principal, tenantId, capability)) {
+  if (!noteAccess(ctx, tenantId, accessFor(principal, tenantId, capability), `${what} (${capability})`)) {
     throw forbidden(describeMissing(principal, capability));
   }
   return principal;
 }
 
-/** Mutations additionally need a role that may change things (VIEWER and AUDITOR may not). */
+/**
+ * Mutations additionally need a role that may change things (VIEWER and AUDITOR may not);
+ * a platform admin changes things inside a tenant only under a break-glass grant.
+ */
 export function requireMutatingCapability(ctx: ServiceContext, tenantId: string, capability: Capability, what: string): Principal {
   const principal = requireCapability(ctx, tenantId, capability, what);
-  if (!principal.isPlatformAdmin) {
-    const role = principal.roles.get(tenantId);
-    if (!role || !MUTATING_ROLES.has(role)) throw forbidden(`Your role ${role ?? ''} is read-only in this tenant.`);
-  }
-  return principal;
+  const role = principal.roles.get(tenantId);
+  if (role && MUTATING_ROLES.has(role)) return principal;
+  if (principal.isPlatformAdmin && principal.breakGlass.has(tenantId)) return principal;
+  if (principal.isPlatformAdmin && !role) throw forbidden('Platform admins change things inside a tenant only under a break-glass grant (openBreakGlass).');
+  throw forbidden(`Your role ${role ?? ''} is read-only in this tenant.`);
+}
+
+/**
+ * Tenant-wide changes (creating and archiving projects, granting them resources, opening
+ * projects to each other): tenant admins, or a platform admin under a break-glass grant.
+ * projects:write alone is not enough: members hold it for the projects they administer.
+ */
+export function requireTenantAdmin(ctx: ServiceContext, tenantId: string, capability: Capability, what: string): Principal {
+  const principal = requireMutatingCapability(ctx, tenantId, capability, what);
+  if (principal.roles.get(tenantId) === 'TENANT_ADMIN' || (principal.isPlatformAdmin && principal.breakGlass.has(tenantId))) return principal;
+  throw forbidden('Only tenant admins may do this.');
 }
 
 /**
  * The non-throwing twin of requireCapability, for field rules that hide a field rather than
  * refuse the whole request (the schema's `capability` auth scope).
  */
-export function callerHasCapability(ctx: Pick<ServiceContext, 'principal'>, tenantId: string, capability: Capability): boolean {
-  return hasCapability(ctx.principal, tenantId, capability);
+export function callerHasCapability(ctx: Pick<ServiceContext, 'principal' | 'breakGlassReads'>, tenantId: string, capability: Capability, what: string = capability): boolean {
+  return noteAccess(ctx, tenantId, accessFor(ctx.principal, tenantId, capability), what);
 }
 
 /** The caller's role in the tenant; undefined when not a member (a platform admin need not be one). */
@@ -76,6 +106,7 @@ export function callerRoleIn(ctx: Pick<ServiceContext, 'principal'>, tenantId: s
 }
 
 function describeMissing(principal: Principal, capability: Capability): string {
+  if (principal.isPlatformAdmin && !principal.token?.tenantId) return `Platform admins do not see "${capability}" inside tenants without a break-glass grant for the tenant (openBreakGlass).`;
   if (principal.token) return `This API token lacks the "${capability}" scope (or its owner's role does not allow it).`;
   return `Your role in this tenant does not allow "${capability}".`;
 }

@@ -11,6 +11,8 @@ import { requireCapability, requireMutatingCapability, requirePrincipal, type Se
 import { badInput, conflict, notFound } from '../shared/client-errors.js';
 import { schedulerInputError } from './errors.js';
 import { findPage, type PageQuery } from './paging.js';
+import { defaultProjectOf, requireContributor, requireJobChanger } from './project-rights.js';
+import { enforceSubmitPolicy } from './submit-policy.js';
 import { totalGpus } from './scheduling/specs.js';
 
 export interface SubmitJobInput {
@@ -36,28 +38,42 @@ export interface JobFilter {
   submittedBefore?: Date | null;
 }
 
-async function resolveTarget(ctx: ServiceContext, em: EntityManager, input: Pick<SubmitJobInput, 'queueId' | 'projectId'>) {
+/**
+ * Where a submission goes and whether the caller may put it there: the queue (named, or the
+ * project's default) and the project (named, or the tenant's default project). Outsiders
+ * get NOT_FOUND; a tenant member who is not a contributor of the project gets FORBIDDEN;
+ * then the tenant's and project's grants and data boundaries (submit-policy.ts) refuse
+ * what the project may not use. Nothing is written before all of it passes.
+ */
+async function resolveTarget(ctx: ServiceContext, em: EntityManager, input: SubmitJobInput) {
   let project: Project | null = null;
   if (input.projectId) {
     project = await em.findOne(Project, { id: input.projectId });
     if (!project) throw notFound('Project');
   }
   const queueId = input.queueId ?? project?.defaultQueueId ?? null;
-  if (!queueId) throw badInput('Name a queue (queueId), or a project that has a default queue.');
+  if (!queueId) {
+    if (project) requireCapability(ctx, project.tenant.id, 'jobs:write', 'Project');
+    throw badInput('Name a queue (queueId), or a project that has a default queue.');
+  }
   const queue = await em.findOne(Queue, { id: queueId });
   if (!queue) throw notFound('Queue');
   requireMutatingCapability(ctx, queue.tenant.id, 'jobs:write', 'Queue');
   if (project && project.tenant.id !== queue.tenant.id) throw notFound('Project');
-  if (project && project.status !== 'ACTIVE') throw conflict('The project is archived and takes no new jobs.');
+  project ??= await defaultProjectOf(em, queue.tenant.id);
+  if (!project) throw badInput('This tenant has no default project: name one (projectId).');
+  requireContributor(ctx, project);
+  if (project.status !== 'ACTIVE') throw conflict('The project is archived and takes no new jobs.');
+  await enforceSubmitPolicy(ctx, em, { queue, project, input });
   return { queue, project };
 }
 
 /** The scheduler core's view of a submission, with a fresh id and submit time. */
-function coreSpec(ctx: ServiceContext, input: SubmitJobInput, queue: Queue, project: Project | null): JobSpec {
+function coreSpec(ctx: ServiceContext, input: SubmitJobInput, queue: Queue, project: Project): JobSpec {
   return {
     id: uuidv7(),
     tenant: queue.tenant.id,
-    project: project?.id,
+    project: project.id,
     queue: queue.name,
     priorityClass: input.priorityClass,
     submitTime: ctx.now().getTime(),
@@ -107,7 +123,7 @@ export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Pro
       const created = em.create(Job, {
         id,
         tenant: em.getReference(Tenant, queue.tenant.id),
-        project: project ? em.getReference(Project, project.id) : null,
+        project: em.getReference(Project, project.id),
         queue: em.getReference(Queue, queue.id),
         submittedBy: em.getReference(User, principal.userId),
         name: input.name,
@@ -170,7 +186,7 @@ export async function cancelJob(ctx: ServiceContext, id: string): Promise<Job> {
   const job = await auditedMutation(ctx, { action: 'job.cancel', input: { id } }, async (em) => {
     const found = await em.findOne(Job, { id }, { populate: ['queue'] });
     if (!found) throw notFound('Job');
-    requireMutatingCapability(ctx, found.tenant.id, 'jobs:write', 'Job');
+    requireJobChanger(ctx, found);
     if (TERMINAL_JOB_STATES.has(found.state)) throw conflict(`The job has already ${found.state.toLowerCase()}.`);
     const now = ctx.now();
     found.state = 'CANCELLED';

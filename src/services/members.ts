@@ -1,7 +1,6 @@
 import { Membership, Tenant, User, type TenantRole } from '../persistence/entities.js';
-import { hasCapability, type Principal } from '../auth/principal.js';
 import { auditedMutation } from './audit.js';
-import { requireCapability, requireMutatingCapability, type ServiceContext } from './context.js';
+import { callerHasCapability, requireCapability, requireMutatingCapability, type ServiceContext } from './context.js';
 import { conflict, forbidden, notFound } from '../shared/client-errors.js';
 import { findPage, type PageQuery } from './paging.js';
 
@@ -14,19 +13,22 @@ export interface AddMemberInput {
 
 /**
  * The one rule for a person's e-mail address, wherever it is shown (Member.email,
- * AuditEvent.actorEmail, …): the person themself, platform admins, and holders of
- * members:read in the tenant the record belongs to (tenant admins). Records of no tenant
- * (the platform audit log): the person and platform admins only.
+ * AuditEvent.actorEmail, …): the person themself, and holders of members:read in the
+ * tenant the record belongs to (tenant admins; a platform admin only under a break-glass
+ * grant, audited). Records of no tenant (the platform audit log): the person and platform
+ * admins only.
  */
-export function maySeeEmail(principal: Principal | null, tenantId: string | null, userId: string): boolean {
+export function maySeeEmail(ctx: Pick<ServiceContext, 'principal' | 'breakGlassReads'>, tenantId: string | null, userId: string): boolean {
+  const principal = ctx.principal;
   if (!principal) return false;
-  if (principal.userId === userId || principal.isPlatformAdmin) return true;
-  return tenantId !== null && hasCapability(principal, tenantId, 'members:read');
+  if (principal.userId === userId) return true;
+  if (tenantId === null) return principal.isPlatformAdmin;
+  return callerHasCapability(ctx, tenantId, 'members:read', 'e-mail addresses');
 }
 
 /** The address, or FORBIDDEN (a nullable field: null with the error, as every field rule). */
 export function visibleEmail(ctx: ServiceContext, tenantId: string | null, user: { id: string; email: string }): string {
-  if (!maySeeEmail(ctx.principal, tenantId, user.id)) throw forbidden('Only tenant admins and the person themself may read this e-mail address (members:read).');
+  if (!maySeeEmail(ctx, tenantId, user.id)) throw forbidden('Only tenant admins and the person themself may read this e-mail address (members:read).');
   return user.email;
 }
 

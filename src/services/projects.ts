@@ -1,6 +1,6 @@
 import { Project, Tenant, type ProjectStatus } from '../persistence/entities.js';
 import { auditedMutation } from './audit.js';
-import { requireCapability, requireMutatingCapability, type ServiceContext } from './context.js';
+import { requireCapability, requireTenantAdmin, type ServiceContext } from './context.js';
 import { conflict, notFound } from '../shared/client-errors.js';
 import { findPage, type PageQuery } from './paging.js';
 
@@ -25,7 +25,7 @@ export async function getProject(ctx: ServiceContext, id: string): Promise<Proje
 
 export async function createProject(ctx: ServiceContext, input: CreateProjectInput): Promise<Project> {
   return auditedMutation(ctx, { action: 'project.create', input: { ...input }, tenantHint: input.tenantId }, async (em) => {
-    requireMutatingCapability(ctx, input.tenantId, 'projects:write', 'Tenant');
+    requireTenantAdmin(ctx, input.tenantId, 'projects:write', 'Tenant');
     const tenant = await em.findOne(Tenant, { id: input.tenantId });
     if (!tenant) throw notFound('Tenant');
     if (await em.count(Project, { tenant: tenant.id, slug: input.slug })) {
@@ -41,7 +41,9 @@ export async function archiveProject(ctx: ServiceContext, id: string): Promise<P
   return auditedMutation(ctx, { action: 'project.archive', input: { id } }, async (em) => {
     const project = await em.findOne(Project, { id });
     if (!project) throw notFound('Project');
-    requireMutatingCapability(ctx, project.tenant.id, 'projects:write', 'Project');
+    requireTenantAdmin(ctx, project.tenant.id, 'projects:write', 'Project');
+    const tenant = await em.findOne(Tenant, { id: project.tenant.id });
+    if (tenant?.defaultProjectId === project.id) throw conflict("This is the tenant's default project; make another project the default first.");
     if (project.status === 'ARCHIVED') throw conflict('The project is already archived.');
     project.status = 'ARCHIVED';
     project.archivedAt = ctx.now();

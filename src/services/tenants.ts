@@ -1,4 +1,5 @@
-import { Tenant, type IsolationLevel, type TenantStatus, type TenantTier } from '../persistence/entities.js';
+import { Membership, Project, Tenant, User, type IsolationLevel, type TenantStatus, type TenantTier } from '../persistence/entities.js';
+import { uuidv7 } from '../persistence/ids.js';
 import { auditedMutation } from './audit.js';
 import { requireCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from './context.js';
 import { conflict, notFound } from '../shared/client-errors.js';
@@ -9,6 +10,8 @@ export interface CreateTenantInput {
   name: string;
   tier?: TenantTier;
   isolationLevel?: IsolationLevel;
+  /** The tenant's first admin (an unknown address becomes an invited user, as addMember). */
+  adminEmail?: string | null;
 }
 export interface UpdateTenantInput {
   name?: string;
@@ -50,7 +53,18 @@ export async function createTenant(ctx: ServiceContext, input: CreateTenantInput
       tier: input.tier ?? 'STANDARD',
       isolationLevel: input.isolationLevel ?? 'ELASTIC',
       status: 'ACTIVE',
+      projectsOpen: false,
     });
+    // Every tenant has a project a submit can default to; its members are added by its admins.
+    const project = em.create(Project, { id: uuidv7(), tenant, slug: 'default', name: 'Default', description: null, status: 'ACTIVE', archivedAt: null, defaultQueueId: null });
+    tenant.defaultProjectId = project.id;
+    if (input.adminEmail) {
+      // A platform admin sets a tenant up, then stays out of it: the first admin takes over.
+      const email = input.adminEmail.trim().toLowerCase();
+      const invitedName = email.split('@')[0]!;
+      const user = (await em.findOne(User, { email })) ?? em.create(User, { email, name: invitedName, isPlatformAdmin: false, externalId: null });
+      em.create(Membership, { tenant, user, role: 'TENANT_ADMIN', invitedName });
+    }
     await em.flush();
     return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
   });

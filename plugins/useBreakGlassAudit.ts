@@ -1,0 +1,47 @@
+import { isAsyncIterable, type Plugin } from '@envelop/core';
+import { GraphQLError, type ExecutionResult } from 'graphql';
+import type { ServiceContext } from '../src/services/context.js';
+
+export interface BreakGlassAuditOptions {
+  /** Where a failed audit write is reported (the client only learns that nothing was returned). */
+  logError?: (error: unknown) => void;
+}
+
+/**
+ * Every read a platform admin makes under a break-glass grant is audited in the tenant's
+ * own log before the answer leaves: after a query or mutation has executed, and before
+ * each subscription event is sent, the reads noted during it (ServiceContext.breakGlassReads)
+ * are written. If that write fails, the answer is replaced by an error: content is never
+ * shown without its audit record. Must come after useServiceContext.
+ */
+export function useBreakGlassAudit(options: BreakGlassAuditOptions = {}): Plugin {
+  const flushOrWithhold = async (ctx: ServiceContext, setResult: (result: ExecutionResult) => void) => {
+    if (!ctx.breakGlassReads?.size) return;
+    try {
+      await ctx.breakGlassReads.flush(ctx);
+    } catch (error) {
+      options.logError?.(error);
+      setResult({ data: null, errors: [new GraphQLError('This answer was withheld: the audit record of a break-glass read could not be written. Try again.', { extensions: { code: 'SERVICE_UNAVAILABLE' } })] });
+    }
+  };
+  return {
+    onExecute({ args }) {
+      const ctx = args.contextValue as ServiceContext;
+      return {
+        async onExecuteDone({ result, setResult }) {
+          if (!isAsyncIterable(result)) await flushOrWithhold(ctx, setResult);
+        },
+      };
+    },
+    onSubscribe({ args }) {
+      const ctx = args.contextValue as ServiceContext;
+      return {
+        onSubscribeResult() {
+          return {
+            onNext: ({ setResult }) => flushOrWithhold(ctx, setResult),
+          };
+        },
+      };
+    },
+  };
+}
