@@ -91,7 +91,7 @@ export async function createApiToken(ctx: ServiceContext, input: CreateApiTokenI
   });
 }
 
-/** The creator may revoke their own token; tenant admins any token of the tenant. */
+/** The creator may revoke their own token; tenant admins and platform admins any token of the tenant. */
 export async function revokeApiToken(ctx: ServiceContext, id: string): Promise<ApiToken> {
   return auditedMutation(ctx, { action: 'apiToken.revoke', input: { id } }, async (em) => {
     const principal = requirePrincipal(ctx);
@@ -101,7 +101,9 @@ export async function revokeApiToken(ctx: ServiceContext, id: string): Promise<A
       requireCapability(ctx, token.tenant.id, 'tenant:read', 'API token');
       const own = token.createdBy.id === principal.userId;
       if (!own && !hasCapability(principal, token.tenant.id, 'tokens:read')) throw notFound('API token');
-      if (!own) requireMutatingCapability(ctx, token.tenant.id, 'members:write', 'API token');
+      // Revoking only takes access away: platform admins may do it in any tenant (a leaked
+      // token is a security incident), without a break-glass grant; it is audited in the tenant's log.
+      if (!own && !principal.isPlatformAdmin) requireMutatingCapability(ctx, token.tenant.id, 'members:write', 'API token');
     } else if (!principal.isPlatformAdmin) {
       throw notFound('API token');
     }
