@@ -22,3 +22,8 @@ export const PriorityClassRef = builder.objectRef<PriorityClassRow>('PriorityCla
 export const QueueRef = builder.objectRef<Queue>('Queue');
 export const JobRef = builder.objectRef<Job>('Job');
 export const JobEventRef = builder.objectRef<JobEvent>('JobEvent');
+
+import type { BreakGlassGrant } from '../src/persistence/access-entities.js';
+export const BreakGlassGrantRef = builder.objectRef<BreakGlassGrant>('BreakGlassGrant');
+import type { ProjectMembership } from '../src/services/project-members.js';
+export const ProjectMemberRef = builder.objectRef<ProjectMembership>('ProjectMember');
