@@ -1,6 +1,7 @@
 import { decodeGlobalID } from '@pothos/plugin-relay';
 import { getApiToken } from '../src/services/api-tokens.js';
 import { getAuditEvent } from '../src/services/audit-events.js';
+import { getBreakGlassGrant } from '../src/services/break-glass.js';
 import { getMember } from '../src/services/members.js';
 import { getProject } from '../src/services/projects.js';
 import { getTenant } from '../src/services/tenants.js';
@@ -20,6 +21,7 @@ const loaders: Record<string, (ctx: ServiceContext, id: string) => Promise<objec
   AuditEvent: getAuditEvent,
   Job: getJob,
   Queue: getQueue,
+  BreakGlassGrant: getBreakGlassGrant,
 };
 
 async function loadNode(ctx: ServiceContext, globalId: string): Promise<object> {
