@@ -27,8 +27,9 @@ export class Migration20261201020823 extends Migration {
     // Existing data keeps working (issue 10):
     // - tenants that existed before project roles keep today's visibility: every member reads every job;
     this.addSql(`update "tenants" set "projects_open" = true;`);
-    // - every tenant has a project a submit can default to (a "default" one where there was none);
-    this.addSql(`insert into "projects" ("id", "tenant_id", "slug", "name", "description", "status", "archived_at", "default_queue_id", "job_visibility", "created_at", "updated_at") select gen_random_uuid(), "t"."id", 'default', 'Default', 'Made when projects got members: jobs that had no project.', 'ACTIVE', null, null, 'PROJECT', "t"."created_at", "t"."created_at" from "tenants" "t" where not exists (select 1 from "projects" "p" where "p"."tenant_id" = "t"."id");`);
+    // - every tenant has an active project a submit can default to (a "default" one where there
+    //   was none, or only archived ones: an archived default would refuse every submit);
+    this.addSql(`insert into "projects" ("id", "tenant_id", "slug", "name", "description", "status", "archived_at", "default_queue_id", "job_visibility", "created_at", "updated_at") select gen_random_uuid(), "t"."id", case when exists (select 1 from "projects" "d" where "d"."tenant_id" = "t"."id" and "d"."slug" = 'default') then 'default-' || substr(md5(random()::text), 1, 6) else 'default' end, 'Default', 'Made when projects got members: jobs that had no project.', 'ACTIVE', null, null, 'PROJECT', "t"."created_at", "t"."created_at" from "tenants" "t" where not exists (select 1 from "projects" "p" where "p"."tenant_id" = "t"."id" and "p"."status" = 'ACTIVE');`);
     this.addSql(`update "tenants" set "default_project_id" = (select "p"."id" from "projects" "p" where "p"."tenant_id" = "tenants"."id" order by ("p"."status" = 'ACTIVE') desc, "p"."created_at", "p"."id" limit 1);`);
     // - jobs without a project move to their tenant's default project;
     this.addSql(`update "jobs" set "project_id" = (select "t"."default_project_id" from "tenants" "t" where "t"."id" = "jobs"."tenant_id") where "project_id" is null;`);

@@ -51,15 +51,25 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startTestApp(options: { dialect?: Dialect; /** Every SQL statement the app runs (see ormConfig). */ onQuery?: (sql: string) => void } = {}): Promise<TestApp> {
-  const db: TestDatabase = await createTestDatabase(options.dialect ?? 'sqlite');
+export interface TestAppOptions {
+  dialect?: Dialect;
+  /** Every SQL statement the app runs (see ormConfig). */
+  onQuery?: (sql: string) => void;
+  /** A database prepared by the test (e.g. migrated half-way and filled the old way); the app migrates it up and disposes it on close. */
+  database?: TestDatabase;
+  /** Seed the demo tenants (default true; only into an empty database). */
+  seed?: boolean;
+}
+
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const db: TestDatabase = options.database ?? (await createTestDatabase(options.dialect ?? 'sqlite'));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-data-'));
   const { publicKey, privateKey } = await generateKeyPair('RS256');
   const config = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
   const now = { value: Date.now() };
   const errors: unknown[] = [];
   const app = await buildApp({ config, now: () => now.value, logError: (e) => errors.push(e), reauthCacheMs: 0, ...(options.onQuery ? { onQuery: options.onQuery } : {}) });
-  const credentials = (await seedDemo(app.orm, dataDir, () => now.value))!;
+  const credentials = options.seed === false ? [] : ((await seedDemo(app.orm, dataDir, () => now.value)) ?? []);
   await app.scheduler.rebuild();
   const { url } = await app.listen(0, '127.0.0.1');
 
