@@ -46,8 +46,10 @@ describe('reclaim aware of placement (the demo)', () => {
     const bob = t.token('borealis-inference', 'MEMBER');
     const max = t.token('aurora-research', 'MEMBER');
     // idsOf made a 1-GPU fixture job in each tenant: cancel them so the numbers are the demo's.
-    for (const [token, ids] of [[max, aurora], [bob, borealis]] as const) {
-      await t.gql(token, `mutation($id: ID!) { cancelJob(id: $id) { id } }`, { id: ids.Job });
+    // The tenant admins submitted them, so they cancel them (a contributor changes only their own jobs).
+    for (const [slug, ids] of [['aurora-research', aurora], ['borealis-inference', borealis]] as const) {
+      const cancelled = await t.gql(t.token(slug, 'TENANT_ADMIN'), `mutation($id: ID!) { cancelJob(id: $id) { id } }`, { id: ids.Job });
+      expect(cancelled.body.errors).toBeUndefined();
     }
     // x1 and x2 (6 GPUs each) land on two nodes first, leaving 2 free on each; w1..w4 (4 each)
     // fill the other two nodes. The most recently admitted jobs are on the full nodes.
