@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { createCohort, createFlavor, createNodePool, listCohorts, listFlavors, listNodePools, listNodes } from '../src/services/cluster.js';
 import { listPriorityClasses } from '../src/services/jobs.js';
+import { updatePriorityClass } from '../src/services/grants.js';
 import { builder } from './builder.js';
 import { decodeId } from './common.js';
 import { QuotaInput, QuotaRef, quotaLines, toQuotaSpec } from './quota.js';
@@ -77,6 +78,10 @@ PriorityClassRef.implement({
     value: t.exposeInt('value'),
     preemptible: t.field({ type: PreemptibleEnum, resolve: (p) => p.preemptible }),
     description: t.string({ nullable: true, resolve: (p) => p.description ?? null }),
+    requiresGrant: t.boolean({
+      description: 'Only projects granted it may use it (platform admins grant it to tenants, tenant admins to projects).',
+      resolve: (p) => p.requiresGrant,
+    }),
   }),
 });
 
@@ -125,7 +130,21 @@ const CreateCohortInput = builder.inputType('CreateCohortInput', {
   }),
 });
 
+const UpdatePriorityClassInput = builder.inputType('UpdatePriorityClassInput', {
+  fields: (t) => ({
+    name: t.string({ required: true, validate: z.string().min(1).max(63) }),
+    requiresGrant: t.boolean({ required: true }),
+  }),
+});
+
 builder.mutationFields((t) => ({
+  updatePriorityClass: t.field({
+    type: PriorityClassRef,
+    description: 'Platform admins. Whether the class needs a grant (grantTenantPriorityClass, then grantProjectAccess).',
+    authScopes: { platformAdmin: true },
+    args: { input: t.arg({ type: UpdatePriorityClassInput, required: true }) },
+    resolve: (_r, { input }, ctx) => updatePriorityClass(ctx, { name: input.name, requiresGrant: input.requiresGrant }),
+  }),
   createFlavor: t.field({
     type: FlavorRef,
     description: 'Platform admins.',

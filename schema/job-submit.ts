@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { submitJob, type SubmitJobInput } from '../src/services/jobs.js';
+import type { JobContainer } from '../src/services/submit-policy.js';
 import { builder } from './builder.js';
 import { decodeId } from './common.js';
 import { JobRef } from './refs.js';
@@ -28,6 +29,54 @@ const SimulateInput = builder.inputType('SimulateInput', {
   }),
 });
 
+const EnvVarInput = builder.inputType('EnvVarInput', {
+  fields: (t) => ({
+    name: t.string({ required: true, validate: z.string().max(256, 'must be at most 256 characters').regex(/^[-._a-zA-Z][-._a-zA-Z0-9]*$/, 'use letters, digits, ".", "_" and "-", not starting with a digit (as Kubernetes)') }),
+    value: t.string({ required: true, description: 'Never written to the audit log.', validate: z.string().max(32_768, 'must be at most 32768 characters') }),
+  }),
+});
+
+const DatasetMountInput = builder.inputType('DatasetMountInput', {
+  fields: (t) => ({
+    location: t.string({ required: true, description: 'A URI: s3://bucket/path, gs://bucket/path, pvc://claim/path, nfs://server/export, https://host/path.', validate: z.string().min(1, 'must not be empty').max(2048, 'must be at most 2048 characters') }),
+    mountPath: t.string({
+      required: true,
+      validate: z
+        .string()
+        .max(1024, 'must be at most 1024 characters')
+        .regex(/^\/[^\u0000-\u001f]*$/, 'must be an absolute path (starting with /)')
+        .refine((p) => !p.split('/').some((s) => s === '..' || s === '.'), 'must not contain . or .. segments'),
+    }),
+    readOnly: t.boolean({ defaultValue: true }),
+  }),
+});
+
+const argList = (what: string) => z.array(z.string().max(4096, 'each entry must be at most 4096 characters')).max(64, `at most 64 ${what}`);
+
+const ContainerInput = builder.inputType('ContainerInput', {
+  description: "What the job runs. The image, datasets and artifact store must lie within the tenant's and the project's data boundaries.",
+  fields: (t) => ({
+    image: t.string({ required: true, description: 'An image reference, e.g. nvcr.io/nvidia/pytorch:24.01-py3 (no registry means docker.io).', validate: z.string().min(1, 'must not be empty').max(512, 'must be at most 512 characters') }),
+    command: t.stringList({ validate: argList('command entries') }),
+    args: t.stringList({ validate: argList('arguments') }),
+    env: t.field({
+      type: [EnvVarInput],
+      validate: z
+        .array(z.object({ name: z.string() }).passthrough())
+        .max(128, 'at most 128 environment variables')
+        .refine((env) => new Set(env.map((e) => e.name)).size === env.length, 'each environment variable name only once'),
+    }),
+    datasets: t.field({
+      type: [DatasetMountInput],
+      validate: z
+        .array(z.object({ mountPath: z.string() }).passthrough())
+        .max(32, 'at most 32 datasets')
+        .refine((ds) => new Set(ds.map((d) => d.mountPath.replace(/\/+$/, ''))).size === ds.length, 'each mount path only once'),
+    }),
+    artifactStore: t.string({ description: 'Where the job writes models (a URI, as dataset locations).', validate: z.string().min(1, 'must not be empty').max(2048, 'must be at most 2048 characters') }),
+  }),
+});
+
 /** The job a client describes; previewJob (job-preview.ts) takes the same input. */
 export const SubmitJobInputRef = builder.inputType('SubmitJobInput', {
   fields: (t) => ({
@@ -43,6 +92,7 @@ export const SubmitJobInputRef = builder.inputType('SubmitJobInput', {
       validate: z.string().min(1).max(128, 'must be at most 128 characters'),
     }),
     simulate: t.field({ type: SimulateInput }),
+    container: t.field({ type: ContainerInput }),
   }),
 });
 
@@ -67,10 +117,29 @@ export function toSubmitInput(input: SubmitArgs): SubmitJobInput {
     expectedDurationMs: input.expectedDurationSeconds != null ? Math.round(input.expectedDurationSeconds * 1000) : null,
     maxRunMs: input.maxRunSeconds != null ? Math.round(input.maxRunSeconds * 1000) : null,
     idempotencyKey: input.idempotencyKey ?? null,
-    workload: input.simulate
-      ? { simulate: { outcome: input.simulate.fail ? 'fail' : 'succeed', ...(input.simulate.failAfterSeconds != null ? { failAfterMs: input.simulate.failAfterSeconds * 1000 } : {}) } }
-      : null,
+    workload: workloadOf(input),
   };
+}
+
+/** The simulated run's outcome and the container, as stored in Job.workload (and hashed for idempotency). */
+function workloadOf(input: SubmitArgs): Record<string, unknown> | null {
+  const workload: Record<string, unknown> = {};
+  if (input.simulate) {
+    workload.simulate = { outcome: input.simulate.fail ? 'fail' : 'succeed', ...(input.simulate.failAfterSeconds != null ? { failAfterMs: input.simulate.failAfterSeconds * 1000 } : {}) };
+  }
+  const c = input.container;
+  if (c) {
+    const container: JobContainer = {
+      image: c.image,
+      command: c.command ?? [],
+      args: c.args ?? [],
+      env: (c.env ?? []).map((e) => ({ name: e.name, value: e.value })),
+      datasets: (c.datasets ?? []).map((d) => ({ location: d.location, mountPath: d.mountPath, readOnly: d.readOnly ?? true })),
+      artifactStore: c.artifactStore ?? null,
+    };
+    workload.container = container;
+  }
+  return Object.keys(workload).length ? workload : null;
 }
 
 export const validateSubmit = (input: SubmitArgs) => input.podSets.every((ps) => ps.minCount == null || ps.minCount <= (ps.count ?? 1));

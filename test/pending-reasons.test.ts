@@ -60,7 +60,7 @@ describe('pending reason text through the API', () => {
     const member = t.token('aurora-research', 'MEMBER');
     const submit = (bearer: string, queueId: string, name: string, priorityClass: string) =>
       t.gql(bearer, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, { in: { queueId, name, priorityClass, podSets: [{ gpusPerPod: 8, flavors: ['h100-80g'] }], expectedDurationSeconds: 1e6 } });
-    // Each tenant fills its nominal 16 H100s, so none is free; an inference job of Aurora then
+    // Each tenant fills its nominal 16 H100s, so none is free; a production job of Aurora then
     // preempts one of Aurora's own experiments (priority, within its nominal quota).
     for (let i = 1; i <= 2; i++) await submit(t.token('borealis-inference', 'MEMBER'), borealis.Queue!, `serving-${i}`, 'training');
     const experiments: string[] = [];
@@ -74,7 +74,8 @@ describe('pending reason text through the API', () => {
         return states.every((s) => ['ADMITTED', 'RUNNING'].includes(s.body.data?.node?.state));
       };
       while (!(await admitted()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      const urgent = await submit(member, ids.Queue!, 'urgent-serving', 'inference-critical');
+      // production, not inference-critical: that class needs a grant Aurora does not hold in the demo.
+      const urgent = await submit(member, ids.Queue!, 'urgent-serving', 'production');
       expect(urgent.body.errors, JSON.stringify(urgent.body)).toBeUndefined();
       const preemptedMessage = () => streams.flatMap((s) => s.values).find((v) => v.state === 'PENDING' && v.job.preemptionCount > 0)?.pendingReason?.message;
       while (!preemptedMessage() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { MikroORM } from '@mikro-orm/core';
 import { ApiToken, Membership, Project, Tenant, User, type ProjectRole, type TenantRole } from '../persistence/entities.js';
+import type { DataBoundaries } from '../persistence/entities.js';
 import { uuidv7 } from '../persistence/ids.js';
 import { ProjectMembership } from '../persistence/access-entities.js';
 import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../auth/api-token-secret.js';
@@ -31,6 +32,8 @@ const DEMO_TENANTS = [
       { email: 'vera@aurora.example', name: 'Vera Viewer', role: 'VIEWER' as const, projectRole: 'VIEWER' as const },
       { email: 'otto@aurora.example', name: 'Otto Auditor', role: 'AUDITOR' as const },
     ],
+    // The platform's data boundaries for Aurora: NGC and its own registry, its own buckets.
+    dataBoundaries: { imageRegistries: ['nvcr.io/nvidia', 'registry.aurora.example'], datasetLocations: ['s3://aurora-datasets'], artifactStores: ['s3://aurora-models'] },
   },
   {
     slug: 'borealis-inference',
@@ -43,6 +46,8 @@ const DEMO_TENANTS = [
       { email: 'bea@borealis.example', name: 'Bea Admin', role: 'TENANT_ADMIN' as const },
       { email: 'bob@borealis.example', name: 'Bob Member', role: 'MEMBER' as const, projectRole: 'CONTRIBUTOR' as const },
     ],
+    // Online serving needs capacity that is never preempted: granted to the tenant, passed on to its project.
+    grantedPriorityClasses: ['inference-critical'],
   },
 ];
 
@@ -89,6 +94,9 @@ export async function seedDemo(orm: MikroORM, dataDir: string, now: () => number
       });
       const project = em.create(Project, { id: uuidv7(), tenant, ...spec.project, status: 'ACTIVE', archivedAt: null, defaultQueueId: queue.id });
       tenant.defaultProjectId = project.id;
+      const grants = spec as { grantedPriorityClasses?: string[]; dataBoundaries?: DataBoundaries };
+      if (grants.grantedPriorityClasses) tenant.grantedPriorityClasses = project.grantedPriorityClasses = grants.grantedPriorityClasses;
+      if (grants.dataBoundaries) tenant.dataBoundaries = grants.dataBoundaries;
       for (const person of spec.people as { email: string; name: string; role: TenantRole; projectRole?: ProjectRole }[]) {
         const user = em.create(User, { email: person.email, name: person.name, isPlatformAdmin: false, externalId: null });
         em.create(Membership, { tenant, user, role: person.role });

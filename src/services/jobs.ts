@@ -12,7 +12,7 @@ import { badInput, conflict, notFound } from '../shared/client-errors.js';
 import { schedulerInputError } from './errors.js';
 import { findPage, type PageQuery } from './paging.js';
 import { defaultProjectOf, requireContributor, requireJobChanger } from './project-rights.js';
-import { enforceSubmitPolicy } from './submit-policy.js';
+import { enforceSubmitPolicy, submitAuditInput } from './submit-policy.js';
 import { totalGpus } from './scheduling/specs.js';
 
 export interface SubmitJobInput {
@@ -119,7 +119,7 @@ export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Pro
   }
   let job: Job;
   try {
-    job = await auditedMutation(ctx, { action: 'job.submit', input: { ...input, podSets: input.podSets }, tenantHint: queue.tenant.id }, async (em) => {
+    job = await auditedMutation(ctx, { action: 'job.submit', input: submitAuditInput(input), tenantHint: queue.tenant.id }, async (em) => {
       const created = em.create(Job, {
         id,
         tenant: em.getReference(Tenant, queue.tenant.id),

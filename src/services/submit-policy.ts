@@ -1,8 +1,11 @@
 import type { EntityManager } from '@mikro-orm/core';
-import type { Project } from '../persistence/entities.js';
-import type { Queue } from '../persistence/scheduling-entities.js';
+import { Tenant, type DataBoundaries, type Project } from '../persistence/entities.js';
+import { PriorityClassRow, type Queue } from '../persistence/scheduling-entities.js';
 import type { ServiceContext } from './context.js';
 import type { SubmitJobInput } from './jobs.js';
+import { KIND_LABEL, firstViolation, type Violation } from './data-boundaries.js';
+import { grantedPoolsOf, grantedPriorityClassesOf } from './grants.js';
+import { badInput, forbidden } from '../shared/client-errors.js';
 
 export interface SubmitTarget {
   queue: Queue;
@@ -10,11 +13,80 @@ export interface SubmitTarget {
   input: SubmitJobInput;
 }
 
+/** What a job runs, as submitted (stored in Job.workload.container). */
+export interface JobContainer {
+  image: string;
+  command: string[];
+  args: string[];
+  env: { name: string; value: string }[];
+  datasets: { location: string; mountPath: string; readOnly: boolean }[];
+  artifactStore: string | null;
+}
+
+export function containerOf(workload: Record<string, unknown> | null | undefined): JobContainer | null {
+  return (workload?.container as JobContainer | undefined) ?? null;
+}
+
 /**
  * What a project may use, checked at submit and preview before anything is written:
  * granted priority classes and dedicated pools (FORBIDDEN without the grant) and the
  * tenant's and project's data boundaries (BAD_USER_INPUT).
  */
-export async function enforceSubmitPolicy(_ctx: ServiceContext, _em: EntityManager, _target: SubmitTarget): Promise<void> {
-  // Filled in by the grants and data-boundaries work (issue 10).
+export async function enforceSubmitPolicy(_ctx: ServiceContext, em: EntityManager, target: SubmitTarget): Promise<void> {
+  const { queue, project, input } = target;
+  const tenant = await em.findOneOrFail(Tenant, { id: project.tenant.id });
+  await requireGrants(em, tenant, project, queue, input.priorityClass);
+  const container = containerOf(input.workload);
+  if (container) requireWithinBoundaries(tenant, project, container);
+}
+
+async function requireGrants(em: EntityManager, tenant: Tenant, project: Project, queue: Queue, priorityClass: string): Promise<void> {
+  const row = await em.findOne(PriorityClassRow, { name: priorityClass });
+  if (row?.requiresGrant) {
+    if (!grantedPriorityClassesOf(tenant).includes(priorityClass)) {
+      throw forbidden(`Priority class "${priorityClass}" needs a grant, and tenant "${tenant.slug}" has not been granted it: ask a platform admin to grant it to the tenant, then a tenant admin to grant it to project "${project.slug}".`);
+    }
+    if (!grantedPriorityClassesOf(project).includes(priorityClass)) {
+      throw forbidden(`Priority class "${priorityClass}" needs a grant, and project "${project.slug}" has not been granted it: ask a tenant admin of "${tenant.slug}" to grant it to the project.`);
+    }
+  }
+  if (queue.dedicatedPool && !grantedPoolsOf(project).includes(queue.dedicatedPool)) {
+    throw forbidden(`Queue "${queue.name}" runs on the dedicated pool "${queue.dedicatedPool}", which project "${project.slug}" has not been granted: ask a tenant admin of "${tenant.slug}" to grant it to the project.`);
+  }
+}
+
+/** The tenant's boundaries (set by the platform) and the project's (set by its admins) must both admit every reference. */
+function requireWithinBoundaries(tenant: Tenant, project: Project, container: JobContainer): void {
+  const refs = { image: container.image, datasetLocations: container.datasets.map((d) => d.location), artifactStore: container.artifactStore };
+  const levels: [string, DataBoundaries | null][] = [
+    [`tenant "${tenant.slug}"`, tenant.dataBoundaries ?? null],
+    [`project "${project.slug}"`, project.dataBoundaries ?? null],
+  ];
+  for (const [whose, boundaries] of levels) {
+    const violation = firstViolation(refs, boundaries);
+    if (violation) throw badInput(describe(violation, whose), { field: fieldOf(violation), reference: violation.reference, allowed: violation.allowed });
+  }
+}
+
+const WHAT: Record<Violation['kind'], string> = { imageRegistries: 'Image', datasetLocations: 'Dataset location', artifactStores: 'Artifact store' };
+
+function describe(violation: Violation, whose: string): string {
+  if (violation.allowed === null) return `${WHAT[violation.kind]}: ${violation.problem}.`;
+  const allowed = violation.allowed.length ? violation.allowed.join(', ') : 'none';
+  return `${WHAT[violation.kind]} "${violation.reference}" is not within the ${KIND_LABEL[violation.kind]} ${whose} allows (allowed: ${allowed}).`;
+}
+
+function fieldOf(violation: Violation): string {
+  return violation.kind === 'imageRegistries' ? 'container.image' : violation.kind === 'datasetLocations' ? 'container.datasets' : 'container.artifactStore';
+}
+
+/**
+ * The submit's audit input: everything the caller chose, except environment values,
+ * which may carry secrets (the names stay, so the log still says what was set).
+ */
+export function submitAuditInput(input: SubmitJobInput): Record<string, unknown> {
+  const container = containerOf(input.workload);
+  if (!container) return { ...input, podSets: input.podSets };
+  const env = container.env.map((e) => ({ name: e.name, value: '[redacted]' }));
+  return { ...input, podSets: input.podSets, workload: { ...input.workload, container: { ...container, env } } };
 }

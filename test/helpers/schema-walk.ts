@@ -29,6 +29,7 @@ const VALID_BY_NAME: Record<string, unknown> = {
   days: [1, 2, 3],
   email: 'probe@probe.example',
   description: 'probe',
+  mountPath: '/probe',
   expiresInDays: 30,
   role: 'VIEWER',
   scopes: ['TENANT_READ'],
