@@ -96,7 +96,7 @@ export async function revokeProjectAccess(ctx: ServiceContext, input: ProjectAcc
 }
 
 async function changeProjectAccess(ctx: ServiceContext, input: ProjectAccessInput, change: 'grant' | 'revoke'): Promise<Project> {
-  return auditedMutation(ctx, { action: `project.${change}Access`, input: { ...input } }, async (em) => {
+  return auditedMutation(ctx, { action: `project.${change}Access`, input: { ...input }, tenantHint: await tenantOfProject(ctx, input.projectId) }, async (em) => {
     const project = await em.findOne(Project, { id: input.projectId });
     if (!project) throw notFound('Project');
     requireTenantAdmin(ctx, project.tenant.id, 'projects:write', 'Project');
@@ -127,6 +127,11 @@ async function changeProjectAccess(ctx: ServiceContext, input: ProjectAccessInpu
     await em.flush();
     return { result: project, tenantId: project.tenant.id, targetType: 'Project', targetId: project.id };
   });
+}
+
+/** So a refused change of a project is audited in its tenant's log (auditedMutation files it there only for callers who see the tenant). */
+async function tenantOfProject(ctx: ServiceContext, projectId: string): Promise<string | null> {
+  return (await ctx.loaders.project.load(projectId))?.tenant.id ?? null;
 }
 
 export interface DataBoundariesInput {
@@ -163,7 +168,7 @@ export async function setTenantDataBoundaries(ctx: ServiceContext, tenantId: str
  * must lie within the tenant's list (a project cannot reach what its tenant may not).
  */
 export async function setProjectDataBoundaries(ctx: ServiceContext, projectId: string, input: DataBoundariesInput): Promise<Project> {
-  return auditedMutation(ctx, { action: 'project.setDataBoundaries', input: { projectId, boundaries: { ...input } } }, async (em) => {
+  return auditedMutation(ctx, { action: 'project.setDataBoundaries', input: { projectId, boundaries: { ...input } }, tenantHint: await tenantOfProject(ctx, projectId) }, async (em) => {
     const project = await em.findOne(Project, { id: projectId });
     if (!project) throw notFound('Project');
     requireProjectManager(ctx, project);
