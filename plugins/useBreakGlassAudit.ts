@@ -1,6 +1,7 @@
 import { isAsyncIterable, type Plugin } from '@envelop/core';
 import { GraphQLError, type ExecutionResult } from 'graphql';
 import type { ServiceContext } from '../src/services/context.js';
+import { BreakGlassGrantEnded } from '../src/services/break-glass-reads.js';
 
 export interface BreakGlassAuditOptions {
   /** Where a failed audit write is reported (the client only learns that nothing was returned). */
@@ -20,6 +21,10 @@ export function useBreakGlassAudit(options: BreakGlassAuditOptions = {}): Plugin
     try {
       await ctx.breakGlassReads.flush(ctx);
     } catch (error) {
+      if (error instanceof BreakGlassGrantEnded) {
+        setResult({ data: null, errors: [new GraphQLError(`This answer was withheld: ${error.message[0]!.toLowerCase()}${error.message.slice(1)} Open a new grant (openBreakGlass) if you still need it.`, { extensions: { code: 'FORBIDDEN' } })] });
+        return;
+      }
       options.logError?.(error);
       setResult({ data: null, errors: [new GraphQLError('This answer was withheld: the audit record of a break-glass read could not be written. Try again.', { extensions: { code: 'SERVICE_UNAVAILABLE' } })] });
     }

@@ -2,6 +2,12 @@ import { AuditEvent } from '../persistence/entities.js';
 import { callerHasCapability, requireCapability, requirePrincipal, type ServiceContext } from './context.js';
 import { forbidden, notFound } from '../shared/client-errors.js';
 import { findPage, type PageQuery } from './paging.js';
+import { isOwnBreakGlassRecord } from './break-glass-reads.js';
+
+/** The context to check an event's rights with: an operator's own break-glass records are checked without being noted as reads. */
+function checkingCtx(ctx: ServiceContext, event: AuditEvent): ServiceContext {
+  return isOwnBreakGlassRecord(ctx.principal, event) ? { ...ctx, breakGlassReads: undefined } : ctx;
+}
 
 export async function listAuditEvents(ctx: ServiceContext, tenantId: string, page: PageQuery): Promise<AuditEvent[]> {
   requireCapability(ctx, tenantId, 'audit:read', 'Tenant');
@@ -14,7 +20,7 @@ export async function listAuditEvents(ctx: ServiceContext, tenantId: string, pag
  * for a platform-level event, platform admins. Everyone else gets FORBIDDEN on the field.
  */
 export function visibleAuditInput(ctx: ServiceContext, event: AuditEvent): Record<string, unknown> {
-  const allowed = event.tenant ? callerHasCapability(ctx, event.tenant.id, 'audit:read', 'audit details') : !!ctx.principal?.isPlatformAdmin;
+  const allowed = event.tenant ? callerHasCapability(checkingCtx(ctx, event), event.tenant.id, 'audit:read', 'audit details') : !!ctx.principal?.isPlatformAdmin;
   if (!allowed) throw forbidden("Audit details inside a tenant are for its auditors and admins (platform admins: under a break-glass grant).");
   return event.input;
 }
@@ -37,6 +43,6 @@ export async function getAuditEvent(ctx: ServiceContext, id: string): Promise<Au
     if (!principal.isPlatformAdmin) throw notFound('Audit event');
     return event;
   }
-  requireCapability(ctx, event.tenant.id, 'audit:read', 'Audit event');
+  requireCapability(checkingCtx(ctx, event), event.tenant.id, 'audit:read', 'Audit event');
   return event;
 }

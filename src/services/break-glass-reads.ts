@@ -1,7 +1,16 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { AuditEvent, Tenant, User } from '../persistence/entities.js';
+import { BreakGlassGrant } from '../persistence/access-entities.js';
 import type { EventBus } from '../events/bus.js';
 import type { Principal } from '../auth/principal.js';
+
+/** Thrown by flush when a grant the reads were made under ended before the answer left. */
+export class BreakGlassGrantEnded extends Error {
+  constructor() {
+    super('The break-glass grant this answer was read under has ended (closed or expired).');
+    this.name = 'BreakGlassGrantEnded';
+  }
+}
 
 /**
  * What a platform admin read inside tenants under break-glass grants during one operation
@@ -29,8 +38,15 @@ export class BreakGlassReads {
     const entries = [...this.pending.entries()];
     this.pending.clear();
     const principal = parts.principal;
-    const written: { tenantId: string; id: string }[] = [];
+    // Ids are given at flush (onCreate), so they are read only after the transaction.
+    const written: { tenantId: string; event: AuditEvent }[] = [];
     await parts.em.fork({ clear: true }).transactional(async (em) => {
+      // The principal may be older than the grant's end (a subscription's re-authentication is
+      // cached for a few seconds; a slow query may straddle the expiry): content read under a
+      // grant leaves only while that grant is still open.
+      const grantIds = [...new Set(entries.map(([, entry]) => entry.grantId))];
+      const open = await em.count(BreakGlassGrant, { id: { $in: grantIds }, operator: principal.userId, closedAt: null, expiresAt: { $gt: parts.now() } }, { filters: false });
+      if (open !== grantIds.length) throw new BreakGlassGrantEnded();
       for (const [tenantId, { grantId, reads }] of entries) {
         const event = em.create(AuditEvent, {
           tenant: em.getReference(Tenant, tenantId),
@@ -45,9 +61,18 @@ export class BreakGlassReads {
           requestId: parts.requestId,
           createdAt: parts.now(),
         });
-        written.push({ tenantId, id: event.id });
+        written.push({ tenantId, event });
       }
     });
-    for (const { tenantId, id } of written) parts.events.publish('audit-event', tenantId, { auditEventId: id });
+    for (const { tenantId, event } of written) parts.events.publish('audit-event', tenantId, { auditEventId: event.id });
   }
+}
+
+/**
+ * An operator's own break-glass records in a tenant's log (breakglass.open/read/close by
+ * them) tell them nothing about the tenant. Reading them is not noted: otherwise, on the
+ * audit subscription, each breakglass.read record would be a read that writes the next one.
+ */
+export function isOwnBreakGlassRecord(principal: Principal | null, event: { action: string; actor?: { id: string } | null }): boolean {
+  return !!principal && event.action.startsWith('breakglass.') && event.actor?.id === principal.userId;
 }

@@ -90,10 +90,10 @@ function requireGrantReader(ctx: ServiceContext, tenantId: string, what: string)
   if (!callerHasCapability(ctx, tenantId, 'audit:read')) throw forbidden("A tenant's break-glass grants are for its admins and auditors.");
 }
 
-/** Every grant of the tenant, open and ended, newest first. */
+/** Every grant of the tenant, open and ended, newest first (ids are time-ordered UUIDv7). */
 export async function listBreakGlassGrants(ctx: ServiceContext, tenantId: string): Promise<BreakGlassGrant[]> {
   requireGrantReader(ctx, tenantId, 'Tenant');
-  return ctx.em.find(BreakGlassGrant, { tenant: tenantId }, { populate: ['operator'], orderBy: { createdAt: 'desc', id: 'desc' } });
+  return ctx.em.find(BreakGlassGrant, { tenant: tenantId }, { populate: ['operator'], orderBy: { id: 'desc' } });
 }
 
 export async function getBreakGlassGrant(ctx: ServiceContext, id: string): Promise<BreakGlassGrant> {
