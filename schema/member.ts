@@ -1,10 +1,12 @@
 import { acceptMembership, addMember, changeMemberRole, listMembers, memberName, removeMember, visibleEmail } from '../src/services/members.js';
+import { z } from 'zod';
 import { builder } from './builder.js';
 import { TenantRoleEnum, decodeId, emailSchema, nameSchema } from './common.js';
 import { MemberRef, TenantRef } from './refs.js';
 import { tenantConnection } from './tenant-connection.js';
 import { isEntity } from './tenant.js';
 import { getTenant } from '../src/services/tenants.js';
+import { ProjectRoleInputRef } from './project-member.js';
 
 builder.node(MemberRef, {
   description: "A person's membership in a tenant, with their role there.",
@@ -50,6 +52,11 @@ const AddMemberInput = builder.inputType('AddMemberInput', {
     email: t.string({ required: true, validate: emailSchema }),
     name: t.string({ validate: nameSchema }),
     role: t.field({ type: TenantRoleEnum, required: true }),
+    projects: t.field({
+      type: [ProjectRoleInputRef],
+      description: "Project roles to give at once (same transaction: all or nothing). A VIEWER or AUDITOR can only be a project VIEWER.",
+      validate: z.array(z.any()).max(100, 'at most 100 projects'),
+    }),
   }),
 });
 
@@ -64,7 +71,13 @@ builder.mutationFields((t) => ({
     authScopes: { authenticated: true },
     args: { input: t.arg({ type: AddMemberInput, required: true }) },
     resolve: (_root, { input }, ctx) =>
-      addMember(ctx, { tenantId: decodeId(String(input.tenantId), 'Tenant'), email: input.email, name: input.name ?? undefined, role: input.role }),
+      addMember(ctx, {
+        tenantId: decodeId(String(input.tenantId), 'Tenant'),
+        email: input.email,
+        name: input.name ?? undefined,
+        role: input.role,
+        projects: input.projects?.map((p) => ({ projectId: decodeId(String(p.projectId), 'Project'), role: p.role })),
+      }),
   }),
   acceptMembership: t.field({
     type: MemberRef,
@@ -82,7 +95,7 @@ builder.mutationFields((t) => ({
   }),
   removeMember: t.field({
     type: RemoveMemberPayload,
-    description: 'Tenant admins. A tenant always keeps at least one admin.',
+    description: "Tenant admins. A tenant always keeps at least one admin. The person's project roles in the tenant go with the membership.",
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, { id }, ctx) => {

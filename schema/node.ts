@@ -4,6 +4,7 @@ import { getAuditEvent } from '../src/services/audit-events.js';
 import { getBreakGlassGrant } from '../src/services/break-glass.js';
 import { getMember } from '../src/services/members.js';
 import { getProject } from '../src/services/projects.js';
+import { getProjectMember } from '../src/services/project-members.js';
 import { getTenant } from '../src/services/tenants.js';
 import { getJob } from '../src/services/jobs.js';
 import { getQueue } from '../src/services/cluster.js';
@@ -16,6 +17,7 @@ import { badInput, notFound } from '../src/shared/client-errors.js';
 const loaders: Record<string, (ctx: ServiceContext, id: string) => Promise<object>> = {
   Tenant: getTenant,
   Project: getProject,
+  ProjectMember: getProjectMember,
   Member: getMember,
   ApiToken: getApiToken,
   AuditEvent: getAuditEvent,

@@ -1,10 +1,11 @@
-import { archiveProject, createProject, listProjects } from '../src/services/projects.js';
+import { archiveProject, callerProjectRole, createProject, isDefaultProject, listProjects, updateProject } from '../src/services/projects.js';
 import { builder } from './builder.js';
 import { ProjectStatusEnum, decodeId, descriptionSchema, nameSchema, slugSchema } from './common.js';
 import { ProjectRef, TenantRef } from './refs.js';
 import { tenantConnection } from './tenant-connection.js';
 import { isEntity } from './tenant.js';
 import { getTenant } from '../src/services/tenants.js';
+import { JobVisibilityEnum, ProjectRoleEnum } from './project-member.js';
 
 builder.node(ProjectRef, {
   description: "A unit of work inside a tenant (a team, product or experiment line); jobs and cost roll up to it.",
@@ -18,6 +19,14 @@ builder.node(ProjectRef, {
     createdAt: t.field({ type: 'DateTime', resolve: (project) => project.createdAt }),
     archivedAt: t.field({ type: 'DateTime', nullable: true, resolve: (project) => project.archivedAt ?? null }),
     tenant: t.field({ type: TenantRef, resolve: (project, _args, ctx) => getTenant(ctx, project.tenant.id) }),
+    viewerRole: t.field({
+      type: ProjectRoleEnum,
+      nullable: true,
+      description: "The caller's effective role here (tenant admins: PROJECT_ADMIN); null with none.",
+      resolve: (project, _args, ctx) => callerProjectRole(ctx, project),
+    }),
+    jobVisibility: t.field({ type: JobVisibilityEnum, resolve: (project) => project.jobVisibility }),
+    isDefault: t.boolean({ description: "Submits that name no project land here (the tenant's defaultProject).", resolve: (project, _args, ctx) => isDefaultProject(ctx, project) }),
   }),
 });
 
@@ -50,7 +59,28 @@ const CreateProjectInput = builder.inputType('CreateProjectInput', {
   }),
 });
 
+const UpdateProjectInput = builder.inputType('UpdateProjectInput', {
+  fields: (t) => ({
+    id: t.id({ required: true }),
+    name: t.string({ validate: nameSchema }),
+    description: t.string({ validate: descriptionSchema }),
+    jobVisibility: t.field({ type: JobVisibilityEnum }),
+  }),
+});
+
 builder.mutationFields((t) => ({
+  updateProject: t.field({
+    type: ProjectRef,
+    description: "The project's admins and tenant admins. Fields left out stay as they are.",
+    authScopes: { authenticated: true },
+    args: { input: t.arg({ type: UpdateProjectInput, required: true }) },
+    resolve: (_root, { input }, ctx) =>
+      updateProject(ctx, decodeId(String(input.id), 'Project'), {
+        name: input.name ?? undefined,
+        description: input.description === undefined ? undefined : input.description,
+        jobVisibility: input.jobVisibility ?? undefined,
+      }),
+  }),
   createProject: t.field({
     type: ProjectRef,
     description: 'Tenant admins.',

@@ -1,11 +1,11 @@
 import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { z } from 'zod';
 import type { Tenant } from '../src/persistence/entities.js';
-import { createTenant, getTenantBySlug, listTenants, updateTenant } from '../src/services/tenants.js';
+import { createTenant, defaultProjectOfTenant, getTenantBySlug, listTenants, updateTenant, updateTenantSettings } from '../src/services/tenants.js';
 import { callerRoleIn } from '../src/services/context.js';
 import { builder } from './builder.js';
 import { IsolationLevelEnum, TenantRoleEnum, TenantStatusEnum, TenantTierEnum, decodeId, nameSchema, pageFrom, slugSchema, toCursor } from './common.js';
-import { TenantRef } from './refs.js';
+import { ProjectRef, TenantRef } from './refs.js';
 
 builder.node(TenantRef, {
   description: 'An organisation sharing the GPU pool: its own members, projects, queues and quota.',
@@ -23,6 +23,16 @@ builder.node(TenantRef, {
       nullable: true,
       description: "The caller's role here; null for a platform admin who is not a member.",
       resolve: (tenant, _args, ctx) => callerRoleIn(ctx, tenant.id) ?? null,
+    }),
+    projectsOpen: t.boolean({
+      description: "When true, every member reads the job content of every project whose visibility is PROJECT; when false, only each project's own people.",
+      resolve: (tenant) => tenant.projectsOpen,
+    }),
+    defaultProject: t.field({
+      type: ProjectRef,
+      nullable: true,
+      description: 'Where submits that name no project go.',
+      resolve: (tenant, _args, ctx) => defaultProjectOfTenant(ctx, tenant),
     }),
   }),
 });
@@ -69,7 +79,26 @@ const UpdateTenantInput = builder.inputType('UpdateTenantInput', {
   }),
 });
 
+const UpdateTenantSettingsInput = builder.inputType('UpdateTenantSettingsInput', {
+  fields: (t) => ({
+    tenantId: t.id({ required: true }),
+    projectsOpen: t.boolean(),
+    defaultProjectId: t.id({ description: 'An active project of this tenant.' }),
+  }),
+});
+
 builder.mutationFields((t) => ({
+  updateTenantSettings: t.field({
+    type: TenantRef,
+    description: 'Tenant admins. Fields left out stay as they are.',
+    authScopes: { authenticated: true },
+    args: { input: t.arg({ type: UpdateTenantSettingsInput, required: true }) },
+    resolve: (_root, { input }, ctx) =>
+      updateTenantSettings(ctx, decodeId(String(input.tenantId), 'Tenant'), {
+        projectsOpen: input.projectsOpen ?? undefined,
+        defaultProjectId: input.defaultProjectId ? decodeId(String(input.defaultProjectId), 'Project') : undefined,
+      }),
+  }),
   createTenant: t.field({
     type: TenantRef,
     description: 'Platform admins only.',

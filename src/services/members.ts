@@ -3,12 +3,15 @@ import { auditedMutation } from './audit.js';
 import { callerHasCapability, requireCapability, requireMutatingCapability, type ServiceContext } from './context.js';
 import { conflict, forbidden, notFound } from '../shared/client-errors.js';
 import { findPage, type PageQuery } from './paging.js';
+import { addToProjects, removeFromTenantProjects, type ProjectRoleInput } from './project-members.js';
 
 export interface AddMemberInput {
   tenantId: string;
   email: string;
   name?: string;
   role: TenantRole;
+  /** Project roles to give in the same transaction. */
+  projects?: readonly ProjectRoleInput[];
 }
 
 /**
@@ -73,6 +76,10 @@ export async function addMember(ctx: ServiceContext, input: AddMemberInput): Pro
     user ??= em.create(User, { email, name: invitedName, isPlatformAdmin: false, externalId: null });
     const membership = em.create(Membership, { tenant, user, role: input.role, invitedName });
     await em.flush();
+    if (input.projects?.length) {
+      await addToProjects(ctx, em, membership, input.projects);
+      await em.flush();
+    }
     return { result: membership, tenantId: tenant.id, targetType: 'Member', targetId: membership.id };
   });
 }
@@ -105,6 +112,7 @@ export async function removeMember(ctx: ServiceContext, id: string): Promise<Mem
     const membership = await loadForChange(ctx, em, id);
     if (membership.role === 'TENANT_ADMIN') await ensureAnotherAdmin(em, membership);
     const removed = { ...membership } as Membership;
+    await removeFromTenantProjects(em, membership.tenant.id, membership.user.id);
     em.remove(membership);
     await em.flush();
     return { result: removed, tenantId: removed.tenant.id, targetType: 'Member', targetId: id };

@@ -1,14 +1,22 @@
-import { Project, Tenant, type ProjectStatus } from '../persistence/entities.js';
+import { Project, Tenant, type JobVisibility, type ProjectRole, type ProjectStatus } from '../persistence/entities.js';
+import { projectRoleOf } from '../auth/project-access.js';
 import { auditedMutation } from './audit.js';
 import { requireCapability, requireTenantAdmin, type ServiceContext } from './context.js';
 import { conflict, notFound } from '../shared/client-errors.js';
 import { findPage, type PageQuery } from './paging.js';
+import { requireProjectManager, scopeOf } from './project-rights.js';
 
 export interface CreateProjectInput {
   tenantId: string;
   slug: string;
   name: string;
   description?: string | null;
+}
+
+export interface UpdateProjectInput {
+  name?: string;
+  description?: string | null;
+  jobVisibility?: JobVisibility;
 }
 
 export async function listProjects(ctx: ServiceContext, tenantId: string, page: PageQuery, status?: ProjectStatus | null): Promise<Project[]> {
@@ -50,4 +58,29 @@ export async function archiveProject(ctx: ServiceContext, id: string): Promise<P
     await em.flush();
     return { result: project, tenantId: project.tenant.id, targetType: 'Project', targetId: project.id };
   });
+}
+
+/** Its admins (and tenant admins): name, description and who reads its jobs' content. */
+export async function updateProject(ctx: ServiceContext, id: string, input: UpdateProjectInput): Promise<Project> {
+  return auditedMutation(ctx, { action: 'project.update', input: { id, ...input } }, async (em) => {
+    const project = await em.findOne(Project, { id });
+    if (!project) throw notFound('Project');
+    requireProjectManager(ctx, project);
+    if (input.name !== undefined) project.name = input.name;
+    if (input.description !== undefined) project.description = input.description;
+    if (input.jobVisibility !== undefined) project.jobVisibility = input.jobVisibility;
+    await em.flush();
+    return { result: project, tenantId: project.tenant.id, targetType: 'Project', targetId: project.id };
+  });
+}
+
+/** The caller's effective role in the project (tenant admins: PROJECT_ADMIN), or null. */
+export function callerProjectRole(ctx: ServiceContext, project: Project): ProjectRole | null {
+  return projectRoleOf(ctx.principal, scopeOf(project))?.role ?? null;
+}
+
+/** Whether submits that name no project land in this one. */
+export async function isDefaultProject(ctx: ServiceContext, project: Project): Promise<boolean> {
+  const tenant = await ctx.loaders.tenant.load(project.tenant.id);
+  return tenant?.defaultProjectId === project.id;
 }

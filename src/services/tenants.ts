@@ -1,8 +1,8 @@
 import { Membership, Project, Tenant, User, type IsolationLevel, type TenantStatus, type TenantTier } from '../persistence/entities.js';
 import { uuidv7 } from '../persistence/ids.js';
 import { auditedMutation } from './audit.js';
-import { requireCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from './context.js';
-import { conflict, notFound } from '../shared/client-errors.js';
+import { requireCapability, requirePlatformAdmin, requirePrincipal, requireTenantAdmin, type ServiceContext } from './context.js';
+import { badInput, conflict, notFound } from '../shared/client-errors.js';
 import { findPage, type PageQuery } from './paging.js';
 
 export interface CreateTenantInput {
@@ -18,6 +18,13 @@ export interface UpdateTenantInput {
   tier?: TenantTier;
   isolationLevel?: IsolationLevel;
   status?: TenantStatus;
+}
+
+export interface TenantSettingsInput {
+  /** Every member reads every project's job content (projects with visibility PROJECT). */
+  projectsOpen?: boolean;
+  /** Where submits that name no project go. */
+  defaultProjectId?: string;
 }
 
 /** Platform admins see every tenant; everyone else only the tenants they belong to. */
@@ -79,4 +86,28 @@ export async function updateTenant(ctx: ServiceContext, id: string, input: Updat
     await em.flush();
     return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
   });
+}
+
+/** Tenant admins: how open the tenant's projects are to each other, and the default project. */
+export async function updateTenantSettings(ctx: ServiceContext, tenantId: string, input: TenantSettingsInput): Promise<Tenant> {
+  return auditedMutation(ctx, { action: 'tenant.updateSettings', input: { tenantId, ...input }, tenantHint: tenantId }, async (em) => {
+    requireTenantAdmin(ctx, tenantId, 'projects:write', 'Tenant');
+    const tenant = await em.findOne(Tenant, { id: tenantId });
+    if (!tenant) throw notFound('Tenant');
+    if (input.defaultProjectId !== undefined) {
+      const project = await em.findOne(Project, { id: input.defaultProjectId });
+      if (!project || project.tenant.id !== tenant.id) throw notFound('Project');
+      if (project.status === 'ARCHIVED') throw badInput(`Project "${project.slug}" is archived; an archived project takes no new work, so it cannot be the default.`);
+      tenant.defaultProjectId = project.id;
+    }
+    if (input.projectsOpen !== undefined) tenant.projectsOpen = input.projectsOpen;
+    await em.flush();
+    return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
+  });
+}
+
+/** The project submits go to when they name none (null only for a tenant being set up). */
+export async function defaultProjectOfTenant(ctx: ServiceContext, tenant: Tenant): Promise<Project | null> {
+  requireCapability(ctx, tenant.id, 'tenant:read', 'Tenant');
+  return tenant.defaultProjectId ? ctx.loaders.project.load(tenant.defaultProjectId) : null;
 }
