@@ -4,6 +4,7 @@ import WebSocket from 'ws';
 import { schema } from '../schema/index.js';
 import { ApiToken, AuditEvent, Membership, Project, Tenant, TENANT_FILTER } from '../src/persistence/entities.js';
 import { Job, Queue } from '../src/persistence/scheduling-entities.js';
+import { BreakGlassGrant, ProjectMembership } from '../src/persistence/access-entities.js';
 import { codesOf, startTestApp, type TestApp } from './helpers/harness.js';
 import { describeEachDialect } from './helpers/database.js';
 import { allStrings, buildArgs, idPathsOf, operationFor, rootFields, selectionFor, subscriptionFields } from './helpers/schema-walk.js';
@@ -45,7 +46,7 @@ describeEachDialect('cross-tenant matrix', (dialect) => {
       const idPaths = idPathsOf(field);
       const stringSlug = field.args.some((a) => a.name === 'slug');
       for (const path of idPaths) {
-        for (const victim of ['Tenant', 'Project', 'Member', 'AdminMember', 'ApiToken', 'AuditEvent', 'Queue', 'Job']) {
+        for (const victim of ['Tenant', 'Project', 'Member', 'AdminMember', 'ProjectMember', 'ApiToken', 'AuditEvent', 'BreakGlassGrant', 'Queue', 'Job']) {
           cases.push({ kind, field: field.name, idPath: path.join('.'), victim });
         }
       }
@@ -210,6 +211,8 @@ describeEachDialect('cross-tenant matrix', (dialect) => {
       add('User', m.user.id, m.user.name, m.user.email);
     }
     for (const p of await em.find(Project, { tenant: tenant.id })) add('Project', p.id, p.slug, p.name);
+    for (const pm of await em.find(ProjectMembership, { tenant: tenant.id })) add('ProjectMember', pm.id);
+    for (const g of await em.find(BreakGlassGrant, { tenant: tenant.id })) add('BreakGlassGrant', g.id, g.reason);
     for (const k of await em.find(ApiToken, { tenant: tenant.id })) add('ApiToken', k.id, k.prefix);
     for (const a of await em.find(AuditEvent, { tenant: tenant.id })) add('AuditEvent', a.id);
     for (const q of await em.find(Queue, { tenant: tenant.id })) add('Queue', q.id, q.name);

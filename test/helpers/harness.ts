@@ -6,7 +6,8 @@ import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import type { FairwayConfig } from '../../src/config.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo.js';
 import { Tenant, Project, Membership, ApiToken, AuditEvent, User, TENANT_FILTER } from '../../src/persistence/entities.js';
-import { Job, Queue } from '../../src/persistence/scheduling-entities.js';
+import { Cohort, Flavor, Job, NodePool, PriorityClassRow, Queue } from '../../src/persistence/scheduling-entities.js';
+import { BreakGlassGrant, ProjectMembership } from '../../src/persistence/access-entities.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
 
 export const TEST_ISSUER = 'https://idp.test.fairway';
@@ -45,7 +46,10 @@ export interface TestApp {
   gql<T = Record<string, any>>(bearer: string | null, query: string, variables?: Record<string, unknown>, headers?: Record<string, string>): Promise<GqlResponse<T>>;
   /** Row counts of every table, to prove a refused request changed nothing. */
   rowCounts(options?: { ignoreAudit?: boolean }): Promise<Record<string, number>>;
-  /** Global IDs of tenant's things, read straight from the database. */
+  /**
+   * Global IDs of a tenant's things, read straight from the database (a job, an audit event and
+   * a closed break-glass grant are made when missing).
+   */
   idsOf(tenantSlug: string): Promise<Record<string, string>>;
   now: { value: number };
   close(): Promise<void>;
@@ -107,7 +111,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       const em = app.orm.em.fork({ clear: true });
       em.setFilterParams(TENANT_FILTER, { all: true });
       const counts: Record<string, number> = {};
-      for (const [name, entity] of Object.entries({ Tenant, Project, Membership, ApiToken, User, AuditEvent })) {
+      const tables = { Tenant, Project, Membership, ProjectMembership, BreakGlassGrant, ApiToken, User, AuditEvent, Queue, Job, Flavor, NodePool, Cohort, PriorityClassRow };
+      for (const [name, entity] of Object.entries(tables)) {
         if (opts.ignoreAudit && name === 'AuditEvent') continue;
         counts[name] = await em.count(entity as never, {});
       }
@@ -136,6 +141,14 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
         if (res.body.errors) throw new Error(JSON.stringify(res.body.errors));
         job = await em.fork().findOneOrFail(Job, { tenant: tenant.id }, { orderBy: { id: 'asc' }, filters: false });
       }
+      const projectMember = await em.findOneOrFail(ProjectMembership, { tenant: tenant.id }, { orderBy: { id: 'asc' } });
+      // A closed grant: it exists (an ID to attack) but gives the platform admin nothing.
+      let grant = await em.findOne(BreakGlassGrant, { tenant: tenant.id, reason: `closed test fixture grant in ${slug}` });
+      if (!grant) {
+        const operator = await em.findOneOrFail(User, { isPlatformAdmin: true }, { orderBy: { id: 'asc' } });
+        grant = em.create(BreakGlassGrant, { tenant, operator, reason: `closed test fixture grant in ${slug}`, expiresAt: new Date(now.value + 3_600_000), closedAt: new Date(now.value) });
+        await em.flush();
+      }
       return {
         Queue: enc('Queue', queue.id),
         Job: enc('Job', job.id),
@@ -145,6 +158,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
         AdminMember: enc('Member', adminMember.id),
         ApiToken: enc('ApiToken', token.id),
         AuditEvent: enc('AuditEvent', auditId),
+        ProjectMember: enc('ProjectMember', projectMember.id),
+        BreakGlassGrant: enc('BreakGlassGrant', grant.id),
         slug: tenant.slug,
       };
     },

@@ -33,6 +33,8 @@ const VALID_BY_NAME: Record<string, unknown> = {
   expiresInDays: 30,
   role: 'VIEWER',
   scopes: ['TENANT_READ'],
+  // openBreakGlass: 10–500 characters.
+  reason: 'matrix probe: a valid reason',
 };
 
 export function idPathsOf(field: GraphQLField<unknown, unknown>): IdPath[] {
