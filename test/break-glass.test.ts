@@ -254,6 +254,15 @@ describeEachDialect('break-glass grants', (dialect) => {
     expect(close).toHaveLength(1);
     expect(close[0]).toMatchObject({ actorName: 'Ada Admin', targetId: grant.id });
 
+    // Content read in the very request that closes the grant does not leave: the answer is withheld, the close stands.
+    const fourth = await open('Fourth look: ticket INC-4714', 5);
+    const readsBefore = (await breakGlassReads()).length;
+    const closing = await t.gql(operator, `mutation($id: ID!) { closeBreakGlass(id: $id) { id tenant { members(first: 10) { edges { node { email } } } } } }`, { id: fourth.id });
+    expect(codesOf(closing)).toEqual(['FORBIDDEN']);
+    expect(JSON.stringify(closing.body)).not.toContain('@aurora.example');
+    expect((await breakGlassReads()).length).toBe(readsBefore);
+    expect((await t.gql(otto, GRANTS, { id: aurora.Tenant })).body.data!.breakGlassGrants).toContainEqual({ id: fourth.id, operatorName: 'Platform Admin', reason: fourth.reason, active: false });
+
     // The operator closes their own, too.
     const third = await open('Third look: ticket INC-4713', 5);
     const own = await t.gql(operator, CLOSE, { id: third.id });
