@@ -180,7 +180,10 @@ describeEachDialect('break-glass grants', (dialect) => {
 
   it("a change made under the grant names the grant in its audit input", async () => {
     const [grant] = (await t.gql(operator, `{ viewer { breakGlassGrants { id } } }`)).body.data!.viewer.breakGlassGrants;
+    const readsBefore = await breakGlassReads();
     const res = await t.gql(operator, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: aurora.Tenant, slug: 'bg-fix', name: 'Fix' } });
+    // The change is its own audit record; the write check alone is not a read.
+    expect(await breakGlassReads()).toEqual(readsBefore);
     expect(res.body.errors).toBeUndefined();
     const created = (await auditLog()).filter((e) => e.action === 'project.create').at(-1)!;
     expect(created).toMatchObject({ actorName: 'Platform Admin', outcome: 'SUCCESS' });

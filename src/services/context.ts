@@ -73,7 +73,8 @@ export function requireCapability(ctx: ServiceContext, tenantId: string, capabil
  * a platform admin changes things inside a tenant only under a break-glass grant.
  */
 export function requireMutatingCapability(ctx: ServiceContext, tenantId: string, capability: Capability, what: string): Principal {
-  const principal = requireCapability(ctx, tenantId, capability, what);
+  // Not noted as a break-glass read: a change is audited on its own, and auditedMutation names the grant.
+  const principal = requireCapability({ ...ctx, breakGlassReads: undefined }, tenantId, capability, what);
   const role = principal.roles.get(tenantId);
   if (role && MUTATING_ROLES.has(role)) return principal;
   if (principal.isPlatformAdmin && principal.breakGlass.has(tenantId)) return principal;
