@@ -243,6 +243,15 @@ describeEachDialect('break-glass grants', (dialect) => {
     t.now.value += 31 * 60_000;
     const grant = await open('Second look: ticket INC-4712', 60);
     expect((await readContent()).codes).toEqual([]);
+    const client = wsClient(t.url, operator);
+    clients.push(client);
+    const sub = liveSubscription(client, `subscription($id: ID!) { auditEventRecorded(tenantId: $id) { action input } }`, { id: aurora.Tenant }, (d) => d.auditEventRecorded);
+    let n = 0;
+    await eventually(async () => {
+      await t.gql(ada, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: aurora.Tenant, slug: `bg-open-${++n}`, name: 'Open' } });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return sub.values.some((v) => v.action === 'project.create');
+    });
 
     expect(codesOf(await t.gql(max, CLOSE, { id: grant.id }))).toEqual(['FORBIDDEN']);
     expect(codesOf(await t.gql(otto, CLOSE, { id: grant.id }))).toEqual(['FORBIDDEN']);
@@ -252,6 +261,15 @@ describeEachDialect('break-glass grants', (dialect) => {
 
     const after = await readContent();
     expect(new Set(after.codes)).toEqual(new Set(['FORBIDDEN']));
+    // The open subscription stops at once too: the next tenant event is not sent, nor audited as read.
+    const readsAfterClose = (await breakGlassReads()).length;
+    const seen = sub.values.length;
+    await t.gql(ada, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: aurora.Tenant, slug: 'bg-after-close', name: 'After close' } });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(sub.values.slice(seen).filter((v) => v.action === 'project.create')).toEqual([]);
+    expect(JSON.stringify(sub.values)).not.toContain('bg-after-close');
+    expect((await breakGlassReads()).length).toBe(readsAfterClose);
+    sub.dispose();
     expect(codesOf(await t.gql(ada, CLOSE, { id: grant.id }))).toEqual(['CONFLICT']);
     const close = (await auditLog()).filter((e) => e.action === 'breakglass.close' && e.outcome === 'SUCCESS');
     expect(close).toHaveLength(1);
