@@ -51,6 +51,13 @@ export const TENANT_ROWS: MatrixRow[] = [
   { name: 'setQuota', query: `mutation($id: ID!) { setQuota(queueId: $id, quota: { flavor: "h100-80g", nominal: 16 }) { id } }`, variables: async () => ({ id: m.ids.Queue }), expect: PLATFORM_ONLY },
   // Platform admins no longer run tenants' membership: that takes a break-glass grant.
   { name: 'addMember', query: ADD_MEMBER, variables: async () => ({ in: { tenantId: m.ids.Tenant, email: `new-${m.next()}@aurora.example`, role: 'VIEWER' } }), expect: only('tenantAdmin') },
+  {
+    name: 'addMember (with a role in P: project roles in the same transaction)',
+    query: ADD_MEMBER,
+    variables: async () => ({ in: { tenantId: m.ids.Tenant, email: `new-${m.next()}@aurora.example`, role: 'MEMBER', projects: [{ projectId: m.P, role: 'CONTRIBUTOR' }] } }),
+    // Administering P does not let its admin add people to the tenant.
+    expect: only('tenantAdmin'),
+  },
   // Only the person themself (the contributor's own, still invited, membership).
   { name: 'acceptMembership', query: `mutation($id: ID!) { acceptMembership(id: $id) { id } }`, variables: async () => ({ id: m.memberIds.contributor }), expect: only('contributor') },
   { name: 'changeMemberRole', query: `mutation($id: ID!) { changeMemberRole(id: $id, role: MEMBER) { id } }`, variables: async () => ({ id: m.ids.Member }), expect: only('tenantAdmin') },
