@@ -26,7 +26,7 @@ describe('role matrix: who may call each project and job mutation, in their proj
     expect(await m.t.rowCounts({ ignoreAudit: true })).toEqual(before);
   });
 
-  it("a read-only tenant role cannot be made more than a project VIEWER, and a project role never lifts a tenant VIEWER's read-only state", async () => {
+  it('a read-only tenant role (VIEWER) cannot be made a project CONTRIBUTOR: BAD_USER_INPUT, nothing written', async () => {
     const vera = (await m.as('tenantAdmin', `query($id: ID!) { members(tenantId: $id, first: 50) { edges { node { id email role } } } }`, { id: m.ids.Tenant })).members.edges
       .map((e: any) => e.node)
       .find((n: any) => n.email === 'vera@aurora.example');
