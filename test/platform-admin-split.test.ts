@@ -123,4 +123,18 @@ describeEachDialect('a platform admin without a break-glass grant', (dialect) =>
     expect(sub.values).toEqual([]);
     sub.dispose();
   });
+  it("a member's refused change that named only an id is filed in the tenant's log, not the platform's (no e-mail or target there)", async () => {
+    const max = t.token('aurora-research', 'MEMBER');
+    const refused = await t.gql(max, `mutation($id: ID!) { removeMember(id: $id) { removedMemberId } }`, { id: aurora.AdminMember });
+    expect(codesOf(refused)).toEqual(['FORBIDDEN']);
+    const auditorLog = await t.gql(t.token('aurora-research', 'AUDITOR'), `query($id: ID!) { auditEvents(tenantId: $id, last: 20) { edges { node { action outcome actorName } } } }`, { id: aurora.Tenant });
+    const tenantEvents = auditorLog.body.data!.auditEvents.edges.map((e: any) => e.node);
+    expect(tenantEvents.some((e: any) => e.action === "member.remove" && e.outcome === "DENIED"), JSON.stringify(auditorLog.body)).toBe(true);
+    const platformLog = await t.gql(platformJwt, `{ platformAuditEvents(last: 200) { edges { node { action outcome actorEmail input } } } }`);
+    const text = JSON.stringify(platformLog.body.data);
+    expect(text).not.toContain('max@aurora.example');
+    const denied = platformLog.body.data!.platformAuditEvents.edges.map((e: any) => e.node).filter((e: any) => e.action === 'member.remove' && e.outcome === 'DENIED');
+    expect(denied.length).toBeGreaterThan(0);
+    for (const event of denied) expect(event).toMatchObject({ actorEmail: null, input: null });
+  });
 });

@@ -1,7 +1,7 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import { AuditEvent, Tenant, User, type AuditOutcome } from '../persistence/entities.js';
 import { canSeeTenant } from '../auth/principal.js';
-import type { ServiceContext } from './context.js';
+import { checkedTenant, type ServiceContext } from './context.js';
 import { FairwayError, conflict } from '../shared/client-errors.js';
 
 /** Input keys whose values never reach the audit log. */
@@ -44,21 +44,24 @@ export async function auditedMutation<T>(
   work: (em: EntityManager) => Promise<MutationOutcome<T>>,
 ): Promise<T> {
   let committed: { result: T; tenantId: string | null; auditEventId: string };
+  const checked = { tenantId: null as string | null };
   try {
-    committed = await ctx.em.transactional(async (em) => {
+    committed = await checkedTenant.run(checked, () => ctx.em.transactional(async (em) => {
       const outcome = await work(em);
       const event = buildEvent(em, ctx, meta, 'SUCCESS', outcome.tenantId, outcome.targetType, outcome.targetId, null);
       em.persist(event);
       await em.flush();
       return { result: outcome.result, tenantId: outcome.tenantId, auditEventId: event.id };
-    });
+    }));
   } catch (error) {
     const mapped = error instanceof UniqueConstraintViolationException ? conflict('That conflicts with something that already exists (a duplicate name or slug).') : error;
     if (mapped instanceof FairwayError && ctx.principal) {
       const outcome: AuditOutcome = mapped.code === 'FORBIDDEN' || mapped.code === 'NOT_FOUND' || mapped.code === 'UNAUTHENTICATED' ? 'DENIED' : 'FAILED';
       await ctx.em.fork().transactional(async (em) => {
         // A hint may name a tenant that does not exist (a made-up id): file it under none.
-        const visible = meta.tenantHint && canSeeTenant(ctx.principal, meta.tenantHint) ? meta.tenantHint : null;
+        // Without a hint, the tenant whose rights the work checked (the caller may see it).
+        const hint = meta.tenantHint ?? checked.tenantId;
+        const visible = hint && canSeeTenant(ctx.principal, hint) ? hint : null;
         const tenantId = visible && (await em.count(Tenant, { id: visible }, { filters: false })) > 0 ? visible : null;
         em.persist(buildEvent(em, ctx, meta, outcome, tenantId, null, null, mapped.code));
       });

@@ -6,6 +6,15 @@ import type { Loaders } from './loaders.js';
 import type { TenantRole } from '../persistence/entities.js';
 import { accessFor, canSeeTenant, roleIn, type Access } from '../auth/principal.js';
 import type { BreakGlassReads } from './break-glass-reads.js';
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/**
+ * The tenant a mutation's rights were checked in, for the caller who may see it: a refused
+ * or failed mutation that named only an id is audited in that tenant's log rather than the
+ * platform's (where platform admins would see a member's e-mail and targets). Set by
+ * requireCapability inside auditedMutation (src/services/audit.ts), which reads it.
+ */
+export const checkedTenant = new AsyncLocalStorage<{ tenantId: string | null }>();
 import type { Capability } from '../auth/capabilities.js';
 import { MUTATING_ROLES } from '../auth/capabilities.js';
 import { forbidden, notFound, unauthenticated } from '../shared/client-errors.js';
@@ -62,6 +71,8 @@ export function requireCapability(ctx: ServiceContext, tenantId: string, capabil
   if (!canSeeTenant(principal, tenantId) || (principal.token && principal.token.tenantId !== null && principal.token.tenantId !== tenantId)) {
     throw notFound(what);
   }
+  const checked = checkedTenant.getStore();
+  if (checked) checked.tenantId = tenantId;
   if (!noteAccess(ctx, tenantId, accessFor(principal, tenantId, capability), `${what} (${capability})`)) {
     throw forbidden(describeMissing(principal, capability));
   }
