@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -174,4 +175,20 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
 
 export function codesOf(response: GqlResponse): string[] {
   return (response.body.errors ?? []).map((e) => e.extensions?.code ?? 'NONE');
+}
+
+/** Runs a call that must be refused with exactly `code`, and proves it wrote nothing (row counts of every table, audit aside). */
+export async function expectRefusedUnchanged(t: TestApp, bearer: string | null, query: string, variables: Record<string, unknown>, code: string): Promise<GqlResponse> {
+  const before = await t.rowCounts({ ignoreAudit: true });
+  const res = await t.gql(bearer, query, variables);
+  expect(codesOf(res), JSON.stringify(res.body)).toEqual([code]);
+  expect(await t.rowCounts({ ignoreAudit: true })).toEqual(before);
+  return res;
+}
+
+/** Runs a call that must succeed and returns its data. */
+export async function expectOk(t: TestApp, bearer: string | null, query: string, variables: Record<string, unknown> = {}): Promise<Record<string, any>> {
+  const res = await t.gql(bearer, query, variables);
+  expect(res.body.errors, JSON.stringify(res.body)).toBeUndefined();
+  return res.body.data!;
 }
