@@ -102,7 +102,8 @@ const submitCases: Case[] = [
   { name: 'no pod sets', as: () => member, query: SUBMIT, variables: () => ({ in: { ...job().in, podSets: [] } }), code: 'BAD_USER_INPUT', message: /podSets: give at least one pod set/ },
   { name: 'too-long name', as: () => member, query: SUBMIT, variables: () => job({ name: 'j'.repeat(201) }), code: 'BAD_USER_INPUT', message: /name: must be at most 200 characters/ },
   { name: 'negative expectedDurationSeconds', as: () => member, query: SUBMIT, variables: () => job({ expectedDurationSeconds: -5 }), code: 'BAD_USER_INPUT', message: /expectedDurationSeconds: must be positive/ },
-  { name: 'no queue and no project', as: () => member, query: SUBMIT, variables: () => ({ in: { name: 'nowhere', podSets: [{ gpusPerPod: 1 }] } }), code: 'BAD_USER_INPUT', message: /Name a queue/ },
+  // A caller of one tenant gets its default project and that project's queue; a caller of none (or several) must name one.
+  { name: 'no queue and no project, from a caller of no tenant', as: () => platform, query: SUBMIT, variables: () => ({ in: { name: 'nowhere', podSets: [{ gpusPerPod: 1 }] } }), code: 'BAD_USER_INPUT', message: /Name a queue/ },
   { name: 'preview with an unknown flavor is refused too', as: () => member, query: PREVIEW, variables: () => job({}, { flavors: ['tpu-v5e'] }), code: 'BAD_USER_INPUT', message: /flavor tpu-v5e is unknown/ },
   { name: 'preview of a pod larger than any node', as: () => member, query: PREVIEW, variables: () => job({}, { gpusPerPod: 9, flavors: ['h100-80g'] }), code: 'BAD_USER_INPUT', message: /larger than any (eligible )?node/ },
   { name: 'submit by a VIEWER', as: () => viewer, query: SUBMIT, variables: () => job(), code: 'FORBIDDEN', message: /jobs:write|not allowed|role/i },

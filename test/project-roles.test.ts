@@ -197,6 +197,14 @@ describeEachDialect('project roles', (dialect) => {
       expect((await ok(s.pam, CANCEL, { id: cleoJob })).cancelJob.state).toBe('CANCELLED');
     });
 
+    it("a submit naming neither project nor queue, from a caller of one tenant, lands in its default project and that project's queue", async () => {
+      const res = await ok(s.max, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id project { id } queue { id } } }`, { in: { name: 'anywhere', podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 60 } });
+      expect(res.submitJob.project.id).toBe(P);
+      expect(res.submitJob.queue.id).toBe(ids.Queue);
+      expect((await ok(s.max, CANCEL, { id: res.submitJob.id })).cancelJob.state).toBe('CANCELLED');
+      await refused(s.nora, 'FORBIDDEN', SUBMIT, { in: { name: 'anywhere', podSets: [{ gpusPerPod: 1 }] } });
+    });
+
     it('a tenant MEMBER without a project role cannot submit (not even to the default project)', async () => {
       await refused(s.nora, 'FORBIDDEN', SUBMIT, job(P));
       await refused(s.nora, 'FORBIDDEN', SUBMIT, { in: { queueId: ids.Queue, name: 'train', podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 3600 } });

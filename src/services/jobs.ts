@@ -50,11 +50,15 @@ async function resolveTarget(ctx: ServiceContext, em: EntityManager, input: Subm
   if (input.projectId) {
     project = await em.findOne(Project, { id: input.projectId });
     if (!project) throw notFound('Project');
+  } else if (!input.queueId) {
+    // Neither named: a caller of one tenant means its default project (and that project's queue).
+    const tenants = [...requirePrincipal(ctx).roles.keys()];
+    if (tenants.length === 1) project = await defaultProjectOf(em, tenants[0]!);
   }
   const queueId = input.queueId ?? project?.defaultQueueId ?? null;
   if (!queueId) {
     if (project) requireCapability(ctx, project.tenant.id, 'jobs:write', 'Project');
-    throw badInput('Name a queue (queueId), or a project that has a default queue.');
+    throw badInput(project ? `Project "${project.slug}" has no default queue: name a queue (queueId).` : 'Name a queue (queueId) or a project (projectId): you belong to several tenants, or none.');
   }
   const queue = await em.findOne(Queue, { id: queueId });
   if (!queue) throw notFound('Queue');
