@@ -1,6 +1,6 @@
 import DataLoader from 'dataloader';
 import type { EntityManager, EntityName } from '@mikro-orm/core';
-import { Project, Tenant, User } from '../persistence/entities.js';
+import { Membership, Project, Tenant, User } from '../persistence/entities.js';
 import { JobEvent, Queue } from '../persistence/scheduling-entities.js';
 
 /**
@@ -13,6 +13,8 @@ export interface Loaders {
   queue: DataLoader<string, Queue | null>;
   tenant: DataLoader<string, Tenant | null>;
   user: DataLoader<string, User | null>;
+  /** A person's tenant membership, keyed `<tenantId>:<userId>` (the name a tenant knows a project member by). */
+  membership: DataLoader<string, Membership | null>;
   /** Every event of each job, oldest first (a job has a handful); `pageInMemory` (paging.ts) pages them. */
   jobEvents: DataLoader<string, JobEvent[]>;
 }
@@ -34,6 +36,15 @@ function eventsByJob(em: EntityManager) {
   });
 }
 
+function membershipByTenantAndUser(em: EntityManager) {
+  return new DataLoader<string, Membership | null>(async (keys) => {
+    const pairs = keys.map((key) => key.split(':') as [string, string]);
+    const rows = await em.find(Membership, { tenant: { $in: [...new Set(pairs.map(([t]) => t))] }, user: { $in: [...new Set(pairs.map(([, u]) => u))] } }, { populate: ['user'] });
+    const found = new Map(rows.map((m) => [`${m.tenant.id}:${m.user.id}`, m]));
+    return keys.map((key) => found.get(key) ?? null);
+  });
+}
+
 export function createLoaders(em: EntityManager): Loaders {
-  return { project: byId(em, Project), queue: byId(em, Queue), tenant: byId(em, Tenant), user: byId(em, User), jobEvents: eventsByJob(em) };
+  return { project: byId(em, Project), queue: byId(em, Queue), tenant: byId(em, Tenant), user: byId(em, User), membership: membershipByTenantAndUser(em), jobEvents: eventsByJob(em) };
 }

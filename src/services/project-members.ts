@@ -1,4 +1,3 @@
-import DataLoader from 'dataloader';
 import type { EntityManager } from '@mikro-orm/core';
 import { MUTATING_ROLES } from '../auth/capabilities.js';
 import { ProjectMembership } from '../persistence/access-entities.js';
@@ -47,26 +46,9 @@ export async function getProjectMember(ctx: ServiceContext, id: string): Promise
   return row;
 }
 
-/** Per request: the tenant memberships behind project members (their names), one query per page. */
-const membershipLoaders = new WeakMap<object, DataLoader<string, Membership | null>>();
-
-function membershipLoader(ctx: ServiceContext): DataLoader<string, Membership | null> {
-  let loader = membershipLoaders.get(ctx.loaders);
-  if (!loader) {
-    loader = new DataLoader<string, Membership | null>(async (keys) => {
-      const pairs = keys.map((key) => key.split(':') as [string, string]);
-      const rows = await ctx.em.find(Membership, { tenant: { $in: [...new Set(pairs.map(([t]) => t))] }, user: { $in: [...new Set(pairs.map(([, u]) => u))] } }, { populate: ['user'] });
-      const found = new Map(rows.map((m) => [`${m.tenant.id}:${m.user.id}`, m]));
-      return keys.map((key) => found.get(key) ?? null);
-    });
-    membershipLoaders.set(ctx.loaders, loader);
-  }
-  return loader;
-}
-
 /** The name the tenant knows the person by (the Member name rule: invited name until they accept). */
 export async function projectMemberName(ctx: ServiceContext, row: ProjectMembership): Promise<string> {
-  const membership = await membershipLoader(ctx).load(`${row.tenant.id}:${row.user.id}`);
+  const membership = await ctx.loaders.membership.load(`${row.tenant.id}:${row.user.id}`);
   // Removing a tenant member removes their project roles in the same transaction; a row
   // without a membership is never shown a profile name the tenant was not given.
   return membership ? memberName(membership) : 'Former member';
