@@ -137,4 +137,20 @@ describeEachDialect('a platform admin without a break-glass grant', (dialect) =>
     expect(denied.length).toBeGreaterThan(0);
     for (const event of denied) expect(event).toMatchObject({ actorEmail: null, input: null });
   });
+  it('sets a tenant up with its first admin and a default project, then stays out of it', async () => {
+    const created = await t.gql(platformJwt, `mutation($in: CreateTenantInput!) { createTenant(input: $in) { id slug defaultProject { slug isDefault } } }`, {
+      in: { slug: 'cygnus-labs', name: 'Cygnus Labs', adminEmail: 'Cyd@Cygnus.example' },
+    });
+    expect(created.body.errors, JSON.stringify(created.body)).toBeUndefined();
+    const tenant = created.body.data!.createTenant;
+    expect(tenant.defaultProject).toEqual({ slug: 'default', isDefault: true });
+    const cyd = await t.jwt('cyd@cygnus.example');
+    const own = await t.gql(cyd, `{ viewer { memberships { role tenant { slug } } } }`);
+    expect(own.body.data!.viewer.memberships).toEqual([{ role: 'TENANT_ADMIN', tenant: { slug: 'cygnus-labs' } }]);
+    // The first admin runs it; the platform admin cannot add people to it without a grant.
+    const added = await t.gql(cyd, `mutation($in: AddMemberInput!) { addMember(input: $in) { role } }`, { in: { tenantId: tenant.id, email: 'cy2@cygnus.example', role: 'MEMBER' } });
+    expect(added.body.errors, JSON.stringify(added.body)).toBeUndefined();
+    const refused = await t.gql(platformJwt, `mutation($in: AddMemberInput!) { addMember(input: $in) { role } }`, { in: { tenantId: tenant.id, email: 'mallory@evil.example', role: 'TENANT_ADMIN' } });
+    expect(codesOf(refused)).toEqual(['FORBIDDEN']);
+  });
 });
