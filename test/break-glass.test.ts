@@ -63,7 +63,7 @@ const rawId = (globalId: string) => Buffer.from(globalId, 'base64').toString().s
 
 describeEachDialect('break-glass grants', (dialect) => {
   beforeAll(async () => {
-    t = await startTestApp({ dialect });
+    t = await startTestApp({ dialect, expectedServerErrors: /audit store down/ });
     aurora = await t.idsOf('aurora-research');
     borealis = await t.idsOf('borealis-inference');
     ada = t.token('aurora-research', 'TENANT_ADMIN');
@@ -165,6 +165,32 @@ describeEachDialect('break-glass grants', (dialect) => {
     const meta = await t.gql(operator, `{ tenants(first: 5) { edges { node { slug queues { name } } } } }`);
     expect(meta.body.errors).toBeUndefined();
     expect(await breakGlassReads()).toHaveLength(before + 2);
+  });
+
+  it('when the audit record of a read cannot be written, the content is withheld; once the store is back, reads work again', async () => {
+    const before = (await breakGlassReads()).length;
+    const connection = t.app.orm.em.getConnection();
+    // The audit store refuses break-glass records (a fault injected in the database itself).
+    if (dialect === 'sqlite') {
+      await connection.execute(`create trigger audit_store_down before insert on audit_events when new.action = 'breakglass.read' begin select raise(abort, 'audit store down'); end`);
+    } else {
+      await connection.execute(`create or replace function audit_store_down() returns trigger as $$ begin if new.action = 'breakglass.read' then raise exception 'audit store down'; end if; return new; end $$ language plpgsql`);
+      await connection.execute(`create trigger audit_store_down before insert on audit_events for each row execute function audit_store_down()`);
+    }
+    try {
+      const res = await t.gql(operator, CONTENT, { slug: 'aurora-research', job: aurora.Job, event: aurora.AuditEvent });
+      expect(codesOf(res)).toEqual(['SERVICE_UNAVAILABLE']);
+      expect(res.body.data ?? null).toBeNull();
+      const text = JSON.stringify(res.body);
+      for (const secret of ['otto@aurora.example', 'audit store down', 'test.fixture']) expect(text).not.toContain(secret);
+    } finally {
+      await connection.execute(dialect === 'sqlite' ? `drop trigger audit_store_down` : `drop trigger audit_store_down on audit_events`);
+    }
+    expect(await breakGlassReads()).toHaveLength(before);
+    const again = await readContent();
+    expect(again.codes).toEqual([]);
+    expect(again.data.tenant.members.edges.map((e: any) => e.node.email)).toContain('otto@aurora.example');
+    expect(await breakGlassReads()).toHaveLength(before + 1);
   });
 
   it('a grant for one tenant gives nothing in another', async () => {

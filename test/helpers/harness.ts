@@ -64,6 +64,8 @@ export interface TestAppOptions {
   database?: TestDatabase;
   /** Seed the demo tenants (default true; only into an empty database). */
   seed?: boolean;
+  /** Server errors a fault test provokes on purpose (matched against their text); any other still fails the test at close. */
+  expectedServerErrors?: RegExp;
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -73,7 +75,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const config = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
   const now = { value: Date.now() };
   const errors: unknown[] = [];
-  const app = await buildApp({ config, now: () => now.value, logError: (e) => errors.push(e), reauthCacheMs: 0, ...(options.onQuery ? { onQuery: options.onQuery } : {}) });
+  const app = await buildApp({ config, now: () => now.value, logError: (e) => (options.expectedServerErrors?.test(String(e)) ? undefined : errors.push(e)), reauthCacheMs: 0, ...(options.onQuery ? { onQuery: options.onQuery } : {}) });
   const credentials = options.seed === false ? [] : ((await seedDemo(app.orm, dataDir, () => now.value)) ?? []);
   await app.scheduler.rebuild();
   const { url } = await app.listen(0, '127.0.0.1');
