@@ -20,6 +20,17 @@ describe('viewer and tenants', () => {
     expect(membership.tenant.members.edges.map((e: any) => e.node.email)).toContain('max@aurora.example');
   });
 
+  it("the demo's first hour: a member submits with neither project nor queue and lands in the default project's queue, within the tenant's data boundaries", async () => {
+    const max = t.token('aurora-research', 'MEMBER');
+    const projects = await t.gql(max, `{ tenant(slug: "aurora-research") { defaultProject { slug defaultQueue { name } } } }`);
+    expect(projects.body.data!.tenant.defaultProject).toEqual({ slug: 'llm-pretraining', defaultQueue: { name: 'aurora-training' } });
+    const submitted = await t.gql(max, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { state project { slug } queue { name } container { image } } }`, {
+      in: { name: 'first-hour', podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 60, container: { image: 'nvcr.io/nvidia/pytorch:24.01-py3', datasets: [{ location: 's3://aurora-datasets/llama', mountPath: '/data' }] } },
+    });
+    expect(submitted.body.errors, JSON.stringify(submitted.body)).toBeUndefined();
+    expect(submitted.body.data!.submitJob).toMatchObject({ project: { slug: 'llm-pretraining' }, queue: { name: 'aurora-training' }, container: { image: 'nvcr.io/nvidia/pytorch:24.01-py3' } });
+  });
+
   it('anonymous callers are UNAUTHENTICATED', async () => {
     const res = await t.gql(null, `{ viewer { name } }`);
     expect(codesOf(res)).toEqual(['UNAUTHENTICATED']);

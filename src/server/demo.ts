@@ -79,7 +79,9 @@ export async function seedDemo(orm: MikroORM, dataDir: string, now: () => number
     const cohort = em.create(Cohort, { name: 'research-pool', parent: null, quotas: {} });
     for (const spec of DEMO_TENANTS) {
       const tenant = em.create(Tenant, { slug: spec.slug, name: spec.name, tier: spec.tier, isolationLevel: spec.isolationLevel, status: 'ACTIVE', projectsOpen: false });
+      // Ids are given here, not at flush: the project below points at the queue before anything is written.
       const queue = em.create(Queue, {
+        id: uuidv7(),
         name: spec.queue,
         tenant,
         cohort,
