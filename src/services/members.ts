@@ -55,6 +55,17 @@ export function memberName(membership: Membership): string {
   return membership.invitedName ?? membership.user.name;
 }
 
+/** How an address is stored, and the name a tenant shows for it until the person accepts (default: the part before the @). */
+export function invitation(email: string, typedName?: string | null): { email: string; invitedName: string } {
+  const normalised = email.trim().toLowerCase();
+  return { email: normalised, invitedName: typedName?.trim() || normalised.split('@')[0]! };
+}
+
+/** A person known only by the address someone typed: their profile name is the invited name until they sign in. */
+export function newInvitedUser(em: ServiceContext['em'], email: string, invitedName: string): User {
+  return em.create(User, { email, name: invitedName, isPlatformAdmin: false, externalId: null });
+}
+
 /**
  * Adds a person to a tenant by e-mail; an unknown address becomes a new (invited) user.
  * The answer is the same whether or not the address belongs to someone who already exists
@@ -63,17 +74,16 @@ export function memberName(membership: Membership): string {
  * has an account with another tenant, and under which name.
  */
 export async function addMember(ctx: ServiceContext, input: AddMemberInput): Promise<Membership> {
-  const email = input.email.trim().toLowerCase();
-  const invitedName = input.name?.trim() || email.split('@')[0]!;
+  const { email, invitedName } = invitation(input.email, input.name);
   return auditedMutation(ctx, { action: 'member.add', input: { ...input, email }, tenantHint: input.tenantId }, async (em) => {
     requireMutatingCapability(ctx, input.tenantId, 'members:write', 'Tenant');
     const tenant = await em.findOne(Tenant, { id: input.tenantId });
     if (!tenant) throw notFound('Tenant');
-    let user = await em.findOne(User, { email });
-    if (user && (await em.count(Membership, { tenant: tenant.id, user: user.id }))) {
+    const existing = await em.findOne(User, { email });
+    if (existing && (await em.count(Membership, { tenant: tenant.id, user: existing.id }))) {
       throw conflict(`${email} is already a member of this tenant; change their role instead.`);
     }
-    user ??= em.create(User, { email, name: invitedName, isPlatformAdmin: false, externalId: null });
+    const user = existing ?? newInvitedUser(em, email, invitedName);
     const membership = em.create(Membership, { tenant, user, role: input.role, invitedName });
     await em.flush();
     if (input.projects?.length) {

@@ -1,5 +1,6 @@
 import { Membership, Project, Tenant, User, type IsolationLevel, type TenantStatus, type TenantTier } from '../persistence/entities.js';
 import { uuidv7 } from '../persistence/ids.js';
+import { invitation, newInvitedUser } from './members.js';
 import { auditedMutation } from './audit.js';
 import { requireCapability, requirePlatformAdmin, requirePrincipal, requireTenantAdmin, type ServiceContext } from './context.js';
 import { badInput, conflict, notFound } from '../shared/client-errors.js';
@@ -67,9 +68,8 @@ export async function createTenant(ctx: ServiceContext, input: CreateTenantInput
     tenant.defaultProjectId = project.id;
     if (input.adminEmail) {
       // A platform admin sets a tenant up, then stays out of it: the first admin takes over.
-      const email = input.adminEmail.trim().toLowerCase();
-      const invitedName = email.split('@')[0]!;
-      const user = (await em.findOne(User, { email })) ?? em.create(User, { email, name: invitedName, isPlatformAdmin: false, externalId: null });
+      const { email, invitedName } = invitation(input.adminEmail);
+      const user = (await em.findOne(User, { email })) ?? newInvitedUser(em, email, invitedName);
       em.create(Membership, { tenant, user, role: 'TENANT_ADMIN', invitedName });
     }
     await em.flush();
