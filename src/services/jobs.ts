@@ -68,7 +68,7 @@ async function resolveTarget(ctx: ServiceContext, em: EntityManager, input: Subm
   if (!project) throw badInput('This tenant has no default project: name one (projectId).');
   requireContributor(ctx, project);
   if (project.status !== 'ACTIVE') throw conflict('The project is archived and takes no new jobs.');
-  await enforceSubmitPolicy(ctx, em, { queue, project, input });
+  await enforceSubmitPolicy(em, { queue, project, input });
   return { queue, project };
 }
 

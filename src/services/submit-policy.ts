@@ -1,7 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { Tenant, type DataBoundaries, type Project } from '../persistence/entities.js';
 import { PriorityClassRow, type Queue } from '../persistence/scheduling-entities.js';
-import type { ServiceContext } from './context.js';
 import type { SubmitJobInput } from './jobs.js';
 import { KIND_LABEL, firstViolation, type Violation } from './data-boundaries.js';
 import { grantedPoolsOf, grantedPriorityClassesOf } from './grants.js';
@@ -32,7 +31,7 @@ export function containerOf(workload: Record<string, unknown> | null | undefined
  * granted priority classes and dedicated pools (FORBIDDEN without the grant) and the
  * tenant's and project's data boundaries (BAD_USER_INPUT).
  */
-export async function enforceSubmitPolicy(_ctx: ServiceContext, em: EntityManager, target: SubmitTarget): Promise<void> {
+export async function enforceSubmitPolicy(em: EntityManager, target: SubmitTarget): Promise<void> {
   const { queue, project, input } = target;
   const tenant = await em.findOneOrFail(Tenant, { id: project.tenant.id });
   await requireGrants(em, tenant, project, queue, input.priorityClass);
