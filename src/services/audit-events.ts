@@ -1,12 +1,12 @@
 import { AuditEvent } from '../persistence/entities.js';
-import { callerHasCapability, requireCapability, requirePrincipal, type ServiceContext } from './context.js';
+import { callerHasCapability, requireCapability, requirePrincipal, withoutReadNotes, type ServiceContext } from './context.js';
 import { forbidden, notFound } from '../shared/client-errors.js';
 import { findPage, type PageQuery } from './paging.js';
 import { isOwnBreakGlassRecord } from './break-glass-reads.js';
 
 /** The context to check an event's rights with: an operator's own break-glass records are checked without being noted as reads. */
 function checkingCtx(ctx: ServiceContext, event: AuditEvent): ServiceContext {
-  return isOwnBreakGlassRecord(ctx.principal, event) ? { ...ctx, breakGlassReads: undefined } : ctx;
+  return isOwnBreakGlassRecord(ctx.principal, event) ? withoutReadNotes(ctx) : ctx;
 }
 
 export async function listAuditEvents(ctx: ServiceContext, tenantId: string, page: PageQuery): Promise<AuditEvent[]> {

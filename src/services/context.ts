@@ -79,13 +79,18 @@ export function requireCapability(ctx: ServiceContext, tenantId: string, capabil
   return principal;
 }
 
+/** The same caller and request, for a check that must not be noted as a break-glass read. */
+export function withoutReadNotes<T extends Pick<ServiceContext, 'breakGlassReads'>>(ctx: T): T {
+  return { ...ctx, breakGlassReads: undefined };
+}
+
 /**
  * Mutations additionally need a role that may change things (VIEWER and AUDITOR may not);
  * a platform admin changes things inside a tenant only under a break-glass grant.
  */
 export function requireMutatingCapability(ctx: ServiceContext, tenantId: string, capability: Capability, what: string): Principal {
   // Not noted as a break-glass read: a change is audited on its own, and auditedMutation names the grant.
-  const principal = requireCapability({ ...ctx, breakGlassReads: undefined }, tenantId, capability, what);
+  const principal = requireCapability(withoutReadNotes(ctx), tenantId, capability, what);
   const role = principal.roles.get(tenantId);
   if (role && MUTATING_ROLES.has(role)) return principal;
   if (principal.isPlatformAdmin && principal.breakGlass.has(tenantId)) return principal;
