@@ -24,6 +24,7 @@ import './data-boundaries.js';
 import './job-preview.js';
 import './job-position.js';
 import './tenant-event.js';
+import './tenant-network.js';
 import { builder } from './builder.js';
 
 export const schema = builder.toSchema({ sortSchema: true });

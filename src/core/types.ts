@@ -33,6 +33,8 @@ export interface NodeSpec {
   memory: number;
   /** Taint: only this tenant's jobs may run here. */
   dedicatedTenant?: string;
+  /** Cordoned or not ready: nothing new is placed here; pods already here keep their GPUs. */
+  unschedulable?: boolean;
 }
 
 export interface QuotaLimits {

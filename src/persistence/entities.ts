@@ -101,6 +101,11 @@ export const Tenant = defineEntity({
     grantedPriorityClasses: p.json<string[]>().nullable(),
     /** The platform's data boundaries for this tenant (set by platform admins). */
     dataBoundaries: p.json<DataBoundaries>().nullable(),
+    /**
+     * Where the tenant's pods may open connections (CIDRs), set by platform admins; null is
+     * unrestricted. Enforced by the Kubernetes backend's NetworkPolicy (DNS stays allowed).
+     */
+    egressAllowlist: p.json<string[]>().nullable(),
     ...timestamps,
   },
 });

@@ -50,6 +50,11 @@ export const ClusterNode = defineEntity({
     gpus: p.integer(),
     cpu: p.integer(),
     memory: p.integer(),
+    /**
+     * Cordoned, not ready, or gone from the cluster while Fairway pods still run there: the
+     * scheduler places nothing new on it (its running jobs keep their GPUs until they end).
+     */
+    unschedulable: p.boolean().default(false),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
 });

@@ -14,6 +14,7 @@ export function eligibleFor(job: JobState): (n: NodeState) => boolean {
   const pool = q.spec.dedicatedPool;
   const dedicatedOnly = q.isolation === 'DEDICATED' && pool === undefined;
   return (n) => {
+    if (n.spec.unschedulable) return false;
     const t = n.spec.dedicatedTenant;
     if (t !== undefined && t !== tenant) return false;
     if (pool !== undefined && n.spec.pool !== pool) return false;

@@ -18,6 +18,7 @@ export const nodeSpec = (n: ClusterNode, poolName: string, flavorName: string, d
   cpu: n.cpu,
   memory: n.memory,
   dedicatedTenant: dedicatedTenantId ?? undefined,
+  unschedulable: n.unschedulable || undefined,
 });
 
 export const cohortSpec = (c: Cohort, parentName: string | null): CohortSpec => ({
