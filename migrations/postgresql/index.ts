@@ -4,7 +4,7 @@ import { Migration20261130100417 as M1 } from './Migration20261130100417.js';
 import { Migration20261130201329 as M2 } from './Migration20261130201329.js';
 import { Migration20261130204139 as M3 } from './Migration20261130204139.js';
 import { Migration20261201020823 as M4 } from './Migration20261201020823.js';
-import { Migration20261201050332 as M5 } from './Migration20261201050332.js';
+import { Migration20261201050556 as M5 } from './Migration20261201050556.js';
 
 /** Every postgresql migration, oldest first. Rewritten by `npm run migration:create`. */
 export const postgresqlMigrations: MigrationObject[] = [
@@ -13,5 +13,5 @@ export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261130201329', class: M2 },
   { name: 'Migration20261130204139', class: M3 },
   { name: 'Migration20261201020823', class: M4 },
-  { name: 'Migration20261201050332', class: M5 },
+  { name: 'Migration20261201050556', class: M5 },
 ];

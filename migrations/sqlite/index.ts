@@ -4,7 +4,7 @@ import { Migration20261130100407 as M1 } from './Migration20261130100407.js';
 import { Migration20261130201331 as M2 } from './Migration20261130201331.js';
 import { Migration20261130204123 as M3 } from './Migration20261130204123.js';
 import { Migration20261201020820 as M4 } from './Migration20261201020820.js';
-import { Migration20261201050329 as M5 } from './Migration20261201050329.js';
+import { Migration20261201050553 as M5 } from './Migration20261201050553.js';
 
 /** Every sqlite migration, oldest first. Rewritten by `npm run migration:create`. */
 export const sqliteMigrations: MigrationObject[] = [
@@ -13,5 +13,5 @@ export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261130201331', class: M2 },
   { name: 'Migration20261130204123', class: M3 },
   { name: 'Migration20261201020820', class: M4 },
-  { name: 'Migration20261201050329', class: M5 },
+  { name: 'Migration20261201050553', class: M5 },
 ];

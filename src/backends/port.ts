@@ -23,7 +23,40 @@ export type BackendEvent =
   | { type: 'succeeded'; jobId: string; at: number }
   | { type: 'failed'; jobId: string; at: number; reason: string }
   /** GPU utilization of a running job, 0..1 averaged over its GPUs. */
-  | { type: 'utilization'; jobId: string; at: number; gpuUtilization: number };
+  | { type: 'utilization'; jobId: string; at: number; gpuUtilization: number }
+  /**
+   * Admitted, but its pods are not all running after the backend's limit (unschedulable,
+   * image still pulling…): reported once per admission so the job can be reclaimed.
+   */
+  | { type: 'not-running'; jobId: string; at: number; message: string };
+
+/** A node as a backend that discovers its nodes (Kubernetes) reports it; units are the core's. */
+export interface BackendNode {
+  name: string;
+  pool: string;
+  flavor: string;
+  /** Physical GPUs. */
+  gpus: number;
+  /** Millicores. */
+  cpu: number;
+  /** MiB. */
+  memory: number;
+  /** Cordoned, not ready, or tainted against Fairway's pods: nothing new goes there. */
+  unschedulable: boolean;
+  /** Tainted for this tenant only (the tenant's id), or null. */
+  dedicatedTenant: string | null;
+}
+
+/** A tenant as a backend that isolates tenants (namespaces, quotas, network policy) needs it. */
+export interface BackendTenant {
+  id: string;
+  slug: string;
+  isolationLevel: 'DEDICATED' | 'GUARANTEED' | 'ELASTIC' | 'BEST_EFFORT';
+  /** Egress CIDRs; null = unrestricted. */
+  egressAllowlist: string[] | null;
+  /** Flavor name → the most GPUs the tenant's queues could ever hold of it (defence in depth behind the scheduler). */
+  maxGpus: Record<string, number>;
+}
 
 /**
  * Where admitted jobs run: the simulated cluster (embedded default) or Kubernetes.
@@ -47,5 +80,16 @@ export interface ExecutionBackend {
   onEvent(listener: (event: BackendEvent) => void): () => void;
   /** Ids of jobs the backend is running now, to reconcile after a restart. */
   running(): Promise<string[]>;
+  /**
+   * After a restart or a takeover: `live` is every job the database says is admitted or
+   * running. The backend starts those it does not run, keeps (adopts) those it does, and
+   * removes runs of any other job (orphans: cancelled or finished while no one watched).
+   * Nothing runs twice: a live job's existing run is kept, not started again.
+   */
+  reconcile(live: BackendJob[]): Promise<void>;
   close(): Promise<void>;
+  /** Backends that discover their nodes report the whole inventory on every change. */
+  onInventory?(listener: (nodes: BackendNode[]) => void): () => void;
+  /** Backends that isolate tenants are given every current tenant; a tenant left out is removed. */
+  syncTenants?(tenants: BackendTenant[]): Promise<void>;
 }

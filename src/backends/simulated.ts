@@ -179,6 +179,11 @@ export class SimulatedBackend implements ExecutionBackend {
     return [...this.runs.keys()];
   }
 
+  /** Starts the live jobs it is not running. Its state is in memory only, so there are no orphans to remove. */
+  async reconcile(live: BackendJob[]): Promise<void> {
+    for (const job of live) if (!this.runs.has(job.jobId)) await this.start(job);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     for (const jobId of [...this.runs.keys()]) this.stop(jobId);

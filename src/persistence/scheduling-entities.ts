@@ -148,7 +148,7 @@ export const Job = defineEntity({
 });
 export type Job = InferEntity<typeof Job>;
 
-export const JOB_EVENT_TYPES = ['SUBMITTED', 'ADMITTED', 'STARTED', 'PREEMPTED', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
+export const JOB_EVENT_TYPES = ['SUBMITTED', 'ADMITTED', 'STARTED', 'PREEMPTED', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ADMITTED_NOT_RUNNING'] as const;
 export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
 
 export const JobEvent = defineEntity({

@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import type { ExecutionBackend } from '../../backends/port.js';
+import type { BackendJob, ExecutionBackend } from '../../backends/port.js';
 import type { EventBus, JobStateName } from '../../events/bus.js';
 import { systemEntityManager } from '../../persistence/entities.js';
 import { Job, JobEvent, OutboxEntry, type JobEventType } from '../../persistence/scheduling-entities.js';
@@ -9,6 +9,21 @@ export type OutboxKind = 'job.admitted' | 'job.preempted' | 'job.requeued' | 'jo
 /** Writes a job event in the caller's transaction. */
 export function recordJobEvent(em: EntityManager, job: Job, type: JobEventType, at: Date, reason: string | null, message: string, data: Record<string, unknown> | null = null): void {
   em.create(JobEvent, { job, tenant: job.tenant, type, reason, message, data, at });
+}
+
+/** A stored admitted job → what the backend needs to run it. */
+export function backendJobOf(job: Job): BackendJob {
+  return {
+    jobId: job.id,
+    tenant: job.tenant.id,
+    queue: job.queue.name,
+    name: job.name,
+    podSets: job.podSets,
+    admission: job.admission!,
+    expectedDurationMs: job.expectedDurationMs ?? undefined,
+    maxRunMs: job.maxRunMs ?? undefined,
+    workload: job.workload ?? undefined,
+  };
 }
 
 /** Writes a side effect to perform after the caller's transaction commits. */
@@ -51,25 +66,14 @@ export class OutboxDispatcher {
     await em.flush();
   }
 
-  /** After a takeover: start every admitted job the backend is not running (idempotent). */
+  /** After a takeover: the backend runs exactly the admitted jobs (starts missing runs, removes orphans). */
   async reconcileBackend(): Promise<void> {
-    const running = new Set(await this.options.backend.running());
     const jobs = await systemEntityManager(this.options.orm).find(Job, { state: { $in: ['ADMITTED', 'RUNNING'] } }, { populate: ['queue'] });
-    for (const job of jobs) if (!running.has(job.id) && job.admission) await this.startOnBackend(job);
+    await this.options.backend.reconcile(jobs.filter((job) => job.admission).map(backendJobOf));
   }
 
   private async startOnBackend(job: Job): Promise<void> {
-    await this.options.backend.start({
-      jobId: job.id,
-      tenant: job.tenant.id,
-      queue: job.queue.name,
-      name: job.name,
-      podSets: job.podSets,
-      admission: job.admission!,
-      expectedDurationMs: job.expectedDurationMs ?? undefined,
-      maxRunMs: job.maxRunMs ?? undefined,
-      workload: job.workload ?? undefined,
-    });
+    await this.options.backend.start(backendJobOf(job));
   }
 
   private async perform(kind: OutboxKind, payload: Record<string, unknown>): Promise<void> {
