@@ -5,7 +5,7 @@ import { builder } from './builder.js';
 import { decodeId } from './common.js';
 import { reloadingSubscription } from './reloading-subscription.js';
 
-const TenantEventKindEnum = builder.enumType('TenantEventKind', { values: ['ADMITTED', 'PREEMPTED', 'QUOTA_CHANGED', 'WINDOW_CHANGED'] as const });
+const TenantEventKindEnum = builder.enumType('TenantEventKind', { values: ['ADMITTED', 'PREEMPTED', 'QUOTA_CHANGED', 'WINDOW_CHANGED', 'ADMITTED_NOT_RUNNING'] as const });
 
 const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').implement({
   description: "Something that happened to the tenant's jobs or quota.",
@@ -21,13 +21,18 @@ const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').impl
       resolve: (e) => (e.kind === 'PREEMPTED' && e.preemptorJobId ? encodeGlobalID('Job', e.preemptorJobId) : null),
     }),
     borrowed: t.boolean({ nullable: true, resolve: (e) => (e.kind === 'ADMITTED' ? e.borrowed : null) }),
+    message: t.string({
+      nullable: true,
+      description: 'ADMITTED_NOT_RUNNING: why the pods are not running, as the backend reports it (unschedulable, image pull…).',
+      resolve: (e) => (e.kind === 'ADMITTED_NOT_RUNNING' ? e.message : null),
+    }),
   }),
 });
 
 builder.subscriptionFields((t) => ({
   tenantEvents: t.field({
     type: TenantEventRef,
-    description: 'Admissions, preemptions (with reason), quota and window changes of a tenant. Needs jobs:read.',
+    description: 'Admissions, preemptions (with reason), admitted jobs whose pods do not run, quota and window changes of a tenant. Needs jobs:read.',
     authScopes: { authenticated: true },
     args: { tenantId: t.arg.id({ required: true }) },
     ...reloadingSubscription({

@@ -16,7 +16,9 @@ export type TenantEventPayload =
       preemptorJobId: string | null;
     }
   | { kind: 'QUOTA_CHANGED'; queueId: string; at: number }
-  | { kind: 'WINDOW_CHANGED'; queueId: string; at: number };
+  | { kind: 'WINDOW_CHANGED'; queueId: string; at: number }
+  /** Admitted, but the backend has not got its pods running within its limit (a candidate for reclaim). */
+  | { kind: 'ADMITTED_NOT_RUNNING'; jobId: string; queueId: string; at: number; message: string };
 
 /** Changes the scheduling leader must apply to its in-memory state (from any replica). */
 export type SchedulerInput =

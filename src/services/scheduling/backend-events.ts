@@ -4,7 +4,7 @@ import { writeFenced, type FencedWriter } from './cycle-writer.js';
 import { recordJobEvent, recordOutbox } from './outbox.js';
 
 /**
- * Writes what the backend reported about a run (started, succeeded, failed) in one fenced
+ * Writes what the backend reported about a run (started, succeeded, failed, not running) in one fenced
  * transaction. Returns whether the job finished (its quota and GPUs are free again).
  * Reports about a run that was since preempted or cancelled are stale and change nothing.
  */
@@ -14,7 +14,13 @@ export async function applyBackendEvent(writer: FencedWriter, event: Exclude<Bac
   await writeFenced(writer, async (em, jobLock) => {
     const job = await em.findOne(Job, { id: event.jobId }, { populate: ['queue'], ...jobLock });
     if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) return;
-    if (event.type === 'started') {
+    if (event.type === 'not-running') {
+      // Reported once per admission by the backend; a job already running has moved on.
+      if (job.state !== 'ADMITTED') return;
+      const message = event.message.slice(0, 500);
+      recordJobEvent(em, job, 'ADMITTED_NOT_RUNNING', at, 'AdmittedNotRunning', message);
+      recordOutbox(em, 'job.not-running', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, message, at: event.at });
+    } else if (event.type === 'started') {
       if (job.state !== 'ADMITTED') return;
       job.state = 'RUNNING';
       job.startedAt = at;

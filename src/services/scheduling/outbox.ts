@@ -4,7 +4,7 @@ import type { EventBus, JobStateName } from '../../events/bus.js';
 import { systemEntityManager } from '../../persistence/entities.js';
 import { Job, JobEvent, OutboxEntry, type JobEventType } from '../../persistence/scheduling-entities.js';
 
-export type OutboxKind = 'job.admitted' | 'job.preempted' | 'job.requeued' | 'job.cancelled' | 'job.started' | 'job.finished';
+export type OutboxKind = 'job.admitted' | 'job.preempted' | 'job.requeued' | 'job.cancelled' | 'job.started' | 'job.finished' | 'job.not-running';
 
 /** Writes a job event in the caller's transaction. */
 export function recordJobEvent(em: EntityManager, job: Job, type: JobEventType, at: Date, reason: string | null, message: string, data: Record<string, unknown> | null = null): void {
@@ -122,6 +122,9 @@ export class OutboxDispatcher {
         return;
       case 'job.started':
         this.publishJob(jobId, 'RUNNING', at);
+        return;
+      case 'job.not-running':
+        events.publish('tenant-event', String(payload.tenantId), { kind: 'ADMITTED_NOT_RUNNING', jobId, queueId: String(payload.queueId), at, message: String(payload.message) });
         return;
       case 'job.finished':
         utilization.delete(jobId);
