@@ -1,5 +1,5 @@
 import { mayReadContent } from '../src/services/project-rights.js';
-import { containerOf, type JobContainer } from '../src/services/submit-policy.js';
+import { ENFORCED_SECURITY, containerOf, type JobContainer } from '../src/services/submit-policy.js';
 import { forbidden } from '../src/shared/client-errors.js';
 import { builder } from './builder.js';
 import { JobRef } from './refs.js';
@@ -22,6 +22,14 @@ const DatasetMountRef = builder.objectRef<DatasetMount>('DatasetMount').implemen
   }),
 });
 
+const ContainerSecurityRef = builder.objectRef<NonNullable<JobContainer['securityContext']>>('ContainerSecurity').implement({
+  description: `The user and group the container asked for; nothing else is kept. ${ENFORCED_SECURITY}.`,
+  fields: (t) => ({
+    runAsUser: t.int({ nullable: true, resolve: (s) => s.runAsUser ?? null }),
+    runAsGroup: t.int({ nullable: true, resolve: (s) => s.runAsGroup ?? null }),
+  }),
+});
+
 const ContainerSpecRef = builder.objectRef<JobContainer>('ContainerSpec').implement({
   description: 'What a job runs: its image, command, environment and data.',
   fields: (t) => ({
@@ -31,6 +39,7 @@ const ContainerSpecRef = builder.objectRef<JobContainer>('ContainerSpec').implem
     env: t.field({ type: [EnvVarRef], resolve: (c) => c.env }),
     datasets: t.field({ type: [DatasetMountRef], resolve: (c) => c.datasets }),
     artifactStore: t.string({ nullable: true, resolve: (c) => c.artifactStore ?? null }),
+    securityContext: t.field({ type: ContainerSecurityRef, nullable: true, description: 'Null when the submit chose neither user nor group.', resolve: (c) => c.securityContext ?? null }),
   }),
 });
 

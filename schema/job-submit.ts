@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { submitJob, type SubmitJobInput } from '../src/services/jobs.js';
-import type { JobContainer } from '../src/services/submit-policy.js';
+import { ENFORCED_SECURITY, keptSecurityContext, type JobContainer } from '../src/services/submit-policy.js';
 import { builder } from './builder.js';
 import { decodeId } from './common.js';
 import { JobRef } from './refs.js';
@@ -51,6 +51,18 @@ const DatasetMountInput = builder.inputType('DatasetMountInput', {
   }),
 });
 
+const ContainerSecurityInput = builder.inputType('ContainerSecurityInput', {
+  description: `${ENFORCED_SECURITY}. A container may choose its user and group; asking for anything weaker than the enforced settings is refused (BAD_USER_INPUT).`,
+  fields: (t) => ({
+    runAsUser: t.int({ description: 'A non-root user id (1 to 2147483647).' }),
+    runAsGroup: t.int({ description: 'A group id (0 to 2147483647).' }),
+    privileged: t.boolean({ description: 'Only false is accepted.' }),
+    allowPrivilegeEscalation: t.boolean({ description: 'Only false is accepted.' }),
+    addCapabilities: t.stringList({ description: 'Only an empty list is accepted: all capabilities are dropped.', validate: z.array(z.string().max(64, 'each entry must be at most 64 characters')).max(64, 'at most 64 entries') }),
+    runAsNonRoot: t.boolean({ description: 'Only true is accepted.' }),
+  }),
+});
+
 const argList = (what: string) => z.array(z.string().max(4096, 'each entry must be at most 4096 characters')).max(64, `at most 64 ${what}`);
 
 const ContainerInput = builder.inputType('ContainerInput', {
@@ -74,6 +86,7 @@ const ContainerInput = builder.inputType('ContainerInput', {
         .refine((ds) => new Set(ds.map((d) => d.mountPath.replace(/\/+$/, ''))).size === ds.length, 'each mount path only once'),
     }),
     artifactStore: t.string({ description: 'Where the job writes models (a URI, as dataset locations).', validate: z.string().min(1, 'must not be empty').max(2048, 'must be at most 2048 characters') }),
+    securityContext: t.field({ type: ContainerSecurityInput }),
   }),
 });
 
@@ -137,6 +150,9 @@ function workloadOf(input: SubmitArgs): Record<string, unknown> | null {
       datasets: (c.datasets ?? []).map((d) => ({ location: d.location, mountPath: d.mountPath, readOnly: d.readOnly ?? true })),
       artifactStore: c.artifactStore ?? null,
     };
+    // Refused here, before any policy or write, for submitJob and previewJob alike; only the user and group are stored.
+    const securityContext = keptSecurityContext(c.securityContext);
+    if (securityContext) container.securityContext = securityContext;
     workload.container = container;
   }
   return Object.keys(workload).length ? workload : null;

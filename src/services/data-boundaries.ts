@@ -99,22 +99,32 @@ export function parseRegistryEntry(entry: string): Parsed {
 }
 
 const SCHEME_URI = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/(.*)$/s;
+/**
+ * Schemes that name the node's own filesystem (a hostPath volume in Kubernetes): refused
+ * whatever the boundaries say, since a job reading or writing there reaches the node and
+ * every other tenant's pods on it, not a data store of its own.
+ */
+const NODE_LOCAL_SCHEMES = new Set(['file', 'hostpath', 'host']);
+const NODE_LOCAL_ADVICE = "Fairway never mounts the node's own filesystem: use a claim (pvc://claim/path) or a data store (s3://bucket/path)";
 const SEGMENT = /^[A-Za-z0-9._~!$&'()*+,;=:-]+$/;
 const MAX_LOCATION = 2048;
 
 /**
  * A data location (dataset or artifact store): an absolute URI with an authority
  * (`s3://bucket/prefix`, `gs://bucket`, `pvc://claim/dir`, `nfs://server/export`,
- * `https://host/path`). Refused: relative paths, `.` and `..` segments, empty segments,
- * percent-encoding, credentials, queries and fragments: anything that could make two
- * spellings of one place compare differently.
+ * `https://host/path`). Refused: paths on the node (`/mnt/x`, `file://`, `hostpath://`,
+ * `host://`), whatever any list allows; relative paths, `.` and `..` segments, empty
+ * segments, percent-encoding, credentials, queries and fragments: anything that could
+ * make two spellings of one place compare differently.
  */
 export function parseLocation(location: string): Parsed {
   if (location.length === 0) return fail('a location must not be empty');
   if (location.length > MAX_LOCATION) return fail(`a location must be at most ${MAX_LOCATION} characters`);
+  if (location.startsWith('/')) return fail(`"${location}" is a path on the node. ${NODE_LOCAL_ADVICE}`);
   const match = SCHEME_URI.exec(location);
   if (!match) return fail(`"${location}" is not an absolute URI (write e.g. s3://bucket/path or pvc://claim/path; relative paths are not allowed)`);
   const scheme = match[1]!.toLowerCase();
+  if (NODE_LOCAL_SCHEMES.has(scheme)) return fail(`"${location}": ${scheme}:// reaches the node itself. ${NODE_LOCAL_ADVICE}`);
   const rest = match[2]!.replace(/\/+$/, '');
   if (rest.includes('%')) return fail(`"${location}": percent-encoded characters are not allowed in locations`);
   if (/[?#]/.test(rest)) return fail(`"${location}": a location has no query or fragment`);

@@ -20,6 +20,53 @@ export interface JobContainer {
   env: { name: string; value: string }[];
   datasets: { location: string; mountPath: string; readOnly: boolean }[];
   artifactStore: string | null;
+  /** Only what Fairway keeps of the requested security context (absent when neither was given; older rows have none). */
+  securityContext?: KeptSecurityContext;
+}
+
+/** The user and group a container may choose; everything else about its security Fairway decides. */
+export interface KeptSecurityContext {
+  runAsUser?: number;
+  runAsGroup?: number;
+}
+
+/** A container's security context as a client asks for it (ContainerSecurityInput). */
+export interface RequestedSecurityContext {
+  runAsUser?: number | null;
+  runAsGroup?: number | null;
+  privileged?: boolean | null;
+  allowPrivilegeEscalation?: boolean | null;
+  addCapabilities?: string[] | null;
+  runAsNonRoot?: boolean | null;
+}
+
+export const ENFORCED_SECURITY =
+  'Fairway runs every container as non-root, without privilege escalation, with all capabilities dropped and the RuntimeDefault seccomp profile';
+const MAX_ID = 2_147_483_647;
+
+/**
+ * The security context a submit asks for, checked before anything is written: whatever
+ * would weaken what Fairway forces on every pod is refused (BAD_USER_INPUT naming the
+ * field) rather than silently overridden, so the caller learns the job would not run as
+ * asked. Returns what is kept: the user and group, or undefined when neither was given.
+ */
+export function keptSecurityContext(requested: RequestedSecurityContext | null | undefined): KeptSecurityContext | undefined {
+  if (!requested) return undefined;
+  const refuse = (field: string, why: string) => badInput(`${why}: ${ENFORCED_SECURITY}.`, { field: `container.securityContext.${field}` });
+  if (requested.privileged === true) throw refuse('privileged', 'A privileged container is not allowed');
+  if (requested.allowPrivilegeEscalation === true) throw refuse('allowPrivilegeEscalation', 'Privilege escalation is not allowed');
+  if (requested.addCapabilities?.length) throw refuse('addCapabilities', `Capabilities cannot be added (asked for: ${requested.addCapabilities.slice(0, 8).join(', ')})`);
+  if (requested.runAsNonRoot === false) throw refuse('runAsNonRoot', 'runAsNonRoot cannot be false');
+  for (const field of ['runAsUser', 'runAsGroup'] as const) {
+    const id = requested[field];
+    if (id != null && (!Number.isInteger(id) || id < 0 || id > MAX_ID)) throw refuse(field, `${field} must be an integer from 0 to ${MAX_ID} (got ${id})`);
+  }
+  if (requested.runAsUser === 0) throw refuse('runAsUser', 'runAsUser 0 is root');
+  const kept: KeptSecurityContext = {
+    ...(requested.runAsUser != null ? { runAsUser: requested.runAsUser } : {}),
+    ...(requested.runAsGroup != null ? { runAsGroup: requested.runAsGroup } : {}),
+  };
+  return Object.keys(kept).length ? kept : undefined;
 }
 
 export function containerOf(workload: Record<string, unknown> | null | undefined): JobContainer | null {
@@ -28,15 +75,21 @@ export function containerOf(workload: Record<string, unknown> | null | undefined
 
 /**
  * What a project may use, checked at submit and preview before anything is written:
- * granted priority classes and dedicated pools (FORBIDDEN without the grant) and the
- * tenant's and project's data boundaries (BAD_USER_INPUT).
+ * granted priority classes and dedicated pools (FORBIDDEN without the grant), the
+ * container's security context and the tenant's and project's data boundaries
+ * (BAD_USER_INPUT; locations on the node itself are refused by parseLocation whatever
+ * the boundaries say).
  */
 export async function enforceSubmitPolicy(em: EntityManager, target: SubmitTarget): Promise<void> {
   const { queue, project, input } = target;
   const tenant = await em.findOneOrFail(Tenant, { id: project.tenant.id });
   await requireGrants(em, tenant, project, queue, input.priorityClass);
   const container = containerOf(input.workload);
-  if (container) requireWithinBoundaries(tenant, project, container);
+  if (container) {
+    // The graph checked the full request already (toSubmitInput); this holds for every other caller of submitJob.
+    keptSecurityContext(container.securityContext);
+    requireWithinBoundaries(tenant, project, container);
+  }
 }
 
 async function requireGrants(em: EntityManager, tenant: Tenant, project: Project, queue: Queue, priorityClass: string): Promise<void> {
