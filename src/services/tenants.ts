@@ -73,6 +73,8 @@ export async function createTenant(ctx: ServiceContext, input: CreateTenantInput
       em.create(Membership, { tenant, user, role: 'TENANT_ADMIN', invitedName });
     }
     await em.flush();
+    // A backend that isolates tenants (Kubernetes) makes the tenant's namespace.
+    ctx.scheduler.announce({ kind: 'config' });
     return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
   });
 }
@@ -84,6 +86,8 @@ export async function updateTenant(ctx: ServiceContext, id: string, input: Updat
     if (!tenant) throw notFound('Tenant');
     em.assign(tenant, Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined && v !== null)));
     await em.flush();
+    // Isolation level and status shape the tenant's namespace (placement, removal when archived).
+    ctx.scheduler.announce({ kind: 'config' });
     return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
   });
 }

@@ -34,6 +34,7 @@ export const TENANT_ROWS: MatrixRow[] = [
     variables: async () => ({ t: m.ids.Tenant, b: { imageRegistries: ['nvcr.io/nvidia', 'registry.aurora.example'], datasetLocations: ['s3://aurora-datasets'], artifactStores: ['s3://aurora-models'] } }),
     expect: PLATFORM_ONLY,
   },
+  { name: 'setTenantEgressAllowlist', query: `mutation($t: ID!) { setTenantEgressAllowlist(tenantId: $t, cidrs: null) { id } }`, variables: async () => ({ t: m.ids.Tenant }), expect: PLATFORM_ONLY },
   { name: 'updatePriorityClass', query: `mutation { updatePriorityClass(input: { name: "experiment", requiresGrant: false }) { name } }`, variables: async () => ({}), expect: PLATFORM_ONLY },
   { name: 'createFlavor', query: `mutation($in: CreateFlavorInput!) { createFlavor(input: $in) { id } }`, variables: async () => ({ in: { name: `f-${m.next()}`, kind: 'GPU', pricePerUnitHour: 1 } }), expect: PLATFORM_ONLY },
   {
