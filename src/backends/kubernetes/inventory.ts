@@ -28,7 +28,7 @@ export const DEFAULT_POOL = 'default';
 /** Taints Fairway's own pods tolerate where needed: they do not make a node unschedulable. */
 const TOLERATED_TAINTS = new Set(['nvidia.com/gpu', TAINT_DEDICATED]);
 
-export function inventoryOf(nodes: V1Node[], s: KubernetesSettings): { nodes: InventoryNode[]; ignored: { name: string; why: string }[] } {
+export function inventoryOf(nodes: readonly V1Node[], s: KubernetesSettings): { nodes: InventoryNode[]; ignored: { name: string; why: string }[] } {
   const result: InventoryNode[] = [];
   const ignored: { name: string; why: string }[] = [];
   for (const node of nodes) {

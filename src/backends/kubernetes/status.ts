@@ -18,7 +18,7 @@ const MAX_TEXT = 500;
 const FATAL_WAITING = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError']);
 
 /** jobs: the Fairway job's Kubernetes Jobs of the current admission; pods: their pods; expected: total admitted pods. */
-export function observeRun(jobs: V1Job[], pods: V1Pod[], expectedPods: number): RunObservation {
+export function observeRun(jobs: readonly V1Job[], pods: readonly V1Pod[], expectedPods: number): RunObservation {
   const failedJob = jobs.find((j) => hasCondition(j, 'Failed') || hasCondition(j, 'FailureTarget'));
   if (failedJob) return { kind: 'failed', reason: clip(jobFailure(failedJob, pods)) };
   if (jobs.length > 0 && jobs.every((j) => hasCondition(j, 'Complete'))) return { kind: 'succeeded' };
@@ -39,7 +39,7 @@ export function observeRun(jobs: V1Job[], pods: V1Pod[], expectedPods: number): 
  * A one-line why for an admitted job whose pods are not all running, reason first:
  * `Unschedulable: 0/3 nodes are available… (2/4 pods running)`, `ContainerCreating: pod x (0/1 pods running)`.
  */
-export function notRunningMessage(pods: V1Pod[], expectedPods?: number): string {
+export function notRunningMessage(pods: readonly V1Pod[], expectedPods?: number): string {
   const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
   const running = live.filter((p) => p.status?.phase === 'Running' || p.status?.phase === 'Succeeded').length;
   const expected = expectedPods ?? live.length;
@@ -48,7 +48,7 @@ export function notRunningMessage(pods: V1Pod[], expectedPods?: number): string 
   return clip(why ? `${why} (${count})` : count);
 }
 
-function pendingReason(pods: V1Pod[]): string | null {
+function pendingReason(pods: readonly V1Pod[]): string | null {
   const waiting = pods.filter((p) => p.status?.phase !== 'Running' && p.status?.phase !== 'Succeeded');
   for (const pod of waiting) {
     const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
@@ -65,7 +65,7 @@ function pendingReason(pods: V1Pod[]): string | null {
   return null;
 }
 
-function jobFailure(job: V1Job, pods: V1Pod[]): string {
+function jobFailure(job: V1Job, pods: readonly V1Pod[]): string {
   const cond = job.status?.conditions?.find((c) => (c.type === 'Failed' || c.type === 'FailureTarget') && c.status === 'True');
   const reason = cond?.reason ?? 'Failed';
   // The deadline is the job's own limit: say so, whatever the pods died of when they were killed.
@@ -74,7 +74,7 @@ function jobFailure(job: V1Job, pods: V1Pod[]): string {
   return firstPodFailure(pods) ?? `${reason}: ${cond?.message ?? `Job ${job.metadata?.name ?? ''} failed`}`;
 }
 
-function firstPodFailure(pods: V1Pod[]): string | null {
+function firstPodFailure(pods: readonly V1Pod[]): string | null {
   for (const pod of pods) {
     for (const cs of containerStatuses(pod)) {
       const t = cs.state?.terminated ?? (pod.status?.phase === 'Failed' ? cs.lastState?.terminated : undefined);
