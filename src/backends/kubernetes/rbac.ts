@@ -1,0 +1,33 @@
+/**
+ * What the Kubernetes backend may do in the cluster: the single source of truth for the
+ * ClusterRole in deploy/kubernetes/rbac.yaml and deploy/helm/fairway/templates/rbac.yaml
+ * (test/deploy.test.ts fails when either drifts from this list). Least privilege: every verb
+ * here is one the backend uses, and nothing reads Secrets or ConfigMaps, execs into pods or
+ * touches workloads outside the namespaces it manages.
+ */
+export interface RbacRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+export const FAIRWAY_RBAC_RULES: RbacRule[] = [
+  // One namespace per tenant (created, labelled, deleted with the tenant); watched to notice removals.
+  { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+  // The tenant's fences inside its namespace: quota, container defaults, the workload service account.
+  {
+    apiGroups: [''],
+    resources: ['resourcequotas', 'limitranges', 'serviceaccounts'],
+    verbs: ['get', 'list', 'create', 'patch', 'delete'],
+  },
+  // Network isolation between tenants (and the egress allowlist).
+  { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'create', 'patch', 'delete'] },
+  // One Job per pod set of an admitted job: started, suspended on preemption, deleted on cancel; watched for state.
+  { apiGroups: ['batch'], resources: ['jobs'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+  // Read-only: pod phases and failure reasons (image pull errors, OOM kills) for job status.
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+  // Read-only: the GPU inventory (allocatable resources, product and pool labels, taints, readiness).
+  { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+  // The best-effort priority class, created once and kept in shape.
+  { apiGroups: ['scheduling.k8s.io'], resources: ['priorityclasses'], verbs: ['get', 'create', 'patch'] },
+];
