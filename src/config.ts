@@ -47,6 +47,10 @@ const envSchema = z
     FAIRWAY_DB_ACQUIRE_TIMEOUT_MS: millis(100, 600_000).default(DEFAULT_DATABASE_TIMEOUTS.acquireMs),
     FAIRWAY_DB_STATEMENT_TIMEOUT_MS: millis(100, 3_600_000).default(DEFAULT_DATABASE_TIMEOUTS.statementMs),
     FAIRWAY_READY_TIMEOUT_MS: millis(50, 60_000).default(DEFAULT_READY_TIMEOUT_MS),
+    FAIRWAY_BACKEND: z.enum(['simulated', 'kubernetes']).default('simulated'),
+    FAIRWAY_KUBECONFIG: z.string().min(1).optional(),
+    FAIRWAY_KUBERNETES_SETTINGS: z.string().min(1).optional(),
+    FAIRWAY_KUBERNETES_STARTUP_TIMEOUT_MS: millis(1000, 600_000).default(30_000),
     OIDC_ISSUER: z.string().url().optional(),
     OIDC_AUDIENCE: z.string().min(1).optional(),
     OIDC_JWKS_URL: z.string().url().optional(),
@@ -97,8 +101,22 @@ export interface FairwayConfig {
   graphiql: boolean;
   /** Simulated cluster speed: 60 = a declared hour runs in one minute. */
   simulatedTimeScale: number;
+  /** Where admitted jobs run (FAIRWAY_BACKEND). Default: the simulated cluster. */
+  backend?: BackendConfig;
   oidc?: OidcConfig;
 }
+
+export type BackendConfig =
+  | { kind: 'simulated' }
+  | {
+      kind: 'kubernetes';
+      /** FAIRWAY_KUBECONFIG; unset: in-cluster (service account), else $KUBECONFIG or ~/.kube/config. */
+      kubeconfigPath?: string;
+      /** FAIRWAY_KUBERNETES_SETTINGS: a YAML file of the backend's settings (flavor mapping, labels…). */
+      settingsFile?: string;
+      /** How long start-up waits for the first list of Jobs, Pods and Nodes before it gives up. */
+      startupTimeoutMs: number;
+    };
 
 export class ConfigError extends Error {
   constructor(public readonly problems: string[]) {
@@ -149,6 +167,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
     demo: e.FAIRWAY_DEMO,
     demoTrickle: e.FAIRWAY_DEMO_TRICKLE,
     simulatedTimeScale: e.FAIRWAY_SIM_TIME_SCALE,
+    backend:
+      e.FAIRWAY_BACKEND === 'kubernetes'
+        ? { kind: 'kubernetes', kubeconfigPath: e.FAIRWAY_KUBECONFIG, settingsFile: e.FAIRWAY_KUBERNETES_SETTINGS, startupTimeoutMs: e.FAIRWAY_KUBERNETES_STARTUP_TIMEOUT_MS }
+        : { kind: 'simulated' },
     graphiql: e.FAIRWAY_GRAPHIQL ?? e.NODE_ENV !== 'production',
     oidc: e.OIDC_ISSUER
       ? {

@@ -9,8 +9,9 @@ import { IdentityResolver } from '../auth/identity.js';
 import { OidcVerifier } from '../auth/oidc.js';
 import { createEventBus, type EventBus } from '../events/bus.js';
 import { createRedisEventTarget } from '../events/redis.js';
-import { SimulatedBackend } from '../backends/simulated.js';
 import type { ExecutionBackend } from '../backends/port.js';
+import { backendFromConfig } from './backend-from-config.js';
+import { BackendSync } from '../services/scheduling/backend-sync.js';
 import { SchedulerService } from '../services/scheduling/scheduler-service.js';
 import { leadershipFor } from '../services/scheduling/leadership.js';
 import { ensurePriorityClasses } from '../services/scheduling/priority-classes.js';
@@ -68,7 +69,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   await ensurePriorityClasses(orm);
   const redis = config.redisUrl ? await createRedisEventTarget(config.redisUrl) : null;
   const events = createEventBus(redis?.eventTarget);
-  const backend = options.backend ?? new SimulatedBackend({ timeScale: config.simulatedTimeScale, now });
+  const backend = options.backend ?? (await backendFromConfig(config, { now, logError }));
   const scheduler = new SchedulerService({
     orm,
     dialect: config.database.dialect,
@@ -79,7 +80,15 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     logError,
     ...options.scheduler,
   });
+  // A backend that isolates tenants gets their namespaces before the scheduler reconciles runs;
+  // its node inventory is written by the leader once the scheduler has started.
+  const backendSync =
+    backend.onInventory || backend.syncTenants
+      ? new BackendSync({ orm, backend, events, isLeader: () => scheduler.isLeader, announce: (input) => scheduler.announce(input), logError, log: (m) => console.log(`[fairway] ${m}`) })
+      : null;
+  await backendSync?.start();
   await scheduler.start();
+  await backendSync?.request();
   const identity = new IdentityResolver({ orm, oidc: config.oidc ? new OidcVerifier(config.oidc) : undefined, now });
 
   const yoga = createYoga<Record<string, unknown>>({
@@ -164,6 +173,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     async close() {
       if (closed) return;
       closed = true;
+      await backendSync?.stop();
       await scheduler.stop();
       await backend.close();
       await wsCleanup.dispose();

@@ -1,0 +1,366 @@
+// The Kubernetes execution backend: one batch/v1 Job per pod set of an admitted Fairway job,
+// in the tenant's namespace, suspended on preemption and resumed on readmission, deleted on
+// cancel; informers on Jobs, Pods and Nodes turn what the cluster does back into Fairway's
+// events and inventory. Shaped after Kueue's contract with Jobs (see ../README.md).
+import { BatchV1Api, CoreV1Api, type KubeConfig, type V1Job, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import type { BackendEvent, BackendJob, BackendNode, BackendTenant, ExecutionBackend } from '../port.js';
+import { KubeClient, ResilientInformer, loadKubeConfig, type KubeClientOptions, type ObjectRef } from './client.js';
+import { inventoryOf } from './inventory.js';
+import { ANNOTATION_ADMISSION, LABEL_JOB_ID, MANAGED_BY, namespaceName } from './naming.js';
+import { jobObjects } from './objects.js';
+import type { FlavorMapping, KubernetesSettings } from './settings.js';
+import { observeRun, notRunningMessage } from './status.js';
+import { TenantReconciler } from './tenant-reconciler.js';
+import { resumePatch, sameWorkload } from './job-updates.js';
+
+export interface KubernetesBackendOptions {
+  kubeConfig: KubeConfig;
+  settings: KubernetesSettings;
+  now?: () => number;
+  logError?: (error: unknown) => void;
+  log?: (message: string) => void;
+  /** How often every tracked job is evaluated again from the caches (missed events). Default 30 s. */
+  resyncMs?: number;
+  /** How often admitted jobs are checked against `notRunningAfterMs`. Default 5 s. */
+  checkIntervalMs?: number;
+  client?: KubeClientOptions;
+}
+
+const MANAGED_SELECTOR = Object.entries(MANAGED_BY).map(([k, v]) => `${k}=${v}`).join(',');
+
+/** One admitted run the backend answers for: its Kubernetes Jobs (one per pod set) of this admission. */
+interface Tracked {
+  job: BackendJob;
+  admissionAt: string;
+  namespace: string;
+  names: string[];
+  expectedPods: number;
+  admittedAtMs: number;
+  started: boolean;
+  notRunningReported: boolean;
+}
+
+const jobIdOf = (o: V1Job | V1Pod) => o.metadata?.labels?.[LABEL_JOB_ID];
+const finished = (j: V1Job) => (j.status?.conditions ?? []).some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
+
+export class KubernetesBackend implements ExecutionBackend {
+  readonly name = 'kubernetes';
+  readonly timeScale = 1;
+  readonly client: KubeClient;
+  private readonly settings: KubernetesSettings;
+  private readonly now: () => number;
+  private readonly logError: (error: unknown) => void;
+  private readonly log: (message: string) => void;
+  private readonly jobs: ResilientInformer<V1Job>;
+  private readonly pods: ResilientInformer<V1Pod>;
+  private readonly nodes: ResilientInformer<V1Node>;
+  private readonly tenantReconciler: TenantReconciler;
+  /** Fairway job id → its Kubernetes Jobs / Pods by name (maintained from the informers). */
+  private readonly jobsById = new Map<string, Map<string, V1Job>>();
+  private readonly podsById = new Map<string, Map<string, V1Pod>>();
+  private readonly tracked = new Map<string, Tracked>();
+  private readonly listeners = new Set<(event: BackendEvent) => void>();
+  private readonly inventoryListeners = new Set<(nodes: BackendNode[]) => void>();
+  private nodePools = new Map<string, string>();
+  private lastInventory = '';
+  private inventoryTimer: NodeJS.Timeout | null = null;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private started: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(options: KubernetesBackendOptions) {
+    this.settings = options.settings;
+    this.now = options.now ?? Date.now;
+    this.logError = options.logError ?? ((error) => console.error('[fairway] kubernetes backend:', error));
+    this.log = options.log ?? ((message) => console.log(`[fairway] kubernetes: ${message}`));
+    const kc = options.kubeConfig;
+    this.client = new KubeClient(kc, options.client);
+    this.tenantReconciler = new TenantReconciler(this.client, this.settings, this.log);
+    const batch = kc.makeApiClient(BatchV1Api);
+    const core = kc.makeApiClient(CoreV1Api);
+    const health = (what: string) => (healthy: boolean, error?: unknown) => {
+      if (healthy) this.log(`watching ${what} again`);
+      else this.log(`lost the watch on ${what} (${error instanceof Error ? error.message : String(error)}); retrying with backoff`);
+    };
+    this.jobs = new ResilientInformer<V1Job>(kc, {
+      path: '/apis/batch/v1/jobs',
+      list: () => batch.listJobForAllNamespaces({ labelSelector: MANAGED_SELECTOR }),
+      labelSelector: MANAGED_SELECTOR,
+      onChange: (j) => this.indexed(this.jobsById, j, false),
+      onDelete: (j) => this.indexed(this.jobsById, j, true),
+      onHealth: health('jobs'),
+    });
+    this.pods = new ResilientInformer<V1Pod>(kc, {
+      path: '/api/v1/pods',
+      list: () => core.listPodForAllNamespaces({ labelSelector: MANAGED_SELECTOR }),
+      labelSelector: MANAGED_SELECTOR,
+      onChange: (p) => this.indexed(this.podsById, p, false),
+      onDelete: (p) => this.indexed(this.podsById, p, true),
+      onHealth: health('pods'),
+    });
+    this.nodes = new ResilientInformer<V1Node>(kc, {
+      path: '/api/v1/nodes',
+      list: () => core.listNode(),
+      onChange: () => this.inventoryChanged(),
+      onDelete: () => this.inventoryChanged(),
+      onHealth: health('nodes'),
+    });
+    const resync = setInterval(() => this.evaluateAll(), options.resyncMs ?? 30_000);
+    const check = setInterval(() => this.checkNotRunning(), options.checkIntervalMs ?? 5000);
+    for (const t of [resync, check]) t.unref();
+    this.timers.push(resync, check);
+  }
+
+  static fromKubeconfig(path: string | undefined, options: Omit<KubernetesBackendOptions, 'kubeConfig'>): KubernetesBackend {
+    return new KubernetesBackend({ ...options, kubeConfig: loadKubeConfig({ kubeconfigPath: path }) });
+  }
+
+  /** Lists and watches Jobs, Pods and Nodes; resolves once the three caches are filled. Idempotent. */
+  ready(): Promise<void> {
+    this.started ??= Promise.all([this.jobs.start(), this.pods.start(), this.nodes.start()]).then(() => this.inventoryChanged(0));
+    return this.started;
+  }
+
+  // ─── the port ───
+
+  async start(job: BackendJob): Promise<void> {
+    this.assertOpen();
+    await this.ready();
+    const tenant = await this.tenantReconciler.tenant(job.tenant);
+    const namespace = namespaceName(this.settings, tenant.slug);
+    const built = jobObjects(job, { namespace, tenant: this.tenantReconciler.kubeTenant(tenant), flavors: this.flavorMap(), nodePools: this.nodePools }, this.settings);
+    const admissionAt = String(job.admission.at);
+    const previous = this.tracked.get(job.jobId);
+    const tracked: Tracked = {
+      job,
+      admissionAt,
+      namespace,
+      names: built.map((b) => b.metadata!.name!),
+      expectedPods: built.reduce((n, b) => n + (b.spec?.parallelism ?? 1), 0),
+      admittedAtMs: previous?.admissionAt === admissionAt ? previous.admittedAtMs : this.now(),
+      started: previous?.admissionAt === admissionAt ? previous.started : false,
+      notRunningReported: previous?.admissionAt === admissionAt ? previous.notRunningReported : false,
+    };
+    // Tracked before the writes, so a watch event that beats the create's answer is understood.
+    this.tracked.set(job.jobId, tracked);
+    for (const desired of built) await this.ensureJob(desired, admissionAt);
+    setImmediate(() => this.evaluate(job.jobId));
+  }
+
+  async suspend(jobId: string, _reason: string): Promise<void> {
+    this.assertOpen();
+    await this.ready();
+    const queue = this.tracked.get(jobId)?.job.queue;
+    this.tracked.delete(jobId);
+    const remove = queue !== undefined && this.settings.deleteOnPreemptQueues.includes(queue);
+    for (const j of await this.jobsOf(jobId)) {
+      if (finished(j)) continue;
+      if (remove) await this.client.deleteIfPresent(refOf(j));
+      else if (!j.spec?.suspend) await this.client.mergePatch(refOf(j), { spec: { suspend: true } });
+    }
+  }
+
+  async cancel(jobId: string): Promise<void> {
+    this.assertOpen();
+    await this.ready();
+    this.tracked.delete(jobId);
+    for (const j of await this.jobsOf(jobId)) await this.client.deleteIfPresent(refOf(j));
+  }
+
+  onEvent(listener: (event: BackendEvent) => void): () => void {
+    const wrapped = (event: BackendEvent) => listener(event);
+    this.listeners.add(wrapped);
+    return () => void this.listeners.delete(wrapped);
+  }
+
+  onInventory(listener: (nodes: BackendNode[]) => void): () => void {
+    this.inventoryListeners.add(listener);
+    if (this.lastInventory) setImmediate(() => listener(JSON.parse(this.lastInventory) as BackendNode[]));
+    return () => void this.inventoryListeners.delete(listener);
+  }
+
+  async syncTenants(tenants: BackendTenant[]): Promise<void> {
+    this.assertOpen();
+    await this.tenantReconciler.sync(tenants);
+  }
+
+  async running(): Promise<string[]> {
+    await this.ready();
+    const out: string[] = [];
+    for (const [jobId, byName] of this.jobsById) if ([...byName.values()].some((j) => !j.spec?.suspend && !finished(j))) out.push(jobId);
+    return out;
+  }
+
+  async reconcile(live: BackendJob[]): Promise<void> {
+    this.assertOpen();
+    await this.ready();
+    const liveIds = new Set(live.map((j) => j.jobId));
+    let orphans = 0;
+    for (const [jobId, byName] of [...this.jobsById]) {
+      if (liveIds.has(jobId)) continue;
+      // Finished Jobs of finished Fairway jobs stay for their TTL (logs); anything else is an orphan.
+      for (const j of byName.values()) {
+        if (finished(j)) continue;
+        await this.client.deleteIfPresent(refOf(j));
+        orphans++;
+      }
+      this.tracked.delete(jobId);
+    }
+    if (orphans) this.log(`removed ${orphans} Job(s) of jobs Fairway no longer runs`);
+    // Adopts what exists for the same admission, resumes what is suspended, creates what is missing.
+    for (const job of live) await this.start(job);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    if (this.inventoryTimer) clearTimeout(this.inventoryTimer);
+    this.listeners.clear();
+    this.inventoryListeners.clear();
+    await Promise.all([this.jobs.stop(), this.pods.stop(), this.nodes.stop()]);
+  }
+
+  // ─── internals ───
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('kubernetes backend is closed');
+  }
+
+  private flavorMap(): Map<string, FlavorMapping> {
+    return new Map(this.settings.flavors.map((f) => [f.flavor, f]));
+  }
+
+  /** Creates the Job, or brings the existing one (a replay, a restart, a readmission) to this admission. */
+  private async ensureJob(desired: V1Job, admissionAt: string): Promise<void> {
+    const ref = refOf(desired);
+    let existing = this.jobs.get(ref.metadata.name, ref.metadata.namespace) ?? (await this.client.read<V1Job>(ref));
+    if (!existing) {
+      const { created, object } = await this.client.createOrGet(desired);
+      if (created) return;
+      existing = object;
+    }
+    const sameAdmission = existing.metadata?.annotations?.[ANNOTATION_ADMISSION] === admissionAt;
+    if (sameAdmission && !finished(existing)) {
+      if (existing.spec?.suspend) await this.client.mergePatch(ref, { spec: { suspend: false } });
+      return;
+    }
+    if (sameAdmission) return; // finished: the informer reports how
+    if (finished(existing) || !sameWorkload(existing, desired)) {
+      // A pod template cannot change: a Job of an earlier run with another shape is replaced.
+      await this.client.deleteIfPresent(ref);
+      await this.waitGone(ref);
+      await this.client.createOrGet(desired);
+      return;
+    }
+    // Readmission of a suspended Job (Kueue's way): new placement and admission, then resume.
+    if (!existing.spec?.suspend) await this.client.mergePatch(ref, { spec: { suspend: true } });
+    await this.client.mergePatch(ref, resumePatch(existing, desired, admissionAt));
+  }
+
+  private async waitGone(ref: ObjectRef): Promise<void> {
+    for (let i = 0; i < 100; i++) {
+      if (!(await this.client.read(ref))) return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`Job ${ref.metadata.namespace}/${ref.metadata.name} is still being deleted; the start is retried`);
+  }
+
+  /** The Fairway job's Kubernetes Jobs: from the cache, or (not seen yet) from the API. */
+  private async jobsOf(jobId: string): Promise<V1Job[]> {
+    const cached = this.jobsById.get(jobId);
+    if (cached?.size) return [...cached.values()];
+    return this.client.list<V1Job>('batch/v1', 'Job', `${MANAGED_SELECTOR},${LABEL_JOB_ID}=${jobId}`);
+  }
+
+  private indexed<T extends V1Job | V1Pod>(index: Map<string, Map<string, T>>, object: T, deleted: boolean): void {
+    const jobId = jobIdOf(object);
+    const name = `${object.metadata?.namespace}/${object.metadata?.name}`;
+    if (!jobId) return;
+    let byName = index.get(jobId);
+    if (deleted) {
+      byName?.delete(name);
+      if (byName && byName.size === 0) index.delete(jobId);
+    } else {
+      if (!byName) index.set(jobId, (byName = new Map()));
+      byName.set(name, object);
+    }
+    if (this.tracked.has(jobId)) this.evaluate(jobId);
+  }
+
+  private evaluateAll(): void {
+    for (const jobId of [...this.tracked.keys()]) this.evaluate(jobId);
+  }
+
+  /** Compares what the cluster shows for the tracked run with what was reported, and reports the difference. */
+  private evaluate(jobId: string): void {
+    const t = this.tracked.get(jobId);
+    if (!t || this.closed) return;
+    const current = (o: V1Job | V1Pod) => o.metadata?.annotations?.[ANNOTATION_ADMISSION] === t.admissionAt;
+    const jobs = [...(this.jobsById.get(jobId)?.values() ?? [])].filter((j) => current(j) && !j.spec?.suspend);
+    if (jobs.length < t.names.length) return;
+    const pods = [...(this.podsById.get(jobId)?.values() ?? [])].filter(current);
+    const seen = observeRun(jobs, pods, t.expectedPods);
+    const at = this.now();
+    if (seen.kind === 'running' && !t.started) {
+      t.started = true;
+      this.emit({ type: 'started', jobId, at });
+    } else if (seen.kind === 'succeeded' || seen.kind === 'failed') {
+      this.tracked.delete(jobId);
+      if (seen.kind === 'succeeded') this.emit({ type: 'succeeded', jobId, at });
+      else {
+        this.emit({ type: 'failed', jobId, at, reason: seen.reason });
+        // A Job whose pods cannot start (an image that does not pull) would hold its GPUs forever.
+        for (const j of jobs) if (!finished(j)) void this.client.mergePatch(refOf(j), { spec: { suspend: true } }).catch(this.logError);
+      }
+    }
+  }
+
+  private checkNotRunning(): void {
+    const now = this.now();
+    for (const [jobId, t] of this.tracked) {
+      if (t.started || t.notRunningReported || now - t.admittedAtMs < this.settings.notRunningAfterMs) continue;
+      t.notRunningReported = true;
+      const pods = [...(this.podsById.get(jobId)?.values() ?? [])].filter((p) => p.metadata?.annotations?.[ANNOTATION_ADMISSION] === t.admissionAt);
+      this.emit({ type: 'not-running', jobId, at: now, message: notRunningMessage(pods, t.expectedPods) });
+    }
+  }
+
+  private inventoryChanged(delayMs = 100): void {
+    if (this.inventoryTimer || this.closed) return;
+    this.inventoryTimer = setTimeout(() => {
+      this.inventoryTimer = null;
+      const { nodes, ignored } = inventoryOf([...this.nodes.list()], this.settings);
+      void ignored;
+      this.nodePools = new Map(nodes.map((n) => [n.name, n.pool]));
+      const inventory: BackendNode[] = nodes.map((n) => ({
+        name: n.name,
+        pool: n.pool,
+        flavor: n.flavor,
+        gpus: n.gpus,
+        cpu: n.cpu,
+        memory: n.memory,
+        unschedulable: n.unschedulable,
+        dedicatedTenant: n.dedicatedTenant,
+      }));
+      const serialized = JSON.stringify(inventory);
+      if (serialized === this.lastInventory) return;
+      this.lastInventory = serialized;
+      for (const listener of [...this.inventoryListeners]) listener(inventory);
+    }, delayMs);
+    this.inventoryTimer.unref();
+  }
+
+  private emit(event: BackendEvent): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.logError(error);
+      }
+    }
+  }
+}
+
+function refOf(j: V1Job): ObjectRef {
+  return { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: j.metadata!.name!, namespace: j.metadata!.namespace } };
+}

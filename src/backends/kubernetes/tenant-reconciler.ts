@@ -1,0 +1,86 @@
+// Keeps each tenant's namespace and isolation objects (ResourceQuota, LimitRange,
+// NetworkPolicy, ServiceAccount) as the tenant's settings say, by server-side apply; deletes
+// the namespace of a tenant that is gone. An object is written again only when what Fairway
+// wants of it changed (or after a restart), so a sync of unchanged tenants writes nothing.
+import type { V1Namespace } from '@kubernetes/client-node';
+import type { BackendTenant } from '../port.js';
+import type { KubeClient, ObjectRef } from './client.js';
+import { LABEL_TENANT_ID, MANAGED_BY } from './naming.js';
+import { bestEffortPriorityClass, tenantObjects, type KubeTenant } from './objects.js';
+import type { FlavorMapping, KubernetesSettings } from './settings.js';
+
+const MANAGED_SELECTOR = Object.entries(MANAGED_BY).map(([k, v]) => `${k}=${v}`).join(',');
+/** How long a start waits for the first tenant sync before it fails (and the outbox retries it). */
+const FIRST_SYNC_WAIT_MS = 10_000;
+
+export class TenantReconciler {
+  private tenants = new Map<string, BackendTenant>();
+  /** Object key → the JSON last applied: unchanged objects are not written again. */
+  private readonly applied = new Map<string, string>();
+  private synced = false;
+  private readonly syncWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly settings: KubernetesSettings,
+    private readonly log: (message: string) => void,
+  ) {}
+
+  /** The tenant as last synced; waits (boundedly) for the first sync after a start. */
+  async tenant(id: string): Promise<BackendTenant> {
+    if (!this.synced) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, FIRST_SYNC_WAIT_MS);
+        timer.unref();
+        this.syncWaiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    const tenant = this.tenants.get(id);
+    if (!tenant) throw new Error(`tenant ${id} has no namespace yet (the tenant sync has not included it); the start is retried`);
+    return tenant;
+  }
+
+  /** Flavor GPU limits → Kubernetes resource counts (flavors sharing a resource add up). */
+  kubeTenant(t: BackendTenant): KubeTenant {
+    const mappings = new Map<string, FlavorMapping>(this.settings.flavors.map((f) => [f.flavor, f]));
+    // Every resource Fairway maps gets a ceiling, 0 when the tenant has no quota of it.
+    const maxResources: Record<string, number> = Object.fromEntries(this.settings.flavors.map((f) => [f.resource, 0]));
+    for (const [flavor, gpus] of Object.entries(t.maxGpus)) {
+      const mapping = mappings.get(flavor);
+      if (!mapping || !(gpus > 0)) continue;
+      maxResources[mapping.resource] = (maxResources[mapping.resource] ?? 0) + Math.ceil(gpus * (mapping.unitsPerGpu ?? 1));
+    }
+    return { id: t.id, slug: t.slug, isolationLevel: t.isolationLevel, egressAllowlist: t.egressAllowlist, maxResources };
+  }
+
+  async sync(tenants: BackendTenant[]): Promise<void> {
+    await this.applyIfChanged(bestEffortPriorityClass(this.settings));
+    for (const tenant of tenants) for (const object of tenantObjects(this.kubeTenant(tenant), this.settings)) await this.applyIfChanged(object);
+    this.tenants = new Map(tenants.map((t) => [t.id, t]));
+    if (!this.synced) {
+      this.synced = true;
+      for (const resolve of this.syncWaiters.splice(0)) resolve();
+    }
+    // A namespace Fairway made for a tenant that is no longer there: deleting it removes everything in it.
+    const namespaces = await this.client.list<V1Namespace>('v1', 'Namespace', MANAGED_SELECTOR);
+    for (const ns of namespaces) {
+      const tenantId = ns.metadata?.labels?.[LABEL_TENANT_ID];
+      if (!tenantId || this.tenants.has(tenantId) || ns.status?.phase === 'Terminating') continue;
+      const name = ns.metadata!.name!;
+      await this.client.deleteIfPresent({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+      for (const key of [...this.applied.keys()]) if (key.startsWith(`${name}/`) || key === `/Namespace/${name}`) this.applied.delete(key);
+      this.log(`removed namespace ${name}: its tenant is gone`);
+    }
+  }
+
+  private async applyIfChanged(object: { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } }): Promise<void> {
+    const key = `${object.metadata?.namespace ?? ''}/${object.kind}/${object.metadata?.name}`;
+    const json = JSON.stringify(object);
+    if (this.applied.get(key) === json) return;
+    await this.client.apply(object as ObjectRef);
+    this.applied.set(key, json);
+  }
+}

@@ -1,0 +1,44 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import type { FairwayConfig } from '../config.js';
+import { ConfigError } from '../config.js';
+import type { ExecutionBackend } from '../backends/port.js';
+import { SimulatedBackend } from '../backends/simulated.js';
+import { KubernetesBackend } from '../backends/kubernetes/backend.js';
+import { DEFAULT_KUBERNETES_SETTINGS, parseKubernetesSettings, type KubernetesSettings } from '../backends/kubernetes/settings.js';
+
+/** The execution backend the configuration names: the simulated cluster, or Kubernetes (started and synced). */
+export async function backendFromConfig(config: FairwayConfig, deps: { now: () => number; logError: (error: unknown) => void }): Promise<ExecutionBackend> {
+  const chosen = config.backend ?? { kind: 'simulated' };
+  if (chosen.kind === 'simulated') return new SimulatedBackend({ timeScale: config.simulatedTimeScale, now: deps.now });
+  const settings = kubernetesSettings(chosen.settingsFile);
+  const backend = KubernetesBackend.fromKubeconfig(chosen.kubeconfigPath, { settings, now: deps.now, logError: deps.logError });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the Kubernetes API did not answer within ${chosen.startupTimeoutMs} ms (list of Jobs, Pods and Nodes); check FAIRWAY_KUBECONFIG or the pod's service account and RBAC`)), chosen.startupTimeoutMs);
+  });
+  try {
+    await Promise.race([backend.ready(), timeout]);
+  } catch (error) {
+    await backend.close();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  return backend;
+}
+
+function kubernetesSettings(file: string | undefined): KubernetesSettings {
+  if (!file) return DEFAULT_KUBERNETES_SETTINGS;
+  let raw: unknown;
+  try {
+    raw = parseYaml(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new ConfigError([`FAIRWAY_KUBERNETES_SETTINGS: cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`]);
+  }
+  try {
+    return parseKubernetesSettings(raw ?? {});
+  } catch (error) {
+    throw new ConfigError([`FAIRWAY_KUBERNETES_SETTINGS (${file}): ${error instanceof Error ? error.message : String(error)}`]);
+  }
+}
