@@ -47,6 +47,13 @@ export interface BackendNode {
   dedicatedTenant: string | null;
 }
 
+/** A flavor as the backend counts it: whole GPUs, or MIG slices / time-slice shares per GPU. */
+export interface BackendFlavor {
+  name: string;
+  kind: 'gpu' | 'mig' | 'timeslice';
+  slicesPerGpu?: number;
+}
+
 /** A tenant as a backend that isolates tenants (namespaces, quotas, network policy) needs it. */
 export interface BackendTenant {
   id: string;
@@ -90,6 +97,9 @@ export interface ExecutionBackend {
   close(): Promise<void>;
   /** Backends that discover their nodes report the whole inventory on every change. */
   onInventory?(listener: (nodes: BackendNode[]) => void): () => void;
-  /** Backends that isolate tenants are given every current tenant; a tenant left out is removed. */
-  syncTenants?(tenants: BackendTenant[]): Promise<void>;
+  /**
+   * Backends that isolate tenants are given every current tenant (a tenant left out is
+   * removed) and the flavors, whose kind says how a pod's GPU request is counted.
+   */
+  syncTenants?(tenants: BackendTenant[], flavors: BackendFlavor[]): Promise<void>;
 }

@@ -3,7 +3,7 @@
 // cancel; informers on Jobs, Pods and Nodes turn what the cluster does back into Fairway's
 // events and inventory. Shaped after Kueue's contract with Jobs (see ../README.md).
 import { BatchV1Api, CoreV1Api, type KubeConfig, type V1Job, type V1Node, type V1Pod } from '@kubernetes/client-node';
-import type { BackendEvent, BackendJob, BackendNode, BackendTenant, ExecutionBackend } from '../port.js';
+import type { BackendEvent, BackendFlavor, BackendJob, BackendNode, BackendTenant, ExecutionBackend } from '../port.js';
 import { KubeClient, ResilientInformer, loadKubeConfig, type KubeClientOptions, type ObjectRef } from './client.js';
 import { inventoryOf } from './inventory.js';
 import { ANNOTATION_ADMISSION, LABEL_JOB_ID, MANAGED_BY, namespaceName } from './naming.js';
@@ -62,6 +62,8 @@ export class KubernetesBackend implements ExecutionBackend {
   private readonly listeners = new Set<(event: BackendEvent) => void>();
   private readonly inventoryListeners = new Set<(nodes: BackendNode[]) => void>();
   private nodePools = new Map<string, string>();
+  /** Flavor kinds from the database: how a pod's GPU request becomes a resource count. */
+  private flavorSpecs = new Map<string, { kind: BackendFlavor['kind']; slicesPerGpu?: number }>();
   private lastInventory = '';
   private inventoryTimer: NodeJS.Timeout | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -128,7 +130,7 @@ export class KubernetesBackend implements ExecutionBackend {
     await this.ready();
     const tenant = await this.tenantReconciler.tenant(job.tenant);
     const namespace = namespaceName(this.settings, tenant.slug);
-    const built = jobObjects(job, { namespace, tenant: this.tenantReconciler.kubeTenant(tenant), flavors: this.flavorMap(), nodePools: this.nodePools }, this.settings);
+    const built = jobObjects(job, { namespace, tenant: this.tenantReconciler.kubeTenant(tenant), flavors: this.flavorMap(), nodePools: this.nodePools, flavorSpecs: this.flavorSpecs }, this.settings);
     const admissionAt = String(job.admission.at);
     const previous = this.tracked.get(job.jobId);
     const tracked: Tracked = {
@@ -179,8 +181,9 @@ export class KubernetesBackend implements ExecutionBackend {
     return () => void this.inventoryListeners.delete(listener);
   }
 
-  async syncTenants(tenants: BackendTenant[]): Promise<void> {
+  async syncTenants(tenants: BackendTenant[], flavors: BackendFlavor[]): Promise<void> {
     this.assertOpen();
+    this.flavorSpecs = new Map(flavors.map((f) => [f.name, { kind: f.kind, slicesPerGpu: f.slicesPerGpu }]));
     await this.tenantReconciler.sync(tenants);
   }
 

@@ -75,7 +75,11 @@ export class BackendSync {
       const changed = await applyInventory(em, this.latestInventory, this.options.log);
       if (changed) this.options.announce({ kind: 'config' });
     }
-    if (this.options.backend.syncTenants) await this.options.backend.syncTenants(await backendTenants(systemEntityManager(this.options.orm)));
+    if (this.options.backend.syncTenants) {
+      const tx = systemEntityManager(this.options.orm);
+      const flavors = (await tx.find(Flavor, {})).map((f) => ({ name: f.name, kind: f.kind, slicesPerGpu: f.slicesPerGpu ?? undefined }));
+      await this.options.backend.syncTenants(await backendTenants(tx), flavors);
+    }
   }
 }
 
