@@ -235,6 +235,29 @@ describe('test Kubernetes API server', () => {
     ]);
   });
 
+  it('keeps a started Job\'s pod template immutable, but lets a suspended one change its scheduling directives', async () => {
+    const apply = (obj: KubernetesObject) => api.patch(obj, undefined, undefined, 'fairway', true, PatchStrategy.ServerSideApply);
+    await apply(job('j13', { gpu: 1 }));
+    await waitFor('started', () => server.get('Job', NS, 'j13')?.status?.startTime);
+    const refused = await apiError(apply(job('j13', { gpu: 1, annotations: { 'fairway.dev/admission-at': '2' } })));
+    expect(refused.body).toMatchObject({ code: 422, reason: 'Invalid' });
+    expect(refused.body.message).toContain('spec.template: Invalid value: field is immutable');
+    await apply(job('j13', { gpu: 1, suspend: true }));
+    await waitFor('suspended and reset', () => jobCondition('j13', 'Suspended') && !server.get('Job', NS, 'j13').status.startTime);
+    await apply(job('j13', { gpu: 1, suspend: true, annotations: { 'fairway.dev/admission-at': '2' } }));
+    expect((await apiError(apply(job('j13', { gpu: 2, suspend: true })))).body.message).toContain('only labels, annotations');
+    server.invalid.splice(0); // both refusals seen
+  });
+
+  it('refuses pods a ResourceQuota cannot hold and keeps the quota\'s usage', async () => {
+    server.put({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'fairway-quota', namespace: NS }, spec: { hard: { 'requests.nvidia.com/gpu': '3' } } });
+    await api.create(job('j14', { gpu: 1, pods: 4 }));
+    await waitFor('3 of 4 pods', () => podsOf('j14').length === 3 && server.controllerProblems.length === 1);
+    expect(server.controllerProblems[0]).toContain('exceeded quota: fairway-quota');
+    await waitFor('usage', () => server.get('ResourceQuota', NS, 'fairway-quota')?.status?.used?.['requests.nvidia.com/gpu'] === '3');
+    server.controllerProblems.splice(0);
+  });
+
   it('deleting a Job without a propagation policy orphans its pods, as batch/v1 does', async () => {
     await api.create(job('j12', { gpu: 1 }));
     await waitFor('pod', () => podsOf('j12').length === 1);

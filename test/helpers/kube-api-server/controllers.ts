@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { kubeTime, type Store, type StoreEvent } from './store.js';
-import { quotaExceeded, unfitReason, unschedulableMessage } from './scheduling.js';
+import { podRequests, quotaExceeded, unfitReason, unschedulableMessage } from './scheduling.js';
 
 export interface KubeletOptions {
   /** Pod Pending → Running this long after it is bound to a node. Default 20. */
@@ -111,6 +111,7 @@ export class Controllers {
         this.jobs(now);
         this.schedule(now);
         if (this.kubelet) this.kubeletPass(now, this.kubelet);
+        this.quotaUsage();
         if (!this.again) break;
       }
     } finally {
@@ -120,11 +121,20 @@ export class Controllers {
     if (this.nextWake < Infinity) this.wakeAt(this.nextWake);
   }
 
+  private readonly reported = new Set<string>();
+
+  /** Reports each problem once, even when a test empties `problems` and the loop meets it again. */
+  private problem(message: string): void {
+    if (this.reported.has(message)) return;
+    this.reported.add(message);
+    this.problems.push(message);
+  }
+
   private write(action: () => unknown): void {
     try {
       action();
     } catch (error) {
-      this.problems.push(error instanceof Error ? error.message : String(error));
+      this.problem(error instanceof Error ? error.message : String(error));
     }
   }
 
@@ -164,6 +174,7 @@ export class Controllers {
         active.forEach((p) => this.deletePod(p));
         active.length = 0;
         setCondition(status, 'Suspended', 'True', 'JobSuspended', 'Job suspended');
+        delete status.startTime; // as the real controller does: a suspended Job's scheduling directives become mutable again
       } else {
         if (hasCondition(job, 'Suspended')) {
           setCondition(status, 'Suspended', 'False', 'JobResumed', 'Job resumed');
@@ -205,7 +216,7 @@ export class Controllers {
       const pod = this.podFor(job, index, indexed);
       const quota = quotaExceeded(pod, this.store.list('ResourceQuota', job.metadata.namespace), allPods.filter((p) => p.metadata.namespace === job.metadata.namespace && !terminal(p)));
       if (quota) {
-        this.problems.push(`pods "${pod.metadata.name}" is forbidden: ${quota}`);
+        this.problem(`pods "${job.metadata.name}-${index}-*" is forbidden: ${quota}`);
         return;
       }
       this.write(() => {
@@ -240,6 +251,23 @@ export class Controllers {
       spec,
       status: { phase: 'Pending' },
     };
+  }
+
+  /** Keeps each ResourceQuota's status.hard / status.used current, as the quota controller does. */
+  private quotaUsage(): void {
+    const pods = this.store.list('Pod').filter((p) => !terminal(p));
+    const asQuantity = (n: number) => (Number.isInteger(n) ? String(n) : `${Math.round(n * 1000)}m`);
+    for (const quota of this.store.list('ResourceQuota')) {
+      const hard: Record<string, string> = quota.spec?.hard ?? {};
+      const inNamespace = pods.filter((p) => p.metadata.namespace === quota.metadata.namespace);
+      const used: Record<string, string> = {};
+      for (const key of Object.keys(hard)) {
+        const resource = key.replace(/^(requests|limits)\./, '');
+        used[key] = key === 'pods' ? String(inNamespace.length) : asQuantity(inNamespace.reduce((sum, p) => sum + (podRequests(p).get(resource) ?? 0), 0));
+      }
+      const status = { hard, used };
+      if (JSON.stringify(status) !== JSON.stringify(quota.status)) this.write(() => this.store.replace({ ...quota, status }, 'system'));
+    }
   }
 
   private schedule(now: number): void {

@@ -8,10 +8,16 @@
  * - list items carry no apiVersion/kind; watch event objects do;
  * - deleting a Job without propagationPolicy orphans its pods (batch/v1's default): pass 'Background';
  * - a namespaced object can only be created in an existing Namespace ('default' and 'kube-system' exist);
- * - unknown fields are refused (422), like fieldValidation=Strict;
+ * - unknown fields are refused (422), like fieldValidation=Strict (client-node's own serializer already
+ *   drops fields its models do not know, so this mostly guards plain-JSON writes);
+ * - a Job's pod template is immutable once started; while suspended (the controller clears
+ *   status.startTime then) labels, annotations, nodeSelector, tolerations, affinity may change;
+ * - ResourceQuota: pods beyond `hard` are not created (see controllerProblems); status.used is kept;
  * - server-side apply does not model conflicts between field managers (every apply acts as force=true);
  *   fields a manager applied before and leaves out now are removed; lists are replaced whole;
- * - deletion is immediate (no graceful termination, no finalizers);
+ * - deletion is immediate (no graceful termination, no finalizers); a pod bound to a deleted Node is deleted;
+ * - after dropWatches()/setDown(true), client-node's informer emits 'error' ("Premature close") and
+ *   does NOT restart by itself: the caller must start() it again (it resumes from its resourceVersion);
  * - a Job's pod deleted from outside while active counts as a failure of the Job;
  * - a watch without resourceVersion starts with synthetic ADDED events for the current objects.
  */

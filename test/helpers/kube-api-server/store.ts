@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, notFound, typeByKind, type ResourceType } from './resources.js';
 import { validationErrors } from './validate.js';
+import { immutabilityErrors } from './immutability.js';
 import { fieldMatcher, labelMatcher } from './selectors.js';
 
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -87,9 +88,9 @@ export class Store {
       .map((o) => structuredClone(o));
   }
 
-  private check(obj: any): void {
+  private check(obj: any, current?: any): void {
     if (!this.validate) return;
-    const errors = validationErrors(obj);
+    const errors = validationErrors(obj) ?? (current ? immutabilityErrors(current, obj) : undefined);
     if (errors === undefined) return;
     const t = this.type(obj.kind);
     const name = String(obj.metadata?.name ?? '');
@@ -169,7 +170,7 @@ export class Store {
     obj.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
     obj.metadata.resourceVersion = current.metadata.resourceVersion;
     if (JSON.stringify(obj) === JSON.stringify(current)) return structuredClone(current); // a no-op write keeps its resourceVersion
-    this.check(obj);
+    this.check(obj, writer === 'client' ? current : undefined);
     return this.commit('MODIFIED', obj, structuredClone(current));
   }
 
