@@ -325,6 +325,29 @@ describe('test Kubernetes API server', () => {
     expect(pod.status.containerStatuses[0].state.terminated).toMatchObject({ reason: 'OOMKilled', exitCode: 137 });
   });
 
+  it('fails a Job whose pod exits non-zero, whose deadline passes, or whose running pod is deleted from outside', async () => {
+    await api.create(job('j15', { annotations: { 'fairway.dev/test-run-ms': '10', 'fairway.dev/test-outcome': 'fail' } }));
+    const deadline = job('j16');
+    deadline.spec!.activeDeadlineSeconds = 1;
+    await api.create(deadline);
+    await api.create(job('j17'));
+    const running = await waitFor('j17 running', () => podsOf('j17').find((p) => p.status.phase === 'Running'));
+    await core.deleteNamespacedPod({ name: running.metadata.name, namespace: NS });
+    expect((await waitFor('j15 Failed', () => jobCondition('j15', 'Failed'))).reason).toBe('BackoffLimitExceeded');
+    expect(podsOf('j15')[0].status.containerStatuses[0].state.terminated).toMatchObject({ reason: 'Error', exitCode: 1 });
+    expect((await waitFor('j17 Failed', () => jobCondition('j17', 'Failed'))).reason).toBe('BackoffLimitExceeded');
+    expect((await waitFor('j16 Failed', () => jobCondition('j16', 'Failed'))).reason).toBe('DeadlineExceeded');
+    await waitFor('j16 pods deleted', () => podsOf('j16').length === 0);
+  });
+
+  it('deletes a namespace with everything in it', async () => {
+    await api.create(job('j18', { gpu: 1 }));
+    await waitFor('pod', () => podsOf('j18').length === 1);
+    await core.deleteNamespace({ name: NS });
+    expect(server.objects('Job')).toEqual([]);
+    expect(server.objects('Pod')).toEqual([]);
+  });
+
   it('keeps a pod whose image does not exist Pending in ImagePullBackOff', async () => {
     await api.create(job('j10', { image: 'registry.example/does-not-exist:1' }));
     const pod = await waitFor('back-off', () => podsOf('j10').find((p) => p.status.containerStatuses?.[0]?.state.waiting?.reason === 'ImagePullBackOff'));

@@ -186,7 +186,8 @@ export class Store {
     const deleted = this.commit('DELETED', structuredClone(current));
     if (t.kind === 'Namespace') {
       for (const o of [...this.objects.values()]) {
-        if (o.metadata.namespace === name) this.delete(o.kind, name, o.metadata.name, 'Background');
+        const stillThere = this.objects.has(keyOf(o.kind, name, o.metadata.name)); // a cascade may have taken it already
+        if (o.metadata.namespace === name && stillThere) this.delete(o.kind, name, o.metadata.name, 'Background');
       }
     }
     for (const o of [...this.objects.values()]) {

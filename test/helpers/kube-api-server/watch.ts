@@ -54,6 +54,10 @@ export class Watches {
     };
 
     const rv = request.resourceVersion;
+    if (rv && !/^\d+$/.test(rv)) {
+      response.end(`${JSON.stringify({ type: 'ERROR', object: statusBody(400, 'BadRequest', `invalid resource version: ${rv}`) })}\n`);
+      return;
+    }
     if (!rv || rv === '0') {
       for (const obj of this.store.list(request.type.kind, request.namespace)) if (request.matches(obj)) write('ADDED', obj);
     } else {
