@@ -54,6 +54,9 @@ builder.node(ClusterNodeRef, {
     gpus: t.exposeInt('gpus'),
     cpuMillis: t.int({ resolve: (n) => n.cpu }),
     memoryMiB: t.int({ resolve: (n) => n.memory }),
+    unschedulable: t.exposeBoolean('unschedulable', {
+      description: 'Cordoned, not ready, or gone from the cluster while jobs still hold it: nothing new is placed here.',
+    }),
     freeGpus: t.float({
       description: 'Free GPU units (slices or shares for those flavors), from the scheduler.',
       resolve: (n, _args, ctx) => ctx.scheduler.nodeStatus().find((s) => s.name === n.name)?.free.gpu ?? 0,

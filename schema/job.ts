@@ -72,7 +72,7 @@ builder.node(JobEventRef, {
   id: { resolve: (e) => e.id },
   isTypeOf: (v) => isEntity(v, 'JobEvent'),
   fields: (t) => ({
-    type: t.exposeString('type', { description: 'SUBMITTED, ADMITTED, STARTED, PREEMPTED, SUCCEEDED, FAILED, CANCELLED' }),
+    type: t.exposeString('type', { description: 'SUBMITTED, ADMITTED, STARTED, PREEMPTED, SUCCEEDED, FAILED, CANCELLED, ADMITTED_NOT_RUNNING' }),
     reason: t.string({ nullable: true, resolve: (e) => e.reason ?? null }),
     message: t.string({ nullable: true, resolve: (e) => e.message ?? null }),
     at: t.field({ type: 'DateTime', resolve: (e) => e.at }),

@@ -51,6 +51,8 @@ export interface FairwayApp {
   events: EventBus;
   scheduler: SchedulerService;
   backend: ExecutionBackend;
+  /** Node inventory and tenant isolation between the backend and the database (Kubernetes); null for the simulated cluster. */
+  backendSync: BackendSync | null;
   httpServer: Server;
   /** Starts HTTP and WebSocket on one port; resolves with the GraphQL URL. */
   listen(port?: number, host?: string): Promise<{ url: string; port: number }>;
@@ -159,6 +161,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     events,
     scheduler,
     backend,
+    backendSync,
     httpServer,
     listen(port = config.port, host = config.host) {
       return new Promise((resolve, reject) => {

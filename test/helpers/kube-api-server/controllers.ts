@@ -330,12 +330,15 @@ export class Controllers {
           status.containerStatuses = containers.map((c) => ({ ...base(c), imageID: `${c.image}@sha256:test`, ready: true, started: true, state: { running: { startedAt: at } } }));
         }
       } else if (status.phase === 'Running') {
-        const annotation = pod.metadata.annotations?.[ANNOTATION_RUN_MS];
+        // What the workload does: its pod annotation, or (as a real program reads its
+        // environment) the first container's FAIRWAY_TEST_RUN_MS / FAIRWAY_TEST_OUTCOME.
+        const env = (name: string): string | undefined => containers[0]?.env?.find((e: { name: string; value?: string }) => e.name === name)?.value;
+        const annotation = pod.metadata.annotations?.[ANNOTATION_RUN_MS] ?? env('FAIRWAY_TEST_RUN_MS');
         const runMs = annotation !== undefined ? Number(annotation) : options.defaultRunMs;
         const startedAt = this.startedAt.get(uid) ?? now;
         this.startedAt.set(uid, startedAt);
         if (runMs === undefined || !this.due(startedAt + runMs, now)) continue;
-        const outcome = pod.metadata.annotations?.[ANNOTATION_OUTCOME];
+        const outcome = pod.metadata.annotations?.[ANNOTATION_OUTCOME] ?? env('FAIRWAY_TEST_OUTCOME');
         const [phase, exitCode, reason] = outcome === 'oom' ? ['Failed', 137, 'OOMKilled'] : outcome === 'fail' ? ['Failed', 1, 'Error'] : ['Succeeded', 0, 'Completed'];
         const finishedAt = kubeTime(now);
         status.phase = phase;
