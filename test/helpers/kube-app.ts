@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { exportSPKI, generateKeyPair } from 'jose';
-import { stringify as toYaml } from 'yaml';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
@@ -62,6 +62,8 @@ export interface KubeTestAppOptions {
   settings?: Record<string, unknown>;
   /** An API server the test made (to start it with other options); closed with the app. */
   kube?: KubeApiServer;
+  /** The server URL the gateway's kubeconfig names (a TCP proxy in front of the API server); default `kube.url`. */
+  apiServerUrl?: string;
 }
 
 /**
@@ -75,7 +77,11 @@ export async function startKubeApp(options: KubeTestAppOptions = {}): Promise<Ku
   const db: TestDatabase = await createTestDatabase(options.dialect ?? 'sqlite');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-kube-'));
   const kubeconfigPath = path.join(dataDir, 'kubeconfig.yaml');
-  kube.writeKubeconfig(kubeconfigPath);
+  if (options.apiServerUrl) {
+    const kubeconfig = parseYaml(kube.kubeconfigYaml) as { clusters: { cluster: { server: string } }[] };
+    for (const entry of kubeconfig.clusters) entry.cluster.server = options.apiServerUrl;
+    fs.writeFileSync(kubeconfigPath, toYaml(kubeconfig));
+  } else kube.writeKubeconfig(kubeconfigPath);
   const settingsFile = path.join(dataDir, 'kubernetes.yaml');
   fs.writeFileSync(settingsFile, toYaml({ ...TEST_KUBE_SETTINGS, ...options.settings }));
   const { publicKey } = await generateKeyPair('RS256');
