@@ -11,7 +11,7 @@ import { jobObjects } from './objects.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';
 import { observeRun, notRunningMessage } from './status.js';
 import { TenantReconciler } from './tenant-reconciler.js';
-import { resumePatch, sameWorkload } from './job-updates.js';
+import { resumePatch, sameWorkload, withWorkloadHash } from './job-updates.js';
 
 export interface KubernetesBackendOptions {
   kubeConfig: KubeConfig;
@@ -38,7 +38,12 @@ interface Tracked {
   admittedAtMs: number;
   started: boolean;
   notRunningReported: boolean;
+  /** A failure seen only on the Job so far: reported after a short wait for its pods' reasons. */
+  failureSeenAt?: number;
 }
+
+/** Jobs and Pods are separate watches: a Job's Failed condition may arrive before its pod's OOMKilled. */
+const POD_REASON_WAIT_MS = 1000;
 
 const jobIdOf = (o: V1Job | V1Pod) => o.metadata?.labels?.[LABEL_JOB_ID];
 const finished = (j: V1Job) => (j.status?.conditions ?? []).some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
@@ -130,7 +135,7 @@ export class KubernetesBackend implements ExecutionBackend {
     await this.ready();
     const tenant = await this.tenantReconciler.tenant(job.tenant);
     const namespace = namespaceName(this.settings, tenant.slug);
-    const built = jobObjects(job, { namespace, tenant: this.tenantReconciler.kubeTenant(tenant), flavors: this.flavorMap(), nodePools: this.nodePools, flavorSpecs: this.flavorSpecs }, this.settings);
+    const built = jobObjects(job, { namespace, tenant: this.tenantReconciler.kubeTenant(tenant), flavors: this.flavorMap(), nodePools: this.nodePools, flavorSpecs: this.flavorSpecs }, this.settings).map(withWorkloadHash);
     const admissionAt = String(job.admission.at);
     const previous = this.tracked.get(job.jobId);
     const tracked: Tracked = {
@@ -308,6 +313,13 @@ export class KubernetesBackend implements ExecutionBackend {
       t.started = true;
       this.emit({ type: 'started', jobId, at });
     } else if (seen.kind === 'succeeded' || seen.kind === 'failed') {
+      if (seen.kind === 'failed' && seen.reason.startsWith('BackoffLimitExceeded')) {
+        t.failureSeenAt ??= at;
+        if (at - t.failureSeenAt < POD_REASON_WAIT_MS) {
+          setTimeout(() => this.evaluate(jobId), POD_REASON_WAIT_MS).unref();
+          return;
+        }
+      }
       this.tracked.delete(jobId);
       if (seen.kind === 'succeeded') this.emit({ type: 'succeeded', jobId, at });
       else {

@@ -2,20 +2,30 @@
 // its scheduling directives (node selector, affinity, tolerations) and its template's labels
 // and annotations, not its containers or completions: a Job whose workload differs (another
 // flavor's resource name, another gang size) is replaced instead.
+import { createHash } from 'node:crypto';
 import type { V1Job } from '@kubernetes/client-node';
 import { ANNOTATION_ADMISSION } from './naming.js';
+import { toWireJson } from './objects.js';
+
+/** What Fairway built the Job's unchangeable part from, as a hash (an API server adds defaults to the spec itself). */
+export const ANNOTATION_WORKLOAD = 'fairway.dev/workload-hash';
+
+/** A hash of the parts of a built Job that cannot change once it exists. */
+export function workloadHash(built: V1Job): string {
+  const spec = (toWireJson(built) as { spec?: { completions?: number; completionMode?: string; template?: { spec?: Record<string, unknown> } } }).spec;
+  const pod = spec?.template?.spec ?? {};
+  const fixed = { completions: spec?.completions ?? null, completionMode: spec?.completionMode ?? null, containers: pod.containers ?? [], volumes: pod.volumes ?? [], priorityClassName: pod.priorityClassName ?? null };
+  return createHash('sha256').update(JSON.stringify(fixed)).digest('hex').slice(0, 16);
+}
+
+/** The built Job with its workload hash annotated (what `sameWorkload` compares later). */
+export function withWorkloadHash(built: V1Job): V1Job {
+  return { ...built, metadata: { ...built.metadata, annotations: { ...built.metadata?.annotations, [ANNOTATION_WORKLOAD]: workloadHash(built) } } };
+}
 
 /** Same containers, volumes and completions: the Job can be resumed for the new admission. */
 export function sameWorkload(existing: V1Job, desired: V1Job): boolean {
-  const shape = (j: V1Job) =>
-    JSON.stringify({
-      completions: j.spec?.completions ?? null,
-      completionMode: j.spec?.completionMode ?? 'NonIndexed',
-      containers: j.spec?.template.spec?.containers ?? [],
-      volumes: j.spec?.template.spec?.volumes ?? [],
-      priorityClassName: j.spec?.template.spec?.priorityClassName ?? null,
-    });
-  return shape(existing) === shape(desired);
+  return existing.metadata?.annotations?.[ANNOTATION_WORKLOAD] === workloadHash(desired);
 }
 
 /** Keys of `before` absent from `after` set to null: a merge patch that replaces a map. */

@@ -27,6 +27,7 @@ export interface BackendSyncOptions {
  */
 export class BackendSync {
   private latestInventory: BackendNode[] | null = null;
+  private readonly warned = new Set<string>();
   private readonly unsubscribers: (() => void)[] = [];
   private timer: NodeJS.Timeout | null = null;
   /** Syncs run one at a time; a request during one runs once more after it. */
@@ -72,7 +73,7 @@ export class BackendSync {
     if (this.stopped) return;
     const em = systemEntityManager(this.options.orm);
     if (this.latestInventory && this.options.isLeader()) {
-      const changed = await applyInventory(em, this.latestInventory, this.options.log);
+      const changed = await applyInventory(em, this.latestInventory, this.options.log, this.warned);
       if (changed) this.options.announce({ kind: 'config' });
     }
     if (this.options.backend.syncTenants) {
@@ -103,12 +104,18 @@ export async function backendTenants(em: EntityManager): Promise<BackendTenant[]
         const gpu = limits.gpu;
         if (!gpu) continue;
         const cap = capacity.get(flavor) ?? 0;
-        const most = gpu.borrowingLimit === undefined ? cap : gpu.nominal + gpu.borrowingLimit;
-        maxGpus[flavor] = Math.min(cap, (maxGpus[flavor] ?? 0) + most);
+        maxGpus[flavor] = Math.min(cap, (maxGpus[flavor] ?? 0) + mostOf(gpu, queue.isolationLevel, cap));
       }
     }
     return { id: tenant.id, slug: tenant.slug, isolationLevel: tenant.isolationLevel, egressAllowlist: tenant.egressAllowlist ?? null, maxGpus };
   });
+}
+
+/** The most one queue may hold of a flavor: the isolation level is a knob over its limits (core/quota-config.ts). */
+function mostOf(gpu: { nominal: number; borrowingLimit?: number }, isolation: string | null, capacity: number): number {
+  if (isolation === 'DEDICATED' || isolation === 'GUARANTEED') return gpu.nominal; // no borrowing
+  if (isolation === 'BEST_EFFORT') return gpu.borrowingLimit ?? capacity; // no nominal of its own
+  return gpu.borrowingLimit === undefined ? capacity : gpu.nominal + gpu.borrowingLimit;
 }
 
 /**
@@ -116,7 +123,7 @@ export async function backendTenants(em: EntityManager): Promise<BackendTenant[]
  * capacity or flavor changed, while admitted jobs still hold it stays (unschedulable) until
  * they end: the core never loses track of GPUs it handed out. Returns whether anything changed.
  */
-export async function applyInventory(em: EntityManager, inventory: BackendNode[], log: (message: string) => void): Promise<boolean> {
+export async function applyInventory(em: EntityManager, inventory: BackendNode[], log: (message: string) => void, warned = new Set<string>()): Promise<boolean> {
   let changed = false;
   await em.transactional(async (tx) => {
     const [pools, flavors, stored, live] = await Promise.all([
@@ -134,7 +141,10 @@ export async function applyInventory(em: EntityManager, inventory: BackendNode[]
     for (const node of inventory) {
       const flavor = flavorByName.get(node.flavor);
       if (!flavor) {
-        log(`node ${node.name} feeds flavor "${node.flavor}", which is not defined in Fairway: ignored until it is`);
+        // Said once per node and flavor: the sync runs every few seconds.
+        const key = `${node.name}/${node.flavor}`;
+        if (!warned.has(key)) log(`node ${node.name} feeds flavor "${node.flavor}", which is not defined in Fairway: ignored until it is`);
+        warned.add(key);
         continue;
       }
       seen.add(node.name);
