@@ -19,6 +19,9 @@ export const TEST_KUBE_SETTINGS = {
     { flavor: 'h100-80g', resource: 'nvidia.com/gpu', gpuProduct: H100_PRODUCT },
   ],
   notRunningAfterMs: 1500,
+  // Faster than production (10 s, 5 min), so the fault tests see recovery within seconds.
+  requestTimeoutMs: 3000,
+  watchRestartMs: 3000,
 };
 
 /** A GPU node as the NVIDIA device plugin and GPU feature discovery would label it. */

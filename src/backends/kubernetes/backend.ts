@@ -81,7 +81,8 @@ export class KubernetesBackend implements ExecutionBackend {
     this.logError = options.logError ?? ((error) => console.error('[fairway] kubernetes backend:', error));
     this.log = options.log ?? ((message) => console.log(`[fairway] kubernetes: ${message}`));
     const kc = options.kubeConfig;
-    this.client = new KubeClient(kc, options.client);
+    this.client = new KubeClient(kc, { requestTimeoutMs: this.settings.requestTimeoutMs, ...options.client });
+    const watchTimings = { listTimeoutMs: this.settings.requestTimeoutMs, restartEveryMs: this.settings.watchRestartMs };
     this.tenantReconciler = new TenantReconciler(this.client, this.settings, this.log);
     const batch = kc.makeApiClient(BatchV1Api);
     const core = kc.makeApiClient(CoreV1Api);
@@ -96,6 +97,7 @@ export class KubernetesBackend implements ExecutionBackend {
       onChange: (j) => this.indexed(this.jobsById, j, false),
       onDelete: (j) => this.indexed(this.jobsById, j, true),
       onHealth: health('jobs'),
+      ...watchTimings,
     });
     this.pods = new ResilientInformer<V1Pod>(kc, {
       path: '/api/v1/pods',
@@ -104,6 +106,7 @@ export class KubernetesBackend implements ExecutionBackend {
       onChange: (p) => this.indexed(this.podsById, p, false),
       onDelete: (p) => this.indexed(this.podsById, p, true),
       onHealth: health('pods'),
+      ...watchTimings,
     });
     this.nodes = new ResilientInformer<V1Node>(kc, {
       path: '/api/v1/nodes',
@@ -111,6 +114,7 @@ export class KubernetesBackend implements ExecutionBackend {
       onChange: () => this.inventoryChanged(),
       onDelete: () => this.inventoryChanged(),
       onHealth: health('nodes'),
+      ...watchTimings,
     });
     const resync = setInterval(() => this.evaluateAll(), options.resyncMs ?? 30_000);
     const check = setInterval(() => this.checkNotRunning(), options.checkIntervalMs ?? 5000);
@@ -202,21 +206,28 @@ export class KubernetesBackend implements ExecutionBackend {
   async reconcile(live: BackendJob[]): Promise<void> {
     this.assertOpen();
     await this.ready();
+    const problems: unknown[] = [];
+    // Live jobs first: adopts what exists for the same admission, resumes what is suspended,
+    // creates what is missing. One that fails does not keep the others from being tracked.
+    for (const job of live) await this.start(job).catch((error: unknown) => problems.push(error));
     const liveIds = new Set(live.map((j) => j.jobId));
     let orphans = 0;
     for (const [jobId, byName] of [...this.jobsById]) {
       if (liveIds.has(jobId)) continue;
+      this.tracked.delete(jobId);
       // Finished Jobs of finished Fairway jobs stay for their TTL (logs); anything else is an orphan.
       for (const j of byName.values()) {
         if (finished(j)) continue;
-        await this.client.deleteIfPresent(refOf(j));
-        orphans++;
+        try {
+          await this.client.deleteIfPresent(refOf(j));
+          orphans++;
+        } catch (error) {
+          problems.push(error);
+        }
       }
-      this.tracked.delete(jobId);
     }
     if (orphans) this.log(`removed ${orphans} Job(s) of jobs Fairway no longer runs`);
-    // Adopts what exists for the same admission, resumes what is suspended, creates what is missing.
-    for (const job of live) await this.start(job);
+    if (problems.length) throw new Error(`reconcile: ${problems.length} call(s) to the Kubernetes API failed (first: ${problems[0] instanceof Error ? problems[0].message : String(problems[0])})`);
   }
 
   async close(): Promise<void> {

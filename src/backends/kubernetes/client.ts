@@ -46,6 +46,11 @@ export type ObjectRef = Pick<KubernetesObject, 'apiVersion' | 'kind'> & { metada
 export interface KubeClientOptions {
   /** Attempts per write before the error goes to the caller (the outbox retries later). Default 3. */
   attempts?: number;
+  /**
+   * One call's limit: a connection that a firewall forgot never answers, and the leader's work
+   * must not wait on it forever. Default 10 s.
+   */
+  requestTimeoutMs?: number;
   /** First retry delay; doubles per attempt. Default 100 ms. */
   retryDelayMs?: number;
   /** Called after each accepted write (tests and the bench count them). */
@@ -56,6 +61,7 @@ export class KubeClient {
   readonly api: KubernetesObjectApi;
   private readonly attempts: number;
   private readonly retryDelayMs: number;
+  readonly requestTimeoutMs: number;
 
   constructor(
     readonly kubeConfig: KubeConfig,
@@ -64,6 +70,7 @@ export class KubeClient {
     this.api = KubernetesObjectApi.makeApiClient(kubeConfig);
     this.attempts = options.attempts ?? 3;
     this.retryDelayMs = options.retryDelayMs ?? 100;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
   }
 
   /** Server-side apply: creates or updates to exactly these fields; repeating it changes nothing. */
@@ -123,7 +130,7 @@ export class KubeClient {
     let delay = this.retryDelayMs;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await call();
+        return await withTimeout(call(), this.requestTimeoutMs);
       } catch (error) {
         if (attempt >= this.attempts || !transient(error)) throw error;
         await new Promise((resolve) => setTimeout(resolve, delay));
@@ -131,6 +138,22 @@ export class KubeClient {
       }
     }
   }
+}
+
+/** The call's answer, or a (transient) error once `ms` passed without one. */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the Kubernetes API did not answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** An error from aborting a request on purpose (a watch this side stopped). */
+function aborted(error: unknown): boolean {
+  const e = error as { name?: string; type?: string } | null;
+  return e?.name === 'AbortError' || e?.type === 'aborted';
 }
 
 export interface WatchOptions<T extends KubernetesObject> {
@@ -145,6 +168,14 @@ export interface WatchOptions<T extends KubernetesObject> {
   /** Backoff after an error: starts here and doubles up to maxBackoffMs. Defaults 200 ms, 30 s. */
   minBackoffMs?: number;
   maxBackoffMs?: number;
+  /** The list call's limit (see KubeClientOptions.requestTimeoutMs). Default 10 s. */
+  listTimeoutMs?: number;
+  /**
+   * The watch is started again this often (from the resource version it reached: no relist).
+   * client-node 1.4.0 puts no timeout on a watch, so a connection that died without a word
+   * would otherwise be watched forever, as client-go avoids with its watch timeouts. Default 5 min.
+   */
+  restartEveryMs?: number;
 }
 
 /**
@@ -160,10 +191,14 @@ export class ResilientInformer<T extends KubernetesObject> {
   private healthy = true;
   private everSynced = false;
   private syncWaiters: (() => void)[] = [];
+  private readonly restartTimer: NodeJS.Timeout;
 
   constructor(kubeConfig: KubeConfig, private readonly options: WatchOptions<T>) {
     this.backoffMs = options.minBackoffMs ?? 200;
-    this.informer = makeInformer(kubeConfig, options.path, options.list, options.labelSelector);
+    const listTimeoutMs = options.listTimeoutMs ?? 10_000;
+    this.informer = makeInformer(kubeConfig, options.path, () => withTimeout(options.list(), listTimeoutMs), options.labelSelector);
+    this.restartTimer = setInterval(() => this.restart(), options.restartEveryMs ?? 300_000);
+    this.restartTimer.unref();
     this.informer.on('add', options.onChange);
     this.informer.on('update', options.onChange);
     this.informer.on('delete', options.onDelete);
@@ -191,15 +226,30 @@ export class ResilientInformer<T extends KubernetesObject> {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    clearInterval(this.restartTimer);
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.informer.stop();
   }
 
+  /**
+   * Stops the watch (its abort error is ignored) and starts it again a moment later, when the
+   * aborted request has finished with the informer (it clears the informer's current request).
+   */
+  private restart(): void {
+    if (this.stopped) return;
+    void this.informer.stop().then(() => {
+      const again = setTimeout(() => void this.run(), 20);
+      again.unref();
+    });
+  }
+
   private async run(): Promise<void> {
     if (this.stopped) return;
     let failed = false;
-    const onError = () => (failed = true);
+    const onError = (error: unknown) => {
+      if (!aborted(error)) failed = true;
+    };
     this.informer.on('error', onError);
     try {
       await this.informer.start();
@@ -220,7 +270,7 @@ export class ResilientInformer<T extends KubernetesObject> {
   }
 
   private failed(error: unknown): void {
-    if (this.stopped) return;
+    if (this.stopped || aborted(error)) return;
     if (this.healthy) this.options.onHealth?.(false, error);
     this.healthy = false;
     if (this.timer) return;
@@ -228,7 +278,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.backoffMs = Math.min(this.backoffMs * 2, this.options.maxBackoffMs ?? 30_000);
     this.timer = setTimeout(() => {
       this.timer = null;
-      void this.informer.stop().then(() => this.run());
+      this.restart();
     }, delay);
     this.timer.unref();
   }

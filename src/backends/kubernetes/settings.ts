@@ -37,6 +37,10 @@ export interface KubernetesSettings {
   notRunningAfterMs: number;
   /** LimitRange default requests/limits of a container (Kubernetes quantities). */
   containerDefaults: { cpu: string; memory: string };
+  /** One API call's limit before it is retried (a connection that never answers). */
+  requestTimeoutMs: number;
+  /** Watches are started again this often (from where they were), so a silently dead one is replaced. */
+  watchRestartMs: number;
 }
 
 export const DEFAULT_KUBERNETES_SETTINGS: KubernetesSettings = Object.freeze({
@@ -51,6 +55,8 @@ export const DEFAULT_KUBERNETES_SETTINGS: KubernetesSettings = Object.freeze({
   finishedJobTtlSeconds: 86400,
   notRunningAfterMs: 600000,
   containerDefaults: { cpu: '1', memory: '2Gi' },
+  requestTimeoutMs: 10_000,
+  watchRestartMs: 300_000,
 }) as KubernetesSettings;
 
 // Shapes Kubernetes itself enforces, checked here so a bad setting fails at start-up, not at the first Job.
@@ -84,6 +90,8 @@ const settingsSchema = z.strictObject({
   finishedJobTtlSeconds: z.number().int().min(0),
   notRunningAfterMs: z.number().int().min(1),
   containerDefaults: z.strictObject({ cpu: quantity, memory: quantity }),
+  requestTimeoutMs: z.number().int().min(100).max(600_000),
+  watchRestartMs: z.number().int().min(1000).max(3_600_000),
 });
 
 /** zod-validated parse of a partial settings object (from a YAML/JSON file); throws a readable Error. */

@@ -61,6 +61,8 @@ export class LeaderSession {
   private recoveryTimer: NodeJS.Timeout | null = null;
   /** Backend reports that could not be written (database down): written after recovery. */
   private readonly unwritten: Writable[] = [];
+  /** Whether the backend has been reconciled with the database in this term (retried by resync until it is). */
+  private reconciled = false;
 
   constructor(
     private readonly host: LeaderHost,
@@ -74,7 +76,7 @@ export class LeaderSession {
         if (this.ended) return;
         await this.rebuild();
         await this.host.outbox.dispatch();
-        await this.host.outbox.reconcileBackend();
+        await this.reconcileBackend();
       })
       .catch((error) => this.failed(error));
     // Submits another replica's leader acknowledged during the handover reached only its
@@ -238,9 +240,26 @@ export class LeaderSession {
     this.resyncTimer.unref();
   }
 
+  /**
+   * Makes the backend run exactly the admitted jobs (adopt, start, remove orphans). A backend
+   * that fails here (its API briefly down) is not a database failure: it is said and retried
+   * at each resync until it succeeds, while scheduling goes on.
+   */
+  private async reconcileBackend(): Promise<void> {
+    if (this.reconciled || this.ended) return;
+    try {
+      await this.host.outbox.reconcileBackend();
+      this.reconciled = true;
+    } catch (error) {
+      this.host.options.logError(error);
+      this.host.log('could not reconcile the backend with the database; retrying at the next resync');
+    }
+  }
+
   /** Brings the core in line with the database (jobs written while a wake-up was lost). */
   private async resync(): Promise<void> {
     if (this.ended || this.paused) return;
+    await this.reconcileBackend();
     const pending = await this.em().find(Job, { state: 'PENDING' }, { populate: ['queue'], orderBy: { submitTime: 'asc' } });
     if (this.ended) return;
     for (const job of pending) if (!this.knows(job.id)) this.host.core.submit(jobSpec(job, job.queue.name, this.host.loaderOptions.timeScale));
