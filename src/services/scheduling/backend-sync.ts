@@ -104,7 +104,7 @@ export async function backendTenants(em: EntityManager): Promise<BackendTenant[]
         const gpu = limits.gpu;
         if (!gpu) continue;
         const cap = capacity.get(flavor) ?? 0;
-        maxGpus[flavor] = Math.min(cap, (maxGpus[flavor] ?? 0) + mostOf(gpu, queue.isolationLevel, cap));
+        maxGpus[flavor] = Math.min(cap, (maxGpus[flavor] ?? 0) + mostOf(gpu, queue.isolationLevel ?? null, cap));
       }
     }
     return { id: tenant.id, slug: tenant.slug, isolationLevel: tenant.isolationLevel, egressAllowlist: tenant.egressAllowlist ?? null, maxGpus };
