@@ -115,7 +115,11 @@ describe('jobObjects', () => {
     expect(main.resources).toEqual({ requests: { cpu: '4000m', memory: '16384Mi' }, limits: { cpu: '4000m', memory: '16384Mi', 'nvidia.com/gpu': '2' } });
     expect(main.env).toEqual([{ name: 'EPOCHS', value: '3' }, { name: 'FAIRWAY_JOB_ID', value: JOB_ID }]);
     expect(pod.nodeSelector).toEqual({ 'nvidia.com/gpu.product': PRODUCT, 'fairway.dev/pool': 'train' });
-    expect(pod.tolerations).toEqual([{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }]);
+    expect(pod.tolerations).toEqual([
+      { key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' },
+      // Its own dedicated nodes are allowed whatever its isolation level; other tenants' are not.
+      { key: 'fairway.dev/dedicated', operator: 'Equal', value: 'tenant-1', effect: 'NoSchedule' },
+    ]);
     expect(pod.affinity).toBeUndefined();
     expect(pod.priorityClassName).toBeUndefined();
   });
@@ -167,14 +171,15 @@ describe('jobObjects', () => {
     expect(built.map((b) => b.metadata?.name)).toEqual([kubeJobName(JOB_ID, 0), kubeJobName(JOB_ID, 1)]);
     const [driver, workers] = built.map(valid);
     expect(driver!.metadata.labels['fairway.dev/pod-set']).toBe('driver');
-    expect(driver!.spec.template.spec.tolerations).toBeUndefined(); // no GPU: no GPU toleration
+    // No GPU: no GPU toleration (the tenant's own dedicated taint only).
+    expect(driver!.spec.template.spec.tolerations).toEqual([{ key: 'fairway.dev/dedicated', operator: 'Equal', value: 'tenant-1', effect: 'NoSchedule' }]);
     expect(driver!.spec.template.spec.containers[0].resources.limits).toEqual({ cpu: '2000m', memory: '4096Mi' });
     expect(driver!.spec.template.spec.nodeSelector).toEqual({ 'fairway.dev/pool': 'infer' });
     expect(workers!.spec).toMatchObject({ parallelism: 2, completions: 2, completionMode: 'Indexed' });
     expect(workers!.spec.template.spec.nodeSelector).toEqual({ 'nvidia.com/gpu.product': PRODUCT });
   });
 
-  it('a DEDICATED tenant tolerates its dedicated taint; a BEST_EFFORT tenant gets the low priority class', () => {
+  it('a tenant tolerates its own dedicated taint (never another tenant’s); a BEST_EFFORT tenant gets the low priority class', () => {
     const dedicated = only(jobObjects(onePod(1, 'a100'), ctx({ tenant: { ...tenant, isolationLevel: 'DEDICATED' } }), settings));
     expect(dedicated.spec.template.spec.tolerations).toEqual([
       { key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' },

@@ -194,4 +194,23 @@ describe('Kubernetes backend, end to end', () => {
     expect(t.kube.objects('ResourceQuota', 'fairway-borealis-inference')).toEqual([]);
     expect(t.kube.get('Namespace', undefined, 'fairway-aurora-research')).toBeDefined();
   });
+
+  it('runs a tenant’s jobs on nodes tainted for it, and no one else’s', async () => {
+    const kube = await (await import('./helpers/kube-api-server/index.js')).startKubeApiServer({ kubelet: { startDelayMs: 20, defaultRunMs: 300 } });
+    t = await startKubeApp({ kube, nodes: [] });
+    const admin = t.token(null, 'PLATFORM_ADMIN');
+    const tenants = await t.gql(admin, `{ tenants(first: 10) { edges { node { id slug } } } }`);
+    const aurora = decode((tenants.data?.tenants.edges as { node: { id: string; slug: string } }[]).find((e) => e.node.slug === 'aurora-research')!.node.id);
+    kube.put(gpuNode('gpu-aurora-1', { pool: 'aurora-dedicated', taints: [{ key: 'fairway.dev/dedicated', value: aurora, effect: 'NoSchedule' }] }));
+    await eventually(async () => {
+      const pools = await t!.gql(admin, `{ nodePools { name dedicated nodes { name } } }`);
+      return (pools.data?.nodePools as { name: string; dedicated: boolean }[]).some((p) => p.name === 'aurora-dedicated' && p.dedicated);
+    }, 'the tainted pool dedicated to aurora');
+    const other = await submit(t, { name: 'not yours', podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], container: { image: 'registry.borealis.example/x:1' } }, ['borealis-inference', 'MEMBER']);
+    const mine = await submit(t, { name: 'mine', podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], container: { image: IMAGE } });
+    await eventually(async () => (await stateOf(t!, mine.data!.submitJob.id)).state === 'SUCCEEDED', 'aurora’s job SUCCEEDED on its node');
+    expect((await stateOf(t, other.data!.submitJob.id, ['borealis-inference', 'TENANT_ADMIN'])).state).toBe('PENDING');
+    expect(jobsOf(t, decode(other.data!.submitJob.id))).toEqual([]);
+    expect(t.kube.invalid).toEqual([]);
+  });
 });

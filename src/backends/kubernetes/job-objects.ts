@@ -223,7 +223,9 @@ function placementOf(podSet: PodSetSpec, admitted: PodSetAdmission, ctx: JobBuil
   const tolerations: V1Toleration[] = [];
   const gpuPod = (podSet.perPod.gpu ?? 0) > 0;
   if (gpuPod) tolerations.push({ ...GPU_TOLERATION });
-  if (ctx.tenant.isolationLevel === 'DEDICATED') tolerations.push({ key: TAINT_DEDICATED, operator: 'Equal', value: ctx.tenant.id, effect: 'NoSchedule' });
+  // Nodes tainted for this tenant are the scheduler's to give it (a dedicated pool, whatever the
+  // tenant's isolation level); the toleration only allows them, the node selector below chooses.
+  tolerations.push({ key: TAINT_DEDICATED, operator: 'Equal', value: ctx.tenant.id, effect: 'NoSchedule' });
   if (tolerations.length) placement.tolerations = tolerations;
 
   const nodeSelector: Record<string, string> = {};

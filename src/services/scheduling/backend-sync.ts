@@ -135,6 +135,9 @@ export async function applyInventory(em: EntityManager, inventory: BackendNode[]
     const busy = new Set<string>();
     for (const job of live) for (const ps of job.admission?.podSets ?? []) for (const p of ps.placements) busy.add(p.node);
     const poolByName = new Map(pools.map((p) => [p.name, p]));
+    // A pool whose nodes are tainted for one tenant is that tenant's dedicated pool (if the tenant exists).
+    const taintedFor = [...new Set(inventory.map((n) => n.dedicatedTenant).filter((t): t is string => t !== null))];
+    const knownTenants = new Set(taintedFor.length ? (await tx.find(Tenant, { id: { $in: taintedFor } }, { fields: ['id'] })).map((t) => t.id) : []);
     const flavorByName = new Map(flavors.map((f) => [f.name, f]));
     const storedByName = new Map(stored.map((n) => [n.name, n]));
     const seen = new Set<string>();
@@ -148,10 +151,14 @@ export async function applyInventory(em: EntityManager, inventory: BackendNode[]
         continue;
       }
       seen.add(node.name);
+      const dedicatedTenant = node.dedicatedTenant && knownTenants.has(node.dedicatedTenant) ? node.dedicatedTenant : null;
       let pool = poolByName.get(node.pool);
       if (!pool) {
-        pool = tx.create(NodePool, { name: node.pool, dedicatedTenant: node.dedicatedTenant ? tx.getReference(Tenant, node.dedicatedTenant) : null });
+        pool = tx.create(NodePool, { name: node.pool, dedicatedTenant: dedicatedTenant ? tx.getReference(Tenant, dedicatedTenant) : null });
         poolByName.set(node.pool, pool);
+        changed = true;
+      } else if (dedicatedTenant && !pool.dedicatedTenant) {
+        pool.dedicatedTenant = tx.getReference(Tenant, dedicatedTenant);
         changed = true;
       }
       const current = storedByName.get(node.name);
