@@ -1,0 +1,140 @@
+// Benchmark of the Kubernetes execution backend (issue 11; not a test: nothing here asserts a
+// time). Run: npm run bench:kube
+//
+// A burst of BENCH_JOBS one-GPU jobs (default 1,000) submitted through the graph as aurora's
+// member (BENCH_CONCURRENCY in flight, default 32; image nvcr.io/nvidia/…, which aurora's data
+// boundaries allow) to a gateway started as `npm start` runs it (`node --import tsx src/main.ts`,
+// NODE_ENV=production, SQLite in a temp dir, the demo seeded before start), twice in one run:
+//   (1) FAIRWAY_BACKEND=kubernetes against the test API server of test/helpers/kube-api-server
+//       (a test tool, used here as the cluster: every object written is validated with
+//       kubernetes-models; its Job controller, scheduler and kubelet run what Fairway creates),
+//       with BENCH_NODES × 8 H100 nodes (default 125 → 1,000 GPUs). Pods run until deleted.
+//   (2) the baseline: the simulated cluster with the same H100s (time scale 1, declared hour).
+// aurora-training's nominal H100 quota is set to the burst size first (setQuota, platform admin).
+// Measured: objects written per job (every write the API server received during the burst, and
+// the Job writes); admission (jobs.admission.at, the scheduler's decision) → Job created (the
+// API server's write log) or → the simulated start; admission → STARTED event; wall time; the
+// gateway's CPU time per job (/proc/<pid>/stat). The API server, its controllers and the load
+// client share this bench process (its CPU is reported apart; the simulated run has only the
+// client, so the difference is about the API server's share).
+// The test server's control loop, as written, re-lists and deep-copies every Pod and Job after
+// every change and matches every Job against every Pod; at 1,000 Jobs it takes the bench process
+// and Fairway's requests wait behind it (303 of 1,000 Jobs created in 150 s). The bench therefore
+// paces it (at most one run per BENCH_CONTROLLER_PACE_MS) and lets it read the stored objects
+// without copies (bench/kube/cluster.ts; BENCH_CONTROLLER_PACE_MS=0 runs it as written).
+//
+// Knobs (environment): BENCH_JOBS=1000 BENCH_CONCURRENCY=32 BENCH_NODES=125 BENCH_TIMEOUT_S=150
+//   BENCH_CONTROLLER_PACE_MS=200
+//   BENCH_BACKENDS=kubernetes,simulated  BENCH_RESULTS=bench/RESULTS.md (the section between the
+//   `<!-- bench:kube -->` markers is replaced, or appended; empty string: do not write)
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { gitDescribe, loadAvg } from './api/process-stats.js';
+import { ROOT } from './api/repo-root.js';
+import { runBurst, type BackendKind, type BurstResult } from './kube/burst.js';
+
+const START = '<!-- bench:kube -->';
+const END = '<!-- /bench:kube -->';
+
+function quantiles(xs: number[]): { p50: number; p95: number; p99: number; max: number; n: number } {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (q: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? NaN;
+  return { p50: at(0.5), p95: at(0.95), p99: at(0.99), max: s[s.length - 1] ?? NaN, n: s.length };
+}
+const ms = (x: number) => (Number.isNaN(x) ? '–' : x < 10 ? x.toFixed(1) : x.toFixed(0));
+const dist = (xs: number[]) => {
+  const q = quantiles(xs);
+  return q.n ? `${ms(q.p50)} / ${ms(q.p95)} / ${ms(q.p99)} / ${ms(q.max)}` : '–';
+};
+
+function table(results: BurstResult[]): string[] {
+  const k = results.find((r) => r.backend === 'kubernetes');
+  const s = results.find((r) => r.backend === 'simulated');
+  const cols = [k, s].filter((r): r is BurstResult => !!r);
+  const head = cols.map((r) => (r.backend === 'kubernetes' ? 'Kubernetes (test API server)' : 'simulated cluster (baseline)'));
+  const line = (what: string, f: (r: BurstResult) => string) => `| ${what} | ${cols.map(f).join(' | ')} |`;
+  const perJob = (x: number, r: BurstResult) => (r.jobs ? x / r.jobs : NaN);
+  return [
+    `| measure | ${head.join(' | ')} |`,
+    `| --- | ${cols.map(() => '---:').join(' | ')} |`,
+    line('jobs submitted / reached the backend', (r) => `${r.jobs} / ${r.toBackendMs.length}`),
+    line('burst wall time: first submit → last Job created (simulated: started), s', (r) => (r.wallMs / 1000).toFixed(1)),
+    line('submits answered per second (concurrency as set)', (r) => (r.jobs / (r.submitMs / 1000)).toFixed(1)),
+    line('**admission → Job created** (simulated: → start), ms p50 / p95 / p99 / max', (r) => dist(r.toBackendMs)),
+    line('admission → STARTED event (Kubernetes: pods Running, seen by the informer), ms', (r) => dist(r.toStartedMs)),
+    line('submit answered → admission (jobs.admission.at), ms', (r) => dist(r.submitToAdmissionMs)),
+    line('submit answered → Job created (simulated: started), ms', (r) => dist(r.submitToBackendMs)),
+    line('gateway CPU time per job, ms', (r) => ms(perJob(r.gatewayCpuS * 1000, r))),
+    line('gateway JS thread on CPU / waiting for a CPU, % of burst wall time', (r) => `${((100 * r.gatewaySched.runNs) / 1e6 / r.wallMs).toFixed(0)}% / ${((100 * r.gatewaySched.waitNs) / 1e6 / r.wallMs).toFixed(0)}%`),
+    line('bench process CPU per job, ms (load client; Kubernetes: + API server and its controllers)', (r) => ms(perJob(r.benchCpuS * 1000, r))),
+    line('**API writes per job**: all / Job objects', (r) => (r.kube ? `${(r.kube.writes / r.jobs).toFixed(2)} / ${(r.kube.jobWrites / r.jobs).toFixed(2)}` : '–')),
+    line('API requests per job (reads and writes; watches are one request each)', (r) => (r.kube ? (r.kube.requests / r.jobs).toFixed(2) : '–')),
+    line('validation failures / refused writes / controller problems', (r) => (r.kube ? `${r.kube.invalid} / ${r.kube.refused} / ${r.kube.controllerProblems}` : '–')),
+  ];
+}
+
+async function main(): Promise<void> {
+  const jobs = Number(process.env.BENCH_JOBS ?? 1000);
+  const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
+  const nodes = Number(process.env.BENCH_NODES ?? Math.ceil(jobs / 8));
+  const timeoutMs = Number(process.env.BENCH_TIMEOUT_S ?? 150) * 1000;
+  const controllerPaceMs = Number(process.env.BENCH_CONTROLLER_PACE_MS ?? 200);
+  const backends = (process.env.BENCH_BACKENDS ?? 'kubernetes,simulated').split(',').map((b) => b.trim()) as BackendKind[];
+  const resultsFile = process.env.BENCH_RESULTS ?? path.join(ROOT, 'bench', 'RESULTS.md');
+  const started = Date.now();
+  const loadStart = loadAvg();
+  const results: BurstResult[] = [];
+  for (const backend of backends) {
+    console.error(`[bench:kube] ${backend}: ${jobs} jobs, concurrency ${concurrency}, ${nodes} × 8 H100 …`);
+    const r = await runBurst({ backend, jobs, concurrency, nodes, gpusPerNode: 8, timeoutMs, controllerPaceMs });
+    console.error(`[bench:kube] ${backend}: ${(r.wallMs / 1000).toFixed(1)} s, admission → backend p50 ${ms(quantiles(r.toBackendMs).p50)} ms${r.errors.length ? `; errors: ${r.errors.join(' | ')}` : ''}`);
+    results.push(r);
+  }
+  const knobs = Object.entries(process.env).filter(([key]) => key.startsWith('BENCH_') && key !== 'BENCH_RESULTS').map(([key, v]) => `${key}=${v}`);
+  const cpu = os.cpus();
+  const k = results.find((r) => r.backend === 'kubernetes')?.kube;
+  const lines = [
+    START,
+    `## Kubernetes backend — a burst of ${jobs.toLocaleString('en')} one-GPU jobs against the test API server (#11)`,
+    '',
+    `Command: \`${knobs.length ? `${knobs.join(' ')} ` : ''}npm run bench:kube\` (bench/kube.ts)  `,
+    `Date: ${new Date(started).toISOString()}; ${cpu.length} × ${cpu[0]?.model ?? '?'}, Node ${process.version}; load average at start / end: ${loadStart} / ${loadAvg()}; code ${gitDescribe()}.`,
+    '',
+    `The gateway is \`node --import tsx src/main.ts\` (NODE_ENV=production, SQLite, demo seeded), one fresh one per backend, ` +
+      `${nodes} × 8 H100 nodes; aurora-training's nominal quota set to ${jobs} (setQuota); ${concurrency} submits in flight through the graph. ` +
+      'The cluster is the test API server of test/helpers/kube-api-server (a test tool: it validates every write with kubernetes-models ' +
+      'and runs a Job controller, scheduler and kubelet; pods start 20 ms after binding and run until deleted), in the bench process ' +
+      'with the load client. ' +
+      (controllerPaceMs > 0
+        ? `Its control loop is paced by the bench to one run per ${controllerPaceMs} ms and reads stored objects without copying them (as written it re-lists and deep-copies everything after every change and cannot keep up with 1,000 Jobs; see bench/kube/cluster.ts). `
+        : 'Its control loop runs as written (BENCH_CONTROLLER_PACE_MS=0). ') +
+      'Admission time is `jobs.admission.at`; Job creation is the API server’s write log.',
+    '',
+    ...table(results),
+    '',
+    ...(k ? [`Writes during the burst (kind verb status → count): ${Object.entries(k.writesByKindVerb).map(([kv, n]) => `${kv} → ${n}`).join(', ')}. ` +
+      `Tenant objects were written before it (${k.setupWrites} writes at startup: namespaces, quotas, limit ranges, network policies, service accounts, priority class). ` +
+      `Jobs on the server at the end: ${k.jobsExisting}; aurora's ResourceQuota requests.nvidia.com/gpu: ${k.resourceQuotaGpus}.`] : []),
+    ...results.flatMap((r) => (r.errors.length ? [`Errors (${r.backend}): ${r.errors.join(' | ')}`] : [])),
+    END,
+  ];
+  const section = lines.join('\n');
+  console.log(section);
+  if (resultsFile) {
+    const existing = fs.existsSync(resultsFile) ? fs.readFileSync(resultsFile, 'utf8') : '';
+    const from = existing.indexOf(START);
+    const to = existing.indexOf(END);
+    const next = from >= 0 && to > from ? existing.slice(0, from) + section + existing.slice(to + END.length) : `${existing.replace(/\n*$/, '\n\n')}${section}\n`;
+    fs.writeFileSync(resultsFile, next);
+    console.error(`[bench:kube] wrote ${path.relative(ROOT, resultsFile)} (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
