@@ -252,7 +252,8 @@ export class KubernetesBackend implements ExecutionBackend {
   /** Creates the Job, or brings the existing one (a replay, a restart, a readmission) to this admission. */
   private async ensureJob(desired: V1Job, admissionAt: string): Promise<void> {
     const ref = refOf(desired);
-    let existing = this.jobs.get(ref.metadata.name, ref.metadata.namespace) ?? (await this.client.read<V1Job>(ref));
+    // The cache, not a read: a new job's Job is simply created (an existing one answers 409 and is read then).
+    let existing = this.jobs.get(ref.metadata.name, ref.metadata.namespace);
     if (!existing) {
       const { created, object } = await this.client.createOrGet(desired);
       if (created) return;
