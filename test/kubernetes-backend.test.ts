@@ -61,6 +61,8 @@ describe('Kubernetes backend, end to end', () => {
     // The quota is the most aurora's queue could hold: guaranteed isolation does not borrow, so its 16 nominal H100s.
     const quota = t.kube.objects('ResourceQuota', 'fairway-aurora-research')[0];
     expect(quota.spec.hard['requests.nvidia.com/gpu']).toBe('16');
+    // 56 MIG slices of nominal, the whole MIG node (8 A100s × 7 slices): 56 MIG devices.
+    expect(quota.spec.hard['requests.nvidia.com/mig-1g.10gb']).toBe('56');
     expect(t.kube.invalid).toEqual([]);
     const nodes = await t.gql(t.token(null, 'PLATFORM_ADMIN'), `{ nodePools { name nodes { name gpus unschedulable } } }`);
     const names = (nodes.data?.nodePools as { nodes: { name: string }[] }[]).flatMap((p) => p.nodes.map((n) => n.name)).sort();

@@ -61,7 +61,11 @@ export interface BackendTenant {
   isolationLevel: 'DEDICATED' | 'GUARANTEED' | 'ELASTIC' | 'BEST_EFFORT';
   /** Egress CIDRs; null = unrestricted. */
   egressAllowlist: string[] | null;
-  /** Flavor name → the most GPUs the tenant's queues could ever hold of it (defence in depth behind the scheduler). */
+  /**
+   * Flavor name → the most the tenant's queues could ever hold of it (defence in depth behind
+   * the scheduler), in the flavor's quota units: whole GPUs, or slices / shares for MIG and
+   * time-sliced flavors.
+   */
   maxGpus: Record<string, number>;
 }
 

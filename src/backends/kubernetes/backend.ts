@@ -67,8 +67,6 @@ export class KubernetesBackend implements ExecutionBackend {
   private readonly listeners = new Set<(event: BackendEvent) => void>();
   private readonly inventoryListeners = new Set<(nodes: BackendNode[]) => void>();
   private nodePools = new Map<string, string>();
-  /** Flavor kinds from the database: how a pod's GPU request becomes a resource count. */
-  private flavorSpecs = new Map<string, { kind: BackendFlavor['kind']; slicesPerGpu?: number }>();
   private lastInventory = '';
   private inventoryTimer: NodeJS.Timeout | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -139,7 +137,7 @@ export class KubernetesBackend implements ExecutionBackend {
     await this.ready();
     const tenant = await this.tenantReconciler.tenant(job.tenant);
     const namespace = namespaceName(this.settings, tenant.slug);
-    const built = jobObjects(job, { namespace, tenant: this.tenantReconciler.kubeTenant(tenant), flavors: this.flavorMap(), nodePools: this.nodePools, flavorSpecs: this.flavorSpecs }, this.settings).map(withWorkloadHash);
+    const built = jobObjects(job, { namespace, tenant: this.tenantReconciler.kubeTenant(tenant), flavors: this.flavorMap(), nodePools: this.nodePools, flavorSpecs: this.tenantReconciler.flavorSpecs }, this.settings).map(withWorkloadHash);
     const admissionAt = String(job.admission.at);
     const previous = this.tracked.get(job.jobId);
     const tracked: Tracked = {
@@ -192,8 +190,7 @@ export class KubernetesBackend implements ExecutionBackend {
 
   async syncTenants(tenants: BackendTenant[], flavors: BackendFlavor[]): Promise<void> {
     this.assertOpen();
-    this.flavorSpecs = new Map(flavors.map((f) => [f.name, { kind: f.kind, slicesPerGpu: f.slicesPerGpu }]));
-    await this.tenantReconciler.sync(tenants);
+    await this.tenantReconciler.sync(tenants, flavors);
   }
 
   async running(): Promise<string[]> {

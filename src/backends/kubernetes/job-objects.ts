@@ -203,14 +203,21 @@ function resourcesOf(job: BackendJob, podSet: PodSetSpec, admitted: PodSetAdmiss
   return { requests: amounts, limits };
 }
 
-/** Device-plugin units per pod of `gpu` flavor units. */
-function gpuUnits(job: BackendJob, gpu: number, flavor: string, mapping: FlavorMapping, ctx: JobBuildContext): number {
+/**
+ * Device-plugin units of `amount` in the flavor's own units (whole GPUs; slices or shares for
+ * MIG and time-sliced flavors), unrounded. Used for a pod's request and a tenant's quota.
+ */
+export function deviceUnits(amount: number, mapping: FlavorMapping, spec: Pick<FlavorSpec, 'kind' | 'slicesPerGpu'> | undefined): number {
   const unitsPerGpu = mapping.unitsPerGpu ?? 1;
-  const spec = ctx.flavorSpecs?.get(flavor);
   const countsSlices = spec ? spec.kind !== 'gpu' : mapping.resource.includes('/mig-');
   // Slice-counted flavors: the core's slices per GPU and the node's units per GPU describe the same split.
   const slicesPerGpu = spec && spec.kind !== 'gpu' ? spec.slicesPerGpu ?? unitsPerGpu : unitsPerGpu;
-  const units = countsSlices ? (gpu * unitsPerGpu) / slicesPerGpu : gpu * unitsPerGpu;
+  return countsSlices ? (amount * unitsPerGpu) / slicesPerGpu : amount * unitsPerGpu;
+}
+
+/** Device-plugin units per pod of `gpu` flavor units. */
+function gpuUnits(job: BackendJob, gpu: number, flavor: string, mapping: FlavorMapping, ctx: JobBuildContext): number {
+  const units = deviceUnits(gpu, mapping, ctx.flavorSpecs?.get(flavor));
   const rounded = Math.round(units);
   if (Math.abs(units - rounded) > 1e-9 || rounded < 1) {
     throw new Error(`job ${job.jobId}: ${gpu} GPU per pod of flavor "${flavor}" is ${units} units of ${mapping.resource}, not a whole number ≥ 1`);

@@ -3,10 +3,10 @@
 // the namespace of a tenant that is gone. An object is written again only when what Fairway
 // wants of it changed (or after a restart), so a sync of unchanged tenants writes nothing.
 import type { V1Namespace } from '@kubernetes/client-node';
-import type { BackendTenant } from '../port.js';
+import type { BackendFlavor, BackendTenant } from '../port.js';
 import type { KubeClient, ObjectRef } from './client.js';
 import { LABEL_TENANT_ID, MANAGED_BY } from './naming.js';
-import { bestEffortPriorityClass, tenantObjects, type KubeTenant } from './objects.js';
+import { bestEffortPriorityClass, deviceUnits, tenantObjects, type KubeTenant } from './objects.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';
 
 const MANAGED_SELECTOR = Object.entries(MANAGED_BY).map(([k, v]) => `${k}=${v}`).join(',');
@@ -43,7 +43,10 @@ export class TenantReconciler {
     return tenant;
   }
 
-  /** Flavor GPU limits → Kubernetes resource counts (flavors sharing a resource add up). */
+  /** Flavor kinds from the last sync: how a flavor's quota units become device units (for Jobs too). */
+  flavorSpecs = new Map<string, { kind: BackendFlavor['kind']; slicesPerGpu?: number }>();
+
+  /** Flavor limits → Kubernetes resource counts (flavors sharing a resource add up). */
   kubeTenant(t: BackendTenant): KubeTenant {
     const mappings = new Map<string, FlavorMapping>(this.settings.flavors.map((f) => [f.flavor, f]));
     // Every resource Fairway maps gets a ceiling, 0 when the tenant has no quota of it.
@@ -51,12 +54,13 @@ export class TenantReconciler {
     for (const [flavor, gpus] of Object.entries(t.maxGpus)) {
       const mapping = mappings.get(flavor);
       if (!mapping || !(gpus > 0)) continue;
-      maxResources[mapping.resource] = (maxResources[mapping.resource] ?? 0) + Math.ceil(gpus * (mapping.unitsPerGpu ?? 1));
+      maxResources[mapping.resource] = (maxResources[mapping.resource] ?? 0) + Math.ceil(deviceUnits(gpus, mapping, this.flavorSpecs.get(flavor)) - 1e-9);
     }
     return { id: t.id, slug: t.slug, isolationLevel: t.isolationLevel, egressAllowlist: t.egressAllowlist, maxResources };
   }
 
-  async sync(tenants: BackendTenant[]): Promise<void> {
+  async sync(tenants: BackendTenant[], flavors: BackendFlavor[]): Promise<void> {
+    this.flavorSpecs = new Map(flavors.map((f) => [f.name, { kind: f.kind, slicesPerGpu: f.slicesPerGpu }]));
     await this.applyIfChanged(bestEffortPriorityClass(this.settings));
     for (const tenant of tenants) for (const object of tenantObjects(this.kubeTenant(tenant), this.settings)) await this.applyIfChanged(object);
     this.tenants = new Map(tenants.map((t) => [t.id, t]));

@@ -85,8 +85,9 @@ export class BackendSync {
 }
 
 /**
- * The most GPUs of each flavor a tenant's queues could ever hold: nominal plus borrowing
- * limit (no limit: the flavor's whole capacity), capped at the flavor's capacity.
+ * The most of each flavor a tenant's queues could ever hold (in the flavor's quota units):
+ * nominal plus borrowing limit (no limit: the flavor's whole capacity) as the queue's
+ * isolation level allows, capped at the flavor's capacity.
  */
 export async function backendTenants(em: EntityManager): Promise<BackendTenant[]> {
   const [tenants, queues, nodes, flavors] = await Promise.all([
@@ -95,8 +96,9 @@ export async function backendTenants(em: EntityManager): Promise<BackendTenant[]
     em.find(ClusterNode, {}, { populate: ['flavor'] }),
     em.find(Flavor, {}),
   ]);
+  // Capacity in quota units: whole GPUs, or slices / shares for MIG and time-sliced flavors.
   const capacity = new Map<string, number>(flavors.map((f) => [f.name, 0]));
-  for (const n of nodes) capacity.set(n.flavor.name, (capacity.get(n.flavor.name) ?? 0) + n.gpus);
+  for (const n of nodes) capacity.set(n.flavor.name, (capacity.get(n.flavor.name) ?? 0) + n.gpus * (n.flavor.kind === 'gpu' ? 1 : (n.flavor.slicesPerGpu ?? 1)));
   return tenants.map((tenant) => {
     const maxGpus: Record<string, number> = Object.fromEntries([...capacity.keys()].map((f) => [f, 0]));
     for (const queue of queues.filter((q) => q.tenant.id === tenant.id)) {
