@@ -69,7 +69,8 @@ export function classifyPark(j: JobState, fail: Fail | null): void {
     return;
   }
   if (fail.reason === 'NoFittingNode' || fail.reason === 'NoNodeFits') {
-    j.parkKind = 'node';
+    // Another flavor waits for quota: a release there may admit it, so any release wakes it.
+    j.parkKind = fail.quotaWaitToo ? 'any' : 'node';
     return;
   }
   if (fail.reason === 'ExceedsMaxQuota' || fail.reason === 'WindowClosed') {

@@ -86,3 +86,21 @@ describe('wake-ups', () => {
     expect(knownPreemptFail(core, larger)).toBeUndefined();
   });
 });
+
+describe('a job waiting on quota for one flavor and on nodes for another', () => {
+  it('wakes when the quota is released, not only when nodes of the other flavor appear', () => {
+    // h100 has nodes; a100 has quota but no node at all. The job fails h100 on quota (b's 8
+    // are in use, nothing to borrow) and a100 on nodes: the reason shown is the node one, yet a
+    // release of h100 quota must wake it.
+    const { core } = makeCore({
+      nodes: nodes(2, 'h100', 8),
+      queues: [makeQueue('a').cohort('c').nominal('h100', 8).nominal('a100', 16), makeQueue('b').cohort('c').nominal('h100', 8)],
+    });
+    admit(core, makeJob('held').queue('b').gpus(8));
+    const res = admit(core, makeJob('wide').queue('a').gpus(8).pods(2));
+    expect(res.pending.find((p) => p.jobId === 'wide')?.reason).toBe('NoFittingNode');
+    expect(jobOf(core, 'wide').parkKind).toBe('any');
+    finish(core, 'held');
+    expect(cycle(core).admitted.map((x) => x.jobId)).toEqual(['wide']);
+  });
+});

@@ -50,12 +50,14 @@ export function diagnose(
       }
       if (any) nodeFit.push({ flavor: f, largestFreeGpusOnOneNode: largest / 1000, freeGpus: free / 1000, podsNeeded: count, gpusPerPod: ps.shape.gpu / 1000 });
     }
+    const quotaWaitToo = options.some((o) => !nodeFailed.includes(o.f) && o.mode !== NOFIT);
     if (nodeFit.length === 0) {
       return {
         ok: false,
         reason: 'NoFittingNode',
         message: `quota allows it, but there is no eligible node of ${nodeFailed.join(', ')} for its pods`,
         waitFlavors: nodeFailed,
+        ...(quotaWaitToo ? { quotaWaitToo } : {}),
       };
     }
     const blocks = nodeFit.map((n) => `${n.flavor}: largest free on one node ${n.largestFreeGpusOnOneNode}, free in total ${n.freeGpus}`).join('; ');
@@ -65,6 +67,7 @@ export function diagnose(
       message: `quota allows it, but no set of eligible nodes has room for ${count} pod(s) of ${ps.shape.gpu / 1000} GPU (${blocks})`,
       nodeFit,
       waitFlavors: nodeFailed,
+      ...(quotaWaitToo ? { quotaWaitToo } : {}),
     };
   }
   const best = [...options].sort((a, b) => a.mode - b.mode)[0];

@@ -29,6 +29,11 @@ export interface Fail {
   shortfall?: QuotaShortfall;
   nodeFit?: NodeFit[];
   waitFlavors: string[];
+  /**
+   * A node reason, while another flavor failed on quota that may yet be released there: the
+   * job must also wake on quota releases, not only on node changes.
+   */
+  quotaWaitToo?: boolean;
 }
 
 export function planFrom(job: JobState, parts: PodSetPlan[], usage: Map<string, number[]>, victims: Plan['victims']): Plan {
