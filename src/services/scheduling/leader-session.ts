@@ -175,6 +175,16 @@ export class LeaderSession {
     return this.host.core.jobState(jobId) !== undefined;
   }
 
+  /**
+   * Performs the outbox without holding the leader's serial work: backend calls (a round trip
+   * each on Kubernetes) must not delay the next cycle or the next report. The dispatcher runs
+   * one pass at a time and again for rows written meanwhile; a failure pauses as any other.
+   */
+  private dispatchSoon(): void {
+    if (this.ended) return;
+    void this.host.outbox.dispatch().catch((error) => this.failed(error));
+  }
+
   /** Leader work without a waiting caller: its failure pauses or demotes, never escapes. */
   private run(work: () => Promise<void>): void {
     void this.host.serial(work).catch((error) => this.failed(error));
@@ -287,7 +297,7 @@ export class LeaderSession {
     for (const jobId of skipped) if (this.knows(jobId)) core.cancel(jobId);
     this.host.options.events.publish('scheduler-state', { at: result.at });
     this.host.stateChanged();
-    await this.host.outbox.dispatch();
+    this.dispatchSoon();
     // Admissions may free a StrictFIFO queue or leave room for the next head.
     this.wake();
   }
@@ -296,7 +306,7 @@ export class LeaderSession {
     const { finished } = await applyBackendEvent(this.writer(), event);
     if (this.ended) return;
     if (finished && this.knows(event.jobId)) this.host.core.finish(event.jobId);
-    await this.host.outbox.dispatch();
+    this.dispatchSoon();
     if (finished) {
       this.host.options.events.publish('scheduler-state', { at: event.at });
       this.host.stateChanged();

@@ -50,15 +50,43 @@ export interface OutboxOptions {
  * yet performed are performed again (backend calls are idempotent).
  */
 export class OutboxDispatcher {
+  /** The dispatch in progress; a call meanwhile makes it run once more (for rows written since it read). */
+  private current: Promise<void> | null = null;
+  private again = false;
+
   constructor(private readonly options: OutboxOptions) {}
 
   /**
-   * Performs every outbox row not yet performed, oldest first. Rows of different jobs are
+   * Performs every row not yet performed, oldest first, one dispatch at a time: a call while
+   * one runs resolves when a run that began after the call has finished, so the caller's
+   * rows are performed (or left for a retry, if the backend failed).
+   */
+  dispatch(): Promise<void> {
+    if (this.current) {
+      this.again = true;
+      return this.current;
+    }
+    const run = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.dispatchOnce();
+        } while (this.again);
+      } finally {
+        this.current = null;
+      }
+    })();
+    this.current = run;
+    return run;
+  }
+
+  /**
+   * One pass over the rows not yet performed, oldest first. Rows of different jobs are
    * independent, so consecutive rows of distinct jobs are performed together (a wave, at most
    * OUTBOX_PARALLEL): a backend with a network round trip per call (Kubernetes) is not paid for
    * one job at a time. A job's own rows stay in order: a wave ends before a job's second row.
    */
-  async dispatch(): Promise<void> {
+  private async dispatchOnce(): Promise<void> {
     const em = systemEntityManager(this.options.orm);
     const entries = await em.find(OutboxEntry, { performedAt: null }, { orderBy: { id: 'asc' }, limit: 1000 });
     if (!entries.length) return;
