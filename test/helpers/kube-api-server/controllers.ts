@@ -145,9 +145,12 @@ export class Controllers {
 
   private jobs(now: number): void {
     const pods = this.store.list('Pod');
+    // Pods by owner, once per pass: matching every Job against every Pod is quadratic at a thousand Jobs.
+    const byOwner = new Map<string, any[]>();
+    for (const p of pods) for (const r of p.metadata.ownerReferences ?? []) listIn(byOwner, r.uid).push(p);
     for (const job of this.store.list('Job')) {
       const uid = job.metadata.uid;
-      const mine = pods.filter((p) => (p.metadata.ownerReferences ?? []).some((r: any) => r.uid === uid));
+      const mine = byOwner.get(uid) ?? [];
       const active = mine.filter((p) => !terminal(p));
       const succeeded = mine.filter((p) => p.status?.phase === 'Succeeded').length;
       const failed = mine.filter((p) => p.status?.phase === 'Failed').length + (this.lostPods.get(uid) ?? 0);
@@ -273,12 +276,14 @@ export class Controllers {
   private schedule(now: number): void {
     const nodes = this.store.list('Node');
     const pods = this.store.list('Pod');
-    const bound = pods.filter((p) => p.spec?.nodeName && !terminal(p));
+    // Pods bound to each node, once per pass (and as this pass binds more).
+    const bound = new Map<string, any[]>();
+    for (const p of pods) if (p.spec?.nodeName && !terminal(p)) listIn(bound, p.spec.nodeName).push(p);
     for (const pod of pods) {
       if (pod.spec?.nodeName || terminal(pod)) continue;
       const reasons = new Map<string, number>();
       const node = nodes.find((n) => {
-        const why = unfitReason(pod, n, bound.filter((p) => p.spec.nodeName === n.metadata.name));
+        const why = unfitReason(pod, n, bound.get(n.metadata.name) ?? []);
         if (why) reasons.set(why, (reasons.get(why) ?? 0) + 1);
         return why === undefined;
       });
@@ -286,7 +291,9 @@ export class Controllers {
       if (node) {
         setCondition(status, 'PodScheduled', 'True', 'Scheduled', `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${node.metadata.name}`);
         const next = { ...pod, spec: { ...pod.spec, nodeName: node.metadata.name }, status };
-        this.write(() => bound.push(this.store.replace(next, 'system')));
+        this.write(() => {
+          listIn(bound, node.metadata.name).push(this.store.replace(next, 'system'));
+        });
         this.boundAt.set(pod.metadata.uid, now);
       } else {
         setCondition(status, 'PodScheduled', 'False', 'Unschedulable', unschedulableMessage(reasons, nodes.length));
@@ -351,4 +358,11 @@ export class Controllers {
       if (JSON.stringify(status) !== JSON.stringify(pod.status)) this.write(() => this.store.replace({ ...pod, status }, 'system'));
     }
   }
+}
+
+/** The list under `key`, made empty when absent. */
+function listIn<T>(map: Map<string, T[]>, key: string): T[] {
+  let list = map.get(key);
+  if (!list) map.set(key, (list = []));
+  return list;
 }
