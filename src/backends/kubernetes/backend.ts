@@ -68,6 +68,7 @@ export class KubernetesBackend implements ExecutionBackend {
   private readonly inventoryListeners = new Set<(nodes: BackendNode[]) => void>();
   private nodePools = new Map<string, string>();
   private lastInventory = '';
+  private readonly ignoredSaid = new Set<string>();
   private inventoryTimer: NodeJS.Timeout | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private started: Promise<void> | null = null;
@@ -354,18 +355,13 @@ export class KubernetesBackend implements ExecutionBackend {
     this.inventoryTimer = setTimeout(() => {
       this.inventoryTimer = null;
       const { nodes, ignored } = inventoryOf([...this.nodes.list()], this.settings);
-      void ignored;
+      for (const { name, why } of ignored) {
+        // Said once per node and reason: an operator's mapping mistake, not news every 100 ms.
+        if (!this.ignoredSaid.has(`${name}\u0000${why}`)) this.log(`node ${name} is not used: ${why}`);
+        this.ignoredSaid.add(`${name}\u0000${why}`);
+      }
       this.nodePools = new Map(nodes.map((n) => [n.name, n.pool]));
-      const inventory: BackendNode[] = nodes.map((n) => ({
-        name: n.name,
-        pool: n.pool,
-        flavor: n.flavor,
-        gpus: n.gpus,
-        cpu: n.cpu,
-        memory: n.memory,
-        unschedulable: n.unschedulable,
-        dedicatedTenant: n.dedicatedTenant,
-      }));
+      const inventory: BackendNode[] = nodes.map(({ gpuProduct: _product, ...node }) => node);
       const serialized = JSON.stringify(inventory);
       if (serialized === this.lastInventory) return;
       this.lastInventory = serialized;

@@ -2,24 +2,18 @@
 // mapping of the settings), its physical GPUs, cpu and memory, pool, and whether anything new may
 // be placed on it. Nodes no mapping matches (CPU-only nodes among them) are left out, with why.
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import type { BackendNode } from '../port.js';
 import { TAINT_DEDICATED } from './naming.js';
 import { cpuMillicores, memoryMiB, resourceCount } from './quantity.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';
 
-export interface InventoryNode {
-  name: string;
-  pool: string;
-  flavor: string;
-  /** Physical GPUs = floor(allocatable[mapping.resource] / unitsPerGpu). */
-  gpus: number;
-  /** Millicores from allocatable cpu. */
-  cpu: number;
-  /** MiB from allocatable memory. */
-  memory: number;
-  /** spec.unschedulable, or Ready condition not True, or a NoSchedule/NoExecute taint other than nvidia.com/gpu and fairway.dev/dedicated. */
-  unschedulable: boolean;
-  /** Value of a fairway.dev/dedicated taint. */
-  dedicatedTenant: string | null;
+/**
+ * The port's node, read from a Node: gpus = floor(allocatable[mapping.resource] / unitsPerGpu);
+ * cpu and memory from allocatable; unschedulable = spec.unschedulable, or Ready not True, or a
+ * NoSchedule/NoExecute taint other than nvidia.com/gpu and fairway.dev/dedicated;
+ * dedicatedTenant = the value of a fairway.dev/dedicated taint.
+ */
+export interface InventoryNode extends BackendNode {
   gpuProduct: string | null;
 }
 
