@@ -7,6 +7,7 @@ import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
 import { testConfig } from './harness.js';
+import { postGraphql } from './scheduler-app.js';
 import { startKubeApiServer, type KubeApiServer, type KubeletOptions } from './kube-api-server/index.js';
 
 export const H100_PRODUCT = 'NVIDIA-H100-80GB-HBM3';
@@ -114,14 +115,7 @@ export async function startKubeApp(options: KubeTestAppOptions = {}): Promise<Ku
       if (!found) throw new Error(`no demo credential for ${tenant}/${role}`);
       return found.token;
     },
-    async gql(bearer, query, variables) {
-      const response = await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', authorization: `Bearer ${bearer}` },
-        body: JSON.stringify({ query, variables }),
-      });
-      return (await response.json()) as never;
-    },
+    gql: (bearer, query, variables) => postGraphql(url, bearer, query, variables),
     sync: () => app.backendSync!.request(),
     async stopApp() {
       if (stopped) return;

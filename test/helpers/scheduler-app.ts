@@ -42,18 +42,21 @@ export async function startSchedulerApp(options: { dialect: Dialect; scheduler?:
       if (!found) throw new Error(`no demo credential for ${tenant}/${role}`);
       return found.token;
     },
-    async gql(bearer, query, variables) {
-      const response = await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', authorization: `Bearer ${bearer}` },
-        body: JSON.stringify({ query, variables }),
-      });
-      return (await response.json()) as never;
-    },
+    gql: (bearer, query, variables) => postGraphql(url, bearer, query, variables),
     async close() {
       await app.close();
       await db.dispose();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** One GraphQL request over HTTP with a bearer token; the parsed body. */
+export async function postGraphql<T>(url: string, bearer: string, query: string, variables?: Record<string, unknown>): Promise<T> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', authorization: `Bearer ${bearer}` },
+    body: JSON.stringify({ query, variables }),
+  });
+  return (await response.json()) as T;
 }
