@@ -215,4 +215,20 @@ describe('Kubernetes backend, end to end', () => {
     expect(jobsOf(t, decode(other.data!.submitJob.id))).toEqual([]);
     expect(t.kube.invalid).toEqual([]);
   });
+
+  it('deletes instead of suspending a preempted job of a queue whose policy says so, and creates it again on readmission', async () => {
+    t = await startKubeApp({ nodes: [1, 2, 3, 4].map((i) => gpuNode(`gpu-h100-${i}`)), settings: { deleteOnPreemptQueues: ['borealis-serving'] } });
+    const wide = await submit(t, { name: 'wide', podSets: [{ count: 4, gpusPerPod: 8 }], container: { image: 'registry.borealis.example/train:1', env: [{ name: 'FAIRWAY_TEST_RUN_MS', value: '2000' }] } }, ['borealis-inference', 'MEMBER']);
+    const wideId = decode(wide.data!.submitJob.id);
+    const wideState = () => stateOf(t!, wide.data!.submitJob.id, ['borealis-inference', 'TENANT_ADMIN']);
+    await eventually(async () => (await wideState()).state === 'RUNNING', 'wide RUNNING');
+    const [first] = jobsOf(t, wideId);
+    await submit(t, { name: 'claim', podSets: [{ count: 2, gpusPerPod: 8, flavors: ['h100-80g'] }], container: { image: IMAGE } });
+    await eventually(() => t!.kube.writes.some((w) => w.kind === 'Job' && w.name === first.metadata.name && w.verb === 'delete'), 'the preempted Job deleted');
+    await eventually(async () => (await wideState()).state === 'SUCCEEDED', 'wide SUCCEEDED after readmission', 20_000);
+    const verbs = t.kube.writes.filter((w) => w.kind === 'Job' && w.name === first.metadata.name).map((w) => w.verb);
+    expect(verbs).toEqual(['create', 'delete', 'create']);
+    expect(verbs).not.toContain('patch');
+    expect(t.kube.invalid).toEqual([]);
+  });
 });
