@@ -7,6 +7,8 @@ import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
 import { testConfig } from './harness.js';
+import { Tenant } from '../../src/persistence/entities.js';
+import { ClusterNode } from '../../src/persistence/scheduling-entities.js';
 import { postGraphql } from './scheduler-app.js';
 import { startKubeApiServer, type KubeApiServer, type KubeletOptions } from './kube-api-server/index.js';
 
@@ -98,7 +100,7 @@ export async function startKubeApp(options: KubeTestAppOptions = {}): Promise<Ku
   let app = await build();
   const credentials = (await seedDemo(app.orm, dataDir, Date.now))!;
   await app.scheduler.rebuild();
-  await app.backendSync!.request();
+  await settled(app, kube);
   let { url } = await app.listen(0, '127.0.0.1');
   let stopped = false;
   const harness: KubeTestApp = {
@@ -126,7 +128,7 @@ export async function startKubeApp(options: KubeTestAppOptions = {}): Promise<Ku
       await harness.stopApp();
       app = await build();
       stopped = false;
-      await app.backendSync!.request();
+      await settled(app, kube);
       ({ url } = await app.listen(0, '127.0.0.1'));
     },
     async close() {
@@ -137,6 +139,20 @@ export async function startKubeApp(options: KubeTestAppOptions = {}): Promise<Ku
     },
   };
   return harness;
+}
+
+/**
+ * Syncs until the scheduler's nodes are the API server's (the demo's simulated ones gone) and
+ * every tenant has its namespace: the inventory arrives asynchronously and may race the seed.
+ */
+async function settled(app: FairwayApp, kube: KubeApiServer): Promise<void> {
+  await eventually(async () => {
+    await app.backendSync!.request();
+    const stored = (await app.orm.em.fork().find(ClusterNode, {})).map((n) => n.name).sort();
+    const inCluster = kube.objects('Node').map((n) => n.metadata.name as string).sort();
+    const tenants = await app.orm.em.fork().find(Tenant, { status: { $ne: 'ARCHIVED' } }, { filters: false });
+    return stored.join() === inCluster.join() && tenants.every((t) => kube.get('Namespace', undefined, `fairway-${t.slug}`));
+  }, 'the backend sync to settle (nodes and namespaces)');
 }
 
 /** Polls until `check` returns a value (not undefined/false), or fails after `timeoutMs`. */

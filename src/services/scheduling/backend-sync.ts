@@ -49,6 +49,7 @@ export class BackendSync {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     for (const unsubscribe of this.unsubscribers) unsubscribe();
     await this.running?.catch(() => undefined);
   }
@@ -63,10 +64,25 @@ export class BackendSync {
     this.running = (async () => {
       do {
         this.again = false;
-        await this.syncOnce().catch((error) => this.options.logError(error));
+        await this.syncOnce().catch((error) => {
+          // A database or API hiccup (or a race with another writer): try again soon, not at the next resync.
+          this.options.logError(error);
+          this.retrySoon();
+        });
       } while (this.again && !this.stopped);
     })().finally(() => (this.running = null));
     return this.running;
+  }
+
+  private retryTimer: NodeJS.Timeout | null = null;
+
+  private retrySoon(): void {
+    if (this.retryTimer || this.stopped) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      void this.request();
+    }, 1000);
+    this.retryTimer.unref();
   }
 
   private async syncOnce(): Promise<void> {
