@@ -1,7 +1,7 @@
 // observeRun: a job's Kubernetes Jobs and pods → pending / running / succeeded / failed, with a reason.
 import { describe, expect, it } from 'vitest';
 import type { V1ContainerState, V1Job, V1JobCondition, V1Pod, V1PodCondition } from '@kubernetes/client-node';
-import { notRunningMessage, observeRun } from '../src/backends/kubernetes/status.js';
+import { notRunningMessage, observeRun, tenantSafeMessage } from '../src/backends/kubernetes/status.js';
 
 function kubeJob(name: string, conditions: Partial<V1JobCondition>[] = [], suspend = false): V1Job {
   return {
@@ -104,5 +104,17 @@ describe('observeRun', () => {
     const reason = (seen as { reason: string }).reason;
     expect(reason.length).toBeLessThanOrEqual(500);
     expect(reason).not.toContain('\n');
+  });
+});
+
+describe('tenantSafeMessage', () => {
+  const own = '01a2300f-6900-72ef-a3c5-ef23360adcb8';
+  const other = '01a23010-7f51-7082-929f-028dff15b716';
+  it('drops taint values (a dedicated node’s is another tenant’s id) and any id but the job’s own', () => {
+    const message = `Unschedulable: 0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint {fairway.dev/dedicated: ${other}}. (0/1 pods running)`;
+    const safe = tenantSafeMessage(message, [own]);
+    expect(safe).not.toContain(other);
+    expect(safe).toContain('1 node(s) had untolerated taint {fairway.dev/dedicated}');
+    expect(tenantSafeMessage(`pod fw-${own}-0-abcde of ${other}`, [own])).toBe(`pod fw-${own}-0-abcde of <another id>`);
   });
 });

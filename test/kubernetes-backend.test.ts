@@ -165,21 +165,29 @@ describe('Kubernetes backend, end to end', () => {
     await eventually(() => t!.kube.get('Job', pulled.metadata.namespace, pulled.metadata.name)?.spec.suspend === true, 'the failed Job suspended');
   });
 
-  it('reports an admitted job whose pods cannot run (GPUs taken outside Fairway) as ADMITTED_NOT_RUNNING', async () => {
-    t = await startKubeApp({ nodes: [gpuNode('gpu-h100-1')] });
-    // Someone ran a pod on the node's 8 GPUs without Fairway: Fairway admits, Kubernetes cannot place.
+  it('reports an admitted job whose pods cannot run (GPUs taken outside Fairway) as ADMITTED_NOT_RUNNING, naming no other tenant', async () => {
+    const kube = await (await import('./helpers/kube-api-server/index.js')).startKubeApiServer({ kubelet: { startDelayMs: 20, defaultRunMs: 300 } });
+    t = await startKubeApp({ kube, nodes: [gpuNode('gpu-h100-1')] });
+    const admin = t.token(null, 'PLATFORM_ADMIN');
+    const tenants = await t.gql(admin, `{ tenants(first: 10) { edges { node { id slug } } } }`);
+    const borealis = decode((tenants.data?.tenants.edges as { node: { id: string; slug: string } }[]).find((e) => e.node.slug === 'borealis-inference')!.node.id);
+    // A node an operator reserved for Borealis: the Kubernetes scheduler's message names its taint, whose value is Borealis's id.
+    kube.put(gpuNode('gpu-reserved-1', { taints: [{ key: 'example.com/reserved-for', value: borealis, effect: 'NoSchedule' }] }));
+    // Someone ran a pod on the shared node's 8 GPUs without Fairway: Fairway admits, Kubernetes cannot place.
     t.kube.put({
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: 'squatter', namespace: 'default' },
       spec: { nodeName: 'gpu-h100-1', containers: [{ name: 'c', image: 'busybox:1.36', resources: { limits: { 'nvidia.com/gpu': '8' } } }] },
     });
-    const res = await submit(t, { name: 'blocked', container: { image: IMAGE } });
+    const res = await submit(t, { name: 'blocked', podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], container: { image: IMAGE } });
     const id = res.data!.submitJob.id as string;
     await eventually(async () => (await stateOf(t!, id)).events.edges.some((e) => e.node.type === 'ADMITTED_NOT_RUNNING'), 'ADMITTED_NOT_RUNNING', 15_000);
     const event = (await stateOf(t, id)).events.edges.find((e) => e.node.type === 'ADMITTED_NOT_RUNNING')!.node;
     expect(event.reason).toBe('AdmittedNotRunning');
-    expect(event.message).toMatch(/Insufficient nvidia.com\/gpu|Unschedulable/);
+    expect(event.message).toMatch(/Insufficient nvidia.com\/gpu/);
+    expect(event.message).toContain('untolerated taint {example.com/reserved-for}');
+    expect(event.message).not.toContain(borealis);
     expect((await stateOf(t, id)).state).toBe('ADMITTED');
   });
 

@@ -9,7 +9,7 @@ import { inventoryOf } from './inventory.js';
 import { ANNOTATION_ADMISSION, LABEL_JOB_ID, MANAGED_BY, namespaceName } from './naming.js';
 import { jobObjects } from './objects.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';
-import { observeRun, notRunningMessage } from './status.js';
+import { observeRun, notRunningMessage, tenantSafeMessage } from './status.js';
 import { TenantReconciler } from './tenant-reconciler.js';
 import { resumePatch, sameWorkload, withWorkloadHash } from './job-updates.js';
 
@@ -333,7 +333,7 @@ export class KubernetesBackend implements ExecutionBackend {
       this.tracked.delete(jobId);
       if (seen.kind === 'succeeded') this.emit({ type: 'succeeded', jobId, at });
       else {
-        this.emit({ type: 'failed', jobId, at, reason: seen.reason });
+        this.emit({ type: 'failed', jobId, at, reason: tenantSafeMessage(seen.reason, [jobId, t.job.tenant]) });
         // A Job whose pods cannot start (an image that does not pull) would hold its GPUs forever.
         for (const j of jobs) if (!finished(j)) void this.client.mergePatch(refOf(j), { spec: { suspend: true } }).catch(this.logError);
       }
@@ -346,7 +346,7 @@ export class KubernetesBackend implements ExecutionBackend {
       if (t.started || t.notRunningReported || now - t.admittedAtMs < this.settings.notRunningAfterMs) continue;
       t.notRunningReported = true;
       const pods = [...(this.podsById.get(jobId)?.values() ?? [])].filter((p) => p.metadata?.annotations?.[ANNOTATION_ADMISSION] === t.admissionAt);
-      this.emit({ type: 'not-running', jobId, at: now, message: notRunningMessage(pods, t.expectedPods) });
+      this.emit({ type: 'not-running', jobId, at: now, message: tenantSafeMessage(notRunningMessage(pods, t.expectedPods), [jobId, t.job.tenant]) });
     }
   }
 

@@ -111,3 +111,17 @@ function clip(text: string): string {
   const line = text.replace(/\s+/g, ' ').trim();
   return line.length <= MAX_TEXT ? line : `${line.slice(0, MAX_TEXT - 1)}…`;
 }
+
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
+const TAINT = /\{([^:{}]+):[^{}]*\}/g;
+
+/**
+ * A cluster message as the job's tenant may read it. The scheduler's messages name the
+ * taints that turned a pod away, with their values, and a dedicated node's taint value is
+ * another tenant's id: taint values are dropped, and any id but those in `keep` (the job's
+ * own, its tenant's) is replaced, so no other tenant's existence shows.
+ */
+export function tenantSafeMessage(message: string, keep: readonly string[]): string {
+  const own = new Set(keep.map((k) => k.toLowerCase()));
+  return message.replace(TAINT, (_all, key: string) => `{${key.trim()}}`).replace(UUID, (id) => (own.has(id.toLowerCase()) ? id : '<another id>'));
+}
