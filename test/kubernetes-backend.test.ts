@@ -239,4 +239,15 @@ describe('Kubernetes backend, end to end', () => {
     expect(verbs).not.toContain('patch');
     expect(t.kube.invalid).toEqual([]);
   });
+
+  it('fails a job the cluster can never run, with the reason, and goes on starting the others', async () => {
+    t = await startKubeApp();
+    // Half a GPU where the device plugin only hands out whole ones: no Job can express it.
+    const half = await submit(t, { name: 'half', podSets: [{ gpusPerPod: 0.5, flavors: ['h100-80g'] }], container: { image: IMAGE } });
+    const whole = await submit(t, { name: 'whole', podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], container: { image: IMAGE } });
+    await eventually(async () => (await stateOf(t!, half.data!.submitJob.id)).state === 'FAILED', 'the half-GPU job FAILED');
+    expect((await stateOf(t, half.data!.submitJob.id)).exitReason).toMatch(/cannot run on this Kubernetes cluster: .*not a whole number/);
+    expect(jobsOf(t, decode(half.data!.submitJob.id))).toEqual([]);
+    await eventually(async () => (await stateOf(t!, whole.data!.submitJob.id)).state === 'SUCCEEDED', 'the next job still runs');
+  });
 });

@@ -4,7 +4,7 @@
 // events and inventory. Shaped after Kueue's contract with Jobs (see ../README.md).
 import { BatchV1Api, CoreV1Api, type KubeConfig, type V1Job, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import type { BackendEvent, BackendFlavor, BackendJob, BackendNode, BackendTenant, ExecutionBackend } from '../port.js';
-import { KubeClient, ResilientInformer, loadKubeConfig, type KubeClientOptions, type ObjectRef } from './client.js';
+import { KubeClient, ResilientInformer, loadKubeConfig, statusOf, type KubeClientOptions, type ObjectRef } from './client.js';
 import { inventoryOf } from './inventory.js';
 import { ANNOTATION_ADMISSION, LABEL_JOB_ID, MANAGED_BY, namespaceName } from './naming.js';
 import { jobObjects } from './objects.js';
@@ -138,7 +138,14 @@ export class KubernetesBackend implements ExecutionBackend {
     await this.ready();
     const tenant = await this.tenantReconciler.tenant(job.tenant);
     const namespace = namespaceName(this.settings, tenant.slug);
-    const built = jobObjects(job, { namespace, tenant: this.tenantReconciler.kubeTenant(tenant), flavors: this.flavorMap(), nodePools: this.nodePools, flavorSpecs: this.tenantReconciler.flavorSpecs }, this.settings).map(withWorkloadHash);
+    let built: V1Job[];
+    try {
+      built = jobObjects(job, { namespace, tenant: this.tenantReconciler.kubeTenant(tenant), flavors: this.flavorMap(), nodePools: this.nodePools, flavorSpecs: this.tenantReconciler.flavorSpecs }, this.settings).map(withWorkloadHash);
+    } catch (error) {
+      // A job this cluster can never run (half a GPU where only whole ones exist, a flavor with
+      // no mapping): it fails with the reason, rather than being retried for ever.
+      return this.cannotRun(job, `cannot run on this Kubernetes cluster: ${error instanceof Error ? error.message : String(error)}`);
+    }
     const admissionAt = String(job.admission.at);
     const previous = this.tracked.get(job.jobId);
     const tracked: Tracked = {
@@ -153,8 +160,23 @@ export class KubernetesBackend implements ExecutionBackend {
     };
     // Tracked before the writes, so a watch event that beats the create's answer is understood.
     this.tracked.set(job.jobId, tracked);
-    for (const desired of built) await this.ensureJob(desired, admissionAt);
+    try {
+      for (const desired of built) await this.ensureJob(desired, admissionAt);
+    } catch (error) {
+      // Refused as invalid: retrying would be refused again and hold up every start behind it.
+      const status = statusOf(error);
+      if (status !== 400 && status !== 422) throw error;
+      this.tracked.delete(job.jobId);
+      return this.cannotRun(job, `the Kubernetes API refused its Job (${status}): ${apiMessage(error)}`);
+    }
     setImmediate(() => this.evaluate(job.jobId));
+  }
+
+  /** Reports, asynchronously as every event, that the job failed before it could run. */
+  private cannotRun(job: BackendJob, reason: string): void {
+    this.log(`job ${job.jobId} ${reason}`);
+    const message = tenantSafeMessage(reason, [job.jobId, job.tenant]);
+    setImmediate(() => this.emit({ type: 'failed', jobId: job.jobId, at: this.now(), reason: message }));
   }
 
   async suspend(jobId: string, _reason: string): Promise<void> {
@@ -379,6 +401,18 @@ export class KubernetesBackend implements ExecutionBackend {
       }
     }
   }
+}
+
+/** The API server's own message from a refused call (its Status body), or the error's. */
+function apiMessage(error: unknown): string {
+  const body = (error as { body?: unknown }).body;
+  try {
+    const status = typeof body === 'string' ? (JSON.parse(body) as { message?: string }) : (body as { message?: string } | undefined);
+    if (status?.message) return status.message.slice(0, 300);
+  } catch {
+    // not JSON: fall back to the error's message
+  }
+  return error instanceof Error ? error.message.slice(0, 300) : String(error).slice(0, 300);
 }
 
 function refOf(j: V1Job): ObjectRef {
