@@ -344,3 +344,14 @@ describe('names and settings', () => {
     expect(() => parseKubernetesSettings({ containerDefaults: { cpu: 'lots' } })).toThrow(/Kubernetes quantity/);
   });
 });
+
+describe('namespaceName', () => {
+  it('keeps short names readable and gives two long slugs that share a prefix two namespaces', () => {
+    expect(namespaceName({ namespacePrefix: 'fairway-' }, 'aurora-research')).toBe('fairway-aurora-research');
+    const stem = 'a'.repeat(60);
+    const one = namespaceName({ namespacePrefix: 'fairway-' }, `${stem}-team-one`);
+    const two = namespaceName({ namespacePrefix: 'fairway-' }, `${stem}-team-two`);
+    expect(one).not.toBe(two);
+    for (const name of [one, two]) expect(name).toMatch(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
+  });
+});

@@ -10,7 +10,7 @@ import { ANNOTATION_ADMISSION, LABEL_JOB_ID, MANAGED_BY, namespaceName } from '.
 import { jobObjects } from './objects.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';
 import { observeRun, notRunningMessage, tenantSafeMessage } from './status.js';
-import { TenantReconciler } from './tenant-reconciler.js';
+import { TenantReconciler, TenantRefusedError } from './tenant-reconciler.js';
 import { resumePatch, sameWorkload, withWorkloadHash } from './job-updates.js';
 
 export interface KubernetesBackendOptions {
@@ -136,7 +136,13 @@ export class KubernetesBackend implements ExecutionBackend {
   async start(job: BackendJob): Promise<void> {
     this.assertOpen();
     await this.ready();
-    const tenant = await this.tenantReconciler.tenant(job.tenant);
+    let tenant: BackendTenant;
+    try {
+      tenant = await this.tenantReconciler.tenant(job.tenant);
+    } catch (error) {
+      if (error instanceof TenantRefusedError) return this.cannotRun(job, error.message);
+      throw error;
+    }
     const namespace = namespaceName(this.settings, tenant.slug);
     let built: V1Job[];
     try {

@@ -1,5 +1,6 @@
 // Names, labels and annotations of what Fairway creates in Kubernetes. Labels link every object
 // back to its Fairway job and tenant, so a restart can find (and adopt or remove) them.
+import { createHash } from 'node:crypto';
 import type { KubernetesSettings } from './settings.js';
 
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'fairway' } as const;
@@ -20,7 +21,9 @@ const MAX_NAME = 63;
 /** The tenant's namespace: prefix + slug, as a DNS label (lowercase, [a-z0-9-], ≤ 63, alphanumeric ends). */
 export function namespaceName(settings: Pick<KubernetesSettings, 'namespacePrefix'>, tenantSlug: string): string {
   const raw = (settings.namespacePrefix + tenantSlug).toLowerCase().replace(/[^a-z0-9-]+/g, '-');
-  const name = trimToAlphanumeric(raw.slice(0, MAX_NAME), /[a-z0-9]/);
+  // Cut to fit, two long slugs could share a namespace: a cut name ends with a hash of the whole.
+  const fitted = raw.length <= MAX_NAME ? raw : `${trimToAlphanumeric(raw.slice(0, MAX_NAME - 9), /[a-z0-9]/)}-${createHash('sha256').update(raw).digest('hex').slice(0, 8)}`;
+  const name = trimToAlphanumeric(fitted, /[a-z0-9]/);
   if (!name) throw new Error(`No namespace name can be made from prefix "${settings.namespacePrefix}" and tenant slug "${tenantSlug}"`);
   return name;
 }

@@ -4,10 +4,13 @@
 // wants of it changed (or after a restart), so a sync of unchanged tenants writes nothing.
 import type { V1Namespace } from '@kubernetes/client-node';
 import type { BackendFlavor, BackendTenant } from '../port.js';
-import type { KubeClient, ObjectRef } from './client.js';
+import { statusOf, type KubeClient, type ObjectRef } from './client.js';
 import { LABEL_TENANT_ID, MANAGED_BY } from './naming.js';
 import { bestEffortPriorityClass, deviceUnits, tenantObjects, type KubeTenant } from './objects.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';
+
+/** A tenant whose namespace cannot be made: its jobs cannot run here. */
+export class TenantRefusedError extends Error {}
 
 const MANAGED_SELECTOR = Object.entries(MANAGED_BY).map(([k, v]) => `${k}=${v}`).join(',');
 /** How long a start waits for the first tenant sync before it fails (and the outbox retries it). */
@@ -15,6 +18,8 @@ const FIRST_SYNC_WAIT_MS = 10_000;
 
 export class TenantReconciler {
   private tenants = new Map<string, BackendTenant>();
+  /** Tenants whose objects the API refused as invalid (or could not be built): their jobs fail instead of waiting. */
+  private refused = new Map<string, string>();
   /** Object key → the JSON last applied: unchanged objects are not written again. */
   private readonly applied = new Map<string, string>();
   private synced = false;
@@ -38,6 +43,8 @@ export class TenantReconciler {
         });
       });
     }
+    const refused = this.refused.get(id);
+    if (refused) throw new TenantRefusedError(refused);
     const tenant = this.tenants.get(id);
     if (!tenant) throw new Error(`tenant ${id} has no namespace yet (the tenant sync has not included it); the start is retried`);
     return tenant;
@@ -62,8 +69,32 @@ export class TenantReconciler {
   async sync(tenants: BackendTenant[], flavors: BackendFlavor[]): Promise<void> {
     this.flavorSpecs = new Map(flavors.map((f) => [f.name, { kind: f.kind, slicesPerGpu: f.slicesPerGpu }]));
     await this.applyIfChanged(bestEffortPriorityClass(this.settings));
-    for (const tenant of tenants) for (const object of tenantObjects(this.kubeTenant(tenant), this.settings)) await this.applyIfChanged(object);
-    this.tenants = new Map(tenants.map((t) => [t.id, t]));
+    // One tenant whose objects cannot be made or are refused as invalid must not keep the
+    // others from their namespaces; a transient failure is thrown after all were tried.
+    const refused = new Map<string, string>();
+    let transient: unknown = null;
+    for (const tenant of tenants) {
+      let objects;
+      try {
+        objects = tenantObjects(this.kubeTenant(tenant), this.settings);
+      } catch (error) {
+        refused.set(tenant.id, `its namespace objects cannot be made: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`);
+        this.log(`tenant ${tenant.slug}: ${refused.get(tenant.id)}`);
+        continue;
+      }
+      try {
+        for (const object of objects) await this.applyIfChanged(object);
+      } catch (error) {
+        const status = statusOf(error);
+        if (status === 400 || status === 422) {
+          refused.set(tenant.id, `the Kubernetes API refused its namespace objects (${status})`);
+          this.log(`tenant ${tenant.slug}: ${refused.get(tenant.id)}: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`);
+        } else transient ??= error;
+      }
+    }
+    this.refused = refused;
+    this.tenants = new Map(tenants.filter((t) => !refused.has(t.id)).map((t) => [t.id, t]));
+    const current = new Set(tenants.map((t) => t.id));
     if (!this.synced) {
       this.synced = true;
       for (const resolve of this.syncWaiters.splice(0)) resolve();
@@ -72,12 +103,13 @@ export class TenantReconciler {
     const namespaces = await this.client.list<V1Namespace>('v1', 'Namespace', MANAGED_SELECTOR);
     for (const ns of namespaces) {
       const tenantId = ns.metadata?.labels?.[LABEL_TENANT_ID];
-      if (!tenantId || this.tenants.has(tenantId) || ns.status?.phase === 'Terminating') continue;
+      if (!tenantId || current.has(tenantId) || ns.status?.phase === 'Terminating') continue;
       const name = ns.metadata!.name!;
       await this.client.deleteIfPresent({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
       for (const key of [...this.applied.keys()]) if (key.startsWith(`${name}/`) || key === `/Namespace/${name}`) this.applied.delete(key);
       this.log(`removed namespace ${name}: its tenant is gone`);
     }
+    if (transient) throw transient;
   }
 
   private async applyIfChanged(object: { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } }): Promise<void> {
