@@ -3,6 +3,7 @@
 // server's Job controller, scheduler and kubelet run what Fairway creates.
 import { afterEach, describe, expect, it } from 'vitest';
 import { describeEachDialect } from './helpers/database.js';
+import { Tenant } from '../src/persistence/entities.js';
 import { eventually, gpuNode, startKubeApp, type KubeTestApp } from './helpers/kube-app.js';
 
 const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id state } }`;
@@ -249,5 +250,20 @@ describe('Kubernetes backend, end to end', () => {
     expect((await stateOf(t, half.data!.submitJob.id)).exitReason).toMatch(/cannot run on this Kubernetes cluster: .*not a whole number/);
     expect(jobsOf(t, decode(half.data!.submitJob.id))).toEqual([]);
     await eventually(async () => (await stateOf(t!, whole.data!.submitJob.id)).state === 'SUCCEEDED', 'the next job still runs');
+  });
+
+  it('fails the jobs of a tenant whose namespace objects cannot be made, and keeps the other tenants running', async () => {
+    t = await startKubeApp();
+    // Written past the graph's validation (as an old row might be): no NetworkPolicy can be built from it.
+    const em = t.app.orm.em.fork();
+    const borealis = await em.findOneOrFail(Tenant, { slug: 'borealis-inference' }, { filters: false });
+    borealis.egressAllowlist = ['not-a-cidr'];
+    await em.flush();
+    await t.sync();
+    const theirs = await submit(t, { name: 'theirs', container: { image: 'registry.borealis.example/x:1' } }, ['borealis-inference', 'MEMBER']);
+    const ours = await submit(t, { name: 'ours', container: { image: IMAGE } });
+    await eventually(async () => (await stateOf(t!, theirs.data!.submitJob.id, ['borealis-inference', 'TENANT_ADMIN'])).state === 'FAILED', 'borealis’s job FAILED');
+    expect((await stateOf(t, theirs.data!.submitJob.id, ['borealis-inference', 'TENANT_ADMIN'])).exitReason).toMatch(/namespace objects cannot be made/);
+    await eventually(async () => (await stateOf(t!, ours.data!.submitJob.id)).state === 'SUCCEEDED', 'aurora’s job SUCCEEDED');
   });
 });
