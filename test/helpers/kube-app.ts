@@ -58,6 +58,8 @@ export interface KubeTestApp {
   stopApp(): Promise<void>;
   /** Starts a new app on the same database and API server. */
   restartApp(): Promise<void>;
+  /** Another replica on the same database, API server and Redis (PostgreSQL and `redisUrl` only); closed with the app. */
+  addReplica(): Promise<FairwayApp>;
   close(): Promise<void>;
 }
 
@@ -68,6 +70,8 @@ export interface KubeTestAppOptions {
   settings?: Record<string, unknown>;
   /** An API server the test made (to start it with other options); closed with the app. */
   kube?: KubeApiServer;
+  /** Events across replicas (see addReplica). */
+  redisUrl?: string;
   /** The server URL the gateway's kubeconfig names (a TCP proxy in front of the API server); default `kube.url`. */
   apiServerUrl?: string;
 }
@@ -94,7 +98,9 @@ export async function startKubeApp(options: KubeTestAppOptions = {}): Promise<Ku
   const config = {
     ...testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } }),
     backend: { kind: 'kubernetes' as const, kubeconfigPath, settingsFile, startupTimeoutMs: 10_000 },
+    ...(options.redisUrl ? { redisUrl: options.redisUrl } : {}),
   };
+  const replicas: FairwayApp[] = [];
   const errors: unknown[] = [];
   const build = () => buildApp({ config, logError: (e) => errors.push(e), reauthCacheMs: 0, scheduler: { debounceMs: 5, resyncIntervalMs: 1000 } });
   let app = await build();
@@ -131,8 +137,14 @@ export async function startKubeApp(options: KubeTestAppOptions = {}): Promise<Ku
       await settled(app, kube);
       ({ url } = await app.listen(0, '127.0.0.1'));
     },
+    async addReplica() {
+      const replica = await build();
+      replicas.push(replica);
+      return replica;
+    },
     async close() {
       await harness.stopApp();
+      for (const replica of replicas) await replica.close();
       await kube.close();
       await db.dispose();
       fs.rmSync(dataDir, { recursive: true, force: true });
