@@ -4,14 +4,14 @@
 // events and inventory. Shaped after Kueue's contract with Jobs (see ../README.md).
 import { BatchV1Api, CoreV1Api, type KubeConfig, type V1Job, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import type { BackendEvent, BackendFlavor, BackendJob, BackendNode, BackendTenant, ExecutionBackend } from '../port.js';
-import { KubeClient, ResilientInformer, loadKubeConfig, statusOf, type KubeClientOptions, type ObjectRef } from './client.js';
+import { KubeClient, ResilientInformer, apiMessage, loadKubeConfig, statusOf, type KubeClientOptions } from './client.js';
 import { inventoryOf } from './inventory.js';
 import { ANNOTATION_ADMISSION, LABEL_JOB_ID, MANAGED_BY, namespaceName } from './naming.js';
-import { jobObjects } from './objects.js';
-import type { FlavorMapping, KubernetesSettings } from './settings.js';
+import { jobObjects, type KubeTenant } from './objects.js';
+import type { KubernetesSettings } from './settings.js';
 import { observeRun, notRunningMessage, tenantSafeMessage } from './status.js';
 import { TenantReconciler, TenantRefusedError } from './tenant-reconciler.js';
-import { resumePatch, sameWorkload, withWorkloadHash } from './job-updates.js';
+import { ensureJob, finished, refOf, withWorkloadHash } from './job-updates.js';
 
 export interface KubernetesBackendOptions {
   kubeConfig: KubeConfig;
@@ -46,7 +46,6 @@ interface Tracked {
 const POD_REASON_WAIT_MS = 1000;
 
 const jobIdOf = (o: V1Job | V1Pod) => o.metadata?.labels?.[LABEL_JOB_ID];
-const finished = (j: V1Job) => (j.status?.conditions ?? []).some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
 
 export class KubernetesBackend implements ExecutionBackend {
   readonly name = 'kubernetes';
@@ -136,7 +135,7 @@ export class KubernetesBackend implements ExecutionBackend {
   async start(job: BackendJob): Promise<void> {
     this.assertOpen();
     await this.ready();
-    let tenant: BackendTenant;
+    let tenant: KubeTenant;
     try {
       tenant = await this.tenantReconciler.tenant(job.tenant);
     } catch (error) {
@@ -146,7 +145,8 @@ export class KubernetesBackend implements ExecutionBackend {
     const namespace = namespaceName(this.settings, tenant.slug);
     let built: V1Job[];
     try {
-      built = jobObjects(job, { namespace, tenant: this.tenantReconciler.kubeTenant(tenant), flavors: this.flavorMap(), nodePools: this.nodePools, flavorSpecs: this.tenantReconciler.flavorSpecs }, this.settings).map(withWorkloadHash);
+      const { flavorMappings: flavors, flavorSpecs } = this.tenantReconciler;
+      built = jobObjects(job, { namespace, tenant, flavors, nodePools: this.nodePools, flavorSpecs }, this.settings).map(withWorkloadHash);
     } catch (error) {
       // A job this cluster can never run (half a GPU where only whole ones exist, a flavor with
       // no mapping): it fails with the reason, rather than being retried for ever.
@@ -167,7 +167,7 @@ export class KubernetesBackend implements ExecutionBackend {
     // Tracked before the writes, so a watch event that beats the create's answer is understood.
     this.tracked.set(job.jobId, tracked);
     try {
-      for (const desired of built) await this.ensureJob(desired, admissionAt);
+      for (const desired of built) await ensureJob(this.client, this.jobs.get(desired.metadata!.name!, desired.metadata!.namespace), desired, admissionAt);
     } catch (error) {
       // Refused as invalid: retrying would be refused again and hold up every start behind it.
       const status = statusOf(error);
@@ -271,46 +271,6 @@ export class KubernetesBackend implements ExecutionBackend {
     if (this.closed) throw new Error('kubernetes backend is closed');
   }
 
-  private flavorMap(): Map<string, FlavorMapping> {
-    return new Map(this.settings.flavors.map((f) => [f.flavor, f]));
-  }
-
-  /** Creates the Job, or brings the existing one (a replay, a restart, a readmission) to this admission. */
-  private async ensureJob(desired: V1Job, admissionAt: string): Promise<void> {
-    const ref = refOf(desired);
-    // The cache, not a read: a new job's Job is simply created (an existing one answers 409 and is read then).
-    let existing = this.jobs.get(ref.metadata.name, ref.metadata.namespace);
-    if (!existing) {
-      const { created, object } = await this.client.createOrGet(desired);
-      if (created) return;
-      existing = object;
-    }
-    const sameAdmission = existing.metadata?.annotations?.[ANNOTATION_ADMISSION] === admissionAt;
-    if (sameAdmission && !finished(existing)) {
-      if (existing.spec?.suspend) await this.client.mergePatch(ref, { spec: { suspend: false } });
-      return;
-    }
-    if (sameAdmission) return; // finished: the informer reports how
-    if (finished(existing) || !sameWorkload(existing, desired)) {
-      // A pod template cannot change: a Job of an earlier run with another shape is replaced.
-      await this.client.deleteIfPresent(ref);
-      await this.waitGone(ref);
-      await this.client.createOrGet(desired);
-      return;
-    }
-    // Readmission of a suspended Job (Kueue's way): new placement and admission, then resume.
-    if (!existing.spec?.suspend) await this.client.mergePatch(ref, { spec: { suspend: true } });
-    await this.client.mergePatch(ref, resumePatch(existing, desired, admissionAt));
-  }
-
-  private async waitGone(ref: ObjectRef): Promise<void> {
-    for (let i = 0; i < 100; i++) {
-      if (!(await this.client.read(ref))) return;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`Job ${ref.metadata.namespace}/${ref.metadata.name} is still being deleted; the start is retried`);
-  }
-
   /** The Fairway job's Kubernetes Jobs: from the cache, or (not seen yet) from the API. */
   private async jobsOf(jobId: string): Promise<V1Job[]> {
     const cached = this.jobsById.get(jobId);
@@ -407,20 +367,4 @@ export class KubernetesBackend implements ExecutionBackend {
       }
     }
   }
-}
-
-/** The API server's own message from a refused call (its Status body), or the error's. */
-function apiMessage(error: unknown): string {
-  const body = (error as { body?: unknown }).body;
-  try {
-    const status = typeof body === 'string' ? (JSON.parse(body) as { message?: string }) : (body as { message?: string } | undefined);
-    if (status?.message) return status.message.slice(0, 300);
-  } catch {
-    // not JSON: fall back to the error's message
-  }
-  return error instanceof Error ? error.message.slice(0, 300) : String(error).slice(0, 300);
-}
-
-function refOf(j: V1Job): ObjectRef {
-  return { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: j.metadata!.name!, namespace: j.metadata!.namespace } };
 }

@@ -34,6 +34,18 @@ export function statusOf(error: unknown): number | undefined {
   return typeof code === 'number' ? code : undefined;
 }
 
+/** The API server's own message from a refused call (its Status body), or the error's. */
+export function apiMessage(error: unknown): string {
+  const body = (error as { body?: unknown }).body;
+  try {
+    const status = typeof body === 'string' ? (JSON.parse(body) as { message?: string }) : (body as { message?: string } | undefined);
+    if (status?.message) return status.message.slice(0, 300);
+  } catch {
+    // not JSON: fall back to the error's message
+  }
+  return error instanceof Error ? error.message.slice(0, 300) : String(error).slice(0, 300);
+}
+
 function transient(error: unknown): boolean {
   const status = statusOf(error);
   // No status: the connection failed. 429 and 5xx: the API server is busy or briefly down.

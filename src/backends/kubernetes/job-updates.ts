@@ -4,8 +4,55 @@
 // flavor's resource name, another gang size) is replaced instead.
 import { createHash } from 'node:crypto';
 import type { V1Job } from '@kubernetes/client-node';
+import type { KubeClient, ObjectRef } from './client.js';
 import { ANNOTATION_ADMISSION } from './naming.js';
 import { toWireJson } from './objects.js';
+
+/** Complete or Failed: the Job will not run again. */
+export const finished = (j: V1Job): boolean => (j.status?.conditions ?? []).some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
+
+export function refOf(j: V1Job): ObjectRef {
+  return { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: j.metadata!.name!, namespace: j.metadata!.namespace } };
+}
+
+/**
+ * Creates the Job, or brings the existing one (a replay, a restart, a readmission) to this
+ * admission. `cached` is the informer's copy: a new job's Job is simply created, without a
+ * read (an existing one answers 409 and is read then).
+ */
+export async function ensureJob(client: KubeClient, cached: V1Job | undefined, desired: V1Job, admissionAt: string): Promise<void> {
+  const ref = refOf(desired);
+  let existing = cached;
+  if (!existing) {
+    const { created, object } = await client.createOrGet(desired);
+    if (created) return;
+    existing = object;
+  }
+  const sameAdmission = existing.metadata?.annotations?.[ANNOTATION_ADMISSION] === admissionAt;
+  if (sameAdmission && !finished(existing)) {
+    if (existing.spec?.suspend) await client.mergePatch(ref, { spec: { suspend: false } });
+    return;
+  }
+  if (sameAdmission) return; // finished: the informer reports how
+  if (finished(existing) || !sameWorkload(existing, desired)) {
+    // A pod template cannot change: a Job of an earlier run with another shape is replaced.
+    await client.deleteIfPresent(ref);
+    await waitGone(client, ref);
+    await client.createOrGet(desired);
+    return;
+  }
+  // Readmission of a suspended Job (Kueue's way): new placement and admission, then resume.
+  if (!existing.spec?.suspend) await client.mergePatch(ref, { spec: { suspend: true } });
+  await client.mergePatch(ref, resumePatch(existing, desired, admissionAt));
+}
+
+async function waitGone(client: KubeClient, ref: ObjectRef): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (!(await client.read(ref))) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`Job ${ref.metadata.namespace}/${ref.metadata.name} is still being deleted; the start is retried`);
+}
 
 /** What Fairway built the Job's unchangeable part from, as a hash (an API server adds defaults to the spec itself). */
 export const ANNOTATION_WORKLOAD = 'fairway.dev/workload-hash';

@@ -17,7 +17,8 @@ const MANAGED_SELECTOR = Object.entries(MANAGED_BY).map(([k, v]) => `${k}=${v}`)
 const FIRST_SYNC_WAIT_MS = 10_000;
 
 export class TenantReconciler {
-  private tenants = new Map<string, BackendTenant>();
+  /** The tenants as last synced, with their device-unit ceilings (what a Job is built from). */
+  private tenants = new Map<string, KubeTenant>();
   /** Tenants whose objects the API refused as invalid (or could not be built): their jobs fail instead of waiting. */
   private refused = new Map<string, string>();
   /** Object key → the JSON last applied: unchanged objects are not written again. */
@@ -25,14 +26,19 @@ export class TenantReconciler {
   private synced = false;
   private readonly syncWaiters: (() => void)[] = [];
 
+  /** Flavor name → its mapping to node resources (from the settings, which do not change). */
+  readonly flavorMappings: Map<string, FlavorMapping>;
+
   constructor(
     private readonly client: KubeClient,
     private readonly settings: KubernetesSettings,
     private readonly log: (message: string) => void,
-  ) {}
+  ) {
+    this.flavorMappings = new Map(settings.flavors.map((f) => [f.flavor, f]));
+  }
 
   /** The tenant as last synced; waits (boundedly) for the first sync after a start. */
-  async tenant(id: string): Promise<BackendTenant> {
+  async tenant(id: string): Promise<KubeTenant> {
     if (!this.synced) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, FIRST_SYNC_WAIT_MS);
@@ -54,12 +60,11 @@ export class TenantReconciler {
   flavorSpecs = new Map<string, { kind: BackendFlavor['kind']; slicesPerGpu?: number }>();
 
   /** Flavor limits → Kubernetes resource counts (flavors sharing a resource add up). */
-  kubeTenant(t: BackendTenant): KubeTenant {
-    const mappings = new Map<string, FlavorMapping>(this.settings.flavors.map((f) => [f.flavor, f]));
+  private kubeTenant(t: BackendTenant): KubeTenant {
     // Every resource Fairway maps gets a ceiling, 0 when the tenant has no quota of it.
     const maxResources: Record<string, number> = Object.fromEntries(this.settings.flavors.map((f) => [f.resource, 0]));
     for (const [flavor, gpus] of Object.entries(t.maxGpus)) {
-      const mapping = mappings.get(flavor);
+      const mapping = this.flavorMappings.get(flavor);
       if (!mapping || !(gpus > 0)) continue;
       maxResources[mapping.resource] = (maxResources[mapping.resource] ?? 0) + Math.ceil(deviceUnits(gpus, mapping, this.flavorSpecs.get(flavor)) - 1e-9);
     }
@@ -72,11 +77,14 @@ export class TenantReconciler {
     // One tenant whose objects cannot be made or are refused as invalid must not keep the
     // others from their namespaces; a transient failure is thrown after all were tried.
     const refused = new Map<string, string>();
+    const synced = new Map<string, KubeTenant>();
     let transient: unknown = null;
     for (const tenant of tenants) {
       let objects;
       try {
-        objects = tenantObjects(this.kubeTenant(tenant), this.settings);
+        const kube = this.kubeTenant(tenant);
+        objects = tenantObjects(kube, this.settings);
+        synced.set(tenant.id, kube);
       } catch (error) {
         refused.set(tenant.id, `its namespace objects cannot be made: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`);
         this.log(`tenant ${tenant.slug}: ${refused.get(tenant.id)}`);
@@ -87,13 +95,14 @@ export class TenantReconciler {
       } catch (error) {
         const status = statusOf(error);
         if (status === 400 || status === 422) {
+          synced.delete(tenant.id);
           refused.set(tenant.id, `the Kubernetes API refused its namespace objects (${status})`);
           this.log(`tenant ${tenant.slug}: ${refused.get(tenant.id)}: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`);
         } else transient ??= error;
       }
     }
     this.refused = refused;
-    this.tenants = new Map(tenants.filter((t) => !refused.has(t.id)).map((t) => [t.id, t]));
+    this.tenants = synced;
     const current = new Set(tenants.map((t) => t.id));
     if (!this.synced) {
       this.synced = true;
