@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import type { BackendNode, BackendTenant, ExecutionBackend } from '../../backends/port.js';
+import type { BackendFlavor, BackendNode, BackendTenant, ExecutionBackend } from '../../backends/port.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
 import { systemEntityManager, Tenant } from '../../persistence/entities.js';
 import { ClusterNode, Flavor, Job, NodePool, Queue } from '../../persistence/scheduling-entities.js';
@@ -93,19 +93,18 @@ export class BackendSync {
       if (changed) this.options.announce({ kind: 'config' });
     }
     if (this.options.backend.syncTenants) {
-      const tx = systemEntityManager(this.options.orm);
-      const flavors = (await tx.find(Flavor, {})).map((f) => ({ name: f.name, kind: f.kind, slicesPerGpu: f.slicesPerGpu ?? undefined }));
-      await this.options.backend.syncTenants(await backendTenants(tx), flavors);
+      const { tenants, flavors } = await backendTenants(em);
+      await this.options.backend.syncTenants(tenants, flavors);
     }
   }
 }
 
 /**
- * The most of each flavor a tenant's queues could ever hold (in the flavor's quota units):
- * nominal plus borrowing limit (no limit: the flavor's whole capacity) as the queue's
- * isolation level allows, capped at the flavor's capacity.
+ * Every current tenant with the most of each flavor its queues could ever hold (in the
+ * flavor's quota units): nominal plus borrowing limit (no limit: the flavor's whole capacity)
+ * as the queue's isolation level allows, capped at the flavor's capacity; and the flavors.
  */
-export async function backendTenants(em: EntityManager): Promise<BackendTenant[]> {
+export async function backendTenants(em: EntityManager): Promise<{ tenants: BackendTenant[]; flavors: BackendFlavor[] }> {
   const [tenants, queues, nodes, flavors] = await Promise.all([
     em.find(Tenant, { status: { $ne: 'ARCHIVED' } }, { orderBy: { id: 'asc' } }),
     em.find(Queue, {}),
@@ -115,7 +114,8 @@ export async function backendTenants(em: EntityManager): Promise<BackendTenant[]
   // Capacity in quota units: whole GPUs, or slices / shares for MIG and time-sliced flavors.
   const capacity = new Map<string, number>(flavors.map((f) => [f.name, 0]));
   for (const n of nodes) capacity.set(n.flavor.name, (capacity.get(n.flavor.name) ?? 0) + n.gpus * (n.flavor.kind === 'gpu' ? 1 : (n.flavor.slicesPerGpu ?? 1)));
-  return tenants.map((tenant) => {
+  const backendFlavors = flavors.map((f) => ({ name: f.name, kind: f.kind, slicesPerGpu: f.slicesPerGpu ?? undefined }));
+  const withCeilings = tenants.map((tenant) => {
     const maxGpus: Record<string, number> = Object.fromEntries([...capacity.keys()].map((f) => [f, 0]));
     for (const queue of queues.filter((q) => q.tenant.id === tenant.id)) {
       for (const [flavor, limits] of Object.entries(queue.quotas)) {
@@ -127,6 +127,7 @@ export async function backendTenants(em: EntityManager): Promise<BackendTenant[]
     }
     return { id: tenant.id, slug: tenant.slug, isolationLevel: tenant.isolationLevel, egressAllowlist: tenant.egressAllowlist ?? null, maxGpus };
   });
+  return { tenants: withCeilings, flavors: backendFlavors };
 }
 
 /** The most one queue may hold of a flavor: the isolation level is a knob over its limits (core/quota-config.ts). */
