@@ -86,9 +86,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     credentials,
     now,
     token(tenant, role) {
-      const found = credentials.find((c) => c.tenant === tenant && c.role === role);
-      if (!found) throw new Error(`no demo credential for ${tenant}/${role}`);
-      return found.token;
+      return demoToken(credentials, tenant, role);
     },
     async jwt(email, opts = {}) {
       const claims: Record<string, unknown> = { email, name: email.split('@')[0] };
@@ -173,6 +171,13 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     },
   };
   return harness;
+}
+
+/** The demo API token of someone with this role in that tenant (null: the platform admin's). */
+export function demoToken(credentials: DemoCredential[], tenant: string | null, role: DemoCredential['role']): string {
+  const found = credentials.find((c) => c.tenant === tenant && c.role === role);
+  if (!found) throw new Error(`no demo credential for ${tenant}/${role}`);
+  return found.token;
 }
 
 export function codesOf(response: GqlResponse): string[] {

@@ -6,7 +6,7 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
-import { testConfig } from './harness.js';
+import { demoToken, testConfig } from './harness.js';
 import { Tenant } from '../../src/persistence/entities.js';
 import { ClusterNode } from '../../src/persistence/scheduling-entities.js';
 import { postGraphql } from './scheduler-app.js';
@@ -119,9 +119,7 @@ export async function startKubeApp(options: KubeTestAppOptions = {}): Promise<Ku
     },
     errors,
     token(tenant, role) {
-      const found = credentials.find((c) => c.tenant === tenant && c.role === role);
-      if (!found) throw new Error(`no demo credential for ${tenant}/${role}`);
-      return found.token;
+      return demoToken(credentials, tenant, role);
     },
     gql: (bearer, query, variables) => postGraphql(url, bearer, query, variables),
     sync: () => app.backendSync!.request(),

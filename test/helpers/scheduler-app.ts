@@ -5,7 +5,7 @@ import { exportSPKI, generateKeyPair } from 'jose';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
-import { testConfig } from './harness.js';
+import { demoToken, testConfig } from './harness.js';
 
 /**
  * An in-process app on a fresh, seeded database like harness.ts, for the scheduler service
@@ -38,9 +38,7 @@ export async function startSchedulerApp(options: { dialect: Dialect; scheduler?:
     url,
     errors,
     token(tenant, role) {
-      const found = credentials.find((c) => c.tenant === tenant && c.role === role);
-      if (!found) throw new Error(`no demo credential for ${tenant}/${role}`);
-      return found.token;
+      return demoToken(credentials, tenant, role);
     },
     gql: (bearer, query, variables) => postGraphql(url, bearer, query, variables),
     async close() {
