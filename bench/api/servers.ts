@@ -27,7 +27,8 @@ export interface Started {
   stop(): Promise<void>;
 }
 
-function spawnAndWait(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp, what: string, timeoutMs = 60_000): Promise<{ child: ChildProcess; match: RegExpExecArray; stderr: string[] }> {
+/** Starts `node <args>` in the repository and waits for `pattern` on its stdout. */
+export function spawnAndWait(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp, what: string, timeoutMs = 60_000): Promise<{ child: ChildProcess; match: RegExpExecArray; stderr: string[] }> {
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const stderr: string[] = [];
   child.stderr!.setEncoding('utf8').on('data', (d: string) => {
@@ -51,10 +52,19 @@ function spawnAndWait(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp, w
   });
 }
 
+/** The demo's API tokens a gateway wrote, by "<tenant slug or platform>/<role>". */
+export function demoTokens(dataDir: string): Record<string, string> {
+  const creds = JSON.parse(fs.readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as { credentials: { tenant: string | null; role: string; token: string }[] };
+  const tokens: Record<string, string> = {};
+  for (const c of creds.credentials) tokens[`${c.tenant ?? 'platform'}/${c.role}`] = c.token;
+  return tokens;
+}
+
 /** Every child this run started, so a failed run still stops them. */
 export const live = new Set<() => Promise<void>>();
 
-function stopper(child: ChildProcess): () => Promise<void> {
+/** Stops the child (SIGTERM, then SIGKILL after 10 s); registered in `live` until then. */
+export function stopper(child: ChildProcess): () => Promise<void> {
   const stop = async () => {
     live.delete(stop);
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -155,9 +165,7 @@ export async function startFairway(timeScale: number, seed: SeedJob[] = []): Pro
   delete env.FAIRWAY_GRAPHIQL;
   const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const { child, match, stderr } = await spawnAndWait([...extra, '--import', 'tsx', 'src/main.ts'], env, /serving on (http:\/\/\S+\/graphql)/, 'fairway');
-  const creds = JSON.parse(fs.readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as { credentials: { tenant: string | null; role: string; token: string }[] };
-  const tokens: Record<string, string> = {};
-  for (const c of creds.credentials) tokens[`${c.tenant ?? 'platform'}/${c.role}`] = c.token;
+  const tokens = demoTokens(dataDir);
   const stop = stopper(child);
   return {
     child,

@@ -1,11 +1,9 @@
 // The gateway under test as a child process (`node --import tsx src/main.ts`, what `npm start`
 // runs) on SQLite in a temp FAIRWAY_DATA_DIR, seeded with the demo before start; and reading
 // what it recorded (admissions, job events) straight from its database file afterwards.
-import { spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { ROOT } from '../api/repo-root.js';
+import { demoTokens, spawnAndWait, stopper } from '../api/servers.js';
 
 export interface Gateway {
   url: string;
@@ -57,40 +55,8 @@ export async function startGateway(dataDir: string, env: Record<string, string>,
   // The embedded default: no external database or Redis even if the caller's shell has them.
   delete childEnv.DATABASE_URL;
   delete childEnv.REDIS_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  const stderr: string[] = [];
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-    if (stderr.length < 200) stderr.push(d);
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`the gateway did not start in 60 s:\n${out}\n${stderr.join('')}`)), 60_000);
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-      if (out.length < 100_000) out += d;
-      const match = /serving on (http:\/\/\S+\/graphql)/.exec(out);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the gateway exited (${code}) before listening:\n${out}\n${stderr.join('')}`));
-    });
-  });
-  const creds = JSON.parse(fs.readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as { credentials: { tenant: string | null; role: string; token: string }[] };
-  const tokens: Record<string, string> = {};
-  for (const c of creds.credentials) tokens[`${c.tenant ?? 'platform'}/${c.role}`] = c.token;
-  return { url, pid: child.pid!, dataDir, tokens, stderr, stop: () => stopChild(child) };
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
+  const { child, match, stderr } = await spawnAndWait(['--import', 'tsx', 'src/main.ts'], childEnv, /serving on (http:\/\/\S+\/graphql)/, 'the gateway');
+  return { url: match[1]!, pid: child.pid!, dataDir, tokens: demoTokens(dataDir), stderr, stop: stopper(child) };
 }
 
 /** A MikroORM datetime column as SQLite holds it (ms epoch number or a date string) → ms epoch. */
