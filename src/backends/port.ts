@@ -1,6 +1,6 @@
 // The execution-backend port: what a backend (simulated, Kubernetes) implements for the
 // scheduling service. Types only; it lives beside its adapters, and the core knows nothing of it.
-import type { Admission, PodSetSpec } from '../core/types.js';
+import type { Admission, NodeSpec, PodSetSpec } from '../core/types.js';
 
 /** What an execution backend needs to run one admitted job. */
 export interface BackendJob {
@@ -30,22 +30,12 @@ export type BackendEvent =
    */
   | { type: 'not-running'; jobId: string; at: number; message: string };
 
-/** A node as a backend that discovers its nodes (Kubernetes) reports it; units are the core's. */
-export interface BackendNode {
-  name: string;
-  pool: string;
-  flavor: string;
-  /** Physical GPUs. */
-  gpus: number;
-  /** Millicores. */
-  cpu: number;
-  /** MiB. */
-  memory: number;
-  /** Cordoned, not ready, or tainted against Fairway's pods: nothing new goes there. */
-  unschedulable: boolean;
-  /** Tainted for this tenant only (the tenant's id), or null. */
-  dedicatedTenant: string | null;
-}
+/**
+ * A node as a backend that discovers its nodes (Kubernetes) reports it: the core's node, with
+ * `unschedulable` always said (cordoned, not ready, or tainted against Fairway's pods) and
+ * `dedicatedTenant` null when the node is not tainted for one tenant.
+ */
+export type BackendNode = Omit<NodeSpec, 'unschedulable' | 'dedicatedTenant'> & { unschedulable: boolean; dedicatedTenant: string | null };
 
 /** A flavor as the backend counts it: whole GPUs, or MIG slices / time-slice shares per GPU. */
 export interface BackendFlavor {

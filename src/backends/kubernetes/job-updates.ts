@@ -7,9 +7,10 @@ import type { V1Job } from '@kubernetes/client-node';
 import type { KubeClient, ObjectRef } from './client.js';
 import { ANNOTATION_ADMISSION } from './naming.js';
 import { toWireJson } from './objects.js';
+import { hasCondition } from './status.js';
 
 /** Complete or Failed: the Job will not run again. */
-export const finished = (j: V1Job): boolean => (j.status?.conditions ?? []).some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
+export const finished = (j: V1Job): boolean => hasCondition(j, 'Complete') || hasCondition(j, 'Failed');
 
 export function refOf(j: V1Job): ObjectRef {
   return { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: j.metadata!.name!, namespace: j.metadata!.namespace } };

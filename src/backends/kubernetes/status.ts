@@ -99,7 +99,8 @@ function containerStatuses(pod: V1Pod): V1ContainerStatus[] {
   return [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
 }
 
-function hasCondition(job: V1Job, type: string): boolean {
+/** The Job has this condition with status True. */
+export function hasCondition(job: V1Job, type: string): boolean {
   return job.status?.conditions?.some((c) => c.type === type && c.status === 'True') ?? false;
 }
 
