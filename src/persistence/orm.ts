@@ -8,6 +8,7 @@ import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseConfig, type DatabaseTimeouts }
 import { allEntities } from './entities.js';
 import { schedulingEntities } from './scheduling-entities.js';
 import { accessEntities } from './access-entities.js';
+import { meteringEntities } from './metering-entities.js';
 import { sqliteMigrations } from '../../migrations/sqlite/index.js';
 import { postgresqlMigrations } from '../../migrations/postgresql/index.js';
 
@@ -114,7 +115,7 @@ export function ormConfig(options: OrmOptions): Options {
     ? { debug: ['query'], logger: (message: string) => options.onQuery!(message) }
     : { debug: false };
   const common: Partial<Options> = {
-    entities: [...allEntities, ...accessEntities, ...schedulingEntities],
+    entities: [...allEntities, ...accessEntities, ...schedulingEntities, ...meteringEntities],
     extensions: [Migrator],
     // Requests always fork their own EntityManager; the global one is a bug.
     allowGlobalContext: false,

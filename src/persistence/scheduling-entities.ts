@@ -138,6 +138,12 @@ export const Job = defineEntity({
     submitTime: p.bigint('number'),
     gpusRequested: p.double().$type<number>().default(0),
     preemptionCount: p.integer().default(0),
+    /**
+     * Start (ms epoch, the backend's clock) of the time the job has held GPUs and the ledger has
+     * not charged yet: set when the backend reports it started, advanced by each metering
+     * checkpoint, null once the hold ends. Written with the ledger rows, so charging is exactly once.
+     */
+    meteredFrom: p.bigint('number').nullable(),
     exitReason: p.string().length(500).nullable(),
     submittedAt: p.datetime().onCreate(() => new Date()),
     admittedAt: p.datetime().nullable(),
