@@ -9,6 +9,7 @@ import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../au
 import { ROLE_CAPABILITIES } from '../auth/capabilities.js';
 import { systemEntityManager } from '../persistence/entities.js';
 import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../persistence/scheduling-entities.js';
+import { writeInitialFlavorPrice } from '../services/metering/prices.js';
 
 export interface DemoCredential {
   who: string;
@@ -73,6 +74,7 @@ export async function seedDemo(orm: MikroORM, dataDir: string, now: () => number
     // A small simulated cluster: whole H100s, and A100s cut into 7 MIG slices each.
     const h100 = em.create(Flavor, { name: 'h100-80g', kind: 'gpu', gpuModel: 'NVIDIA H100 80GB', slicesPerGpu: null, pricePerUnitHour: 2.49 });
     const mig = em.create(Flavor, { name: 'a100-1g.10gb', kind: 'mig', gpuModel: 'NVIDIA A100 40GB (MIG 1g.10gb)', slicesPerGpu: 7, pricePerUnitHour: 0.45 });
+    for (const flavor of [h100, mig]) writeInitialFlavorPrice(em, flavor.name, flavor.pricePerUnitHour);
     const pool = em.create(NodePool, { name: 'shared', dedicatedTenant: null });
     for (let i = 1; i <= 4; i++) em.create(ClusterNode, { name: `h100-node-${i}`, pool, flavor: h100, gpus: 8, cpu: 192_000, memory: 1_048_576 });
     for (let i = 1; i <= 2; i++) em.create(ClusterNode, { name: `a100-mig-node-${i}`, pool, flavor: mig, gpus: 8, cpu: 128_000, memory: 524_288 });

@@ -8,6 +8,7 @@ import { auditedMutation } from './audit.js';
 import { requireCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from './context.js';
 import { badInput, conflict, notFound } from '../shared/client-errors.js';
 import { schedulerInputError } from './errors.js';
+import { writeInitialFlavorPrice } from './metering/prices.js';
 import { cohortSpec, flavorSpec, nodeSpec, queueSpec } from './scheduling/specs.js';
 
 export interface CreateFlavorInput {
@@ -110,6 +111,8 @@ export async function createFlavor(ctx: ServiceContext, input: CreateFlavorInput
     requirePlatformAdmin(ctx);
     if (await em.count(Flavor, { name: input.name })) throw conflict(`A flavor named "${input.name}" already exists.`);
     const created = em.create(Flavor, { name: input.name, kind: input.kind, gpuModel: input.gpuModel ?? null, slicesPerGpu: input.slicesPerGpu ?? null, pricePerUnitHour: input.pricePerUnitHour });
+    // The creation price holds for all time until a later FlavorPrice (the price book is versioned).
+    writeInitialFlavorPrice(em, input.name, input.pricePerUnitHour);
     check(core, (core) => core.upsertFlavor(flavorSpec(created)));
     await em.flush();
     return { result: created, tenantId: null, targetType: 'Flavor', targetId: created.id };
