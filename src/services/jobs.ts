@@ -188,11 +188,14 @@ export async function previewJob(ctx: ServiceContext, input: SubmitJobInput): Pr
 
 export async function cancelJob(ctx: ServiceContext, id: string): Promise<Job> {
   const job = await auditedMutation(ctx, { action: 'job.cancel', input: { id } }, async (em) => {
-    const found = await em.findOne(Job, { id }, { populate: ['queue'] });
+    // Locked (PostgreSQL): the leader's checkpoint must not charge the same open interval meanwhile.
+    const found = await em.findOne(Job, { id }, { populate: ['queue'], ...ctx.scheduler.metering.jobLock });
     if (!found) throw notFound('Job');
     requireJobChanger(ctx, found);
     if (TERMINAL_JOB_STATES.has(found.state)) throw conflict(`The job has already ${found.state.toLowerCase()}.`);
     const now = ctx.now();
+    // A running job is charged up to its cancel, with the cancel.
+    await ctx.scheduler.metering.charge(em, [found], now.getTime(), 'cancelled');
     found.state = 'CANCELLED';
     found.finishedAt = now;
     found.exitReason = 'cancelled by user';

@@ -24,10 +24,13 @@ export async function applyBackendEvent(writer: FencedWriter, event: Exclude<Bac
       if (job.state !== 'ADMITTED') return;
       job.state = 'RUNNING';
       job.startedAt = at;
+      // The hold the ledger charges starts when the backend says the job runs.
+      job.meteredFrom = event.at;
       recordJobEvent(em, job, 'STARTED', at, null, 'Running on the backend');
       recordOutbox(em, 'job.started', { jobId: job.id, queueId: job.queue.id, at: event.at });
     } else {
       const state = event.type === 'succeeded' ? 'SUCCEEDED' : 'FAILED';
+      await writer.metering.charge(em, [job], event.at, event.type);
       job.state = state;
       job.finishedAt = at;
       job.exitReason = event.type === 'failed' ? event.reason.slice(0, 500) : null;

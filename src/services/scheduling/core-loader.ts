@@ -94,6 +94,7 @@ export async function requeueDoubleBooked(writer: FencedWriter, conflicts: Doubl
     for (const conflict of conflicts) {
       const job = await em.findOne(Job, { id: conflict.jobId }, { populate: ['queue'], ...jobLock });
       if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) continue;
+      await writer.metering.charge(em, [job], now, 'requeued');
       backToPending(job);
       recordJobEvent(em, job, 'PREEMPTED', at, 'DoubleBooked', 'Returned to the queue: its admission shared GPUs with an earlier admission', { gpus: conflict.gpus });
       recordOutbox(em, 'job.requeued', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, reason: 'DoubleBooked', at: now, epoch: writer.epoch });

@@ -2,6 +2,7 @@ import { LockMode, type EntityManager } from '@mikro-orm/core';
 import type { Scheduler } from '../../core/scheduler.js';
 import type { CycleResult } from '../../core/types.js';
 import { Job } from '../../persistence/scheduling-entities.js';
+import type { Metering } from '../metering/charging.js';
 import type { LeaderEpochs } from './leader-epoch.js';
 import { recordJobEvent, recordOutbox } from './outbox.js';
 
@@ -11,6 +12,8 @@ export interface FencedWriter {
   epochs: LeaderEpochs;
   /** The epoch this replica took the leadership with. */
   epoch: number;
+  /** Charges a hold that ends (or is checkpointed) in the same transaction as the change. */
+  metering: Metering;
 }
 
 /**
@@ -33,6 +36,8 @@ export function backToPending(job: Job): void {
   job.admission = null;
   job.admittedAt = null;
   job.startedAt = null;
+  // Charged by the caller before this (Metering.charge); nothing more is open.
+  job.meteredFrom = null;
 }
 
 /**
@@ -68,6 +73,8 @@ export async function persistCycle(writer: FencedWriter, core: Scheduler, result
       const movedAway = wasLive && (!final || final.at !== job.admission?.at);
       if (movedAway && preemption) {
         const preemptor = jobs.get(preemption.preemptorId);
+        // Charged only for the time it held GPUs: up to the preemption.
+        await writer.metering.charge(em, [job], result.at, 'preempted');
         backToPending(job);
         job.preemptionCount += 1;
         recordJobEvent(em, job, 'PREEMPTED', at, preemption.reason, `Preempted (${preemption.reason}) to make room for another job`, { preemptorJobId: preemption.preemptorId });

@@ -7,13 +7,17 @@ import { systemEntityManager } from '../../persistence/entities.js';
 import { Job } from '../../persistence/scheduling-entities.js';
 import { applyBackendEvent } from './backend-events.js';
 import { loadCore, requeueDoubleBooked, type CoreLoaderOptions, type LoadedCore } from './core-loader.js';
-import { persistCycle, type FencedWriter } from './cycle-writer.js';
+import { persistCycle, writeFenced, type FencedWriter } from './cycle-writer.js';
 import { StaleLeaderError, type LeaderEpochs } from './leader-epoch.js';
 import type { OutboxDispatcher } from './outbox.js';
+import type { Metering } from '../metering/charging.js';
 import type { WindowAnnouncer } from './service-helpers.js';
 import { jobSpec } from './specs.js';
 
 type Writable = Exclude<BackendEvent, { type: 'utilization' }>;
+
+/** Jobs per checkpoint transaction. */
+const CHECKPOINT_BATCH = 500;
 
 /** What a leader session needs from the service that runs it. */
 export interface LeaderHost {
@@ -26,6 +30,8 @@ export interface LeaderHost {
     debounceMs?: number;
     resyncIntervalMs?: number;
     recoveryRetryMs?: number;
+    /** Running jobs' open intervals are written to the ledger this often. */
+    meteringIntervalMs?: number;
   };
   /** How the core is loaded from the database (clock, placement, the backend's time scale). */
   readonly loaderOptions: CoreLoaderOptions;
@@ -35,6 +41,7 @@ export interface LeaderHost {
   readonly queueIds: Map<string, string>;
   readonly epochs: LeaderEpochs;
   readonly outbox: OutboxDispatcher;
+  readonly metering: Metering;
   readonly windows: WindowAnnouncer;
   /** Makes a freshly loaded core the current one (and notifies state listeners). */
   install(loaded: LoadedCore): void;
@@ -59,6 +66,7 @@ export class LeaderSession {
   private wakeTimer: NodeJS.Timeout | null = null;
   private resyncTimer: NodeJS.Timeout | null = null;
   private recoveryTimer: NodeJS.Timeout | null = null;
+  private meteringTimer: NodeJS.Timeout | null = null;
   /** Backend reports that could not be written (database down): written after recovery. */
   private readonly unwritten: Writable[] = [];
   /** Whether the backend has been reconciled with the database in this term (retried by resync until it is). */
@@ -83,13 +91,14 @@ export class LeaderSession {
     // own core: an early first resync picks them up from the database. (SQLite has one process.)
     const every = this.host.options.resyncIntervalMs ?? 30_000;
     this.scheduleResync(this.host.options.dialect === 'postgresql' ? Math.min(every, 2000) : every);
+    this.scheduleCheckpoint();
     this.wake();
   }
 
   end(): void {
     this.ended = true;
-    for (const timer of [this.wakeTimer, this.resyncTimer, this.recoveryTimer]) if (timer) clearTimeout(timer);
-    this.wakeTimer = this.resyncTimer = this.recoveryTimer = null;
+    for (const timer of [this.wakeTimer, this.resyncTimer, this.recoveryTimer, this.meteringTimer]) if (timer) clearTimeout(timer);
+    this.wakeTimer = this.resyncTimer = this.recoveryTimer = this.meteringTimer = null;
   }
 
   /** Asks for an admission cycle soon; bursts of wake-ups coalesce into one cycle. */
@@ -168,7 +177,7 @@ export class LeaderSession {
   }
 
   private writer(): FencedWriter {
-    return { em: this.em(), dialect: this.host.options.dialect, epochs: this.host.epochs, epoch: this.epoch };
+    return { em: this.em(), dialect: this.host.options.dialect, epochs: this.host.epochs, epoch: this.epoch, metering: this.host.metering };
   }
 
   private knows(jobId: string): boolean {
@@ -278,6 +287,41 @@ export class LeaderSession {
     // Time windows open and close with the clock, not with events: a periodic cycle lets
     // a closed window's excess become reclaimable and an opened one's quota be used.
     this.wake();
+  }
+
+  private scheduleCheckpoint(): void {
+    if (this.ended) return;
+    this.meteringTimer = setTimeout(() => {
+      this.meteringTimer = null;
+      void this.host
+        .serial(() => this.checkpoint())
+        .catch((error) => this.failed(error))
+        .finally(() => this.scheduleCheckpoint());
+    }, this.host.options.meteringIntervalMs ?? 60_000);
+    this.meteringTimer.unref();
+  }
+
+  /**
+   * Writes every running job's open interval to the ledger (usage shows while jobs run, not
+   * only when they end), in fenced batches: each batch's rows and the jobs' new `meteredFrom`
+   * commit together. Skipped while paused: the next checkpoint after recovery charges it all.
+   */
+  async checkpoint(): Promise<void> {
+    if (this.ended || this.paused) return;
+    const now = this.host.options.now();
+    let after = '';
+    for (;;) {
+      let last: string | null = null;
+      await writeFenced(this.writer(), async (em, jobLock) => {
+        const jobs = await em.find(Job, { state: 'RUNNING', id: { $gt: after } }, { orderBy: { id: 'asc' }, limit: CHECKPOINT_BATCH, populate: ['queue'], ...jobLock });
+        // Running since before metering existed (an upgrade): charged from its start.
+        for (const job of jobs) if (job.meteredFrom == null && job.startedAt) job.meteredFrom = job.startedAt.getTime();
+        await this.host.metering.charge(em, jobs, now, 'checkpoint');
+        last = jobs.length === CHECKPOINT_BATCH ? jobs[jobs.length - 1]!.id : null;
+      });
+      if (this.ended || last === null) break;
+      after = last;
+    }
   }
 
   private announceWindows(): void {

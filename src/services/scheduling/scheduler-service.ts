@@ -10,6 +10,7 @@ import { LeaderEpochs } from './leader-epoch.js';
 import { LeaderSession, type LeaderHost } from './leader-session.js';
 import type { Leadership } from './leadership.js';
 import { OutboxDispatcher } from './outbox.js';
+import { Metering, type MeteringSettings } from '../metering/charging.js';
 import { listenTo, WindowAnnouncer } from './service-helpers.js';
 
 export interface SchedulerServiceOptions {
@@ -31,6 +32,10 @@ export interface SchedulerServiceOptions {
   /** While the database fails, the leader tries to rebuild from it this often. */
   recoveryRetryMs?: number;
   placement?: 'best-fit' | 'fragmentation-aware';
+  /** Running jobs' usage is written to the ledger this often (ms). Default 60 000. */
+  meteringIntervalMs?: number;
+  /** Currency and what follows a charge (budgets); the time scale comes from the backend. */
+  metering?: Pick<MeteringSettings, 'currency' | 'afterCharge'>;
 }
 
 /**
@@ -66,10 +71,13 @@ export class SchedulerService {
   /** Losses of the lock so far: one during a takeover makes that takeover void. */
   private lockLosses = 0;
   private readonly loaderOptions: CoreLoaderOptions;
+  /** The ledger's writer with this installation's settings (any replica charges a cancel). */
+  readonly metering: Metering;
 
   constructor(private readonly options: SchedulerServiceOptions) {
     this.loaderOptions = { now: options.now, placement: options.placement ?? 'best-fit', timeScale: options.backend.timeScale, logError: options.logError };
     this.epochs = new LeaderEpochs(options.dialect);
+    this.metering = new Metering({ timeScale: options.backend.timeScale, dialect: options.dialect, currency: options.metering?.currency ?? 'USD', afterCharge: options.metering?.afterCharge });
     this.outbox = new OutboxDispatcher({ ...options, utilization: this.utilization });
     this.windows = new WindowAnnouncer(options.events, options.now);
   }
@@ -184,6 +192,12 @@ export class SchedulerService {
     this.session?.wake();
   }
 
+  /** Writes running jobs' open intervals to the ledger now (the leader does it every meteringIntervalMs); a follower does nothing. */
+  async checkpointUsage(): Promise<void> {
+    const session = this.session;
+    if (session) await this.serial(() => session.checkpoint());
+  }
+
   /** Performs every outbox row not yet performed, oldest first. */
   async dispatchOutbox(): Promise<void> {
     await this.outbox.dispatch();
@@ -191,7 +205,10 @@ export class SchedulerService {
 
   private onBackendEvent(event: BackendEvent): void {
     if (!this.session) return;
-    if (event.type === 'utilization') this.utilization.set(event.jobId, event.gpuUtilization);
+    if (event.type === 'utilization') {
+      this.utilization.set(event.jobId, event.gpuUtilization);
+      this.metering.utilization.record(event.jobId, event.at, event.gpuUtilization);
+    }
     else this.session.backendEvent(event);
   }
 
@@ -263,6 +280,7 @@ export class SchedulerService {
       },
       epochs: this.epochs,
       outbox: this.outbox,
+      metering: this.metering,
       windows: this.windows,
       install: (loaded) => this.install(loaded),
       serial: (work) => this.serial(work),

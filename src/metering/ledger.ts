@@ -1,0 +1,209 @@
+// The usage ledger's writer. Every call runs inside the caller's transaction, beside the state
+// change it charges for (a report that the job finished, a preemption, a cancel, a checkpoint):
+// the rows, the hourly rollup and the job's `meteredFrom` commit together or not at all, so
+// after a crash or a failover the next leader charges from exactly where the last commit ended.
+import { raw, type EntityManager } from '@mikro-orm/core';
+import type { SqlEntityManager } from '@mikro-orm/knex';
+import type { Admission, PodSetSpec } from '../core/types.js';
+import { UsageHourly, UsageRecord, type UsageCloser } from '../persistence/metering-entities.js';
+import type { Job } from '../persistence/scheduling-entities.js';
+import { uuidv7 } from '../persistence/ids.js';
+import { allocationOf } from './allocation.js';
+import type { MeteringTables } from './price-book.js';
+import type { UtilizationSource } from './utilization.js';
+
+const HOUR_MS = 3_600_000;
+
+/** What the ledger needs besides the job: prices, flavors, the backend's time scale, utilization samples. */
+export interface LedgerContext {
+  tables: MeteringTables;
+  /**
+   * Declared time / backend time (the simulated cluster runs faster than the clock): a real
+   * second held is charged as `timeScale` seconds, so usage reflects the jobs' declared time.
+   * 1 on a real cluster.
+   */
+  timeScale: number;
+  utilization?: UtilizationSource;
+}
+
+/** The part of a job the ledger reads. */
+export interface ChargeableJob {
+  id: string;
+  tenantId: string;
+  projectId: string | null;
+  queueId: string;
+  userId: string | null;
+  priorityClass: string;
+  podSets: PodSetSpec[];
+  admission: Admission | null;
+}
+
+export type LedgerRow = Omit<UsageRecord, 'id' | 'job' | 'tenant'> & { jobId: string; tenantId: string };
+
+/** Splits [from, to) at every hour boundary and at the given instants (price changes). */
+export function segmentsOf(from: number, to: number, breaks: readonly number[] = []): [number, number][] {
+  if (to <= from) return [];
+  const cuts = new Set<number>();
+  for (let h = Math.floor(from / HOUR_MS) * HOUR_MS + HOUR_MS; h < to; h += HOUR_MS) cuts.add(h);
+  for (const b of breaks) if (b > from && b < to) cuts.add(b);
+  const points = [from, ...[...cuts].sort((a, b) => a - b), to];
+  const out: [number, number][] = [];
+  for (let i = 0; i + 1 < points.length; i++) out.push([points[i]!, points[i + 1]!]);
+  return out;
+}
+
+/**
+ * The rows charging `job` for [from, to): one per flavor per segment (segments never cross an
+ * hour or a price change). Pure: the property tests drive it directly.
+ */
+export function ledgerRows(
+  job: ChargeableJob,
+  from: number,
+  to: number,
+  closedBy: UsageCloser,
+  ctx: LedgerContext,
+  options: { firstOfJob: boolean; utilization: number | null },
+): LedgerRow[] {
+  if (!job.admission || to <= from) return [];
+  const allocation = allocationOf(job.podSets, job.admission, ctx.tables.flavors);
+  const rows: LedgerRow[] = [];
+  let first = options.firstOfJob;
+  for (const held of allocation) {
+    const breaks = ctx.tables.prices.changesWithin(held.flavor, job.priorityClass, from, to);
+    for (const [start, end] of segmentsOf(from, to, breaks)) {
+      const seconds = ((end - start) / 1000) * ctx.timeScale;
+      const unitPricePerHour = ctx.tables.prices.unitPrice(held.flavor, job.priorityClass, start);
+      const gpuSeconds = held.gpuDevices * seconds;
+      rows.push({
+        jobId: job.id,
+        tenantId: job.tenantId,
+        projectId: job.projectId,
+        queueId: job.queueId,
+        userId: job.userId,
+        priorityClass: job.priorityClass,
+        flavor: held.flavor,
+        startedAt: new Date(start),
+        endedAt: new Date(end),
+        durationMs: end - start,
+        gpuUnits: held.gpuUnits,
+        gpuSeconds,
+        cpuSeconds: held.cpuCores * seconds,
+        memoryGibSeconds: held.memoryGib * seconds,
+        usedGpuSeconds: options.utilization === null || gpuSeconds === 0 ? null : gpuSeconds * options.utilization,
+        unitPricePerHour,
+        cost: (held.gpuUnits * unitPricePerHour * seconds) / 3600,
+        closedBy,
+        firstOfJob: first,
+      });
+      first = false;
+    }
+  }
+  return rows;
+}
+
+export const chargeableJob = (job: Job): ChargeableJob => ({
+  id: job.id,
+  tenantId: job.tenant.id,
+  projectId: job.project?.id ?? null,
+  queueId: job.queue.id,
+  userId: job.submittedBy?.id ?? null,
+  priorityClass: job.priorityClass,
+  podSets: job.podSets,
+  admission: job.admission ?? null,
+});
+
+/**
+ * Charges each job's open interval up to `until` and moves its `meteredFrom`: to `until` for a
+ * checkpoint (the job still holds its GPUs), to null when the hold ends. A job with nothing
+ * open (never started, or already closed) is left as it is. Returns the tenants charged.
+ * The job rows must be read under the caller's lock (FOR UPDATE where the database has it).
+ */
+export async function chargeJobs(em: EntityManager, jobs: readonly Job[], until: number, closedBy: UsageCloser, ctx: LedgerContext): Promise<Set<string>> {
+  const rows: LedgerRow[] = [];
+  for (const job of jobs) {
+    const from = job.meteredFrom ?? null;
+    if (closedBy !== 'checkpoint') job.meteredFrom = null;
+    if (from === null || until <= from) continue;
+    if (closedBy === 'checkpoint') job.meteredFrom = until;
+    const firstOfJob = await isFirstCharge(em, job, from);
+    const utilization = ctx.utilization?.take(job.id, from, until) ?? null;
+    rows.push(...ledgerRows(chargeableJob(job), from, until, closedBy, ctx, { firstOfJob, utilization }));
+  }
+  await writeRows(em, rows);
+  return new Set(rows.map((r) => r.tenantId));
+}
+
+/** One job; see chargeJobs. */
+export const chargeJob = (em: EntityManager, job: Job, until: number, closedBy: UsageCloser, ctx: LedgerContext): Promise<Set<string>> =>
+  chargeJobs(em, [job], until, closedBy, ctx);
+
+/**
+ * Whether this is the job's first charge ever (it counts the job once in the rollup's `jobs`).
+ * Only an interval that starts at the job's first start can be; that case alone costs a query.
+ */
+async function isFirstCharge(em: EntityManager, job: Job, from: number): Promise<boolean> {
+  if (job.preemptionCount !== 0 || job.startedAt?.getTime() !== from) return false;
+  return (await em.count(UsageRecord, { job: job.id })) === 0;
+}
+
+type HourlyKey = Pick<UsageHourly, 'projectId' | 'queueId' | 'userId' | 'priorityClass' | 'flavor'> & { hour: Date; tenant: string };
+type HourlySums = Pick<UsageHourly, 'gpuSeconds' | 'usedGpuSeconds' | 'measuredGpuSeconds' | 'cpuSeconds' | 'memoryGibSeconds' | 'cost' | 'jobs'>;
+
+const SUMMED = ['gpuSeconds', 'usedGpuSeconds', 'measuredGpuSeconds', 'cpuSeconds', 'memoryGibSeconds', 'cost', 'jobs'] as const;
+const COLUMN: Record<(typeof SUMMED)[number], string> = {
+  gpuSeconds: 'gpu_seconds',
+  usedGpuSeconds: 'used_gpu_seconds',
+  measuredGpuSeconds: 'measured_gpu_seconds',
+  cpuSeconds: 'cpu_seconds',
+  memoryGibSeconds: 'memory_gib_seconds',
+  cost: 'cost',
+  jobs: 'jobs',
+};
+
+/** Sums rows per hourly key (one statement may not touch the same rollup row twice). */
+export function hourlyDeltas(rows: readonly LedgerRow[]): (HourlyKey & HourlySums)[] {
+  const out = new Map<string, HourlyKey & HourlySums>();
+  for (const r of rows) {
+    const hour = Math.floor(r.startedAt.getTime() / HOUR_MS) * HOUR_MS;
+    const key: HourlyKey = { hour: new Date(hour), tenant: r.tenantId, projectId: r.projectId ?? '', queueId: r.queueId, userId: r.userId ?? '', priorityClass: r.priorityClass, flavor: r.flavor };
+    const id = [hour, key.tenant, key.projectId, key.queueId, key.userId, key.priorityClass, key.flavor].join('\u0000');
+    const cur = out.get(id) ?? { ...key, gpuSeconds: 0, usedGpuSeconds: 0, measuredGpuSeconds: 0, cpuSeconds: 0, memoryGibSeconds: 0, cost: 0, jobs: 0 };
+    cur.gpuSeconds += r.gpuSeconds;
+    if (r.usedGpuSeconds !== null && r.usedGpuSeconds !== undefined) {
+      cur.usedGpuSeconds += r.usedGpuSeconds;
+      cur.measuredGpuSeconds += r.gpuSeconds;
+    }
+    cur.cpuSeconds += r.cpuSeconds;
+    cur.memoryGibSeconds += r.memoryGibSeconds;
+    cur.cost += r.cost;
+    if (r.firstOfJob) cur.jobs += 1;
+    out.set(id, cur);
+  }
+  // A fixed order: concurrent writers (a cancel beside a checkpoint) lock rollup rows in the same order.
+  return [...out.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([, v]) => v);
+}
+
+const BATCH = 500;
+
+async function writeRows(em: EntityManager, rows: readonly LedgerRow[]): Promise<void> {
+  if (!rows.length) return;
+  for (const r of rows) {
+    const { jobId, tenantId, ...rest } = r;
+    em.create(UsageRecord, { ...rest, job: jobId, tenant: tenantId });
+  }
+  // The ledger rows first: a second charge of the same time fails on their unique key before
+  // the rollup is touched, and the whole transaction (the state change with it) rolls back.
+  await em.flush();
+  const deltas = hourlyDeltas(rows);
+  const merge = Object.fromEntries(SUMMED.map((f) => [f, raw(`usage_hourly.${COLUMN[f]} + excluded.${COLUMN[f]}`)]));
+  for (let i = 0; i < deltas.length; i += BATCH) {
+    const batch = deltas.slice(i, i + BATCH).map((d) => ({ id: uuidv7(), ...d }));
+    // Both drivers are SQL drivers (better-sqlite, postgresql).
+    await (em as SqlEntityManager)
+      .createQueryBuilder(UsageHourly)
+      .insert(batch)
+      .onConflict(['hour', 'tenant', 'projectId', 'queueId', 'userId', 'priorityClass', 'flavor'])
+      .merge(merge)
+      .execute();
+  }
+}

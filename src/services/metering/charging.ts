@@ -1,0 +1,48 @@
+// Charging as a use case: the ledger writer (src/metering) with what the installation knows
+// (the backend's time scale, the utilization samples, the currency) and what must follow a
+// charge in the same transaction (budget thresholds). Every state change that ends or
+// checkpoints a hold calls `charge` inside its own transaction.
+import { LockMode, type EntityManager } from '@mikro-orm/core';
+import { chargeJobs } from '../../metering/ledger.js';
+import { loadMeteringTables } from '../../metering/price-book.js';
+import { UtilizationSamples } from '../../metering/utilization.js';
+import type { UsageCloser } from '../../persistence/metering-entities.js';
+import type { Job } from '../../persistence/scheduling-entities.js';
+
+export interface MeteringSettings {
+  /** The backend's declared time / real time (see LedgerContext.timeScale). */
+  timeScale: number;
+  /** The price book's currency (FAIRWAY_CURRENCY). */
+  currency: string;
+  dialect: 'sqlite' | 'postgresql';
+  /** Budget thresholds crossed by what was just charged, in the same transaction (budgets.ts). */
+  afterCharge?: (em: EntityManager, tenantIds: Set<string>, nowMs: number, currency: string) => Promise<unknown>;
+}
+
+export class Metering {
+  /** GPU utilization samples of running jobs on this replica, until charged. */
+  readonly utilization = new UtilizationSamples();
+
+  constructor(readonly settings: MeteringSettings) {}
+
+  /** Lock options for reading job rows that are about to be charged (rows lock only on PostgreSQL). */
+  get jobLock(): { lockMode?: LockMode.PESSIMISTIC_WRITE } {
+    return this.settings.dialect === 'postgresql' ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {};
+  }
+
+  /**
+   * Charges the jobs' open intervals up to `until` (see chargeJobs), then lets budgets react,
+   * all in the caller's transaction. Returns the tenants charged.
+   */
+  async charge(em: EntityManager, jobs: readonly Job[], until: number, closedBy: UsageCloser, nowMs: number = until): Promise<Set<string>> {
+    if (!jobs.some((j) => j.meteredFrom != null)) {
+      if (closedBy !== 'checkpoint') for (const job of jobs) job.meteredFrom = null;
+      return new Set();
+    }
+    const tables = await loadMeteringTables(em);
+    const tenants = await chargeJobs(em, jobs, until, closedBy, { tables, timeScale: this.settings.timeScale, utilization: this.utilization });
+    if (tenants.size && this.settings.afterCharge) await this.settings.afterCharge(em, tenants, nowMs, this.settings.currency);
+    if (closedBy !== 'checkpoint') for (const job of jobs) this.utilization.forget(job.id);
+    return tenants;
+  }
+}
