@@ -309,11 +309,11 @@ export class LeaderSession {
   async checkpoint(): Promise<void> {
     if (this.ended || this.paused) return;
     const now = this.host.options.now();
-    let after = '';
+    let after: string | null = null;
     for (;;) {
       let last: string | null = null;
       await writeFenced(this.writer(), async (em, jobLock) => {
-        const jobs = await em.find(Job, { state: 'RUNNING', id: { $gt: after } }, { orderBy: { id: 'asc' }, limit: CHECKPOINT_BATCH, populate: ['queue'], ...jobLock });
+        const jobs = await em.find(Job, after === null ? { state: 'RUNNING' } : { state: 'RUNNING', id: { $gt: after } }, { orderBy: { id: 'asc' }, limit: CHECKPOINT_BATCH, populate: ['queue'], ...jobLock });
         // Running since before metering existed (an upgrade): charged from its start.
         for (const job of jobs) if (job.meteredFrom == null && job.startedAt) job.meteredFrom = job.startedAt.getTime();
         await this.host.metering.charge(em, jobs, now, 'checkpoint');
