@@ -1,0 +1,88 @@
+// The usage bench's table and its section of bench/RESULTS.md (kept between its markers; a
+// rerun replaces it, the reading written below the end marker stays).
+import fs from 'node:fs';
+import os from 'node:os';
+import { gitDescribe } from '../api/process-stats.js';
+import { percentile } from './measure.js';
+import { median, type DialectResult } from './run.js';
+import type { Timing } from './measure.js';
+
+export const START = '<!-- bench:usage -->';
+export const END = '<!-- /bench:usage -->';
+
+const ms = (n: number) => (Number.isFinite(n) ? (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2)) : '–');
+const name = (d: DialectResult['dialect']) => (d === 'postgresql' ? 'PostgreSQL' : 'SQLite');
+
+/** "node + db" CPU ms per call: the database's own share is measured apart on PostgreSQL only. */
+function cpu(t: Timing): string {
+  const node = t.nodeCpuMs.reduce((a, b) => a + b, 0) / t.nodeCpuMs.length;
+  return t.dbCpuMsPerCall === null ? ms(node) : `${ms(node + t.dbCpuMsPerCall)} (${ms(node)} + ${ms(t.dbCpuMsPerCall)})`;
+}
+
+export function resultTable(results: DialectResult[]): string[] {
+  const rows = results.map((r) => [
+    name(r.dialect),
+    `${r.load.records.toLocaleString('en')} (rollup ${r.load.rollupRows.toLocaleString('en')})`,
+    `readUsage, PROJECT × DAY, 30 days (${r.cells} cells)`,
+    `**${ms(median(r.service.wallMs))}**`,
+    ms(percentile(r.service.wallMs, 0.95)),
+    cpu(r.service),
+    `${ms(median(r.baseline.wallMs))} / ${ms(percentile(r.baseline.wallMs, 0.95))}`,
+    cpu(r.baseline),
+    `${(median(r.baseline.wallMs) / median(r.service.wallMs)).toFixed(0)}×`,
+  ]);
+  return [
+    '| database | ledger rows | query | median ms | p95 ms | CPU ms/query (Node + server) | baseline: raw ledger GROUP BY, median / p95 ms | baseline CPU ms/query | baseline ÷ rollup |',
+    '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ];
+}
+
+export interface SectionContext {
+  command: string;
+  started: number;
+  loadStart: string;
+  loadEnd: string;
+  iterations: number;
+  baselineIterations: number;
+  warmup: number;
+}
+
+export function section(results: DialectResult[], c: SectionContext): string[] {
+  const cpus = os.cpus();
+  const first = results[0];
+  return [
+    START,
+    `## Usage query over ${(first?.load.records ?? 0).toLocaleString('en')} ledger rows (\`npm run bench:usage\`)`,
+    '',
+    `Command: \`${c.command}\` (bench/usage.ts)  `,
+    `Date: ${new Date(c.started).toISOString()}; ${cpus.length} × ${cpus[0]?.model ?? '?'} (shared), Node ${process.version}; load average at start / end: ${c.loadStart} / ${c.loadEnd}; code ${gitDescribe()}.`,
+    '',
+    'Data (seeded, the same on both databases): a month (30 days) of GPU jobs — ' +
+      `${first ? first.load.jobs.toLocaleString('en') : '?'} jobs, 90% in the big tenant the query reads (40 projects, 8 queues), the rest in two small ones; ` +
+      '200 users, 4 flavors (one MIG), 4 priority classes; the ledger rows the writer makes with 60-second checkpoints ' +
+      '(one per job × flavor × checkpoint interval, cut at UTC hours), inserted in time order, and the `usage_hourly` rollup summed with the ' +
+      "writer's own `hourlyDeltas`. Schema from the migrations; PostgreSQL 15 (local, scratch database) after `VACUUM ANALYZE` (what autovacuum does), SQLite file in WAL mode.",
+    '',
+    `Query: \`readUsage\` (src/services/metering/usage.ts) as a tenant admin, groupBy [PROJECT], granularity DAY, the whole month; a fresh request context per call; ` +
+      `${c.warmup} untimed calls, then ${c.iterations} timed (baseline: ${c.baselineIterations}). Baseline: the same grouping (project, UTC day) straight from \`usage_records\` with SQL, in the same run. ` +
+      'CPU per query: this process (ORM, driver, and on SQLite the database itself) + on PostgreSQL the server backends (/proc, mean over the run). ' +
+      'Both answers are compared cell by cell (GPU-seconds, cost, jobs) before timing.',
+    '',
+    ...resultTable(results),
+    ...results.flatMap((r) => (r.mismatches.length ? ['', `**${name(r.dialect)}: rollup and ledger disagree**: ${r.mismatches.join('; ')}`] : [])),
+    '',
+    `Load (generation + INSERTs, ${results.map((r) => `${name(r.dialect)} ${(r.load.loadMs / 1000).toFixed(0)} s = ${Math.round(r.load.records / (r.load.loadMs / 1000)).toLocaleString('en')} ledger rows/s`).join(', ')}) is bulk multi-row INSERTs, not the ledger writer's path.`,
+    END,
+  ];
+}
+
+/** Replaces the section between the markers in `file`, or appends it. */
+export function writeSection(file: string, lines: string[]): void {
+  const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+  const block = lines.join('\n');
+  const at = text.indexOf(START);
+  const end = text.indexOf(END);
+  const next = at >= 0 && end > at ? text.slice(0, at) + block + text.slice(end + END.length) : `${text.replace(/\n*$/, '\n\n')}${block}\n`;
+  fs.writeFileSync(file, next);
+}
