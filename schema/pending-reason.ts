@@ -16,7 +16,7 @@ const NodeFitRef = builder.objectRef<NodeFit>('NodeFit').implement({
 export const PendingReasonRef = builder.objectRef<JobExplanation>('PendingReason').implement({
   description: 'Why a job waits, and the numbers behind it.',
   fields: (t) => ({
-    code: t.string({ description: 'WaitingForQuota, ExceedsMaxQuota, NoNodeFits, NoFittingNode, WindowClosed, StrictFIFOBlocked, WaitingForPreemption, NotYetEvaluated…', resolve: (e) => e.reason ?? 'NotYetEvaluated' }),
+    code: t.string({ description: 'WaitingForQuota, ExceedsMaxQuota, NoNodeFits, NoFittingNode, WindowClosed, StrictFIFOBlocked, WaitingForPreemption, BudgetExhausted, NotYetEvaluated…', resolve: (e) => e.reason ?? 'NotYetEvaluated' }),
     message: t.string({
       description: "Rendered for the reader: names another job only when it is one of this tenant's jobs you may read, else \"a job of another tenant\".",
       resolve: (e, _a, ctx) => pendingReasonMessage(ctx, e),
@@ -29,9 +29,14 @@ export const PendingReasonRef = builder.objectRef<JobExplanation>('PendingReason
     borrowingLimit: t.float({ nullable: true, resolve: (e) => e.shortfall?.borrowingLimit ?? null }),
     used: t.float({ nullable: true, resolve: (e) => e.shortfall?.used ?? null }),
     nodeFit: t.field({ type: [NodeFitRef], nullable: true, description: 'NoNodeFits only: per flavor tried, the largest free block on one node.', resolve: (e) => nodeFitOf(e) }),
+    budgetSpent: t.float({ nullable: true, description: 'BudgetExhausted: month-to-date spend of the exhausted budget.', resolve: (e) => e.hold?.spent ?? null }),
+    budgetLimit: t.float({ nullable: true, description: 'BudgetExhausted: its monthly amount.', resolve: (e) => e.hold?.limit ?? null }),
+    budgetCurrency: t.string({ nullable: true, description: 'BudgetExhausted: currency of the amounts.', resolve: (e) => e.hold?.currency ?? null }),
+    budgetPeriod: t.string({ nullable: true, description: "BudgetExhausted: the UTC month ('YYYY-MM').", resolve: (e) => e.hold?.period ?? null }),
+    budgetScope: t.string({ nullable: true, description: "BudgetExhausted: 'tenant' or 'project'.", resolve: (e) => e.hold?.scope ?? null }),
     etaUnknownReason: t.string({
       nullable: true,
-      description: 'Why eta is null: NoDeclaredDuration, TooFarAhead, NeverFits or StrictFIFOBlocked (null when there is an ETA).',
+      description: 'Why eta is null: NoDeclaredDuration, TooFarAhead, NeverFits, WindowClosed or BudgetExhausted (null when there is an ETA).',
       resolve: (e) => etaUnknownReasonOf(e),
     }),
     etaUnknownMessage: t.string({ nullable: true, description: 'The same, in words.', resolve: (e) => etaUnknownText(etaUnknownReasonOf(e)) }),

@@ -5,6 +5,7 @@ import { currentDecision, decisionFrom } from './assignment/decision.js';
 import { evaluate } from './assignment/nominate.js';
 import type { Fail } from './assignment/plan.js';
 import { headBorrows } from './assignment/quota-mode.js';
+import { holdVictims } from './holds.js';
 import { historyAt, weightedShare } from './queue-usage.js';
 import { knownPreemptFail, park, rememberPreemptFail, waitOn } from './queueing.js';
 import { refreshWindows } from './quota-config.js';
@@ -39,6 +40,7 @@ export function cycle(core: CoreState): CycleResult {
     for (const { job } of heads) tryHead(core, job, now, result, pending);
   }
   result.pending = refreshDecisions(core, pending);
+  holdVictims(core, result.preempted);
   return result;
 }
 

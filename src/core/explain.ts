@@ -4,10 +4,11 @@ import { currentDecision } from './assignment/decision.js';
 import { headBorrows } from './assignment/quota-mode.js';
 import { SchedulerInputError } from './errors.js';
 import { etaOf, expectedEnd } from './eta-tree.js';
+import { holdInfo, holdMessage, matchingHold } from './holds.js';
 import { weightedShare } from './queue-usage.js';
 import { QuotaNode } from './quota.js';
 import { type CoreState, type JobState, queueLess, type QueueState, type TreeView } from './state.js';
-import type { Admission, JobExplanation } from './types.js';
+import type { Admission, AdmissionHold, JobExplanation } from './types.js';
 
 export function explain(core: CoreState, jobId: string): JobExplanation {
   const j = core.jobs.get(jobId);
@@ -17,6 +18,17 @@ export function explain(core: CoreState, jobId: string): JobExplanation {
   if (j.status === 'admitted') {
     base.admission = j.admission as Admission;
     base.expectedEnd = expectedEnd(j);
+    return base;
+  }
+  if (j.held) {
+    // Out of every pending list: no position, and no ETA until the hold is lifted.
+    const h = matchingHold(core, j.spec) as AdmissionHold;
+    base.reason = 'BudgetExhausted';
+    base.message = holdMessage(h);
+    base.hold = holdInfo(h);
+    if (j.preemptedBy) base.preemptedBy = { ...j.preemptedBy };
+    base.eta = null;
+    base.etaUnknownReason = 'BudgetExhausted';
     return base;
   }
   const q = j.queue;

@@ -3,7 +3,8 @@ import { release } from './admit.js';
 import { eligibleFor } from './assignment/direct.js';
 import { SchedulerInputError } from './errors.js';
 import { type FlavorState, nodeCanEverHold, type Shape } from './nodes.js';
-import { dequeue, enqueue } from './queueing.js';
+import { holdNew, matchingHold, unhold } from './holds.js';
+import { joinQueue, withdraw } from './queueing.js';
 import { CPU, GPU, MEM } from './quota.js';
 import type { CoreState, JobState, PodSetState } from './state.js';
 import type { JobSpec } from './types.js';
@@ -13,17 +14,9 @@ export function submit(core: CoreState, job: JobSpec): void {
   if (core.jobs.has(job.id)) throw new SchedulerInputError('DUPLICATE_JOB', `job ${job.id} already exists`);
   const state = buildJob(core, job);
   core.jobs.set(job.id, state);
-  enqueue(core, state);
-  const q = state.queue;
-  if (q.strategy === 'StrictFIFO' && q.blocked) {
-    // A new job that overtakes the blocked head becomes the head: give it its try.
-    if (q.heap.peek() === state) {
-      q.blocked = false;
-      core.active.add(q);
-    }
-  } else {
-    core.active.add(q);
-  }
+  // Under a matching admission hold it waits in the held set, as if not yet submitted.
+  if (matchingHold(core, job)) holdNew(core, state);
+  else joinQueue(core, state);
 }
 
 export function finish(core: CoreState, jobId: string): void {
@@ -42,13 +35,8 @@ export function drop(core: CoreState, jobId: string): void {
     release(core, j, core.clock.now());
     return;
   }
-  const q = j.queue;
-  const wasHead = q.heap.peek() === j;
-  dequeue(core, j);
-  if (wasHead && q.blocked) {
-    q.blocked = false;
-    if (q.heap.size > 0) core.active.add(q);
-  }
+  if (j.held) unhold(core, j);
+  else withdraw(core, j);
 }
 
 export function buildJob(core: CoreState, job: JobSpec): JobState {
@@ -108,6 +96,7 @@ export function buildJob(core: CoreState, job: JobSpec): JobState {
     podSets,
     status: 'pending',
     parked: false,
+    held: false,
     decision: null,
     decisionVersion: -1,
     preemptedBy: null,

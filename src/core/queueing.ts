@@ -26,6 +26,35 @@ export function dequeue(core: CoreState, j: JobState): void {
   removePendingShapes(core, j);
 }
 
+/**
+ * A new (or returning) pending job joins its queue: into the heap, and the queue gets a look at the
+ * next cycle. A StrictFIFO queue blocked behind its head stays blocked unless this job is the new head.
+ */
+export function joinQueue(core: CoreState, j: JobState): void {
+  enqueue(core, j);
+  const q = j.queue;
+  if (q.strategy === 'StrictFIFO' && q.blocked) {
+    // A new job that overtakes the blocked head becomes the head: give it its try.
+    if (q.heap.peek() === j) {
+      q.blocked = false;
+      core.active.add(q);
+    }
+  } else {
+    core.active.add(q);
+  }
+}
+
+/** A pending job leaves its queue (cancelled, finished, or held); a StrictFIFO queue blocked behind it gets its next head tried. */
+export function withdraw(core: CoreState, j: JobState): void {
+  const q = j.queue;
+  const wasHead = q.heap.peek() === j;
+  dequeue(core, j);
+  if (wasHead && q.blocked) {
+    q.blocked = false;
+    if (q.heap.size > 0) core.active.add(q);
+  }
+}
+
 export function park(core: CoreState, j: JobState, fail: Fail | null, keepClass = false): void {
   const q = j.queue;
   if (!keepClass) classifyPark(j, fail);

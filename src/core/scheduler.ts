@@ -5,11 +5,12 @@
 import { removeNode, upsertCohort, upsertFlavor, upsertNode, upsertQueue } from './configure.js';
 import { cycle } from './cycle.js';
 import { explain } from './explain.js';
+import { setAdmissionHolds } from './holds.js';
 import { cancel, finish, submit } from './jobs.js';
 import { pendingShapes } from './pending-shapes.js';
 import { restore } from './restore.js';
 import { type CoreState, createCoreState } from './state.js';
-import type { Admission, CohortSpec, CycleResult, FlavorSpec, JobExplanation, JobSpec, NodeSpec, NodeStatus, PendingShape, Preview, QueueSpec, QueueStatus, RestoredAdmission, SchedulerOptions } from './types.js';
+import type { Admission, AdmissionHold, CohortSpec, CycleResult, FlavorSpec, JobExplanation, JobSpec, NodeSpec, NodeStatus, PendingShape, Preview, QueueSpec, QueueStatus, RestoredAdmission, SchedulerOptions } from './types.js';
 import { admissionOf, debugState, jobState, nodeStatus, preview, queueStatus } from './views.js';
 export { DEFAULT_PRIORITY_CLASSES } from './state.js';
 
@@ -58,6 +59,17 @@ export class Scheduler {
 
   cancel(jobId: string): void {
     cancel(this.state, jobId);
+  }
+
+  // ───────────────────────────── admission holds (holds.ts) ─────────────────────────────
+
+  /**
+   * Replaces the whole set of admission holds (spent hard budgets). Pending jobs a hold matches
+   * (not of an exempt class) wait with reason `BudgetExhausted` and are never admitted or preempt;
+   * lifting a hold makes its jobs eligible at the next cycle. Running jobs are untouched.
+   */
+  setAdmissionHolds(holds: AdmissionHold[]): void {
+    setAdmissionHolds(this.state, holds);
   }
 
   // ───────────────────────────── the cycle (cycle.ts) ─────────────────────────────

@@ -4,7 +4,7 @@ import type { EtaResult } from './eta.js';
 import { type HeapItem, IndexedHeap } from './heap.js';
 import type { FlavorState, NodeState, PodAlloc, Shape, WeightedShape } from './nodes.js';
 import { QuotaNode } from './quota.js';
-import type { Admission, Clock, CohortSpec, IsolationLevel, JobSpec, PendingDecision, PreemptedBy, Preemption, PriorityClass, QueueSpec, ReclaimPolicy, SchedulerOptions, WithinQueuePolicy } from './types.js';
+import type { Admission, AdmissionHold, Clock, CohortSpec, IsolationLevel, JobSpec, PendingDecision, PreemptedBy, Preemption, PriorityClass, QueueSpec, ReclaimPolicy, SchedulerOptions, WithinQueuePolicy } from './types.js';
 
 /** The default priority classes (design doc, "Priority classes"). */
 export const DEFAULT_PRIORITY_CLASSES: readonly PriorityClass[] = [
@@ -32,6 +32,8 @@ export interface JobState extends HeapItem {
   podSets: PodSetState[];
   status: 'pending' | 'admitted';
   parked: boolean;
+  /** Pending but held by an admission hold (holds.ts): in `CoreState.held`, not in its queue's heap or parked set. */
+  held: boolean;
   decision: PendingDecision | null;
   /** stateVersion the decision was diagnosed at: a stale one is diagnosed again before it is shown. */
   decisionVersion: number;
@@ -152,6 +154,12 @@ export interface CoreState {
   pendingVersion: number;
   readonly treeViews: Map<QuotaNode, TreeView>;
   cycleNo: number;
+  /** Admission holds by `scope:id` (holds.ts); replaced as a whole by setAdmissionHolds. */
+  holds: Map<string, AdmissionHold>;
+  /** What decides which jobs the holds match (keys and exempt classes, not the numbers): unchanged means nothing to move. */
+  holdsSignature: string;
+  /** Pending jobs held back from admission, in the order they were held (lifted in this order). */
+  readonly held: Set<JobState>;
 }
 
 export function createCoreState(opts: SchedulerOptions): CoreState {
@@ -183,6 +191,9 @@ export function createCoreState(opts: SchedulerOptions): CoreState {
     pendingVersion: 0,
     treeViews: new Map(),
     cycleNo: 0,
+    holds: new Map(),
+    holdsSignature: '',
+    held: new Set(),
   };
   for (const c of opts.priorityClasses ?? DEFAULT_PRIORITY_CLASSES) s.classes.set(c.name, { ...c });
   return s;

@@ -190,7 +190,34 @@ export type PendingReasonCode =
   | 'NoNodeFits'
   | 'WindowClosed'
   | 'StrictFIFOBlocked'
-  | 'WaitingForPreemption';
+  | 'WaitingForPreemption'
+  /** A hard budget of its tenant or project is spent (`hold` has the numbers): it waits until the hold is lifted. */
+  | 'BudgetExhausted';
+
+/**
+ * Holds pending jobs back from admission (a hard budget that is spent). Set as a whole with
+ * `Scheduler.setAdmissionHolds`; running jobs are never touched.
+ */
+export interface AdmissionHold {
+  scope: 'tenant' | 'project';
+  /** JobSpec.tenant or JobSpec.project (ids). */
+  id: string;
+  /** Jobs of these priority classes are not held. */
+  exemptPriorityClasses: string[];
+  /** The numbers, carried as data for the explanation. */
+  budget: { spent: number; limit: number; currency: string; period: string };
+}
+
+/** The hold that keeps a job (or a previewed spec) waiting, with its numbers. */
+export interface HoldInfo {
+  scope: 'tenant' | 'project';
+  id: string;
+  spent: number;
+  limit: number;
+  currency: string;
+  /** 'YYYY-MM' (UTC calendar month). */
+  period: string;
+}
 
 /** The numbers behind a quota-related pending reason (API units). */
 export interface QuotaShortfall {
@@ -240,6 +267,8 @@ export interface PendingDecision {
   preemptedBy?: PreemptedBy;
   /** `StrictFIFOBlocked`: the id of the queue head it waits behind. */
   blockedBy?: string;
+  /** `BudgetExhausted`: the hold and its numbers. */
+  hold?: HoldInfo;
 }
 
 export interface CycleResult {
@@ -262,6 +291,8 @@ export interface JobExplanation {
   nodeFit?: NodeFit[];
   preemptedBy?: PreemptedBy;
   blockedBy?: string;
+  /** `BudgetExhausted`: the hold and its numbers. */
+  hold?: HoldInfo;
   /** 1-based position among the queue's pending jobs in queue order (priority, then submit time). */
   positionInQueue?: number;
   queuePending?: number;
@@ -289,9 +320,10 @@ export interface JobExplanation {
  * it and admitted first in the simulation) has neither an expected duration nor a max run time;
  * `TooFarAhead` — beyond the simulation's bounds (position or steps); `NeverFits` — even when every
  * job with a known end has ended it does not fit (quota, nodes, gang shape, or behind a StrictFIFO
- * head that never fits); `WindowClosed` — it waits for a time window to open.
+ * head that never fits); `WindowClosed` — it waits for a time window to open; `BudgetExhausted` — it
+ * is held by a spent hard budget until the hold is lifted.
  */
-export type EtaUnknownReason = 'NoDeclaredDuration' | 'TooFarAhead' | 'NeverFits' | 'WindowClosed';
+export type EtaUnknownReason = 'NoDeclaredDuration' | 'TooFarAhead' | 'NeverFits' | 'WindowClosed' | 'BudgetExhausted';
 
 export interface Preview {
   admissible: boolean;
@@ -303,6 +335,8 @@ export interface Preview {
   message?: string;
   shortfall?: QuotaShortfall;
   nodeFit?: NodeFit[];
+  /** `BudgetExhausted`: the hold the job would be held by. */
+  hold?: HoldInfo;
 }
 
 export interface QueueResourceStatus {

@@ -3,16 +3,19 @@
 import { buildAdmission } from './admit.js';
 import { evaluate } from './assignment/nominate.js';
 import { SchedulerInputError } from './errors.js';
+import { holdInfo, holdMessage, matchingHold } from './holds.js';
 import { buildJob } from './jobs.js';
 import { weightedShare } from './queue-usage.js';
 import { RESOURCE_COUNT } from './quota.js';
-import type { CoreState } from './state.js';
+import type { CoreState, QueueState } from './state.js';
 import { rollback } from './trail.js';
 import type { Admission, JobSpec, NodeStatus, Preview, QueueResourceStatus, QueueStatus, ResourceName } from './types.js';
 import { mapToObj, RES, structuredCloneSpec, toApi } from './units.js';
 
 export function preview(core: CoreState, spec: JobSpec): Preview {
   const job = buildJob(core, spec);
+  const hold = matchingHold(core, spec);
+  if (hold) return { admissible: false, borrowed: false, wouldPreempt: [], reason: 'BudgetExhausted', message: holdMessage(hold), hold: holdInfo(hold) };
   const mark = core.trail.length;
   const res = evaluate(core, job, true);
   let out: Preview;
@@ -80,7 +83,7 @@ export function queueStatus(core: CoreState, name: string): QueueStatus {
     activeWindow: q.activeWindow,
     resources,
     weightedShare: weightedShare(q),
-    pendingCount: q.heap.size + q.parked.size,
+    pendingCount: q.heap.size + q.parked.size + heldIn(core, q),
     admittedCount: q.admitted.size,
   };
   if (q.spec.cohort !== undefined) st.cohort = q.spec.cohort;
@@ -104,6 +107,13 @@ export function nodeStatus(core: CoreState): NodeStatus[] {
     out.push(s);
   }
   return out;
+}
+
+/** Held jobs are pending too (only out of the admission order). */
+function heldIn(core: CoreState, q: QueueState): number {
+  let n = 0;
+  for (const j of core.held) if (j.queue === q) n++;
+  return n;
 }
 
 /** The admission of a running job, or undefined. */
@@ -137,6 +147,8 @@ export function debugState(core: CoreState): unknown {
     jobs: [...core.jobs.values()].map((j) => [j.spec.id, j.status, j.admission, mapToObj(j.usage), j.allocs.map((a) => [a.node.spec.name, a.gpus, a.gpuMilli])]),
     active: [...core.active].map((q) => q.spec.name).sort(),
     shapes: [...core.shapes.entries()],
+    holds: [...core.holds.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)),
+    held: [...core.held].map((j) => j.spec.id).sort(),
     trail: core.trail.length,
   });
 }

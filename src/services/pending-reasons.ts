@@ -57,8 +57,8 @@ async function jobLabelFor(ctx: ServiceContext, e: JobExplanation, jobId: string
  */
 export async function previewMessage(ctx: ServiceContext, preview: Preview, queue: string): Promise<string | null> {
   if (!preview.reason) return null;
-  const { reason, shortfall, nodeFit } = preview;
-  return pendingReasonMessage(ctx, { jobId: '', queue, state: 'pending', reason, shortfall, nodeFit, preemptions: 0 });
+  const { reason, shortfall, nodeFit, hold } = preview;
+  return pendingReasonMessage(ctx, { jobId: '', queue, state: 'pending', reason, shortfall, nodeFit, hold, preemptions: 0 });
 }
 
 /** Pure rendering from the code and numbers; `label` names referenced jobs. */
@@ -92,6 +92,10 @@ function codeText(e: JobExplanation, label: JobLabel): string {
       return `Its StrictFIFO queue ${e.queue} waits behind ${e.blockedBy ? label(e.blockedBy) : 'the job at its head'}, which cannot be admitted yet.`;
     case 'WaitingForPreemption':
       return 'Waiting for preempted jobs to release their resources.';
+    case 'BudgetExhausted':
+      return e.hold
+        ? `The ${e.hold.scope}'s monthly budget is exhausted: ${money(e.hold.spent)} of ${money(e.hold.limit)} ${e.hold.currency} spent in ${e.hold.period}; jobs of this priority class wait until it is raised or the month ends.`
+        : 'A monthly budget is exhausted; jobs of this priority class wait until it is raised or the month ends.';
     default:
       return 'Waiting to be admitted.';
   }
@@ -101,6 +105,8 @@ const shortfallHead = (sf: QuotaShortfall) => `${sf.resource} on ${sf.flavor}: r
 const quotaNumbers = (sf: QuotaShortfall) => `nominal ${num(sf.nominal)}, used ${num(sf.used)}${sf.borrowingLimit !== undefined ? `, borrowing limit ${num(sf.borrowingLimit)}` : ''}`;
 const nodeFitText = (f: NodeFit) =>
   `${f.flavor} needs ${f.podsNeeded} pod${f.podsNeeded === 1 ? '' : 's'} × ${num(f.gpusPerPod)}, the largest free block on one node is ${num(f.largestFreeGpusOnOneNode)} (${num(f.freeGpus)} free in all)`;
+const moneyFormat = new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+const money = (value: number) => moneyFormat.format(value);
 /** Trims float noise (0.30000000000000004) without hiding real fractions. */
 const num = (value: number) => String(Math.round(value * 1000) / 1000);
 
@@ -118,6 +124,8 @@ export function etaUnknownText(reason: EtaUnknownReason | undefined | null): str
       return 'It does not fit even when every job with a known end has ended.';
     case 'WindowClosed':
       return 'It waits for a time window of its queue to open.';
+    case 'BudgetExhausted':
+      return 'It waits until the exhausted budget is raised or the month ends.';
     default:
       return 'Cannot be predicted.';
   }
