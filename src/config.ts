@@ -27,6 +27,8 @@ export interface DatabaseTimeouts {
 export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { connectMs: 3000, acquireMs: 3000, statementMs: 4000 };
 /** `/ready` must answer a probe within a second, even when the database does not. */
 export const DEFAULT_READY_TIMEOUT_MS = 500;
+/** The price book's currency: one per installation (FAIRWAY_CURRENCY). */
+export const DEFAULT_CURRENCY = 'USD';
 
 const envSchema = z
   .object({
@@ -57,6 +59,8 @@ const envSchema = z
     OIDC_PUBLIC_KEY: z.string().min(1).optional(),
     OIDC_USER_CLAIM: z.string().min(1).default('email'),
     OIDC_ROLES_CLAIM: z.string().min(1).default('fairway_roles'),
+    FAIRWAY_METERING_INTERVAL_MS: z.coerce.number().int().min(100, 'must be at least 100').max(3_600_000, 'must be at most an hour').default(60_000),
+    FAIRWAY_CURRENCY: z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code such as USD').default(DEFAULT_CURRENCY),
   })
   .superRefine((env, ctx) => {
     const oidcKeySources = [env.OIDC_JWKS_URL, env.OIDC_PUBLIC_KEY].filter(Boolean).length;
@@ -104,6 +108,10 @@ export interface FairwayConfig {
   /** Where admitted jobs run (FAIRWAY_BACKEND). Default: the simulated cluster. */
   backend?: BackendConfig;
   oidc?: OidcConfig;
+  /** The price book's currency, ISO 4217 (FAIRWAY_CURRENCY; default DEFAULT_CURRENCY). */
+  currency?: string;
+  /** Running jobs' usage is written to the ledger this often (FAIRWAY_METERING_INTERVAL_MS; default 60 000). */
+  meteringIntervalMs?: number;
 }
 
 export type BackendConfig =
@@ -172,6 +180,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
         ? { kind: 'kubernetes', kubeconfigPath: e.FAIRWAY_KUBECONFIG, settingsFile: e.FAIRWAY_KUBERNETES_SETTINGS, startupTimeoutMs: e.FAIRWAY_KUBERNETES_STARTUP_TIMEOUT_MS }
         : { kind: 'simulated' },
     graphiql: e.FAIRWAY_GRAPHIQL ?? e.NODE_ENV !== 'production',
+    currency: e.FAIRWAY_CURRENCY,
+    meteringIntervalMs: e.FAIRWAY_METERING_INTERVAL_MS,
     oidc: e.OIDC_ISSUER
       ? {
           issuer: e.OIDC_ISSUER,
