@@ -3,6 +3,7 @@
 // charge in the same transaction (budget thresholds). Every state change that ends or
 // checkpoints a hold calls `charge` inside its own transaction.
 import { LockMode, type EntityManager } from '@mikro-orm/core';
+import type { AdmissionHold } from '../../core/types.js';
 import { chargeJobs } from '../../metering/ledger.js';
 import { loadMeteringTables } from '../../metering/price-book.js';
 import { UtilizationSamples } from '../../metering/utilization.js';
@@ -17,6 +18,8 @@ export interface MeteringSettings {
   dialect: 'sqlite' | 'postgresql';
   /** Budget thresholds crossed by what was just charged, in the same transaction (budgets.ts). */
   afterCharge?: (em: EntityManager, tenantIds: Set<string>, nowMs: number, currency: string) => Promise<unknown>;
+  /** Hard budgets spent this period, as the core's admission holds (budgets.ts). */
+  holds?: (em: EntityManager, nowMs: number, currency: string) => Promise<AdmissionHold[]>;
 }
 
 export class Metering {
@@ -28,6 +31,11 @@ export class Metering {
   /** Lock options for reading job rows that are about to be charged (rows lock only on PostgreSQL). */
   get jobLock(): { lockMode?: LockMode.PESSIMISTIC_WRITE } {
     return this.settings.dialect === 'postgresql' ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {};
+  }
+
+  /** The admission holds in force at `nowMs` (none when no budgets are wired). */
+  async holdsAt(em: EntityManager, nowMs: number): Promise<AdmissionHold[]> {
+    return this.settings.holds ? this.settings.holds(em, nowMs, this.settings.currency) : [];
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { Scheduler } from '../../core/scheduler.js';
-import type { RestoredAdmission } from '../../core/types.js';
+import type { AdmissionHold, RestoredAdmission } from '../../core/types.js';
 import { ClusterNode, Cohort, Flavor, Job, PriorityClassRow, Queue } from '../../persistence/scheduling-entities.js';
 import { backToPending, writeFenced, type FencedWriter } from './cycle-writer.js';
 import { recordJobEvent, recordOutbox } from './outbox.js';
@@ -13,6 +13,8 @@ export interface CoreLoaderOptions {
   /** The backend's time scale: declared durations are divided by it (see `jobSpec`). */
   timeScale: number;
   logError: (error: unknown) => void;
+  /** Admission holds in force now (exhausted hard budgets); none when absent. */
+  holds?: (em: EntityManager) => Promise<AdmissionHold[]>;
 }
 
 export interface LoadedCore {
@@ -69,6 +71,8 @@ export async function loadCore(em: EntityManager, options: CoreLoaderOptions, wi
   for (const job of live) if (job.state !== 'PENDING' && job.admission) stored.push({ job: jobSpec(job, job.queue.name, options.timeScale), admission: job.admission });
   const { load, conflicts } = findDoubleBookings(stored, flavors.map(flavorSpec));
   core.restore(load);
+  // Before the pending jobs go in: a held job waits in the held set from the start (followers' explanations too).
+  if (options.holds) core.setAdmissionHolds(await options.holds(em));
   const requeued = new Set(conflicts.map((c) => c.jobId));
   for (const job of live) {
     if (job.state !== 'PENDING' && !requeued.has(job.id)) continue;

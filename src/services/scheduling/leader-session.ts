@@ -129,6 +129,8 @@ export class LeaderSession {
         const job = await this.em().findOne(Job, { id: input.jobId }, { populate: ['queue'] });
         if (this.ended || !job || job.state !== 'PENDING' || this.knows(job.id)) return;
         this.host.core.submit(jobSpec(job, job.queue.name, this.host.loaderOptions.timeScale));
+      } else if (input.kind === 'budgets') {
+        await this.refreshHolds();
       } else if (input.kind === 'cancelled') {
         if (this.knows(input.jobId)) this.host.core.cancel(input.jobId);
         await this.host.outbox.dispatch();
@@ -283,6 +285,8 @@ export class LeaderSession {
     if (this.ended) return;
     for (const job of pending) if (!this.knows(job.id)) this.host.core.submit(jobSpec(job, job.queue.name, this.host.loaderOptions.timeScale));
     await this.host.outbox.dispatch();
+    // Charges written by other replicas (cancels) and a new month move budgets too.
+    await this.refreshHolds();
     this.announceWindows();
     // Time windows open and close with the clock, not with events: a periodic cycle lets
     // a closed window's excess become reclaimable and an opened one's quota be used.
@@ -322,6 +326,18 @@ export class LeaderSession {
       if (this.ended || last === null) break;
       after = last;
     }
+    // What was just charged may exhaust a hard budget: its jobs wait from the next cycle on.
+    await this.refreshHolds();
+  }
+
+  /** Sets the core's admission holds from the budgets and this month's spend; a change wakes a cycle. */
+  private async refreshHolds(): Promise<void> {
+    if (this.ended || this.paused || !this.host.loaderOptions.holds) return;
+    const holds = await this.host.loaderOptions.holds(this.em());
+    if (this.ended) return;
+    this.host.core.setAdmissionHolds(holds);
+    this.host.stateChanged();
+    this.wake();
   }
 
   private announceWindows(): void {

@@ -35,7 +35,7 @@ export interface SchedulerServiceOptions {
   /** Running jobs' usage is written to the ledger this often (ms). Default 60 000. */
   meteringIntervalMs?: number;
   /** Currency and what follows a charge (budgets); the time scale comes from the backend. */
-  metering?: Pick<MeteringSettings, 'currency' | 'afterCharge'>;
+  metering?: Pick<MeteringSettings, 'currency' | 'afterCharge' | 'holds'>;
 }
 
 /**
@@ -75,9 +75,15 @@ export class SchedulerService {
   readonly metering: Metering;
 
   constructor(private readonly options: SchedulerServiceOptions) {
-    this.loaderOptions = { now: options.now, placement: options.placement ?? 'best-fit', timeScale: options.backend.timeScale, logError: options.logError };
     this.epochs = new LeaderEpochs(options.dialect);
-    this.metering = new Metering({ timeScale: options.backend.timeScale, dialect: options.dialect, currency: options.metering?.currency ?? 'USD', afterCharge: options.metering?.afterCharge });
+    this.metering = new Metering({ timeScale: options.backend.timeScale, dialect: options.dialect, currency: options.metering?.currency ?? 'USD', afterCharge: options.metering?.afterCharge, holds: options.metering?.holds });
+    this.loaderOptions = {
+      now: options.now,
+      placement: options.placement ?? 'best-fit',
+      timeScale: options.backend.timeScale,
+      logError: options.logError,
+      holds: (em) => this.metering.holdsAt(em, options.now()),
+    };
     this.outbox = new OutboxDispatcher({ ...options, utilization: this.utilization });
     this.windows = new WindowAnnouncer(options.events, options.now);
   }
