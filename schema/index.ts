@@ -25,6 +25,7 @@ import './job-preview.js';
 import './job-position.js';
 import './tenant-event.js';
 import './tenant-network.js';
+import './budget.js';
 import { builder } from './builder.js';
 
 export const schema = builder.toSchema({ sortSchema: true });

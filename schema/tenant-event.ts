@@ -1,19 +1,20 @@
 import { encodeGlobalID } from '@pothos/plugin-relay';
 import type { TenantEventPayload } from '../src/events/bus.js';
 import { requireCapability } from '../src/services/context.js';
+import { canSeeMoney } from '../src/services/metering/access.js';
 import { builder } from './builder.js';
 import { decodeId } from './common.js';
 import { reloadingSubscription } from './reloading-subscription.js';
 
-const TenantEventKindEnum = builder.enumType('TenantEventKind', { values: ['ADMITTED', 'PREEMPTED', 'QUOTA_CHANGED', 'WINDOW_CHANGED', 'ADMITTED_NOT_RUNNING'] as const });
+const TenantEventKindEnum = builder.enumType('TenantEventKind', { values: ['ADMITTED', 'PREEMPTED', 'QUOTA_CHANGED', 'WINDOW_CHANGED', 'ADMITTED_NOT_RUNNING', 'BUDGET_ALERT'] as const });
 
 const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').implement({
-  description: "Something that happened to the tenant's jobs or quota.",
+  description: "Something that happened to the tenant's jobs, quota or budgets.",
   fields: (t) => ({
     kind: t.field({ type: TenantEventKindEnum, resolve: (e) => e.kind }),
     at: t.field({ type: 'DateTime', resolve: (e) => new Date(e.at) }),
     jobId: t.id({ nullable: true, resolve: (e) => ('jobId' in e ? encodeGlobalID('Job', e.jobId) : null) }),
-    queueId: t.id({ resolve: (e) => encodeGlobalID('Queue', e.queueId) }),
+    queueId: t.id({ nullable: true, description: 'Null for BUDGET_ALERT.', resolve: (e) => ('queueId' in e ? encodeGlobalID('Queue', e.queueId) : null) }),
     reason: t.string({ nullable: true, description: 'Preemptions: reclaim, priority, fair-share, window-closed or idle.', resolve: (e) => (e.kind === 'PREEMPTED' ? e.reason : null) }),
     preemptorJobId: t.id({
       nullable: true,
@@ -26,13 +27,34 @@ const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').impl
       description: 'ADMITTED_NOT_RUNNING: why the pods are not running, as the backend reports it (unschedulable, image pull…).',
       resolve: (e) => (e.kind === 'ADMITTED_NOT_RUNNING' ? e.message : null),
     }),
+    // BUDGET_ALERT: which budget crossed which threshold, and (for callers who may see money) the amounts.
+    budgetId: t.id({ nullable: true, resolve: (e) => (e.kind === 'BUDGET_ALERT' ? encodeGlobalID('Budget', e.budgetId) : null) }),
+    projectId: t.id({
+      nullable: true,
+      description: "BUDGET_ALERT: the budget's project; null for the tenant's own budget.",
+      resolve: (e) => (e.kind === 'BUDGET_ALERT' && e.projectId ? encodeGlobalID('Project', e.projectId) : null),
+    }),
+    threshold: t.int({ nullable: true, description: 'BUDGET_ALERT: the percent of the monthly amount crossed.', resolve: (e) => (e.kind === 'BUDGET_ALERT' ? e.threshold : null) }),
+    spent: t.float({
+      nullable: true,
+      description: 'BUDGET_ALERT: spent this period when it fired; null unless you may see money (tenant admins, auditors, platform admins).',
+      resolve: (e) => (e.kind === 'BUDGET_ALERT' ? e.spent : null),
+    }),
+    limit: t.float({
+      nullable: true,
+      description: "BUDGET_ALERT: the budget's monthly amount; null unless you may see money.",
+      resolve: (e) => (e.kind === 'BUDGET_ALERT' ? e.limit : null),
+    }),
+    currency: t.string({ nullable: true, resolve: (e) => (e.kind === 'BUDGET_ALERT' ? e.currency : null) }),
+    period: t.string({ nullable: true, description: "BUDGET_ALERT: the UTC month, 'YYYY-MM'.", resolve: (e) => (e.kind === 'BUDGET_ALERT' ? e.period : null) }),
   }),
 });
 
 builder.subscriptionFields((t) => ({
   tenantEvents: t.field({
     type: TenantEventRef,
-    description: 'Admissions, preemptions (with reason), admitted jobs whose pods do not run, quota and window changes of a tenant. Needs jobs:read.',
+    description:
+      'Admissions, preemptions (with reason), admitted jobs whose pods do not run, quota and window changes, and budget alerts of a tenant. Needs jobs:read; the amounts of a budget alert need the right to see money (tenant admins, auditors, platform admins), else they are null.',
     authScopes: { authenticated: true },
     args: { tenantId: t.arg.id({ required: true }) },
     ...reloadingSubscription({
@@ -42,10 +64,12 @@ builder.subscriptionFields((t) => ({
         return id;
       },
       source: (tenantId, ctx) => ctx.events.subscribe('tenant-event', tenantId),
-      // The payload is values, not a row: what is checked again is the caller's jobs:read now.
+      // The payload is values, not a row: what is checked again is the caller's jobs:read now,
+      // and (budget alerts) whether the caller may see money: otherwise the amounts are null.
       reload: (event, { tenantId }, ctx) => {
-        requireCapability(ctx, decodeId(String(tenantId), 'Tenant'), 'jobs:read', 'Tenant');
-        return event;
+        const id = decodeId(String(tenantId), 'Tenant');
+        requireCapability(ctx, id, 'jobs:read', 'Tenant');
+        return event.kind === 'BUDGET_ALERT' && !canSeeMoney(ctx, id) ? { ...event, spent: null, limit: null } : event;
       },
     }),
   }),

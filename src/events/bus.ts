@@ -18,13 +18,33 @@ export type TenantEventPayload =
   | { kind: 'QUOTA_CHANGED'; queueId: string; at: number }
   | { kind: 'WINDOW_CHANGED'; queueId: string; at: number }
   /** Admitted, but the backend has not got its pods running within its limit (a candidate for reclaim). */
-  | { kind: 'ADMITTED_NOT_RUNNING'; jobId: string; queueId: string; at: number; message: string };
+  | { kind: 'ADMITTED_NOT_RUNNING'; jobId: string; queueId: string; at: number; message: string }
+  /**
+   * A budget threshold crossed (once per budget, month and threshold). The amounts are money:
+   * the tenantEvents subscription blanks them (null) for callers who may not see money.
+   */
+  | {
+      kind: 'BUDGET_ALERT';
+      at: number;
+      budgetId: string;
+      /** Null for the tenant's own budget. */
+      projectId: string | null;
+      /** Percent of the monthly amount. */
+      threshold: number;
+      spent: number | null;
+      limit: number | null;
+      currency: string;
+      /** 'YYYY-MM' (UTC). */
+      period: string;
+    };
 
 /** Changes the scheduling leader must apply to its in-memory state (from any replica). */
 export type SchedulerInput =
   | { kind: 'submitted'; jobId: string }
   | { kind: 'cancelled'; jobId: string }
-  | { kind: 'config' };
+  | { kind: 'config' }
+  /** A budget changed: the leader recomputes its admission holds. */
+  | { kind: 'budgets' };
 
 /**
  * Typed topics. Payloads carry ids, not rows: each subscriber loads the row under its

@@ -4,7 +4,16 @@ import type { EventBus, JobStateName } from '../../events/bus.js';
 import { systemEntityManager } from '../../persistence/entities.js';
 import { Job, JobEvent, OutboxEntry, type JobEventType } from '../../persistence/scheduling-entities.js';
 
-export type OutboxKind = 'job.admitted' | 'job.preempted' | 'job.requeued' | 'job.cancelled' | 'job.started' | 'job.finished' | 'job.not-running';
+export type OutboxKind =
+  | 'job.admitted'
+  | 'job.preempted'
+  | 'job.requeued'
+  | 'job.cancelled'
+  | 'job.started'
+  | 'job.finished'
+  | 'job.not-running'
+  /** A budget threshold crossed (src/services/metering/budget-holds.ts): a tenant event and its audit entry, after commit. */
+  | 'tenant.budget-alert';
 
 /** Writes a job event in the caller's transaction. */
 export function recordJobEvent(em: EntityManager, job: Job, type: JobEventType, at: Date, reason: string | null, message: string, data: Record<string, unknown> | null = null): void {
@@ -185,6 +194,22 @@ export class OutboxDispatcher {
         this.publishJob(jobId, payload.state as JobStateName, at);
         queueUpdated(payload.queueId);
         return;
+      case 'tenant.budget-alert': {
+        const tenantId = String(payload.tenantId);
+        events.publish('tenant-event', tenantId, {
+          kind: 'BUDGET_ALERT',
+          at,
+          budgetId: String(payload.budgetId),
+          projectId: payload.projectId == null ? null : String(payload.projectId),
+          threshold: Number(payload.threshold),
+          spent: Number(payload.spent),
+          limit: Number(payload.limit),
+          currency: String(payload.currency),
+          period: String(payload.period),
+        });
+        if (payload.auditEventId) events.publish('audit-event', tenantId, { auditEventId: String(payload.auditEventId) });
+        return;
+      }
     }
   }
 
