@@ -1,7 +1,8 @@
-import { isAsyncIterable, type Plugin } from '@envelop/core';
-import { useExtendContextValuePerExecuteSubscriptionEvent } from '@envelop/execute-subscription-event';
-import type { MikroORM } from '@mikro-orm/core';
-import type { ExecutionResult, GraphQLError } from 'graphql';
+import { isAsyncIterable, makeExecute, type Plugin } from '@envelop/core';
+import { subscribe } from '@envelop/execute-subscription-event/subscribe';
+import { IsolationLevel, type EntityManager, type MikroORM, type TransactionOptions } from '@mikro-orm/core';
+import { PostgreSqlPlatform } from '@mikro-orm/postgresql';
+import { execute, GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { Principal } from '../src/auth/principal.js';
 import { tenantFilterFor } from '../src/auth/principal.js';
 import { scopedEntityManager } from '../src/persistence/entities.js';
@@ -30,20 +31,42 @@ interface SubscriptionContext {
  * for another tenant's object) and nothing of it resolved. An error would tell a removed
  * member that the object still changes.
  *
+ * All reads of one event come from one snapshot: the reload and every field under it run in
+ * one read-only transaction (REPEATABLE READ on PostgreSQL; a SQLite transaction is one
+ * snapshot already). Separate statements could otherwise straddle a commit of the scheduler
+ * and show, say, a job still ADMITTED whose events already include STARTED. The transaction
+ * ends (and its connection goes back to the pool) before the event's result is passed on.
+ *
  * Must come after useFairwayAuth (which puts `reauthenticate` in the context) and
  * useServiceContext (whose fields it replaces per event).
  */
 export function useSubscriptionEventContext(options: SubscriptionEventContextOptions): Plugin {
-  const perEventContext = useExtendContextValuePerExecuteSubscriptionEvent<Record<string, unknown>>(async ({ args }) => {
+  const { orm } = options;
+  // knex warns about (and ignores) isolation levels and READ ONLY on SQLite.
+  const snapshot: TransactionOptions = orm.em.getPlatform() instanceof PostgreSqlPlatform ? { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true } : {};
+  const executeEvent = makeExecute(async (args: ExecutionArgs) => {
+    // Re-authenticated before the transaction: the credential lookup uses its own connection,
+    // and a transaction waiting on a second connection could starve a small pool.
     const principal = await currentPrincipal(args.contextValue as SubscriptionContext);
-    const em = scopedEntityManager(options.orm, tenantFilterFor(principal));
-    return { contextPartial: { principal, currentUser: principal, em, loaders: createLoaders(em) } };
+    const scoped = scopedEntityManager(orm, tenantFilterFor(principal));
+    try {
+      // The transaction's fork keeps the tenant filter of `scoped`. Errors of fields are in the
+      // result (graphql-js catches them), so the callback itself fails only on a bug.
+      return await scoped.transactional(
+        (em: EntityManager) =>
+          execute({ ...args, contextValue: { ...(args.contextValue as object), principal, currentUser: principal, em, loaders: createLoaders(em) } }),
+        snapshot,
+      );
+    } catch (error) {
+      // The transaction could not begin or end (the database is unavailable, say). Sent as this
+      // event's error, which the error mask types (SERVICE_UNAVAILABLE), not thrown: a throw
+      // would end the subscription, and the next event may well find the database back.
+      return { data: null, errors: [new GraphQLError(error instanceof Error ? error.message : String(error), { originalError: error instanceof Error ? error : undefined })] };
+    }
   });
   return {
-    onPluginInit({ addPlugin }) {
-      addPlugin(perEventContext as Plugin);
-    },
-    onSubscribe() {
+    onSubscribe({ setSubscribeFn }) {
+      setSubscribeFn(subscribe(executeEvent));
       return {
         onSubscribeResult({ result, setResult }) {
           if (isAsyncIterable(result)) setResult(withoutRefusedEvents(result));
