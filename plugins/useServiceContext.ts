@@ -14,6 +14,8 @@ export interface ServiceContextOptions {
   events: EventBus;
   scheduler: SchedulerService;
   now: () => number;
+  /** The price book's currency (config FAIRWAY_CURRENCY). */
+  currency?: string;
 }
 
 /**
@@ -35,6 +37,7 @@ export function useServiceContext(options: ServiceContextOptions): Plugin {
         breakGlassReads: new BreakGlassReads(),
         now: () => new Date(options.now()),
         requestId: (context as { requestId?: string }).requestId ?? randomUUID(),
+        currency: options.currency,
       } as never);
     },
   };

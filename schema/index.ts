@@ -26,6 +26,9 @@ import './job-position.js';
 import './tenant-event.js';
 import './tenant-network.js';
 import './budget.js';
+import './usage.js';
+import './price-book.js';
+import './job-history.js';
 import { builder } from './builder.js';
 
 export const schema = builder.toSchema({ sortSchema: true });

@@ -1,7 +1,7 @@
 import { encodeGlobalID } from '@pothos/plugin-relay';
 import { z } from 'zod';
 import { getQueue } from '../src/services/cluster.js';
-import { previewJob, type Preview } from '../src/services/jobs.js';
+import { previewJob, type Preview, type SubmitJobInput } from '../src/services/jobs.js';
 import { previewMessage } from '../src/services/pending-reasons.js';
 import type { GraphQLContext } from './context.js';
 import { builder } from './builder.js';
@@ -15,7 +15,8 @@ const PreviewVictimRef = builder.objectRef<{ victimId: string; reason: string; s
   }),
 });
 
-const JobPreviewRef = builder.objectRef<Preview & { tenantId: string; queueName: string; victims: { victimId: string; reason: string; sameTenant: boolean }[] }>('JobPreview').implement({
+/** Exported so schema/usage.ts adds the cost estimate; `submit` is what was previewed. */
+export const JobPreviewRef = builder.objectRef<Preview & { tenantId: string; queueName: string; victims: { victimId: string; reason: string; sameTenant: boolean }[]; submit: SubmitJobInput }>('JobPreview').implement({
   description: 'What would happen if the job were submitted now. Nothing is changed.',
   fields: (t) => ({
     admissible: t.exposeBoolean('admissible', { description: 'It would be admitted in the next cycle.' }),
@@ -45,7 +46,7 @@ builder.mutationFields((t) => ({
           return { victimId: v.victimId, reason: v.reason, sameTenant: victimQueue?.tenant.id === queue.tenant.id };
         }),
       );
-      return { ...preview, tenantId: queue.tenant.id, queueName: queue.name, victims };
+      return { ...preview, tenantId: queue.tenant.id, queueName: queue.name, victims, submit };
     },
   }),
 }));

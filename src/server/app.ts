@@ -23,6 +23,7 @@ import { useBreakGlassAudit } from '../../plugins/useBreakGlassAudit.js';
 import { useServiceContext } from '../../plugins/useServiceContext.js';
 import { useSubscriptionEventContext } from '../../plugins/useSubscriptionEventContext.js';
 import { useReadiness } from '../../plugins/useReadiness.js';
+import { useUsageExport } from '../../plugins/useUsageExport.js';
 import { createMaskError } from './errors.js';
 import type { GraphQLError } from 'graphql';
 
@@ -106,9 +107,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     maskedErrors: { maskError: createMaskError(logError) },
     plugins: [
       useReadiness({ check: () => orm.em.getConnection().execute('select 1').then(() => undefined), timeoutMs: config.readyTimeoutMs }),
+      useUsageExport({ orm, identity, events, scheduler, now, currency: config.currency, logError }),
       useRequestId(),
       useFairwayAuth({ identity, reauthCacheMs: options.reauthCacheMs }),
-      useServiceContext({ orm, events, scheduler, now }),
+      useServiceContext({ orm, events, scheduler, now, currency: config.currency }),
       useBreakGlassAudit({ logError }),
       // After the two above: each subscription event gets its own principal, EntityManager and loaders.
       useSubscriptionEventContext({ orm }),

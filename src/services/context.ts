@@ -36,6 +36,8 @@ export interface ServiceContext {
   loaders: Loaders;
   /** Reads made under break-glass grants in this operation, audited before the answer leaves (absent for in-process callers). */
   breakGlassReads?: BreakGlassReads;
+  /** The price book's currency (config FAIRWAY_CURRENCY); absent for in-process callers: 'USD'. */
+  currency?: string;
 }
 
 /**

@@ -4,6 +4,7 @@ import { FlavorPrice, PriceMultiplier } from '../../persistence/metering-entitie
 import { auditedMutation } from '../audit.js';
 import { requirePlatformAdmin, requirePrincipal, type ServiceContext } from '../context.js';
 import { badInput, notFound } from '../../shared/client-errors.js';
+import { DEFAULT_CURRENCY } from '../../config.js';
 
 /**
  * The price book's write side and its listing. Prices are platform list prices: anyone
@@ -113,4 +114,9 @@ export async function unitPriceAt(em: EntityManager, flavor: string, priorityCla
     em.findOne(PriceMultiplier, { priorityClass, effectiveFrom: { $lte: at } }, { orderBy: { effectiveFrom: 'desc' } }),
   ]);
   return (price?.pricePerUnitHour ?? 0) * (multiplier?.multiplier ?? 1);
+}
+
+/** The installation's currency (FAIRWAY_CURRENCY), as the service context carries it. */
+export function currencyOf(ctx: Pick<ServiceContext, 'currency'>): string {
+  return ctx.currency ?? DEFAULT_CURRENCY;
 }

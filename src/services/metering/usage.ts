@@ -112,7 +112,7 @@ export async function readUsage(ctx: ServiceContext, query: UsageQuery): Promise
 }
 
 /** A filter's project or queue of another tenant answers like one that does not exist. */
-async function requireInTenant(em: EntityManager, tenantId: string, filter: UsageFilter): Promise<void> {
+export async function requireInTenant(em: EntityManager, tenantId: string, filter: UsageFilter): Promise<void> {
   if (filter.projectId) {
     const project = await em.findOne(Project, { id: filter.projectId });
     if (!project || project.tenant.id !== tenantId) throw notFound('Project');

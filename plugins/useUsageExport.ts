@@ -1,0 +1,112 @@
+import type { MikroORM } from '@mikro-orm/core';
+import type { Plugin } from 'graphql-yoga';
+import { randomUUID } from 'node:crypto';
+import { stringify } from 'csv-stringify/sync';
+import type { IdentityResolver } from '../src/auth/identity.js';
+import { tenantFilterFor } from '../src/auth/principal.js';
+import type { EventBus } from '../src/events/bus.js';
+import { scopedEntityManager } from '../src/persistence/entities.js';
+import { createLoaders } from '../src/services/loaders.js';
+import type { ServiceContext } from '../src/services/context.js';
+import { memberName } from '../src/services/members.js';
+import { currencyOf } from '../src/services/metering/prices.js';
+import { monthRange, readUsage, type UsageDimension, type UsageRow } from '../src/services/metering/usage.js';
+import type { SchedulerService } from '../src/services/scheduling/scheduler-service.js';
+import { FairwayError, type ErrorCode } from '../src/shared/client-errors.js';
+import { decodeId } from '../schema/common.js';
+
+export interface UsageExportOptions {
+  orm: MikroORM;
+  /** The same credential check as GraphQL (useFairwayAuth): API tokens and OIDC JWTs. */
+  identity: IdentityResolver;
+  events: EventBus;
+  scheduler: SchedulerService;
+  now: () => number;
+  /** The price book's currency (FAIRWAY_CURRENCY). */
+  currency?: string;
+  /** Default '/usage/export.csv'. */
+  endpoint?: string;
+  /** Unexpected errors (server log only; the caller gets a fixed message). */
+  logError?: (error: unknown) => void;
+}
+
+/** Every dimension: the showback/chargeback grain. */
+const GROUP_BY: UsageDimension[] = ['TENANT', 'PROJECT', 'QUEUE', 'USER', 'PRIORITY_CLASS', 'FLAVOR'];
+const HEADER = ['month', 'tenant', 'project', 'queue', 'user', 'priority_class', 'flavor', 'gpu_hours', 'cost', 'currency', 'efficiency', 'jobs', 'cpu_hours', 'memory_gib_hours'];
+const STATUS: Record<ErrorCode, number> = { BAD_USER_INPUT: 400, UNAUTHENTICATED: 401, FORBIDDEN: 403, NOT_FOUND: 404, CONFLICT: 409 };
+
+/**
+ * `GET /usage/export.csv?month=YYYY-MM[&tenantId=<global id>]`: the month's usage of one tenant
+ * (or, without tenantId, platform-wide for platform admins), one line per tenant × project ×
+ * queue × person × priority class × flavor and a final TOTAL line. It is the same readUsage
+ * call as the graph's `usage` (MONTH granularity), so its totals are the graph's. Errors are
+ * JSON `{ error: { code, message } }`; another tenant's id answers exactly as an unknown one.
+ */
+export function useUsageExport(options: UsageExportOptions): Plugin {
+  const endpoint = options.endpoint ?? '/usage/export.csv';
+  const json = (Response: typeof globalThis.Response, status: number, code: string, message: string) =>
+    new Response(JSON.stringify({ error: { code, message } }), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store' } });
+
+  return {
+    async onRequest({ request, url, endResponse, fetchAPI }) {
+      if (url.pathname !== endpoint) return;
+      if (request.method !== 'GET') {
+        endResponse(json(fetchAPI.Response, 405, 'METHOD_NOT_ALLOWED', 'Use GET.'));
+        return;
+      }
+      try {
+        const principal = await options.identity.resolveAuthorization(request.headers.get('authorization'));
+        if (!principal) throw new FairwayError('UNAUTHENTICATED', 'Sign in first: send "Authorization: Bearer <API token or OIDC JWT>".');
+        const em = scopedEntityManager(options.orm, tenantFilterFor(principal));
+        const ctx: ServiceContext = {
+          em,
+          principal,
+          requestId: request.headers.get('x-request-id') ?? randomUUID(),
+          now: () => new Date(options.now()),
+          events: options.events,
+          scheduler: options.scheduler,
+          loaders: createLoaders(em),
+          currency: options.currency,
+        };
+        const month = url.searchParams.get('month') ?? '';
+        const tenantParam = url.searchParams.get('tenantId');
+        const tenantId = tenantParam ? decodeId(tenantParam, 'Tenant') : null;
+        const range = monthRange(month);
+        const report = await readUsage(ctx, { tenantId, groupBy: GROUP_BY, granularity: 'MONTH', ...range });
+        const currency = currencyOf(ctx);
+        const lines: unknown[][] = [HEADER];
+        for (const row of report.rows) lines.push([month, ...(await names(ctx, row)), ...figures(row, currency)]);
+        lines.push(['TOTAL', '', '', '', '', '', '', ...figures(report.total, currency)]);
+        const who = tenantId ? ((await ctx.loaders.tenant.load(tenantId))?.slug ?? 'tenant') : 'platform';
+        endResponse(
+          new fetchAPI.Response(stringify(lines), {
+            status: 200,
+            headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="usage-${who}-${month}.csv"`, 'cache-control': 'no-store' },
+          }),
+        );
+      } catch (error) {
+        if (error instanceof FairwayError) endResponse(json(fetchAPI.Response, STATUS[error.code], error.code, error.message));
+        else {
+          options.logError?.(error);
+          endResponse(json(fetchAPI.Response, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.'));
+        }
+      }
+    },
+  };
+}
+
+/** Numbers unrounded: the CSV adds up to exactly what the graph says. Cost empty when money is hidden. */
+function figures(row: UsageRow, currency: string): unknown[] {
+  return [row.gpuHours, row.cost ?? '', currency, row.efficiency ?? '', row.jobs, row.cpuHours, row.memoryGibHours];
+}
+
+/** Slugs and names as the row's tenant knows them (the loaders read through the caller's tenant filter). */
+async function names(ctx: ServiceContext, row: UsageRow): Promise<string[]> {
+  const [tenant, project, queue, membership] = await Promise.all([
+    row.tenantId ? ctx.loaders.tenant.load(row.tenantId) : null,
+    row.projectId ? ctx.loaders.project.load(row.projectId) : null,
+    row.queueId ? ctx.loaders.queue.load(row.queueId) : null,
+    row.userId && row.tenantId ? ctx.loaders.membership.load(`${row.tenantId}:${row.userId}`) : null,
+  ]);
+  return [tenant?.slug ?? '', project?.slug ?? '', queue?.name ?? '', membership ? memberName(membership) : '', row.priorityClass ?? '', row.flavor ?? ''];
+}

@@ -1,0 +1,52 @@
+import type { Admission, PodSetSpec } from '../../core/types.js';
+import { Flavor } from '../../persistence/scheduling-entities.js';
+import type { ServiceContext } from '../context.js';
+import { unitPriceAt } from './prices.js';
+
+/** What a previewed job would cost: its declared duration × the units it would hold × today's price. */
+export interface CostEstimate {
+  gpuHours: number;
+  cost: number;
+}
+
+/**
+ * The declared duration (expectedDuration, else maxRun; none: no estimate) times the units
+ * of the preview's admission, or, when it would not be admitted now, the requested units on
+ * each pod set's first flavor (no flavor named: no estimate). Priced at the current price
+ * book (flavor price × the class's multiplier); a later price change is not foreseen.
+ */
+export async function estimateCost(
+  ctx: ServiceContext,
+  spec: { podSets: readonly PodSetSpec[]; priorityClass: string; expectedDurationMs?: number | null; maxRunMs?: number | null },
+  admission: Admission | null | undefined,
+): Promise<CostEstimate | null> {
+  const durationMs = spec.expectedDurationMs ?? spec.maxRunMs ?? null;
+  if (durationMs == null) return null;
+  const held: { flavor: string; units: number }[] = [];
+  if (admission) {
+    for (const admitted of admission.podSets) {
+      const podSet = spec.podSets.find((p) => p.name === admitted.name);
+      if (podSet) held.push({ flavor: admitted.flavor, units: admitted.count * (podSet.perPod.gpu ?? 0) });
+    }
+  } else {
+    for (const podSet of spec.podSets) {
+      const flavor = podSet.flavors?.[0];
+      if (!flavor) return null;
+      held.push({ flavor, units: podSet.count * (podSet.perPod.gpu ?? 0) });
+    }
+  }
+  const flavors = new Map((await ctx.em.find(Flavor, { name: { $in: [...new Set(held.map((h) => h.flavor))] } })).map((f) => [f.name, f]));
+  const hours = durationMs / 3_600_000;
+  const now = ctx.now();
+  let gpuHours = 0;
+  let cost = 0;
+  for (const h of held) {
+    const flavor = flavors.get(h.flavor);
+    if (!flavor) return null;
+    // A MIG slice or time-slice share is 1/slicesPerGpu of a device, as the ledger counts it.
+    const perDevice = flavor.kind === 'gpu' ? 1 : (flavor.slicesPerGpu ?? 1);
+    gpuHours += (h.units / perDevice) * hours;
+    cost += h.units * hours * (await unitPriceAt(ctx.em, h.flavor, spec.priorityClass, now));
+  }
+  return { gpuHours, cost };
+}
