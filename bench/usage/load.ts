@@ -23,6 +23,8 @@ export interface ScratchDatabase {
   orm: MikroORM;
   /** Where it is (a file, or the database name), for the report and for EXPLAIN afterwards. */
   where: string;
+  /** DATABASE_URL for a gateway on it. */
+  url: string;
   drop(): Promise<void>;
 }
 
@@ -40,7 +42,7 @@ export async function openScratch(dialect: Dialect, opts: { adminUrl: string; da
     const orm = await openDatabase({ database: { dialect, file }, timeouts: TIMEOUTS });
     await migrate(orm);
     return {
-      dialect, orm, where: file,
+      dialect, orm, where: file, url: `sqlite:${file}`,
       drop: async () => {
         await orm.close(true);
         if (!opts.keep) fs.rmSync(dir, { recursive: true, force: true });
@@ -55,7 +57,7 @@ export async function openScratch(dialect: Dialect, opts: { adminUrl: string; da
   const orm = await openDatabase({ database: { dialect, url: url.toString() }, timeouts: TIMEOUTS });
   await migrate(orm);
   return {
-    dialect, orm, where: `${url.host}/${opts.database}`,
+    dialect, orm, where: `${url.host}/${opts.database}`, url: url.toString(),
     drop: async () => {
       await orm.close(true);
       if (!opts.keep) await adminQuery(opts.adminUrl, `drop database if exists ${opts.database}`);
@@ -126,19 +128,21 @@ async function seedDimensions(orm: MikroORM, scenario: Scenario): Promise<Loaded
         expectedDurationMs: job.end - job.start,
         maxRunMs: null,
         workload: null,
-        state: job.closedBy === 'checkpoint' ? 'RUNNING' : job.closedBy === 'succeeded' ? 'SUCCEEDED' : job.closedBy === 'failed' ? 'FAILED' : 'CANCELLED',
+        // All finished, the ones still running at the month's end included: a gateway started on
+        // this database (the HTTP stage) must find nothing to restore or charge.
+        state: job.closedBy === 'failed' ? 'FAILED' : job.closedBy === 'cancelled' || job.closedBy === 'preempted' ? 'CANCELLED' : 'SUCCEEDED',
         admission: null,
         idempotencyKey: null,
         requestHash: createHash('sha256').update(String(job.n)).digest('hex'),
         submitTime: job.start,
         gpusRequested: job.gpuUnits,
         preemptionCount: 0,
-        meteredFrom: job.closedBy === 'checkpoint' ? job.end : null,
+        meteredFrom: null,
         exitReason: null,
         submittedAt: new Date(job.start),
         admittedAt: new Date(job.start),
         startedAt: new Date(job.start),
-        finishedAt: job.closedBy === 'checkpoint' ? null : new Date(job.end),
+        finishedAt: new Date(job.end),
       });
       ids.jobs[job.n] = created.id;
     }

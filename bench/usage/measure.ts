@@ -13,6 +13,8 @@ export interface Timing {
   nodeCpuMs: number[];
   /** PostgreSQL backends' CPU over the run ÷ iterations (null: SQLite, or /proc not readable). */
   dbCpuMsPerCall: number | null;
+  /** The server process's CPU over the run ÷ iterations (the gateway, when asked over HTTP). */
+  serverCpuMsPerCall: number | null;
 }
 
 export function percentile(xs: readonly number[], q: number): number {
@@ -38,9 +40,15 @@ async function backendCpu(orm: MikroORM): Promise<Map<number, number> | null> {
 }
 
 /** Runs `call` `warmup` times untimed, then `iterations` times timed, one after another. */
-export async function measure(orm: MikroORM, dialect: Dialect, call: () => Promise<unknown>, opts: { warmup: number; iterations: number }): Promise<Timing> {
+export async function measure(
+  orm: MikroORM,
+  dialect: Dialect,
+  call: () => Promise<unknown>,
+  opts: { warmup: number; iterations: number; serverCpuMs?: () => number },
+): Promise<Timing> {
   for (let i = 0; i < opts.warmup; i++) await call();
   const before = dialect === 'postgresql' ? await backendCpu(orm) : null;
+  const serverBefore = opts.serverCpuMs?.() ?? null;
   const wallMs: number[] = [];
   const nodeCpuMs: number[] = [];
   for (let i = 0; i < opts.iterations; i++) {
@@ -51,6 +59,7 @@ export async function measure(orm: MikroORM, dialect: Dialect, call: () => Promi
     const used = process.cpuUsage(cpu);
     nodeCpuMs.push((used.user + used.system) / 1000);
   }
+  const serverCpuMsPerCall = serverBefore === null ? null : (opts.serverCpuMs!() - serverBefore) / opts.iterations;
   let dbCpuMsPerCall: number | null = null;
   if (before) {
     const after = await backendCpu(orm);
@@ -60,5 +69,5 @@ export async function measure(orm: MikroORM, dialect: Dialect, call: () => Promi
       dbCpuMsPerCall = total / opts.iterations;
     }
   }
-  return { iterations: opts.iterations, wallMs, nodeCpuMs, dbCpuMsPerCall };
+  return { iterations: opts.iterations, wallMs, nodeCpuMs, dbCpuMsPerCall, serverCpuMsPerCall };
 }

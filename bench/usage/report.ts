@@ -13,27 +13,33 @@ export const END = '<!-- /bench:usage -->';
 const ms = (n: number) => (Number.isFinite(n) ? (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2)) : '–');
 const name = (d: DialectResult['dialect']) => (d === 'postgresql' ? 'PostgreSQL' : 'SQLite');
 
-/** "node + db" CPU ms per call: the database's own share is measured apart on PostgreSQL only. */
+/**
+ * CPU ms per call. In process: this process (+ the PostgreSQL backends). Over HTTP: the gateway
+ * (+ the backends); the load client's own CPU is left out.
+ */
 function cpu(t: Timing): string {
-  const node = t.nodeCpuMs.reduce((a, b) => a + b, 0) / t.nodeCpuMs.length;
-  return t.dbCpuMsPerCall === null ? ms(node) : `${ms(node + t.dbCpuMsPerCall)} (${ms(node)} + ${ms(t.dbCpuMsPerCall)})`;
+  const own = t.serverCpuMsPerCall ?? t.nodeCpuMs.reduce((a, b) => a + b, 0) / t.nodeCpuMs.length;
+  const who = t.serverCpuMsPerCall === null ? '' : 'gateway ';
+  return t.dbCpuMsPerCall === null ? `${who}${ms(own)}` : `${ms(own + t.dbCpuMsPerCall)} (${who}${ms(own)} + server ${ms(t.dbCpuMsPerCall)})`;
 }
 
 export function resultTable(results: DialectResult[]): string[] {
-  const rows = results.map((r) => [
-    name(r.dialect),
-    `${r.load.records.toLocaleString('en')} (rollup ${r.load.rollupRows.toLocaleString('en')})`,
-    `readUsage, PROJECT × DAY, 30 days (${r.cells} cells)`,
-    `**${ms(median(r.service.wallMs))}**`,
-    ms(percentile(r.service.wallMs, 0.95)),
-    cpu(r.service),
-    `${ms(median(r.baseline.wallMs))} / ${ms(percentile(r.baseline.wallMs, 0.95))}`,
-    cpu(r.baseline),
-    `${(median(r.baseline.wallMs) / median(r.service.wallMs)).toFixed(0)}×`,
-  ]);
+  const rows: string[][] = [];
+  for (const r of results) {
+    const base = median(r.baseline.wallMs);
+    const baseCell = `${ms(base)} / ${ms(percentile(r.baseline.wallMs, 0.95))}`;
+    const line = (query: string, t: Timing, bold: boolean) => {
+      const m = median(t.wallMs);
+      rows.push([name(r.dialect), `${r.load.records.toLocaleString('en')} (rollup ${r.load.rollupRows.toLocaleString('en')})`, query, bold ? `**${ms(m)}**` : ms(m), ms(percentile(t.wallMs, 0.95)), cpu(t), baseCell, `${(base / m).toFixed(base / m < 10 ? 1 : 0)}×`]);
+    };
+    line(`\`readUsage\` (service call), PROJECT × DAY, 30 days → ${r.cells} rows`, r.service, true);
+    if (r.graphql) line('GraphQL `usage` over HTTP (gateway, API token; rows with project names)', r.graphql, false);
+    else if (r.graphqlError) rows.push([name(r.dialect), '', `GraphQL over HTTP: failed (${r.graphqlError})`, '–', '–', '–', baseCell, '–']);
+    line('baseline: `usage_records` GROUP BY project, UTC day (SQL)', r.baseline, false);
+  }
   return [
-    '| database | ledger rows | query | median ms | p95 ms | CPU ms/query (Node + server) | baseline: raw ledger GROUP BY, median / p95 ms | baseline CPU ms/query | baseline ÷ rollup |',
-    '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| database | ledger rows | query | median ms | p95 ms | CPU ms/query | baseline median / p95 ms | baseline ÷ this |',
+    '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |',
     ...rows.map((r) => `| ${r.join(' | ')} |`),
   ];
 }
@@ -65,14 +71,15 @@ export function section(results: DialectResult[], c: SectionContext): string[] {
       "writer's own `hourlyDeltas`. Schema from the migrations; PostgreSQL 15 (local, scratch database) after `VACUUM ANALYZE` (what autovacuum does), SQLite file in WAL mode.",
     '',
     `Query: \`readUsage\` (src/services/metering/usage.ts) as a tenant admin, groupBy [PROJECT], granularity DAY, the whole month; a fresh request context per call; ` +
-      `${c.warmup} untimed calls, then ${c.iterations} timed (baseline: ${c.baselineIterations}). Baseline: the same grouping (project, UTC day) straight from \`usage_records\` with SQL, in the same run. ` +
-      'CPU per query: this process (ORM, driver, and on SQLite the database itself) + on PostgreSQL the server backends (/proc, mean over the run). ' +
+      `${c.warmup} untimed calls, then ${c.iterations} timed (baseline: ${c.baselineIterations}), one at a time. Baseline: the same grouping (project, UTC day) straight from \`usage_records\` with SQL, in the same run. ` +
+      'The GraphQL row asks a gateway started as `npm start` runs it (NODE_ENV=production) on the same database, with a tenant admin\'s API token, over HTTP on localhost. ' +
+      'CPU per query: this process (ORM, driver, and on SQLite the database itself; over HTTP: the gateway process instead) + on PostgreSQL the server backends (/proc; 10 ms ticks, so the mean over the run). ' +
       'Both answers are compared cell by cell (GPU-seconds, cost, jobs) before timing.',
     '',
     ...resultTable(results),
     ...results.flatMap((r) => (r.mismatches.length ? ['', `**${name(r.dialect)}: rollup and ledger disagree**: ${r.mismatches.join('; ')}`] : [])),
     '',
-    `Load (generation + INSERTs, ${results.map((r) => `${name(r.dialect)} ${(r.load.loadMs / 1000).toFixed(0)} s = ${Math.round(r.load.records / (r.load.loadMs / 1000)).toLocaleString('en')} ledger rows/s`).join(', ')}) is bulk multi-row INSERTs, not the ledger writer's path.`,
+    `Load (generation + INSERTs, ${results.map((r) => `${name(r.dialect)} ${(r.load.loadMs / 1000).toFixed(0)} s = ${Math.round(r.load.records / (r.load.loadMs / 1000)).toLocaleString('en')} ledger rows/s`).join(', ')}) goes through the drivers' bulk paths (bench/usage/bulk.ts), not the ledger writer's.`,
     END,
   ];
 }

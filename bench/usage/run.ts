@@ -5,6 +5,7 @@ import { buildScenario, DEFAULT_SCENARIO, DAY_MS, type ScenarioOptions } from '.
 import { knexOf, loadScenario, openScratch, type Dialect, type LoadStats } from './load.js';
 import { baselineQuery, compareCells, serviceQuery, type UsageWindow } from './queries.js';
 import { measure, type Timing } from './measure.js';
+import { gatewayCpuMs, graphqlQuery, startGateway, tenantAdminToken } from './graphql.js';
 
 export interface UsageBenchOptions {
   dialects: Dialect[];
@@ -16,6 +17,8 @@ export interface UsageBenchOptions {
   iterations: number;
   baselineIterations: number;
   warmup: number;
+  /** Also time the query through the graph over HTTP (a gateway started on the scratch database). */
+  graphql: boolean;
   /** Keep the scratch databases for a look afterwards. */
   keep: boolean;
   progress: (line: string) => void;
@@ -31,6 +34,9 @@ export interface DialectResult {
   mismatches: string[];
   service: Timing;
   baseline: Timing;
+  /** The GraphQL `usage` field over HTTP (null when not asked for, or the gateway failed: see graphqlError). */
+  graphql: Timing | null;
+  graphqlError: string | null;
   /** EXPLAIN (ANALYZE, BUFFERS) of the rollup statement readUsage sent, and of the baseline (PostgreSQL). */
   plans: { service: string; baseline: string } | null;
 }
@@ -43,6 +49,7 @@ export const DEFAULT_OPTIONS: UsageBenchOptions = {
   iterations: 50,
   baselineIterations: 10,
   warmup: 3,
+  graphql: true,
   keep: false,
   progress: () => {},
 };
@@ -75,12 +82,37 @@ export async function runUsageBench(partial: Partial<UsageBenchOptions> = {}): P
       const baselineTiming = await measure(db.orm, dialect, baseline, { warmup: Math.min(1, opts.warmup), iterations: opts.baselineIterations });
       note(`baseline median ${median(baselineTiming.wallMs).toFixed(1)} ms`);
       const plans = dialect === 'postgresql' ? await explainBoth(db.orm, service, baseline) : null;
-      results.push({ dialect, where: db.where, load: stats, cells: served.length, mismatches, service: serviceTiming, baseline: baselineTiming, plans });
+      let graphql: Timing | null = null;
+      let graphqlError: string | null = null;
+      if (opts.graphql) {
+        try {
+          graphql = await overHttp(db.orm, dialect, db.url, window, ids.users[1]!, served.length, opts);
+          note(`GraphQL over HTTP median ${median(graphql.wallMs).toFixed(1)} ms`);
+        } catch (error) {
+          graphqlError = error instanceof Error ? error.message.split('\n')[0]! : String(error);
+          note(`GraphQL over HTTP failed: ${graphqlError}`);
+        }
+      }
+      results.push({ dialect, where: db.where, load: stats, cells: served.length, mismatches, service: serviceTiming, baseline: baselineTiming, graphql, graphqlError, plans });
     } finally {
       await db.drop();
     }
   }
   return results;
+}
+
+/** Starts a gateway on the database, checks it answers the same number of rows, and times it. */
+async function overHttp(orm: Parameters<typeof knexOf>[0], dialect: Dialect, url: string, w: UsageWindow, userId: string, cells: number, opts: UsageBenchOptions): Promise<Timing> {
+  const token = await tenantAdminToken(orm, w.tenantId, userId);
+  const gateway = await startGateway(url);
+  try {
+    const call = graphqlQuery(gateway, token, w);
+    const rows = await call();
+    if (rows !== cells) throw new Error(`the graph answered ${rows} rows, readUsage ${cells}`);
+    return await measure(orm, dialect, call, { warmup: opts.warmup, iterations: opts.iterations, serverCpuMs: () => gatewayCpuMs(gateway) });
+  } finally {
+    await gateway.stop();
+  }
 }
 
 export const median = (xs: readonly number[]) => {
