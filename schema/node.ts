@@ -8,6 +8,7 @@ import { getProjectMember } from '../src/services/project-members.js';
 import { getTenant } from '../src/services/tenants.js';
 import { getJob } from '../src/services/jobs.js';
 import { getQueue } from '../src/services/cluster.js';
+import { getBudget } from '../src/services/metering/budgets.js';
 import type { ServiceContext } from '../src/services/context.js';
 import { builder } from './builder.js';
 import { decodeId } from './common.js';
@@ -24,6 +25,7 @@ const loaders: Record<string, (ctx: ServiceContext, id: string) => Promise<objec
   Job: getJob,
   Queue: getQueue,
   BreakGlassGrant: getBreakGlassGrant,
+  Budget: getBudget,
 };
 
 async function loadNode(ctx: ServiceContext, globalId: string): Promise<object> {

@@ -1,4 +1,4 @@
-import { etaUnknownReasonOf, etaUnknownText, nodeFitOf, pendingReasonMessage, type JobExplanation, type NodeFit } from '../src/services/pending-reasons.js';
+import { holdAmountsVisible, etaUnknownReasonOf, etaUnknownText, nodeFitOf, pendingReasonMessage, type JobExplanation, type NodeFit } from '../src/services/pending-reasons.js';
 import { builder } from './builder.js';
 import { ResourceEnum } from './quota.js';
 
@@ -29,8 +29,8 @@ export const PendingReasonRef = builder.objectRef<JobExplanation>('PendingReason
     borrowingLimit: t.float({ nullable: true, resolve: (e) => e.shortfall?.borrowingLimit ?? null }),
     used: t.float({ nullable: true, resolve: (e) => e.shortfall?.used ?? null }),
     nodeFit: t.field({ type: [NodeFitRef], nullable: true, description: 'NoNodeFits only: per flavor tried, the largest free block on one node.', resolve: (e) => nodeFitOf(e) }),
-    budgetSpent: t.float({ nullable: true, description: 'BudgetExhausted: month-to-date spend of the exhausted budget.', resolve: (e) => e.hold?.spent ?? null }),
-    budgetLimit: t.float({ nullable: true, description: 'BudgetExhausted: its monthly amount.', resolve: (e) => e.hold?.limit ?? null }),
+    budgetSpent: t.float({ nullable: true, description: 'BudgetExhausted: month-to-date spend of the exhausted budget (null for readers who may not see money).', resolve: async (e, _a, ctx) => ((await holdAmountsVisible(ctx, e)) ? e.hold!.spent : null) }),
+    budgetLimit: t.float({ nullable: true, description: 'BudgetExhausted: its monthly amount (null for readers who may not see money).', resolve: async (e, _a, ctx) => ((await holdAmountsVisible(ctx, e)) ? e.hold!.limit : null) }),
     budgetCurrency: t.string({ nullable: true, description: 'BudgetExhausted: currency of the amounts.', resolve: (e) => e.hold?.currency ?? null }),
     budgetPeriod: t.string({ nullable: true, description: "BudgetExhausted: the UTC month ('YYYY-MM').", resolve: (e) => e.hold?.period ?? null }),
     budgetScope: t.string({ nullable: true, description: "BudgetExhausted: 'tenant' or 'project'.", resolve: (e) => e.hold?.scope ?? null }),

@@ -59,7 +59,7 @@ const envSchema = z
     OIDC_PUBLIC_KEY: z.string().min(1).optional(),
     OIDC_USER_CLAIM: z.string().min(1).default('email'),
     OIDC_ROLES_CLAIM: z.string().min(1).default('fairway_roles'),
-    FAIRWAY_METERING_INTERVAL_MS: z.coerce.number().int().min(100, 'must be at least 100').max(3_600_000, 'must be at most an hour').default(60_000),
+    FAIRWAY_METERING_INTERVAL_MS: z.coerce.number().int().min(100, 'must be at least 100').max(3_600_000, 'must be at most an hour').optional(),
     FAIRWAY_CURRENCY: z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code such as USD').default(DEFAULT_CURRENCY),
   })
   .superRefine((env, ctx) => {
@@ -110,7 +110,7 @@ export interface FairwayConfig {
   oidc?: OidcConfig;
   /** The price book's currency, ISO 4217 (FAIRWAY_CURRENCY; default DEFAULT_CURRENCY). */
   currency?: string;
-  /** Running jobs' usage is written to the ledger this often (FAIRWAY_METERING_INTERVAL_MS; default 60 000). */
+  /** Running jobs' usage is written to the ledger this often (FAIRWAY_METERING_INTERVAL_MS; default 60 000, the demo 15 000). */
   meteringIntervalMs?: number;
 }
 
@@ -181,7 +181,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
         : { kind: 'simulated' },
     graphiql: e.FAIRWAY_GRAPHIQL ?? e.NODE_ENV !== 'production',
     currency: e.FAIRWAY_CURRENCY,
-    meteringIntervalMs: e.FAIRWAY_METERING_INTERVAL_MS,
+    // The demo writes usage every 15 s, so its GPU-hours and cost show within the first minute.
+    meteringIntervalMs: e.FAIRWAY_METERING_INTERVAL_MS ?? (e.FAIRWAY_DEMO ? 15_000 : 60_000),
     oidc: e.OIDC_ISSUER
       ? {
           issuer: e.OIDC_ISSUER,

@@ -1,7 +1,7 @@
 import { ConfigError, loadConfig } from './config.js';
 import { buildApp } from './server/app.js';
 import { startDemoTrickle } from './server/demo-trickle.js';
-import { demoCredentialsPath, readDemoCredentials, seedDemo, type DemoCredential } from './server/demo.js';
+import { demoCredentialsPath, readDemoCredentials, seedDemo, seedDemoBudgets, type DemoCredential } from './server/demo.js';
 import { isDatabaseUnavailable } from './persistence/database-unavailable.js';
 
 /**
@@ -51,6 +51,7 @@ async function main() {
   let credentials: DemoCredential[] | null = null;
   if (config.demo) {
     const seeded = await seedDemo(app.orm, config.dataDir);
+    if (seeded && config.demoTrickle) await seedDemoBudgets(app.orm);
     if (seeded) await app.scheduler.rebuild();
     credentials = seeded ?? readDemoCredentials(config.dataDir);
   }

@@ -4,13 +4,14 @@ import type { MikroORM } from '@mikro-orm/core';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
-import type { FairwayConfig } from '../config.js';
+import { DEFAULT_CURRENCY, type FairwayConfig } from '../config.js';
 import { IdentityResolver } from '../auth/identity.js';
 import { OidcVerifier } from '../auth/oidc.js';
 import { createEventBus, type EventBus } from '../events/bus.js';
 import { createRedisEventTarget } from '../events/redis.js';
 import type { ExecutionBackend } from '../backends/port.js';
 import { backendFromConfig } from './backend-from-config.js';
+import { computeHolds, evaluateBudgets } from '../services/metering/budgets.js';
 import { BackendSync } from '../services/scheduling/backend-sync.js';
 import { SchedulerService } from '../services/scheduling/scheduler-service.js';
 import { leadershipFor } from '../services/scheduling/leadership.js';
@@ -81,6 +82,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     now,
     leadership: leadershipFor(config.database),
     logError,
+    meteringIntervalMs: config.meteringIntervalMs,
+    // Budgets: thresholds fire in the charge's transaction; exhausted hard budgets hold admission.
+    metering: { currency: config.currency ?? DEFAULT_CURRENCY, afterCharge: evaluateBudgets, holds: computeHolds },
     ...options.scheduler,
   });
   // A backend that isolates tenants gets their namespaces before the scheduler reconciles runs;

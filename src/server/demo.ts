@@ -10,6 +10,8 @@ import { ROLE_CAPABILITIES } from '../auth/capabilities.js';
 import { systemEntityManager } from '../persistence/entities.js';
 import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../persistence/scheduling-entities.js';
 import { writeInitialFlavorPrice } from '../services/metering/prices.js';
+import { Budget } from '../persistence/metering-entities.js';
+import { DEFAULT_EXEMPT_PRIORITY_CLASSES, DEFAULT_THRESHOLDS, TENANT_SCOPE_KEY } from '../services/metering/budgets.js';
 
 export interface DemoCredential {
   who: string;
@@ -113,6 +115,21 @@ export async function seedDemo(orm: MikroORM, dataDir: string, now: () => number
   fs.mkdirSync(dataDir, { recursive: true });
   fs.writeFileSync(demoCredentialsPath(dataDir), JSON.stringify({ note: 'Demo API tokens. Send as "Authorization: Bearer <token>".', credentials }, null, 2), { mode: 0o600 });
   return credentials;
+}
+
+/**
+ * Soft monthly budgets for the running demo (not for tests: only main.ts with the demo trickle
+ * calls this), small enough that the trickle's spend crosses their first thresholds within
+ * minutes, so a `tenantEvents` subscriber sees a BUDGET_ALERT.
+ */
+export async function seedDemoBudgets(orm: MikroORM): Promise<void> {
+  await systemEntityManager(orm).transactional(async (em) => {
+    for (const [slug, monthlyAmount] of [['aurora-research', 500], ['borealis-inference', 1000]] as const) {
+      const tenant = await em.findOneOrFail(Tenant, { slug });
+      if (await em.count(Budget, { tenant })) continue;
+      em.create(Budget, { tenant, project: null, scopeKey: TENANT_SCOPE_KEY, monthlyAmount, thresholds: [...DEFAULT_THRESHOLDS], hard: false, exemptPriorityClasses: [...DEFAULT_EXEMPT_PRIORITY_CLASSES] });
+    }
+  });
 }
 
 export function demoCredentialsPath(dataDir: string): string {

@@ -2,8 +2,10 @@ import type { EtaUnknownReason, JobExplanation, NodeFit, Preview, QuotaShortfall
 // The scheduler's explanation of a pending job and its per-flavor fit: the schema takes them from here, never from the core.
 export type { JobExplanation, NodeFit };
 import { hasCapability } from '../auth/principal.js';
+import { Project } from '../persistence/entities.js';
 import { Job } from '../persistence/scheduling-entities.js';
 import type { ServiceContext } from './context.js';
+import { canSeeMoney } from './metering/access.js';
 
 /**
  * Client-facing text for why a job waits. The core returns codes, numbers and other jobs'
@@ -26,9 +28,21 @@ export type JobLabel = (jobId: string) => string;
 
 /** The message for `explanation`, with referenced jobs named under the reader's rights. */
 export async function pendingReasonMessage(ctx: ServiceContext, explanation: JobExplanation): Promise<string> {
+  // A budget's amounts are money: only readers allowed money see them, in the text too.
+  if (explanation.hold && !(await holdAmountsVisible(ctx, explanation))) explanation = { ...explanation, hold: { ...explanation.hold, spent: Number.NaN, limit: Number.NaN } };
   const labels = new Map<string, string>();
   for (const jobId of referencedJobs(explanation)) labels.set(jobId, await jobLabelFor(ctx, explanation, jobId));
   return renderPendingMessage(explanation, (jobId) => labels.get(jobId) ?? FOREIGN_JOB);
+}
+
+/**
+ * Whether the reader may see the amounts behind a BudgetExhausted reason: the money rule
+ * (tenant admins, auditors, platform admins, with usage:read) in the budget's tenant.
+ */
+export async function holdAmountsVisible(ctx: ServiceContext, e: Pick<JobExplanation, 'hold'>): Promise<boolean> {
+  if (!e.hold) return false;
+  const tenantId = e.hold.scope === 'tenant' ? e.hold.id : (await ctx.em.findOne(Project, { id: e.hold.id }))?.tenant.id;
+  return tenantId !== undefined && canSeeMoney(ctx, tenantId);
 }
 
 function referencedJobs(e: JobExplanation): string[] {
@@ -93,6 +107,7 @@ function codeText(e: JobExplanation, label: JobLabel): string {
     case 'WaitingForPreemption':
       return 'Waiting for preempted jobs to release their resources.';
     case 'BudgetExhausted':
+      if (e.hold && Number.isNaN(e.hold.spent)) return `The ${e.hold.scope}'s monthly budget is exhausted; jobs of this priority class wait until it is raised or the month ends.`;
       return e.hold
         ? `The ${e.hold.scope}'s monthly budget is exhausted: ${money(e.hold.spent)} of ${money(e.hold.limit)} ${e.hold.currency} spent in ${e.hold.period}; jobs of this priority class wait until it is raised or the month ends.`
         : 'A monthly budget is exhausted; jobs of this priority class wait until it is raised or the month ends.';

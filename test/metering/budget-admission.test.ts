@@ -81,9 +81,14 @@ describeEachDialect('a hard budget gates admission', (dialect) => {
       return node.pendingReason?.code === 'BudgetExhausted' ? node : null;
     });
     expect(waiting.state).toBe('PENDING');
-    expect(waiting.pendingReason).toMatchObject({ budgetLimit: 100, budgetCurrency: 'USD', budgetScope: 'tenant' });
-    expect(waiting.pendingReason.budgetSpent).toBeGreaterThanOrEqual(100);
-    expect(waiting.pendingReason.message).toMatch(/budget/i);
+    // Amounts are money: the member learns why, not how much.
+    expect(waiting.pendingReason).toMatchObject({ budgetSpent: null, budgetLimit: null, budgetCurrency: 'USD', budgetScope: 'tenant' });
+    expect(waiting.pendingReason.message).toMatch(/budget is exhausted/i);
+    expect(waiting.pendingReason.message).not.toMatch(/\d/);
+    const seenByAdmin = (await stateOf(admin, blocked)).pendingReason;
+    expect(seenByAdmin).toMatchObject({ budgetLimit: 100, budgetCurrency: 'USD' });
+    expect(seenByAdmin.budgetSpent).toBeGreaterThanOrEqual(100);
+    expect(seenByAdmin.message).toMatch(/of 100\.00 USD spent/);
 
     // More charging in the same month fires nothing again.
     t.now.value += 60_000;
