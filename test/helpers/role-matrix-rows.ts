@@ -37,6 +37,19 @@ export const TENANT_ROWS: MatrixRow[] = [
   { name: 'setTenantEgressAllowlist', query: `mutation($t: ID!) { setTenantEgressAllowlist(tenantId: $t, cidrs: null) { id } }`, variables: async () => ({ t: m.ids.Tenant }), expect: PLATFORM_ONLY },
   { name: 'updatePriorityClass', query: `mutation { updatePriorityClass(input: { name: "experiment", requiresGrant: false }) { name } }`, variables: async () => ({}), expect: PLATFORM_ONLY },
   { name: 'createFlavor', query: `mutation($in: CreateFlavorInput!) { createFlavor(input: $in) { id } }`, variables: async () => ({ in: { name: `f-${m.next()}`, kind: 'GPU', pricePerUnitHour: 1 } }), expect: PLATFORM_ONLY },
+  // Price book (issue 12): platform list prices; each allowed call schedules a new version a day ahead (never in the past).
+  {
+    name: 'setFlavorPrice',
+    query: `mutation($in: SetFlavorPriceInput!) { setFlavorPrice(input: $in) { effectiveFrom } }`,
+    variables: async () => ({ in: { flavor: 'h100-80g', pricePerUnitHour: 2.49, effectiveFrom: new Date(m.t.now.value + 86_400_000 + m.next() * 1000).toISOString() } }),
+    expect: PLATFORM_ONLY,
+  },
+  {
+    name: 'setPriceMultiplier',
+    query: `mutation($in: SetPriceMultiplierInput!) { setPriceMultiplier(input: $in) { effectiveFrom } }`,
+    variables: async () => ({ in: { priorityClass: 'training', multiplier: 1, effectiveFrom: new Date(m.t.now.value + 86_400_000 + m.next() * 1000).toISOString() } }),
+    expect: PLATFORM_ONLY,
+  },
   {
     name: 'createNodePool',
     query: `mutation($in: CreateNodePoolInput!) { createNodePool(input: $in) { id } }`,
