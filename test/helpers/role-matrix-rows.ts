@@ -13,6 +13,7 @@ import { ADD_MEMBER, CREATE_PROJECT, m, newMember, only, PLATFORM_ONLY, SUBMIT, 
 const BOUNDARIES = { imageRegistries: ['nvcr.io/nvidia'], datasetLocations: ['s3://aurora-datasets'], artifactStores: ['s3://aurora-models'] };
 const OPEN_GRANT = `mutation($in: OpenBreakGlassInput!) { openBreakGlass(input: $in) { id } }`;
 const CLOSE_GRANT = `mutation($id: ID!) { closeBreakGlass(id: $id) { id } }`;
+const SET_BUDGET = `mutation($in: SetBudgetInput!) { setBudget(input: $in) { id } }`;
 const openGrantInput = () => ({ in: { tenantId: m.ids.Tenant, reason: 'Role matrix: checking who may close this', durationMinutes: 5 } });
 
 let lastGrant: string | undefined;
@@ -49,6 +50,15 @@ export const TENANT_ROWS: MatrixRow[] = [
     query: `mutation($in: SetPriceMultiplierInput!) { setPriceMultiplier(input: $in) { effectiveFrom } }`,
     variables: async () => ({ in: { priorityClass: 'training', multiplier: 1, effectiveFrom: new Date(m.t.now.value + 86_400_000 + m.next() * 1000).toISOString() } }),
     expect: PLATFORM_ONLY,
+  },
+  // Budgets (issue 12): tenant admins only (a platform admin would need a break-glass grant).
+  { name: 'setBudget', query: SET_BUDGET, variables: async () => ({ in: { tenantId: m.ids.Tenant, monthlyAmount: 1e9 } }), expect: only('tenantAdmin') },
+  { name: 'setBudget (a project budget, P)', query: SET_BUDGET, variables: async () => ({ in: { tenantId: m.ids.Tenant, projectId: m.P, monthlyAmount: 1e9 } }), expect: only('tenantAdmin') },
+  {
+    name: 'removeBudget',
+    query: `mutation($id: ID!) { removeBudget(id: $id) { removedBudgetId } }`,
+    variables: async () => ({ id: (await m.as('tenantAdmin', SET_BUDGET, { in: { tenantId: m.ids.Tenant, projectId: m.Q, monthlyAmount: 1e9 } })).setBudget.id }),
+    expect: only('tenantAdmin'),
   },
   {
     name: 'createNodePool',
