@@ -6,6 +6,7 @@ import { Migration20261130204139 as M3 } from './Migration20261130204139.js';
 import { Migration20261201020823 as M4 } from './Migration20261201020823.js';
 import { Migration20261201050556 as M5 } from './Migration20261201050556.js';
 import { Migration20261201093550 as M6 } from './Migration20261201093550.js';
+import { Migration20261201101250 as M7 } from './Migration20261201101250.js';
 
 /** Every postgresql migration, oldest first. Rewritten by `npm run migration:create`. */
 export const postgresqlMigrations: MigrationObject[] = [
@@ -16,4 +17,5 @@ export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261201020823', class: M4 },
   { name: 'Migration20261201050556', class: M5 },
   { name: 'Migration20261201093550', class: M6 },
+  { name: 'Migration20261201101250', class: M7 },
 ];

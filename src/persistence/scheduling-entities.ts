@@ -115,7 +115,7 @@ export const Job = defineEntity({
   tableName: 'jobs',
   filters: tenantFilter,
   uniques: [{ properties: ['tenant', 'idempotencyKey'] }],
-  indexes: [{ properties: ['tenant', 'state'] }, { properties: ['queue', 'state'] }, { properties: ['state'] }],
+  indexes: [{ properties: ['tenant', 'state'] }, { properties: ['queue', 'state'] }, { properties: ['state'] }, { properties: ['tenant', 'finishedAt'] }],
   properties: {
     id: p.uuid().primary().onCreate(() => uuidv7()),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
