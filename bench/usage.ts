@@ -10,7 +10,8 @@
 //   BENCH_WARMUP=3 BENCH_DIALECTS=sqlite,postgresql BENCH_SEED=12
 //   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres (the server; the scratch
 //   database BENCH_POSTGRES_DB=fw_bench_usage is created on it and dropped at the end)
-//   BENCH_KEEP_DB=1 (keep the scratch databases) BENCH_RESULTS=bench/RESULTS.md (the section
+//   BENCH_KEEP_DB=1 (keep the scratch databases) BENCH_GRAPHQL=0 (skip the HTTP stage)
+//   BENCH_SERVER_NODE_ARGS (node flags of the gateway, e.g. --cpu-prof) BENCH_RESULTS=bench/RESULTS.md (the section
 //   between the `<!-- bench:usage -->` markers is replaced, or appended; empty string: do not write)
 import path from 'node:path';
 import { loadAvg } from './api/process-stats.js';
@@ -35,6 +36,7 @@ async function main(): Promise<void> {
     iterations,
     baselineIterations,
     warmup,
+    graphql: env.BENCH_GRAPHQL !== '0',
     keep: env.BENCH_KEEP_DB === '1',
     progress: (line) => console.error(`[bench:usage] ${line}`),
   });

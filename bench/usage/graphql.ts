@@ -55,7 +55,9 @@ export async function startGateway(databaseUrl: string): Promise<Gateway> {
   };
   delete env.REDIS_URL;
   delete env.FAIRWAY_GRAPHIQL;
-  const { child, match } = await spawnAndWait(['--import', 'tsx', 'src/main.ts'], env, /serving on (http:\/\/\S+\/graphql)/, 'fairway');
+  // As bench:api: e.g. BENCH_SERVER_NODE_ARGS=--cpu-prof to see where the gateway's time goes.
+  const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const { child, match } = await spawnAndWait([...extra, '--import', 'tsx', 'src/main.ts'], env, /serving on (http:\/\/\S+\/graphql)/, 'fairway');
   const stop = stopper(child);
   return {
     url: match[1]!,
