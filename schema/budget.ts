@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { getProject } from '../src/services/projects.js';
 import { canSeeMoney } from '../src/services/metering/access.js';
-import { budgetsOf, currencyOf, projectBudget, removeBudget, setBudget, type BudgetView } from '../src/services/metering/budgets.js';
+import { budgetsOf, projectBudget, removeBudget, setBudget, type BudgetView } from '../src/services/metering/budgets.js';
+import { currencyOf } from '../src/services/metering/prices.js';
 import { forbidden } from '../src/shared/client-errors.js';
 import { builder } from './builder.js';
 import { decodeId } from './common.js';

@@ -58,11 +58,6 @@ function validated(input: SetBudgetInput): z.infer<typeof inputSchema> {
   throw badInput(`Invalid budget: ${problems.join('; ')}`, { problems });
 }
 
-/** The installation's currency (FAIRWAY_CURRENCY), as the service context carries it; 'USD' when it does not. */
-export function currencyOf(ctx: Pick<ServiceContext, 'em'> & { currency?: string }): string {
-  return ctx.currency ?? 'USD';
-}
-
 /** What the audit log keeps of a budget (before and after a change). */
 function auditedFields(b: Budget) {
   return { monthlyAmount: b.monthlyAmount, thresholds: [...b.thresholds], hard: b.hard, exemptPriorityClasses: [...b.exemptPriorityClasses] };
