@@ -4,21 +4,11 @@
 // checkpoint interval, cut at every UTC hour — emitted in time order, as a live ledger fills.
 import type { UsageCloser } from '../../src/persistence/metering-entities.js';
 import type { LedgerRow } from '../../src/metering/ledger.js';
+import { Prng } from '../../src/simulator/prng.js';
 
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
 
-/** Small, fast, seedable (mulberry32): the same seed gives the same data on both databases. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 export interface ScenarioOptions {
   /** Ledger rows to produce, exactly (the last job is cut short to hit it). */
@@ -127,7 +117,9 @@ function duration(rnd: () => number): number {
 }
 
 export function buildScenario(options: ScenarioOptions = DEFAULT_SCENARIO): Scenario {
-  const rnd = prng(options.seed);
+  // The simulator's seeded PRNG: the same seed gives the same data on both databases.
+  const source = new Prng(options.seed);
+  const rnd = () => source.next();
   const monthEnd = options.from + options.days * DAY_MS;
   const tenants: ScenarioTenant[] = [
     { index: 0, projects: options.projects, queues: options.queues },
