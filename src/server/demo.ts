@@ -124,7 +124,7 @@ export async function seedDemo(orm: MikroORM, dataDir: string, now: () => number
  */
 export async function seedDemoBudgets(orm: MikroORM): Promise<void> {
   await systemEntityManager(orm).transactional(async (em) => {
-    for (const [slug, monthlyAmount] of [['aurora-research', 500], ['borealis-inference', 1000]] as const) {
+    for (const [slug, monthlyAmount] of [['aurora-research', 40], ['borealis-inference', 80]] as const) {
       const tenant = await em.findOneOrFail(Tenant, { slug });
       if (await em.count(Budget, { tenant })) continue;
       em.create(Budget, { tenant, project: null, scopeKey: TENANT_SCOPE_KEY, monthlyAmount, thresholds: [...DEFAULT_THRESHOLDS], hard: false, exemptPriorityClasses: [...DEFAULT_EXEMPT_PRIORITY_CLASSES] });
