@@ -24,7 +24,7 @@ export function percentile(xs: readonly number[], q: number): number {
 }
 
 /** CPU ms of each PostgreSQL backend connected to this database (pid → ms); null when unreadable. */
-async function backendCpu(orm: MikroORM): Promise<Map<number, number> | null> {
+export async function backendCpu(orm: MikroORM): Promise<Map<number, number> | null> {
   const result = (await knexOf(orm).raw('select pid from pg_stat_activity where datname = current_database()')) as { rows: { pid: number }[] };
   const out = new Map<number, number>();
   for (const { pid } of result.rows) {
