@@ -8,7 +8,8 @@
 // job state, `meteredFrom`, without ledger rows, rollup or budget check).
 //
 // Knobs (environment): BENCH_JOBS=2000 BENCH_CHECKPOINTS=20 BENCH_CLOSES=500 BENCH_BATCH=500
-//   BENCH_DIALECTS=sqlite,postgresql BENCH_SEED=12
+//   BENCH_DIALECTS=sqlite,postgresql BENCH_SEED=12 BENCH_HISTORY_ROWS=0 (month-to-date rollup rows
+//   of the bench's tenants before the run: the budget check after each charge sums them)
 //   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres (the server; the scratch
 //   database BENCH_POSTGRES_DB=fw_bench_ledger is created on it and dropped at the end)
 //   BENCH_KEEP_DB=1 (keep the scratch databases) BENCH_RESULTS=bench/RESULTS.md (the section
@@ -35,6 +36,7 @@ async function main(): Promise<void> {
     closes,
     batch,
     seed: Number(env.BENCH_SEED ?? 12),
+    historyRows: Number(env.BENCH_HISTORY_ROWS ?? 0),
     postgresUrl: env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
     postgresDatabase: env.BENCH_POSTGRES_DB ?? 'fw_bench_ledger',
     keep: env.BENCH_KEEP_DB === '1',

@@ -85,6 +85,11 @@ export interface SectionContext {
   batch: number;
 }
 
+const history = (results: LedgerDialectResult[]) => {
+  const rows = [...new Set(results.map((r) => r.historyRows))];
+  return rows.length === 1 && rows[0] === 0 ? 'none (BENCH_HISTORY_ROWS=0)' : results.map((r) => `${name(r.dialect)} ${r.historyRows.toLocaleString('en')} rows`).join(', ');
+};
+
 export function section(results: LedgerDialectResult[], c: SectionContext): string[] {
   const cpus = os.cpus();
   const jobs = results[0]?.jobs ?? 0;
@@ -97,7 +102,8 @@ export function section(results: LedgerDialectResult[], c: SectionContext): stri
     '',
     `Data (seeded, the same on both databases; schema from the migrations, PostgreSQL 15 local scratch database, SQLite file in WAL mode): ${jobs.toLocaleString('en')} RUNNING jobs in 3 tenants ` +
       '(45% one H100, 25% one or two 8-GPU H100 pods, 15% 1–3 MIG slices of an A100 (1/7 device each), 15% two pod sets: an L40S launcher + one or two 8-GPU H100 workers, i.e. two flavors and two ledger rows per interval), ' +
-      '4 priority classes with price multipliers, a soft budget per tenant (evaluated after every charge, as the server wires `afterCharge: evaluateBudgets`; never alerting); each job started at 10:41:30 UTC with `meteredFrom` set. No utilization samples.',
+      '4 priority classes with price multipliers, a soft budget per tenant (evaluated after every charge, as the server wires `afterCharge: evaluateBudgets`; never alerting); each job started at 2026-12-28 10:41:30 UTC with `meteredFrom` set. No utilization samples. ' +
+      `Month-to-date rollup history of these tenants before the run (the budget check sums it): ${history(results)}.`,
     '',
     `Method: the leader's checkpoint (src/services/scheduling/leader-session.ts) — fenced transactions (\`writeFenced\`: epoch row check) of ${c.batch} jobs read \`{ state: RUNNING }\` by id with \`populate: ['queue']\`, FOR UPDATE on PostgreSQL, ` +
       "then `metering.charge(em, jobs, now, 'checkpoint')` and flush/commit. Baseline: the same transactions with a `Metering` whose `charge` only sets `meteredFrom = now` (no ledger rows, rollup or budget check); " +

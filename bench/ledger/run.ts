@@ -18,6 +18,7 @@ import { writeFenced, type FencedWriter } from '../../src/services/scheduling/cy
 import { LeaderEpochs } from '../../src/services/scheduling/leader-epoch.js';
 import { openScratch, type Dialect } from '../usage/load.js';
 import { backendCpu } from '../usage/measure.js';
+import { seedRollupHistory } from './history.js';
 import { planJobs, seedLedgerScenario, T0, type PlannedJob } from './scenario.js';
 import { ExpectedCharges, verifyLedger, type Verification } from './verify.js';
 
@@ -30,6 +31,8 @@ export interface LedgerBenchOptions {
   closes: number;
   batch: number;
   seed: number;
+  /** Rollup rows of month-to-date history for the bench's tenants (history.ts); 0: none. */
+  historyRows: number;
   postgresUrl: string;
   postgresDatabase: string;
   keep: boolean;
@@ -43,6 +46,7 @@ export const DEFAULT_LEDGER_OPTIONS: LedgerBenchOptions = {
   closes: 500,
   batch: 500,
   seed: 12,
+  historyRows: 0,
   postgresUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
   postgresDatabase: 'fw_bench_ledger',
   keep: false,
@@ -72,6 +76,8 @@ export interface LedgerDialectResult {
   /** ledgerOnly: metered without the budget check (afterCharge unset), to tell the two apart. */
   checkpoint: { metered: Samples; ledgerOnly: Samples; baseline: Samples };
   close: { metered: Samples; ledgerOnly: Samples; baseline: Samples };
+  /** Rollup rows of month-to-date history seeded before the run. */
+  historyRows: number;
   /** Ledger rows the metered closes (with and without the budget check) wrote. */
   closeRows: number;
   verification: Verification;
@@ -95,7 +101,10 @@ export async function runLedgerBench(partial: Partial<LedgerBenchOptions> = {}):
     const note = (line: string) => opts.progress(`${dialect}: ${line}`);
     const db = await openScratch(dialect, { adminUrl: opts.postgresUrl, database: opts.postgresDatabase, keep: opts.keep });
     try {
-      const ids = await seedLedgerScenario(db.orm, plan);
+      const seeded = await seedLedgerScenario(db.orm, plan);
+      const ids = seeded.jobs;
+      const historyRows = await seedRollupHistory(db.orm, dialect, seeded, opts.historyRows, T0);
+      if (historyRows) note(`${historyRows.toLocaleString('en')} rollup rows of month-to-date history`);
       const byId = new Map(ids.map((id, i) => [id, plan.jobs[i]!]));
       note(`${ids.length} running jobs seeded in ${db.where}`);
       const epochs = new LeaderEpochs(dialect);
@@ -112,7 +121,7 @@ export async function runLedgerBench(partial: Partial<LedgerBenchOptions> = {}):
       const countRows = async () => systemEntityManager(db.orm).count(UsageRecord, {});
 
       const result: LedgerDialectResult = {
-        dialect, where: db.where, jobs: ids.length, hourCrossings: 0, closeRows: 0,
+        dialect, where: db.where, jobs: ids.length, hourCrossings: 0, closeRows: 0, historyRows,
         checkpoint: { metered: new Samples(), ledgerOnly: new Samples(), baseline: new Samples() },
         close: { metered: new Samples(), ledgerOnly: new Samples(), baseline: new Samples() },
         verification: { rows: 0, gpuSeconds: 0, expectedGpuSeconds: 0, rollupRows: 0, problems: [] },
@@ -199,7 +208,7 @@ export async function runLedgerBench(partial: Partial<LedgerBenchOptions> = {}):
       note(`${opts.closes} × 3 jobs closed one at a time`);
 
       result.hourCrossings = expected.crossings;
-      result.verification = await verifyLedger(db.orm, dialect, expected, ids.length);
+      result.verification = await verifyLedger(db.orm, dialect, expected, ids.length, Math.floor(T0 / 3_600_000) * 3_600_000);
       const v = result.verification;
       note(`ledger ${v.rows} rows, Σ gpuSeconds ${v.gpuSeconds} (expected ${v.expectedGpuSeconds}); rollup ${v.rollupRows} rows; ${v.problems.length ? `PROBLEMS: ${v.problems.join('; ')}` : 'exact'}`);
       results.push(result);

@@ -13,8 +13,11 @@ import { uuidv7 } from '../../src/persistence/ids.js';
 import { Prng } from '../../src/simulator/prng.js';
 import { CLASSES, FLAVORS } from '../usage/scenario.js';
 
-/** Jobs start at 10:41:30 UTC: the 60-second intervals are off the minute, so one crosses 11:00 and is cut in two rows. */
-export const T0 = Date.UTC(2026, 11, 1, 10, 41, 30);
+/**
+ * Jobs start at 10:41:30 UTC on the 28th: the 60-second intervals are off the minute, so those
+ * across 11:00 are cut in two rows; the month before can hold rollup history (history.ts).
+ */
+export const T0 = Date.UTC(2026, 11, 28, 10, 41, 30);
 
 const H100 = FLAVORS[0];
 const L40S = FLAVORS[2];
@@ -100,8 +103,17 @@ export function unitsByFlavor(job: PlannedJob): Map<string, number> {
   return out;
 }
 
-/** Seeds the scenario; returns the job ids in plan order. */
-export async function seedLedgerScenario(orm: MikroORM, scenario: LedgerScenario): Promise<string[]> {
+export interface SeededIds {
+  /** In plan order. */
+  jobs: string[];
+  tenants: string[];
+  projects: string[][];
+  queues: string[][];
+  users: string[];
+}
+
+/** Seeds the scenario. */
+export async function seedLedgerScenario(orm: MikroORM, scenario: LedgerScenario): Promise<SeededIds> {
   const em = systemEntityManager(orm);
   const tenants: string[] = [];
   const projects: string[][] = [];
@@ -151,5 +163,5 @@ export async function seedLedgerScenario(orm: MikroORM, scenario: LedgerScenario
     }
     await tx.flush();
   }
-  return ids;
+  return { jobs: ids, tenants, projects, queues: queues.map((q) => q.map((x) => x.id)), users };
 }
