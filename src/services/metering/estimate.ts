@@ -1,7 +1,6 @@
 import type { Admission, PodSetSpec } from '../../core/types.js';
-import { Flavor } from '../../persistence/scheduling-entities.js';
+import { loadMeteringTables } from '../../metering/price-book.js';
 import type { ServiceContext } from '../context.js';
-import { unitPriceAt } from './prices.js';
 
 /** What a previewed job would cost: its declared duration × the units it would hold × today's price. */
 export interface CostEstimate {
@@ -35,9 +34,10 @@ export async function estimateCost(
       held.push({ flavor, units: podSet.count * (podSet.perPod.gpu ?? 0) });
     }
   }
-  const flavors = new Map((await ctx.em.find(Flavor, { name: { $in: [...new Set(held.map((h) => h.flavor))] } })).map((f) => [f.name, f]));
+  // The ledger's own price book and flavor units: an estimate is priced as the run will be charged.
+  const { prices, flavors } = await loadMeteringTables(ctx.em);
   const hours = durationMs / 3_600_000;
-  const now = ctx.now();
+  const now = ctx.now().getTime();
   let gpuHours = 0;
   let cost = 0;
   for (const h of held) {
@@ -46,7 +46,7 @@ export async function estimateCost(
     // A MIG slice or time-slice share is 1/slicesPerGpu of a device, as the ledger counts it.
     const perDevice = flavor.kind === 'gpu' ? 1 : (flavor.slicesPerGpu ?? 1);
     gpuHours += (h.units / perDevice) * hours;
-    cost += h.units * hours * (await unitPriceAt(ctx.em, h.flavor, spec.priorityClass, now));
+    cost += h.units * hours * prices.unitPrice(h.flavor, spec.priorityClass, now);
   }
   return { gpuHours, cost };
 }

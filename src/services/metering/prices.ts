@@ -5,6 +5,7 @@ import { auditedMutation } from '../audit.js';
 import { requirePlatformAdmin, requirePrincipal, type ServiceContext } from '../context.js';
 import { badInput, notFound } from '../../shared/client-errors.js';
 import { DEFAULT_CURRENCY } from '../../config.js';
+import { loadMeteringTables } from '../../metering/price-book.js';
 
 /**
  * The price book's write side and its listing. Prices are platform list prices: anyone
@@ -107,13 +108,9 @@ export async function listPrices(ctx: ServiceContext): Promise<PriceBookView> {
   };
 }
 
-/** Price of one flavor unit-hour at `at` for a class: latest flavor price × latest multiplier (0 / 1 when none). */
+/** Price of one flavor unit-hour at `at` for a class, as the ledger prices it (PriceBook: latest flavor price × latest multiplier; 0 / 1 when none). */
 export async function unitPriceAt(em: EntityManager, flavor: string, priorityClass: string, at: Date): Promise<number> {
-  const [price, multiplier] = await Promise.all([
-    em.findOne(FlavorPrice, { flavor, effectiveFrom: { $lte: at } }, { orderBy: { effectiveFrom: 'desc' } }),
-    em.findOne(PriceMultiplier, { priorityClass, effectiveFrom: { $lte: at } }, { orderBy: { effectiveFrom: 'desc' } }),
-  ]);
-  return (price?.pricePerUnitHour ?? 0) * (multiplier?.multiplier ?? 1);
+  return (await loadMeteringTables(em)).prices.unitPrice(flavor, priorityClass, at.getTime());
 }
 
 /** The installation's currency (FAIRWAY_CURRENCY), as the service context carries it. */
