@@ -41,10 +41,12 @@ const envSchema = z
       .string()
       .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
       .optional(),
-    FAIRWAY_DEMO: booleanFlag.default(true),
+    // Unset: on outside production (a first run shows something), off in production (no demo
+    // data or printed tokens on a real installation; `npm run bootstrap` makes the first admin).
+    FAIRWAY_DEMO: booleanFlag.optional(),
     FAIRWAY_GRAPHIQL: booleanFlag.optional(),
     FAIRWAY_SIM_TIME_SCALE: z.coerce.number().positive('must be a positive number').max(1_000_000).default(60),
-    FAIRWAY_DEMO_TRICKLE: booleanFlag.default(true),
+    FAIRWAY_DEMO_TRICKLE: booleanFlag.optional(),
     FAIRWAY_DB_CONNECT_TIMEOUT_MS: millis(100, 600_000).default(DEFAULT_DATABASE_TIMEOUTS.connectMs),
     FAIRWAY_DB_ACQUIRE_TIMEOUT_MS: millis(100, 600_000).default(DEFAULT_DATABASE_TIMEOUTS.acquireMs),
     FAIRWAY_DB_STATEMENT_TIMEOUT_MS: millis(100, 3_600_000).default(DEFAULT_DATABASE_TIMEOUTS.statementMs),
@@ -159,6 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
   }
   const e = parsed.data;
   const dataDir = path.resolve(e.FAIRWAY_DATA_DIR);
+  const demo = e.FAIRWAY_DEMO ?? e.NODE_ENV !== 'production';
   return {
     env: e.NODE_ENV,
     port: e.PORT,
@@ -172,8 +175,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
     },
     readyTimeoutMs: e.FAIRWAY_READY_TIMEOUT_MS,
     redisUrl: e.REDIS_URL,
-    demo: e.FAIRWAY_DEMO,
-    demoTrickle: e.FAIRWAY_DEMO_TRICKLE,
+    demo,
+    demoTrickle: e.FAIRWAY_DEMO_TRICKLE ?? e.NODE_ENV !== 'production',
     simulatedTimeScale: e.FAIRWAY_SIM_TIME_SCALE,
     backend:
       e.FAIRWAY_BACKEND === 'kubernetes'
@@ -182,7 +185,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
     graphiql: e.FAIRWAY_GRAPHIQL ?? e.NODE_ENV !== 'production',
     currency: e.FAIRWAY_CURRENCY,
     // The demo writes usage every 15 s, so its GPU-hours and cost show within the first minute.
-    meteringIntervalMs: e.FAIRWAY_METERING_INTERVAL_MS ?? (e.FAIRWAY_DEMO ? 15_000 : 60_000),
+    meteringIntervalMs: e.FAIRWAY_METERING_INTERVAL_MS ?? (demo ? 15_000 : 60_000),
     oidc: e.OIDC_ISSUER
       ? {
           issuer: e.OIDC_ISSUER,

@@ -3,6 +3,33 @@ import { buildApp } from './server/app.js';
 import { startDemoTrickle } from './server/demo-trickle.js';
 import { demoCredentialsPath, readDemoCredentials, seedDemo, seedDemoBudgets, type DemoCredential } from './server/demo.js';
 import { isDatabaseUnavailable } from './persistence/database-unavailable.js';
+import net from 'node:net';
+import { User, systemEntityManager } from './persistence/entities.js';
+
+/** A start-up problem the operator fixes in the environment: one line, no stack trace, exit 1. */
+class StartupError extends Error {}
+
+function portProblem(error: unknown, port: number, host: string): StartupError | null {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  if (code === 'EADDRINUSE') return new StartupError(`port ${port} is already in use (set PORT)`);
+  if (code === 'EACCES') return new StartupError(`port ${port} needs privileges this process does not have (set PORT)`);
+  if (code === 'EADDRNOTAVAIL') return new StartupError(`host ${host} is not an address of this machine (set HOST)`);
+  return null;
+}
+
+/**
+ * Tries the port before the database is opened, migrated or seeded: a busy port must fail
+ * start-up before anything is written, not after a demo was seeded into a new database.
+ * (Another process may still take the port in between; `listen` reports that the same way.)
+ */
+async function checkPortFree(port: number, host: string): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', (error) => reject(portProblem(error, port, host) ?? error));
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
 
 /**
  * Last resort only: each source handles its own failures (requests answer
@@ -46,6 +73,7 @@ async function main() {
     }
     throw error;
   }
+  await checkPortFree(config.port, config.host);
   const app = await buildApp({ config });
   const where = config.database.dialect === 'sqlite' ? `SQLite ${config.database.file}` : 'PostgreSQL';
   let credentials: DemoCredential[] | null = null;
@@ -55,7 +83,15 @@ async function main() {
     if (seeded) await app.scheduler.rebuild();
     credentials = seeded ?? readDemoCredentials(config.dataDir);
   }
-  const { url } = await app.listen();
+  let url: string;
+  try {
+    ({ url } = await app.listen());
+  } catch (error) {
+    const problem = portProblem(error, config.port, config.host);
+    if (!problem) throw error;
+    await app.close();
+    throw problem;
+  }
   const stopTrickle = config.demo && config.demoTrickle ? startDemoTrickle(app) : () => undefined;
   console.log(`Fairway is serving on ${url}  (database: ${where})`);
   if (config.graphiql) console.log(`  GraphiQL: open ${url} in a browser; subscriptions use ws://${url.replace(/^https?:\/\//, '')}`);
@@ -69,6 +105,10 @@ async function main() {
     }
     if (config.demoTrickle) console.log(`\nA demo job is submitted every few seconds (simulated cluster at ${config.simulatedTimeScale}x speed; FAIRWAY_DEMO_TRICKLE=false stops it).`);
   }
+  if (!config.demo && (await systemEntityManager(app.orm).count(User, { isPlatformAdmin: true })) === 0) {
+    // Production starts empty: say how to get in rather than leave the operator guessing.
+    console.log('\nNo platform admin yet: create one with  npm run bootstrap -- --email you@example.com');
+  }
   const shutdown = async (signal: string) => {
     console.log(`\n${signal}: shutting down`);
     stopTrickle();
@@ -80,6 +120,10 @@ async function main() {
 }
 
 main().catch((error) => {
+  if (error instanceof StartupError) {
+    console.error(`[fairway] ${error.message}`);
+    process.exit(1);
+  }
   console.error('[fairway] failed to start:', error instanceof Error ? error.message : error);
   process.exit(1);
 });

@@ -106,8 +106,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     // Unexpected errors are logged by maskError; typed errors are answers, not incidents.
     logging: false,
     graphiql: config.graphiql
-      ? { title: 'Fairway', subscriptionsProtocol: 'WS', headers: JSON.stringify({ Authorization: 'Bearer <paste a token from data/demo-credentials.json>' }) }
+      ? { title: 'Fairway', subscriptionsProtocol: 'WS', headers: JSON.stringify({ Authorization: `Bearer <paste a token from ${config.demo ? 'data/demo-credentials.json' : '`npm run bootstrap` or createApiToken'}>` }) }
       : false,
+    // GraphiQL's scripts and styles come from the installed package, inlined in the page, not
+    // from a CDN: it works offline and where the CDN is blocked. Loaded on the first visit only
+    // (the bundle is ~9 MB), so servers and tests that never open it do not pay for it.
+    renderGraphiQL: (options) => import('@graphql-yoga/render-graphiql').then((m) => m.renderGraphiQL(options)),
     maskedErrors: { maskError: createMaskError(logError) },
     plugins: [
       useReadiness({ check: () => orm.em.getConnection().execute('select 1').then(() => undefined), timeoutMs: config.readyTimeoutMs }),
