@@ -1,9 +1,9 @@
+import net from 'node:net';
 import { ConfigError, loadConfig } from './config.js';
 import { buildApp } from './server/app.js';
 import { startDemoTrickle } from './server/demo-trickle.js';
 import { demoCredentialsPath, readDemoCredentials, seedDemo, seedDemoBudgets, type DemoCredential } from './server/demo.js';
 import { isDatabaseUnavailable } from './persistence/database-unavailable.js';
-import net from 'node:net';
 import { User, systemEntityManager } from './persistence/entities.js';
 
 /** A start-up problem the operator fixes in the environment: one line, no stack trace, exit 1. */
