@@ -62,6 +62,7 @@ const envSchema = z
     OIDC_USER_CLAIM: z.string().min(1).default('email'),
     OIDC_ROLES_CLAIM: z.string().min(1).default('fairway_roles'),
     FAIRWAY_METERING_INTERVAL_MS: z.coerce.number().int().min(100, 'must be at least 100').max(3_600_000, 'must be at most an hour').optional(),
+    FAIRWAY_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters (a shared secret for Prometheus)').optional(),
     FAIRWAY_CURRENCY: z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code such as USD').default(DEFAULT_CURRENCY),
   })
   .superRefine((env, ctx) => {
@@ -114,6 +115,8 @@ export interface FairwayConfig {
   currency?: string;
   /** Running jobs' usage is written to the ledger this often (FAIRWAY_METERING_INTERVAL_MS; default 60 000, the demo 15 000). */
   meteringIntervalMs?: number;
+  /** A bearer token that may read `/metrics` besides platform admins (FAIRWAY_METRICS_TOKEN). */
+  metricsToken?: string;
 }
 
 export type BackendConfig =
@@ -184,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
         : { kind: 'simulated' },
     graphiql: e.FAIRWAY_GRAPHIQL ?? e.NODE_ENV !== 'production',
     currency: e.FAIRWAY_CURRENCY,
+    metricsToken: e.FAIRWAY_METRICS_TOKEN,
     // The demo writes usage every 15 s, so its GPU-hours and cost show within the first minute.
     meteringIntervalMs: e.FAIRWAY_METERING_INTERVAL_MS ?? (demo ? 15_000 : 60_000),
     oidc: e.OIDC_ISSUER

@@ -25,6 +25,8 @@ import { useServiceContext } from '../../plugins/useServiceContext.js';
 import { useSubscriptionEventContext } from '../../plugins/useSubscriptionEventContext.js';
 import { useReadiness } from '../../plugins/useReadiness.js';
 import { useUsageExport } from '../../plugins/useUsageExport.js';
+import { useMetrics } from '../../plugins/useMetrics.js';
+import { createMetrics, type FairwayMetrics } from './metrics.js';
 import { createMaskError } from './errors.js';
 import type { GraphQLError } from 'graphql';
 
@@ -52,6 +54,8 @@ export interface FairwayApp {
   yoga: YogaServerInstance<Record<string, unknown>, Record<string, unknown>>;
   events: EventBus;
   scheduler: SchedulerService;
+  /** This app's Prometheus registry and instruments (served at /metrics). */
+  metrics: FairwayMetrics;
   backend: ExecutionBackend;
   /** Node inventory and tenant isolation between the backend and the database (Kubernetes); null for the simulated cluster. */
   backendSync: BackendSync | null;
@@ -74,6 +78,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   const redis = config.redisUrl ? await createRedisEventTarget(config.redisUrl) : null;
   const events = createEventBus(redis?.eventTarget);
   const backend = options.backend ?? (await backendFromConfig(config, { now, logError }));
+  const metrics = createMetrics();
   const scheduler = new SchedulerService({
     orm,
     dialect: config.database.dialect,
@@ -83,8 +88,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     leadership: leadershipFor(config.database),
     logError,
     meteringIntervalMs: config.meteringIntervalMs,
-    // Budgets: thresholds fire in the charge's transaction; exhausted hard budgets hold admission.
-    metering: { currency: config.currency ?? DEFAULT_CURRENCY, afterCharge: evaluateBudgets, holds: computeHolds },
+    // Budgets: thresholds are evaluated after each metering checkpoint; exhausted hard budgets hold admission.
+    metering: { currency: config.currency ?? DEFAULT_CURRENCY, afterCheckpoint: (em, nowMs, currency) => evaluateBudgets(em, null, nowMs, currency), holds: computeHolds },
+    observeCycle: metrics.observeCycle,
     ...options.scheduler,
   });
   // A backend that isolates tenants gets their namespaces before the scheduler reconciles runs;
@@ -96,6 +102,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   await backendSync?.start();
   await scheduler.start();
   await backendSync?.request();
+  metrics.watchScheduler({ scheduler, orm, logError });
   const identity = new IdentityResolver({ orm, oidc: config.oidc ? new OidcVerifier(config.oidc) : undefined, now });
 
   const yoga = createYoga<Record<string, unknown>>({
@@ -116,6 +123,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     plugins: [
       useReadiness({ check: () => orm.em.getConnection().execute('select 1').then(() => undefined), timeoutMs: config.readyTimeoutMs }),
       useUsageExport({ orm, identity, events, scheduler, now, currency: config.currency, logError }),
+      useMetrics({ metrics, identity, token: config.metricsToken, logError }),
       useRequestId(),
       useFairwayAuth({ identity, reauthCacheMs: options.reauthCacheMs }),
       useServiceContext({ orm, events, scheduler, now, currency: config.currency }),
@@ -170,6 +178,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     yoga: yoga as never,
     events,
     scheduler,
+    metrics,
     backend,
     backendSync,
     httpServer,

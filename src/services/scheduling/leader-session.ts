@@ -2,7 +2,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { Scheduler } from '../../core/scheduler.js';
 import type { BackendEvent } from '../../backends/port.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
-import type { JobSpec, QueueStatus } from '../../core/types.js';
+import type { Admission, CycleResult, JobSpec, Preemption, QueueStatus } from '../../core/types.js';
 import { systemEntityManager } from '../../persistence/entities.js';
 import { Job } from '../../persistence/scheduling-entities.js';
 import { applyBackendEvent } from './backend-events.js';
@@ -32,6 +32,8 @@ export interface LeaderHost {
     recoveryRetryMs?: number;
     /** Running jobs' open intervals are written to the ledger this often. */
     meteringIntervalMs?: number;
+    /** Told after each admission cycle (metrics). */
+    observeCycle?: (seconds: number, admitted: readonly Admission[], preempted: readonly Preemption[]) => void;
   };
   /** How the core is loaded from the database (clock, placement, the backend's time scale). */
   readonly loaderOptions: CoreLoaderOptions;
@@ -347,11 +349,16 @@ export class LeaderSession {
   private async runCycle(): Promise<void> {
     if (this.ended || this.paused) return;
     const { core } = this.host;
+    const started = performance.now();
     const result = core.cycle();
     this.announceWindows();
-    if (result.admitted.length === 0 && result.preempted.length === 0) return this.host.stateChanged();
+    if (result.admitted.length === 0 && result.preempted.length === 0) {
+      this.observeCycle(started, result);
+      return this.host.stateChanged();
+    }
     // On failure the core is ahead of the database: failed() pauses until a rebuild (or demotes).
     const skipped = await persistCycle(this.writer(), core, result);
+    this.observeCycle(started, result);
     if (this.ended) return;
     // Jobs cancelled while the cycle ran: give back what the core reserved for them.
     for (const jobId of skipped) if (this.knows(jobId)) core.cancel(jobId);
@@ -360,6 +367,15 @@ export class LeaderSession {
     this.dispatchSoon();
     // Admissions may free a StrictFIFO queue or leave room for the next head.
     this.wake();
+  }
+
+  /** Metrics only: an observer that throws must not fail the cycle. */
+  private observeCycle(started: number, result: CycleResult): void {
+    try {
+      this.host.options.observeCycle?.((performance.now() - started) / 1000, result.admitted, result.preempted);
+    } catch (error) {
+      this.host.options.logError(error);
+    }
   }
 
   private async writeBackendEvent(event: Writable): Promise<void> {

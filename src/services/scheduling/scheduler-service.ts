@@ -1,6 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { Scheduler } from '../../core/scheduler.js';
-import type { JobExplanation, JobSpec, Preview, QueueStatus } from '../../core/types.js';
+import type { Admission, JobExplanation, JobSpec, Preemption, Preview, QueueStatus } from '../../core/types.js';
 import type { BackendEvent, ExecutionBackend } from '../../backends/port.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
 import { systemEntityManager } from '../../persistence/entities.js';
@@ -35,7 +35,9 @@ export interface SchedulerServiceOptions {
   /** Running jobs' usage is written to the ledger this often (ms). Default 60 000. */
   meteringIntervalMs?: number;
   /** Currency and what follows a charge (budgets); the time scale comes from the backend. */
-  metering?: Pick<MeteringSettings, 'currency' | 'afterCharge' | 'holds'>;
+  metering?: Pick<MeteringSettings, 'currency' | 'afterCheckpoint' | 'holds'>;
+  /** Told after each leader admission cycle (metrics): its duration in seconds, with the write, and its decisions. */
+  observeCycle?: (seconds: number, admitted: readonly Admission[], preempted: readonly Preemption[]) => void;
 }
 
 /**
@@ -76,7 +78,7 @@ export class SchedulerService {
 
   constructor(private readonly options: SchedulerServiceOptions) {
     this.epochs = new LeaderEpochs(options.dialect);
-    this.metering = new Metering({ timeScale: options.backend.timeScale, dialect: options.dialect, currency: options.metering?.currency ?? 'USD', afterCharge: options.metering?.afterCharge, holds: options.metering?.holds });
+    this.metering = new Metering({ timeScale: options.backend.timeScale, dialect: options.dialect, currency: options.metering?.currency ?? 'USD', afterCheckpoint: options.metering?.afterCheckpoint, holds: options.metering?.holds });
     this.loaderOptions = {
       now: options.now,
       placement: options.placement ?? 'best-fit',
