@@ -64,7 +64,10 @@ export interface MeteringTables {
 }
 
 export async function loadMeteringTables(em: EntityManager): Promise<MeteringTables> {
-  const [prices, multipliers, flavors] = await Promise.all([em.find(FlavorPrice, {}), em.find(PriceMultiplier, {}), em.find(Flavor, {})]);
+  // One after the other: inside a transaction the three share one connection.
+  const prices = await em.find(FlavorPrice, {});
+  const multipliers = await em.find(PriceMultiplier, {});
+  const flavors = await em.find(Flavor, {});
   return {
     prices: new PriceBook(
       prices.map((p) => ({ flavor: p.flavor, effectiveFrom: p.effectiveFrom.getTime(), pricePerUnitHour: p.pricePerUnitHour })),

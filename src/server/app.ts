@@ -88,8 +88,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     leadership: leadershipFor(config.database),
     logError,
     meteringIntervalMs: config.meteringIntervalMs,
-    // Budgets: thresholds fire in the charge's transaction; exhausted hard budgets hold admission.
-    metering: { currency: config.currency ?? DEFAULT_CURRENCY, afterCharge: evaluateBudgets, holds: computeHolds },
+    // Budgets: thresholds are evaluated after each metering checkpoint; exhausted hard budgets hold admission.
+    metering: { currency: config.currency ?? DEFAULT_CURRENCY, afterCheckpoint: (em, nowMs, currency) => evaluateBudgets(em, null, nowMs, currency), holds: computeHolds },
     observeCycle: metrics.observeCycle,
     ...options.scheduler,
   });

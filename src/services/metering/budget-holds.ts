@@ -34,7 +34,7 @@ export interface FiredAlert {
 export type BudgetAlertRow = FiredAlert;
 
 /**
- * For every budget of these tenants: each threshold crossed this period (UTC month) and not yet
+ * For every budget of these tenants (null: of every tenant — the leader after each checkpoint): each threshold crossed this period (UTC month) and not yet
  * alerted gets its BudgetAlert row, an audit entry (actor: the system) and an outbox row
  * 'tenant.budget-alert' (published as a BUDGET_ALERT tenant event once the caller commits).
  *
@@ -43,10 +43,10 @@ export type BudgetAlertRow = FiredAlert;
  * on the unique key (budget, period, threshold), so a concurrent writer that got there first is
  * skipped rather than failing the caller's transaction.
  */
-export async function evaluateBudgets(em: EntityManager, tenantIds: Iterable<string>, nowMs: number, currency: string): Promise<FiredAlert[]> {
-  const ids = [...new Set(tenantIds)];
-  if (!ids.length) return [];
-  const budgets = await em.find(Budget, { tenant: { $in: ids } }, { orderBy: { id: 'asc' } });
+export async function evaluateBudgets(em: EntityManager, tenantIds: Iterable<string> | null, nowMs: number, currency: string): Promise<FiredAlert[]> {
+  const ids = tenantIds === null ? null : [...new Set(tenantIds)];
+  if (ids && !ids.length) return [];
+  const budgets = await em.find(Budget, ids ? { tenant: { $in: ids } } : {}, { orderBy: { id: 'asc' } });
   if (!budgets.length) return [];
   const period = periodOf(nowMs);
   const spend = await spendByTenant(em, [...new Set(budgets.map((b) => b.tenant.id))], nowMs, false);

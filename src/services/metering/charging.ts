@@ -16,8 +16,12 @@ export interface MeteringSettings {
   /** The price book's currency (FAIRWAY_CURRENCY). */
   currency: string;
   dialect: 'sqlite' | 'postgresql';
-  /** Budget thresholds crossed by what was just charged, in the same transaction (budgets.ts). */
-  afterCharge?: (em: EntityManager, tenantIds: Set<string>, nowMs: number, currency: string) => Promise<unknown>;
+  /**
+   * Budget thresholds crossed by what has been charged, evaluated once per checkpoint in a
+   * transaction of its own (budgets.ts). Not after every charge: a month-to-date sum per
+   * finished job would grow with the month (bench:ledger).
+   */
+  afterCheckpoint?: (em: EntityManager, nowMs: number, currency: string) => Promise<unknown>;
   /** Hard budgets spent this period, as the core's admission holds (budgets.ts). */
   holds?: (em: EntityManager, nowMs: number, currency: string) => Promise<AdmissionHold[]>;
 }
@@ -38,18 +42,19 @@ export class Metering {
     return this.settings.holds ? this.settings.holds(em, nowMs, this.settings.currency) : [];
   }
 
-  /**
-   * Charges the jobs' open intervals up to `until` (see chargeJobs), then lets budgets react,
-   * all in the caller's transaction. Returns the tenants charged.
-   */
-  async charge(em: EntityManager, jobs: readonly Job[], until: number, closedBy: UsageCloser, nowMs: number = until): Promise<Set<string>> {
+  /** After a checkpoint: budget thresholds (fired once per period by their unique key). */
+  async checkpointed(em: EntityManager, nowMs: number): Promise<void> {
+    if (this.settings.afterCheckpoint) await this.settings.afterCheckpoint(em, nowMs, this.settings.currency);
+  }
+
+  /** Charges the jobs' open intervals up to `until` (see chargeJobs), in the caller's transaction. Returns the tenants charged. */
+  async charge(em: EntityManager, jobs: readonly Job[], until: number, closedBy: UsageCloser): Promise<Set<string>> {
     if (!jobs.some((j) => j.meteredFrom != null)) {
       if (closedBy !== 'checkpoint') for (const job of jobs) job.meteredFrom = null;
       return new Set();
     }
     const tables = await loadMeteringTables(em);
     const tenants = await chargeJobs(em, jobs, until, closedBy, { tables, timeScale: this.settings.timeScale, utilization: this.utilization });
-    if (tenants.size && this.settings.afterCharge) await this.settings.afterCharge(em, tenants, nowMs, this.settings.currency);
     if (closedBy !== 'checkpoint') for (const job of jobs) this.utilization.forget(job.id);
     return tenants;
   }

@@ -328,7 +328,10 @@ export class LeaderSession {
       if (this.ended || last === null) break;
       after = last;
     }
-    // What was just charged may exhaust a hard budget: its jobs wait from the next cycle on.
+    // Budget thresholds once per checkpoint (alerts are fenced writes too), then the holds:
+    // what was just charged may exhaust a hard budget, whose jobs wait from the next cycle on.
+    if (this.ended) return;
+    await writeFenced(this.writer(), (em) => this.host.metering.checkpointed(em, now));
     await this.refreshHolds();
   }
 

@@ -35,7 +35,7 @@ export interface SchedulerServiceOptions {
   /** Running jobs' usage is written to the ledger this often (ms). Default 60 000. */
   meteringIntervalMs?: number;
   /** Currency and what follows a charge (budgets); the time scale comes from the backend. */
-  metering?: Pick<MeteringSettings, 'currency' | 'afterCharge' | 'holds'>;
+  metering?: Pick<MeteringSettings, 'currency' | 'afterCheckpoint' | 'holds'>;
   /** Told after each leader admission cycle (metrics): its duration in seconds, with the write, and its decisions. */
   observeCycle?: (seconds: number, admitted: readonly Admission[], preempted: readonly Preemption[]) => void;
 }
@@ -78,7 +78,7 @@ export class SchedulerService {
 
   constructor(private readonly options: SchedulerServiceOptions) {
     this.epochs = new LeaderEpochs(options.dialect);
-    this.metering = new Metering({ timeScale: options.backend.timeScale, dialect: options.dialect, currency: options.metering?.currency ?? 'USD', afterCharge: options.metering?.afterCharge, holds: options.metering?.holds });
+    this.metering = new Metering({ timeScale: options.backend.timeScale, dialect: options.dialect, currency: options.metering?.currency ?? 'USD', afterCheckpoint: options.metering?.afterCheckpoint, holds: options.metering?.holds });
     this.loaderOptions = {
       now: options.now,
       placement: options.placement ?? 'best-fit',
