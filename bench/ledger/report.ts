@@ -102,12 +102,12 @@ export function section(results: LedgerDialectResult[], c: SectionContext): stri
     '',
     `Data (seeded, the same on both databases; schema from the migrations, PostgreSQL 15 local scratch database, SQLite file in WAL mode): ${jobs.toLocaleString('en')} RUNNING jobs in 3 tenants ` +
       '(45% one H100, 25% one or two 8-GPU H100 pods, 15% 1–3 MIG slices of an A100 (1/7 device each), 15% two pod sets: an L40S launcher + one or two 8-GPU H100 workers, i.e. two flavors and two ledger rows per interval), ' +
-      '4 priority classes with price multipliers, a soft budget per tenant (evaluated after every charge, as the server wires `afterCharge: evaluateBudgets`; never alerting); each job started at 2026-12-28 10:41:30 UTC with `meteredFrom` set. No utilization samples. ' +
+      '4 priority classes with price multipliers, a soft budget per tenant (evaluated once per checkpoint, after its batches, as the server wires `afterCheckpoint`; never alerting; a single close no longer evaluates budgets); each job started at 2026-12-28 10:41:30 UTC with `meteredFrom` set. No utilization samples. ' +
       `Month-to-date rollup history of these tenants before the run (the budget check sums it): ${history(results)}.`,
     '',
     `Method: the leader's checkpoint (src/services/scheduling/leader-session.ts) — fenced transactions (\`writeFenced\`: epoch row check) of ${c.batch} jobs read \`{ state: RUNNING }\` by id with \`populate: ['queue']\`, FOR UPDATE on PostgreSQL, ` +
       "then `metering.charge(em, jobs, now, 'checkpoint')` and flush/commit. Baseline: the same transactions with a `Metering` whose `charge` only sets `meteredFrom = now` (no ledger rows, rollup or budget check); " +
-      "'without the budget check': the real `Metering` with `afterCharge` unset. " +
+      "'without the budget check': the real `Metering` with `afterCheckpoint` unset. " +
       `One untimed round, then ${c.checkpoints} rounds of metered, baseline, without budget check, baseline (${c.checkpoints} + ${2 * c.checkpoints} + ${c.checkpoints} checkpoints), the clock a minute on each time (each metered checkpoint charges exactly 60 s; an interval across a UTC hour is cut in two rows: counted in the check below). ` +
       `Close: ${c.closes} jobs of each kind in turn, each a backend \`succeeded\` report through \`applyBackendEvent\` in its own fenced transaction (job event, outbox row, state; metered: + its open interval charged). ` +
       'CPU per job: this process (ORM, driver, and on SQLite the database itself) + on PostgreSQL the server backends (/proc; 10 ms ticks, so the mean over the run). Rows/s: ledger rows written ÷ wall time of the transactions that wrote them.',

@@ -135,7 +135,7 @@ export async function seedLedgerScenario(orm: MikroORM, scenario: LedgerScenario
       }));
       projects.push(Array.from({ length: scenario.projects }, (_, p) =>
         tx.create(Project, { id: uuidv7(), tenant, slug: `p${p}`, name: `Project ${p}`, status: 'ACTIVE', archivedAt: null, defaultQueueId: null }).id));
-      // Soft, and far above what the bench spends: evaluated after every charge, never alerting.
+      // Soft, and far above what the bench spends: evaluated once per checkpoint, never alerting.
       tx.create(Budget, { id: uuidv7(), tenant, project: null, scopeKey: 'tenant', monthlyAmount: 1e12, thresholds: [50, 80, 100], hard: false, exemptPriorityClasses: ['inference-critical'] });
     }
   });
