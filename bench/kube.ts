@@ -27,12 +27,12 @@
 //   BENCH_CONTROLLER_PACE_MS=200
 //   BENCH_BACKENDS=kubernetes,simulated  BENCH_RESULTS=bench/RESULTS.md (the section between the
 //   `<!-- bench:kube -->` markers is replaced, or appended; empty string: do not write)
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gitDescribe, loadAvg } from './api/process-stats.js';
 import { ROOT } from './api/repo-root.js';
 import { runBurst, type BackendKind, type BurstResult } from './kube/burst.js';
+import { writeResultsSection } from './results-section.js';
 
 const START = '<!-- bench:kube -->';
 const END = '<!-- /bench:kube -->';
@@ -122,11 +122,7 @@ async function main(): Promise<void> {
   const section = lines.join('\n');
   console.log(section);
   if (resultsFile) {
-    const existing = fs.existsSync(resultsFile) ? fs.readFileSync(resultsFile, 'utf8') : '';
-    const from = existing.indexOf(START);
-    const to = existing.indexOf(END);
-    const next = from >= 0 && to > from ? existing.slice(0, from) + section + existing.slice(to + END.length) : `${existing.replace(/\n*$/, '\n\n')}${section}\n`;
-    fs.writeFileSync(resultsFile, next);
+    writeResultsSection(resultsFile, START, END, section);
     console.error(`[bench:kube] wrote ${path.relative(ROOT, resultsFile)} (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
   }
 }

@@ -19,7 +19,7 @@ import { LeaderEpochs } from '../../src/services/scheduling/leader-epoch.js';
 import { openScratch, type Dialect } from '../usage/load.js';
 import { backendCpu } from '../usage/measure.js';
 import { seedRollupHistory } from './history.js';
-import { planJobs, seedLedgerScenario, T0, type PlannedJob } from './scenario.js';
+import { planJobs, seedLedgerScenario, T0 } from './scenario.js';
 import { ExpectedCharges, verifyLedger, type Verification } from './verify.js';
 
 export interface LedgerBenchOptions {

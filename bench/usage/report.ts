@@ -1,11 +1,11 @@
 // The usage bench's table and its section of bench/RESULTS.md (kept between its markers; a
 // rerun replaces it, the reading written below the end marker stays).
-import fs from 'node:fs';
 import os from 'node:os';
 import { gitDescribe } from '../api/process-stats.js';
 import { percentile } from './measure.js';
 import { median, type DialectResult } from './run.js';
 import type { Timing } from './measure.js';
+import { writeResultsSection } from '../results-section.js';
 
 export const START = '<!-- bench:usage -->';
 export const END = '<!-- /bench:usage -->';
@@ -84,12 +84,7 @@ export function section(results: DialectResult[], c: SectionContext): string[] {
   ];
 }
 
-/** Replaces the section between the markers in `file`, or appends it. */
+/** Replaces this bench's section (between START and END) in `file`, or appends it. */
 export function writeSection(file: string, lines: string[]): void {
-  const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-  const block = lines.join('\n');
-  const at = text.indexOf(START);
-  const end = text.indexOf(END);
-  const next = at >= 0 && end > at ? text.slice(0, at) + block + text.slice(end + END.length) : `${text.replace(/\n*$/, '\n\n')}${block}\n`;
-  fs.writeFileSync(file, next);
+  writeResultsSection(file, START, END, lines.join('\n'));
 }
