@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import type { QueryLimits } from './server/limits.js';
 
 /** Every setting Fairway reads from the environment, validated once at start. */
 const booleanFlag = z
@@ -64,6 +65,16 @@ const envSchema = z
     FAIRWAY_METERING_INTERVAL_MS: z.coerce.number().int().min(100, 'must be at least 100').max(3_600_000, 'must be at most an hour').optional(),
     FAIRWAY_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters (a shared secret for Prometheus)').optional(),
     FAIRWAY_CURRENCY: z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code such as USD').default(DEFAULT_CURRENCY),
+    // Query limits (src/server/limits.ts holds the defaults; unset: the default).
+    FAIRWAY_MAX_DEPTH: z.coerce.number().int().min(1).max(1000).optional(),
+    FAIRWAY_MAX_ALIASES: z.coerce.number().int().min(0).max(100_000).optional(),
+    FAIRWAY_MAX_COST: z.coerce.number().int().min(1).max(100_000_000).optional(),
+    FAIRWAY_MAX_TOKENS: z.coerce.number().int().min(100, 'must be at least 100').max(10_000_000).optional(),
+    FAIRWAY_MAX_DIRECTIVES: z.coerce.number().int().min(0).max(100_000).optional(),
+    FAIRWAY_MAX_BODY_BYTES: z.coerce.number().int().min(1024, 'must be at least 1024').max(1_000_000_000).optional(),
+    FAIRWAY_MAX_BATCH: z.coerce.number().int().min(0).max(1000).optional(),
+    FAIRWAY_INTROSPECTION: booleanFlag.optional(),
+    FAIRWAY_FIELD_SUGGESTIONS: booleanFlag.optional(),
   })
   .superRefine((env, ctx) => {
     const oidcKeySources = [env.OIDC_JWKS_URL, env.OIDC_PUBLIC_KEY].filter(Boolean).length;
@@ -117,6 +128,8 @@ export interface FairwayConfig {
   meteringIntervalMs?: number;
   /** A bearer token that may read `/metrics` besides platform admins (FAIRWAY_METRICS_TOKEN). */
   metricsToken?: string;
+  /** Query limits overriding the defaults (FAIRWAY_MAX_*, FAIRWAY_INTROSPECTION…; see src/server/limits.ts). */
+  limits?: Partial<QueryLimits>;
 }
 
 export type BackendConfig =
@@ -188,6 +201,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
     graphiql: e.FAIRWAY_GRAPHIQL ?? e.NODE_ENV !== 'production',
     currency: e.FAIRWAY_CURRENCY,
     metricsToken: e.FAIRWAY_METRICS_TOKEN,
+    limits: {
+      maxDepth: e.FAIRWAY_MAX_DEPTH,
+      maxAliases: e.FAIRWAY_MAX_ALIASES,
+      maxCost: e.FAIRWAY_MAX_COST,
+      maxTokens: e.FAIRWAY_MAX_TOKENS,
+      maxDirectives: e.FAIRWAY_MAX_DIRECTIVES,
+      maxBodyBytes: e.FAIRWAY_MAX_BODY_BYTES,
+      maxBatch: e.FAIRWAY_MAX_BATCH,
+      introspection: e.FAIRWAY_INTROSPECTION,
+      fieldSuggestions: e.FAIRWAY_FIELD_SUGGESTIONS,
+    },
     // The demo writes usage every 15 s, so its GPU-hours and cost show within the first minute.
     meteringIntervalMs: e.FAIRWAY_METERING_INTERVAL_MS ?? (demo ? 15_000 : 60_000),
     oidc: e.OIDC_ISSUER

@@ -28,6 +28,8 @@ import { useUsageExport } from '../../plugins/useUsageExport.js';
 import { useMetrics } from '../../plugins/useMetrics.js';
 import { createMetrics, type FairwayMetrics } from './metrics.js';
 import { createMaskError } from './errors.js';
+import { resolveQueryLimits } from './limits.js';
+import { useQueryLimits } from '../../plugins/useQueryLimits.js';
 import type { GraphQLError } from 'graphql';
 
 export interface BuildAppOptions {
@@ -105,8 +107,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   metrics.watchScheduler({ scheduler, orm, logError });
   const identity = new IdentityResolver({ orm, oidc: config.oidc ? new OidcVerifier(config.oidc) : undefined, now });
 
+  const limits = resolveQueryLimits(config.env, config.limits);
   const yoga = createYoga<Record<string, unknown>>({
     schema,
+    // Query limits: body size and batching here, the rest in useQueryLimits (src/server/limits.ts).
+    maxRequestBodySize: limits.maxBodyBytes,
+    batching: limits.maxBatch > 0 ? { limit: limits.maxBatch } : false,
     graphqlEndpoint: '/graphql',
     healthCheckEndpoint: '/health',
     landingPage: false,
@@ -121,6 +127,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     renderGraphiQL: (options) => import('@graphql-yoga/render-graphiql').then((m) => m.renderGraphiQL(options)),
     maskedErrors: { maskError: createMaskError(logError) },
     plugins: [
+      useQueryLimits(limits),
       useReadiness({ check: () => orm.em.getConnection().execute('select 1').then(() => undefined), timeoutMs: config.readyTimeoutMs }),
       useUsageExport({ orm, identity, events, scheduler, now, currency: config.currency, logError }),
       useMetrics({ metrics, identity, token: config.metricsToken, logError }),
