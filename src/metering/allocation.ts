@@ -7,6 +7,11 @@ export interface FlavorUnits {
   slicesPerGpu: number | null;
 }
 
+/** Flavor units in one device: 1 for whole GPUs, slicesPerGpu for MIG slices and time-slice shares. */
+export function unitsPerDevice(flavor: FlavorUnits | undefined): number {
+  return flavor && flavor.kind !== 'gpu' ? (flavor.slicesPerGpu ?? 1) : 1;
+}
+
 export interface Allocation {
   flavor: string;
   /** Flavor units held (priced): GPUs, or slices / shares. */
@@ -27,8 +32,7 @@ export function allocationOf(podSets: readonly PodSetSpec[], admission: Admissio
   for (const admitted of admission.podSets) {
     const spec = podSets.find((p) => p.name === admitted.name);
     if (!spec) continue;
-    const units = flavors.get(admitted.flavor);
-    const perDevice = units && units.kind !== 'gpu' ? (units.slicesPerGpu ?? 1) : 1;
+    const perDevice = unitsPerDevice(flavors.get(admitted.flavor));
     const cur = byFlavor.get(admitted.flavor) ?? { flavor: admitted.flavor, gpuUnits: 0, gpuDevices: 0, cpuCores: 0, memoryGib: 0 };
     const pods = admitted.count;
     cur.gpuUnits += pods * (spec.perPod.gpu ?? 0);

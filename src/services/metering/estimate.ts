@@ -1,4 +1,5 @@
 import type { Admission, PodSetSpec } from '../../core/types.js';
+import { unitsPerDevice } from '../../metering/allocation.js';
 import { loadMeteringTables } from '../../metering/price-book.js';
 import type { ServiceContext } from '../context.js';
 
@@ -43,9 +44,8 @@ export async function estimateCost(
   for (const h of held) {
     const flavor = flavors.get(h.flavor);
     if (!flavor) return null;
-    // A MIG slice or time-slice share is 1/slicesPerGpu of a device, as the ledger counts it.
-    const perDevice = flavor.kind === 'gpu' ? 1 : (flavor.slicesPerGpu ?? 1);
-    gpuHours += (h.units / perDevice) * hours;
+    // A MIG slice or time-slice share counts as its fraction of a device, as the ledger counts it.
+    gpuHours += (h.units / unitsPerDevice(flavor)) * hours;
     cost += h.units * hours * prices.unitPrice(h.flavor, spec.priorityClass, now);
   }
   return { gpuHours, cost };
