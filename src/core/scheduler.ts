@@ -72,6 +72,11 @@ export class Scheduler {
     setAdmissionHolds(this.state, holds);
   }
 
+  /** Whether any admission hold is in force. */
+  hasAdmissionHolds(): boolean {
+    return this.state.holds.size > 0;
+  }
+
   // ───────────────────────────── the cycle (cycle.ts) ─────────────────────────────
 
   cycle(): CycleResult {

@@ -340,6 +340,9 @@ export class LeaderSession {
     if (this.ended || this.paused || !this.host.loaderOptions.holds) return;
     const holds = await this.host.loaderOptions.holds(this.em());
     if (this.ended) return;
+    // The common case, no hard budget spent before or now: nothing moved, so no subscriber's
+    // position is recomputed and no cycle is woken on every resync and checkpoint.
+    if (holds.length === 0 && !this.host.core.hasAdmissionHolds()) return;
     this.host.core.setAdmissionHolds(holds);
     this.host.stateChanged();
     this.wake();
