@@ -1,6 +1,8 @@
 import { createRedisEventTarget as createTarget } from '@graphql-yoga/redis-event-target';
 import { Redis } from 'ioredis';
 
+type CreateTargetArgs = Parameters<typeof createTarget>[0];
+
 /**
  * Events through Redis pub/sub, so a subscriber on one replica hears what another replica
  * did. Two connections: a subscribed Redis connection cannot publish.
@@ -9,15 +11,36 @@ import { Redis } from 'ioredis';
  * subscriber's ready check is still in flight puts the connection in subscriber mode first,
  * the ready check then fails, and the subscription is silently lost (ioredis#2037). The
  * subscriber also skips the ready check altogether, which only matters while loading.
+ *
+ * The event target fires PUBLISH, SUBSCRIBE and UNSUBSCRIBE without awaiting them. A
+ * command refused because Redis is away or the connection was already closed (a
+ * subscription ending while the replica shuts down) would be an unhandled rejection,
+ * which stops a Node 20 process; here each failure is reported instead.
  */
-export async function createRedisEventTarget(url: string) {
+export async function createRedisEventTarget(url: string, reportError: (error: unknown) => void = () => {}) {
   const publishClient = new Redis(url, { maxRetriesPerRequest: 3, lazyConnect: true });
   const subscribeClient = new Redis(url, { maxRetriesPerRequest: null, lazyConnect: true, enableReadyCheck: false });
   await Promise.all([publishClient.connect(), subscribeClient.connect()]);
-  const eventTarget = createTarget({ publishClient, subscribeClient });
+  let closing = false;
+  const report = (error: unknown) => {
+    if (!closing) reportError(error);
+  };
+  const publisher = {
+    publish: (channel: string, message: string) => publishClient.publish(channel, message).catch(report),
+  };
+  const subscriber = {
+    on: (event: 'message', listener: (channel: string, message: string) => void) => subscribeClient.on(event, listener),
+    subscribe: (channel: string) => subscribeClient.subscribe(channel).catch(report),
+    unsubscribe: (channel: string) => subscribeClient.unsubscribe(channel).catch(report),
+  };
+  const eventTarget = createTarget({
+    publishClient: publisher as unknown as CreateTargetArgs['publishClient'],
+    subscribeClient: subscriber as unknown as CreateTargetArgs['subscribeClient'],
+  });
   return {
     eventTarget,
     async close() {
+      closing = true;
       await Promise.allSettled([publishClient.quit(), subscribeClient.quit()]);
     },
   };

@@ -77,7 +77,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   if (ownsOrm) await migrate(orm);
 
   await ensurePriorityClasses(orm);
-  const redis = config.redisUrl ? await createRedisEventTarget(config.redisUrl) : null;
+  const redis = config.redisUrl ? await createRedisEventTarget(config.redisUrl, (error) => logError(error)) : null;
   const events = createEventBus(redis?.eventTarget);
   const backend = options.backend ?? (await backendFromConfig(config, { now, logError }));
   const metrics = createMetrics();
