@@ -1,6 +1,10 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { QueryLimits } from './server/limits.js';
+import { rateLimitsFromEnv, type RateLimitConfig } from './server/rate-limits.js';
+import { httpSecurityFromEnv, type HttpSecurityConfig } from './server/http-security.js';
+import { observabilityFromEnv, type ObservabilityConfig } from './server/observability.js';
+import { webSocketFromEnv, type WebSocketConfig } from './server/websocket.js';
 
 /** Every setting Fairway reads from the environment, validated once at start. */
 const booleanFlag = z
@@ -130,6 +134,14 @@ export interface FairwayConfig {
   metricsToken?: string;
   /** Query limits overriding the defaults (FAIRWAY_MAX_*, FAIRWAY_INTROSPECTION…; see src/server/limits.ts). */
   limits?: Partial<QueryLimits>;
+  /** Per-token and per-tenant request rates (FAIRWAY_RATE_*; see src/server/rate-limits.ts). The four below: unset, the defaults for `env`. */
+  rateLimits?: RateLimitConfig;
+  /** CORS, CSRF prevention, security headers, persisted operations (see src/server/http-security.ts). */
+  http?: HttpSecurityConfig;
+  /** Logs and tracing (LOG_LEVEL, FAIRWAY_TRACING…; see src/server/observability.ts). */
+  observability?: ObservabilityConfig;
+  /** WebSocket caps (FAIRWAY_WS_*; see src/server/websocket.ts). */
+  webSocket?: WebSocketConfig;
 }
 
 export type BackendConfig =
@@ -212,6 +224,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
       introspection: e.FAIRWAY_INTROSPECTION,
       fieldSuggestions: e.FAIRWAY_FIELD_SUGGESTIONS,
     },
+    rateLimits: rateLimitsFromEnv(env, e.NODE_ENV),
+    http: httpSecurityFromEnv(env, e.NODE_ENV),
+    observability: observabilityFromEnv(env, e.NODE_ENV),
+    webSocket: webSocketFromEnv(env, e.NODE_ENV),
     // The demo writes usage every 15 s, so its GPU-hours and cost show within the first minute.
     meteringIntervalMs: e.FAIRWAY_METERING_INTERVAL_MS ?? (demo ? 15_000 : 60_000),
     oidc: e.OIDC_ISSUER

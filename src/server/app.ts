@@ -2,8 +2,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MikroORM } from '@mikro-orm/core';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
-import { WebSocketServer } from 'ws';
-import { useServer } from 'graphql-ws/use/ws';
 import { DEFAULT_CURRENCY, type FairwayConfig } from '../config.js';
 import { IdentityResolver } from '../auth/identity.js';
 import { OidcVerifier } from '../auth/oidc.js';
@@ -30,7 +28,11 @@ import { createMetrics, type FairwayMetrics } from './metrics.js';
 import { createMaskError } from './errors.js';
 import { resolveQueryLimits } from './limits.js';
 import { useQueryLimits } from '../../plugins/useQueryLimits.js';
-import type { GraphQLError } from 'graphql';
+import { useRateLimits } from '../../plugins/useRateLimits.js';
+import { createRateLimiter, rateLimitsFromEnv } from './rate-limits.js';
+import { httpSecurity, httpSecurityFromEnv } from './http-security.js';
+import { createLogger, observabilityFromEnv, observabilityPlugins, type FairwayLogger } from './observability.js';
+import { attachWebSocket, webSocketFromEnv } from './websocket.js';
 
 export interface BuildAppOptions {
   config: FairwayConfig;
@@ -40,6 +42,8 @@ export interface BuildAppOptions {
   now?: () => number;
   /** Where unexpected errors are logged (never sent to clients). */
   logError?: (error: unknown) => void;
+  /** The structured logger (default: pino from config.observability). */
+  logger?: FairwayLogger;
   /** Every SQL statement, for tests that count them. */
   onQuery?: (sql: string) => void;
   /** Where admitted jobs run; default: the simulated cluster. */
@@ -67,11 +71,23 @@ export interface FairwayApp {
   close(): Promise<void>;
 }
 
+/** Configs built by hand (tests) may leave out the sections below: they get their environment's defaults. */
+function withSectionDefaults(config: FairwayConfig): Required<Pick<FairwayConfig, 'rateLimits' | 'http' | 'observability' | 'webSocket'>> & FairwayConfig {
+  return {
+    ...config,
+    rateLimits: config.rateLimits ?? rateLimitsFromEnv({}, config.env),
+    http: config.http ?? httpSecurityFromEnv({}, config.env),
+    observability: config.observability ?? observabilityFromEnv({}, config.env),
+    webSocket: config.webSocket ?? webSocketFromEnv({}, config.env),
+  };
+}
+
 /** The one place that wires database, identity, events, schema, plugins and transports. */
 export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
-  const { config } = options;
+  const config = withSectionDefaults(options.config);
   const now = options.now ?? Date.now;
-  const logError = options.logError ?? ((error: unknown) => console.error('[fairway] unexpected error', error));
+  const logger = options.logger ?? createLogger(config.observability);
+  const logError = options.logError ?? ((error: unknown) => logger.error({ err: error }, 'unexpected error'));
   const ownsOrm = !options.orm;
   const orm = options.orm ?? (await openDatabase({ database: config.database, timeouts: config.databaseTimeouts, onQuery: options.onQuery }));
   if (ownsOrm) await migrate(orm);
@@ -108,12 +124,16 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   const identity = new IdentityResolver({ orm, oidc: config.oidc ? new OidcVerifier(config.oidc) : undefined, now });
 
   const limits = resolveQueryLimits(config.env, config.limits);
+  const rateLimiter = await createRateLimiter(config.rateLimits, { redisUrl: config.redisUrl, logError });
+  const security = await httpSecurity(config.http);
+  const observability = observabilityPlugins(config.observability, { logger });
   const yoga = createYoga<Record<string, unknown>>({
     schema,
     // Query limits: body size and batching here, the rest in useQueryLimits (src/server/limits.ts).
     maxRequestBodySize: limits.maxBodyBytes,
     batching: limits.maxBatch > 0 ? { limit: limits.maxBatch } : false,
     graphqlEndpoint: '/graphql',
+    cors: security.cors,
     healthCheckEndpoint: '/health',
     landingPage: false,
     // Unexpected errors are logged by maskError; typed errors are answers, not incidents.
@@ -127,12 +147,15 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     renderGraphiQL: (options) => import('@graphql-yoga/render-graphiql').then((m) => m.renderGraphiQL(options)),
     maskedErrors: { maskError: createMaskError(logError) },
     plugins: [
+      ...security.plugins,
       useQueryLimits(limits),
       useReadiness({ check: () => orm.em.getConnection().execute('select 1').then(() => undefined), timeoutMs: config.readyTimeoutMs }),
       useUsageExport({ orm, identity, events, scheduler, now, currency: config.currency, logError }),
       useMetrics({ metrics, identity, token: config.metricsToken, logError }),
       useRequestId(),
       useFairwayAuth({ identity, reauthCacheMs: options.reauthCacheMs }),
+      useRateLimits({ limiter: rateLimiter, logError }),
+      ...observability.plugins,
       useServiceContext({ orm, events, scheduler, now, currency: config.currency }),
       useBreakGlassAudit({ logError }),
       // After the two above: each subscription event gets its own principal, EntityManager and loaders.
@@ -141,42 +164,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   });
 
   const httpServer = createServer(yoga);
-  const wsServer = new WebSocketServer({ server: httpServer, path: yoga.graphqlEndpoint });
-  const wsCleanup = useServer(
-    {
-      execute: (args) => (args.rootValue as EnvelopedRoot).execute(args) as never,
-      subscribe: (args) => (args.rootValue as EnvelopedRoot).subscribe(args) as never,
-      onSubscribe: async (ctx, _id, payload) => {
-        const { schema: enveloped, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
-          ...ctx,
-          req: ctx.extra.request,
-          socket: ctx.extra.socket,
-          params: payload,
-          connectionParams: ctx.connectionParams ?? null,
-        });
-        let contextValue: unknown;
-        try {
-          contextValue = await contextFactory();
-        } catch (error) {
-          // A credential that does not verify: answer this subscription with the typed error
-          // instead of letting graphql-ws close the socket as an internal error (4500).
-          return [createMaskError(logError)(error) as GraphQLError];
-        }
-        const args = {
-          schema: enveloped,
-          operationName: payload.operationName,
-          document: parse(payload.query),
-          variableValues: payload.variables,
-          contextValue,
-          rootValue: { execute, subscribe },
-        };
-        const errors = validate(args.schema, args.document);
-        if (errors.length) return errors;
-        return args;
-      },
-    },
-    wsServer,
-  );
+  const webSocket = attachWebSocket({ httpServer, yoga: yoga as never, identity, config: config.webSocket, metrics, logError });
 
   let closed = false;
   return {
@@ -205,17 +193,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       await backendSync?.stop();
       await scheduler.stop();
       await backend.close();
-      await wsCleanup.dispose();
-      wsServer.close();
+      await webSocket.close();
       httpServer.closeAllConnections?.();
       await new Promise<void>((resolve) => (httpServer.listening ? httpServer.close(() => resolve()) : resolve()));
       await redis?.close();
+      await rateLimiter.close();
+      await observability.close();
       if (ownsOrm) await orm.close(true);
     },
   };
-}
-
-interface EnvelopedRoot {
-  execute: (args: unknown) => unknown;
-  subscribe: (args: unknown) => unknown;
 }
