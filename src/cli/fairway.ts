@@ -3,6 +3,7 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { convertPhilly } from '../simulator/philly.js';
+import { runTenantCommand, TENANT_COMMANDS, TENANT_HELP } from './tenant/index.js';
 import { PLACEMENTS, POLICIES, type PlacementName, type PolicyName } from '../simulator/policies.js';
 import { simulate, terminalReport, writeReport, type SimulateOptions } from '../simulator/run.js';
 
@@ -14,6 +15,8 @@ commands:
   simulate         replay or fill a job trace through the scheduler core and report quality
   convert-philly   convert the Philly trace to the simulator's trace, cluster and queues files
   help [command]   show help
+
+${TENANT_HELP}
 
 Run 'fairway <command> --help' for the options of a command.`;
 
@@ -219,6 +222,7 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
       for (const t of r.tenants) io.out(`  ${t.vc}: ${t.jobs} jobs, VC nodes ${t.nodes ?? '-'}, nominal ${t.nominalGpus} GPUs`);
       return 0;
     }
+    if ((TENANT_COMMANDS as readonly string[]).includes(cmd)) return await runTenantCommand(cmd, rest, io);
     throw new UsageError(`unknown command '${cmd}'\n\n${MAIN_HELP}`);
   } catch (e) {
     if (e instanceof UsageError) {
