@@ -33,7 +33,7 @@ export interface UsageExportOptions {
 /** Every dimension: the showback/chargeback grain. */
 const GROUP_BY: UsageDimension[] = ['TENANT', 'PROJECT', 'QUEUE', 'USER', 'PRIORITY_CLASS', 'FLAVOR'];
 const HEADER = ['month', 'tenant', 'project', 'queue', 'user', 'priority_class', 'flavor', 'gpu_hours', 'cost', 'currency', 'efficiency', 'jobs', 'cpu_hours', 'memory_gib_hours'];
-const STATUS: Record<ErrorCode, number> = { BAD_USER_INPUT: 400, UNAUTHENTICATED: 401, FORBIDDEN: 403, NOT_FOUND: 404, CONFLICT: 409 };
+const STATUS: Record<ErrorCode, number> = { BAD_USER_INPUT: 400, UNAUTHENTICATED: 401, FORBIDDEN: 403, NOT_FOUND: 404, CONFLICT: 409, RATE_LIMITED: 429 };
 
 /**
  * `GET /usage/export.csv?month=YYYY-MM[&tenantId=<global id>]`: the month's usage of one tenant

@@ -4,7 +4,7 @@
  * Shared by every layer that answers a client (auth, services, schema, server), so none
  * of them has to import another for its error type.
  */
-export type ErrorCode = 'BAD_USER_INPUT' | 'UNAUTHENTICATED' | 'FORBIDDEN' | 'NOT_FOUND' | 'CONFLICT';
+export type ErrorCode = 'BAD_USER_INPUT' | 'UNAUTHENTICATED' | 'FORBIDDEN' | 'NOT_FOUND' | 'CONFLICT' | 'RATE_LIMITED';
 
 export class FairwayError extends Error {
   constructor(
@@ -25,3 +25,6 @@ export const forbidden = (message: string) => new FairwayError('FORBIDDEN', mess
 /** The same answer whether the thing does not exist or belongs to another tenant. */
 export const notFound = (what: string) => new FairwayError('NOT_FOUND', `${what} not found`);
 export const conflict = (message: string) => new FairwayError('CONFLICT', message);
+/** Too many requests: `retryAfterSeconds` tells the client when the next one will be accepted. */
+export const rateLimited = (message: string, retryAfterSeconds: number) =>
+  new FairwayError('RATE_LIMITED', message, { retryAfterSeconds });
