@@ -2,7 +2,7 @@
 // The project CLI. Subcommands: simulate, convert-philly. Flags by node:util parseArgs.
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { convertPhilly } from '../simulator/philly.js';
+import { checkPhillyDir, convertPhilly, type PhillyDirSource } from '../simulator/philly.js';
 import { runTenantCommand, TENANT_COMMANDS, TENANT_HELP } from './tenant/index.js';
 import { PLACEMENTS, POLICIES, type PlacementName, type PolicyName } from '../simulator/policies.js';
 import { simulate, terminalReport, writeReport, type SimulateOptions } from '../simulator/run.js';
@@ -45,7 +45,8 @@ See docs/simulator.md for the file formats and exact metric definitions.`;
 const PHILLY_HELP = `usage: fairway convert-philly [options]
 
   --philly-dir DIR     directory with philly-2017-09-10.csv and philly-vc-nodes.csv
-                       (default ../shared/traces/philly)
+                       (default: $FAIRWAY_PHILLY_DIR, else ../shared/traces/philly
+                       next to the repository)
   --out DIR            where to write the trace, cluster and queues files (default sim-out/philly)
   --gpus N             cluster size in GPUs, a multiple of 8 (default 768)
   --quota MODE         scaled (default: VC table shares of the cluster) or raw (nodes × 8)
@@ -55,6 +56,17 @@ const PHILLY_HELP = `usage: fairway convert-philly [options]
   -h, --help           this help`;
 
 type Flags = Map<string, string | true>;
+
+/** `../shared/traces/philly` beside the repository (where the shared traces are checked out), whatever the working directory. */
+export const DEFAULT_PHILLY_DIR = fileURLToPath(new URL('../../../shared/traces/philly', import.meta.url));
+
+/** Where convert-philly reads: --philly-dir, else FAIRWAY_PHILLY_DIR, else the default beside the repository. */
+export function phillyDir(flag: string | undefined, env: Record<string, string | undefined>, dflt: string): { dir: string; source: PhillyDirSource } {
+  if (flag !== undefined) return { dir: flag, source: '--philly-dir' };
+  const fromEnv = env['FAIRWAY_PHILLY_DIR'];
+  if (fromEnv) return { dir: fromEnv, source: 'FAIRWAY_PHILLY_DIR' };
+  return { dir: dflt, source: 'default' };
+}
 
 /**
  * Flags by `node:util` parseArgs, with the CLI's own rules on top: `-h` is `--help`; an
@@ -180,8 +192,14 @@ export interface Io {
 
 const stdio: Io = { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n') };
 
+/** What tests may replace: the environment and the default Philly folder. */
+export interface CliOptions {
+  env?: Record<string, string | undefined>;
+  phillyDefaultDir?: string;
+}
+
 /** Run the CLI; returns the exit code (0 ok, 1 input/run error, 2 usage error). */
-export async function main(argv: string[], io: Io = stdio): Promise<number> {
+export async function main(argv: string[], io: Io = stdio, options: CliOptions = {}): Promise<number> {
   const [cmd, ...rest] = argv;
   try {
     if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
@@ -217,7 +235,9 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
       const fr = str(f, 'fractional');
       const fractional = fr === undefined ? 0 : Number(fr);
       if (!(fractional >= 0 && fractional <= 1)) throw new UsageError(`--fractional must be a probability within 0…1, got '${fr}'`);
-      const r = convertPhilly({ dir: str(f, 'philly-dir') ?? '../shared/traces/philly', outDir: str(f, 'out') ?? 'sim-out/philly', gpus: int(f, 'gpus', 768), quota, fractional, seed: int(f, 'seed', 1) });
+      const { dir, source } = phillyDir(str(f, 'philly-dir'), options.env ?? process.env, options.phillyDefaultDir ?? DEFAULT_PHILLY_DIR);
+      checkPhillyDir(dir, source, '../shared/traces/philly next to the repository');
+      const r = convertPhilly({ dir, outDir: str(f, 'out') ?? 'sim-out/philly', gpus: int(f, 'gpus', 768), quota, fractional, seed: int(f, 'seed', 1) });
       io.out(`${r.jobs} jobs (${r.fractionalJobs} made fractional) → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}`);
       for (const t of r.tenants) io.out(`  ${t.vc}: ${t.jobs} jobs, VC nodes ${t.nodes ?? '-'}, nominal ${t.nominalGpus} GPUs`);
       return 0;

@@ -1,5 +1,5 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { Columns, CsvError, csvCell, parseCsvTable } from './csv.js';
 import { Prng } from './prng.js';
 
@@ -40,6 +40,33 @@ export interface PhillyResult {
 }
 
 export const PHILLY_FLAVOR = 'gpu';
+
+/** The two files `convertPhilly` reads from its directory. */
+export const PHILLY_FILES = ['philly-2017-09-10.csv', 'philly-vc-nodes.csv'] as const;
+
+/** Where the Philly directory came from: the flag, the environment, or the default. */
+export type PhillyDirSource = '--philly-dir' | 'FAIRWAY_PHILLY_DIR' | 'default';
+
+/** A Philly input folder that is missing or incomplete; the message says what to do. */
+export class PhillyInputError extends Error {}
+
+/**
+ * Checks that `dir` holds both Philly files before anything is read, so that a clone
+ * without the shared traces folder gets one line naming the files, the folder looked at
+ * and how to point elsewhere, instead of the first ENOENT of `readFileSync`.
+ */
+export function checkPhillyDir(dir: string, source: PhillyDirSource, defaultHint: string): void {
+  const abs = resolve(dir);
+  const how = 'pass --philly-dir DIR or set FAIRWAY_PHILLY_DIR to a folder that holds them';
+  const where =
+    source === 'default' ? `the default folder ${abs} (${defaultHint})` : source === 'FAIRWAY_PHILLY_DIR' ? `FAIRWAY_PHILLY_DIR=${dir} (${abs})` : `--philly-dir ${dir} (${abs})`;
+  const need = `convert-philly needs ${PHILLY_FILES.join(' and ')}`;
+  if (!existsSync(abs) || !statSync(abs).isDirectory()) {
+    throw new PhillyInputError(`${need}, but ${where} does not exist; ${how}`);
+  }
+  const missing = PHILLY_FILES.filter((f) => !existsSync(join(abs, f)));
+  if (missing.length > 0) throw new PhillyInputError(`${need}, but ${where} has no ${missing.join(' and no ')}; ${how}`);
+}
 
 /** Split n GPUs into identical pods of at most perNode GPUs: fewest pods that divide n. */
 export function podsFor(n: number, perNode: number): { pods: number; gpus: number } {

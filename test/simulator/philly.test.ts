@@ -1,7 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_PHILLY_DIR, main } from '../../src/cli/fairway.js';
 import { readCluster } from '../../src/simulator/cluster.js';
 import { convertPhilly, largestRemainder, podsFor } from '../../src/simulator/philly.js';
 import { readQueues } from '../../src/simulator/queues.js';
@@ -65,5 +67,61 @@ describe('Philly adapter', () => {
     const q = readQueues(r.queues);
     expect(q.queues.map((x) => x.quotas['gpu']!.gpu!.nominal)).toEqual([24, 8, 8, 0]);
     expect(readFileSync(r.queues, 'utf8')).toContain('"nominal": 24');
+  });
+});
+
+describe('convert-philly: where the trace is read from', () => {
+  const root = join(import.meta.dirname, '..', '..');
+  const run = async (args: string[], options: Parameters<typeof main>[2]) => {
+    let stdout = '';
+    let stderr = '';
+    const code = await main(['convert-philly', ...args], { out: (s) => (stdout += s + '\n'), err: (s) => (stderr += s + '\n') }, options);
+    return { code, stdout, stderr };
+  };
+  const oneLine = (s: string) => s.trimEnd().split('\n');
+
+  it('defaults to ../shared/traces/philly beside the repository, whatever the working directory', () => {
+    expect(DEFAULT_PHILLY_DIR).toBe(join(root, '..', 'shared', 'traces', 'philly'));
+  });
+  it('a missing default folder is one line: the files needed, where it looked, --philly-dir and FAIRWAY_PHILLY_DIR', async () => {
+    const absent = join(out, 'no-shared', 'traces', 'philly');
+    const r = await run(['--out', join(out, 'x')], { env: {}, phillyDefaultDir: absent });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(oneLine(r.stderr)).toEqual([
+      `fairway: error: convert-philly needs philly-2017-09-10.csv and philly-vc-nodes.csv, but the default folder ${absent} (../shared/traces/philly next to the repository) does not exist; pass --philly-dir DIR or set FAIRWAY_PHILLY_DIR to a folder that holds them`,
+    ]);
+  });
+  it('FAIRWAY_PHILLY_DIR replaces the default; --philly-dir wins over both', async () => {
+    const absent = join(out, 'absent');
+    const fromEnv = await run(['--out', join(out, 'env'), '--gpus', '16'], { env: { FAIRWAY_PHILLY_DIR: fixture }, phillyDefaultDir: absent });
+    expect(fromEnv.code).toBe(0);
+    expect(fromEnv.stdout).toContain('4 jobs (0 made fractional)');
+    const badEnv = await run([], { env: { FAIRWAY_PHILLY_DIR: absent } });
+    expect(badEnv.stderr).toContain(`FAIRWAY_PHILLY_DIR=${absent} (${absent}) does not exist`);
+    const flag = await run(['--philly-dir', fixture, '--out', join(out, 'flag'), '--gpus', '16'], { env: { FAIRWAY_PHILLY_DIR: absent }, phillyDefaultDir: absent });
+    expect(flag.code).toBe(0);
+  });
+  it('a folder with one of the two files names the missing one and reads nothing', async () => {
+    const half = join(out, 'half');
+    mkdirSync(half, { recursive: true });
+    copyFileSync(join(fixture, 'philly-vc-nodes.csv'), join(half, 'philly-vc-nodes.csv'));
+    const r = await run(['--philly-dir', half, '--out', join(out, 'half-out')], { env: {} });
+    expect(r.code).toBe(1);
+    expect(oneLine(r.stderr)).toHaveLength(1);
+    expect(r.stderr).toContain(`--philly-dir ${half} (${half}) has no philly-2017-09-10.csv;`);
+  });
+  it('as a program from another folder: exit 1, one line on stderr, no stack trace', () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), 'fw-clone-'));
+    try {
+      const r = spawnSync(process.execPath, [join(root, 'bin', 'fairway.js'), 'convert-philly', '--philly-dir', 'traces/philly'], { encoding: 'utf8', cwd: elsewhere, env: { ...process.env, FAIRWAY_PHILLY_DIR: '' } });
+      expect(r.status).toBe(1);
+      expect(r.stdout).toBe('');
+      expect(oneLine(r.stderr)).toEqual([
+        `fairway: error: convert-philly needs philly-2017-09-10.csv and philly-vc-nodes.csv, but --philly-dir traces/philly (${join(elsewhere, 'traces', 'philly')}) does not exist; pass --philly-dir DIR or set FAIRWAY_PHILLY_DIR to a folder that holds them`,
+      ]);
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
   });
 });
