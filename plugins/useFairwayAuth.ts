@@ -11,8 +11,21 @@ export interface FairwayAuthOptions {
   reauthCacheMs?: number;
 }
 
+/**
+ * Put in the context by useRateLimits (onEnveloped, before any credential is checked): a
+ * client IP that failed too many credentials is refused before its next one is verified,
+ * so guessing tokens gets nowhere.
+ */
+export interface CredentialAttemptGate {
+  /** Throws the RATE_LIMITED error when this client may not present a credential now. */
+  beforeAttempt(): Promise<void>;
+  /** A presented credential failed verification. */
+  failed(): Promise<void>;
+}
+
 interface AuthSourceContext {
   request?: Request;
+  credentialAttempts?: CredentialAttemptGate;
   /** graphql-ws puts the client's connection params here (see src/server/websocket.ts). */
   connectionParams?: Record<string, unknown> | null;
 }
@@ -27,10 +40,13 @@ export function useFairwayAuth(options: FairwayAuthOptions): Plugin {
     mode: 'resolve-only',
     contextFieldName: 'currentUser',
     resolveUserFn: async (context) => {
+      const authorization = authorizationOf(context);
+      if (authorization != null) await context.credentialAttempts?.beforeAttempt();
       try {
-        return await options.identity.resolveAuthorization(authorizationOf(context));
+        return await options.identity.resolveAuthorization(authorization);
       } catch (error) {
         if (error instanceof FairwayError) {
+          if (error.code === 'UNAUTHENTICATED') await context.credentialAttempts?.failed();
           throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: 401 } } });
         }
         throw error;

@@ -1,22 +1,226 @@
-// STUB (lead): the rate-limits helper replaces this file. Exported names and signatures are fixed.
-import type { Plugin } from 'graphql-yoga';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { z } from 'zod';
+import { ConfigError } from '../config.js';
+
+/**
+ * Request rates per caller, so one token (or one guesser) cannot take a replica, or the
+ * database behind it, away from everyone else.
+ *
+ * Each bucket is a rate-limiter-flexible fixed window: `burst` points per `burst / perSecond`
+ * seconds. That is a token bucket's promise, coarsened: on average `perSecond`, and up to
+ * `burst` at once (a window edge can allow two bursts back to back, never more).
+ *
+ * Defaults (measured against the test suite and the benches, see the report in
+ * test/rate-limits.test.ts): the heaviest legitimate client we know, the cross-tenant test
+ * walking the whole schema with one token, peaks well under 200 points in 4 s; a portal
+ * page makes ~5 requests. 50/s sustained with bursts of 200 per token is 10× that, and still
+ * stops the 140 requests/s of issue 13 within 4 s. A tenant gets 3 busy tokens' worth
+ * (150/s, burst 600). Anonymous callers can do little but fail (and introspect in
+ * development): 300 a minute per IP. Failed credentials: 20 a minute per IP, then every
+ * credential from that IP is refused until the minute is over, so guessing a 32-byte token
+ * stays hopeless while a person who mistyped one is back within a minute.
+ */
+
+/** What an operation costs: writes (a mutation, previewJob among them) cost more than reads. */
+export const OPERATION_COST = { query: 1, subscription: 1, mutation: 3 } as const;
+/** Platform admins operate every tenant: their own bucket is this many times a token's. */
+export const PLATFORM_ADMIN_FACTOR = 4;
+
+export interface Bucket {
+  /** Points regained per second on average. */
+  perSecond: number;
+  /** Points that may be spent at once. */
+  burst: number;
+}
 
 export interface RateLimitConfig {
   enabled: boolean;
+  /** Per principal: an API token, else the signed-in user. */
+  principal: Bucket;
+  /** Per tenant, shared by all its tokens and (single-tenant) users. */
+  tenant: Bucket;
+  /** Per client IP, for requests without a credential. */
+  anonymousPerMinute: number;
+  /** Per client IP: failed credentials a minute before its credential attempts are refused. */
+  authFailuresPerMinute: number;
+  /** Reverse proxies in front of Fairway whose X-Forwarded-For entries are believed (0: none; the socket's address). */
+  trustProxyHops: number;
+  /** Prefix of the Redis keys (replicas of one deployment must share it). */
+  keyPrefix: string;
 }
 
-/** FAIRWAY_RATE_* variables; unset: the defaults. Throws ConfigError-like Error with a readable message on bad values. */
-export function rateLimitsFromEnv(_env: NodeJS.ProcessEnv, _nodeEnv: 'development' | 'production' | 'test'): RateLimitConfig {
-  return { enabled: false };
+/**
+ * Tests run many apps, in parallel files, against one Redis, with row ids that repeat across
+ * their databases: each test process gets its own prefix so they never share a budget (two
+ * apps in one test still do).
+ */
+const TEST_PROCESS_PREFIX = `fairway:rate:test-${randomBytes(4).toString('hex')}`;
+
+const positiveInt = (max: number) => z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(max, `must be at most ${max}`);
+const envSchema = z.object({
+  FAIRWAY_RATE_LIMITS: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('on'),
+  FAIRWAY_RATE_TOKEN_PER_SECOND: positiveInt(1_000_000).default(50),
+  FAIRWAY_RATE_TOKEN_BURST: positiveInt(10_000_000).default(200),
+  FAIRWAY_RATE_TENANT_PER_SECOND: positiveInt(1_000_000).default(150),
+  FAIRWAY_RATE_TENANT_BURST: positiveInt(10_000_000).default(600),
+  FAIRWAY_RATE_ANONYMOUS_PER_MINUTE: positiveInt(10_000_000).default(300),
+  FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE: positiveInt(1_000_000).default(20),
+  FAIRWAY_TRUST_PROXY_HOPS: z.coerce.number().int('must be a whole number').min(0, 'must be 0 or more').max(10, 'must be at most 10').default(0),
+  FAIRWAY_RATE_REDIS_PREFIX: z.string().regex(/^[\w:.-]{1,64}$/, 'must be 1-64 letters, digits or :._-').optional(),
+});
+
+/** FAIRWAY_RATE_* variables; unset: the defaults. Throws a ConfigError naming the variable on bad values. */
+export function rateLimitsFromEnv(env: NodeJS.ProcessEnv, nodeEnv: 'development' | 'production' | 'test'): RateLimitConfig {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
+  const e = parsed.data;
+  const bucket = (name: string, perSecond: number, burst: number): Bucket => {
+    if (burst < perSecond) throw new ConfigError([`FAIRWAY_RATE_${name}_BURST: must be at least FAIRWAY_RATE_${name}_PER_SECOND (${perSecond})`]);
+    return { perSecond, burst };
+  };
+  return {
+    enabled: ['on', 'true', '1'].includes(e.FAIRWAY_RATE_LIMITS),
+    principal: bucket('TOKEN', e.FAIRWAY_RATE_TOKEN_PER_SECOND, e.FAIRWAY_RATE_TOKEN_BURST),
+    tenant: bucket('TENANT', e.FAIRWAY_RATE_TENANT_PER_SECOND, e.FAIRWAY_RATE_TENANT_BURST),
+    anonymousPerMinute: e.FAIRWAY_RATE_ANONYMOUS_PER_MINUTE,
+    authFailuresPerMinute: e.FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE,
+    trustProxyHops: e.FAIRWAY_TRUST_PROXY_HOPS,
+    keyPrefix: e.FAIRWAY_RATE_REDIS_PREFIX ?? (nodeEnv === 'test' ? TEST_PROCESS_PREFIX : 'fairway:rate'),
+  };
 }
+
+/** Which limit refused, for the message and `extensions.limit`. */
+export type RateLimitName = 'token' | 'tenant' | 'anonymous' | 'credential-failures';
+
+export interface RateLimitRefusal {
+  limit: RateLimitName;
+  /** Whole seconds until the bucket has room again (at least 1). */
+  retryAfterSeconds: number;
+}
+
+/** Who pays for a request. */
+export type ChargeSubject =
+  | { kind: 'principal'; principalKey: string; isPlatformAdmin: boolean; tenantIds: string[] }
+  | { kind: 'anonymous'; ip: string };
 
 export interface RateLimiter {
   readonly config: RateLimitConfig;
+  /** Takes `points` from every bucket the subject pays into; the first refusal, or null when allowed. */
+  charge(subject: ChargeSubject, points: number): Promise<RateLimitRefusal | null>;
+  /** Whether this IP may present a credential now (not after too many failures). */
+  credentialAttemptAllowed(ip: string): Promise<RateLimitRefusal | null>;
+  /** Counts a credential from this IP that failed verification. */
+  credentialFailed(ip: string): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function createRateLimiter(config: RateLimitConfig, _deps: { redisUrl?: string; logError: (error: unknown) => void }): Promise<RateLimiter> {
-  return { config, close: async () => {} };
+/** A window of `burst` points that refills at `perSecond`: burst / perSecond seconds (at least 1). */
+function windowOf(bucket: Bucket): { points: number; duration: number } {
+  return { points: bucket.burst, duration: Math.max(1, Math.round(bucket.burst / bucket.perSecond)) };
 }
 
-export type RateLimitPlugins = Plugin[];
+const retryAfter = (res: RateLimiterRes) => Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+
+/** How long a Redis command may take before the replica limits on its own for that request. */
+const REDIS_COMMAND_TIMEOUT_MS = 250;
+/** How long start-up waits for Redis before it begins with per-replica limits. */
+const REDIS_CONNECT_WAIT_MS = 2000;
+
+export async function createRateLimiter(config: RateLimitConfig, deps: { redisUrl?: string; logError: (error: unknown) => void }): Promise<RateLimiter> {
+  if (!config.enabled) {
+    return { config, charge: async () => null, credentialAttemptAllowed: async () => null, credentialFailed: async () => {}, close: async () => {} };
+  }
+  const redis = deps.redisUrl ? connectRedis(deps.redisUrl, deps.logError) : null;
+  if (redis) await redis.ready;
+
+  /**
+   * One limiter per bucket kind. With Redis, the counters live there (replicas share them);
+   * its insurance limiter, in this process's memory with the same window, answers whenever
+   * Redis does not (refused, unanswered, not connected): an outage neither refuses
+   * everything nor stops limiting, it limits per replica until Redis is back.
+   */
+  const limiter = (name: string, window: { points: number; duration: number }): RateLimiterAbstract => {
+    const options = { keyPrefix: `${config.keyPrefix}:${name}`, ...window };
+    if (!redis) return new RateLimiterMemory(options);
+    return new RateLimiterRedis({ ...options, storeClient: redis.client, useRedisPackage: false, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(options) });
+  };
+  const adminBucket = { perSecond: config.principal.perSecond * PLATFORM_ADMIN_FACTOR, burst: config.principal.burst * PLATFORM_ADMIN_FACTOR };
+  const principal = limiter('principal', windowOf(config.principal));
+  const admin = limiter('admin', windowOf(adminBucket));
+  const tenant = limiter('tenant', windowOf(config.tenant));
+  const anonymous = limiter('anonymous', { points: config.anonymousPerMinute, duration: 60 });
+  const authFailures = limiter('auth-failures', { points: config.authFailuresPerMinute, duration: 60 });
+
+  /** Resolves null when consumed, a refusal when the bucket is empty; any other failure is logged and allows (the insurance limiter already failed too). */
+  const take = async (bucket: RateLimiterAbstract, key: string, points: number, limit: RateLimitName): Promise<RateLimitRefusal | null> => {
+    try {
+      await bucket.consume(key, points);
+      return null;
+    } catch (error) {
+      if (error instanceof RateLimiterRes) return { limit, retryAfterSeconds: retryAfter(error) };
+      deps.logError(error);
+      return null;
+    }
+  };
+
+  return {
+    config,
+    async charge(subject, points) {
+      if (subject.kind === 'anonymous') return take(anonymous, subject.ip, points, 'anonymous');
+      const own = await take(subject.isPlatformAdmin ? admin : principal, subject.principalKey, points, 'token');
+      if (own) return own;
+      for (const tenantId of subject.tenantIds) {
+        const refused = await take(tenant, tenantId, points, 'tenant');
+        if (refused) return refused;
+      }
+      return null;
+    },
+    async credentialAttemptAllowed(ip) {
+      try {
+        const res = await authFailures.get(ip);
+        return res && res.consumedPoints >= config.authFailuresPerMinute ? { limit: 'credential-failures', retryAfterSeconds: retryAfter(res) } : null;
+      } catch (error) {
+        deps.logError(error);
+        return null;
+      }
+    },
+    async credentialFailed(ip) {
+      await take(authFailures, ip, 1, 'credential-failures');
+    },
+    async close() {
+      await redis?.close();
+    },
+  };
+}
+
+/**
+ * The limiter's own ioredis connection. It never queues commands while disconnected and gives
+ * up on an unanswered one quickly: the request is then limited by the insurance limiter
+ * instead of waiting for Redis. An outage is logged once when it starts, not per request.
+ */
+function connectRedis(url: string, logError: (error: unknown) => void) {
+  const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: REDIS_COMMAND_TIMEOUT_MS, lazyConnect: true });
+  let closing = false;
+  let reported = false;
+  client.on('error', (error: Error) => {
+    if (closing || reported) return;
+    reported = true;
+    logError(new Error(`rate limits: Redis unavailable (${error.message}); limiting per replica until it is back`));
+  });
+  client.on('ready', () => {
+    reported = false;
+  });
+  // Start-up waits a little for Redis; after that (or when it is down) requests are limited
+  // per replica until ioredis reconnects by itself.
+  const ready = Promise.race([client.connect().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, REDIS_CONNECT_WAIT_MS).unref())]);
+  return {
+    client,
+    ready,
+    async close() {
+      closing = true;
+      await client.quit().catch(() => client.disconnect());
+    },
+  };
+}
