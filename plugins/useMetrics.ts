@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { getOperationAST, type DocumentNode, type GraphQLError } from 'graphql';
+import { getOperationAST, type DocumentNode, type ExecutionResult, type GraphQLError } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import { PothosValidationError } from '@pothos/core';
 import type { IdentityResolver } from '../src/auth/identity.js';
-import type { FairwayMetrics } from '../src/server/metrics.js';
+import { INVALID_OPERATION, type FairwayMetrics } from '../src/server/metrics.js';
 import { FairwayError } from '../src/shared/client-errors.js';
 import { isDatabaseUnavailable } from '../src/persistence/database-unavailable.js';
 
@@ -72,7 +72,9 @@ interface Operation {
 /**
  * `GET /metrics` (Prometheus text format) and per-operation GraphQL metrics: execution time
  * of queries and mutations, errors by code (parse, validation, execution and subscription),
- * and open subscriptions. Operation names are bounded (see FairwayMetrics.operationLabel).
+ * and open subscriptions. Operation names are bounded (see FairwayMetrics.operationLabel), and
+ * only operations that validated have theirs: the others count as 'invalid', so a caller
+ * cannot fill the label slots with names of documents that never ran.
  */
 export function useMetrics(options: MetricsOptions): Plugin {
   const endpoint = options.endpoint ?? '/metrics';
@@ -90,6 +92,8 @@ export function useMetrics(options: MetricsOptions): Plugin {
       metrics.operationErrors.inc({ operation_type: operation.type, operation_name: operation.name, code });
     }
   };
+  /** Contexts whose errors the hooks below counted (the rest are counted from the final result). */
+  const counted = new WeakSet<object>();
   /** yoga's request params (HTTP) or graphql-ws's payload (WebSocket): the requested operation's name. */
   const requestedName = (context: unknown) => (context as { params?: { operationName?: string | null } } | undefined)?.params?.operationName;
 
@@ -117,8 +121,8 @@ export function useMetrics(options: MetricsOptions): Plugin {
     onParse({ context }) {
       return ({ result }) => {
         if (result instanceof Error) {
-          const name = metrics.operationLabel(requestedName(context));
-          metrics.operationErrors.inc({ operation_type: 'unknown', operation_name: name, code: 'GRAPHQL_PARSE_FAILED' });
+          counted.add(context);
+          metrics.operationErrors.inc({ operation_type: 'unknown', operation_name: INVALID_OPERATION, code: 'GRAPHQL_PARSE_FAILED' });
         }
       };
     },
@@ -126,11 +130,21 @@ export function useMetrics(options: MetricsOptions): Plugin {
     onValidate({ params, context }) {
       return ({ valid, result }) => {
         if (valid) return;
-        countErrors(operationOf(params.documentAST, requestedName(context)), result as readonly GraphQLError[], 'GRAPHQL_VALIDATION_FAILED');
+        counted.add(context);
+        const type = (params.documentAST ? getOperationAST(params.documentAST, requestedName(context)) : null)?.operation ?? 'unknown';
+        countErrors({ type, name: INVALID_OPERATION }, result as readonly GraphQLError[], 'GRAPHQL_VALIDATION_FAILED');
       };
     },
 
+    // Refused before parsing (a credential that does not verify, a rate limit, a body too
+    // large): the errors reach the response without passing the hooks above.
+    onExecutionResult({ result, context }) {
+      if (counted.has(context) || isAsyncIterable(result) || Array.isArray(result)) return;
+      countErrors({ type: 'unknown', name: INVALID_OPERATION }, (result as ExecutionResult).errors as readonly GraphQLError[] | undefined);
+    },
+
     onExecute({ args }) {
+      counted.add(args.contextValue as object);
       const operation = operationOf(args.document, args.operationName);
       const started = performance.now();
       const observe = () => metrics.operationDuration.observe({ operation_type: operation.type, operation_name: operation.name }, (performance.now() - started) / 1000);
@@ -148,6 +162,7 @@ export function useMetrics(options: MetricsOptions): Plugin {
     },
 
     onSubscribe({ args }) {
+      counted.add(args.contextValue as object);
       const operation = operationOf(args.document, args.operationName);
       return {
         onSubscribeResult({ result }) {

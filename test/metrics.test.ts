@@ -80,6 +80,9 @@ describe('GET /metrics', () => {
     expect(invalid.body.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
     await t.gql(member, `{ viewer { email } }`);
     await t.gql(member, `query MetricsBroken { viewer {`);
+    // Refused before parsing: the credential does not verify.
+    const unauthenticated = await t.gql('not-a-valid-token', `query MetricsNoCredential { viewer { email } }`);
+    expect(unauthenticated.body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
 
     let samples: Sample[] = [];
     await waitFor(async () => {
@@ -95,15 +98,25 @@ describe('GET /metrics', () => {
     expect(count('MetricsSubmit', 'mutation')).toBeGreaterThanOrEqual(1);
     expect(count('anonymous', 'query')).toBeGreaterThanOrEqual(1);
     const errors = (name: string) => find(samples, 'fairway_graphql_errors_total', { operation_name: name });
-    expect(errors('MetricsInvalid').map((s) => s.labels.code)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+    // Names of documents that never ran take no label: they count as "invalid".
+    expect(samples.filter((s) => ['MetricsInvalid', 'MetricsBroken', 'MetricsNoCredential'].includes(s.labels.operation_name ?? ''))).toEqual([]);
+    expect(errors('invalid').map((s) => [s.labels.operation_type, s.labels.code, s.value])).toEqual([
+      ['query', 'GRAPHQL_VALIDATION_FAILED', 1],
+      ['unknown', 'GRAPHQL_PARSE_FAILED', 1],
+      ['unknown', 'UNAUTHENTICATED', 1],
+    ]);
     expect(errors('MetricsRefused').map((s) => [s.labels.operation_type, s.labels.code, s.value])).toEqual([['mutation', 'FORBIDDEN', 1]]);
     expect(count('MetricsRefused', 'mutation')).toBe(1);
-    expect(find(samples, 'fairway_graphql_errors_total', { code: 'GRAPHQL_PARSE_FAILED' }).map((s) => s.labels.operation_type)).toEqual(['unknown']);
     expect(errors('MetricsViewer')).toEqual([]);
+    // Each error is counted once, whichever hook saw it.
+    expect(find(samples, 'fairway_graphql_errors_total').reduce((sum, s) => sum + s.value, 0)).toBe(4);
 
     expect(find(samples, 'fairway_scheduler_admitted_total').reduce((sum, s) => sum + s.value, 0)).toBeGreaterThanOrEqual(1);
     expect(find(samples, 'fairway_scheduler_leader')[0]?.value).toBe(1);
     expect(find(samples, 'fairway_outbox_unperformed')).toHaveLength(1);
+    const outboxAge = find(samples, 'fairway_outbox_oldest_unperformed_age_seconds');
+    expect(outboxAge).toHaveLength(1);
+    expect(outboxAge[0]!.value).toBeGreaterThanOrEqual(0);
     expect(find(samples, 'process_cpu_user_seconds_total')).toHaveLength(1);
     const queues = await systemEntityManager(t.app.orm).find(Queue, {});
     expect(queues.length).toBeGreaterThan(0);

@@ -11,6 +11,8 @@ export const MAX_OPERATION_NAME_LENGTH = 64;
 export const MAX_OPERATION_NAMES = 200;
 export const OTHER_OPERATION = 'other';
 export const ANONYMOUS_OPERATION = 'anonymous';
+/** Operations that did not parse or validate (or were refused before): their names are the caller's free text and take no label. */
+export const INVALID_OPERATION = 'invalid';
 
 type OperationLabels = 'operation_type' | 'operation_name';
 
@@ -117,6 +119,21 @@ export function createMetrics(): FairwayMetrics {
         registers,
         collect() {
           this.set(scheduler.isLeader ? 1 : 0);
+        },
+      });
+      new Gauge({
+        name: 'fairway_outbox_oldest_unperformed_age_seconds',
+        help: 'Age of the oldest outbox row not yet performed (0 when none): how far side effects lag behind decisions.',
+        registers,
+        async collect() {
+          try {
+            // The oldest by id (uuidv7, time-ordered) through the (performedAt, id) index.
+            const [oldest] = await systemEntityManager(orm).find(OutboxEntry, { performedAt: null }, { fields: ['createdAt'], orderBy: { id: 'asc' }, limit: 1 });
+            this.set(oldest ? Math.max(0, (Date.now() - new Date(oldest.createdAt).getTime()) / 1000) : 0);
+          } catch (error) {
+            this.reset();
+            logError?.(error);
+          }
         },
       });
       new Gauge({
