@@ -1,0 +1,45 @@
+// `fairway apply`: the plan for people (a terraform-like listing) and for scripts (--json).
+import type { ObjectPlan, Plan } from './apply-diff.js';
+
+const SIGN: Record<ObjectPlan['action'], string> = { create: '+', update: '~', unchanged: '=', blocked: '!' };
+
+export function describe(o: Pick<ObjectPlan, 'kind' | 'name'>): string {
+  return `${o.kind} ${o.name}`;
+}
+
+export function show(value: unknown): string {
+  if (value === undefined || value === null) return '(none)';
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+export function summary(plan: Plan): Record<ObjectPlan['action'], number> {
+  const count = { create: 0, update: 0, unchanged: 0, blocked: 0 };
+  for (const o of plan.objects) count[o.action]++;
+  return count;
+}
+
+/** Lines for a person: changed and blocked objects with their fields, then what is left alone. */
+export function planLines(plan: Plan, file: string): string[] {
+  const lines: string[] = [];
+  for (const o of plan.objects) {
+    if (o.action === 'unchanged' && !o.notes.length) continue;
+    lines.push(`${SIGN[o.action]} ${describe(o)}${o.action === 'unchanged' ? ' (unchanged)' : ''}`);
+    for (const c of o.changes) lines.push(o.action === 'create' ? `    ${c.field}: ${show(c.new)}` : `    ${c.field}: ${show(c.old)} → ${show(c.new)}`);
+    for (const n of o.notes) lines.push(`    ${o.action === 'blocked' ? 'cannot apply' : 'note'}: ${n}`);
+  }
+  if (plan.unmanaged.length) {
+    lines.push('not managed (on the server, not in the file; left as they are):');
+    for (const u of plan.unmanaged) lines.push(`    ${describe(u)}`);
+  }
+  const s = summary(plan);
+  lines.push(`${file}: ${s.create} to create, ${s.update} to update, ${s.unchanged} unchanged${s.blocked ? `, ${s.blocked} that cannot be applied` : ''}.`);
+  return lines;
+}
+
+export function planJson(plan: Plan): Record<string, unknown> {
+  return {
+    objects: plan.objects.map((o) => ({ kind: o.kind, name: o.name, action: o.action, changes: o.changes.map((c) => ({ field: c.field, old: c.old ?? null, new: c.new ?? null })), notes: o.notes })),
+    unmanaged: plan.unmanaged,
+    summary: summary(plan),
+  };
+}
