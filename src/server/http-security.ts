@@ -129,9 +129,11 @@ export function loadPersistedOperations(file: string, mode: PersistedOperationsM
   if (asApollo.success) {
     entries = asApollo.data.operations.map((op) => [op.id, op.body]);
   } else {
+    const claimsApollo = !!json && typeof json === 'object' && 'format' in json;
     const asFlat = flatManifest.safeParse(json);
-    if (!asFlat.success || (json && typeof json === 'object' && 'format' in json)) {
-      const issue = (asFlat.success ? asApollo : asFlat).error!.issues[0]!;
+    if (!asFlat.success || claimsApollo) {
+      // Report against the format the file claims to be.
+      const issue = (claimsApollo ? asApollo.error : asFlat.error)!.issues[0]!;
       throw new ConfigError([
         `${variable}: ${source} is neither { "<hash>": "<query>" } (GraphQL Codegen) nor an Apollo persisted query manifest: ${issue.path.join('.') || 'top level'}: ${issue.message}`,
       ]);
