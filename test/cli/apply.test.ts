@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, expectOk, type TestApp } from '../helpers/harness.js';
 import { runApply } from '../../src/cli/tenant/apply.js';
@@ -22,10 +23,15 @@ interface Run {
   mutations: number;
 }
 
-async function apply(url: string, token: string | undefined, args: string[]): Promise<Run> {
+async function apply(url: string, token: string | undefined, args: string[], stdin?: string): Promise<Run> {
   const run: Run = { code: -1, out: [], err: [], requests: 0, mutations: 0 };
   // The CLI's own context (real HTTP), counting what it sends; no login file is read.
-  const ctx = await createCliContext({ io: { out: (s) => run.out.push(s), err: (s) => run.err.push(s) }, env: { FAIRWAY_CONFIG_DIR: tmp }, flags: { server: url, ...(token ? { token } : {}) } });
+  const ctx = await createCliContext({
+    io: { out: (s) => run.out.push(s), err: (s) => run.err.push(s) },
+    env: { FAIRWAY_CONFIG_DIR: tmp },
+    flags: { server: url, ...(token ? { token } : {}) },
+    ...(stdin !== undefined ? { stdin: Readable.from([stdin]) } : {}),
+  });
   const send = ctx.request.bind(ctx);
   ctx.request = (query, variables) => {
     run.requests++;
@@ -81,6 +87,7 @@ describe('fairway apply', () => {
     const check = await apply(empty.url, adminToken, ['-f', EXAMPLE, '--check']);
     expect(check.code, check.err.join('\n')).toBe(EXIT.DIFF);
     expect(check.mutations).toBe(0);
+    expect(check.out).toContain('    quotas[h100-80g/GPU]: {"nominal":16}');
     expect(check.out.at(-1)).toMatch(/8 to create, 0 to update, 1 unchanged\.$/); // inference-critical exists from the start
 
     const first = await apply(empty.url, adminToken, ['-f', EXAMPLE]);
@@ -168,6 +175,8 @@ describe('fairway apply', () => {
 tenants:
   - slug: cyan-labs
     name: Cyan Labs
+    grantedPriorityClasses: [inference-critical]
+    egressAllowlist: [10.20.0.7, "2001:DB8::/32"]   # read back canonical: 10.20.0.7/32, 2001:db8::/32
     queues:
       - name: cyan-batch
         quotas: [{ flavor: l40s-48g, nominal: 4 }]
@@ -177,6 +186,8 @@ tenants:
     expect(run.out).toContain('created tenant cyan-labs');
     expect(run.err[0]).toMatch(/^fairway apply: queue cyan-batch failed: .+ \[[A-Z_]+\]$/);
     expect(run.err[1]).toMatch(/1 of 2 change\(s\) applied/);
+    const { tenant } = await expectOk(empty, adminToken, '{ tenant(slug: "cyan-labs") { grantedPriorityClasses egressAllowlist queues { name } } }');
+    expect(tenant).toEqual({ grantedPriorityClasses: ['inference-critical'], egressAllowlist: ['10.20.0.7/32', '2001:db8::/32'], queues: [] });
 
     const fixed = `flavors:\n  - { name: l40s-48g, kind: GPU, pricePerUnitHour: 1.2 }\n${broken}`;
     const rerun = await apply(empty.url, adminToken, ['-f', writeSpec('fixed.yaml', fixed)]);
@@ -196,6 +207,10 @@ tenants:
       ['cohorts:\n  - name: a\n\n  - name: b\n    quotas:\n      - { flavor: h100-80g, nominal: -1 }\n', /bad-3\.yaml:6: cohorts\.1\.quotas\.0\.nominal: must not be negative/],
       ['tenants:\n  - slug: a\n    name: A\n    queues: [{ name: q, quotas: [] }]\n  - slug: b\n    name: B\n    queues: [{ name: q, quotas: [] }]\n', /bad-4\.yaml:7: tenants\.1\.queues\.0\.name: queue "q" is declared twice/],
     ];
+    const fromStdin = await apply(empty.url, adminToken, ['-f', '-'], 'cohorts:\n  - name: a\n    parentId: b\n');
+    expect(fromStdin.code).toBe(EXIT.USAGE);
+    expect(fromStdin.err.join('\n')).toMatch(/^<stdin>:3: cohorts\.0: unknown field "parentId"$/);
+    expect(fromStdin.requests).toBe(0);
     for (const [i, [text, message]] of cases.entries()) {
       const before = await empty.rowCounts();
       const run = await apply(empty.url, adminToken, ['-f', writeSpec(`bad-${i + 1}.yaml`, text)]);

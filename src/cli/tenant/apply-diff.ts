@@ -146,7 +146,7 @@ function planCohort(c: CohortSpec, spec: PlatformSpec, state: ServerState): Obje
   const blocked: string[] = [];
   if (c.parent && !state.cohorts.has(c.parent) && !spec.cohorts.some((o) => o.name === c.parent)) blocked.push(`parent cohort "${c.parent}" is neither in the file nor on the server`);
   const want = { parent: c.parent, ...(c.quotas ? { quotas: quotaLines(c.quotas) } : {}) };
-  const changes = cur ? quotaAware(want, { parent: cur.parent, quotas: cur.quotas }) : compare(want, undefined);
+  const changes = quotaAware(want, cur ? { parent: cur.parent, quotas: cur.quotas } : undefined);
   if (cur) {
     // parentName reads null for a root cohort; a file that leaves `parent` out does not manage it.
     for (const ch of changes) blocked.push(`${ch.field} cannot be changed: the API has no updateCohort`);
@@ -255,7 +255,7 @@ function planQueue(tenant: string, q: TenantSpec['queues'][number], spec: Platfo
       }),
       registers: ID('queue', q.name),
     };
-    return result('queue', q.name, false, compare({ tenant, ...want, ...createOnly }, undefined), notes, blocked, [step]);
+    return result('queue', q.name, false, quotaAware({ tenant, ...want, ...createOnly }, undefined), notes, blocked, [step]);
   }
   const changes = quotaAware(want, cur);
   const unread = Object.entries(createOnly).filter(([, v]) => v !== undefined).map(([k]) => k);
@@ -280,17 +280,20 @@ function quotaLines(quotas: QuotaSpec[]): QuotaLine[] {
   return quotas.map((q) => ({ flavor: q.flavor, resource: q.resource, nominal: q.nominal, borrowingLimit: q.borrowingLimit ?? null, lendingLimit: q.lendingLimit ?? null }));
 }
 
-/** As compare(), but quotas field by field: `quotas[h100-80g/GPU].nominal: 16 → 24`. */
-function quotaAware(want: Record<string, unknown> & { quotas?: QuotaLine[] }, current: Record<string, unknown> & { quotas: QuotaLine[] }): FieldChange[] {
+/**
+ * As compare(), but quotas one by one (`quotas[h100-80g/GPU].nominal: 16 → 24`), so a diff
+ * names the limit that changed; current undefined: the object is new.
+ */
+function quotaAware(want: Record<string, unknown> & { quotas?: QuotaLine[] }, current: (Record<string, unknown> & { quotas: QuotaLine[] }) | undefined): FieldChange[] {
   const { quotas, ...rest } = want;
   const changes = compare(rest, current);
   if (!quotas) return changes;
   const key = (q: QuotaLine) => `${q.flavor}/${q.resource}`;
-  const have = new Map(current.quotas.map((q) => [key(q), q]));
+  const have = new Map((current?.quotas ?? []).map((q) => [key(q), q]));
   const wanted = new Map(quotas.map((q) => [key(q), q]));
   for (const [k, w] of wanted) {
     const h = have.get(k);
-    if (!h) changes.push({ field: `quotas[${k}]`, old: null, new: limits(w) });
+    if (!h) changes.push({ field: `quotas[${k}]`, old: current ? null : undefined, new: limits(w) });
     else for (const f of ['nominal', 'borrowingLimit', 'lendingLimit'] as const) if (h[f] !== w[f]) changes.push({ field: `quotas[${k}].${f}`, old: h[f], new: w[f] });
   }
   for (const [k, h] of have) if (!wanted.has(k)) changes.push({ field: `quotas[${k}]`, old: limits(h), new: null });
