@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { getOperationAST, type DocumentNode, type ExecutionResult, type GraphQLError } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Principal } from '../src/auth/principal.js';
@@ -16,6 +17,13 @@ const QUIET_PATHS = new Set(['/health', '/ready', '/metrics']);
 const MAX_TENANT_IDS = 20;
 /** Operation names are the caller's text: bounded in the log too. */
 const MAX_NAME_LENGTH = 100;
+
+/**
+ * The request being handled, for every line logged while it is (createLogger's mixin adds
+ * it): the stack maskError logs for an unexpected error carries the request id the client
+ * got in `x-request-id`. HTTP only; over WebSocket the operation's own line has the id.
+ */
+export const requestLogContext = new AsyncLocalStorage<{ requestId?: string }>();
 
 interface OperationContext {
   requestId?: string;
@@ -78,8 +86,17 @@ export function useRequestLogging(options: RequestLoggingOptions): Plugin {
   const since = (started: number) => Math.round((performance.now() - started) * 10) / 10;
 
   return {
-    onRequest({ request }) {
+    onRequest({ request, requestHandler, setRequestHandler }) {
       requests.set(request, { started: performance.now(), lines: [] });
+      // The id is known once the context is built (useRequestId); the bag is filled then.
+      const bag: { requestId?: string } = {};
+      setRequestHandler((req, serverContext) => requestLogContext.run(bag, () => requestHandler(req, serverContext)));
+    },
+
+    onContextBuilding({ context }) {
+      const bag = requestLogContext.getStore();
+      const requestId = (context as OperationContext).requestId;
+      if (bag && requestId) bag.requestId = requestId;
     },
 
     onExecute({ args }) {

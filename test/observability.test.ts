@@ -144,6 +144,8 @@ describe('request log', () => {
 
     const logged = await logs.next((l) => l.err?.message?.includes('scheduler exploded'));
     expect(logged.level).toBe('error');
+    // The stack and the client's x-request-id find each other.
+    expect(logged.requestId).toBe(res.requestId);
     expect(logged.err.type).toBe('Error');
     expect(logged.err.stack).toMatch(/scheduler exploded[\s\S]*\n\s+at /);
     expect(await logs.next((l) => l.requestId === res.requestId && l.msg === 'graphql operation')).toMatchObject({ level: 'error', errorCodes: ['INTERNAL_SERVER_ERROR'] });

@@ -1,7 +1,7 @@
 import { pino, stdSerializers, stdTimeFunctions, type DestinationStream } from 'pino';
 import type { Plugin } from 'graphql-yoga';
 import { ConfigError } from '../config.js';
-import { useRequestLogging } from '../../plugins/useRequestLogging.js';
+import { requestLogContext, useRequestLogging } from '../../plugins/useRequestLogging.js';
 import { startTracing, type TracingConfig } from '../../plugins/useTracing.js';
 
 export type { TracingConfig } from '../../plugins/useTracing.js';
@@ -100,6 +100,8 @@ export function createLogger(config: Pick<ObservabilityConfig, 'logLevel'>, dest
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       serializers: { err: stdSerializers.errWithCause },
       timestamp: stdTimeFunctions.isoTime,
+      // The request id of the HTTP request being handled, on every line logged for it.
+      mixin: () => requestLogContext.getStore() ?? {},
       // "level":"info" rather than 30: readable without a table, and what most log stores index.
       formatters: { level: (label) => ({ level: label }) },
     },
