@@ -29,8 +29,10 @@ export interface ObjectPlan {
   name: string;
   action: 'create' | 'update' | 'unchanged' | 'blocked';
   changes: FieldChange[];
-  /** Why blocked, or what was not compared. */
+  /** Why blocked, or what to know about a change. */
   notes: string[];
+  /** Fields the file sets that the API cannot read back: applied at creation, never compared. */
+  notCompared: string[];
   steps: Step[];
 }
 
@@ -74,10 +76,10 @@ export function computePlan(spec: PlatformSpec, state: ServerState): Plan {
   return { objects, unmanaged, ids };
 }
 
-function result(kind: ObjectKind, name: string, exists: boolean, changes: FieldChange[], notes: string[], blocked: string[], steps: Step[]): ObjectPlan {
-  if (blocked.length) return { kind, name, action: 'blocked', changes, notes: [...blocked, ...notes], steps: [] };
+function result(kind: ObjectKind, name: string, exists: boolean, changes: FieldChange[], notes: string[], blocked: string[], steps: Step[], notCompared: string[] = []): ObjectPlan {
+  if (blocked.length) return { kind, name, action: 'blocked', changes, notes: [...blocked, ...notes], notCompared, steps: [] };
   const action = !exists ? 'create' : changes.length ? 'update' : 'unchanged';
-  return { kind, name, action, changes, notes, steps: action === 'unchanged' ? [] : steps };
+  return { kind, name, action, changes, notes, notCompared, steps: action === 'unchanged' ? [] : steps };
 }
 
 /** Fields given in the file whose value differs from the server's. */
@@ -163,6 +165,7 @@ function planCohort(c: CohortSpec, spec: PlatformSpec, state: ServerState): Obje
 function planTenant(t: TenantSpec, state: ServerState): ObjectPlan {
   const cur = state.tenants.get(t.slug);
   const notes: string[] = [];
+  const notCompared: string[] = [];
   const blocked: string[] = [];
   const basic = { name: t.name, tier: t.tier, isolationLevel: t.isolationLevel, status: t.status };
   const extras = {
@@ -189,7 +192,8 @@ function planTenant(t: TenantSpec, state: ServerState): ObjectPlan {
     changes = compare({ ...basic, ...extras }, current);
     const basicChanged = Object.fromEntries(changes.filter((c) => c.field in basic).map((c) => [c.field, c.new]));
     if (Object.keys(basicChanged).length) steps.push(updateTenant(tenantId, basicChanged));
-    if (t.adminEmail) notes.push('adminEmail is used when the tenant is created only (members are the tenant admins\' to manage)');
+    // Platform admins cannot read members' e-mails; the tenant's admins manage members.
+    if (t.adminEmail) notCompared.push('adminEmail');
   }
   const had = new Set(cur?.grantedPriorityClasses ?? []);
   const wanted = new Set(t.grantedPriorityClasses ?? had);
@@ -204,7 +208,7 @@ function planTenant(t: TenantSpec, state: ServerState): ObjectPlan {
     });
   if (changes.some((c) => c.field === 'egressAllowlist') && !(cur === undefined && t.egressAllowlist === null))
     steps.push({ document: 'mutation($t: ID!, $c: [String!]) { setTenantEgressAllowlist(tenantId: $t, cidrs: $c) { id } }', variables: (ids) => ({ t: tenantId(ids), c: t.egressAllowlist }) });
-  return result('tenant', t.slug, !!cur, changes, notes, blocked, steps);
+  return result('tenant', t.slug, !!cur, changes, notes, blocked, steps, notCompared);
 }
 
 function updateTenant(tenantId: (ids: IdBook) => string, fields: Record<string, unknown>): Step {
@@ -226,8 +230,8 @@ function planNodePool(p: PlatformSpec['nodePools'][number], spec: PlatformSpec, 
     const have = [...cur.nodes].map(({ name, flavor, gpus, cpuMillis, memoryMiB }) => ({ name, flavor, gpus, cpuMillis, memoryMiB })).sort((a, b) => a.name.localeCompare(b.name));
     const changes = compare({ nodes, dedicated: p.dedicatedTenant !== undefined }, { nodes: have, dedicated: cur.dedicated });
     for (const ch of changes) blocked.push(`${ch.field} cannot be changed: the API has no updateNodePool`);
-    const notes = p.dedicatedTenant ? ['dedicatedTenant: which tenant cannot be read back; compared as dedicated or not'] : [];
-    return result('nodePool', p.name, true, changes, notes, blocked, []);
+    // Which tenant a pool is dedicated to cannot be read back: only whether it is dedicated.
+    return result('nodePool', p.name, true, changes, [], blocked, [], p.dedicatedTenant ? ['dedicatedTenant'] : []);
   }
   const changes = compare({ dedicatedTenant: p.dedicatedTenant, nodes }, undefined);
   const step: Step = {
@@ -259,7 +263,6 @@ function planQueue(tenant: string, q: TenantSpec['queues'][number], spec: Platfo
   }
   const changes = quotaAware(want, cur);
   const unread = Object.entries(createOnly).filter(([, v]) => v !== undefined).map(([k]) => k);
-  if (unread.length) notes.push(`${unread.join(', ')}: not readable through the API, so not compared (sent when the queue is created)`);
   const input: Record<string, unknown> = {};
   for (const c of changes) {
     const field = c.field.startsWith('quotas[') ? 'quotas' : c.field;
@@ -273,7 +276,7 @@ function planQueue(tenant: string, q: TenantSpec['queues'][number], spec: Platfo
       document: 'mutation($input: UpdateQueueInput!) { updateQueue(input: $input) { id } }',
       variables: (ids) => ({ input: { id: cur.id, ...input, ...(changes.some((c) => c.field === 'cohort') ? { cohortId: cohortId(ids) } : {}) } }),
     });
-  return result('queue', q.name, true, changes, notes, blocked, steps);
+  return result('queue', q.name, true, changes, notes, blocked, steps, unread);
 }
 
 function quotaLines(quotas: QuotaSpec[]): QuotaLine[] {

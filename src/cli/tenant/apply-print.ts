@@ -22,10 +22,15 @@ export function summary(plan: Plan): Record<ObjectPlan['action'], number> {
 export function planLines(plan: Plan, file: string): string[] {
   const lines: string[] = [];
   for (const o of plan.objects) {
-    if (o.action === 'unchanged' && !o.notes.length) continue;
-    lines.push(`${SIGN[o.action]} ${describe(o)}${o.action === 'unchanged' ? ' (unchanged)' : ''}`);
+    if (o.action === 'unchanged') continue;
+    lines.push(`${SIGN[o.action]} ${describe(o)}`);
     for (const c of o.changes) lines.push(o.action === 'create' ? `    ${c.field}: ${show(c.new)}` : `    ${c.field}: ${show(c.old)} → ${show(c.new)}`);
     for (const n of o.notes) lines.push(`    ${o.action === 'blocked' ? 'cannot apply' : 'note'}: ${n}`);
+  }
+  const notCompared = plan.objects.filter((o) => o.action !== 'create' && o.notCompared.length);
+  if (notCompared.length) {
+    lines.push('not compared (the API cannot read these back; they are sent when the object is created):');
+    for (const o of notCompared) lines.push(`    ${describe(o)}: ${o.notCompared.join(', ')}`);
   }
   if (plan.unmanaged.length) {
     lines.push('not managed (on the server, not in the file; left as they are):');
@@ -38,7 +43,7 @@ export function planLines(plan: Plan, file: string): string[] {
 
 export function planJson(plan: Plan): Record<string, unknown> {
   return {
-    objects: plan.objects.map((o) => ({ kind: o.kind, name: o.name, action: o.action, changes: o.changes.map((c) => ({ field: c.field, old: c.old ?? null, new: c.new ?? null })), notes: o.notes })),
+    objects: plan.objects.map((o) => ({ kind: o.kind, name: o.name, action: o.action, changes: o.changes.map((c) => ({ field: c.field, old: c.old ?? null, new: c.new ?? null })), notes: o.notes, notCompared: o.notCompared })),
     unmanaged: plan.unmanaged,
     summary: summary(plan),
   };
