@@ -182,9 +182,10 @@ tenants:
         quotas: [{ flavor: l40s-48g, nominal: 4 }]
 `;
     const run = await apply(empty.url, adminToken, ['-f', writeSpec('broken.yaml', broken)]);
-    expect(run.code).not.toBe(EXIT.OK);
+    // BAD_USER_INPUT has no exit code of its own: FAILURE.
+    expect(run.code).toBe(EXIT.FAILURE);
     expect(run.out).toContain('created tenant cyan-labs');
-    expect(run.err[0]).toMatch(/^fairway apply: queue cyan-batch failed: .+ \[[A-Z_]+\]$/);
+    expect(run.err[0]).toMatch(/^fairway apply: queue cyan-batch failed: .*l40s-48g.* \[BAD_USER_INPUT\]$/);
     expect(run.err[1]).toMatch(/1 of 2 change\(s\) applied/);
     const { tenant } = await expectOk(empty, adminToken, '{ tenant(slug: "cyan-labs") { grantedPriorityClasses egressAllowlist queues { name } } }');
     expect(tenant).toEqual({ grantedPriorityClasses: ['inference-critical'], egressAllowlist: ['10.20.0.7/32', '2001:db8::/32'], queues: [] });

@@ -7,7 +7,10 @@ import { isMap, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { CliError, EXIT } from './context.js';
 
+// The server's own rules (schema/cluster.ts, schema/common.ts, schema/queue.ts), checked here
+// too so that a bad name stops the run before anything is sent.
 const objectName = z.string().regex(/^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/, 'use 1-63 lowercase letters, digits, dots and dashes');
+const slug = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'use 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit');
 const amount = z.number().min(0, 'must not be negative');
 const int = z.number().int();
 
@@ -28,7 +31,7 @@ const flavor = z.strictObject({
 });
 
 const priorityClass = z.strictObject({
-  name: objectName,
+  name: z.string().min(1).max(63),
   requiresGrant: z.boolean().optional(),
   /** SetPriceMultiplierInput.multiplier: the class's multiplier on flavor prices. */
   multiplier: z.number().positive().optional(),
@@ -44,7 +47,7 @@ const cohort = z.strictObject({
 const nodePool = z.strictObject({
   name: objectName,
   /** CreateNodePoolInput.dedicatedTenantId, by slug. */
-  dedicatedTenant: objectName.optional(),
+  dedicatedTenant: slug.optional(),
   nodes: z.array(z.strictObject({ name: z.string().min(1), flavor: z.string().min(1), gpus: int.min(0), cpuMillis: int.min(0), memoryMiB: int.min(0) })),
 });
 
@@ -60,7 +63,7 @@ const timeWindow = z.strictObject({ days: z.array(int), start: z.string(), end: 
 const isolationLevel = z.enum(['BEST_EFFORT', 'DEDICATED', 'ELASTIC', 'GUARANTEED']);
 
 const queue = z.strictObject({
-  name: objectName,
+  name: slug,
   /** CreateQueueInput.cohortId, by name; null: no cohort. */
   cohort: objectName.nullable().optional(),
   quotas: z.array(quota),
@@ -76,14 +79,14 @@ const queue = z.strictObject({
 const boundaryList = z.array(z.string().min(1)).nullable().optional();
 
 const tenant = z.strictObject({
-  slug: objectName,
-  name: z.string().min(1),
+  slug,
+  name: z.string().trim().min(1).max(200),
   tier: z.enum(['STANDARD', 'PREMIUM', 'ENTERPRISE']).optional(),
   isolationLevel: isolationLevel.optional(),
   status: z.enum(['ACTIVE', 'SUSPENDED', 'ARCHIVED']).optional(),
   /** CreateTenantInput.adminEmail: the first admin, at creation only (platform admins cannot read members' e-mails). */
   adminEmail: z.email().optional(),
-  grantedPriorityClasses: z.array(objectName).optional(),
+  grantedPriorityClasses: z.array(z.string().min(1).max(63)).optional(),
   /** setTenantDataBoundaries; null: unrestricted. */
   dataBoundaries: z.strictObject({ imageRegistries: boundaryList, datasetLocations: boundaryList, artifactStores: boundaryList }).nullable().optional(),
   /** setTenantEgressAllowlist; null: unrestricted. */
