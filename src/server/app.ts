@@ -31,7 +31,7 @@ import { useQueryLimits } from '../../plugins/useQueryLimits.js';
 import { useRateLimits } from '../../plugins/useRateLimits.js';
 import { createRateLimiter, rateLimitsFromEnv } from './rate-limits.js';
 import { httpSecurity, httpSecurityFromEnv } from './http-security.js';
-import { createLogger, observabilityFromEnv, observabilityPlugins, type FairwayLogger } from './observability.js';
+import { createLogger, observabilityFromEnv, observabilityPlugins, yogaLogger, type FairwayLogger } from './observability.js';
 import { attachWebSocket, webSocketFromEnv } from './websocket.js';
 
 export interface BuildAppOptions {
@@ -115,7 +115,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   // its node inventory is written by the leader once the scheduler has started.
   const backendSync =
     backend.onInventory || backend.syncTenants
-      ? new BackendSync({ orm, backend, events, isLeader: () => scheduler.isLeader, announce: (input) => scheduler.announce(input), logError, log: (m) => console.log(`[fairway] ${m}`) })
+      ? new BackendSync({ orm, backend, events, isLeader: () => scheduler.isLeader, announce: (input) => scheduler.announce(input), logError, log: (m) => logger.info({ component: 'backend-sync' }, m) })
       : null;
   await backendSync?.start();
   await scheduler.start();
@@ -136,8 +136,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     cors: security.cors,
     healthCheckEndpoint: '/health',
     landingPage: false,
-    // Unexpected errors are logged by maskError; typed errors are answers, not incidents.
-    logging: false,
+    // Unexpected errors are logged by maskError; yoga's own messages go to the structured log.
+    logging: yogaLogger(logger),
     graphiql: config.graphiql
       ? { title: 'Fairway', subscriptionsProtocol: 'WS', headers: JSON.stringify({ Authorization: `Bearer <paste a token from ${config.demo ? 'data/demo-credentials.json' : '`npm run bootstrap` or createApiToken'}>` }) }
       : false,
