@@ -218,6 +218,9 @@ describe('rate limit configuration', () => {
   it('has defaults, can be turned off, and names a bad variable', () => {
     const defaults = rateLimitsFromEnv({}, 'production');
     expect(defaults).toMatchObject({ enabled: true, principal: { perSecond: 50, burst: 200 }, tenant: { perSecond: 150, burst: 600 }, anonymousPerMinute: 300, authFailuresPerMinute: 20, trustProxyHops: 0, keyPrefix: 'fairway:rate' });
+    // Tests run local loops far faster than any remote client: the same limits, 20× the budget.
+    expect(rateLimitsFromEnv({}, 'test')).toMatchObject({ enabled: true, principal: { perSecond: 1000, burst: 4000 }, tenant: { perSecond: 3000, burst: 12000 }, anonymousPerMinute: 6000, authFailuresPerMinute: 400 });
+    expect(rateLimitsFromEnv({ FAIRWAY_RATE_TOKEN_PER_SECOND: '500' }, 'production').principal).toEqual({ perSecond: 500, burst: 500 });
     expect(rateLimitsFromEnv({ FAIRWAY_RATE_LIMITS: 'off' }, 'test').enabled).toBe(false);
     expect(rateLimitsFromEnv({ FAIRWAY_RATE_TOKEN_PER_SECOND: '5', FAIRWAY_RATE_TOKEN_BURST: '20' }, 'test').principal).toEqual({ perSecond: 5, burst: 20 });
     expect(() => rateLimitsFromEnv({ FAIRWAY_RATE_TOKEN_PER_SECOND: 'fast' }, 'test')).toThrow(/FAIRWAY_RATE_TOKEN_PER_SECOND/);
