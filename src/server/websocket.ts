@@ -13,7 +13,16 @@ import { createMaskError } from './errors.js';
 import { WebSocketLimits, type CapRefusal, type ConnectionSlot, type WebSocketCaps, type WebSocketStats } from './websocket-limits.js';
 import { budgetedStream, OutboundBudget } from './websocket-stream.js';
 
-export type { WebSocketStats } from './websocket-limits.js';
+/** Counts against the caps, and slow readers closed since start. */
+export interface AttachedWebSocketStats extends WebSocketStats {
+  slowReadersClosed: number;
+}
+
+/**
+ * After closing a slow reader, how long its close frame may wait behind the unread data for a
+ * client that resumes reading; then the TCP connection is cut (ws alone would wait 30 s).
+ */
+const SLOW_READER_GRACE_MS = 5_000;
 
 /** Every cap is per server replica (counted in this process). */
 export interface WebSocketConfig extends WebSocketCaps {
@@ -97,7 +106,7 @@ export interface AttachWebSocketOptions {
 
 export interface AttachedWebSocket {
   /** Current counts against the caps (tests and diagnostics). */
-  stats(): WebSocketStats;
+  stats(): AttachedWebSocketStats;
   close(): Promise<void>;
 }
 
@@ -143,6 +152,7 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
   const limits = new WebSocketLimits(config);
   const slots = new WeakMap<WebSocket, ConnectionSlot>();
   const budgets = new WeakMap<WebSocket, OutboundBudget>();
+  let slowReadersClosed = 0;
   const wsServer = new WebSocketServer({ server: httpServer, path: yoga.graphqlEndpoint, maxPayload: config.maxMessageBytes });
 
   // Registered before graphql-ws's own listener, so a refused socket is closed before it is served.
@@ -154,10 +164,11 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
     budgets.set(
       socket,
       new OutboundBudget(config.maxBufferedBytes, () => socket.bufferedAmount, () => {
+        slowReadersClosed++;
         closeWith(socket, WS_CLOSE.slowReader, `Slow reader: more than ${config.maxBufferedBytes} bytes waiting to be sent`);
-        // The close frame queues behind what the client is not reading: free the memory now
+        // The close frame queues behind what the client is not reading: free the memory soon
         // rather than after ws's 30 s closing handshake timeout.
-        setTimeout(() => socket.terminate(), 1_000).unref();
+        setTimeout(() => socket.terminate(), SLOW_READER_GRACE_MS).unref();
       }),
     );
   });
@@ -262,7 +273,7 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
   );
 
   return {
-    stats: () => limits.stats(),
+    stats: () => ({ ...limits.stats(), slowReadersClosed }),
     async close() {
       const sockets = [...wsServer.clients];
       const closed = sockets.map((socket) => new Promise<void>((resolve) => (socket.readyState === socket.CLOSED ? resolve() : socket.once('close', () => resolve()))));
