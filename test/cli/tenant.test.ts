@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTenantCommand } from '../../src/cli/tenant/index.js';
 import { EXIT } from '../../src/cli/tenant/context.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
+import { listMyJobs } from '../../examples/typed-client/list-jobs.js';
 
 let t: TestApp;
 let work: string;
@@ -144,6 +145,8 @@ describe('ls, watch, cancel, usage', () => {
     expect(table.out.split('\n')[0]).toMatch(/^ID\s+NAME\s+STATE\s+QUEUE\s+POSITION\s+GPUS\s+AGE$/);
     expect(table.out).toContain('listed-job');
     expect((await cli(['ls', '--state', 'DONE'])).code).toBe(EXIT.USAGE);
+    // The typed-client example (type-checked through this import) reads the same list.
+    expect(await listMyJobs(t.url, member, 50)).toContainEqual(expect.stringMatching(/^(PENDING|ADMITTED|RUNNING) +listed-job \(aurora-training\)/));
   });
 
   it('watch follows a short job over graphql-ws to SUCCEEDED and exits 0', async () => {
