@@ -5,7 +5,8 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { checkPhillyDir, convertPhilly, type PhillyDirSource } from '../simulator/philly.js';
 import { runTenantCommand, TENANT_COMMANDS, TENANT_HELP } from './tenant/index.js';
 import { PLACEMENTS, POLICIES, type PlacementName, type PolicyName } from '../simulator/policies.js';
-import { simulate, terminalReport, writeReport, type SimulateOptions } from '../simulator/run.js';
+import { barProgress, lineProgress, NO_PROGRESS, type ProgressDisplay } from '../simulator/progress.js';
+import { simulate, terminalReport, writeReport, type RunTiming, type SimulateOptions } from '../simulator/run.js';
 
 export class UsageError extends Error {}
 
@@ -38,6 +39,7 @@ const SIMULATE_HELP = `usage: fairway simulate --trace FILE --cluster FILE --que
   --out DIR            output directory for report.json and report.html (default sim-out)
   --name NAME          output file base name (default report)
   --no-tenants         terminal output without the per-tenant tables
+  --quiet              no progress display (stderr: a bar on a terminal, else a line every 5 s)
   -h, --help           this help
 
 See docs/simulator.md for the file formats and exact metric definitions.`;
@@ -142,11 +144,13 @@ function int(f: Flags, k: string, dflt: number): number {
 }
 
 const SIM_STRINGS = ['trace', 'cluster', 'queues', 'policy', 'placement', 'mode', 'seed', 'fill-targets', 'window', 'sla-seconds', 'out', 'name'];
-const SIM_BOOLEANS = ['no-preview', 'eta', 'no-tenants', 'help'];
+const SIM_BOOLEANS = ['no-preview', 'eta', 'no-tenants', 'quiet', 'help'];
 const SIM_KNOWN = [...SIM_STRINGS, ...SIM_BOOLEANS];
 const PHILLY_STRINGS = ['philly-dir', 'out', 'gpus', 'quota', 'fractional', 'seed'];
 
-export function parseSimulateArgs(args: string[]): (SimulateOptions & { out: string; name: string; tenants: boolean }) | 'help' {
+type SimulateCommand = SimulateOptions & { out: string; name: string; tenants: boolean; quiet: boolean };
+
+export function parseSimulateArgs(args: string[]): SimulateCommand | 'help' {
   const f = parseFlags(args, SIM_STRINGS, SIM_BOOLEANS);
   if (f.has('help')) return 'help';
   for (const k of f.keys()) if (!SIM_KNOWN.includes(k)) throw new UsageError(`unknown option --${k}`);
@@ -159,7 +163,7 @@ export function parseSimulateArgs(args: string[]): (SimulateOptions & { out: str
   if (mode !== 'replay' && mode !== 'fill') throw new UsageError(`--mode must be replay or fill, got '${mode}'`);
   const win = str(f, 'window');
   if (win !== undefined && win !== 'last-submit' && win !== 'last-finish') throw new UsageError(`--window must be last-submit or last-finish`);
-  const o: SimulateOptions & { out: string; name: string; tenants: boolean } = {
+  const o: SimulateCommand = {
     trace: need('trace'),
     cluster: need('cluster'),
     queues: need('queues'),
@@ -170,6 +174,7 @@ export function parseSimulateArgs(args: string[]): (SimulateOptions & { out: str
     out: str(f, 'out') ?? 'sim-out',
     name: str(f, 'name') ?? 'report',
     tenants: !f.has('no-tenants'),
+    quiet: f.has('quiet'),
   };
   if (win !== undefined) o.windowEnd = win;
   if (f.has('sla-seconds')) o.slaSeconds = int(f, 'sla-seconds', 60);
@@ -188,14 +193,26 @@ export function parseSimulateArgs(args: string[]): (SimulateOptions & { out: str
 export interface Io {
   out(s: string): void;
   err(s: string): void;
+  /** The stream behind `err`, when there is one: a terminal gets a redrawn progress bar. */
+  errStream?: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
-const stdio: Io = { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n') };
+const stdio: Io = { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n'), errStream: process.stderr };
 
-/** What tests may replace: the environment and the default Philly folder. */
+/** The simulate progress display: a bar on a terminal, plain lines (at most one per interval) elsewhere. */
+function progressDisplay(io: Io, options: CliOptions): ProgressDisplay {
+  if (io.errStream?.isTTY) return barProgress(io.errStream);
+  return lineProgress(io.err, options.progressIntervalMs !== undefined ? { intervalMs: options.progressIntervalMs } : {});
+}
+
+/** What tests may replace: the environment, the default Philly folder, how often simulate reports progress. */
 export interface CliOptions {
   env?: Record<string, string | undefined>;
   phillyDefaultDir?: string;
+  /** Non-terminal progress: at most one line per this many ms (default 5000). */
+  progressIntervalMs?: number;
+  /** Jobs between two progress callbacks of the simulator (default: replay 1000, fill 200). */
+  progressEvery?: number;
 }
 
 /** Run the CLI; returns the exit code (0 ok, 1 input/run error, 2 usage error). */
@@ -213,11 +230,20 @@ export async function main(argv: string[], io: Io = stdio, options: CliOptions =
         io.out(SIMULATE_HELP);
         return 0;
       }
-      const res = simulate(o, undefined, (t) => {
+      if (options.progressEvery !== undefined) o.progressEvery = options.progressEvery;
+      const display = o.quiet ? NO_PROGRESS : progressDisplay(io, options);
+      const onRun = (t: RunTiming) => {
+        display.runDone();
         const rate = t.jobs / Math.max(t.ms / 1000, 1e-9);
         const eta = t.explains ? `; ETA sampling ${(t.explainMs! / 1000).toFixed(2)} s of it, ${t.explains} explain calls` : '';
         io.err(`${o.mode} ${t.policy}/${t.placement}: ${t.jobs} jobs in ${(t.ms / 1000).toFixed(2)} s (${Math.round(rate)} jobs/s${eta})`);
-      });
+      };
+      let res;
+      try {
+        res = simulate(o, undefined, onRun, (p) => display.update(p));
+      } finally {
+        display.runDone(); // a failed run must not leave the bar (or a hidden cursor) behind
+      }
       io.out(terminalReport(res.report, o.tenants));
       const files = await writeReport(res.report, o.out, o.name);
       io.out(`\nwrote ${files.json}, ${files.html} and ${files.md}`);

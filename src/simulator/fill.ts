@@ -12,6 +12,16 @@ export interface FillOptions {
   seed: number;
   /** Requested percentages to report at (default 50, 80, 90, 100, 130). */
   targetsPct?: number[];
+  /** Called after every `progressEvery` (default 200) drawn jobs with the GPUs requested so far and the last target's. */
+  onProgress?: (p: FillProgress) => void;
+  progressEvery?: number;
+}
+
+export interface FillProgress {
+  submitted: number;
+  requestedGpus: number;
+  /** GPUs requested when the highest target is reached (the run ends there). */
+  targetGpus: number;
 }
 
 export const DEFAULT_FILL_TARGETS = [50, 80, 90, 100, 130];
@@ -63,6 +73,7 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
     else pendingShapes.remove(sh.key);
   };
   let ti = 0;
+  const progressEvery = opts.progressEvery ?? 200;
   const maxDraws = 1_000_000;
   if (!trace.some((j) => jobGpus(j) > 0)) throw new Error('fill needs a trace with GPU jobs');
   while (ti < targets.length) {
@@ -109,6 +120,7 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
       }
       if (r.admitted.length === 0 && r.preempted.length === 0) break;
     }
+    if (opts.onProgress && submitted % progressEvery === 0) opts.onProgress({ submitted, requestedGpus: requested, targetGpus: (targets[targets.length - 1]! / 100) * capacity });
     while (ti < targets.length && requested >= (targets[ti]! / 100) * capacity - 1e-9) {
       const nodes = sched.nodeStatus();
       // cross-check the simulator's books against the core's node state

@@ -24,6 +24,21 @@ export interface SimulateOptions {
   preview?: boolean;
   /** Sample the ETA the core shows at submit for jobs left pending (default false: costly). */
   eta?: boolean;
+  /** How many jobs (replay: submits and finishes) between two progress callbacks. */
+  progressEvery?: number;
+}
+
+/** Where a run stands, for a progress display (stderr): nothing of it reaches the report. */
+export interface RunProgress {
+  mode: 'replay' | 'fill';
+  policy: string;
+  placement: string;
+  /** 0…1. Replay: (submits + finishes) / (2 × jobs); fill: GPUs requested / the last target's. */
+  fraction: number;
+  /** Jobs processed so far, for a rate (replay: a job counts half at its submit, half at its finish). */
+  jobs: number;
+  /** What the fraction is made of, in words. */
+  detail: string;
 }
 
 export interface RunTiming {
@@ -51,7 +66,7 @@ export function loadInput(o: Pick<SimulateOptions, 'trace' | 'cluster' | 'queues
   return input;
 }
 
-export function simulate(o: SimulateOptions, input: SimInput = loadInput(o), onRun?: (t: RunTiming) => void): SimulationResult {
+export function simulate(o: SimulateOptions, input: SimInput = loadInput(o), onRun?: (t: RunTiming) => void, onProgress?: (p: RunProgress) => void): SimulationResult {
   const inputs: ReportInputs = {
     trace: basename(o.trace),
     cluster: basename(o.cluster),
@@ -77,6 +92,18 @@ export function simulate(o: SimulateOptions, input: SimInput = loadInput(o), onR
         if (o.windowEnd) ro.windowEnd = o.windowEnd;
         if (o.preview !== undefined) ro.preview = o.preview;
         if (o.eta !== undefined) ro.eta = o.eta;
+        if (onProgress) {
+          ro.onProgress = (p) =>
+            onProgress({
+              mode: 'replay',
+              policy,
+              placement,
+              fraction: (p.submitted + p.finished) / (2 * p.total),
+              jobs: (p.submitted + p.finished) / 2,
+              detail: `${p.submitted}/${p.total} submitted, ${p.finished} finished`,
+            });
+          if (o.progressEvery !== undefined) ro.progressEvery = o.progressEvery;
+        }
         const out = runReplay(input, ro);
         const ms = performance.now() - t0;
         report.runs.push(computeReplayMetrics(out, o.slaSeconds !== undefined ? { slaSeconds: o.slaSeconds } : {}));
@@ -91,7 +118,20 @@ export function simulate(o: SimulateOptions, input: SimInput = loadInput(o), onR
   for (const policy of o.policies) {
     for (const placement of o.placements) {
       const t0 = performance.now();
-      const out = runFill(input, { policy, placement, seed: o.seed, targetsPct: o.fillTargets ?? DEFAULT_FILL_TARGETS });
+      const fo: Parameters<typeof runFill>[1] = { policy, placement, seed: o.seed, targetsPct: o.fillTargets ?? DEFAULT_FILL_TARGETS };
+      if (onProgress) {
+        fo.onProgress = (p) =>
+          onProgress({
+            mode: 'fill',
+            policy,
+            placement,
+            fraction: Math.min(1, p.requestedGpus / p.targetGpus),
+            jobs: p.submitted,
+            detail: `${p.submitted} jobs drawn, ${Math.round(p.requestedGpus)}/${Math.round(p.targetGpus)} GPUs requested`,
+          });
+        if (o.progressEvery !== undefined) fo.progressEvery = o.progressEvery;
+      }
+      const out = runFill(input, fo);
       const ms = performance.now() - t0;
       report.runs.push(fillRun(out));
       const t = { policy, placement, jobs: out.sample.length, ms };
