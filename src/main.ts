@@ -61,6 +61,10 @@ function installLastResortHandlers(): void {
   });
 }
 
+function formatRealTime(ms: number): string {
+  return ms >= 60_000 ? `${+(ms / 60_000).toFixed(1)} min` : `${+(ms / 1000).toFixed(1)} s`;
+}
+
 async function main() {
   installLastResortHandlers();
   let config;
@@ -101,9 +105,12 @@ async function main() {
     for (const c of credentials) console.log(`  ${c.role.padEnd(14)} ${(c.tenant ?? '(platform)').padEnd(20)} ${c.email.padEnd(24)} ${c.token}`);
     const sample = credentials.find((c) => c.role === 'TENANT_ADMIN');
     if (sample) {
-      console.log(`\nTry:\n  curl -s ${url} -H 'content-type: application/json' -H 'authorization: Bearer ${sample.token}' \\\n    -d '{"query":"{ tenant(slug: \\"${sample.tenant}\\") { queues { name usage { flavor used borrowed } pendingCount } jobs(last: 5) { edges { node { name state position { inQueue } pendingReason { code } } } } } }"}'`);
+      console.log(`\nTry:\n  curl -s ${url} -H 'content-type: application/json' -H 'authorization: Bearer ${sample.token}' \\\n    -d '{"query":"{ tenant(slug: \\"${sample.tenant}\\") { queues { name usage { flavor used borrowed } pendingCount } jobs(last: 5) { edges { node { name state position { inQueue } eta pendingReason { code message } } } } } }"}'`);
     }
-    if (config.demoTrickle) console.log(`\nA demo job is submitted every few seconds (simulated cluster at ${config.simulatedTimeScale}x speed; FAIRWAY_DEMO_TRICKLE=false stops it).`);
+    if (config.demoTrickle) {
+      // Say what the background jobs are, so a first job that waits (or does not) makes sense.
+      console.log(`\nBackground demo jobs are submitted every few seconds (FAIRWAY_DEMO_TRICKLE=false stops them); Aurora's are 'experiment', the lowest class, so a 'training' job of yours goes ahead of them. The simulated cluster runs at ${config.simulatedTimeScale}x speed: a declared hour takes ${formatRealTime(3_600_000 / config.simulatedTimeScale)}.`);
+    }
   }
   if (!config.demo && (await systemEntityManager(app.orm).count(User, { isPlatformAdmin: true })) === 0) {
     // Production starts empty: say how to get in rather than leave the operator guessing.
