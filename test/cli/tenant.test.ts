@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTenantCommand } from '../../src/cli/tenant/index.js';
-import { EXIT } from '../../src/cli/tenant/context.js';
+import { EXIT, exitCodeFor } from '../../src/cli/tenant/context.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
 import { listMyJobs } from '../../examples/typed-client/list-jobs.js';
 
@@ -192,6 +192,11 @@ describe('ls, watch, cancel, usage', () => {
 });
 
 describe('errors', () => {
+  it('maps each error code to its exit status', () => {
+    const codes = ['UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE', 'BAD_USER_INPUT', undefined];
+    expect(codes.map(exitCodeFor)).toEqual([3, 3, 4, 5, 6, 7, 1, 1]);
+  });
+
   it('an unreachable server exits 7 with one readable line', async () => {
     const port = await new Promise<number>((resolve) => {
       const server = net.createServer().listen(0, '127.0.0.1', () => {
@@ -209,6 +214,10 @@ describe('errors', () => {
     const missing = await cli(['watch', Buffer.from('Job:00000000-0000-4000-8000-000000000000').toString('base64')]);
     expect(missing.code, missing.err).toBe(EXIT.NOT_FOUND);
     expect((await cli(['ls', '--colour'])).code).toBe(EXIT.USAGE);
+    // apply's own parser does not know --server/--token: the dispatcher takes them out of its argv
+    const apply = await cli(['apply', '--server', t.url, '--token', member, '-f', path.join(work, 'missing.yaml'), '--check']);
+    expect(apply.err).not.toMatch(/unknown option/i);
+    expect(apply.err).toMatch(/missing\.yaml/);
     const help = await cli(['submit', '--help']);
     expect(help.code).toBe(0);
     expect(help.out).toMatch(/^usage: fairway submit -f FILE/);

@@ -39,7 +39,11 @@ export function standing(s: Standing, now = Date.now()): string {
     if (s.position.inCohort != null) at += ` (#${s.position.inCohort}/${s.position.cohortLength ?? '?'} in cohort)`;
     parts.push(at);
   }
-  if (s.state === 'PENDING') parts.push(s.eta ? `ETA ${s.eta.slice(11, 19)}Z (in ${duration(Date.parse(s.eta) - now)})` : 'ETA unknown');
+  if (s.state === 'PENDING') {
+    const left = s.eta ? Date.parse(s.eta) - now : 0;
+    // an ETA just passed (the next cycle has not admitted it yet) reads "due", not "in -3s"
+    parts.push(s.eta ? `ETA ${s.eta.slice(11, 19)}Z (${left > 0 ? `in ${duration(left)}` : 'due'})` : 'ETA unknown');
+  }
   if (s.pendingReason && s.state === 'PENDING') parts.push(`${s.pendingReason.code}: ${s.pendingReason.message}`);
   if (s.preemptionCount) parts.push(`preempted ${s.preemptionCount}×`);
   if (s.exitReason && (s.state === 'FAILED' || s.state === 'CANCELLED')) parts.push(`(${s.exitReason})`);
