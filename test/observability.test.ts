@@ -226,9 +226,10 @@ describe('createLogger', () => {
 });
 
 describe('observability configuration', () => {
-  it('defaults: info (error under tests), tracing off', () => {
+  it('defaults: info in production, warn in development (the demo terminal), error under tests; tracing off', () => {
     expect(observabilityFromEnv({}, 'production')).toEqual({ logLevel: 'info', tracing: null });
     expect(observabilityFromEnv({}, 'test').logLevel).toBe('error');
+    expect(observabilityFromEnv({}, 'development').logLevel).toBe('warn');
     expect(observabilityFromEnv({ LOG_LEVEL: 'DEBUG' }, 'production').logLevel).toBe('debug');
     expect(observabilityFromEnv({ LOG_LEVEL: 'silent' }, 'production').logLevel).toBe('silent');
   });

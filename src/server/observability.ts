@@ -22,7 +22,9 @@ export const DEFAULT_OTLP_ENDPOINT = 'http://localhost:4318';
 export function observabilityFromEnv(env: NodeJS.ProcessEnv, nodeEnv: 'development' | 'production' | 'test'): ObservabilityConfig {
   const problems: string[] = [];
   const levelText = env.LOG_LEVEL?.trim().toLowerCase();
-  let logLevel: LogLevel = nodeEnv === 'test' ? 'error' : 'info';
+  // Production logs every operation (info). A developer's terminal (the demo) shows warnings
+  // and errors only, so the demo's tokens and hints are not buried under a line per request.
+  let logLevel: LogLevel = nodeEnv === 'test' ? 'error' : nodeEnv === 'development' ? 'warn' : 'info';
   if (levelText) {
     if ((LOG_LEVELS as readonly string[]).includes(levelText)) logLevel = levelText as LogLevel;
     else problems.push(`LOG_LEVEL: "${env.LOG_LEVEL}" is not one of ${LOG_LEVELS.join(', ')}`);
