@@ -10,7 +10,7 @@ import { startTestApp, type TestApp } from './helpers/harness.js';
 import { eventually } from './helpers/live-subscription.js';
 import { IdentityResolver } from '../src/auth/identity.js';
 import { OidcVerifier } from '../src/auth/oidc.js';
-import { attachWebSocket, DEFAULT_WEBSOCKET_CONFIG, webSocketFromEnv, type AttachedWebSocket, type WebSocketConfig } from '../src/server/websocket.js';
+import { attachWebSocket, DEFAULT_WEBSOCKET_CONFIG, type AttachedWebSocket, type AttachWebSocketOptions, type WebSocketConfig } from '../src/server/websocket.js';
 
 /**
  * Issue 13's WebSocket abuse, over real sockets: each test attaches the transport with small caps
@@ -40,10 +40,10 @@ interface Limited {
   close(): Promise<void>;
 }
 
-async function limited(caps: Partial<WebSocketConfig>): Promise<Limited> {
+async function limited(caps: Partial<WebSocketConfig>, operationCheck?: AttachWebSocketOptions['operationCheck']): Promise<Limited> {
   const httpServer: Server = createServer(t.app.yoga);
   const identity = new IdentityResolver({ orm: t.app.orm, oidc: new OidcVerifier(t.app.config.oidc!), now: () => t.now.value });
-  const ws = attachWebSocket({ httpServer, yoga: t.app.yoga, identity, config: { ...DEFAULT_WEBSOCKET_CONFIG, ...caps }, metrics: t.app.metrics, logError: (e) => serverErrors.push(e) });
+  const ws = attachWebSocket({ httpServer, yoga: t.app.yoga, identity, config: { ...DEFAULT_WEBSOCKET_CONFIG, ...caps }, metrics: t.app.metrics, logError: (e) => serverErrors.push(e), operationCheck });
   await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
   const url = `ws://127.0.0.1:${(httpServer.address() as AddressInfo).port}/graphql`;
   return {
@@ -192,6 +192,38 @@ describe('a malformed operation is answered on its own id', () => {
     await live.until((s) => s.events.length > before);
     expect(live.events.at(-1)!.targetId).toBe(project);
     expect(live.ended).toBe(false);
+  });
+});
+
+describe('persisted operations over WebSocket (the operation check)', () => {
+  it('a refused operation is answered on its id with the check\'s code; a persisted id becomes its text', async () => {
+    const byId = new Map([['audit', AUDIT]]);
+    const server = await limited({}, (p) => (p.query ? { error: 'Send a persisted operation id.', code: 'PERSISTED_QUERY_REQUIRED' } : byId.has(String((p.extensions?.persistedQuery as { sha256Hash?: string })?.sha256Hash)) ? { query: byId.get('audit')! } : { error: 'Unknown persisted operation.', code: 'PERSISTED_QUERY_NOT_FOUND' }));
+    try {
+      const c = client(server.url, t.token('aurora-research', 'AUDITOR'));
+      const text = subscribe(c, aurora);
+      await text.until((s) => s.ended);
+      expect(text.errors).toEqual([{ message: 'Send a persisted operation id.', extensions: { code: 'PERSISTED_QUERY_REQUIRED' } }]);
+      // By hash: the known one runs (an event arrives), an unknown one is refused on its id.
+      const viaHash = (hash: string) => {
+        const got: { data: unknown[]; errors: GqlError[] } = { data: [], errors: [] };
+        const done = new Promise<void>((resolve) =>
+          c.subscribe({ query: '', variables: { id: aurora }, extensions: { persistedQuery: { version: 1, sha256Hash: hash } } }, { next: (m) => (m.data && got.data.push(m.data), resolve()), error: (e) => (Array.isArray(e) && got.errors.push(...(e as GqlError[])), resolve()), complete: () => resolve() }),
+        );
+        return { got, done };
+      };
+      const unknown = viaHash('nope');
+      await unknown.done;
+      expect(unknown.got.errors.map((e) => e.extensions?.code)).toEqual(['PERSISTED_QUERY_NOT_FOUND']);
+      const known = viaHash('audit');
+      for (let i = 0; i < 40 && known.got.data.length === 0; i++) {
+        await createProject('aurora-research');
+        await Promise.race([known.done, new Promise((r) => setTimeout(r, 150))]);
+      }
+      expect(known.got).toMatchObject({ errors: [], data: [{ auditEventRecorded: { action: 'project.create' } }] });
+    } finally {
+      await server.close();
+    }
   });
 });
 
@@ -375,7 +407,9 @@ describe('a subscriber that stops reading', () => {
         await createProject('aurora-research', description);
         await eventually(async () => received >= 20 * (i + 1) || received >= 20, 200).catch(() => undefined);
       }
+      // It read a burst of 20 fat events (~1 MB, four times the cap) without being closed: reading keeps it open.
       expect(received).toBeGreaterThanOrEqual(20);
+      expect(server.ws.stats().slowReadersClosed).toBe(0);
       (slow.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
 
       const latencies: number[] = [];

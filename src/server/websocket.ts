@@ -9,6 +9,7 @@ import type { Principal } from '../auth/principal.js';
 import { FairwayError } from '../shared/client-errors.js';
 import { isDatabaseUnavailable } from '../persistence/database-unavailable.js';
 import type { FairwayMetrics } from './metrics.js';
+import type { WebSocketOperationCheck } from './http-security.js';
 import { createMaskError } from './errors.js';
 import { WebSocketLimits, type CapRefusal, type ConnectionSlot, type WebSocketCaps, type WebSocketStats } from './websocket-limits.js';
 import { budgetedStream, OutboundBudget } from './websocket-stream.js';
@@ -102,6 +103,8 @@ export interface AttachWebSocketOptions {
   config: WebSocketConfig;
   metrics: FairwayMetrics;
   logError: (error: unknown) => void;
+  /** Persisted-operation rule for subscribe messages (webSocketOperationCheck in http-security.ts); absent: any text. */
+  operationCheck?: WebSocketOperationCheck | null;
 }
 
 export interface AttachedWebSocket {
@@ -230,11 +233,13 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
             params: payload,
             connectionParams: ctx.connectionParams ?? null,
           });
+          const checked = options.operationCheck?.({ query: payload.query, extensions: payload.extensions ?? undefined }) ?? { query: payload.query };
+          if ('error' in checked) return [new GraphQLError(checked.error, { extensions: { code: checked.code } })];
           // A malformed or over-limit operation (graphql-armor runs inside parse and validate)
           // is answered on its own id; the socket and its other subscriptions carry on.
           let document;
           try {
-            document = parse(payload.query);
+            document = parse(checked.query);
           } catch (error) {
             if (!(error instanceof Error && error.name === 'GraphQLError')) throw error;
             const code = (error as GraphQLError).extensions?.code;
