@@ -5,18 +5,19 @@
 // 200 jobs in aurora-research's queue), once with the rate limits on (the defaults) and once
 // with FAIRWAY_RATE_LIMITS=off. Tenant aurora's dashboard (the api bench's query, a tenant
 // admin's token) is asked at a steady rate, first alone, then while tenant borealis's member
-// token floods the server with its own dashboard from many concurrent connections. Printed
+// token floods the server from many concurrent connections with issue 13's mix (three small
+// queries, then a previewJob, over and over). Printed
 // and written to bench/RESULTS.md: the dashboard's p50/p99 latency and refusals, the flood's
 // accepted and refused (429) requests, and the server's CPU per request (/proc, 10 ms ticks).
 //
-// Knobs (environment): BENCH_SECONDS=6 (each phase) BENCH_DASHBOARD_RATE=20 (requests/s)
+// Knobs (environment): BENCH_SECONDS=6 (each phase) BENCH_DASHBOARD_RATE=5 (requests/s)
 //   BENCH_FLOOD_CONCURRENCY=32 BENCH_RESULTS=bench/RESULTS.md (the section between the
 //   `<!-- bench:flood -->` markers is replaced, or appended; empty string: do not write)
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { post, sleep } from './api/load-client.js';
+import { gql, post, sleep } from './api/load-client.js';
 import { cpuSeconds, gitDescribe, loadAvg } from './api/process-stats.js';
 import { ms, pct } from './api/report.js';
 import { ROOT } from './api/repo-root.js';
@@ -38,6 +39,8 @@ const DASHBOARD = `query Dashboard($slug: String!) {
   }
 }`;
 
+const PREVIEW = `mutation($in: SubmitJobInput!) { previewJob(input: $in) { __typename } }`;
+
 interface PhaseResult {
   limits: 'on' | 'off';
   phase: 'alone' | 'flood';
@@ -55,12 +58,13 @@ const codeOf = (text: string) => {
   }
 };
 
-async function runPhase(limits: 'on' | 'off', phase: 'alone' | 'flood', server: { url: string; pid: number; tokens: Record<string, string> }, o: { seconds: number; rate: number; concurrency: number }): Promise<PhaseResult> {
+async function runPhase(limits: 'on' | 'off', phase: 'alone' | 'flood', server: { url: string; pid: number; tokens: Record<string, string>; floodQueueId: string }, o: { seconds: number; rate: number; concurrency: number }): Promise<PhaseResult> {
   const url = new URL(server.url);
   const dashboardBody = JSON.stringify({ query: DASHBOARD, variables: { slug: 'aurora-research' } });
-  const floodBody = JSON.stringify({ query: DASHBOARD, variables: { slug: 'borealis-inference' } });
   const victim = server.tokens['aurora-research/TENANT_ADMIN']!;
   const flooder = server.tokens['borealis-inference/MEMBER']!;
+  const floodQuery = JSON.stringify({ query: `{ viewer { email } queues { name pendingCount } }` });
+  const floodPreview = JSON.stringify({ query: PREVIEW, variables: { in: { queueId: server.floodQueueId, name: 'flood preview', podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 3600 } } });
   const dashboardAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
   const floodAgent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
   const result: PhaseResult = { limits, phase, dashboard: { latencies: [], refused: 0, failed: 0 }, flood: { sent: 0, accepted: 0, refused: 0, failed: 0 }, seconds: o.seconds, cpuSeconds: 0 };
@@ -72,8 +76,8 @@ async function runPhase(limits: 'on' | 'off', phase: 'alone' | 'flood', server: 
     phase === 'flood'
       ? Array.from({ length: o.concurrency }, async () => {
           while (performance.now() < endAt) {
-            result.flood.sent++;
-            const res = await post(floodAgent, url, flooder, floodBody).catch(() => ({ status: 0, text: '' }));
+            const body = result.flood.sent++ % 4 === 3 ? floodPreview : floodQuery;
+            const res = await post(floodAgent, url, flooder, body).catch(() => ({ status: 0, text: '' }));
             if (res.status === 429 && codeOf(res.text) === 'RATE_LIMITED') result.flood.refused++;
             else if (res.status === 200 && codeOf(res.text) === 'OK') result.flood.accepted++;
             else result.flood.failed++;
@@ -109,18 +113,18 @@ function table(results: PhaseResult[]): string[] {
   const rows = results.map((r) => {
     const d = r.dashboard;
     const requests = d.latencies.length + d.refused + d.failed + r.flood.sent;
-    return `| ${r.limits} | ${r.phase === 'alone' ? 'dashboard alone' : 'during the flood'} | ${d.latencies.length + d.refused + d.failed} | ${ms(pct(d.latencies, 0.5))} | ${ms(pct(d.latencies, 0.99))} | ${d.refused + d.failed} | ${r.flood.sent} | ${r.flood.accepted} | ${r.flood.refused} | ${Math.round(r.flood.sent / r.seconds)} | ${ms((r.cpuSeconds * 1000) / requests)} |`;
+    return `| ${r.limits} | ${r.phase === 'alone' ? 'dashboard alone' : 'during the flood'} | ${d.latencies.length + d.refused + d.failed} | ${ms(pct(d.latencies, 0.5))} | ${ms(pct(d.latencies, 0.99))} | ${d.refused + d.failed} | ${r.flood.sent} | ${r.flood.accepted} | ${r.flood.refused} | ${Math.round(r.flood.sent / r.seconds)} | ${Math.round((r.cpuSeconds / r.seconds) * 100)} % | ${ms((r.cpuSeconds * 1000) / requests)} |`;
   });
   return [
-    '| rate limits | phase | dashboard requests | dashboard p50 ms | dashboard p99 ms | dashboard refused/failed | flood requests | flood accepted | flood refused (429) | flood req/s | server CPU ms/request |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| rate limits | phase | dashboard requests | dashboard p50 ms | dashboard p99 ms | dashboard refused/failed | flood requests | flood accepted | flood refused (429) | flood req/s | server CPU | server CPU ms/request |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...rows,
   ];
 }
 
 async function main(): Promise<void> {
   const env = process.env;
-  const o = { seconds: Number(env.BENCH_SECONDS ?? 6), rate: Number(env.BENCH_DASHBOARD_RATE ?? 20), concurrency: Number(env.BENCH_FLOOD_CONCURRENCY ?? 32) };
+  const o = { seconds: Number(env.BENCH_SECONDS ?? 6), rate: Number(env.BENCH_DASHBOARD_RATE ?? 5), concurrency: Number(env.BENCH_FLOOD_CONCURRENCY ?? 32) };
   const resultsFile = env.BENCH_RESULTS ?? path.join(ROOT, 'bench', 'RESULTS.md');
   const started = Date.now();
   const loadStart = loadAvg();
@@ -129,7 +133,8 @@ async function main(): Promise<void> {
   const seed = Array.from({ length: 200 }, (_, i) => ({ name: `dash-${i}`, flavor: i % 4 === 3 ? ('a100-1g.10gb' as const) : ('h100-80g' as const), gpus: 1, seconds: 1e6 }));
   for (const limits of ['on', 'off'] as const) {
     process.env.FAIRWAY_RATE_LIMITS = limits; // read by the server child (startFairway passes the environment on)
-    const server = await startFairway(60, seed);
+    const started = await startFairway(60, seed);
+    const server = { ...started, floodQueueId: (await gql(started, started.tokens['borealis-inference/MEMBER']!, `{ queues { id } }`)).queues[0].id as string };
     try {
       console.error(`[bench:flood] rate limits ${limits}: server pid ${server.pid}`);
       await runPhase(limits, 'alone', server, { ...o, seconds: 1 }); // warm-up, not reported
@@ -155,7 +160,7 @@ async function main(): Promise<void> {
       `Date: ${new Date(started).toISOString()}; ${cpus.length} × ${cpus[0]?.model ?? '?'} (shared), Node ${process.version}; load average at start / end: ${loadStart} / ${loadAvg()}; code ${gitDescribe()}.`,
       '',
       `One gateway (\`src/main.ts\`, NODE_ENV=production, SQLite, the demo with 200 jobs in aurora's queue), with the default rate limits and with \`FAIRWAY_RATE_LIMITS=off\`. ` +
-        `Aurora's tenant admin asks the api bench's dashboard query ${o.rate} times a second (open loop) for ${o.seconds} s, alone, then while borealis's member token sends its own dashboard from ${o.concurrency} connections in a closed loop. ` +
+        `Aurora's tenant admin asks the api bench's dashboard query ${o.rate} times a second (open loop) for ${o.seconds} s, alone, then while borealis's member token floods from ${o.concurrency} connections in a closed loop: three small queries (1 point each), then a previewJob (3 points), over and over (the default budget: 200 points, then 50 a second). ` +
         'Server CPU: the gateway process (/proc, 10 ms ticks) over every request of the phase, dashboard and flood.',
       '',
       ...lines,
