@@ -25,6 +25,16 @@ export async function createRedisEventTarget(url: string, reportError: (error: u
   const report = (error: unknown) => {
     if (!closing) reportError(error);
   };
+  // Without an 'error' listener ioredis prints every failed reconnect attempt; report the
+  // first of an outage instead, and again only after the connection was ready once more.
+  for (const client of [publishClient, subscribeClient]) {
+    let down = false;
+    client.on('error', (error: unknown) => {
+      if (!down) report(error);
+      down = true;
+    });
+    client.on('ready', () => (down = false));
+  }
   const publisher = {
     publish: (channel: string, message: string) => publishClient.publish(channel, message).catch(report),
   };

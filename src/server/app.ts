@@ -30,9 +30,9 @@ import { resolveQueryLimits } from './limits.js';
 import { useQueryLimits } from '../../plugins/useQueryLimits.js';
 import { useRateLimits } from '../../plugins/useRateLimits.js';
 import { createRateLimiter, rateLimitsFromEnv } from './rate-limits.js';
-import { httpSecurity, httpSecurityFromEnv } from './http-security.js';
+import { httpSecurity, httpSecurityFromEnv, webSocketOperationCheck } from './http-security.js';
 import { createLogger, observabilityFromEnv, observabilityPlugins, yogaLogger, type FairwayLogger } from './observability.js';
-import { attachWebSocket, webSocketFromEnv } from './websocket.js';
+import { attachWebSocket, webSocketFromEnv, type AttachedWebSocket } from './websocket.js';
 
 export interface BuildAppOptions {
   config: FairwayConfig;
@@ -66,6 +66,8 @@ export interface FairwayApp {
   /** Node inventory and tenant isolation between the backend and the database (Kubernetes); null for the simulated cluster. */
   backendSync: BackendSync | null;
   httpServer: Server;
+  /** graphql-ws on the same port: open sockets and operations (stats) under their caps. */
+  webSocket: AttachedWebSocket;
   /** Starts HTTP and WebSocket on one port; resolves with the GraphQL URL. */
   listen(port?: number, host?: string): Promise<{ url: string; port: number }>;
   close(): Promise<void>;
@@ -164,7 +166,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   });
 
   const httpServer = createServer(yoga);
-  const webSocket = attachWebSocket({ httpServer, yoga: yoga as never, identity, config: config.webSocket, metrics, logError });
+  const webSocket = attachWebSocket({ httpServer, yoga: yoga as never, identity, config: config.webSocket, metrics, logError, operationCheck: webSocketOperationCheck(config.http) });
 
   let closed = false;
   return {
@@ -177,6 +179,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     backend,
     backendSync,
     httpServer,
+    webSocket,
     listen(port = config.port, host = config.host) {
       return new Promise((resolve, reject) => {
         httpServer.once('error', reject);
