@@ -29,6 +29,7 @@ import { createMaskError } from './errors.js';
 import { resolveQueryLimits } from './limits.js';
 import { useQueryLimits } from '../../plugins/useQueryLimits.js';
 import { useRateLimits } from '../../plugins/useRateLimits.js';
+import { useCallerConcurrency } from '../../plugins/useCallerConcurrency.js';
 import { createRateLimiter, rateLimitsFromEnv } from './rate-limits.js';
 import { httpSecurity, httpSecurityFromEnv, webSocketOperationCheck } from './http-security.js';
 import { createLogger, observabilityFromEnv, observabilityPlugins, yogaLogger, type FairwayLogger } from './observability.js';
@@ -150,6 +151,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     maskedErrors: { maskError: createMaskError(logError) },
     plugins: [
       ...security.plugins,
+      // Before anything is parsed or looked up: one caller's requests take turns.
+      ...(config.rateLimits.enabled ? [useCallerConcurrency({ ...config.rateLimits.concurrency, trustProxyHops: config.rateLimits.trustProxyHops, graphqlEndpoint: '/graphql' })] : []),
       useQueryLimits(limits),
       useReadiness({ check: () => orm.em.getConnection().execute('select 1').then(() => undefined), timeoutMs: config.readyTimeoutMs }),
       useUsageExport({ orm, identity, events, scheduler, now, currency: config.currency, logError }),

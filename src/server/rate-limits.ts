@@ -59,6 +59,8 @@ export interface RateLimitConfig {
   trustProxyHops: number;
   /** Prefix of the Redis keys (replicas of one deployment must share it). */
   keyPrefix: string;
+  /** Requests of one caller executing at once, and waiting their turn (plugins/useCallerConcurrency.ts). */
+  concurrency: { maxInFlight: number; maxQueued: number; maxWaitMs: number };
 }
 
 /**
@@ -70,6 +72,13 @@ const TEST_PROCESS_PREFIX = `fairway:rate:test-${randomBytes(4).toString('hex')}
 
 export const DEFAULT_RATE_BUDGETS = { tokenPerSecond: 50, tokenBurst: 200, tenantPerSecond: 150, tenantBurst: 600, anonymousPerMinute: 300, authFailuresPerMinute: 20 } as const;
 
+/**
+ * One caller's requests at once: 4 execute (a portal page's parallel requests mostly fit; the
+ * rest wait milliseconds), 64 wait their turn for at most 10 s, more are refused. Measured with
+ * `npm run bench:flood`: see bench/RESULTS.md.
+ */
+export const DEFAULT_CONCURRENCY = { maxInFlight: 4, maxQueued: 64, maxWaitMs: 10_000 } as const;
+
 const positiveInt = (max: number) => z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(max, `must be at most ${max}`);
 const envSchema = z.object({
   FAIRWAY_RATE_LIMITS: z.enum(['on', 'off', 'true', 'false', '1', '0']).default('on'),
@@ -80,6 +89,8 @@ const envSchema = z.object({
   FAIRWAY_RATE_ANONYMOUS_PER_MINUTE: positiveInt(100_000_000).optional(),
   FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE: positiveInt(1_000_000).optional(),
   FAIRWAY_TRUST_PROXY_HOPS: z.coerce.number().int('must be a whole number').min(0, 'must be 0 or more').max(10, 'must be at most 10').default(0),
+  FAIRWAY_RATE_MAX_IN_FLIGHT: positiveInt(100_000).optional(),
+  FAIRWAY_RATE_MAX_QUEUED: z.coerce.number().int('must be a whole number').min(0, 'must be 0 or more').max(1_000_000).optional(),
   FAIRWAY_RATE_REDIS_PREFIX: z.string().regex(/^[\w:.-]{1,64}$/, 'must be 1-64 letters, digits or :._-').optional(),
 });
 
@@ -104,6 +115,11 @@ export function rateLimitsFromEnv(env: NodeJS.ProcessEnv, nodeEnv: 'development'
     authFailuresPerMinute: e.FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE ?? d.authFailuresPerMinute * factor,
     trustProxyHops: e.FAIRWAY_TRUST_PROXY_HOPS,
     keyPrefix: e.FAIRWAY_RATE_REDIS_PREFIX ?? (nodeEnv === 'test' ? TEST_PROCESS_PREFIX : 'fairway:rate'),
+    concurrency: {
+      maxInFlight: e.FAIRWAY_RATE_MAX_IN_FLIGHT ?? DEFAULT_CONCURRENCY.maxInFlight * factor,
+      maxQueued: e.FAIRWAY_RATE_MAX_QUEUED ?? DEFAULT_CONCURRENCY.maxQueued * factor,
+      maxWaitMs: DEFAULT_CONCURRENCY.maxWaitMs,
+    },
   };
 }
 
