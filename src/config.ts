@@ -77,6 +77,7 @@ const envSchema = z
     FAIRWAY_MAX_DIRECTIVES: z.coerce.number().int().min(0).max(100_000).optional(),
     FAIRWAY_MAX_BODY_BYTES: z.coerce.number().int().min(1024, 'must be at least 1024').max(1_000_000_000).optional(),
     FAIRWAY_MAX_BATCH: z.coerce.number().int().min(0).max(1000).optional(),
+    FAIRWAY_MAX_EXECUTION_MS: z.coerce.number().int().min(1).max(600_000).optional(),
     FAIRWAY_INTROSPECTION: booleanFlag.optional(),
     FAIRWAY_FIELD_SUGGESTIONS: booleanFlag.optional(),
   })
@@ -221,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
       maxDirectives: e.FAIRWAY_MAX_DIRECTIVES,
       maxBodyBytes: e.FAIRWAY_MAX_BODY_BYTES,
       maxBatch: e.FAIRWAY_MAX_BATCH,
+      maxExecutionMs: e.FAIRWAY_MAX_EXECUTION_MS,
       introspection: e.FAIRWAY_INTROSPECTION,
       fieldSuggestions: e.FAIRWAY_FIELD_SUGGESTIONS,
     },

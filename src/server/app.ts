@@ -28,6 +28,7 @@ import { createMetrics, type FairwayMetrics } from './metrics.js';
 import { createMaskError } from './errors.js';
 import { resolveQueryLimits } from './limits.js';
 import { useQueryLimits } from '../../plugins/useQueryLimits.js';
+import { useExecutionTimeout } from '../../plugins/useExecutionTimeout.js';
 import { useRateLimits } from '../../plugins/useRateLimits.js';
 import { useCallerConcurrency } from '../../plugins/useCallerConcurrency.js';
 import { createRateLimiter, rateLimitsFromEnv } from './rate-limits.js';
@@ -154,6 +155,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       // Before anything is parsed or looked up: one caller's requests take turns.
       ...(config.rateLimits.enabled ? [useCallerConcurrency({ ...config.rateLimits.concurrency, trustProxyHops: config.rateLimits.trustProxyHops, graphqlEndpoint: '/graphql' })] : []),
       useQueryLimits(limits),
+      useExecutionTimeout({ maxExecutionMs: limits.maxExecutionMs }),
       useReadiness({ check: () => orm.em.getConnection().execute('select 1').then(() => undefined), timeoutMs: config.readyTimeoutMs }),
       useUsageExport({ orm, identity, events, scheduler, now, currency: config.currency, logError }),
       useMetrics({ metrics, identity, token: config.metricsToken, logError }),

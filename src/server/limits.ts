@@ -23,6 +23,8 @@ export interface QueryLimits {
   maxBodyBytes: number;
   /** Operations in one batched HTTP request; 0: batching off (an array body is refused). */
   maxBatch: number;
+  /** A query still executing after this many ms is answered with a typed error (plugins/useExecutionTimeout.ts). */
+  maxExecutionMs: number;
   /** `__schema` / `__type` queries answered; off in production unless enabled. */
   introspection: boolean;
   /** "Did you mean …?" in validation errors; off in production unless enabled (they reveal the schema). */
@@ -38,6 +40,8 @@ export const DEFAULT_QUERY_LIMITS: Omit<QueryLimits, 'introspection' | 'fieldSug
   maxDirectives: 50,
   maxBodyBytes: 1_000_000,
   maxBatch: 0,
+  // The tenant dashboard answers in tens of ms; 10 s is a query gone wrong, not a slow page.
+  maxExecutionMs: 10_000,
 };
 
 /** The limits for an environment: introspection and suggestions are on everywhere but production. */
