@@ -23,21 +23,10 @@ import { ms, pct } from './api/report.js';
 import { ROOT } from './api/repo-root.js';
 import { startFairway } from './api/servers.js';
 import { writeResultsSection } from './results-section.js';
+import { DASHBOARD } from './api/dashboard-throughput.js';
 
 const START = '<!-- bench:flood -->';
 const END = '<!-- /bench:flood -->';
-
-// The api bench's tenant dashboard (bench/api/dashboard-throughput.ts).
-const DASHBOARD = `query Dashboard($slug: String!) {
-  tenant(slug: $slug) {
-    queues {
-      name
-      usage { flavor used borrowed }
-      pendingCount
-      jobs(last: 50) { edges { node { name state project { name } position { inQueue } } } }
-    }
-  }
-}`;
 
 const PREVIEW = `mutation($in: SubmitJobInput!) { previewJob(input: $in) { __typename } }`;
 

@@ -8,8 +8,8 @@ import { f0, f1, ms, out, reportServerErrors, table } from './report.js';
 import { startBaseline, startFairway, type SeedJob } from './servers.js';
 import { auroraIds, settle } from './tenant-setup.js';
 
-// The dashboard query (both servers).
-const DASHBOARD = `query Dashboard($slug: String!) {
+// The dashboard query (both servers; bench/flood.ts asks it too).
+export const DASHBOARD = `query Dashboard($slug: String!) {
   tenant(slug: $slug) {
     queues {
       name
