@@ -14,5 +14,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two files at a time on CI's two cores: most suites wait on servers, sockets and the
+    // database rather than compute, and one at a time took the run past CI's 15 minutes.
+    maxWorkers: 2,
   },
 });
