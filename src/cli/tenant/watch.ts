@@ -59,6 +59,8 @@ export async function runWatch(argv: string[], ctx: CliContext): Promise<number>
 
   const tty = ctx.tty;
   let last: Update | null = null;
+  /** The end state was seen (and printed): the stream's completion adds nothing. */
+  let settled = false;
   let printed = '';
   let frame = 0;
   const line = (u: Update): string => {
@@ -108,10 +110,15 @@ export async function runWatch(argv: string[], ctx: CliContext): Promise<number>
             last = update;
             const ended = TERMINAL_STATES.includes(update.state);
             render(update, ended);
-            if (ended) resolve(exitCodeForState(update.state));
+            if (ended) {
+              settled = true;
+              resolve(exitCodeForState(update.state));
+            }
           },
           error: (error) => reject(transportError(ctx.server, error)),
           complete: () => {
+            // The server ends the stream after the end state it sent: nothing more to say.
+            if (settled) return;
             // The server ended the stream without an end state we saw: ask once more.
             void send(ctx, GetJob, { id }).then(({ node: job }) => {
               if (job.__typename === 'Job' && TERMINAL_STATES.includes(job.state)) {
