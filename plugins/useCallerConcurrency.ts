@@ -24,11 +24,12 @@ interface CallerSlots {
 /**
  * One caller's requests take turns: at most `maxInFlight` execute at once, the next
  * `maxQueued` wait in order, more are refused at once. The rate limits (useRateLimits) bound
- * how much a caller may ask for over seconds; this bounds how much of the server's one
- * JavaScript thread it holds at any moment, so a flood from one token (32 connections in a
- * closed loop) shares the CPU with another tenant's dashboard as a few requests, not as 32.
- * Waiting, not refusing, is what slows a closed-loop client down without it spinning on
- * cheap refusals.
+ * how much a caller may ask for over seconds; this bounds how much it holds at one moment
+ * (requests in execution, each with its EntityManager and loaders), so 1,000 parallel
+ * connections of one token are 4 executions and a queue, not 1,000. Waiting, not refusing, is
+ * what slows a closed-loop client down without it spinning on cheap refusals. It does not by
+ * itself keep another tenant fast while the server's thread is saturated: see bench:flood in
+ * bench/RESULTS.md.
  *
  * The caller is keyed before anything is looked up, by a hash of the presented credential
  * (anonymous: the client address), so neither the wait nor a refusal costs a database query;
