@@ -212,6 +212,32 @@ describe('rate limits', () => {
       await client.dispose();
     }
   });
+
+  it('cuts off bad-token guesses in WebSocket connection_init from one IP too (closed 4429), not another', async () => {
+    /** Opens a graphql-ws socket from `from`, sends connection_init, and tells how it ended. */
+    const connect = (bearer: string, from: string) =>
+      new Promise<{ acked: boolean; code?: number; reason?: string }>((resolve, reject) => {
+        const socket = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws', { localAddress: from });
+        socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${bearer}` } })));
+        socket.on('message', (data) => {
+          if (JSON.parse(String(data)).type === 'connection_ack') {
+            socket.close();
+            resolve({ acked: true });
+          }
+        });
+        socket.on('close', (code, reason) => resolve({ acked: false, code, reason: String(reason) }));
+        socket.on('error', reject);
+      });
+    const guesses = [];
+    for (let i = 0; i < 5; i++) guesses.push(await connect(`fw_wsguess_${i}_${'y'.repeat(30)}`, '127.0.0.6'));
+    expect(guesses.map((g) => g.code)).toEqual(Array(5).fill(4403));
+    const cut = await connect(`fw_wsguess_6_${'y'.repeat(30)}`, '127.0.0.6');
+    expect(cut).toMatchObject({ acked: false, code: 4429 });
+    expect(cut.reason).toMatch(/failed credentials/);
+    const valid = token('aurora-research', 'VIEWER');
+    expect((await connect(valid, '127.0.0.6')).code).toBe(4429); // the address is cut off, valid token or not
+    expect(await connect(valid, '127.0.0.7')).toEqual({ acked: true });
+  });
 });
 
 describe('rate limit configuration', () => {

@@ -29,7 +29,7 @@ import { createMaskError } from './errors.js';
 import { resolveQueryLimits } from './limits.js';
 import { useQueryLimits } from '../../plugins/useQueryLimits.js';
 import { useExecutionTimeout } from '../../plugins/useExecutionTimeout.js';
-import { useRateLimits } from '../../plugins/useRateLimits.js';
+import { clientIpOf, useRateLimits } from '../../plugins/useRateLimits.js';
 import { useCallerConcurrency } from '../../plugins/useCallerConcurrency.js';
 import { createRateLimiter, rateLimitsFromEnv } from './rate-limits.js';
 import { httpSecurity, httpSecurityFromEnv, webSocketOperationCheck } from './http-security.js';
@@ -171,7 +171,23 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   });
 
   const httpServer = createServer(yoga);
-  const webSocket = attachWebSocket({ httpServer, yoga: yoga as never, identity, config: config.webSocket, metrics, logError, operationCheck: webSocketOperationCheck(config.http) });
+  const hops = config.rateLimits.trustProxyHops;
+  const webSocket = attachWebSocket({
+    httpServer,
+    yoga: yoga as never,
+    identity,
+    config: config.webSocket,
+    metrics,
+    logError,
+    operationCheck: webSocketOperationCheck(config.http),
+    // Guessing tokens in connection_init counts against the same per-address budget as over HTTP.
+    credentialAttempts: config.rateLimits.enabled
+      ? {
+          refusedFor: async (req) => (await rateLimiter.credentialAttemptAllowed(clientIpOf({ req }, hops)))?.retryAfterSeconds ?? null,
+          failed: (req) => rateLimiter.credentialFailed(clientIpOf({ req }, hops)),
+        }
+      : null,
+  });
 
   let closed = false;
   return {

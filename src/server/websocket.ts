@@ -105,6 +105,18 @@ export interface AttachWebSocketOptions {
   logError: (error: unknown) => void;
   /** Persisted-operation rule for subscribe messages (webSocketOperationCheck in http-security.ts); absent: any text. */
   operationCheck?: WebSocketOperationCheck | null;
+  /**
+   * The rate limits' failed-credential budget per client address (src/server/rate-limits.ts),
+   * so guessing tokens in connection_init is cut off as it is over HTTP; absent: limits off.
+   */
+  credentialAttempts?: WebSocketCredentialAttempts | null;
+}
+
+export interface WebSocketCredentialAttempts {
+  /** Seconds to wait when this address may not present a credential now, else null. */
+  refusedFor(request: IncomingMessage): Promise<number | null>;
+  /** A credential from this address failed verification. */
+  failed(request: IncomingMessage): Promise<void>;
 }
 
 export interface AttachedWebSocket {
@@ -193,10 +205,18 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
         const slot = slotOf(extra);
         if (!slot) return false;
         let principal: Principal | null = null;
+        const authorization = authorizationOf(ctx.connectionParams);
+        const waitSeconds = authorization != null ? await options.credentialAttempts?.refusedFor(extra.request) : null;
+        if (waitSeconds != null) {
+          limits.initialised(slot);
+          closeWith(extra.socket, WS_CLOSE.tooManyConnections, `Too many failed credentials from this address; retry in ${waitSeconds} s.`);
+          return false;
+        }
         try {
-          principal = await identity.resolveAuthorization(authorizationOf(ctx.connectionParams));
+          principal = await identity.resolveAuthorization(authorization);
         } catch (error) {
           limits.initialised(slot);
+          if (error instanceof FairwayError && error.code === 'UNAUTHENTICATED') await options.credentialAttempts?.failed(extra.request);
           if (error instanceof FairwayError) closeWith(extra.socket, WS_CLOSE.forbidden, `Forbidden: ${error.message}`);
           else if (isDatabaseUnavailable(error)) closeWith(extra.socket, WS_CLOSE.unavailable, 'Service unavailable; try again shortly.');
           else {
