@@ -71,8 +71,9 @@ describe('submit → schedule → run', () => {
   it('a job moves PENDING → ADMITTED → RUNNING → SUCCEEDED and its subscriber sees each step', async () => {
     const member = t.token('aurora-research', 'MEMBER');
     const client = ws(member);
-    // 2 declared seconds at time scale 1000: a couple of milliseconds of real time.
-    const res = await t.gql(member, SUBMIT, { in: { queueId: aurora.Queue, name: 'flow', podSets: [{ gpusPerPod: 2 }], expectedDurationSeconds: 200 } });
+    // 3,000 declared seconds at time scale 1000: 3 s of real time, so the subscriber, which
+    // connects after the submit, still sees it run on a loaded machine (200 ms was not enough).
+    const res = await t.gql(member, SUBMIT, { in: { queueId: aurora.Queue, name: 'flow', podSets: [{ gpusPerPod: 2 }], expectedDurationSeconds: 3000 } });
     expect(res.body.errors).toBeUndefined();
     const jobId = res.body.data!.submitJob.id;
     const events = await collect<{ jobPosition: { state: string } }>(client, `subscription($id: ID!) { jobPosition(id: $id) { state position { inQueue } pendingReason { code } } }`, { id: jobId }, (e) => e.at(-1)?.jobPosition.state === 'SUCCEEDED');
