@@ -180,6 +180,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     metrics,
     logError,
     operationCheck: webSocketOperationCheck(config.http),
+    addressOf: (req) => clientIpOf({ req }, hops),
     // Guessing tokens in connection_init counts against the same per-address budget as over HTTP.
     credentialAttempts: config.rateLimits.enabled
       ? {

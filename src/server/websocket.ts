@@ -110,6 +110,8 @@ export interface AttachWebSocketOptions {
    * so guessing tokens in connection_init is cut off as it is over HTTP; absent: limits off.
    */
   credentialAttempts?: WebSocketCredentialAttempts | null;
+  /** The client's address for the half-open cap (behind trusted proxies, theirs is not it); absent: the socket's peer. */
+  addressOf?: (request: IncomingMessage) => string;
 }
 
 export interface WebSocketCredentialAttempts {
@@ -172,7 +174,7 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
 
   // Registered before graphql-ws's own listener, so a refused socket is closed before it is served.
   wsServer.on('connection', (socket, request) => {
-    const slot = limits.open(request.socket.remoteAddress ?? 'unknown');
+    const slot = limits.open(options.addressOf?.(request) ?? request.socket.remoteAddress ?? 'unknown');
     socket.once('close', () => slot && limits.close(slot));
     if (!slot) return closeWith(socket, WS_CLOSE.tooManyConnections, 'Too many connections: too many uninitialised sockets from this address');
     slots.set(socket, slot);
