@@ -6,6 +6,7 @@ import type { IdentityResolver } from '../src/auth/identity.js';
 import { INVALID_OPERATION, type FairwayMetrics } from '../src/server/metrics.js';
 import { FairwayError } from '../src/shared/client-errors.js';
 import { isDatabaseUnavailable } from '../src/persistence/database-unavailable.js';
+import { jsonRouteError } from '../src/server/route-errors.js';
 
 export interface MetricsOptions {
   metrics: FairwayMetrics;
@@ -79,8 +80,6 @@ interface Operation {
 export function useMetrics(options: MetricsOptions): Plugin {
   const endpoint = options.endpoint ?? '/metrics';
   const { metrics } = options;
-  const json = (Response: typeof globalThis.Response, status: number, code: string, message: string) =>
-    new Response(JSON.stringify({ error: { code, message } }), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store' } });
 
   const operationOf = (document: DocumentNode | undefined | null, operationName: string | null | undefined): Operation => {
     const operation = document ? getOperationAST(document, operationName) : null;
@@ -101,20 +100,20 @@ export function useMetrics(options: MetricsOptions): Plugin {
     async onRequest({ request, url, endResponse, fetchAPI }) {
       if (url.pathname !== endpoint) return;
       if (request.method !== 'GET') {
-        endResponse(json(fetchAPI.Response, 405, 'METHOD_NOT_ALLOWED', 'Use GET.'));
+        endResponse(jsonRouteError(fetchAPI.Response, 405, 'METHOD_NOT_ALLOWED', 'Use GET.'));
         return;
       }
       try {
         const refusal = await authorizeScrape(request.headers.get('authorization'), options);
         if (refusal) {
-          endResponse(json(fetchAPI.Response, refusal.status, refusal.code, refusal.message));
+          endResponse(jsonRouteError(fetchAPI.Response, refusal.status, refusal.code, refusal.message));
           return;
         }
         const body = await metrics.registry.metrics();
         endResponse(new fetchAPI.Response(body, { status: 200, headers: { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' } }));
       } catch (error) {
         options.logError?.(error);
-        endResponse(json(fetchAPI.Response, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.'));
+        endResponse(jsonRouteError(fetchAPI.Response, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.'));
       }
     },
 

@@ -14,6 +14,7 @@ import { monthRange, readUsage, type UsageDimension, type UsageRow } from '../sr
 import type { SchedulerService } from '../src/services/scheduling/scheduler-service.js';
 import { FairwayError, type ErrorCode } from '../src/shared/client-errors.js';
 import { decodeId } from '../schema/common.js';
+import { jsonRouteError } from '../src/server/route-errors.js';
 
 export interface UsageExportOptions {
   orm: MikroORM;
@@ -44,14 +45,12 @@ const STATUS: Record<ErrorCode, number> = { BAD_USER_INPUT: 400, UNAUTHENTICATED
  */
 export function useUsageExport(options: UsageExportOptions): Plugin {
   const endpoint = options.endpoint ?? '/usage/export.csv';
-  const json = (Response: typeof globalThis.Response, status: number, code: string, message: string) =>
-    new Response(JSON.stringify({ error: { code, message } }), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store' } });
 
   return {
     async onRequest({ request, url, endResponse, fetchAPI }) {
       if (url.pathname !== endpoint) return;
       if (request.method !== 'GET') {
-        endResponse(json(fetchAPI.Response, 405, 'METHOD_NOT_ALLOWED', 'Use GET.'));
+        endResponse(jsonRouteError(fetchAPI.Response, 405, 'METHOD_NOT_ALLOWED', 'Use GET.'));
         return;
       }
       try {
@@ -85,10 +84,10 @@ export function useUsageExport(options: UsageExportOptions): Plugin {
           }),
         );
       } catch (error) {
-        if (error instanceof FairwayError) endResponse(json(fetchAPI.Response, STATUS[error.code], error.code, error.message));
+        if (error instanceof FairwayError) endResponse(jsonRouteError(fetchAPI.Response, STATUS[error.code], error.code, error.message));
         else {
           options.logError?.(error);
-          endResponse(json(fetchAPI.Response, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.'));
+          endResponse(jsonRouteError(fetchAPI.Response, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.'));
         }
       }
     },
