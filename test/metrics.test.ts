@@ -9,6 +9,7 @@ import { systemEntityManager } from '../src/persistence/entities.js';
 import { createMetrics, MAX_OPERATION_NAMES, OTHER_OPERATION } from '../src/server/metrics.js';
 import { useMetrics } from '../plugins/useMetrics.js';
 import { startTestApp, type TestApp } from './helpers/harness.js';
+import { waitFor } from './helpers/process.js';
 
 let t: TestApp;
 let aurora: Record<string, string>;
@@ -42,14 +43,6 @@ async function scrape(bearer: string | null): Promise<{ status: number; text: st
   return { status: response.status, text: await response.text(), type: response.headers.get('content-type') };
 }
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('condition not reached in time');
-}
 
 beforeAll(async () => {
   t = await startTestApp();
@@ -85,13 +78,13 @@ describe('GET /metrics', () => {
     expect(unauthenticated.body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
 
     let samples: Sample[] = [];
-    await waitFor(async () => {
+    await waitFor('a scrape showing a scheduler cycle and an admission', async () => {
       const { status, text, type } = await scrape(platform);
       expect(status).toBe(200);
       expect(type).toMatch(/^text\/plain/);
       samples = parse(text);
       return find(samples, 'fairway_scheduler_cycle_duration_seconds_count').some((s) => s.value >= 1) && find(samples, 'fairway_scheduler_admitted_total').length > 0;
-    });
+    }, 5000, 25);
 
     const count = (name: string, type: string) => find(samples, 'fairway_graphql_operation_duration_seconds_count', { operation_type: type, operation_name: name })[0]?.value ?? 0;
     expect(count('MetricsViewer', 'query')).toBeGreaterThanOrEqual(1);
@@ -134,9 +127,9 @@ describe('GET /metrics', () => {
     try {
       const before = await open();
       const dispose = client.subscribe({ query: `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind } }`, variables: { t: aurora.Tenant } }, { next: () => undefined, error: () => undefined, complete: () => undefined });
-      await waitFor(async () => (await open()) === before! + 1);
+      await waitFor('one more open subscription', async () => (await open()) === before! + 1, 5000, 25);
       dispose();
-      await waitFor(async () => (await open()) === before);
+      await waitFor('the subscription closed', async () => (await open()) === before, 5000, 25);
     } finally {
       await client.dispose();
     }
