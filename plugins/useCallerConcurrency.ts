@@ -78,14 +78,12 @@ export function useCallerConcurrency(options: CallerConcurrencyOptions): Plugin 
           function settle(ok: boolean) {
             clearTimeout(timer);
             req?.off('close', onGone);
-            const at = waitingSlots.waiting.indexOf(wake);
+            const at = waitingSlots.waiting.indexOf(settle);
             if (at >= 0) waitingSlots.waiting.splice(at, 1);
             resolve(ok);
           }
-          function wake(ok: boolean) {
-            settle(ok);
-          }
-          waitingSlots.waiting.push(wake);
+          // A releasing request hands its slot over by calling this with true.
+          waitingSlots.waiting.push(settle);
         });
         if (!admitted) {
           endResponse(refused('this caller has waited too long for its earlier requests'));
