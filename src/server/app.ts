@@ -182,12 +182,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     operationCheck: webSocketOperationCheck(config.http),
     addressOf: (req) => clientIpOf({ req }, hops),
     // Guessing tokens in connection_init counts against the same per-address budget as over HTTP.
-    credentialAttempts: config.rateLimits.enabled
-      ? {
-          refusedFor: async (req) => (await rateLimiter.credentialAttemptAllowed(clientIpOf({ req }, hops)))?.retryAfterSeconds ?? null,
-          failed: (req) => rateLimiter.credentialFailed(clientIpOf({ req }, hops)),
-        }
-      : null,
+    // (With the limits off the limiter allows every attempt.)
+    credentialAttempts: {
+      refusedFor: async (req) => (await rateLimiter.credentialAttemptAllowed(clientIpOf({ req }, hops)))?.retryAfterSeconds ?? null,
+      failed: (req) => rateLimiter.credentialFailed(clientIpOf({ req }, hops)),
+    },
   });
 
   let closed = false;
