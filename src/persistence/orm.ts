@@ -92,13 +92,49 @@ function postgresTimeouts(t: DatabaseTimeouts): Partial<Options> {
   } as Partial<Options>;
 }
 
+/** The part of a better-sqlite3 Database the pool hook touches. */
+interface SqliteConnection {
+  pragma(sql: string): unknown;
+  prepare(sql: string): unknown;
+}
+
+/** How many distinct statements one SQLite connection keeps prepared. */
+const PREPARED_STATEMENTS = 500;
+
+/**
+ * knex's better-sqlite3 client prepares every statement anew (`connection.prepare(sql)` per
+ * query): under the dashboard and submit benchmarks that was ~7% of the server's CPU. The
+ * ORM sends the same few hundred SQL texts over and over, so the connection keeps the most
+ * recently used ones. Safe because knex runs each statement to completion synchronously
+ * (`all`/`run`, never a lazy `iterate`), so one statement object is never in use twice at
+ * once, and SQLite re-prepares a cached statement by itself after a schema change.
+ */
+export function cachePreparedStatements(connection: SqliteConnection): void {
+  const prepare = connection.prepare.bind(connection);
+  const prepared = new Map<string, unknown>();
+  connection.prepare = (sql: string) => {
+    const cached = prepared.get(sql);
+    if (cached !== undefined) {
+      // Most recently used last, so the first key is the one to drop.
+      prepared.delete(sql);
+      prepared.set(sql, cached);
+      return cached;
+    }
+    const statement = prepare(sql);
+    prepared.set(sql, statement);
+    if (prepared.size > PREPARED_STATEMENTS) prepared.delete(prepared.keys().next().value as string);
+    return statement;
+  };
+}
+
 function sqliteTimeouts(t: DatabaseTimeouts): Partial<Options> {
   return {
     pool: {
       // better-sqlite3 blocks the event loop while it waits for a lock: keep the wait bounded.
-      afterCreate: (connection: { pragma(sql: string): unknown }, done: (error: Error | null, connection: unknown) => void) => {
+      afterCreate: (connection: SqliteConnection, done: (error: Error | null, connection: unknown) => void) => {
         try {
           connection.pragma(`busy_timeout = ${Math.floor(t.acquireMs)}`);
+          cachePreparedStatements(connection);
           done(null, connection);
         } catch (error) {
           done(error as Error, connection);
