@@ -18,6 +18,7 @@ import './placement.js';
 import './pending-reason.js';
 import './job.js';
 import './job-submit.js';
+import './job-submit-batch.js';
 import './job-container.js';
 import './grant.js';
 import './data-boundaries.js';

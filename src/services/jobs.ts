@@ -45,7 +45,7 @@ export interface JobFilter {
  * then the tenant's and project's grants and data boundaries (submit-policy.ts) refuse
  * what the project may not use. Nothing is written before all of it passes.
  */
-async function resolveTarget(ctx: ServiceContext, em: EntityManager, input: SubmitJobInput) {
+export async function resolveTarget(ctx: ServiceContext, em: EntityManager, input: SubmitJobInput) {
   let project: Project | null = null;
   if (input.projectId) {
     project = await em.findOne(Project, { id: input.projectId });
@@ -73,7 +73,7 @@ async function resolveTarget(ctx: ServiceContext, em: EntityManager, input: Subm
 }
 
 /** The scheduler core's view of a submission, with a fresh id and submit time. */
-function coreSpec(ctx: ServiceContext, input: SubmitJobInput, queue: Queue, project: Project): JobSpec {
+export function coreSpec(ctx: ServiceContext, input: SubmitJobInput, queue: Queue, project: Project): JobSpec {
   return {
     id: uuidv7(),
     tenant: queue.tenant.id,
@@ -88,7 +88,7 @@ function coreSpec(ctx: ServiceContext, input: SubmitJobInput, queue: Queue, proj
 }
 
 /** What identifies a submission for idempotency: everything the caller chose. */
-function requestHash(input: SubmitJobInput, queueId: string): string {
+export function requestHash(input: SubmitJobInput, queueId: string): string {
   const canonical = JSON.stringify({
     queueId,
     projectId: input.projectId ?? null,
