@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { codesOf, expectOk, expectRefusedUnchanged, startTestApp, type TestApp } from './helpers/harness.js';
 import { describeEachDialect } from './helpers/database.js';
 
-const SUBMIT_JOBS = `mutation($jobs: [SubmitJobInput!]!) { submitJobs(jobs: $jobs) { id name state queue { name } } }`;
+const SUBMIT_JOBS = `mutation($jobs: [SubmitJobInput!]!) { submitJobs(jobs: $jobs) { id name state queue { name } submittedAt expectedDurationSeconds gpus podSets { name count gpusPerPod } } }`;
 /** Each job's state, by id (aliases: one request). */
 const STATES = (ids: string[]) => `query { ${ids.map((id, i) => `j${i}: node(id: "${id}") { ... on Job { state pendingReason { code } } }`).join(' ')} }`;
 const AUDIT = `query($id: ID!) { auditEvents(tenantId: $id, first: 50) { edges { node { action outcome targetId input } } } }`;
@@ -76,10 +76,15 @@ describeEachDialect('submitJobs', (dialect) => {
 
   it('a retried call with the same keys returns the same jobs and writes nothing; a key reused for another payload is a CONFLICT', async () => {
     const jobs = sweep(25, 'keyed', (i) => ({ idempotencyKey: `keyed-${i}` }));
-    const first = (await expectOk(t, max, SUBMIT_JOBS, { jobs })).submitJobs.map((j: { id: string }) => j.id);
+    const written = (await expectOk(t, max, SUBMIT_JOBS, { jobs })).submitJobs;
+    const first = written.map((j: { id: string }) => j.id);
     const before = await t.rowCounts();
-    const again = (await expectOk(t, max, SUBMIT_JOBS, { jobs })).submitJobs.map((j: { id: string }) => j.id);
+    // The retry's answer is read back from the database: the bulk insert stored what the first answer said.
+    const reread = (await expectOk(t, max, SUBMIT_JOBS, { jobs })).submitJobs;
+    const again = reread.map((j: { id: string }) => j.id);
     expect(again).toEqual(first);
+    const stable = (j: Record<string, unknown>) => ({ ...j, state: undefined });
+    expect(reread.map(stable)).toEqual(written.map(stable));
     expect(await t.rowCounts()).toEqual(before);
 
     // Same keys, one payload changed (index 9): refused as a whole, naming the job.
@@ -92,6 +97,17 @@ describeEachDialect('submitJobs', (dialect) => {
     const answer = (await expectOk(t, max, SUBMIT_JOBS, { jobs: mixed })).submitJobs.map((j: { id: string }) => j.id);
     expect(answer[0]).toBe(first[3]);
     expect(first).not.toContain(answer[1]);
+  });
+
+  it('two copies of one call sent at once make each job once, and both answer the same jobs', async () => {
+    const jobs = sweep(50, 'race', (i) => ({ idempotencyKey: `race-${i}` }));
+    const jobsBefore = await count('jobs');
+    const [a, b] = await Promise.all([t.gql(max, SUBMIT_JOBS, { jobs }), t.gql(max, SUBMIT_JOBS, { jobs })]);
+    expect(a.body.errors, JSON.stringify(a.body)).toBeUndefined();
+    expect(b.body.errors, JSON.stringify(b.body)).toBeUndefined();
+    const ids = (res: typeof a) => (res.body.data as any).submitJobs.map((j: { id: string }) => j.id);
+    expect(ids(a)).toEqual(ids(b));
+    expect(await count('jobs')).toBe(jobsBefore + 50);
   });
 
   it('refuses a call that repeats a key, or has no jobs, or more than 1,000 (BAD_USER_INPUT), writing nothing', async () => {
