@@ -19,6 +19,14 @@ interface SubscriptionContext {
 }
 
 /**
+ * Marks a source event whose selected fields read nothing stored (schema/reloading-subscription.ts,
+ * `storedFields`): it runs without the snapshot transaction, which would cost two statements and
+ * a pooled connection per event for nothing, and an EntityManager is forked only if a field asks
+ * for one. The caller is re-authenticated for it all the same.
+ */
+export const NO_STORED_READS = Symbol('no stored reads');
+
+/**
  * A subscription lives for hours; its caller's rights and the data do not stand still.
  * Each event is executed with its own context — the caller as re-authenticated now, an
  * EntityManager with the tenant filter for those rights, fresh DataLoaders — so every field
@@ -48,6 +56,23 @@ export function useSubscriptionEventContext(options: SubscriptionEventContextOpt
     // Re-authenticated before the transaction: the credential lookup uses its own connection,
     // and a transaction waiting on a second connection could starve a small pool.
     const principal = await currentPrincipal(args.contextValue as SubscriptionContext);
+    if (typeof args.rootValue === 'object' && args.rootValue !== null && NO_STORED_READS in args.rootValue) {
+      let em: EntityManager | undefined;
+      let loaders: ReturnType<typeof createLoaders> | undefined;
+      const fork = () => (em ??= scopedEntityManager(orm, tenantFilterFor(principal)));
+      const contextValue = {
+        ...(args.contextValue as object),
+        principal,
+        currentUser: principal,
+        get em() {
+          return fork();
+        },
+        get loaders() {
+          return (loaders ??= createLoaders(fork()));
+        },
+      };
+      return execute({ ...args, contextValue });
+    }
     const scoped = scopedEntityManager(orm, tenantFilterFor(principal));
     try {
       // The transaction's fork keeps the tenant filter of `scoped`. Errors of fields are in the

@@ -1,12 +1,14 @@
 import { getJob } from '../src/services/jobs.js';
-import { jobPositionStream, type JobPosition } from '../src/services/job-position-stream.js';
+import { requireCapability } from '../src/services/context.js';
+import { type JobPosition } from '../src/services/job-position-stream.js';
+import { jobPositionHub } from '../src/services/job-position-hub.js';
 import type { JobExplanation } from '../src/services/pending-reasons.js';
-import type { Job } from '../src/persistence/scheduling-entities.js';
 import { builder } from './builder.js';
 import { JobStateEnum, decodeId } from './common.js';
 import { PendingReasonRef } from './pending-reason.js';
 import { reloadingSubscription } from './reloading-subscription.js';
 import { JobRef } from './refs.js';
+import { notFound } from '../src/shared/client-errors.js';
 
 export const JobPositionRef = builder.objectRef<JobExplanation>('JobPosition').implement({
   description: "Where a pending job stands. Counts only: other tenants' jobs ahead are never named.",
@@ -18,9 +20,13 @@ export const JobPositionRef = builder.objectRef<JobExplanation>('JobPosition').i
   }),
 });
 
-const JobPositionUpdateRef = builder.objectRef<JobPosition & { job: Job }>('JobPositionUpdate').implement({
+/**
+ * An update is the hub's value as it is (shared by every subscriber of the job): the job row
+ * is read only by the `job` field, in the event's snapshot, and only for subscribers who asked for it.
+ */
+const JobPositionUpdateRef = builder.objectRef<JobPosition>('JobPositionUpdate').implement({
   fields: (t) => ({
-    job: t.field({ type: JobRef, description: 'The job as stored when this update was sent.', resolve: (u) => u.job }),
+    job: t.field({ type: JobRef, description: 'The job as stored when this update was sent.', resolve: (u, _args, ctx) => getJob(ctx, u.jobId) }),
     state: t.field({ type: JobStateEnum, resolve: (u) => u.state }),
     position: t.field({ type: JobPositionRef, nullable: true, resolve: (u) => u.explanation }),
     eta: t.field({ type: 'DateTime', nullable: true, resolve: (u) => (u.explanation?.eta == null ? null : new Date(u.explanation.eta)) }),
@@ -37,8 +43,15 @@ builder.subscriptionFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     ...reloadingSubscription({
       watch: ({ id }: { id: string | number }, ctx) => getJob(ctx, decodeId(String(id), 'Job')),
-      source: (job, ctx) => jobPositionStream(ctx, { id: job.id, state: job.state }),
-      reload: async (position, _args, ctx) => ({ ...position, job: await getJob(ctx, position.jobId) }),
+      source: (job, ctx) => jobPositionHub(ctx).watch({ id: job.id, state: job.state, tenantId: job.tenant.id }),
+      // Rights as they are now (the event's caller was re-authenticated, briefly cached), without
+      // SQL: the job's tenant is fixed, and what getJob checks of it is the caller's capability there.
+      reload: (position, _args, ctx) => {
+        if (position.tenantId === null) throw notFound('Job');
+        requireCapability(ctx, position.tenantId, 'jobs:read', 'Job');
+        return position;
+      },
+      storedFields: ['job'],
     }),
   }),
 }));

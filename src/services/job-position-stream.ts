@@ -1,9 +1,12 @@
 import type { JobExplanation } from '../core/types.js';
 import type { EventBus, JobStateName } from '../events/bus.js';
+import { JobPositionHub } from './job-position-hub.js';
 
 /** One value of a job's position stream. */
 export interface JobPosition {
   jobId: string;
+  /** The job's tenant as stored when the stream was opened (null for in-process callers that did not say). */
+  tenantId: string | null;
   state: JobStateName;
   /** Pending jobs: the scheduler's explanation at the end of the last cycle (null until one saw the job). */
   explanation: JobExplanation | null;
@@ -30,44 +33,19 @@ export interface JobPositionSources {
  *
  * Values the reader is too busy to take fold into the newest one, and a value equal to the
  * last one read is not read again: a slow subscriber costs one value per read, never a backlog.
+ *
+ * The server shares one JobPositionHub (job-position-hub.ts) among all its subscribers: each
+ * job is sampled once per cycle however many watch it. This function opens a stream on a hub
+ * of its own (in-process callers and tests).
  */
-export function jobPositionStream(sources: JobPositionSources, job: { id: string; state: JobStateName }): AsyncIterableIterator<JobPosition> {
-  let state = job.state;
-  let lastPending = pendingOnly(sources.scheduler.explain(job.id));
-  const current = (): JobPosition => ({ jobId: job.id, state, explanation: state === 'PENDING' ? lastPending : null });
-
-  const updates = sources.events.subscribe('job-updated', job.id)[Symbol.asyncIterator]();
-  let offState = () => {};
-  const stream = new LatestValueStream<JobPosition>(keyOf, () => {
-    offState();
-    void updates.return?.();
-  });
-  offState = sources.scheduler.onStateChange(() => {
-    lastPending = pendingOnly(sources.scheduler.explain(job.id));
-    // Admitted or finished in the core: its job-updated event brings the new state; until
-    // then the last value stands (a pending state without its explanation would be a value
-    // no cycle produced).
-    if (lastPending) stream.offer(current());
-  });
-  void (async () => {
-    // These events lag the ticks (the outbox publishes after the cycle, and a burst queues
-    // here): a job admitted and preempted at once has its new explanation already sampled
-    // when the PENDING event arrives, so the explanation is never reset from this side.
-    for (;;) {
-      const next = await updates.next();
-      if (next.done) return;
-      state = next.value.state;
-      stream.offer(current());
-    }
-  })().catch((error) => stream.fail(error));
-  stream.offer(current());
-  return stream;
+export function jobPositionStream(sources: JobPositionSources, job: { id: string; state: JobStateName; tenantId?: string }): AsyncIterableIterator<JobPosition> {
+  return new JobPositionHub(sources).watch({ tenantId: null, ...job });
 }
 
-const pendingOnly = (explanation: JobExplanation | null) => (explanation?.state === 'pending' ? explanation : null);
+export const pendingOnly = (explanation: JobExplanation | null) => (explanation?.state === 'pending' ? explanation : null);
 
 /** What a subscriber sees of a value; the core's bookkeeping (admission, expected end) is left out. */
-function keyOf(value: JobPosition): string {
+export function keyOf(value: JobPosition): string {
   if (!value.explanation) return JSON.stringify([value.state, null]);
   const { jobId: _id, queue: _queue, state: _state, admission: _admission, expectedEnd: _end, ...visible } = value.explanation;
   return JSON.stringify([value.state, visible]);
@@ -75,29 +53,29 @@ function keyOf(value: JobPosition): string {
 
 /**
  * An async iterator that holds only the newest value offered. Offers made while the reader
- * is away replace each other; one whose key equals the last value read is dropped.
+ * is away replace each other; one whose key equals the last value read is dropped. Keys
+ * are computed by the offerer, once per value however many streams it is offered to.
  */
-class LatestValueStream<T> implements AsyncIterableIterator<T> {
-  private latest: { value: T; key: string } | null = null;
+export class LatestValueStream<T> implements AsyncIterableIterator<T> {
+  private latest: T | undefined = undefined;
+  private latestKey: string | null = null;
   private lastReadKey: string | null = null;
   private reader: { resolve: (step: IteratorResult<T>) => void; reject: (error: unknown) => void } | null = null;
   private closed = false;
 
-  constructor(
-    private readonly key: (value: T) => string,
-    private readonly onClose: () => void,
-  ) {}
+  constructor(private readonly onClose: (stream: LatestValueStream<T>) => void) {}
 
-  offer(value: T): void {
+  offer(value: T, key: string): void {
     if (this.closed) return;
-    const key = this.key(value);
     if (key === this.lastReadKey) {
       // Back to what the reader already has (A→B→A while it was busy): nothing new.
-      this.latest = null;
+      this.latest = undefined;
+      this.latestKey = null;
       return;
     }
     if (!this.reader) {
-      this.latest = { value, key };
+      this.latest = value;
+      this.latestKey = key;
       return;
     }
     const reader = this.reader;
@@ -114,10 +92,11 @@ class LatestValueStream<T> implements AsyncIterableIterator<T> {
 
   next(): Promise<IteratorResult<T>> {
     if (this.closed) return Promise.resolve({ value: undefined, done: true });
-    if (this.latest) {
-      const { value, key } = this.latest;
-      this.latest = null;
-      this.lastReadKey = key;
+    if (this.latestKey !== null) {
+      const value = this.latest as T;
+      this.lastReadKey = this.latestKey;
+      this.latest = undefined;
+      this.latestKey = null;
       return Promise.resolve({ value, done: false });
     }
     return new Promise((resolve, reject) => (this.reader = { resolve, reject }));
@@ -143,7 +122,8 @@ class LatestValueStream<T> implements AsyncIterableIterator<T> {
     if (this.closed) return;
     this.closed = true;
     this.reader = null;
-    this.latest = null;
-    this.onClose();
+    this.latest = undefined;
+    this.latestKey = null;
+    this.onClose(this);
   }
 }
