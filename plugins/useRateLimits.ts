@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { getOperationAST, GraphQLError, type DocumentNode, type ExecutionResult } from 'graphql';
+import { getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionResult, type SelectionNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Principal } from '../src/auth/principal.js';
 import { OPERATION_COST, type ChargeSubject, type RateLimiter, type RateLimitRefusal } from '../src/server/rate-limits.js';
@@ -34,9 +34,8 @@ export function useRateLimits(options: RateLimitsOptions): Plugin {
   if (!limiter.config.enabled) return {};
   const hops = limiter.config.trustProxyHops;
 
-  const chargeOrRefuse = async (context: RateContext, document: DocumentNode, operationName: string | null | undefined): Promise<ExecutionResult | null> => {
-    const operation = getOperationAST(document, operationName)?.operation ?? 'query';
-    const refused = await limiter.charge(subjectOf(context, hops), OPERATION_COST[operation]);
+  const chargeOrRefuse = async (context: RateContext, document: DocumentNode, operationName: string | null | undefined, variables?: Record<string, unknown> | null): Promise<ExecutionResult | null> => {
+    const refused = await limiter.charge(subjectOf(context, hops), operationCost(document, operationName, variables));
     return refused ? { errors: [refusalError(refused, isHttp(context))] } : null;
   };
 
@@ -54,7 +53,7 @@ export function useRateLimits(options: RateLimitsOptions): Plugin {
       extendContext({ credentialAttempts: gate } as never);
     },
     async onExecute({ args, setResultAndStopExecution }) {
-      const refusal = await chargeOrRefuse(args.contextValue as RateContext, args.document, args.operationName);
+      const refusal = await chargeOrRefuse(args.contextValue as RateContext, args.document, args.operationName, args.variableValues as Record<string, unknown> | undefined);
       if (refusal) setResultAndStopExecution(refusal);
     },
     async onSubscribe({ args, setResultAndStopExecution }) {
@@ -62,6 +61,41 @@ export function useRateLimits(options: RateLimitsOptions): Plugin {
       if (refusal) setResultAndStopExecution(refusal);
     },
   };
+}
+
+/**
+ * submitJobs (batch submit) pays one more point per this many jobs on top of the mutation's 3,
+ * so a 1,000-job call costs 103: a batch is still ~30 times cheaper per job than submitJob
+ * (its server cost per job is far lower), yet a token's 200-point burst is two such calls, not 200.
+ */
+export const JOBS_PER_BATCH_POINT = 10;
+
+/**
+ * The points an operation costs (OPERATION_COST). Top-level submitJobs fields (aliases and
+ * fragments included) add their jobs' share, counted in the literal list or the variable
+ * before the operation runs (a malformed one then fails validation, having paid this).
+ */
+export function operationCost(document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): number {
+  const operation = getOperationAST(document, operationName);
+  if (!operation) return OPERATION_COST.query;
+  if (operation.operation !== 'mutation') return OPERATION_COST[operation.operation];
+  const fragments = new Map(document.definitions.flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d] as const] : [])));
+  let jobs = 0;
+  const walk = (selections: readonly SelectionNode[], seen: Set<string>): void => {
+    for (const selection of selections) {
+      if (selection.kind === Kind.INLINE_FRAGMENT) walk(selection.selectionSet.selections, seen);
+      else if (selection.kind === Kind.FRAGMENT_SPREAD) {
+        const fragment = fragments.get(selection.name.value);
+        if (fragment && !seen.has(fragment.name.value)) walk(fragment.selectionSet.selections, new Set([...seen, fragment.name.value]));
+      } else if (selection.name.value === 'submitJobs') {
+        const arg = selection.arguments?.find((a) => a.name.value === 'jobs')?.value;
+        const value = arg?.kind === Kind.LIST ? arg.values : arg?.kind === Kind.VARIABLE ? variables?.[arg.name.value] : undefined;
+        if (Array.isArray(value)) jobs += value.length;
+      }
+    }
+  };
+  walk(operation.selectionSet.selections, new Set());
+  return OPERATION_COST.mutation + Math.ceil(jobs / JOBS_PER_BATCH_POINT);
 }
 
 /**

@@ -1,6 +1,8 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codesOf, expectOk, expectRefusedUnchanged, startTestApp, type TestApp } from './helpers/harness.js';
 import { describeEachDialect } from './helpers/database.js';
+import { parse } from 'graphql';
+import { operationCost } from '../plugins/useRateLimits.js';
 
 const SUBMIT_JOBS = `mutation($jobs: [SubmitJobInput!]!) { submitJobs(jobs: $jobs) { id name state queue { name } submittedAt expectedDurationSeconds gpus podSets { name count gpusPerPod } } }`;
 /** Each job's state, by id (aliases: one request). */
@@ -152,5 +154,16 @@ describeEachDialect('submitJobs', (dialect) => {
     // A viewer may not submit at all.
     const vera = t.token('aurora-research', 'VIEWER');
     expect(codesOf(await t.gql(vera, SUBMIT_JOBS, { jobs: sweep(2, 'viewer') }))).toEqual(['FORBIDDEN']);
+  });
+});
+
+describe('the rate limiter charges submitJobs by its size', () => {
+  const cost = (query: string, variables?: Record<string, unknown>) => operationCost(parse(query), undefined, variables);
+  it('3 points as any mutation, plus one per 10 jobs, from the variable or the literal list, aliases and fragments included', () => {
+    expect(cost('mutation { submitJob(input: {name: "a", podSets: []}) { id } }')).toBe(3);
+    expect(cost('mutation($j: [SubmitJobInput!]!) { submitJobs(jobs: $j) { id } }', { j: new Array(1000).fill({}) })).toBe(103);
+    expect(cost('mutation($j: [SubmitJobInput!]!) { submitJobs(jobs: $j) { id } }', { j: new Array(5).fill({}) })).toBe(4);
+    expect(cost('mutation { a: submitJobs(jobs: [{name: "a"}, {name: "b"}]) { id } ...F } fragment F on Mutation { submitJobs(jobs: [{name: "c"}]) { id } }')).toBe(4);
+    expect(cost('query { __typename }')).toBe(1);
   });
 });
