@@ -101,6 +101,16 @@ describeEachDialect('submitJobs', (dialect) => {
     expect(first).not.toContain(answer[1]);
   });
 
+  it("one call may go to several of the tenant's queues, and answers each job with its own", async () => {
+    const platform = t.token(null, 'PLATFORM_ADMIN');
+    const second = (await expectOk(t, platform, `mutation($in: CreateQueueInput!) { createQueue(input: $in) { id } }`, {
+      in: { name: 'aurora-sweeps', tenantId: aurora.Tenant, quotas: [{ flavor: 'h100-80g', nominal: 4 }] },
+    })).createQueue.id;
+    const jobs = sweep(6, 'two-queues', (i) => (i % 2 ? { queueId: second } : {}));
+    const answer = (await expectOk(t, max, SUBMIT_JOBS, { jobs })).submitJobs;
+    expect(answer.map((j: { queue: { name: string } }) => j.queue.name)).toEqual(['aurora-training', 'aurora-sweeps', 'aurora-training', 'aurora-sweeps', 'aurora-training', 'aurora-sweeps']);
+  });
+
   it('two copies of one call sent at once make each job once, and both answer the same jobs', async () => {
     const jobs = sweep(50, 'race', (i) => ({ idempotencyKey: `race-${i}` }));
     const jobsBefore = await count('jobs');
