@@ -32,6 +32,15 @@ export interface DatabaseTimeouts {
 export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { connectMs: 3000, acquireMs: 3000, statementMs: 4000 };
 /** `/ready` must answer a probe within a second, even when the database does not. */
 export const DEFAULT_READY_TIMEOUT_MS = 500;
+/**
+ * FAIRWAY_IDENTITY_CACHE_MS's default (see src/auth/identity-cache.ts). A revocation takes
+ * effect through the credentials-changed event, not the TTL: the TTL bounds how stale a
+ * cached caller can get when an event is lost (bus delivery is best effort: Redis pub/sub
+ * drops messages while a replica is disconnected) or when rights change outside the
+ * services (the bootstrap CLI, hand edits in the database). It stays under a minute: a
+ * token's lastUsedAt is written on a miss, at most once a minute.
+ */
+export const DEFAULT_IDENTITY_CACHE_MS = 5000;
 /** The price book's currency: one per installation (FAIRWAY_CURRENCY). */
 export const DEFAULT_CURRENCY = 'USD';
 
@@ -56,6 +65,8 @@ const envSchema = z
     FAIRWAY_DB_ACQUIRE_TIMEOUT_MS: millis(100, 600_000).default(DEFAULT_DATABASE_TIMEOUTS.acquireMs),
     FAIRWAY_DB_STATEMENT_TIMEOUT_MS: millis(100, 3_600_000).default(DEFAULT_DATABASE_TIMEOUTS.statementMs),
     FAIRWAY_READY_TIMEOUT_MS: millis(50, 60_000).default(DEFAULT_READY_TIMEOUT_MS),
+    // Under a minute: lastUsedAt is written on a cache miss, at most once a minute (0: no cache).
+    FAIRWAY_IDENTITY_CACHE_MS: millis(0, 60_000).default(DEFAULT_IDENTITY_CACHE_MS),
     FAIRWAY_BACKEND: z.enum(['simulated', 'kubernetes']).default('simulated'),
     FAIRWAY_KUBECONFIG: z.string().min(1).optional(),
     FAIRWAY_KUBERNETES_SETTINGS: z.string().min(1).optional(),
@@ -117,6 +128,8 @@ export interface FairwayConfig {
   databaseTimeouts?: DatabaseTimeouts;
   /** How long `/ready` waits for the database before answering 503 (default DEFAULT_READY_TIMEOUT_MS). */
   readyTimeoutMs?: number;
+  /** How long a resolved caller is reused without the database (FAIRWAY_IDENTITY_CACHE_MS; default DEFAULT_IDENTITY_CACHE_MS, 0: off). */
+  identityCacheMs?: number;
   redisUrl?: string;
   demo: boolean;
   /** Keep submitting small demo jobs so queues move (demo only). */
@@ -203,6 +216,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
       statementMs: e.FAIRWAY_DB_STATEMENT_TIMEOUT_MS,
     },
     readyTimeoutMs: e.FAIRWAY_READY_TIMEOUT_MS,
+    identityCacheMs: e.FAIRWAY_IDENTITY_CACHE_MS,
     redisUrl: e.REDIS_URL,
     demo,
     demoTrickle: e.FAIRWAY_DEMO_TRICKLE ?? e.NODE_ENV !== 'production',

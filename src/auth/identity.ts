@@ -6,6 +6,7 @@ import { CAPABILITIES, ROLE_CAPABILITIES, type Capability } from './capabilities
 import { hashApiTokenSecret, looksLikeApiToken } from './api-token-secret.js';
 import type { OidcVerifier } from './oidc.js';
 import type { Principal } from './principal.js';
+import { credentialKey, sha256, type CachedLookup, type IdentityCache } from './identity-cache.js';
 
 /** Entry in the roles claim that makes a JWT's subject a platform admin. */
 export const PLATFORM_ADMIN_CLAIM = 'fairway:PLATFORM_ADMIN';
@@ -16,6 +17,8 @@ export interface IdentityOptions {
   orm: MikroORM;
   oidc?: OidcVerifier;
   now?: () => number;
+  /** Principals by credential hash for a few seconds (src/auth/identity-cache.ts); absent: every request looks up. */
+  cache?: IdentityCache;
 }
 
 /**
@@ -34,21 +37,30 @@ export class IdentityResolver {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header.trim());
     if (!match) throw unauthenticated('Use "Authorization: Bearer <token>".');
     const bearer = match[1]!;
-    if (looksLikeApiToken(bearer)) return this.fromApiToken(bearer);
+    if (looksLikeApiToken(bearer)) {
+      const tokenHash = hashApiTokenSecret(bearer);
+      return this.cached(credentialKey('api-token', tokenHash), () => this.fromApiToken(tokenHash));
+    }
     if (bearer.split('.').length === 3) {
-      if (!this.options.oidc) throw unauthenticated('This gateway has no OIDC issuer configured; use an API token.');
-      return this.fromJwt(bearer, this.options.oidc);
+      const oidc = this.options.oidc;
+      if (!oidc) throw unauthenticated('This gateway has no OIDC issuer configured; use an API token.');
+      // A cached JWT is not verified again: it verified when cached, and the entry ends at its exp.
+      return this.cached(credentialKey('jwt', sha256(bearer)), () => this.fromJwt(bearer, oidc));
     }
     throw unauthenticated('The bearer token is neither a Fairway API token nor a JWT.');
+  }
+
+  private cached(key: string, lookup: () => Promise<CachedLookup>): Promise<Principal> {
+    return this.options.cache ? this.options.cache.resolve(key, lookup) : lookup().then((found) => found.principal);
   }
 
   private systemEm(): EntityManager {
     return systemEntityManager(this.options.orm);
   }
 
-  private async fromApiToken(secret: string): Promise<Principal> {
+  private async fromApiToken(tokenHash: string): Promise<CachedLookup> {
     const em = this.systemEm();
-    const token = await em.findOne(ApiToken, { tokenHash: hashApiTokenSecret(secret) }, { populate: ['createdBy'] });
+    const token = await em.findOne(ApiToken, { tokenHash }, { populate: ['createdBy'] });
     if (!token) throw unauthenticated('The API token is not valid.');
     if (token.revokedAt) throw unauthenticated('The API token has been revoked.');
     const now = this.now();
@@ -57,9 +69,10 @@ export class IdentityResolver {
       await em.nativeUpdate(ApiToken, { id: token.id }, { lastUsedAt: new Date(now) });
     }
     const user = token.createdBy;
+    const expiresAt = token.expiresAt.getTime();
     if (!token.tenant) {
       if (!user.isPlatformAdmin) throw unauthenticated("The platform token's owner is no longer a platform admin.");
-      return {
+      const principal: Principal = {
         kind: 'api-token',
         userId: user.id,
         email: user.email,
@@ -69,6 +82,7 @@ export class IdentityResolver {
         ...(await loadAccess(em, user.id, [], true, now)),
         token: { id: token.id, tenantId: null, scopes: new Set() },
       };
+      return { principal, expiresAt };
     }
     const tenantId = token.tenant.id;
     const membership = await em.findOne(Membership, { tenant: tenantId, user: token.createdBy.id });
@@ -76,7 +90,7 @@ export class IdentityResolver {
     // A token never carries more than its owner's current role allows.
     const roleCapabilities = ROLE_CAPABILITIES[membership.role];
     const scopes = new Set(token.scopes.filter((s): s is Capability => (CAPABILITIES as readonly string[]).includes(s) && roleCapabilities.has(s as Capability)));
-    return {
+    const principal: Principal = {
       kind: 'api-token',
       userId: user.id,
       email: user.email,
@@ -86,9 +100,10 @@ export class IdentityResolver {
       ...(await loadAccess(em, user.id, [tenantId], false, now)),
       token: { id: token.id, tenantId, scopes },
     };
+    return { principal, expiresAt };
   }
 
-  private async fromJwt(jwt: string, oidc: OidcVerifier): Promise<Principal> {
+  private async fromJwt(jwt: string, oidc: OidcVerifier): Promise<CachedLookup> {
     const claims = await oidc.verify(jwt);
     const subject = claims[oidc.userClaim];
     if (typeof subject !== 'string' || subject.length === 0) {
@@ -125,7 +140,9 @@ export class IdentityResolver {
       roles = await this.membershipRoles(em, user.id);
     }
     const isPlatformAdmin = user.isPlatformAdmin || claimAdmin;
-    return { kind: 'user', userId: user.id, email: user.email, name: user.name, isPlatformAdmin, roles, ...(await loadAccess(em, user.id, [...roles.keys()], isPlatformAdmin, this.now())) };
+    const principal: Principal = { kind: 'user', userId: user.id, email: user.email, name: user.name, isPlatformAdmin, roles, ...(await loadAccess(em, user.id, [...roles.keys()], isPlatformAdmin, this.now())) };
+    // The verifier checks exp against the wall clock, so the cache does too.
+    return { principal, wallExpiresAt: typeof claims.exp === 'number' ? claims.exp * 1000 : undefined };
   }
 
   private async membershipRoles(em: EntityManager, userId: string): Promise<Map<string, TenantRole>> {

@@ -61,11 +61,47 @@ export type FairwayTopics = {
   'scheduler-input': [payload: SchedulerInput];
   /** The scheduler committed a cycle (or a job finished): positions may have moved. */
   'scheduler-state': [payload: { at: number }];
+  /** What a caller's principal holds changed: identity caches drop it (src/auth/identity-cache.ts). Use announceCredentialsChanged. */
+  'credentials-changed': [payload: CredentialsChanged];
 };
+
+/**
+ * A committed change to someone's rights: a token revoked, a membership or project role
+ * added, changed or removed, a break-glass grant opened or closed. userId and/or tokenId
+ * name whose cached principals are stale; neither (a tenant created) means all of them.
+ */
+export interface CredentialsChanged {
+  userId?: string;
+  tokenId?: string;
+  tenantId?: string;
+  at: number;
+}
 
 export type EventBus = PubSub<FairwayTopics>;
 
 /** In memory by default; pass a Redis event target to share events across replicas. */
 export function createEventBus(eventTarget?: TypedEventTarget<never>): EventBus {
   return createPubSub<FairwayTopics>(eventTarget ? { eventTarget: eventTarget as never } : undefined);
+}
+
+type CredentialsListener = (change: CredentialsChanged) => void;
+const localCredentialListeners = new WeakMap<EventBus, Set<CredentialsListener>>();
+
+/**
+ * Announces a committed credentials change (call after commit). This process's identity
+ * caches hear it synchronously, before the mutation answers: the bus itself delivers later
+ * (the in-memory one on a later tick, the Redis one after a round trip), and "a revoked token
+ * stops on the next request" must hold on this replica. Other replicas hear it through the bus.
+ */
+export function announceCredentialsChanged(bus: EventBus, change: CredentialsChanged): void {
+  for (const listener of localCredentialListeners.get(bus) ?? []) listener(change);
+  bus.publish('credentials-changed', change);
+}
+
+/** The synchronous, in-process side of announceCredentialsChanged; returns the unsubscribe. */
+export function onCredentialsChangedHere(bus: EventBus, listener: CredentialsListener): () => void {
+  let listeners = localCredentialListeners.get(bus);
+  if (!listeners) localCredentialListeners.set(bus, (listeners = new Set()));
+  listeners.add(listener);
+  return () => listeners.delete(listener);
 }

@@ -2,8 +2,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MikroORM } from '@mikro-orm/core';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
-import { DEFAULT_CURRENCY, type FairwayConfig } from '../config.js';
+import { DEFAULT_CURRENCY, DEFAULT_IDENTITY_CACHE_MS, type FairwayConfig } from '../config.js';
 import { IdentityResolver } from '../auth/identity.js';
+import { IdentityCache } from '../auth/identity-cache.js';
 import { OidcVerifier } from '../auth/oidc.js';
 import { createEventBus, type EventBus } from '../events/bus.js';
 import { createRedisEventTarget } from '../events/redis.js';
@@ -52,6 +53,8 @@ export interface BuildAppOptions {
   backend?: ExecutionBackend;
   /** How long a subscription may rely on its last credential check (tests: 0). */
   reauthCacheMs?: number;
+  /** An event bus shared with other apps in this process (tests: two replicas without Redis); default: one of its own. */
+  events?: EventBus;
   /** Scheduler tuning for tests. */
   scheduler?: { debounceMs?: number; resyncIntervalMs?: number; leaderRetryMs?: number };
 }
@@ -97,8 +100,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   if (ownsOrm) await migrate(orm);
 
   await ensurePriorityClasses(orm);
-  const redis = config.redisUrl ? await createRedisEventTarget(config.redisUrl, (error) => logError(error)) : null;
-  const events = createEventBus(redis?.eventTarget);
+  const redis = config.redisUrl && !options.events ? await createRedisEventTarget(config.redisUrl, (error) => logError(error)) : null;
+  const events = options.events ?? createEventBus(redis?.eventTarget);
   const backend = options.backend ?? (await backendFromConfig(config, { now, logError }));
   const metrics = createMetrics();
   const scheduler = new SchedulerService({
@@ -125,7 +128,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   await scheduler.start();
   await backendSync?.request();
   metrics.watchScheduler({ scheduler, orm, logError });
-  const identity = new IdentityResolver({ orm, oidc: config.oidc ? new OidcVerifier(config.oidc) : undefined, now });
+  const identityCache = new IdentityCache({ ttlMs: config.identityCacheMs ?? DEFAULT_IDENTITY_CACHE_MS, now });
+  const stopIdentityCache = identityCache.follow(events, logError);
+  const identity = new IdentityResolver({ orm, oidc: config.oidc ? new OidcVerifier(config.oidc) : undefined, now, cache: identityCache });
 
   const limits = resolveQueryLimits(config.env, config.limits);
   const rateLimiter = await createRateLimiter(config.rateLimits, { redisUrl: config.redisUrl, logError });
@@ -218,6 +223,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       await scheduler.stop();
       await backend.close();
       await webSocket.close();
+      stopIdentityCache();
       httpServer.closeAllConnections?.();
       await new Promise<void>((resolve) => (httpServer.listening ? httpServer.close(() => resolve()) : resolve()));
       await redis?.close();

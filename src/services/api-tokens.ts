@@ -5,6 +5,7 @@ import { ROLE_CAPABILITIES, type Capability } from '../auth/capabilities.js';
 export { CAPABILITIES, PLATFORM_SCOPE } from '../auth/capabilities.js';
 import { hasCapability } from '../auth/principal.js';
 import { auditedMutation } from './audit.js';
+import { announceCredentialsChanged } from '../events/bus.js';
 import { requireCapability, requireMutatingCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from './context.js';
 import { badInput, forbidden, notFound } from '../shared/client-errors.js';
 import { findPage, type PageQuery } from './paging.js';
@@ -93,7 +94,7 @@ export async function createApiToken(ctx: ServiceContext, input: CreateApiTokenI
 
 /** The creator may revoke their own token; tenant admins and platform admins any token of the tenant. */
 export async function revokeApiToken(ctx: ServiceContext, id: string): Promise<ApiToken> {
-  return auditedMutation(ctx, { action: 'apiToken.revoke', input: { id } }, async (em) => {
+  const revoked = await auditedMutation(ctx, { action: 'apiToken.revoke', input: { id } }, async (em) => {
     const principal = requirePrincipal(ctx);
     const token = await em.findOne(ApiToken, { id }, { populate: ['createdBy'] });
     if (!token) throw notFound('API token');
@@ -111,4 +112,7 @@ export async function revokeApiToken(ctx: ServiceContext, id: string): Promise<A
     await em.flush();
     return { result: token, tenantId: token.tenant?.id ?? null, targetType: 'ApiToken', targetId: token.id };
   });
+  // After commit: the token stops on its next request, on every replica.
+  announceCredentialsChanged(ctx.events, { tokenId: revoked.id, tenantId: revoked.tenant?.id, at: ctx.now().getTime() });
+  return revoked;
 }

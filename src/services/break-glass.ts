@@ -1,6 +1,7 @@
 import { BreakGlassGrant } from '../persistence/access-entities.js';
 import { Tenant, User } from '../persistence/entities.js';
 import { auditedMutation } from './audit.js';
+import { announceCredentialsChanged } from '../events/bus.js';
 import { callerHasCapability, requireCapability, requirePrincipal, requireTenantAdmin, type ServiceContext } from './context.js';
 import { badInput, conflict, forbidden, notFound } from '../shared/client-errors.js';
 
@@ -38,7 +39,7 @@ export async function openBreakGlass(ctx: ServiceContext, input: OpenBreakGlassI
     throw badInput(`durationMinutes must be a whole number from ${MIN_DURATION_MINUTES} to ${MAX_DURATION_MINUTES}.`);
   }
   const meta = { action: 'breakglass.open', input: { tenantId: input.tenantId, reason, durationMinutes: input.durationMinutes }, tenantHint: input.tenantId };
-  return auditedMutation(ctx, meta, async (em) => {
+  const opened = await auditedMutation(ctx, meta, async (em) => {
     const principal = requirePrincipal(ctx);
     if (!principal.isPlatformAdmin) throw forbidden('Only platform admins open break-glass grants; tenant admins already see their tenant.');
     const tenant = await em.findOne(Tenant, { id: input.tenantId });
@@ -58,6 +59,13 @@ export async function openBreakGlass(ctx: ServiceContext, input: OpenBreakGlassI
     await em.populate(grant, ['operator']);
     return { result: grant, tenantId: tenant.id, targetType: 'BreakGlassGrant', targetId: grant.id };
   });
+  grantChanged(ctx, opened);
+  return opened;
+}
+
+/** After commit: the operator's cached principals (which hold their open grants) are looked up again, on every replica. */
+function grantChanged(ctx: ServiceContext, grant: BreakGlassGrant): void {
+  announceCredentialsChanged(ctx.events, { userId: grant.operator.id, tenantId: grant.tenant.id, at: ctx.now().getTime() });
 }
 
 /**
@@ -65,7 +73,7 @@ export async function openBreakGlass(ctx: ServiceContext, input: OpenBreakGlassI
  * any platform admin, or the tenant's admins; audited in the tenant's log.
  */
 export async function closeBreakGlass(ctx: ServiceContext, id: string): Promise<BreakGlassGrant> {
-  return auditedMutation(ctx, { action: 'breakglass.close', input: { id } }, async (em) => {
+  const closed = await auditedMutation(ctx, { action: 'breakglass.close', input: { id } }, async (em) => {
     const principal = requirePrincipal(ctx);
     const grant = await em.findOne(BreakGlassGrant, { id }, { populate: ['operator'] });
     if (!grant) throw notFound('Break-glass grant');
@@ -77,6 +85,8 @@ export async function closeBreakGlass(ctx: ServiceContext, id: string): Promise<
     await em.flush();
     return { result: grant, tenantId, targetType: 'BreakGlassGrant', targetId: grant.id };
   });
+  grantChanged(ctx, closed);
+  return closed;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Membership, Tenant, User, type TenantRole } from '../persistence/entities.js';
 import { auditedMutation } from './audit.js';
+import { announceCredentialsChanged } from '../events/bus.js';
 import { callerHasCapability, requireCapability, requireMutatingCapability, type ServiceContext } from './context.js';
 import { conflict, forbidden, notFound } from '../shared/client-errors.js';
 import { findPage, type PageQuery } from './paging.js';
@@ -75,7 +76,7 @@ export function newInvitedUser(em: ServiceContext['em'], email: string, invitedN
  */
 export async function addMember(ctx: ServiceContext, input: AddMemberInput): Promise<Membership> {
   const { email, invitedName } = invitation(input.email, input.name);
-  return auditedMutation(ctx, { action: 'member.add', input: { ...input, email }, tenantHint: input.tenantId }, async (em) => {
+  const membership = await auditedMutation(ctx, { action: 'member.add', input: { ...input, email }, tenantHint: input.tenantId }, async (em) => {
     requireMutatingCapability(ctx, input.tenantId, 'members:write', 'Tenant');
     const tenant = await em.findOne(Tenant, { id: input.tenantId });
     if (!tenant) throw notFound('Tenant');
@@ -92,6 +93,13 @@ export async function addMember(ctx: ServiceContext, input: AddMemberInput): Pro
     }
     return { result: membership, tenantId: tenant.id, targetType: 'Member', targetId: membership.id };
   });
+  membershipChanged(ctx, membership);
+  return membership;
+}
+
+/** After commit: the person's cached principals (sessions and tokens) are looked up again, on every replica. */
+function membershipChanged(ctx: ServiceContext, membership: Pick<Membership, 'user' | 'tenant'>): void {
+  announceCredentialsChanged(ctx.events, { userId: membership.user.id, tenantId: membership.tenant.id, at: ctx.now().getTime() });
 }
 
 /** The person themself accepts a membership: from now on the tenant sees their own profile name. */
@@ -108,17 +116,19 @@ export async function acceptMembership(ctx: ServiceContext, id: string): Promise
 }
 
 export async function changeMemberRole(ctx: ServiceContext, id: string, role: TenantRole): Promise<Membership> {
-  return auditedMutation(ctx, { action: 'member.changeRole', input: { id, role } }, async (em) => {
+  const changed = await auditedMutation(ctx, { action: 'member.changeRole', input: { id, role } }, async (em) => {
     const membership = await loadForChange(ctx, em, id);
     if (membership.role === 'TENANT_ADMIN' && role !== 'TENANT_ADMIN') await ensureAnotherAdmin(em, membership);
     membership.role = role;
     await em.flush();
     return { result: membership, tenantId: membership.tenant.id, targetType: 'Member', targetId: membership.id };
   });
+  membershipChanged(ctx, changed);
+  return changed;
 }
 
 export async function removeMember(ctx: ServiceContext, id: string): Promise<Membership> {
-  return auditedMutation(ctx, { action: 'member.remove', input: { id } }, async (em) => {
+  const removed = await auditedMutation(ctx, { action: 'member.remove', input: { id } }, async (em) => {
     const membership = await loadForChange(ctx, em, id);
     if (membership.role === 'TENANT_ADMIN') await ensureAnotherAdmin(em, membership);
     const removed = { ...membership } as Membership;
@@ -127,6 +137,8 @@ export async function removeMember(ctx: ServiceContext, id: string): Promise<Mem
     await em.flush();
     return { result: removed, tenantId: removed.tenant.id, targetType: 'Member', targetId: id };
   });
+  membershipChanged(ctx, removed);
+  return removed;
 }
 
 async function loadForChange(ctx: ServiceContext, em: ServiceContext['em'], id: string): Promise<Membership> {

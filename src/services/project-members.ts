@@ -3,6 +3,7 @@ import { MUTATING_ROLES } from '../auth/capabilities.js';
 import { ProjectMembership } from '../persistence/access-entities.js';
 import { Membership, Project, type ProjectRole, type TenantRole } from '../persistence/entities.js';
 import { auditedMutation } from './audit.js';
+import { announceCredentialsChanged } from '../events/bus.js';
 import { requireCapability, requirePrincipal, type ServiceContext } from './context.js';
 import { memberName } from './members.js';
 import { findPage, type PageQuery } from './paging.js';
@@ -55,7 +56,7 @@ export async function projectMemberName(ctx: ServiceContext, row: ProjectMembers
 }
 
 export async function addProjectMember(ctx: ServiceContext, input: AddProjectMemberInput): Promise<ProjectMembership> {
-  return auditedMutation(ctx, { action: 'project.addMember', input: { ...input } }, async (em) => {
+  const added = await auditedMutation(ctx, { action: 'project.addMember', input: { ...input } }, async (em) => {
     const project = await em.findOne(Project, { id: input.projectId });
     if (!project) throw notFound('Project');
     requireProjectManager(ctx, project);
@@ -65,6 +66,13 @@ export async function addProjectMember(ctx: ServiceContext, input: AddProjectMem
     await em.flush();
     return { result: row, tenantId: project.tenant.id, targetType: 'ProjectMember', targetId: row.id };
   });
+  projectRoleChanged(ctx, added);
+  return added;
+}
+
+/** After commit: the person's cached principals (which hold their project roles) are looked up again, on every replica. */
+function projectRoleChanged(ctx: ServiceContext, row: Pick<ProjectMembership, 'user' | 'tenant'>): void {
+  announceCredentialsChanged(ctx.events, { userId: row.user.id, tenantId: row.tenant.id, at: ctx.now().getTime() });
 }
 
 /**
@@ -91,7 +99,7 @@ async function createProjectMembership(em: EntityManager, project: Project, memb
 }
 
 export async function changeProjectMemberRole(ctx: ServiceContext, id: string, role: ProjectRole): Promise<ProjectMembership> {
-  return auditedMutation(ctx, { action: 'project.changeMemberRole', input: { id, role } }, async (em) => {
+  const changed = await auditedMutation(ctx, { action: 'project.changeMemberRole', input: { id, role } }, async (em) => {
     const { row, project } = await loadRow(em, id);
     requireProjectManager(ctx, project);
     const membership = await em.findOne(Membership, { tenant: row.tenant.id, user: row.user.id });
@@ -101,11 +109,13 @@ export async function changeProjectMemberRole(ctx: ServiceContext, id: string, r
     await em.flush();
     return { result: row, tenantId: row.tenant.id, targetType: 'ProjectMember', targetId: row.id };
   });
+  projectRoleChanged(ctx, changed);
+  return changed;
 }
 
 /** Project managers remove anyone from the project; anyone may leave a project themself. */
 export async function removeProjectMember(ctx: ServiceContext, id: string): Promise<ProjectMembership> {
-  return auditedMutation(ctx, { action: 'project.removeMember', input: { id } }, async (em) => {
+  const removed = await auditedMutation(ctx, { action: 'project.removeMember', input: { id } }, async (em) => {
     const { row, project } = await loadRow(em, id);
     const principal = requirePrincipal(ctx);
     // Leaving only takes access away, so seeing the tenant is enough (a VIEWER may leave too).
@@ -116,6 +126,8 @@ export async function removeProjectMember(ctx: ServiceContext, id: string): Prom
     await em.flush();
     return { result: removed, tenantId: removed.tenant.id, targetType: 'ProjectMember', targetId: id };
   });
+  projectRoleChanged(ctx, removed);
+  return removed;
 }
 
 /** removeMember: a person who leaves the tenant leaves all its projects (same transaction). */

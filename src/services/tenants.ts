@@ -2,6 +2,7 @@ import { Membership, Project, Tenant, User, type IsolationLevel, type TenantStat
 import { uuidv7 } from '../persistence/ids.js';
 import { invitation, newInvitedUser } from './members.js';
 import { auditedMutation } from './audit.js';
+import { announceCredentialsChanged } from '../events/bus.js';
 import { requireCapability, requirePlatformAdmin, requirePrincipal, requireTenantAdmin, type ServiceContext } from './context.js';
 import { badInput, conflict, notFound } from '../shared/client-errors.js';
 import { findPage, type PageQuery } from './paging.js';
@@ -52,7 +53,7 @@ export async function getTenantBySlug(ctx: ServiceContext, slug: string): Promis
 }
 
 export async function createTenant(ctx: ServiceContext, input: CreateTenantInput): Promise<Tenant> {
-  return auditedMutation(ctx, { action: 'tenant.create', input: { ...input } }, async (em) => {
+  const created = await auditedMutation(ctx, { action: 'tenant.create', input: { ...input } }, async (em) => {
     requirePlatformAdmin(ctx);
     if (await em.count(Tenant, { slug: input.slug })) throw conflict(`A tenant with slug "${input.slug}" already exists.`);
     const tenant = em.create(Tenant, {
@@ -77,6 +78,10 @@ export async function createTenant(ctx: ServiceContext, input: CreateTenantInput
     ctx.scheduler.announce({ kind: 'config' });
     return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
   });
+  // Every cached principal is looked up again: a JWT's roles claim names tenants by slug, so
+  // a session cached before the tenant existed must now get its role (and the first admin theirs).
+  announceCredentialsChanged(ctx.events, { tenantId: created.id, at: ctx.now().getTime() });
+  return created;
 }
 
 export async function updateTenant(ctx: ServiceContext, id: string, input: UpdateTenantInput): Promise<Tenant> {
