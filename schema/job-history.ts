@@ -2,6 +2,7 @@ import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@poth
 import { z } from 'zod';
 import type { UsageRecord } from '../src/persistence/metering-entities.js';
 import type { Job } from '../src/persistence/scheduling-entities.js';
+import type { JobView } from '../src/persistence/job-rows.js';
 import { jobUsageVisibility, listJobHistory, summarize, usageRecordsLoader, type HistoryCursor } from '../src/services/metering/job-usage.js';
 import { isUuid } from '../src/persistence/ids.js';
 import { badInput } from '../src/shared/client-errors.js';
@@ -33,7 +34,7 @@ const UsageIntervalRef = builder.objectRef<IntervalParent>('UsageInterval').impl
 });
 
 /** The job's ledger rows if the caller may see them (one query for every job of the response). */
-async function visibleRecords(job: Job, ctx: GraphQLContext): Promise<{ records: UsageRecord[]; money: boolean } | null> {
+async function visibleRecords(job: JobView, ctx: GraphQLContext): Promise<{ records: UsageRecord[]; money: boolean } | null> {
   const visibility = jobUsageVisibility(ctx, job);
   if (!visibility) return null;
   return { records: await usageRecordsLoader(ctx).load(job.id), money: visibility.money };

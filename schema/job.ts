@@ -15,6 +15,7 @@ import { JobEventRef, JobRef, ProjectRef, QueueRef, TenantRef } from './refs.js'
 import { reloadingSubscription } from './reloading-subscription.js';
 import { tenantConnection } from './tenant-connection.js';
 import { isEntity } from './tenant.js';
+import { JobRow } from '../src/persistence/job-rows.js';
 
 // Submitting, previewing and following a job's position live beside this file:
 // job-submit.ts, job-preview.ts, job-position.ts (and tenant-event.ts for a tenant's stream).
@@ -25,7 +26,8 @@ const pendingExplanation = (job: { id: string; state: string }, ctx: GraphQLCont
 builder.node(JobRef, {
   description: 'A unit of GPU work: one or more pod sets that start together.',
   id: { resolve: (j) => j.id },
-  isTypeOf: (v) => isEntity(v, 'Job'),
+  // listJobs answers plain rows (job-rows.ts), getJob and the mutations entities.
+  isTypeOf: (v) => v instanceof JobRow || isEntity(v, 'Job'),
   fields: (t) => ({
     name: t.exposeString('name'),
     state: t.field({ type: JobStateEnum, resolve: (j) => j.state }),

@@ -13,14 +13,16 @@ export const ApiTokenRef = builder.objectRef<ApiToken>('ApiToken');
 export const AuditEventRef = builder.objectRef<AuditEvent>('AuditEvent');
 export const ViewerRef = builder.objectRef<Principal>('Viewer');
 
-import type { ClusterNode, Cohort, Flavor, Job, JobEvent, NodePool, PriorityClassRow, Queue } from '../src/persistence/scheduling-entities.js';
+import type { JobView } from '../src/persistence/job-rows.js';
+import type { ClusterNode, Cohort, Flavor, JobEvent, NodePool, PriorityClassRow, Queue } from '../src/persistence/scheduling-entities.js';
 export const FlavorRef = builder.objectRef<Flavor>('Flavor');
 export const NodePoolRef = builder.objectRef<NodePool>('NodePool');
 export const ClusterNodeRef = builder.objectRef<ClusterNode>('ClusterNode');
 export const CohortRef = builder.objectRef<Cohort>('Cohort');
 export const PriorityClassRef = builder.objectRef<PriorityClassRow>('PriorityClass');
 export const QueueRef = builder.objectRef<Queue>('Queue');
-export const JobRef = builder.objectRef<Job>('Job');
+// A stored entity (getJob, submitJob) or a read row (listJobs): what the resolvers read of either.
+export const JobRef = builder.objectRef<JobView>('Job');
 export const JobEventRef = builder.objectRef<JobEvent>('JobEvent');
 
 import type { BreakGlassGrant } from '../src/persistence/access-entities.js';

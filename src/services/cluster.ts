@@ -4,6 +4,7 @@ export type { QuotaSpec, TimeWindowSpec, ResourceName };
 import { Project, Tenant } from '../persistence/entities.js';
 import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../persistence/scheduling-entities.js';
 import { requireProjectManager } from './project-rights.js';
+import { findMapped } from '../persistence/raw-reads.js';
 import { auditedMutation } from './audit.js';
 import { requireCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from './context.js';
 import { badInput, conflict, notFound } from '../shared/client-errors.js';
@@ -84,8 +85,9 @@ export async function listCohorts(ctx: ServiceContext): Promise<Cohort[]> {
 export async function listQueues(ctx: ServiceContext, tenantId: string | null): Promise<Queue[]> {
   const principal = requirePrincipal(ctx);
   if (tenantId) requireCapability(ctx, tenantId, 'tenant:read', 'Tenant');
-  else if (!principal.isPlatformAdmin) return ctx.em.find(Queue, { tenant: { $in: [...principal.roles.keys()] } }, { orderBy: { name: 'asc' } });
-  return ctx.em.find(Queue, tenantId ? { tenant: tenantId } : {}, { orderBy: { name: 'asc' } });
+  else if (!principal.isPlatformAdmin) return findMapped(ctx.em, Queue, { tenant_id: [...principal.roles.keys()] }, { orderBy: 'name' });
+  // Tenant.queues is on every dashboard: read without the query builder (raw-reads.ts).
+  return findMapped(ctx.em, Queue, tenantId ? { tenant_id: tenantId } : {}, { orderBy: 'name' });
 }
 
 /**

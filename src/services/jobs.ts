@@ -6,6 +6,7 @@ export type { PodSetSpec, Preview };
 import { Project, Tenant, User } from '../persistence/entities.js';
 import { Job, JobEvent, OutboxEntry, PriorityClassRow, Queue, TERMINAL_JOB_STATES, type JobState } from '../persistence/scheduling-entities.js';
 import { uuidv7 } from '../persistence/ids.js';
+import { readJobRows, type JobRow } from '../persistence/job-rows.js';
 import { auditedMutation } from './audit.js';
 import { requireCapability, requireMutatingCapability, requirePrincipal, type ServiceContext } from './context.js';
 import { badInput, conflict, notFound } from '../shared/client-errors.js';
@@ -215,21 +216,13 @@ export async function getJob(ctx: ServiceContext, id: string): Promise<Job> {
   return job;
 }
 
-export async function listJobs(ctx: ServiceContext, filter: JobFilter, page: PageQuery): Promise<Job[]> {
+/** A page of a tenant's jobs, as rows for display (job-rows.ts: no entity hydration). */
+export async function listJobs(ctx: ServiceContext, filter: JobFilter, page: PageQuery): Promise<JobRow[]> {
   requireCapability(ctx, filter.tenantId, 'jobs:read', 'Tenant');
   if (filter.submittedAfter && filter.submittedBefore && filter.submittedAfter > filter.submittedBefore) {
     throw badInput('submittedAfter must be before submittedBefore.');
   }
-  const where: Record<string, unknown> = { tenant: filter.tenantId };
-  if (filter.states?.length) where.state = { $in: filter.states };
-  if (filter.projectId) where.project = filter.projectId;
-  if (filter.queueId) where.queue = filter.queueId;
-  if (filter.priorityClass) where.priorityClass = filter.priorityClass;
-  const submitted: Record<string, Date> = {};
-  if (filter.submittedAfter) submitted.$gte = filter.submittedAfter;
-  if (filter.submittedBefore) submitted.$lt = filter.submittedBefore;
-  if (Object.keys(submitted).length) where.submittedAt = submitted;
-  return findPage(ctx.em, Job, where, page);
+  return readJobRows(ctx.em, filter, page);
 }
 
 export async function listJobEvents(ctx: ServiceContext, jobId: string, page: PageQuery): Promise<JobEvent[]> {

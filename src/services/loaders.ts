@@ -2,6 +2,7 @@ import DataLoader from 'dataloader';
 import type { EntityManager, EntityName } from '@mikro-orm/core';
 import { Membership, Project, Tenant, User } from '../persistence/entities.js';
 import { JobEvent, Queue } from '../persistence/scheduling-entities.js';
+import { findMapped } from '../persistence/raw-reads.js';
 
 /**
  * Per-request batch loaders: a list that resolves relations costs one query per relation,
@@ -21,7 +22,8 @@ export interface Loaders {
 
 function byId<T extends { id: string }>(em: EntityManager, entity: EntityName<T>) {
   return new DataLoader<string, T | null>(async (ids) => {
-    const rows = await em.find(entity, { id: { $in: [...ids] } } as never);
+    // Without the query builder (raw-reads.ts: same rows, same tenant filter, managed entities).
+    const rows = await findMapped(em, entity, { id: [...ids] });
     const found = new Map(rows.map((row) => [row.id, row]));
     return ids.map((id) => found.get(id) ?? null);
   });

@@ -6,6 +6,7 @@ import { announceCredentialsChanged } from '../events/bus.js';
 import { requireCapability, requirePlatformAdmin, requirePrincipal, requireTenantAdmin, type ServiceContext } from './context.js';
 import { badInput, conflict, notFound } from '../shared/client-errors.js';
 import { findPage, type PageQuery } from './paging.js';
+import { findMapped } from '../persistence/raw-reads.js';
 
 export interface CreateTenantInput {
   slug: string;
@@ -45,7 +46,8 @@ export async function getTenant(ctx: ServiceContext, id: string): Promise<Tenant
 
 export async function getTenantBySlug(ctx: ServiceContext, slug: string): Promise<Tenant> {
   requirePrincipal(ctx);
-  const tenant = await ctx.em.findOne(Tenant, { slug });
+  // The dashboard's entry point: read without the query builder (raw-reads.ts).
+  const [tenant] = await findMapped(ctx.em, Tenant, { slug }, { limit: 1 });
   // Resolve first, then check: a slug of a foreign tenant answers exactly like a missing one.
   if (!tenant) throw notFound('Tenant');
   requireCapability(ctx, tenant.id, 'tenant:read', 'Tenant');

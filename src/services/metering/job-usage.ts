@@ -33,7 +33,7 @@ export function usageRecordsLoader(ctx: Pick<ServiceContext, 'em' | 'loaders'>):
 }
 
 /** What the caller may see of one job's usage: null (nothing), or whether money too. */
-export function jobUsageVisibility(ctx: ServiceContext, job: Job): { money: boolean } | null {
+export function jobUsageVisibility(ctx: ServiceContext, job: { tenant: { id: string }; submittedBy?: { id: string } | null }): { money: boolean } | null {
   const scope = usageScopeIfAllowed(ctx, job.tenant.id);
   if (!scope) return null;
   // MEMBER and VIEWER: their own jobs only.
