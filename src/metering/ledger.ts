@@ -118,14 +118,18 @@ export const chargeableJob = (job: Job): ChargeableJob => ({
  * open (never started, or already closed) is left as it is. Returns the tenants charged.
  * The job rows must be read under the caller's lock (FOR UPDATE where the database has it).
  */
-export async function chargeJobs(em: EntityManager, jobs: readonly Job[], until: number, closedBy: UsageCloser, ctx: LedgerContext): Promise<Set<string>> {
+export async function chargeJobs(em: EntityManager, jobs: readonly Job[], untilOf: number | ((job: Job) => number), closedBy: UsageCloser, ctx: LedgerContext): Promise<Set<string>> {
   const rows: LedgerRow[] = [];
+  // Per job when several holds end at their own instants in one transaction (a batch of backend reports).
+  const untilFor = (job: Job) => (typeof untilOf === 'number' ? untilOf : untilOf(job));
+  const charged = await chargedBefore(em, jobs.filter((job) => job.meteredFrom != null && untilFor(job) > job.meteredFrom && mayBeFirst(job, job.meteredFrom)));
   for (const job of jobs) {
+    const until = untilFor(job);
     const from = job.meteredFrom ?? null;
     if (closedBy !== 'checkpoint') job.meteredFrom = null;
     if (from === null || until <= from) continue;
     if (closedBy === 'checkpoint') job.meteredFrom = until;
-    const firstOfJob = await isFirstCharge(em, job, from);
+    const firstOfJob = mayBeFirst(job, from) && !charged.has(job.id);
     const utilization = ctx.utilization?.take(job.id, from, until) ?? null;
     rows.push(...ledgerRows(chargeableJob(job), from, until, closedBy, ctx, { firstOfJob, utilization }));
   }
@@ -138,12 +142,18 @@ export const chargeJob = (em: EntityManager, job: Job, until: number, closedBy: 
   chargeJobs(em, [job], until, closedBy, ctx);
 
 /**
- * Whether this is the job's first charge ever (it counts the job once in the rollup's `jobs`).
- * Only an interval that starts at the job's first start can be; that case alone costs a query.
+ * Whether this may be the job's first charge ever (it counts the job once in the rollup's `jobs`):
+ * only an interval that starts at the job's first start can be, if the job has no ledger row yet.
  */
-async function isFirstCharge(em: EntityManager, job: Job, from: number): Promise<boolean> {
-  if (job.preemptionCount !== 0 || job.startedAt?.getTime() !== from) return false;
-  return (await em.count(UsageRecord, { job: job.id })) === 0;
+function mayBeFirst(job: Job, from: number): boolean {
+  return job.preemptionCount === 0 && job.startedAt?.getTime() === from;
+}
+
+/** Which of these jobs already have ledger rows: one query for all of them (none when there are none). */
+async function chargedBefore(em: EntityManager, jobs: readonly Job[]): Promise<Set<string>> {
+  if (!jobs.length) return new Set();
+  const rows = await em.find(UsageRecord, { job: { $in: jobs.map((j) => j.id) } }, { fields: ['id', 'job'], disableIdentityMap: true });
+  return new Set(rows.map((r) => r.job.id));
 }
 
 type HourlyKey = Pick<UsageHourly, 'projectId' | 'queueId' | 'userId' | 'priorityClass' | 'flavor'> & { hour: Date; tenant: string };

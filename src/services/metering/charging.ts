@@ -5,7 +5,7 @@
 import { LockMode, type EntityManager } from '@mikro-orm/core';
 import type { AdmissionHold } from '../../core/types.js';
 import { chargeJobs } from '../../metering/ledger.js';
-import { loadMeteringTables } from '../../metering/price-book.js';
+import { loadMeteringTables, type MeteringTables } from '../../metering/price-book.js';
 import { UtilizationSamples } from '../../metering/utilization.js';
 import type { UsageCloser } from '../../persistence/metering-entities.js';
 import type { Job } from '../../persistence/scheduling-entities.js';
@@ -47,15 +47,36 @@ export class Metering {
     if (this.settings.afterCheckpoint) await this.settings.afterCheckpoint(em, nowMs, this.settings.currency);
   }
 
-  /** Charges the jobs' open intervals up to `until` (see chargeJobs), in the caller's transaction. Returns the tenants charged. */
-  async charge(em: EntityManager, jobs: readonly Job[], until: number, closedBy: UsageCloser): Promise<Set<string>> {
+  /**
+   * Charges the jobs' open intervals up to `until` (see chargeJobs; per job when a function), in the
+   * caller's transaction. Returns the tenants charged.
+   */
+  async charge(em: EntityManager, jobs: readonly Job[], until: number | ((job: Job) => number), closedBy: UsageCloser): Promise<Set<string>> {
     if (!jobs.some((j) => j.meteredFrom != null)) {
       if (closedBy !== 'checkpoint') for (const job of jobs) job.meteredFrom = null;
       return new Set();
     }
-    const tables = await loadMeteringTables(em);
+    const tables = await this.tablesOf(em);
     const tenants = await chargeJobs(em, jobs, until, closedBy, { tables, timeScale: this.settings.timeScale, utilization: this.utilization });
     if (closedBy !== 'checkpoint') for (const job of jobs) this.utilization.forget(job.id);
     return tenants;
+  }
+
+  /**
+   * The price book, read once per transaction: a batch that charges in several calls (succeeded
+   * and failed jobs) reads it once. Keyed by the transaction's entity manager, so a price
+   * changed since is seen by the next transaction.
+   */
+  private readonly tables = new WeakMap<EntityManager, Promise<MeteringTables>>();
+
+  private tablesOf(em: EntityManager): Promise<MeteringTables> {
+    let tables = this.tables.get(em);
+    if (!tables) {
+      tables = loadMeteringTables(em);
+      this.tables.set(em, tables);
+      // A failed read is not remembered (the transaction rolls back anyway).
+      tables.catch(() => this.tables.delete(em));
+    }
+    return tables;
   }
 }

@@ -3,41 +3,65 @@ import { Job } from '../../persistence/scheduling-entities.js';
 import { writeFenced, type FencedWriter } from './cycle-writer.js';
 import { recordJobEvent, recordOutbox } from './outbox.js';
 
+export type WritableBackendEvent = Exclude<BackendEvent, { type: 'utilization' }>;
+
 /**
- * Writes what the backend reported about a run (started, succeeded, failed, not running) in one fenced
- * transaction. Returns whether the job finished (its quota and GPUs are free again).
+ * Writes what the backend reported about runs (started, succeeded, failed, not running) in one
+ * fenced transaction, in the order reported: the reports that arrived while the leader was busy
+ * cost one epoch check, one read of their jobs, and one flush, not one of each per report.
+ * Returns the jobs that finished (their quota and GPUs are free again).
  * Reports about a run that was since preempted or cancelled are stale and change nothing.
  */
-export async function applyBackendEvent(writer: FencedWriter, event: Exclude<BackendEvent, { type: 'utilization' }>): Promise<{ finished: boolean }> {
-  const at = new Date(event.at);
-  let finished = false;
+export async function applyBackendEvents(writer: FencedWriter, events: readonly WritableBackendEvent[]): Promise<{ finished: string[] }> {
+  const finished: string[] = [];
+  if (!events.length) return { finished };
   await writeFenced(writer, async (em, jobLock) => {
-    const job = await em.findOne(Job, { id: event.jobId }, { populate: ['queue'], ...jobLock });
-    if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) return;
-    if (event.type === 'not-running') {
-      // Reported once per admission by the backend; a job already running has moved on.
-      if (job.state !== 'ADMITTED') return;
-      const message = event.message.slice(0, 500);
-      recordJobEvent(em, job, 'ADMITTED_NOT_RUNNING', at, 'AdmittedNotRunning', message);
-      recordOutbox(em, 'job.not-running', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, message, at: event.at });
-    } else if (event.type === 'started') {
-      if (job.state !== 'ADMITTED') return;
-      job.state = 'RUNNING';
-      job.startedAt = at;
-      // The hold the ledger charges starts when the backend says the job runs.
-      job.meteredFrom = event.at;
-      recordJobEvent(em, job, 'STARTED', at, null, 'Running on the backend');
-      recordOutbox(em, 'job.started', { jobId: job.id, queueId: job.queue.id, at: event.at });
-    } else {
-      const state = event.type === 'succeeded' ? 'SUCCEEDED' : 'FAILED';
-      await writer.metering.charge(em, [job], event.at, event.type);
-      job.state = state;
-      job.finishedAt = at;
-      job.exitReason = event.type === 'failed' ? event.reason.slice(0, 500) : null;
-      recordJobEvent(em, job, state, at, event.type === 'failed' ? 'BackendFailure' : null, event.type === 'failed' ? event.reason : 'Completed');
-      recordOutbox(em, 'job.finished', { jobId: job.id, queueId: job.queue.id, state, at: event.at });
-      finished = true;
+    finished.length = 0; // a retried transaction starts over
+    const ids = [...new Set(events.map((e) => e.jobId))].sort();
+    const jobs = new Map((await em.find(Job, { id: { $in: ids } }, { populate: ['queue'], ...jobLock })).map((j) => [j.id, j]));
+    // Charged once per outcome, after all the reports: a finished job is terminal, so no later
+    // report in the batch moves its `meteredFrom`; each is charged up to its own report's time.
+    const ends = new Map<string, number>();
+    const byOutcome = { succeeded: [] as Job[], failed: [] as Job[] };
+    for (const event of events) {
+      const job = jobs.get(event.jobId);
+      if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) continue;
+      const at = new Date(event.at);
+      if (event.type === 'not-running') {
+        // Reported once per admission by the backend; a job already running has moved on.
+        if (job.state !== 'ADMITTED') continue;
+        const message = event.message.slice(0, 500);
+        recordJobEvent(em, job, 'ADMITTED_NOT_RUNNING', at, 'AdmittedNotRunning', message);
+        recordOutbox(em, 'job.not-running', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, message, at: event.at });
+      } else if (event.type === 'started') {
+        if (job.state !== 'ADMITTED') continue;
+        job.state = 'RUNNING';
+        job.startedAt = at;
+        // The hold the ledger charges starts when the backend says the job runs.
+        job.meteredFrom = event.at;
+        recordJobEvent(em, job, 'STARTED', at, null, 'Running on the backend');
+        recordOutbox(em, 'job.started', { jobId: job.id, queueId: job.queue.id, at: event.at });
+      } else {
+        const state = event.type === 'succeeded' ? 'SUCCEEDED' : 'FAILED';
+        ends.set(job.id, event.at);
+        byOutcome[event.type].push(job);
+        job.state = state;
+        job.finishedAt = at;
+        job.exitReason = event.type === 'failed' ? event.reason.slice(0, 500) : null;
+        recordJobEvent(em, job, state, at, event.type === 'failed' ? 'BackendFailure' : null, event.type === 'failed' ? event.reason : 'Completed');
+        recordOutbox(em, 'job.finished', { jobId: job.id, queueId: job.queue.id, state, at: event.at });
+        finished.push(job.id);
+      }
+    }
+    for (const [closedBy, ended] of Object.entries(byOutcome) as ['succeeded' | 'failed', Job[]][]) {
+      if (ended.length) await writer.metering.charge(em, ended, (job) => ends.get(job.id)!, closedBy);
     }
   });
   return { finished };
+}
+
+/** One report; see applyBackendEvents. */
+export async function applyBackendEvent(writer: FencedWriter, event: WritableBackendEvent): Promise<{ finished: boolean }> {
+  const { finished } = await applyBackendEvents(writer, [event]);
+  return { finished: finished.length > 0 };
 }

@@ -1,7 +1,8 @@
 import { LockMode, type EntityManager } from '@mikro-orm/core';
 import type { Scheduler } from '../../core/scheduler.js';
 import type { CycleResult } from '../../core/types.js';
-import { Job } from '../../persistence/scheduling-entities.js';
+import { Job, JobEvent, OutboxEntry } from '../../persistence/scheduling-entities.js';
+import { uuidv7 } from '../../persistence/ids.js';
 import type { Metering } from '../metering/charging.js';
 import type { LeaderEpochs } from './leader-epoch.js';
 import { recordJobEvent, recordOutbox } from './outbox.js';
@@ -51,6 +52,7 @@ export function backToPending(job: Job): void {
  * end of the cycle, not by replaying the two lists one after the other.
  */
 export async function persistCycle(writer: FencedWriter, core: Scheduler, result: CycleResult): Promise<string[]> {
+  if (result.preempted.length === 0) return persistAdmissions(writer, core, result);
   const skipped: string[] = [];
   const preemptionOf = new Map(result.preempted.map((p) => [p.victimId, p]));
   await writeFenced(writer, async (em, jobLock) => {
@@ -99,6 +101,55 @@ export async function persistCycle(writer: FencedWriter, core: Scheduler, result
         recordOutbox(em, 'job.admitted', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, borrowed: final.borrowed, at: result.at, epoch: writer.epoch });
       }
     }
+  });
+  return skipped;
+}
+
+/**
+ * A cycle that only admitted (the common case): no entity is loaded or flushed. Each admitted
+ * job is one UPDATE guarded by its state, so a job cancelled meanwhile changes nothing (and a
+ * row lock on PostgreSQL is taken by the UPDATE itself); the job and outbox rows are one
+ * multi-row INSERT each. Same rows and same order as the general path below.
+ */
+async function persistAdmissions(writer: FencedWriter, core: Scheduler, result: CycleResult): Promise<string[]> {
+  const skipped: string[] = [];
+  await writeFenced(writer, async (em) => {
+    skipped.length = 0;
+    const ids = [...new Set(result.admitted.map((a) => a.jobId))];
+    const at = new Date(result.at);
+    // Who owns each job (for the events' tenant and the outbox payload), without hydrating the rows.
+    const owners = new Map(
+      (await em.find(Job, { id: { $in: ids } }, { fields: ['id', 'state', 'tenant', 'queue'], disableIdentityMap: true })).map((j) => [j.id, j] as const),
+    );
+    const events: Record<string, unknown>[] = [];
+    const outbox: Record<string, unknown>[] = [];
+    const unchanged: string[] = [];
+    for (const id of ids) {
+      const final = core.jobState(id) === 'admitted' ? core.admissionOf(id) : undefined;
+      const owner = owners.get(id);
+      if (!final || !owner) {
+        if (final) skipped.push(id);
+        continue;
+      }
+      const written = await em.nativeUpdate(Job, { id, state: 'PENDING' }, { state: 'ADMITTED', admission: final, admittedAt: at, updatedAt: new Date() });
+      if (written === 0) {
+        unchanged.push(id);
+        continue;
+      }
+      const tenantId = owner.tenant.id;
+      const queueId = owner.queue.id;
+      events.push({ id: uuidv7(), job: id, tenant: tenantId, type: 'ADMITTED', reason: final.mode, message: final.borrowed ? 'Admitted, borrowing quota from its cohort' : 'Admitted within its quota', data: { placements: final.podSets }, at });
+      // The epoch says which leader made the decision (audits, the split-brain test).
+      outbox.push({ id: uuidv7(), kind: 'job.admitted', payload: { jobId: id, tenantId, queueId, borrowed: final.borrowed, at: result.at, epoch: writer.epoch }, createdAt: new Date(), performedAt: null });
+    }
+    // Not pending any more: still admitted or running (nothing to write), or gone (cancelled, finished: release it in the core).
+    if (unchanged.length) {
+      const now = await em.find(Job, { id: { $in: unchanged } }, { fields: ['id', 'state'], disableIdentityMap: true });
+      const live = new Set(now.filter((j) => j.state === 'ADMITTED' || j.state === 'RUNNING').map((j) => j.id));
+      for (const id of unchanged) if (!live.has(id)) skipped.push(id);
+    }
+    if (events.length) await em.insertMany(JobEvent, events as never[]);
+    if (outbox.length) await em.insertMany(OutboxEntry, outbox as never[]);
   });
   return skipped;
 }

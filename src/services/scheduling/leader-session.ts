@@ -1,11 +1,10 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { Scheduler } from '../../core/scheduler.js';
-import type { BackendEvent } from '../../backends/port.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
 import type { Admission, CycleResult, JobSpec, Preemption, QueueStatus } from '../../core/types.js';
 import { systemEntityManager } from '../../persistence/entities.js';
 import { Job } from '../../persistence/scheduling-entities.js';
-import { applyBackendEvent } from './backend-events.js';
+import { applyBackendEvents, type WritableBackendEvent } from './backend-events.js';
 import { loadCore, requeueDoubleBooked, type CoreLoaderOptions, type LoadedCore } from './core-loader.js';
 import { persistCycle, writeFenced, type FencedWriter } from './cycle-writer.js';
 import { StaleLeaderError, type LeaderEpochs } from './leader-epoch.js';
@@ -14,7 +13,7 @@ import type { Metering } from '../metering/charging.js';
 import type { WindowAnnouncer } from './service-helpers.js';
 import { jobSpec } from './specs.js';
 
-type Writable = Exclude<BackendEvent, { type: 'utilization' }>;
+type Writable = WritableBackendEvent;
 
 /** Jobs per checkpoint transaction. */
 const CHECKPOINT_BATCH = 500;
@@ -71,6 +70,10 @@ export class LeaderSession {
   private meteringTimer: NodeJS.Timeout | null = null;
   /** Backend reports that could not be written (database down): written after recovery. */
   private readonly unwritten: Writable[] = [];
+  /** Backend reports waiting for the leader's next turn: written together, in one transaction. */
+  private readonly reports: Writable[] = [];
+  /** Whether a turn that writes `reports` is queued and has not begun. */
+  private reportsQueued = false;
   /** Whether the backend has been reconciled with the database in this term (retried by resync until it is). */
   private reconciled = false;
 
@@ -141,15 +144,25 @@ export class LeaderSession {
     });
   }
 
+  /**
+   * A backend report. Reports that arrive while the leader is busy (a cycle, a write) wait for
+   * its next turn and are written together: one fenced transaction for all of them.
+   */
   backendEvent(event: Writable): void {
+    if (this.ended) return;
+    this.reports.push(event);
+    if (this.reportsQueued) return;
+    this.reportsQueued = true;
     this.run(async () => {
-      if (this.ended) return;
-      if (this.paused) return void this.unwritten.push(event);
+      this.reportsQueued = false;
+      const batch = this.reports.splice(0);
+      if (this.ended || !batch.length) return;
+      if (this.paused) return void this.unwritten.push(...batch);
       try {
-        await this.writeBackendEvent(event);
+        await this.writeBackendEvents(batch);
       } catch (error) {
         // Written again after recovery (a repeated report changes nothing: states are checked).
-        if (!(error instanceof StaleLeaderError)) this.unwritten.push(event);
+        if (!(error instanceof StaleLeaderError)) this.unwritten.push(...batch);
         throw error;
       }
     });
@@ -228,10 +241,11 @@ export class LeaderSession {
         .serial(async () => {
           if (this.ended) return;
           await this.rebuild();
-          // Oldest first; one that fails again stays queued for the next attempt.
-          while (this.unwritten.length && !this.ended) {
-            await this.writeBackendEvent(this.unwritten[0]!);
-            this.unwritten.shift();
+          // Oldest first, in one transaction; if it fails again they stay queued for the next attempt.
+          if (this.unwritten.length && !this.ended) {
+            const batch = this.unwritten.slice();
+            await this.writeBackendEvents(batch);
+            this.unwritten.splice(0, batch.length);
           }
           await this.host.outbox.dispatch();
         })
@@ -384,13 +398,13 @@ export class LeaderSession {
     }
   }
 
-  private async writeBackendEvent(event: Writable): Promise<void> {
-    const { finished } = await applyBackendEvent(this.writer(), event);
+  private async writeBackendEvents(events: readonly Writable[]): Promise<void> {
+    const { finished } = await applyBackendEvents(this.writer(), events);
     if (this.ended) return;
-    if (finished && this.knows(event.jobId)) this.host.core.finish(event.jobId);
+    for (const jobId of finished) if (this.knows(jobId)) this.host.core.finish(jobId);
     this.dispatchSoon();
-    if (finished) {
-      this.host.options.events.publish('scheduler-state', { at: event.at });
+    if (finished.length) {
+      this.host.options.events.publish('scheduler-state', { at: events.reduce((latest, e) => Math.max(latest, e.at), 0) });
       this.host.stateChanged();
       this.wake();
     }

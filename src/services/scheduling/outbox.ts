@@ -102,6 +102,7 @@ export class OutboxDispatcher {
     // The admitted jobs' rows, read in one query rather than one per row.
     const admittedIds = entries.filter((e) => e.kind === 'job.admitted').map((e) => String(e.payload.jobId));
     const admitted = new Map(admittedIds.length ? (await em.find(Job, { id: { $in: admittedIds } }, { populate: ['queue'] })).map((j) => [j.id, j] as const) : []);
+    const performed: string[] = [];
     let next = 0;
     while (next < entries.length) {
       const wave: OutboxEntry[] = [];
@@ -117,7 +118,7 @@ export class OutboxDispatcher {
       const results = await Promise.allSettled(wave.map((entry) => this.perform(entry.kind as OutboxKind, entry.payload, admitted)));
       let failed = false;
       results.forEach((result, i) => {
-        if (result.status === 'fulfilled') wave[i]!.performedAt = new Date(this.options.now());
+        if (result.status === 'fulfilled') performed.push(wave[i]!.id);
         else {
           // Left for the next dispatch (a backend that is briefly unavailable), with the rows after it.
           this.options.logError(result.reason);
@@ -126,7 +127,9 @@ export class OutboxDispatcher {
       });
       if (failed) break;
     }
-    await em.flush();
+    // One statement for the pass, not an entity update each. Performed again after a crash
+    // before this write: backend calls are idempotent, published events are notifications.
+    if (performed.length) await em.nativeUpdate(OutboxEntry, { id: { $in: performed } }, { performedAt: new Date(this.options.now()) });
   }
 
   /** After a takeover: the backend runs exactly the admitted jobs (starts missing runs, removes orphans). */
