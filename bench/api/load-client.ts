@@ -4,6 +4,7 @@ import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
+import { cpuSeconds, sched, schedShare } from './process-stats.js';
 import { pct } from './report.js';
 import type { Started } from './servers.js';
 
@@ -68,9 +69,18 @@ export interface LoadResult {
   seconds: number;
   p50: number;
   p99: number;
+  /** Server CPU ms (all threads) per request answered in the measured window, when given its pid. */
+  cpuMsPerRequest: number;
+  /** The server's JS thread on-CPU / waiting-for-CPU share of the measured window. */
+  share: string;
 }
 
-export async function closedLoop(url: string, token: string | null, body: string, concurrency: number, warmupMs: number, durationMs: number): Promise<LoadResult> {
+/**
+ * Closed loop: `concurrency` workers each send the next request when the previous one is
+ * answered. Counted: requests answered inside the measured window (after the warm-up); the
+ * server's CPU time (`pid`) is read at the window's two ends, so CPU per request is exact.
+ */
+export async function closedLoop(url: string, token: string | null, body: string, concurrency: number, warmupMs: number, durationMs: number, pid?: number): Promise<LoadResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const target = new URL(url);
   const latencies: number[] = [];
@@ -103,9 +113,14 @@ export async function closedLoop(url: string, token: string | null, body: string
   await sleep(warmupMs);
   measuring = true;
   const measuredFrom = performance.now();
+  const cpu0 = pid ? cpuSeconds(pid) : NaN;
+  const sched0 = pid ? sched(pid) : null;
+  await sleep(Math.max(0, stopAt - performance.now()));
+  const cpu = pid ? cpuSeconds(pid) - cpu0 : NaN;
+  const share = pid && sched0 ? schedShare(sched0, sched(pid), performance.now() - measuredFrom) : '—';
   await Promise.all(workers);
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const seconds = (stopAt - measuredFrom) / 1000;
-  return { ok, errors, seconds, p50: pct(latencies, 0.5), p99: pct(latencies, 0.99) };
+  return { ok, errors, seconds, p50: pct(latencies, 0.5), p99: pct(latencies, 0.99), cpuMsPerRequest: (1000 * cpu) / Math.max(1, ok), share };
 }

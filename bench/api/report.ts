@@ -14,6 +14,12 @@ export const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '—');
 export const f0 = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '—');
 export const ms = (n: number) => (Number.isFinite(n) ? (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2)) : '—');
 
+/** "met" / "NOT met" for a figure against an issue-14 target (Infinity = "never happened"); "not measured" when the figure is missing (NaN). */
+export function verdict(value: number, op: '<=' | '>=', target: number): string {
+  if (Number.isNaN(value)) return 'not measured';
+  return (op === '<=' ? value <= target : value >= target) ? 'met' : 'NOT met';
+}
+
 export function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padStart(widths[i]!)).join(' | ')} |`;

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeGlobalID } from '@pothos/plugin-relay';
 import type { BaselineSpec } from './baseline-server.js';
+import { withRaisedFdLimit } from './fd-limits.js';
 import { ROOT } from './repo-root.js';
 
 /** The bench's entry, which runs the baseline server when given `--baseline-server <spec.json>`. */
@@ -29,7 +30,8 @@ export interface Started {
 
 /** Starts `node <args>` in the repository and waits for `pattern` on its stdout. */
 export function spawnAndWait(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp, what: string, timeoutMs = 60_000): Promise<{ child: ChildProcess; match: RegExpExecArray; stderr: string[] }> {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const command = withRaisedFdLimit(args);
+  const child = spawn(command.file, command.args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const stderr: string[] = [];
   child.stderr!.setEncoding('utf8').on('data', (d: string) => {
     if (stderr.length < 200) stderr.push(d);
@@ -146,8 +148,17 @@ async function seedDatabase(dataDir: string, jobs: SeedJob[]): Promise<string[]>
   }
 }
 
-export async function startFairway(timeScale: number, seed: SeedJob[] = []): Promise<Started> {
+/** Lets the bench read /metrics (part 2b counts admissions there) without an identity lookup. */
+export const METRICS_TOKEN = 'fairway-bench-metrics-token-0123456789';
+
+export interface FairwayOptions {
+  /** A PostgreSQL DATABASE_URL (an empty database: the server migrates it and seeds the demo); default: SQLite in the temp data dir. */
+  databaseUrl?: string;
+}
+
+export async function startFairway(timeScale: number, seed: SeedJob[] = [], options: FairwayOptions = {}): Promise<Started> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-bench-'));
+  if (seed.length && options.databaseUrl) throw new Error('seeding before start is implemented for SQLite only');
   const seeded = seed.length ? await seedDatabase(dataDir, seed) : [];
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -166,9 +177,12 @@ export async function startFairway(timeScale: number, seed: SeedJob[] = []): Pro
     FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL: '20000',
     FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_TENANT: '20000',
     FAIRWAY_WS_MAX_HALF_OPEN_PER_IP: '1000',
+    FAIRWAY_METRICS_TOKEN: METRICS_TOKEN,
   };
-  // The embedded default: no external database or Redis even if the caller's shell has them.
+  // The embedded default: no external database or Redis even if the caller's shell has them,
+  // unless the part asks for PostgreSQL. The demo credentials file stays in the data dir.
   delete env.DATABASE_URL;
+  if (options.databaseUrl) env.DATABASE_URL = options.databaseUrl;
   delete env.REDIS_URL;
   delete env.FAIRWAY_GRAPHIQL;
   const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
