@@ -10,7 +10,8 @@ import { seedDemo, type DemoCredential } from '../src/server/demo.js';
 import { Membership, Tenant, User, TENANT_FILTER } from '../src/persistence/entities.js';
 import { ProjectMembership } from '../src/persistence/access-entities.js';
 import { codesOf, demoToken, testConfig, TEST_AUDIENCE, TEST_ISSUER, type GqlResponse } from './helpers/harness.js';
-import { createTestDatabase, type TestDatabase } from './helpers/database.js';
+import { createTestDatabase, describeNeeding, serviceUrl, type TestDatabase } from './helpers/database.js';
+import { waitFor } from './helpers/process.js';
 
 /**
  * The identity cache (src/auth/identity-cache.ts): an authenticated request reuses the caller
@@ -40,9 +41,9 @@ let b: Replica;
 let off: Replica;
 const replicas: Replica[] = [];
 
-async function start(options: { identityCacheMs?: number; events?: FairwayApp['events'] }): Promise<Replica> {
+async function start(options: { identityCacheMs?: number; events?: FairwayApp['events']; redisUrl?: string }): Promise<Replica> {
   const statements: string[] = [];
-  const config = { ...testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(keys.publicKey) } }), identityCacheMs: options.identityCacheMs };
+  const config = { ...testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(keys.publicKey) } }), identityCacheMs: options.identityCacheMs, redisUrl: options.redisUrl };
   const app = await buildApp({ config, now: () => now.value, reauthCacheMs: 0, onQuery: (sql) => statements.push(sql), events: options.events });
   const { url } = await app.listen(0, '127.0.0.1');
   const replica: Replica = {
@@ -256,5 +257,22 @@ describe('a change of rights reaches the next request', () => {
     } finally {
       now.value = start;
     }
+  });
+});
+
+describeNeeding(['redis'], 'through Redis', () => {
+  it('a token revoked on one replica is refused on the other within the bus latency, not the TTL', async () => {
+    const redisUrl = serviceUrl('redis')!;
+    const [r1, r2] = [await start({ identityCacheMs: 60_000, redisUrl }), await start({ identityCacheMs: 60_000, redisUrl })];
+    const { secret, id } = await mint(r1, 'ada@aurora.example');
+    for (const r of [r1, r2]) {
+      await ok(r, secret, VIEWER);
+      r.take();
+      await ok(r, secret, VIEWER);
+      expect(identitySql(r.take())).toEqual([]);
+    }
+    await ok(r1, await session('ada@aurora.example'), `mutation($id: ID!) { revokeApiToken(id: $id) { revokedAt } }`, { id });
+    await expectUnauthenticated(r1, secret, /revoked/);
+    await waitFor('the revocation to reach the other replica', async () => codesOf(await r2.gql(secret, VIEWER))[0] === 'UNAUTHENTICATED', 2000, 20);
   });
 });
