@@ -106,6 +106,9 @@ describeEachDialect('submitJobs', (dialect) => {
     const second = (await expectOk(t, platform, `mutation($in: CreateQueueInput!) { createQueue(input: $in) { id } }`, {
       in: { name: 'aurora-sweeps', tenantId: aurora.Tenant, quotas: [{ flavor: 'h100-80g', nominal: 4 }] },
     })).createQueue.id;
+    // The scheduler takes a new queue in with its next configuration rebuild (asynchronous).
+    const preview = `mutation($in: SubmitJobInput!) { previewJob(input: $in) { admissible } }`;
+    await waitFor(async () => !(await t.gql(max, preview, { in: sweep(1, 'probe', () => ({ queueId: second }))[0] })).body.errors);
     const jobs = sweep(6, 'two-queues', (i) => (i % 2 ? { queueId: second } : {}));
     const answer = (await expectOk(t, max, SUBMIT_JOBS, { jobs })).submitJobs;
     expect(answer.map((j: { queue: { name: string } }) => j.queue.name)).toEqual(['aurora-training', 'aurora-sweeps', 'aurora-training', 'aurora-sweeps', 'aurora-training', 'aurora-sweeps']);
