@@ -42,8 +42,15 @@ builder.subscriptionFields((t) => ({
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
     ...reloadingSubscription({
-      watch: ({ id }: { id: string | number }, ctx) => getJob(ctx, decodeId(String(id), 'Job')),
-      source: (job, ctx) => jobPositionHub(ctx).watch({ id: job.id, state: job.state, tenantId: job.tenant.id }),
+      watch: async ({ id }: { id: string | number }, ctx) => {
+        const job = await getJob(ctx, decodeId(String(id), 'Job'));
+        const watched = { id: job.id, state: job.state, tenantId: job.tenant.id };
+        // The subscription's context lives as long as the subscription; its EntityManager need not
+        // keep the row and its references (~4 KiB per subscriber): events read with their own.
+        ctx.em.clear();
+        return watched;
+      },
+      source: (job, ctx) => jobPositionHub(ctx).watch(job),
       // Rights as they are now (the event's caller was re-authenticated, briefly cached), without
       // SQL: the job's tenant is fixed, and what getJob checks of it is the caller's capability there.
       reload: (position, _args, ctx) => {
