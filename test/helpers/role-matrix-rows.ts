@@ -193,6 +193,7 @@ function projectRows(which: Which): MatrixRow[] {
       expect: only('tenantAdmin'),
     },
     { name: `submitJob ${label}`, query: SUBMIT, variables: async () => ({ in: jobInput(which, 'job') }), expect: submitters(which) },
+    { name: `submitJobs ${label}`, query: `mutation($jobs: [SubmitJobInput!]!) { submitJobs(jobs: $jobs) { id } }`, variables: async () => ({ jobs: [jobInput(which, 'batch-a'), jobInput(which, 'batch-b')] }), expect: submitters(which) },
     { name: `previewJob ${label}`, query: `mutation($in: SubmitJobInput!) { previewJob(input: $in) { admissible } }`, variables: async () => ({ in: jobInput(which, 'what-if') }), expect: submitters(which) },
     {
       name: `cancelJob ${label}, a job of the tenant admin`,
