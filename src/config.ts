@@ -61,6 +61,8 @@ const envSchema = z
     FAIRWAY_GRAPHIQL: booleanFlag.optional(),
     FAIRWAY_SIM_TIME_SCALE: z.coerce.number().positive('must be a positive number').max(1_000_000).default(60),
     FAIRWAY_DEMO_TRICKLE: booleanFlag.optional(),
+    // WAL with synchronous=NORMAL: a commit survives the process being killed, not a power cut; FULL fsyncs every commit.
+    FAIRWAY_SQLITE_SYNCHRONOUS: z.enum(['normal', 'full']).default('normal'),
     FAIRWAY_DB_CONNECT_TIMEOUT_MS: millis(100, 600_000).default(DEFAULT_DATABASE_TIMEOUTS.connectMs),
     FAIRWAY_DB_ACQUIRE_TIMEOUT_MS: millis(100, 600_000).default(DEFAULT_DATABASE_TIMEOUTS.acquireMs),
     FAIRWAY_DB_STATEMENT_TIMEOUT_MS: millis(100, 3_600_000).default(DEFAULT_DATABASE_TIMEOUTS.statementMs),
@@ -106,7 +108,7 @@ const envSchema = z
   });
 
 export type DatabaseConfig =
-  | { dialect: 'sqlite'; file: string }
+  | { dialect: 'sqlite'; file: string; synchronous?: 'normal' | 'full' }
   | { dialect: 'postgresql'; url: string };
 
 export interface OidcConfig {
@@ -177,6 +179,10 @@ export class ConfigError extends Error {
   }
 }
 
+function withSqliteSync(database: DatabaseConfig, synchronous: 'normal' | 'full'): DatabaseConfig {
+  return database.dialect === 'sqlite' ? { ...database, synchronous } : database;
+}
+
 export function parseDatabaseUrl(url: string | undefined, dataDir: string): DatabaseConfig {
   if (!url) return { dialect: 'sqlite', file: path.resolve(dataDir, 'fairway.db') };
   if (/^postgres(ql)?:\/\//.test(url)) return { dialect: 'postgresql', url };
@@ -209,7 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
     port: e.PORT,
     host: e.HOST,
     dataDir,
-    database: parseDatabaseUrl(e.DATABASE_URL, dataDir),
+    database: withSqliteSync(parseDatabaseUrl(e.DATABASE_URL, dataDir), e.FAIRWAY_SQLITE_SYNCHRONOUS),
     databaseTimeouts: {
       connectMs: e.FAIRWAY_DB_CONNECT_TIMEOUT_MS,
       acquireMs: e.FAIRWAY_DB_ACQUIRE_TIMEOUT_MS,

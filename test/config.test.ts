@@ -6,7 +6,7 @@ describe('configuration from the environment', () => {
   it('defaults to SQLite in ./data on port 4000 with the demo on', () => {
     const config = loadConfig({});
     expect(config.port).toBe(4000);
-    expect(config.database).toEqual({ dialect: 'sqlite', file: path.resolve('data/fairway.db') });
+    expect(config.database).toEqual({ dialect: 'sqlite', file: path.resolve('data/fairway.db'), synchronous: 'normal' });
     expect(config.demo).toBe(true);
     expect(config.oidc).toBeUndefined();
   });

@@ -127,13 +127,19 @@ export function cachePreparedStatements(connection: SqliteConnection): void {
   };
 }
 
-function sqliteTimeouts(t: DatabaseTimeouts): Partial<Options> {
+function sqliteConnectionSetup(t: DatabaseTimeouts, synchronous: 'normal' | 'full'): Partial<Options> {
   return {
     pool: {
       // better-sqlite3 blocks the event loop while it waits for a lock: keep the wait bounded.
       afterCreate: (connection: SqliteConnection, done: (error: Error | null, connection: unknown) => void) => {
         try {
           connection.pragma(`busy_timeout = ${Math.floor(t.acquireMs)}`);
+          // better-sqlite3 builds default to FULL, an fsync per commit (the submit benchmark's
+          // COMMIT was ~7% of the server's CPU and most of its wall time). In WAL mode (set in
+          // openDatabase) NORMAL keeps every commit across a killed process (the crash tests)
+          // and never corrupts the database; only the last commits before a power cut or a
+          // kernel crash can be lost. FAIRWAY_SQLITE_SYNCHRONOUS=full restores FULL.
+          connection.pragma(`synchronous = ${synchronous}`);
           cachePreparedStatements(connection);
           done(null, connection);
         } catch (error) {
@@ -179,7 +185,7 @@ export function ormConfig(options: OrmOptions): Options {
   if (database.file !== ':memory:') fs.mkdirSync(path.dirname(database.file), { recursive: true });
   return {
     ...common,
-    ...sqliteTimeouts(timeouts),
+    ...sqliteConnectionSetup(timeouts, database.synchronous ?? 'normal'),
     driver: BetterSqliteDriver,
     dbName: database.file,
     migrations: {

@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MikroORM } from '@mikro-orm/core';
 import { cachePreparedStatements, migrate, openDatabase } from '../src/persistence/orm.js';
 import { Tenant, systemEntityManager } from '../src/persistence/entities.js';
+import { ConfigError, loadConfig } from '../src/config.js';
 
-describe('SQLite prepared-statement cache', () => {
+describe('SQLite connection: prepared-statement cache and synchronous level', () => {
   it('prepares a SQL text once, keeps the most recently used, and drops the oldest past its bound', () => {
     const prepared: string[] = [];
     const connection = { pragma: () => undefined, prepare: (sql: string) => (prepared.push(sql), { sql }) };
@@ -48,5 +49,26 @@ describe('SQLite prepared-statement cache', () => {
       await orm.em.getConnection().execute('alter table tenants add column scratch_note text');
       expect(await slugs()).toEqual(['one', 'two']);
     });
+  });
+
+  it('commits with synchronous=NORMAL in WAL mode by default, FULL when configured, and refuses other values', async () => {
+    const level = async (synchronous?: 'normal' | 'full') => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-sync-'));
+      const orm = await openDatabase({ database: { dialect: 'sqlite', file: path.join(dir, 'f.db'), ...(synchronous ? { synchronous } : {}) } });
+      try {
+        const rows = (await orm.em.getConnection().execute('pragma synchronous')) as { synchronous: number }[];
+        const mode = (await orm.em.getConnection().execute('pragma journal_mode')) as { journal_mode: string }[];
+        return [rows[0]!.synchronous, mode[0]!.journal_mode];
+      } finally {
+        await orm.close(true);
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    };
+    expect(await level()).toEqual([1, 'wal']);
+    expect(await level('full')).toEqual([2, 'wal']);
+    const env = { FAIRWAY_DATA_DIR: os.tmpdir() };
+    expect(loadConfig(env).database).toMatchObject({ dialect: 'sqlite', synchronous: 'normal' });
+    expect(loadConfig({ ...env, FAIRWAY_SQLITE_SYNCHRONOUS: 'full' }).database).toMatchObject({ synchronous: 'full' });
+    expect(() => loadConfig({ ...env, FAIRWAY_SQLITE_SYNCHRONOUS: 'off' })).toThrow(ConfigError);
   });
 });
