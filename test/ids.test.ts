@@ -15,4 +15,12 @@ describe('uuidv7', () => {
     expect([...ids].sort()).toEqual(ids);
     expect(new Set(ids).size).toBe(ids.length);
   });
+
+  it('carries its millisecond timestamp in the first 48 bits and random bits after the counter', () => {
+    const at = Date.UTC(2031, 4, 6, 7, 8, 9, 123);
+    const ids = Array.from({ length: 2000 }, () => uuidv7(at + 1_000_000));
+    expect(parseInt(ids[0]!.replace(/-/g, '').slice(0, 12), 16)).toBe(at + 1_000_000);
+    // The 62 random bits differ between ids (drawn from a pool that refills itself).
+    expect(new Set(ids.map((id) => id.slice(19))).size).toBe(ids.length);
+  });
 });
