@@ -6,6 +6,12 @@ export interface ExecutionTimeoutOptions {
   maxExecutionMs: number;
 }
 
+function timeoutError(maxExecutionMs: number): GraphQLError {
+  return new GraphQLError(`The query took longer than ${maxExecutionMs} ms and was stopped; ask for less (a smaller page, fewer nested lists).`, {
+    extensions: { code: 'BAD_USER_INPUT', limit: 'execution-time' },
+  });
+}
+
 /**
  * Bounds how long a client waits for a query: past `maxExecutionMs` the answer is
  * BAD_USER_INPUT with `extensions.limit: "execution-time"` (ask for less: a smaller page, fewer
@@ -21,26 +27,32 @@ export function useExecutionTimeout(options: ExecutionTimeoutOptions): Plugin {
   return {
     onExecute({ args, executeFn, setExecuteFn }) {
       if (getOperationAST(args.document, args.operationName)?.operation !== 'query') return;
-      setExecuteFn(async (executionArgs) => {
-        let timer: NodeJS.Timeout | undefined;
-        const timedOut = new Promise<ExecutionResult>((resolve) => {
-          timer = setTimeout(
-            () =>
-              resolve({
-                errors: [
-                  new GraphQLError(`The query took longer than ${options.maxExecutionMs} ms and was stopped; ask for less (a smaller page, fewer nested lists).`, {
-                    extensions: { code: 'BAD_USER_INPUT', limit: 'execution-time' },
-                  }),
-                ],
-              }),
-            options.maxExecutionMs,
+      setExecuteFn((executionArgs) => {
+        const started = performance.now();
+        let result: ExecutionResult | PromiseLike<ExecutionResult>;
+        try {
+          result = executeFn(executionArgs) as ExecutionResult | PromiseLike<ExecutionResult>;
+        } catch (error) {
+          return Promise.reject(error);
+        }
+        // Finished without waiting (nothing asynchronous to bound): no timer, no promise.
+        if (typeof (result as { then?: unknown }).then !== 'function') return result;
+        const pending = result as PromiseLike<ExecutionResult>;
+        // One timer and one promise per query, settled by whichever comes first; the limit counts from the start of execution.
+        const left = Math.max(0, options.maxExecutionMs - (performance.now() - started));
+        return new Promise<ExecutionResult>((resolve, reject) => {
+          const timer = setTimeout(() => resolve({ errors: [timeoutError(options.maxExecutionMs)] }), left);
+          pending.then(
+            (value) => {
+              clearTimeout(timer);
+              resolve(value);
+            },
+            (error: unknown) => {
+              clearTimeout(timer);
+              reject(error);
+            },
           );
         });
-        try {
-          return await Promise.race([Promise.resolve(executeFn(executionArgs) as ExecutionResult | Promise<ExecutionResult>), timedOut]);
-        } finally {
-          clearTimeout(timer);
-        }
       });
     },
   };

@@ -95,26 +95,31 @@ export function useMetrics(options: MetricsOptions): Plugin {
   const counted = new WeakSet<object>();
   /** yoga's request params (HTTP) or graphql-ws's payload (WebSocket): the requested operation's name. */
   const requestedName = (context: unknown) => (context as { params?: { operationName?: string | null } } | undefined)?.params?.operationName;
+  type Fetch = { Response: typeof Response };
+  const scrape = async (request: Request, endResponse: (response: Response) => void, fetchAPI: Fetch) => {
+    try {
+      const refusal = await authorizeScrape(request.headers.get('authorization'), options);
+      if (refusal) {
+        endResponse(jsonRouteError(fetchAPI.Response, refusal.status, refusal.code, refusal.message));
+        return;
+      }
+      const body = await metrics.registry.metrics();
+      endResponse(new fetchAPI.Response(body, { status: 200, headers: { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' } }));
+    } catch (error) {
+      options.logError?.(error);
+      endResponse(jsonRouteError(fetchAPI.Response, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.'));
+    }
+  };
 
   return {
-    async onRequest({ request, url, endResponse, fetchAPI }) {
+    // Not async: every request passes here, and only a scrape needs to wait.
+    onRequest({ request, url, endResponse, fetchAPI }) {
       if (url.pathname !== endpoint) return;
       if (request.method !== 'GET') {
         endResponse(jsonRouteError(fetchAPI.Response, 405, 'METHOD_NOT_ALLOWED', 'Use GET.'));
         return;
       }
-      try {
-        const refusal = await authorizeScrape(request.headers.get('authorization'), options);
-        if (refusal) {
-          endResponse(jsonRouteError(fetchAPI.Response, refusal.status, refusal.code, refusal.message));
-          return;
-        }
-        const body = await metrics.registry.metrics();
-        endResponse(new fetchAPI.Response(body, { status: 200, headers: { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' } }));
-      } catch (error) {
-        options.logError?.(error);
-        endResponse(jsonRouteError(fetchAPI.Response, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.'));
-      }
+      return scrape(request, endResponse, fetchAPI);
     },
 
     onParse({ context }) {

@@ -62,7 +62,8 @@ export function useSecurityHeaders(options: UseSecurityHeadersOptions): Plugin {
   // The page is large (~9 MB) and the same for every visit: hash it once per distinct text.
   let lastPage: { html: string; hashes: string[] } | null = null;
   return {
-    async onResponse({ request, response, setResponse, fetchAPI }) {
+    // Not async: only a GraphiQL page needs to wait (for its text); every other response is done synchronously, without a promise per request.
+    onResponse({ request, response, setResponse, fetchAPI }) {
       const headers = response.headers;
       headers.set('x-content-type-options', 'nosniff');
       headers.set('referrer-policy', 'no-referrer');
@@ -77,10 +78,11 @@ export function useSecurityHeaders(options: UseSecurityHeadersOptions): Plugin {
         return;
       }
       // Reading the page consumes it: answer with the same text, status and headers.
-      const html = await response.text();
-      if (lastPage?.html !== html) lastPage = { html, hashes: scriptHashes(html) };
-      headers.set('content-security-policy', htmlPagePolicy(lastPage.hashes, request.headers.get('host')));
-      setResponse(new fetchAPI.Response(html, { status: response.status, statusText: response.statusText, headers }));
+      return response.text().then((html) => {
+        if (lastPage?.html !== html) lastPage = { html, hashes: scriptHashes(html) };
+        headers.set('content-security-policy', htmlPagePolicy(lastPage.hashes, request.headers.get('host')));
+        setResponse(new fetchAPI.Response(html, { status: response.status, statusText: response.statusText, headers }));
+      });
     },
   };
 }
