@@ -181,16 +181,17 @@ export async function positionSubscribers(sizes: number[], deadline: number): Pr
       continue;
     }
     const left = deadline - Date.now();
-    // Subscribing and delivering cost the server per subscriber (SQL + auth + a position computation
-    // that itself grows with the queue): extrapolate that part with the growth measured between the
-    // last two sizes (exponent between 1 and 2; 1.5 with a single size), setup linearly.
+    // Extrapolated from the sizes already run: subscribing + delivering grows with the exponent
+    // measured between the last two sizes (clamped to 1–2; 1 — one socket and one subscription
+    // per subscriber — after a single size), setup (seeding, server start, first cycle) is taken
+    // as half fixed, half proportional to n.
     const last = done.at(-1);
     let estimate = 0;
-    let exponent = 1.5;
+    let exponent = 1;
     if (last) {
       const before = done.at(-2);
       if (before) exponent = Math.min(2, Math.max(1, Math.log(last.scaledMs / before.scaledMs) / Math.log(last.n / before.n)));
-      estimate = last.setupMs * (n / last.n) + last.scaledMs * (n / last.n) ** exponent;
+      estimate = last.setupMs * (0.5 + 0.5 * (n / last.n)) + last.scaledMs * (n / last.n) ** exponent;
     }
     if (last && estimate > left) {
       skipped.push(
