@@ -7,7 +7,7 @@ import { Project, Tenant, User } from '../persistence/entities.js';
 import { Job, JobEvent, OutboxEntry, PriorityClassRow, Queue, TERMINAL_JOB_STATES, type JobState } from '../persistence/scheduling-entities.js';
 import { uuidv7 } from '../persistence/ids.js';
 import { readJobRows, type JobRow } from '../persistence/job-rows.js';
-import { auditedMutation } from './audit.js';
+import { auditedMutation, groupedAuditedMutation } from './audit.js';
 import { requireCapability, requireMutatingCapability, requirePrincipal, type ServiceContext } from './context.js';
 import { badInput, conflict, notFound } from '../shared/client-errors.js';
 import { schedulerInputError } from './errors.js';
@@ -61,7 +61,8 @@ export async function resolveTarget(ctx: ServiceContext, em: EntityManager, inpu
     if (project) requireCapability(ctx, project.tenant.id, 'jobs:write', 'Project');
     throw badInput(project ? `Project "${project.slug}" has no default queue: name a queue (queueId).` : 'Name a queue (queueId) or a project (projectId): you belong to several tenants, or none.');
   }
-  const queue = await em.findOne(Queue, { id: queueId });
+  // With its tenant in the same statement: the submit policy reads the tenant (by id, from the identity map).
+  const queue = await em.findOne(Queue, { id: queueId }, { populate: ['tenant'] });
   if (!queue) throw notFound('Queue');
   requireMutatingCapability(ctx, queue.tenant.id, 'jobs:write', 'Queue');
   if (project && project.tenant.id !== queue.tenant.id) throw notFound('Project');
@@ -124,7 +125,8 @@ export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Pro
   }
   let job: Job;
   try {
-    job = await auditedMutation(ctx, { action: 'job.submit', input: submitAuditInput(input), tenantHint: queue.tenant.id }, async (em) => {
+    // Group commit: submits that arrive while one is being written are written together, each answered after the commit.
+    job = await groupedAuditedMutation(ctx, { action: 'job.submit', input: submitAuditInput(input), tenantHint: queue.tenant.id }, (em) => {
       const created = em.create(Job, {
         id,
         tenant: em.getReference(Tenant, queue.tenant.id),
@@ -150,7 +152,7 @@ export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Pro
         finishedAt: null,
       });
       em.create(JobEvent, { job: created, tenant: created.tenant, type: 'SUBMITTED', reason: null, message: `Submitted to queue ${queue.name}`, data: null, at: ctx.now() });
-      await em.flush();
+      // Flushed with the audit event (one unit of work, one commit): a duplicate idempotency key fails there the same way.
       return { result: created, tenantId: queue.tenant.id, targetType: 'Job', targetId: id };
     });
   } catch (error) {

@@ -1,5 +1,7 @@
 import type { BackendEvent } from '../../backends/port.js';
-import { Job } from '../../persistence/scheduling-entities.js';
+import type { EntityManager } from '@mikro-orm/core';
+import { Job, JobEvent, OutboxEntry } from '../../persistence/scheduling-entities.js';
+import { uuidv7 } from '../../persistence/ids.js';
 import { writeFenced, type FencedWriter } from './cycle-writer.js';
 import { recordJobEvent, recordOutbox } from './outbox.js';
 
@@ -15,15 +17,23 @@ export type WritableBackendEvent = Exclude<BackendEvent, { type: 'utilization' }
 export async function applyBackendEvents(writer: FencedWriter, events: readonly WritableBackendEvent[]): Promise<{ finished: string[] }> {
   const finished: string[] = [];
   if (!events.length) return { finished };
+  // A run's only report in the batch being `started` (the common case) is written without loading its job.
+  const reports = new Map<string, number>();
+  for (const e of events) reports.set(e.jobId, (reports.get(e.jobId) ?? 0) + 1);
+  type Started = Extract<WritableBackendEvent, { type: 'started' }>;
+  const startsOnly = events.filter((e): e is Started => e.type === 'started' && reports.get(e.jobId) === 1);
+  const others = events.filter((e) => !(e.type === 'started' && reports.get(e.jobId) === 1));
   await writeFenced(writer, async (em, jobLock) => {
     finished.length = 0; // a retried transaction starts over
-    const ids = [...new Set(events.map((e) => e.jobId))].sort();
+    if (startsOnly.length) await writeStarts(em, startsOnly);
+    if (!others.length) return;
+    const ids = [...new Set(others.map((e) => e.jobId))].sort();
     const jobs = new Map((await em.find(Job, { id: { $in: ids } }, { populate: ['queue'], ...jobLock })).map((j) => [j.id, j]));
     // Charged once per outcome, after all the reports: a finished job is terminal, so no later
     // report in the batch moves its `meteredFrom`; each is charged up to its own report's time.
     const ends = new Map<string, number>();
     const byOutcome = { succeeded: [] as Job[], failed: [] as Job[] };
-    for (const event of events) {
+    for (const event of others) {
       const job = jobs.get(event.jobId);
       if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) continue;
       const at = new Date(event.at);
@@ -58,6 +68,32 @@ export async function applyBackendEvents(writer: FencedWriter, events: readonly 
     }
   });
   return { finished };
+}
+
+/**
+ * `started` reports, each the only report of its run in the batch: one UPDATE per job guarded by
+ * its state (a run since preempted or cancelled changes nothing, and on PostgreSQL the UPDATE
+ * takes the row lock), the events and outbox rows one multi-row INSERT each. The same rows as
+ * the entity path in applyBackendEvents.
+ */
+async function writeStarts(em: EntityManager, events: readonly Extract<WritableBackendEvent, { type: 'started' }>[]): Promise<void> {
+  const owners = new Map(
+    (await em.find(Job, { id: { $in: events.map((e) => e.jobId) } }, { fields: ['id', 'tenant', 'queue'], disableIdentityMap: true })).map((j) => [j.id, j] as const),
+  );
+  const jobEvents: Record<string, unknown>[] = [];
+  const outbox: Record<string, unknown>[] = [];
+  for (const event of events) {
+    const owner = owners.get(event.jobId);
+    if (!owner) continue;
+    const at = new Date(event.at);
+    // The hold the ledger charges starts when the backend says the job runs.
+    const written = await em.nativeUpdate(Job, { id: event.jobId, state: 'ADMITTED' }, { state: 'RUNNING', startedAt: at, meteredFrom: event.at, updatedAt: new Date() });
+    if (written === 0) continue;
+    jobEvents.push({ id: uuidv7(), job: event.jobId, tenant: owner.tenant.id, type: 'STARTED', reason: null, message: 'Running on the backend', data: null, at });
+    outbox.push({ id: uuidv7(), kind: 'job.started', payload: { jobId: event.jobId, queueId: owner.queue.id, at: event.at }, createdAt: new Date(), performedAt: null });
+  }
+  if (jobEvents.length) await em.insertMany(JobEvent, jobEvents as never[]);
+  if (outbox.length) await em.insertMany(OutboxEntry, outbox as never[]);
 }
 
 /** One report; see applyBackendEvents. */
