@@ -104,7 +104,12 @@ builder.objectFields(TenantRef, (t) => ({
   queues: t.field({
     type: [QueueRef],
     authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'tenant:read' } }),
-    resolve: (tenant, _a, ctx) => listQueues(ctx, tenant.id),
+    resolve: async (tenant, _a, ctx) => {
+      const queues = await listQueues(ctx, tenant.id);
+      // Their jobs' `queue` fields load these again by id: the request's loader has them now.
+      for (const queue of queues) ctx.loaders.queue.prime(queue.id, queue);
+      return queues;
+    },
   }),
 }));
 

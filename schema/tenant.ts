@@ -48,7 +48,12 @@ builder.queryFields((t) => ({
     description: 'A tenant you belong to (platform admins: any tenant), by slug.',
     authScopes: { authenticated: true },
     args: { slug: t.arg.string({ required: true, validate: z.string().max(63) }) },
-    resolve: (_root, { slug }, ctx) => getTenantBySlug(ctx, slug),
+    resolve: async (_root, { slug }, ctx) => {
+      const tenant = await getTenantBySlug(ctx, slug);
+      // Loaded by id again further down (project and queue tenants, job content rights): the request's loader has it now.
+      ctx.loaders.tenant.prime(tenant.id, tenant);
+      return tenant;
+    },
   }),
   tenants: t.connection({
     type: TenantRef,
