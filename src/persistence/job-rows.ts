@@ -49,12 +49,9 @@ export class JobRow implements JobView {
   submittedBy!: { id: string } | null;
   name!: string;
   priorityClass!: string;
-  podSets!: PodSetSpec[];
   expectedDurationMs!: number | null;
   maxRunMs!: number | null;
-  workload!: Record<string, unknown> | null;
   state!: JobState;
-  admission!: Admission | null;
   idempotencyKey!: string | null;
   requestHash!: string;
   submitTime!: number;
@@ -67,6 +64,34 @@ export class JobRow implements JobView {
   startedAt!: Date | null;
   finishedAt!: Date | null;
   updatedAt!: Date;
+  /**
+   * The JSON columns as read, parsed on first use: a list that shows names and states (the
+   * dashboard) never pays for parsing every row's pod sets and admission.
+   */
+  #json: { platform: Platform; podSets: unknown; workload: unknown; admission: unknown; parsed: Partial<Record<'podSets' | 'workload' | 'admission', unknown>> } | null = null;
+
+  get podSets(): PodSetSpec[] {
+    return this.#parsed('podSets') ?? [];
+  }
+  get workload(): Record<string, unknown> | null {
+    return this.#parsed('workload');
+  }
+  get admission(): Admission | null {
+    return this.#parsed('admission');
+  }
+
+  /** Used by readJobRows only. */
+  static fromJson(row: JobRow, platform: Platform, raw: Raw): JobRow {
+    row.#json = { platform, podSets: raw.pod_sets, workload: raw.workload, admission: raw.admission, parsed: {} };
+    return row;
+  }
+
+  #parsed<T>(key: 'podSets' | 'workload' | 'admission'): T | null {
+    const stored = this.#json;
+    if (!stored) return null;
+    if (!(key in stored.parsed)) stored.parsed[key] = json(stored.platform, stored[key]);
+    return stored.parsed[key] as T | null;
+  }
 }
 
 export interface JobRowFilter {
@@ -179,12 +204,9 @@ function toRow(platform: Platform, raw: Raw): JobRow {
   row.submittedBy = ref(raw.submitted_by_id);
   row.name = raw.name as string;
   row.priorityClass = raw.priority_class as string;
-  row.podSets = json<PodSetSpec[]>(platform, raw.pod_sets) ?? [];
   row.expectedDurationMs = num(raw.expected_duration_ms);
   row.maxRunMs = num(raw.max_run_ms);
-  row.workload = json<Record<string, unknown>>(platform, raw.workload);
   row.state = raw.state as JobState;
-  row.admission = json<Admission>(platform, raw.admission);
   row.idempotencyKey = (raw.idempotency_key as string | null) ?? null;
   row.requestHash = raw.request_hash as string;
   row.submitTime = Number(raw.submit_time);
@@ -197,5 +219,5 @@ function toRow(platform: Platform, raw: Raw): JobRow {
   row.startedAt = date(platform, raw.started_at);
   row.finishedAt = date(platform, raw.finished_at);
   row.updatedAt = date(platform, raw.updated_at)!;
-  return row;
+  return JobRow.fromJson(row, platform, raw);
 }
