@@ -86,6 +86,12 @@ export class JobRow implements JobView {
     return row;
   }
 
+  /** A row of a job just written, from the values in memory: nothing to parse. */
+  static withValues(row: JobRow, values: { podSets: PodSetSpec[]; workload: Record<string, unknown> | null; admission: Admission | null }): JobRow {
+    row.#json = { platform: null as unknown as Platform, podSets: null, workload: null, admission: null, parsed: { ...values } };
+    return row;
+  }
+
   #parsed<T>(key: 'podSets' | 'workload' | 'admission'): T | null {
     const stored = this.#json;
     if (!stored) return null;

@@ -211,8 +211,9 @@ async function write(ctx: ServiceContext, tenantId: string, fresh: Planned[]): P
   });
   // The answer: plain rows (job-rows.ts), as listJobs answers; an entity per job was ~11% of the call's CPU.
   fresh.forEach((p, i) => {
-    const row = rows[i]!;
-    p.job = Object.assign(new JobRow(), { ...row, tenant: { id: tenantId }, project: { id: row.project }, queue: { id: row.queue }, submittedBy: { id: row.submittedBy } });
+    const { podSets, workload, admission, ...row } = rows[i]!;
+    const fields = { ...row, tenant: { id: tenantId }, project: { id: row.project }, queue: { id: row.queue }, submittedBy: { id: row.submittedBy } };
+    p.job = JobRow.withValues(Object.assign(new JobRow(), fields), { podSets, workload: workload as Record<string, unknown> | null, admission });
   });
 }
 
