@@ -358,7 +358,7 @@ export class LeaderSession {
     // position is recomputed and no cycle is woken on every resync and checkpoint.
     if (holds.length === 0 && !this.host.core.hasAdmissionHolds()) return;
     this.host.core.setAdmissionHolds(holds);
-    this.host.stateChanged();
+    // No state-change tick here: the cycle this wakes ends with one (see writeBackendEvents).
     this.wake();
   }
 
@@ -405,7 +405,9 @@ export class LeaderSession {
     this.dispatchSoon();
     if (finished.length) {
       this.host.options.events.publish('scheduler-state', { at: events.reduce((latest, e) => Math.max(latest, e.at), 0) });
-      this.host.stateChanged();
+      // No state-change tick here: the cycle this wakes (a few ms later) ends with one, admitted
+      // or not. A tick now would push every watcher an ETA-only value and, with thousands of
+      // jobPosition subscribers, hold the event loop past the cycle that admits the next head.
       this.wake();
     }
   }
