@@ -115,7 +115,8 @@ export const Job = defineEntity({
   tableName: 'jobs',
   filters: tenantFilter,
   uniques: [{ properties: ['tenant', 'idempotencyKey'] }],
-  indexes: [{ properties: ['tenant', 'state'] }, { properties: ['queue', 'state'] }, { properties: ['state'] }, { properties: ['tenant', 'finishedAt'] }],
+  // (tenant, id) and (queue, id): a page of a tenant's or a queue's jobs in id order walks the index and stops at the page size, instead of sorting all their jobs.
+  indexes: [{ properties: ['tenant', 'state'] }, { properties: ['queue', 'state'] }, { properties: ['state'] }, { properties: ['tenant', 'finishedAt'] }, { properties: ['tenant', 'id'] }, { properties: ['queue', 'id'] }],
   properties: {
     id: p.uuid().primary().onCreate(() => uuidv7()),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),

@@ -1,0 +1,10 @@
+import { Migration } from '@mikro-orm/migrations';
+
+export class Migration20261201154222 extends Migration {
+
+  override async up(): Promise<void> {
+    this.addSql(`create index \`jobs_tenant_id_id_index\` on \`jobs\` (\`tenant_id\`, \`id\`);`);
+    this.addSql(`create index \`jobs_queue_id_id_index\` on \`jobs\` (\`queue_id\`, \`id\`);`);
+  }
+
+}
