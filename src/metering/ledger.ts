@@ -2,10 +2,10 @@
 // change it charges for (a report that the job finished, a preemption, a cancel, a checkpoint):
 // the rows, the hourly rollup and the job's `meteredFrom` commit together or not at all, so
 // after a crash or a failover the next leader charges from exactly where the last commit ended.
-import { raw, type EntityManager } from '@mikro-orm/core';
-import type { SqlEntityManager } from '@mikro-orm/knex';
+import type { EntityManager } from '@mikro-orm/core';
 import type { Admission, PodSetSpec } from '../core/types.js';
-import { UsageHourly, UsageRecord, type UsageCloser } from '../persistence/metering-entities.js';
+import { UsageRecord, type UsageHourly, type UsageCloser } from '../persistence/metering-entities.js';
+import { chunks, insertRows, placeholders, runBound, tableOf } from '../persistence/bound-sql.js';
 import type { Job } from '../persistence/scheduling-entities.js';
 import { uuidv7 } from '../persistence/ids.js';
 import { allocationOf } from './allocation.js';
@@ -160,15 +160,6 @@ type HourlyKey = Pick<UsageHourly, 'projectId' | 'queueId' | 'userId' | 'priorit
 type HourlySums = Pick<UsageHourly, 'gpuSeconds' | 'usedGpuSeconds' | 'measuredGpuSeconds' | 'cpuSeconds' | 'memoryGibSeconds' | 'cost' | 'jobs'>;
 
 const SUMMED = ['gpuSeconds', 'usedGpuSeconds', 'measuredGpuSeconds', 'cpuSeconds', 'memoryGibSeconds', 'cost', 'jobs'] as const;
-const COLUMN: Record<(typeof SUMMED)[number], string> = {
-  gpuSeconds: 'gpu_seconds',
-  usedGpuSeconds: 'used_gpu_seconds',
-  measuredGpuSeconds: 'measured_gpu_seconds',
-  cpuSeconds: 'cpu_seconds',
-  memoryGibSeconds: 'memory_gib_seconds',
-  cost: 'cost',
-  jobs: 'jobs',
-};
 
 /** Sums rows per hourly key (one statement may not touch the same rollup row twice). */
 export function hourlyDeltas(rows: readonly LedgerRow[]): (HourlyKey & HourlySums)[] {
@@ -193,27 +184,56 @@ export function hourlyDeltas(rows: readonly LedgerRow[]): (HourlyKey & HourlySum
   return [...out.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([, v]) => v);
 }
 
-const BATCH = 500;
+/** The rollup's unique key: a delta for an existing row adds to it. */
+const HOURLY_KEY = ['hour', 'tenant', 'projectId', 'queueId', 'userId', 'priorityClass', 'flavor'] as const;
 
+/**
+ * Ledger rows, then the rollup, with bound parameters in fixed-size chunks (bound-sql.ts): the
+ * SQL texts repeat, so they are prepared once, not built and prepared per finished job.
+ */
 async function writeRows(em: EntityManager, rows: readonly LedgerRow[]): Promise<void> {
   if (!rows.length) return;
-  for (const r of rows) {
-    const { jobId, tenantId, ...rest } = r;
-    em.create(UsageRecord, { ...rest, job: jobId, tenant: tenantId });
-  }
   // The ledger rows first: a second charge of the same time fails on their unique key before
   // the rollup is touched, and the whole transaction (the state change with it) rolls back.
-  await em.flush();
+  await insertRows(
+    em,
+    'UsageRecord',
+    rows.map((r) => ({
+      id: uuidv7(),
+      job: r.jobId,
+      tenant: r.tenantId,
+      projectId: r.projectId,
+      queueId: r.queueId,
+      userId: r.userId,
+      priorityClass: r.priorityClass,
+      flavor: r.flavor,
+      startedAt: r.startedAt,
+      endedAt: r.endedAt,
+      durationMs: r.durationMs,
+      gpuUnits: r.gpuUnits,
+      gpuSeconds: r.gpuSeconds,
+      cpuSeconds: r.cpuSeconds,
+      memoryGibSeconds: r.memoryGibSeconds,
+      usedGpuSeconds: r.usedGpuSeconds ?? null,
+      unitPricePerHour: r.unitPricePerHour,
+      cost: r.cost,
+      closedBy: r.closedBy,
+      firstOfJob: r.firstOfJob,
+    })),
+  );
   const deltas = hourlyDeltas(rows);
-  const merge = Object.fromEntries(SUMMED.map((f) => [f, raw(`usage_hourly.${COLUMN[f]} + excluded.${COLUMN[f]}`)]));
-  for (let i = 0; i < deltas.length; i += BATCH) {
-    const batch = deltas.slice(i, i + BATCH).map((d) => ({ id: uuidv7(), ...d }));
-    // Both drivers are SQL drivers (better-sqlite, postgresql).
-    await (em as SqlEntityManager)
-      .createQueryBuilder(UsageHourly)
-      .insert(batch)
-      .onConflict(['hour', 'tenant', 'projectId', 'queueId', 'userId', 'priorityClass', 'flavor'])
-      .merge(merge)
-      .execute();
+  const h = tableOf(em, 'UsageHourly');
+  const properties = ['id', ...HOURLY_KEY, ...SUMMED] as const;
+  const head = `insert into ${h.table} (${properties.map((p) => h.column(p)).join(', ')}) values `;
+  const merge = SUMMED.map((f) => `${h.column(f)} = ${h.table}.${h.column(f)} + excluded.${h.column(f)}`).join(', ');
+  const tail = ` on conflict (${HOURLY_KEY.map((p) => h.column(p)).join(', ')}) do update set ${merge}`;
+  const tuple = placeholders(properties.length);
+  for (const [start, size] of chunks(deltas.length)) {
+    const params: unknown[] = [];
+    for (const d of deltas.slice(start, start + size)) {
+      const row: Record<(typeof properties)[number], unknown> = { id: uuidv7(), ...d };
+      for (const p of properties) params.push(h.value(p, row[p]));
+    }
+    await runBound(em, head + Array.from({ length: size }, () => tuple).join(', ') + tail, params);
   }
 }

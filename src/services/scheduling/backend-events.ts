@@ -1,9 +1,9 @@
 import type { BackendEvent } from '../../backends/port.js';
 import type { EntityManager } from '@mikro-orm/core';
-import { Job, JobEvent, OutboxEntry } from '../../persistence/scheduling-entities.js';
+import { Job } from '../../persistence/scheduling-entities.js';
+import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
 import { uuidv7 } from '../../persistence/ids.js';
 import { writeFenced, type FencedWriter } from './cycle-writer.js';
-import { recordJobEvent, recordOutbox } from './outbox.js';
 
 export type WritableBackendEvent = Exclude<BackendEvent, { type: 'utilization' }>;
 
@@ -28,11 +28,18 @@ export async function applyBackendEvents(writer: FencedWriter, events: readonly 
     if (startsOnly.length) await writeStarts(em, startsOnly);
     if (!others.length) return;
     const ids = [...new Set(others.map((e) => e.jobId))].sort();
-    const jobs = new Map((await em.find(Job, { id: { $in: ids } }, { populate: ['queue'], ...jobLock })).map((j) => [j.id, j]));
+    // Read unmanaged: the changes are written below as bound UPDATEs, not by the flush.
+    const jobs = new Map((await em.find(Job, { id: { $in: ids } }, { ...jobLock, disableIdentityMap: true })).map((j) => [j.id, j]));
     // Charged once per outcome, after all the reports: a finished job is terminal, so no later
     // report in the batch moves its `meteredFrom`; each is charged up to its own report's time.
     const ends = new Map<string, number>();
     const byOutcome = { succeeded: [] as Job[], failed: [] as Job[] };
+    const changed = new Set<Job>();
+    const jobEvents: Record<string, unknown>[] = [];
+    const outbox: Record<string, unknown>[] = [];
+    const record = (job: Job, type: string, at: Date, reason: string | null, message: string) =>
+      jobEvents.push({ id: uuidv7(), job: job.id, tenant: job.tenant.id, type, reason, message, data: null, at });
+    const recordOutbox = (kind: string, payload: Record<string, unknown>) => outbox.push({ id: uuidv7(), kind, payload, createdAt: new Date(), performedAt: null });
     for (const event of others) {
       const job = jobs.get(event.jobId);
       if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) continue;
@@ -41,16 +48,17 @@ export async function applyBackendEvents(writer: FencedWriter, events: readonly 
         // Reported once per admission by the backend; a job already running has moved on.
         if (job.state !== 'ADMITTED') continue;
         const message = event.message.slice(0, 500);
-        recordJobEvent(em, job, 'ADMITTED_NOT_RUNNING', at, 'AdmittedNotRunning', message);
-        recordOutbox(em, 'job.not-running', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, message, at: event.at });
+        record(job, 'ADMITTED_NOT_RUNNING', at, 'AdmittedNotRunning', message);
+        recordOutbox('job.not-running', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, message, at: event.at });
       } else if (event.type === 'started') {
         if (job.state !== 'ADMITTED') continue;
         job.state = 'RUNNING';
         job.startedAt = at;
         // The hold the ledger charges starts when the backend says the job runs.
         job.meteredFrom = event.at;
-        recordJobEvent(em, job, 'STARTED', at, null, 'Running on the backend');
-        recordOutbox(em, 'job.started', { jobId: job.id, queueId: job.queue.id, at: event.at });
+        changed.add(job);
+        record(job, 'STARTED', at, null, 'Running on the backend');
+        recordOutbox('job.started', { jobId: job.id, queueId: job.queue.id, at: event.at });
       } else {
         const state = event.type === 'succeeded' ? 'SUCCEEDED' : 'FAILED';
         ends.set(job.id, event.at);
@@ -58,14 +66,26 @@ export async function applyBackendEvents(writer: FencedWriter, events: readonly 
         job.state = state;
         job.finishedAt = at;
         job.exitReason = event.type === 'failed' ? event.reason.slice(0, 500) : null;
-        recordJobEvent(em, job, state, at, event.type === 'failed' ? 'BackendFailure' : null, event.type === 'failed' ? event.reason : 'Completed');
-        recordOutbox(em, 'job.finished', { jobId: job.id, queueId: job.queue.id, state, at: event.at });
+        changed.add(job);
+        record(job, state, at, event.type === 'failed' ? 'BackendFailure' : null, event.type === 'failed' ? event.reason : 'Completed');
+        recordOutbox('job.finished', { jobId: job.id, queueId: job.queue.id, state, at: event.at });
         finished.push(job.id);
       }
     }
     for (const [closedBy, ended] of Object.entries(byOutcome) as ['succeeded' | 'failed', Job[]][]) {
       if (ended.length) await writer.metering.charge(em, ended, (job) => ends.get(job.id)!, closedBy);
     }
+    // Each changed job as the batch left it (after the charge moved its `meteredFrom`); the row
+    // was read under its lock (PostgreSQL) or in SQLite's single writer, so no state guard.
+    const j = tableOf(em, 'Job');
+    const fields = ['state', 'startedAt', 'finishedAt', 'exitReason', 'meteredFrom', 'updatedAt'] as const;
+    const updateSql = `update ${j.table} set ${fields.map((f) => `${j.column(f)} = ?`).join(', ')} where ${j.column('id')} = ?`;
+    for (const job of changed) {
+      job.updatedAt = new Date();
+      await runBound(em, updateSql, [...fields.map((f) => j.value(f, job[f])), job.id]);
+    }
+    await insertRows(em, 'JobEvent', jobEvents);
+    await insertRows(em, 'OutboxEntry', outbox);
   });
   return { finished };
 }
@@ -80,6 +100,8 @@ async function writeStarts(em: EntityManager, events: readonly Extract<WritableB
   const owners = new Map(
     (await em.find(Job, { id: { $in: events.map((e) => e.jobId) } }, { fields: ['id', 'tenant', 'queue'], disableIdentityMap: true })).map((j) => [j.id, j] as const),
   );
+  const j = tableOf(em, 'Job');
+  const startSql = `update ${j.table} set ${j.column('state')} = ?, ${j.column('startedAt')} = ?, ${j.column('meteredFrom')} = ?, ${j.column('updatedAt')} = ? where ${j.column('id')} = ? and ${j.column('state')} = ?`;
   const jobEvents: Record<string, unknown>[] = [];
   const outbox: Record<string, unknown>[] = [];
   for (const event of events) {
@@ -87,13 +109,13 @@ async function writeStarts(em: EntityManager, events: readonly Extract<WritableB
     if (!owner) continue;
     const at = new Date(event.at);
     // The hold the ledger charges starts when the backend says the job runs.
-    const written = await em.nativeUpdate(Job, { id: event.jobId, state: 'ADMITTED' }, { state: 'RUNNING', startedAt: at, meteredFrom: event.at, updatedAt: new Date() });
+    const written = await runBound(em, startSql, [j.value('state', 'RUNNING'), j.value('startedAt', at), j.value('meteredFrom', event.at), j.value('updatedAt', new Date()), event.jobId, 'ADMITTED']);
     if (written === 0) continue;
     jobEvents.push({ id: uuidv7(), job: event.jobId, tenant: owner.tenant.id, type: 'STARTED', reason: null, message: 'Running on the backend', data: null, at });
     outbox.push({ id: uuidv7(), kind: 'job.started', payload: { jobId: event.jobId, queueId: owner.queue.id, at: event.at }, createdAt: new Date(), performedAt: null });
   }
-  if (jobEvents.length) await em.insertMany(JobEvent, jobEvents as never[]);
-  if (outbox.length) await em.insertMany(OutboxEntry, outbox as never[]);
+  await insertRows(em, 'JobEvent', jobEvents);
+  await insertRows(em, 'OutboxEntry', outbox);
 }
 
 /** One report; see applyBackendEvents. */

@@ -1,7 +1,8 @@
 import { LockMode, type EntityManager } from '@mikro-orm/core';
 import type { Scheduler } from '../../core/scheduler.js';
 import type { CycleResult } from '../../core/types.js';
-import { Job, JobEvent, OutboxEntry } from '../../persistence/scheduling-entities.js';
+import { Job } from '../../persistence/scheduling-entities.js';
+import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
 import { uuidv7 } from '../../persistence/ids.js';
 import type { Metering } from '../metering/charging.js';
 import type { LeaderEpochs } from './leader-epoch.js';
@@ -121,6 +122,7 @@ async function persistAdmissions(writer: FencedWriter, core: Scheduler, result: 
     const owners = new Map(
       (await em.find(Job, { id: { $in: ids } }, { fields: ['id', 'state', 'tenant', 'queue'], disableIdentityMap: true })).map((j) => [j.id, j] as const),
     );
+    const jobs = tableOf(em, 'Job');
     const events: Record<string, unknown>[] = [];
     const outbox: Record<string, unknown>[] = [];
     const unchanged: string[] = [];
@@ -131,7 +133,14 @@ async function persistAdmissions(writer: FencedWriter, core: Scheduler, result: 
         if (final) skipped.push(id);
         continue;
       }
-      const written = await em.nativeUpdate(Job, { id, state: 'PENDING' }, { state: 'ADMITTED', admission: final, admittedAt: at, updatedAt: new Date() });
+      const written = await runBound(em, admitSql(em), [
+        jobs.value('state', 'ADMITTED'),
+        jobs.value('admission', final),
+        jobs.value('admittedAt', at),
+        jobs.value('updatedAt', new Date()),
+        id,
+        'PENDING',
+      ]);
       if (written === 0) {
         unchanged.push(id);
         continue;
@@ -148,8 +157,14 @@ async function persistAdmissions(writer: FencedWriter, core: Scheduler, result: 
       const live = new Set(now.filter((j) => j.state === 'ADMITTED' || j.state === 'RUNNING').map((j) => j.id));
       for (const id of unchanged) if (!live.has(id)) skipped.push(id);
     }
-    if (events.length) await em.insertMany(JobEvent, events as never[]);
-    if (outbox.length) await em.insertMany(OutboxEntry, outbox as never[]);
+    await insertRows(em, 'JobEvent', events);
+    await insertRows(em, 'OutboxEntry', outbox);
   });
   return skipped;
+}
+
+/** The state-guarded UPDATE of an admitted job, with bound parameters (one SQL text for every job). */
+function admitSql(em: EntityManager): string {
+  const j = tableOf(em, 'Job');
+  return `update ${j.table} set ${j.column('state')} = ?, ${j.column('admission')} = ?, ${j.column('admittedAt')} = ?, ${j.column('updatedAt')} = ? where ${j.column('id')} = ? and ${j.column('state')} = ?`;
 }

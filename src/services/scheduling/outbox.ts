@@ -2,6 +2,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { BackendJob, ExecutionBackend } from '../../backends/port.js';
 import type { EventBus, JobStateName } from '../../events/bus.js';
 import { systemEntityManager } from '../../persistence/entities.js';
+import { chunks, placeholders, runBound, tableOf } from '../../persistence/bound-sql.js';
 import { Job, JobEvent, OutboxEntry, type JobEventType } from '../../persistence/scheduling-entities.js';
 
 export type OutboxKind =
@@ -127,9 +128,14 @@ export class OutboxDispatcher {
       });
       if (failed) break;
     }
-    // One statement for the pass, not an entity update each. Performed again after a crash
-    // before this write: backend calls are idempotent, published events are notifications.
-    if (performed.length) await em.nativeUpdate(OutboxEntry, { id: { $in: performed } }, { performedAt: new Date(this.options.now()) });
+    // A few statements for the pass (bound, in fixed-size chunks so their texts repeat), not an
+    // entity update each. Performed again after a crash before this write: backend calls are
+    // idempotent, published events are notifications.
+    const o = tableOf(em, 'OutboxEntry');
+    const performedAt = o.value('performedAt', new Date(this.options.now()));
+    for (const [start, size] of chunks(performed.length)) {
+      await runBound(em, `update ${o.table} set ${o.column('performedAt')} = ? where ${o.column('id')} in ${placeholders(size)}`, [performedAt, ...performed.slice(start, start + size)]);
+    }
   }
 
   /** After a takeover: the backend runs exactly the admitted jobs (starts missing runs, removes orphans). */
