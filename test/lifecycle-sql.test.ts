@@ -108,9 +108,4 @@ describe('SQL per job lifecycle', () => {
     // 35 to 40 per job with issue 14's batching, depending on how the reports coalesce (47.5 before).
     expect(burst.all.length / 50).toBeLessThanOrEqual(42);
   });
-
-  it.runIf(process.env.LIFECYCLE_SQL_LOAD)('150 jobs, 64 submits in flight: statements and this process\'s CPU per job (client included)', async () => {
-    const load = await lifecycle(150, 64);
-    console.log(`150 jobs: ${(load.all.length / 150).toFixed(1)} statements per job ${JSON.stringify(load.kinds)}; ${load.cpuMsPerJob.toFixed(2)} CPU ms per job (server and client), ${load.wallMs.toFixed(0)} ms`);
-  }, 60_000);
 });

@@ -8,7 +8,7 @@ import { auditedMutation } from './audit.js';
 import { requirePrincipal, type ServiceContext } from './context.js';
 import { FairwayError, badInput, conflict } from '../shared/client-errors.js';
 import { schedulerInputError } from './errors.js';
-import { coreSpec, requestHash, resolveTarget, type SubmitJobInput } from './jobs.js';
+import { coreSpec, pendingJobFields, requestHash, resolveTarget, type SubmitJobInput } from './jobs.js';
 import { totalGpus } from './scheduling/specs.js';
 
 /** Slurm's default MaxArraySize is 1,001 tasks; a bigger sweep is several calls. */
@@ -217,36 +217,10 @@ async function write(ctx: ServiceContext, tenantId: string, fresh: Planned[]): P
   });
 }
 
-/** A new job's columns, by property name, relations as ids (as submitJob writes it). */
+/** A new job's columns, by property name, relations as ids: submitJob's fields, with the defaults the ORM would add. */
 function jobRow(p: Planned, tenantId: string, userId: string, at: Date) {
-  const { input, target, spec } = p;
-  return {
-    id: spec!.id,
-    tenant: tenantId,
-    project: target.project.id,
-    queue: target.queue.id,
-    submittedBy: userId,
-    name: input.name,
-    priorityClass: input.priorityClass,
-    podSets: input.podSets,
-    expectedDurationMs: input.expectedDurationMs ?? null,
-    maxRunMs: input.maxRunMs ?? null,
-    workload: input.workload ?? null,
-    state: 'PENDING' as const,
-    admission: null,
-    idempotencyKey: input.idempotencyKey ?? null,
-    requestHash: p.hash,
-    submitTime: spec!.submitTime,
-    gpusRequested: totalGpus(spec!),
-    preemptionCount: 0,
-    meteredFrom: null,
-    exitReason: null,
-    submittedAt: at,
-    admittedAt: null,
-    startedAt: null,
-    finishedAt: null,
-    updatedAt: at,
-  };
+  const fields = pendingJobFields({ input: p.input, spec: p.spec!, tenantId, projectId: p.target.project.id, queueId: p.target.queue.id, userId, hash: p.hash });
+  return { ...fields, meteredFrom: null, submittedAt: at, updatedAt: at };
 }
 
 /** Rows per statement: 500 × 26 columns stays far below SQLite's and PostgreSQL's bound-parameter limits. */

@@ -3,7 +3,7 @@ import { UniqueConstraintViolationException, type EntityManager } from '@mikro-o
 import type { JobSpec, PodSetSpec, Preview } from '../core/types.js';
 // The scheduler's shapes this service's answers carry (a job's pod sets, a preview): the schema takes them from here, never from the core.
 export type { PodSetSpec, Preview };
-import { Project, Tenant, User } from '../persistence/entities.js';
+import { Project } from '../persistence/entities.js';
 import { Job, JobEvent, OutboxEntry, PriorityClassRow, Queue, TERMINAL_JOB_STATES, type JobState } from '../persistence/scheduling-entities.js';
 import { uuidv7 } from '../persistence/ids.js';
 import { readJobRows, type JobRow } from '../persistence/job-rows.js';
@@ -89,6 +89,38 @@ export function coreSpec(ctx: ServiceContext, input: SubmitJobInput, queue: Queu
   };
 }
 
+/**
+ * A new pending job's stored fields, relations as ids: what submitJob and submitJobs
+ * (jobs-batch.ts) write for a submission, so the two never store a job differently.
+ */
+export function pendingJobFields(p: { input: SubmitJobInput; spec: JobSpec; tenantId: string; projectId: string; queueId: string; userId: string; hash: string }) {
+  const { input, spec } = p;
+  return {
+    id: spec.id,
+    tenant: p.tenantId,
+    project: p.projectId,
+    queue: p.queueId,
+    submittedBy: p.userId,
+    name: input.name,
+    priorityClass: input.priorityClass,
+    podSets: input.podSets,
+    expectedDurationMs: input.expectedDurationMs ?? null,
+    maxRunMs: input.maxRunMs ?? null,
+    workload: input.workload ?? null,
+    state: 'PENDING' as const,
+    admission: null,
+    idempotencyKey: input.idempotencyKey ?? null,
+    requestHash: p.hash,
+    submitTime: spec.submitTime,
+    gpusRequested: totalGpus(spec),
+    preemptionCount: 0,
+    exitReason: null,
+    admittedAt: null,
+    startedAt: null,
+    finishedAt: null,
+  };
+}
+
 /** What identifies a submission for idempotency: everything the caller chose. */
 export function requestHash(input: SubmitJobInput, queueId: string): string {
   const canonical = JSON.stringify({
@@ -127,30 +159,7 @@ export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Pro
   try {
     // Group commit: submits that arrive while one is being written are written together, each answered after the commit.
     job = await groupedAuditedMutation(ctx, { action: 'job.submit', input: submitAuditInput(input), tenantHint: queue.tenant.id }, (em) => {
-      const created = em.create(Job, {
-        id,
-        tenant: em.getReference(Tenant, queue.tenant.id),
-        project: em.getReference(Project, project.id),
-        queue: em.getReference(Queue, queue.id),
-        submittedBy: em.getReference(User, principal.userId),
-        name: input.name,
-        priorityClass: input.priorityClass,
-        podSets: input.podSets,
-        expectedDurationMs: input.expectedDurationMs ?? null,
-        maxRunMs: input.maxRunMs ?? null,
-        workload: input.workload ?? null,
-        state: 'PENDING',
-        admission: null,
-        idempotencyKey: input.idempotencyKey ?? null,
-        requestHash: hash,
-        submitTime,
-        gpusRequested: totalGpus(spec),
-        preemptionCount: 0,
-        exitReason: null,
-        admittedAt: null,
-        startedAt: null,
-        finishedAt: null,
-      });
+      const created = em.create(Job, pendingJobFields({ input, spec, tenantId: queue.tenant.id, projectId: project.id, queueId: queue.id, userId: principal.userId, hash }));
       em.create(JobEvent, { job: created, tenant: created.tenant, type: 'SUBMITTED', reason: null, message: `Submitted to queue ${queue.name}`, data: null, at: ctx.now() });
       // Flushed with the audit event (one unit of work, one commit): a duplicate idempotency key fails there the same way.
       return { result: created, tenantId: queue.tenant.id, targetType: 'Job', targetId: id };
