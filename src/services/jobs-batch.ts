@@ -1,8 +1,8 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
-import type { Knex } from '@mikro-orm/knex';
 import type { JobSpec } from '../core/types.js';
 import { Job } from '../persistence/scheduling-entities.js';
 import { uuidv7 } from '../persistence/ids.js';
+import { allBound, insertRows, placeholders, tableOf } from '../persistence/bound-sql.js';
 import { JobRow, type JobView } from '../persistence/job-rows.js';
 import { auditedMutation } from './audit.js';
 import { requirePrincipal, type ServiceContext } from './context.js';
@@ -144,10 +144,9 @@ function policyKey(input: SubmitJobInput): string {
 async function findExisting(em: EntityManager, tenantId: string, plan: Planned[]): Promise<void> {
   const keys = plan.flatMap((p) => (p.input.idempotencyKey ? [p.input.idempotencyKey] : []));
   if (!keys.length) return;
-  const meta = em.getMetadata().find('Job')!;
-  const column = (name: string) => em.getPlatform().quoteIdentifier(meta.properties[name as keyof typeof meta.properties]!.fieldNames[0]!);
-  const sql = `select ${column('id')} as id, ${column('idempotencyKey')} as k, ${column('requestHash')} as h from ${em.getPlatform().quoteIdentifier(meta.tableName)} where ${column('tenant')} = ? and ${column('idempotencyKey')} in (${keys.map(() => '?').join(', ')})`;
-  const found = rowsOf<{ id: string; k: string; h: string }>(await knexOf(em).raw(sql, [tenantId, ...keys]));
+  const t = tableOf(em, 'Job');
+  const sql = `select ${t.column('id')} as id, ${t.column('idempotencyKey')} as k, ${t.column('requestHash')} as h from ${t.table} where ${t.column('tenant')} = ? and ${t.column('idempotencyKey')} in ${placeholders(keys.length)}`;
+  const found = await allBound<{ id: string; k: string; h: string }>(em, sql, [tenantId, ...keys]);
   if (!found.length) return;
   const byKey = new Map(found.map((row) => [row.k, row]));
   const entities = new Map((await em.find(Job, { id: { $in: found.map((row) => row.id) } })).map((job) => [job.id, job]));
@@ -160,16 +159,6 @@ async function findExisting(em: EntityManager, tenantId: string, plan: Planned[]
     p.existing = entities.get(existing.id);
     if (!p.existing) throw conflict(`jobs[${index}]: the job made under this idempotency key is being removed; retry.`);
   });
-}
-
-/** The query builder of the EntityManager's transaction, or of its connection. */
-function knexOf(em: EntityManager): Knex {
-  return em.getTransactionContext<Knex.Transaction>() ?? (em.getConnection() as unknown as { getKnex(): Knex }).getKnex();
-}
-
-/** knex.raw answers an array on SQLite, `{ rows }` on PostgreSQL. */
-function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? (result as T[]) : ((result as { rows: T[] }).rows ?? []);
 }
 
 /**
@@ -221,39 +210,4 @@ async function write(ctx: ServiceContext, tenantId: string, fresh: Planned[]): P
 function jobRow(p: Planned, tenantId: string, userId: string, at: Date) {
   const fields = pendingJobFields({ input: p.input, spec: p.spec!, tenantId, projectId: p.target.project.id, queueId: p.target.queue.id, userId, hash: p.hash });
   return { ...fields, meteredFrom: null, submittedAt: at, updatedAt: at };
-}
-
-/** Rows per statement: 500 × 26 columns stays far below SQLite's and PostgreSQL's bound-parameter limits. */
-const ROWS_PER_INSERT = 500;
-
-/**
- * Inserts rows (property names → values) in multi-row statements inside the transaction,
- * with bound parameters. The ORM's own insert (a flush, or em.insertMany) built an entity and
- * change set per row and inlines every value into the SQL text, so SQLite prepared each
- * statement anew; here the text repeats and the values are bound. Conversions are the
- * ORM's own (JSON columns through their type; dates as the driver binds them).
- */
-async function insertRows(em: EntityManager, entityName: string, rows: Record<string, unknown>[]): Promise<void> {
-  const meta = em.getMetadata().find(entityName)!;
-  const platform = em.getPlatform();
-  const props = Object.keys(rows[0]!).map((name) => meta.properties[name as keyof typeof meta.properties]!);
-  const columns = props.map((prop) => platform.quoteIdentifier(prop.fieldNames[0]!)).join(', ');
-  const knex = knexOf(em);
-  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
-    const chunk = rows.slice(start, start + ROWS_PER_INSERT);
-    const bindings: unknown[] = [];
-    for (const row of chunk) {
-      for (const prop of props) {
-        const value = row[prop.name];
-        bindings.push(value != null && prop.customType ? prop.customType.convertToDatabaseValue(value, platform, { mode: 'query-data' }) : value);
-      }
-    }
-    const tuple = `(${props.map(() => '?').join(', ')})`;
-    try {
-      await knex.raw(`insert into ${platform.quoteIdentifier(meta.tableName)} (${columns}) values ${chunk.map(() => tuple).join(', ')}`, bindings as Knex.RawBinding[]);
-    } catch (error) {
-      // As the ORM would report it: a duplicate idempotency key is a UniqueConstraintViolationException.
-      throw em.getDriver().convertException(error as Error);
-    }
-  }
 }
