@@ -57,10 +57,18 @@ export const tenantFilter = {
   [TENANT_FILTER]: {
     name: TENANT_FILTER,
     default: true,
-    cond: (params: TenantFilterParams) =>
-      params.all ? {} : { tenant: { $in: params.tenantIds?.length ? params.tenantIds : [NO_TENANT] } },
+    cond: (params: TenantFilterParams) => {
+      const tenantIds = filteredTenantIds(params);
+      return tenantIds ? { tenant: { $in: tenantIds } } : {};
+    },
   },
 };
+
+/** The tenants the filter lets through with these parameters: null for all of them. Raw SQL readers (raw-reads.ts) apply the same. */
+export function filteredTenantIds(params: TenantFilterParams): string[] | null {
+  if (params.all) return null;
+  return params.tenantIds?.length ? [...params.tenantIds] : [NO_TENANT];
+}
 
 /** A fresh EntityManager with the tenant filter set as given. */
 export function scopedEntityManager(orm: MikroORM, params: TenantFilterParams): EntityManager {

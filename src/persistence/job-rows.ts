@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { Admission, PodSetSpec } from '../core/types.js';
+import { allBound, placeholders } from './bound-sql.js';
 import { tenantScope } from './raw-reads.js';
 import type { JobState } from './scheduling-entities.js';
 
@@ -144,7 +145,7 @@ export async function readJobRows(em: EntityManager, filter: JobRowFilter, page:
   where.push(`${q('tenant_id')} = ?`);
   params.push(filter.tenantId);
   if (filter.states?.length) {
-    where.push(`${q('state')} in (${filter.states.map(() => '?').join(', ')})`);
+    where.push(`${q('state')} in ${placeholders(filter.states.length)}`);
     params.push(...filter.states);
   }
   if (filter.projectId) {
@@ -177,9 +178,9 @@ export async function readJobRows(em: EntityManager, filter: JobRowFilter, page:
   }
   params.push(page.limit);
   const sql = `select ${COLUMNS.map((column) => q(column)).join(', ')} from ${q('jobs')} where ${where.join(' and ')} order by ${q('id')} ${page.inverted ? 'desc' : 'asc'} limit ?`;
-  // Through the ORM's connection: the statement is logged like every other, and runs in the
-  // EntityManager's transaction when there is one.
-  const rows = (await em.getConnection().execute(sql, params, 'all', em.getTransactionContext())) as Raw[];
+  // With bound parameters through the ORM's connection (bound-sql.ts): the text repeats, so SQLite
+  // reuses its prepared statement; logged like every other; in the EntityManager's transaction if any.
+  const rows = await allBound<Raw>(em, sql, params);
   return rows.map((raw) => toRow(platform, raw));
 }
 
