@@ -1,7 +1,7 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import type { JobSpec } from '../core/types.js';
 import { Job } from '../persistence/scheduling-entities.js';
-import { uuidv7 } from '../persistence/ids.js';
+import { jobEventRow } from './scheduling/outbox.js';
 import { allBound, insertRows, placeholders, tableOf } from '../persistence/bound-sql.js';
 import { JobRow, type JobView } from '../persistence/job-rows.js';
 import { auditedMutation } from './audit.js';
@@ -194,7 +194,7 @@ async function write(ctx: ServiceContext, tenantId: string, fresh: Planned[]): P
   const listed = fresh.map((p) => ({ id: p.spec!.id, name: p.input.name, queue: p.target.queue.name, projectId: p.target.project.id, priorityClass: p.input.priorityClass, gpus: totalGpus(p.spec!) }));
   await auditedMutation(ctx, { action: 'job.submitBatch', input: { count: fresh.length, jobs: listed }, tenantHint: tenantId }, async (em) => {
     await insertRows(em, 'Job', rows);
-    const events = fresh.map((p) => ({ id: uuidv7(), job: p.spec!.id, tenant: tenantId, type: 'SUBMITTED', reason: null, message: `Submitted to queue ${p.target.queue.name}`, data: null, at }));
+    const events = fresh.map((p) => jobEventRow(p.spec!.id, tenantId, 'SUBMITTED', at, null, `Submitted to queue ${p.target.queue.name}`));
     await insertRows(em, 'JobEvent', events);
     return { result: null, tenantId, targetType: 'Job', targetId: fresh[0]!.spec!.id };
   });

@@ -1,9 +1,9 @@
 import type { BackendEvent } from '../../backends/port.js';
 import type { EntityManager } from '@mikro-orm/core';
-import { Job } from '../../persistence/scheduling-entities.js';
+import { Job, type JobEventType } from '../../persistence/scheduling-entities.js';
 import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
-import { uuidv7 } from '../../persistence/ids.js';
 import { writeFenced, type FencedWriter } from './cycle-writer.js';
+import { jobEventRow, outboxRow, type OutboxKind } from './outbox.js';
 
 export type WritableBackendEvent = Exclude<BackendEvent, { type: 'utilization' }>;
 
@@ -37,9 +37,8 @@ export async function applyBackendEvents(writer: FencedWriter, events: readonly 
     const changed = new Set<Job>();
     const jobEvents: Record<string, unknown>[] = [];
     const outbox: Record<string, unknown>[] = [];
-    const record = (job: Job, type: string, at: Date, reason: string | null, message: string) =>
-      jobEvents.push({ id: uuidv7(), job: job.id, tenant: job.tenant.id, type, reason, message, data: null, at });
-    const recordOutbox = (kind: string, payload: Record<string, unknown>) => outbox.push({ id: uuidv7(), kind, payload, createdAt: new Date(), performedAt: null });
+    const record = (job: Job, type: JobEventType, at: Date, reason: string | null, message: string) => jobEvents.push(jobEventRow(job.id, job.tenant.id, type, at, reason, message));
+    const recordOutbox = (kind: OutboxKind, payload: Record<string, unknown>) => outbox.push(outboxRow(kind, payload));
     for (const event of others) {
       const job = jobs.get(event.jobId);
       if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) continue;
@@ -111,8 +110,8 @@ async function writeStarts(em: EntityManager, events: readonly Extract<WritableB
     // The hold the ledger charges starts when the backend says the job runs.
     const written = await runBound(em, startSql, [j.value('state', 'RUNNING'), j.value('startedAt', at), j.value('meteredFrom', event.at), j.value('updatedAt', new Date()), event.jobId, 'ADMITTED']);
     if (written === 0) continue;
-    jobEvents.push({ id: uuidv7(), job: event.jobId, tenant: owner.tenant.id, type: 'STARTED', reason: null, message: 'Running on the backend', data: null, at });
-    outbox.push({ id: uuidv7(), kind: 'job.started', payload: { jobId: event.jobId, queueId: owner.queue.id, at: event.at }, createdAt: new Date(), performedAt: null });
+    jobEvents.push(jobEventRow(event.jobId, owner.tenant.id, 'STARTED', at, null, 'Running on the backend'));
+    outbox.push(outboxRow('job.started', { jobId: event.jobId, queueId: owner.queue.id, at: event.at }));
   }
   await insertRows(em, 'JobEvent', jobEvents);
   await insertRows(em, 'OutboxEntry', outbox);

@@ -3,10 +3,9 @@ import type { Scheduler } from '../../core/scheduler.js';
 import type { CycleResult } from '../../core/types.js';
 import { Job } from '../../persistence/scheduling-entities.js';
 import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
-import { uuidv7 } from '../../persistence/ids.js';
 import type { Metering } from '../metering/charging.js';
 import type { LeaderEpochs } from './leader-epoch.js';
-import { recordJobEvent, recordOutbox } from './outbox.js';
+import { jobEventRow, outboxRow, recordJobEvent, recordOutbox } from './outbox.js';
 
 export interface FencedWriter {
   em: EntityManager;
@@ -147,9 +146,9 @@ async function persistAdmissions(writer: FencedWriter, core: Scheduler, result: 
       }
       const tenantId = owner.tenant.id;
       const queueId = owner.queue.id;
-      events.push({ id: uuidv7(), job: id, tenant: tenantId, type: 'ADMITTED', reason: final.mode, message: final.borrowed ? 'Admitted, borrowing quota from its cohort' : 'Admitted within its quota', data: { placements: final.podSets }, at });
+      events.push(jobEventRow(id, tenantId, 'ADMITTED', at, final.mode, final.borrowed ? 'Admitted, borrowing quota from its cohort' : 'Admitted within its quota', { placements: final.podSets }));
       // The epoch says which leader made the decision (audits, the split-brain test).
-      outbox.push({ id: uuidv7(), kind: 'job.admitted', payload: { jobId: id, tenantId, queueId, borrowed: final.borrowed, at: result.at, epoch: writer.epoch }, createdAt: new Date(), performedAt: null });
+      outbox.push(outboxRow('job.admitted', { jobId: id, tenantId, queueId, borrowed: final.borrowed, at: result.at, epoch: writer.epoch }));
     }
     // Not pending any more: still admitted or running (nothing to write), or gone (cancelled, finished: release it in the core).
     if (unchanged.length) {

@@ -3,6 +3,7 @@ import type { BackendJob, ExecutionBackend } from '../../backends/port.js';
 import type { EventBus, JobStateName } from '../../events/bus.js';
 import { systemEntityManager } from '../../persistence/entities.js';
 import { chunks, placeholders, runBound, tableOf } from '../../persistence/bound-sql.js';
+import { uuidv7 } from '../../persistence/ids.js';
 import { Job, JobEvent, OutboxEntry, type JobEventType } from '../../persistence/scheduling-entities.js';
 
 export type OutboxKind =
@@ -42,6 +43,16 @@ export function backendJobOf(job: Job): BackendJob {
 /** Writes a side effect to perform after the caller's transaction commits. */
 export function recordOutbox(em: EntityManager, kind: OutboxKind, payload: Record<string, unknown>): void {
   em.create(OutboxEntry, { kind, payload, performedAt: null });
+}
+
+/** recordJobEvent's row for a bulk insert (bound-sql.ts insertRows), where no entity is loaded. */
+export function jobEventRow(jobId: string, tenantId: string, type: JobEventType, at: Date, reason: string | null, message: string, data: Record<string, unknown> | null = null): Record<string, unknown> {
+  return { id: uuidv7(), job: jobId, tenant: tenantId, type, reason, message, data, at };
+}
+
+/** recordOutbox's row for a bulk insert (bound-sql.ts insertRows). */
+export function outboxRow(kind: OutboxKind, payload: Record<string, unknown>): Record<string, unknown> {
+  return { id: uuidv7(), kind, payload, createdAt: new Date(), performedAt: null };
 }
 
 export interface OutboxOptions {
