@@ -15,7 +15,7 @@ export interface JobPosition {
 export interface JobPositionSources {
   scheduler: {
     explain(jobId: string): JobExplanation | null;
-    /** Called once at the end of each admission cycle, after a rebuild and after a finish. */
+    /** Called once at the end of each admission cycle and after a rebuild (a finish wakes a cycle). */
     onStateChange(listener: () => void): () => void;
   };
   events: EventBus;

@@ -97,7 +97,8 @@ export class SchedulerService {
 
   /**
    * Called (in this process) when positions, ETAs or usage may have changed: once at the
-   * end of each admission cycle, after each rebuild, and after a job finished.
+   * end of each admission cycle and after each rebuild. A finish or a holds change wakes a
+   * cycle, whose end is the call (leader-session.ts).
    */
   onStateChange(listener: () => void): () => void {
     this.stateListeners.add(listener);
