@@ -5,7 +5,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { Admission, PodSetSpec } from '../core/types.js';
 import { UsageRecord, type UsageHourly, type UsageCloser } from '../persistence/metering-entities.js';
-import { chunks, insertRows, placeholders, runBound, tableOf } from '../persistence/bound-sql.js';
+import { insertRows, tableOf } from '../persistence/bound-sql.js';
 import type { Job } from '../persistence/scheduling-entities.js';
 import { uuidv7 } from '../persistence/ids.js';
 import { allocationOf } from './allocation.js';
@@ -221,19 +221,13 @@ async function writeRows(em: EntityManager, rows: readonly LedgerRow[]): Promise
       firstOfJob: r.firstOfJob,
     })),
   );
-  const deltas = hourlyDeltas(rows);
   const h = tableOf(em, 'UsageHourly');
-  const properties = ['id', ...HOURLY_KEY, ...SUMMED] as const;
-  const head = `insert into ${h.table} (${properties.map((p) => h.column(p)).join(', ')}) values `;
   const merge = SUMMED.map((f) => `${h.column(f)} = ${h.table}.${h.column(f)} + excluded.${h.column(f)}`).join(', ');
-  const tail = ` on conflict (${HOURLY_KEY.map((p) => h.column(p)).join(', ')}) do update set ${merge}`;
-  const tuple = placeholders(properties.length);
-  for (const [start, size] of chunks(deltas.length)) {
-    const params: unknown[] = [];
-    for (const d of deltas.slice(start, start + size)) {
-      const row: Record<(typeof properties)[number], unknown> = { id: uuidv7(), ...d };
-      for (const p of properties) params.push(h.value(p, row[p]));
-    }
-    await runBound(em, head + Array.from({ length: size }, () => tuple).join(', ') + tail, params);
-  }
+  const properties = [...HOURLY_KEY, ...SUMMED] as const;
+  const deltas = hourlyDeltas(rows).map((d) => {
+    const row: Record<string, unknown> = { id: uuidv7() };
+    for (const p of properties) row[p] = d[p];
+    return row;
+  });
+  await insertRows(em, 'UsageHourly', deltas, ` on conflict (${HOURLY_KEY.map((p) => h.column(p)).join(', ')}) do update set ${merge}`);
 }

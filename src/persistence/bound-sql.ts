@@ -114,8 +114,9 @@ export function placeholders(n: number): string {
 /**
  * Inserts rows (objects keyed by property name, every row with the same properties in the
  * same order) into an entity's table, in chunks of INSERT_CHUNKS rows, in the rows' order.
+ * `suffix` follows each statement's values (an `on conflict …` clause).
  */
-export async function insertRows(em: EntityManager, entityName: string, rows: readonly Record<string, unknown>[]): Promise<void> {
+export async function insertRows(em: EntityManager, entityName: string, rows: readonly Record<string, unknown>[], suffix = ''): Promise<void> {
   if (!rows.length) return;
   const t = tableOf(em, entityName);
   const properties = Object.keys(rows[0]!);
@@ -124,6 +125,6 @@ export async function insertRows(em: EntityManager, entityName: string, rows: re
   for (const [start, size] of chunks(rows.length)) {
     const params: unknown[] = [];
     for (const row of rows.slice(start, start + size)) for (const p of properties) params.push(t.value(p, row[p]));
-    await runBound(em, head + Array.from({ length: size }, () => tuple).join(', '), params);
+    await runBound(em, head + Array.from({ length: size }, () => tuple).join(', ') + suffix, params);
   }
 }
