@@ -236,11 +236,15 @@ function connectRedis(url: string, logError: (error: unknown) => void) {
   const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: REDIS_COMMAND_TIMEOUT_MS, lazyConnect: true });
   let closing = false;
   let reported = false;
-  client.on('error', (error: Error) => {
+  const outage = (reason: string) => {
     if (closing || reported) return;
     reported = true;
-    logError(new Error(`rate limits: Redis unavailable (${error.message}); limiting per replica until it is back`));
-  });
+    logError(new Error(`rate limits: Redis unavailable (${reason}); limiting per replica until it is back`));
+  };
+  client.on('error', (error: Error) => outage(error.message));
+  // A connection that drops is the outage's start: the first reconnect's error comes only after
+  // ioredis's retry delay, while requests are already limited per replica.
+  client.on('close', () => outage('connection closed'));
   client.on('ready', () => {
     reported = false;
   });
