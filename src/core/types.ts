@@ -71,6 +71,12 @@ export interface PreemptionSpec {
   withinQueue?: WithinQueuePolicy;
   reclaimWithinCohort?: ReclaimPolicy;
   borrowWithinCohort?: { policy: 'Never' | 'LowerPriority'; maxPriorityThreshold?: number };
+  /**
+   * A job of this queue running on borrowed capacity (its queue above nominal) is not taken back by
+   * another queue's reclaim or fair-share preemption until it has run this long. Trade-off: a lender
+   * whose nominal is lent may wait up to this long for it (its SLA). Own-queue priority preemption ignores it.
+   */
+  minRunBeforeReclaimMs?: number;
 }
 export type IsolationLevel = 'DEDICATED' | 'GUARANTEED' | 'ELASTIC' | 'BEST_EFFORT';
 
@@ -117,6 +123,19 @@ export interface JobSpec {
   podSets: PodSetSpec[];
   expectedDurationMs?: number;
   maxRunMs?: number;
+  /** How the job saves progress: a preemption then loses only the GPU-time since its last checkpoint. */
+  checkpoint?: CheckpointSpec;
+}
+
+/**
+ * A job's checkpointing, as declared by its owner. Without it a victim loses all the GPU-time since its
+ * admission (it restarts from zero).
+ */
+export interface CheckpointSpec {
+  /** The job writes a checkpoint every `intervalMs` of running, counted from its admission. */
+  intervalMs?: number;
+  /** The job can be suspended and resumed without losing progress (it checkpoints when told to stop). */
+  resumable?: boolean;
 }
 
 export interface SchedulerOptions {
@@ -178,6 +197,8 @@ export interface Preemption {
   preemptorQueue: string;
   reason: PreemptionReason;
   at: number;
+  /** GPU-milliseconds of work the victim loses (GPUs × time since its last checkpoint, or since admission). */
+  lostGpuMs?: number;
 }
 
 export type PendingReasonCode =
