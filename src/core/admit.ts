@@ -2,6 +2,7 @@
 // submit time; a running job's release frees quota and nodes and wakes who can gain.
 import type { Plan } from './assignment/plan.js';
 import { type NodeState, type PodAlloc, releaseAlloc } from './nodes.js';
+import { lostGpuMs } from './preemption/lost-work.js';
 import { anyOverNominal, historyChange } from './queue-usage.js';
 import { dequeue, enqueue } from './queueing.js';
 import { RESOURCE_COUNT } from './quota.js';
@@ -49,7 +50,15 @@ export function commit(core: CoreState, job: JobState, plan: Plan, mark: number,
   for (const { job: v } of plan.victims) for (const [f, u] of v.usage) addVec(freed, f, u, 1);
   const freedNodes = [...new Set(plan.victims.flatMap((v) => v.job.allocs.map((a) => a.node)))];
   for (const { job: v, reason } of plan.victims) {
-    const p: Preemption = { victimId: v.spec.id, victimQueue: v.queue.spec.name, preemptorId: job.spec.id, preemptorQueue: q.spec.name, reason, at: now };
+    const p: Preemption = {
+      victimId: v.spec.id,
+      victimQueue: v.queue.spec.name,
+      preemptorId: job.spec.id,
+      preemptorQueue: q.spec.name,
+      reason,
+      at: now,
+      lostGpuMs: lostGpuMs(v, now),
+    };
     preempted.push(p);
     v.queue.admitted.delete(v);
     historyChange(core, v.queue, now, -(gpuOf(v.usage)), 0);

@@ -112,6 +112,9 @@ export function upsertQueue(core: CoreState, q: QueueSpec): void {
     throw new SchedulerInputError('UNKNOWN_COHORT', `queue ${q.name}: unknown cohort ${q.cohort}`);
   if (q.weight !== undefined && (!Number.isFinite(q.weight) || q.weight < 0))
     throw new SchedulerInputError('INVALID_QUANTITY', `queue ${q.name}: weight must be >= 0`);
+  const minRun = q.preemption?.minRunBeforeReclaimMs;
+  if (minRun !== undefined && (typeof minRun !== 'number' || !Number.isFinite(minRun) || minRun < 0))
+    throw new SchedulerInputError('INVALID_SPEC', `queue ${q.name}: preemption.minRunBeforeReclaimMs must be a number >= 0`);
   const isolation = q.isolation ?? 'ELASTIC';
   convertQuotas(core, q.quotas, isolation, `queue ${q.name}`);
   for (const w of q.timeWindows ?? []) {

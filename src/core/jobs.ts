@@ -47,6 +47,7 @@ export function buildJob(core: CoreState, job: JobSpec): JobState {
   const pc = core.classes.get(job.priorityClass);
   if (!pc) throw new SchedulerInputError('UNKNOWN_PRIORITY_CLASS', `job ${job.id}: unknown priority class ${job.priorityClass}`);
   if (!Number.isFinite(job.submitTime)) throw new SchedulerInputError('INVALID_QUANTITY', `job ${job.id}: submitTime must be a number`);
+  validateCheckpoint(job);
   if (!Array.isArray(job.podSets) || job.podSets.length === 0)
     throw new SchedulerInputError('INVALID_SPEC', `job ${job.id}: needs at least one pod set`);
   const podSets: PodSetState[] = [];
@@ -136,4 +137,16 @@ export function buildJob(core: CoreState, job: JobSpec): JobState {
   }
   state.shapeKeys = podSets.map((ps) => `${ps.flavors.join(',')}|${ps.shape.gpu}|${ps.shape.cpu}|${ps.shape.mem}`);
   return state;
+}
+
+/** `checkpoint`: an object; `intervalMs` a finite number > 0; `resumable` a boolean. */
+function validateCheckpoint(job: JobSpec): void {
+  const cp = job.checkpoint;
+  if (cp === undefined) return;
+  if (cp === null || typeof cp !== 'object' || Array.isArray(cp))
+    throw new SchedulerInputError('INVALID_SPEC', `job ${job.id}: checkpoint must be an object`);
+  if (cp.intervalMs !== undefined && (typeof cp.intervalMs !== 'number' || !Number.isFinite(cp.intervalMs) || cp.intervalMs <= 0))
+    throw new SchedulerInputError('INVALID_SPEC', `job ${job.id}: checkpoint.intervalMs must be a number > 0`);
+  if (cp.resumable !== undefined && typeof cp.resumable !== 'boolean')
+    throw new SchedulerInputError('INVALID_SPEC', `job ${job.id}: checkpoint.resumable must be a boolean`);
 }

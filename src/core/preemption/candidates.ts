@@ -5,6 +5,7 @@ import type { NodeState } from '../nodes.js';
 import { overNominal } from '../queue-usage.js';
 import { RESOURCE_COUNT } from '../quota.js';
 import type { CoreState, JobState, QueueState } from '../state.js';
+import { lostRunMs, tooYoungForReclaim } from './lost-work.js';
 
 export interface Candidate {
   job: JobState;
@@ -54,8 +55,20 @@ export function borrowingOnNeed(v: QueueState, request: Map<string, number[]>, n
   return false;
 }
 
-export function candidates(core: CoreState, job: JobState, request: Map<string, number[]>, need: [string, number][], otherOk: (v: QueueState) => boolean): Candidate[] {
+/**
+ * Who may be a victim of `job`, in policy order. Jobs of other queues younger than their queue's
+ * minRunBeforeReclaimMs are left out and counted in `young` (the search may succeed once they age).
+ */
+export function candidates(
+  core: CoreState,
+  job: JobState,
+  request: Map<string, number[]>,
+  need: [string, number][],
+  otherOk: (v: QueueState) => boolean,
+  young?: { count: number },
+): Candidate[] {
   const q = job.queue;
+  const now = core.clock.now();
   const out: Candidate[] = [];
   const uses = (c: JobState): boolean => {
     for (const f of c.usage.keys()) if (request.has(f)) return true;
@@ -77,6 +90,10 @@ export function candidates(core: CoreState, job: JobState, request: Map<string, 
       if (v === q || !borrowingOnNeed(v, request, need) || !otherOk(v)) continue;
       for (const c of v.admitted) {
         if (c.preemptible === 'no' || !uses(c)) continue;
+        if (tooYoungForReclaim(c, now)) {
+          if (young) young.count++;
+          continue;
+        }
         const lower = c.priority < job.priority;
         const reclaimOk = q.reclaim === 'Any' || (q.reclaim === 'LowerPriority' && (lower || v.isolation === 'BEST_EFFORT'));
         const borrowOk =
@@ -86,12 +103,16 @@ export function candidates(core: CoreState, job: JobState, request: Map<string, 
     }
   }
   // Candidate order: other queues first (best-effort queues before them all), lower priority,
-  // most recently admitted, id.
+  // least work lost per GPU released (run time since the last checkpoint: for jobs that do not
+  // checkpoint, the most recently admitted, as Kueue), most recently admitted, id.
+  const lost = new Map<JobState, number>();
+  for (const c of out) lost.set(c.job, lostRunMs(c.job, now));
   out.sort(
     (a, b) =>
       Number(b.other) - Number(a.other) ||
       Number(b.job.queue.isolation === 'BEST_EFFORT') - Number(a.job.queue.isolation === 'BEST_EFFORT') ||
       a.job.priority - b.job.priority ||
+      (lost.get(a.job) as number) - (lost.get(b.job) as number) ||
       b.job.admitSeq - a.job.admitSeq ||
       (a.job.spec.id < b.job.spec.id ? -1 : a.job.spec.id > b.job.spec.id ? 1 : 0),
   );

@@ -1,13 +1,17 @@
 // The minimal victim set: take candidates until the job fits, then walk back and put back every
-// victim not needed. Victims stay released on the trail.
+// victim not needed, the most expensive (GPU-time lost) first. Victims stay released on the trail.
 import type { CoreState, JobState } from '../state.js';
 import { rollback, tReadd, tRelease } from '../trail.js';
 import { borrowingOnNeed, type Candidate } from './candidates.js';
 import { fairShareAllows } from './fair-sharing.js';
+import { lostGpuMs } from './lost-work.js';
 
 /**
- * Take candidates in order until the job fits, then walk the chosen set backwards and put back
- * every victim whose release turns out not to be needed. Victims stay released on the trail.
+ * Take candidates in order until the job fits, then walk the chosen set back and put back every
+ * victim whose release turns out not to be needed. The walk-back tries the victims that would lose
+ * the most GPU-time first (ties: the last taken first, Kueue's backwards walk), so among the minimal
+ * sets inside the taken one the search keeps a cheap one. The last one taken is always needed (the
+ * set without it did not fit). Victims stay released on the trail.
  */
 export function minimalSet(
   core: CoreState,
@@ -36,8 +40,10 @@ export function minimalSet(
     taken?.add(c.job);
     if (!fits(allowBorrowing)) continue;
     const targets: JobState[] = [c.job];
-    for (let i = removed.length - 2; i >= 0; i--) {
-      const back = removed[i] as JobState;
+    const now = core.clock.now();
+    const walk = removed.slice(0, -1).map((j, i) => ({ j, i, lost: lostGpuMs(j, now) }));
+    walk.sort((a, b) => b.lost - a.lost || b.i - a.i);
+    for (const { j: back } of walk) {
       tReadd(core, back);
       if (fits(allowBorrowing)) continue;
       tRelease(core, back);

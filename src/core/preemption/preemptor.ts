@@ -55,15 +55,24 @@ export function preempting(core: CoreState, job: JobState): Plan | null {
   // (fair-sharing.ts); otherwise only when reclaiming while under nominal, or with
   // borrowWithinCohort (classical.ts).
   const otherOk = core.fairSharing ? fairShareOtherQueues(core, q, request) : classicalOtherQueues(q, underNominal);
-  const cands = candidates(core, job, request, need, otherOk);
+  // Jobs of other queues younger than their queue's minRunBeforeReclaimMs are left out (lost-work.ts).
+  const young = { count: 0 };
+  const cands = candidates(core, job, request, need, otherOk, young);
+  // While some are left out for youth, a retry may succeed once they age: what the job waits for is
+  // not bounded by what it can release now, so it is parked to retry at every release (the core has
+  // no timers; classifyPark reads a flavor with no releasable entry as "any").
+  const failed = (): null => {
+    if (young.count > 0) job.releasable = new Map();
+    return null;
+  };
   for (const f of request.keys()) job.releasable.set(f, [0, 0, 0]);
   for (const c of cands) for (const [f, u] of c.job.usage) if (request.has(f)) addVec(job.releasable, f, u, 1);
-  if (cands.length === 0) return null;
+  if (cands.length === 0) return failed();
   // Even releasing every candidate would not free enough quota: skip the search.
   for (const [f, r] of need) {
     let releasable = 0;
     for (const c of cands) releasable += (c.job.usage.get(f)?.[r] as number | undefined) ?? 0;
-    if (available(q.node, f, r) + releasable < ((request.get(f) as number[])[r] as number)) return null;
+    if (available(q.node, f, r) + releasable < ((request.get(f) as number[])[r] as number)) return failed();
   }
   // Set when some trial had the quota but not the nodes: only then can a placement-aware retry help.
   let placementShort = false;
@@ -107,7 +116,7 @@ export function preempting(core: CoreState, job: JobState): Plan | null {
   if (!victims) {
     job.releasable = new Map([...request.keys()].map((f) => [f, [0, 0, 0]]));
     for (const t of taken) for (const [f, u] of t.usage) if (request.has(f)) addVec(job.releasable, f, u, 1);
-    return null;
+    return failed();
   }
   // Victims stay released on the trail; now charge and place the preemptor for real.
   const eligible = eligibleFor(job);
