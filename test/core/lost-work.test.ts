@@ -1,0 +1,158 @@
+// Victims chosen by the work they lose (preemption/lost-work.ts): checkpoint-aware candidate order,
+// the cost-first walk-back, minRunBeforeReclaimMs, Preemption.lostGpuMs and the input checks.
+import { describe, expect, it } from 'vitest';
+import { SchedulerInputError, type CheckpointSpec } from '../../src/core/index.js';
+import { makeCluster, makeJob, makeQueue, nodes, type JobBuilder } from './builders.js';
+
+const MIN = 60_000;
+
+function withCheckpoint(j: JobBuilder, cp: CheckpointSpec) {
+  const spec = j.build();
+  spec.checkpoint = cp;
+  return spec;
+}
+
+/** a (reclaims Any) and b in one cohort; b runs its nominal and borrows a's. Each entry: [job, minutes after start]. */
+function lenderAndBorrower(opts: { nodes: number; gpusPerNode: number; minRunMs?: number }) {
+  const b = makeQueue('b').cohort('c').nominal('h100', 8);
+  if (opts.minRunMs !== undefined) b.preemption({ minRunBeforeReclaimMs: opts.minRunMs });
+  const { s, clock } = makeCluster({
+    nodes: nodes(opts.nodes, 'h100', opts.gpusPerNode),
+    queues: [makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'), b, makeQueue('d').cohort('c').nominal('h100', 8)],
+  });
+  const t0 = clock.t;
+  const run = (jobs: [ReturnType<JobBuilder['build']>, number][]) => {
+    for (const [spec, at] of jobs) {
+      clock.t = t0 + at * MIN;
+      s.submit(spec);
+      expect(s.cycle().admitted.map((a) => a.jobId)).toEqual([spec.id]);
+    }
+  };
+  return { s, clock, t0, run };
+}
+
+describe('victims chosen by the work they lose', () => {
+  it('takes the borrower that checkpointed most recently, not the most recently admitted', () => {
+    const { s, clock, t0, run } = lenderAndBorrower({ nodes: 2, gpusPerNode: 8 });
+    run([
+      [makeJob('b-nom').queue('b').gpus(8).build(), 0],
+      [withCheckpoint(makeJob('b-ckpt').queue('b').gpus(4), { intervalMs: 60 * MIN }), 0],
+      [makeJob('b-new').queue('b').gpus(4).build(), 60],
+    ]);
+    clock.t = t0 + 125 * MIN; // b-ckpt checkpointed 5 min ago; b-new has run 65 min
+    s.submit(makeJob('a4').queue('a').gpus(4).build());
+    const r = s.cycle();
+    expect(r.preempted.map((p) => [p.victimId, p.reason, p.lostGpuMs])).toEqual([['b-ckpt', 'reclaim', 4 * 5 * MIN]]);
+    expect(r.admitted.map((a) => a.jobId)).toEqual(['a4']);
+  });
+
+  it('without checkpoints keeps Kueue order (most recently admitted) and reports all its run as lost', () => {
+    const { s, clock, t0, run } = lenderAndBorrower({ nodes: 2, gpusPerNode: 8 });
+    run([
+      [makeJob('b-nom').queue('b').gpus(8).build(), 0],
+      [makeJob('b-old').queue('b').gpus(4).build(), 0],
+      [makeJob('b-new').queue('b').gpus(4).build(), 60],
+    ]);
+    clock.t = t0 + 125 * MIN;
+    s.submit(makeJob('a4').queue('a').gpus(4).build());
+    expect(s.cycle().preempted.map((p) => [p.victimId, p.lostGpuMs])).toEqual([['b-new', 4 * 65 * MIN]]);
+  });
+
+  it('a resumable job loses nothing and goes first', () => {
+    const { s, clock, t0, run } = lenderAndBorrower({ nodes: 2, gpusPerNode: 8 });
+    run([
+      [makeJob('b-nom').queue('b').gpus(8).build(), 0],
+      [withCheckpoint(makeJob('b-res').queue('b').gpus(4), { resumable: true }), 0],
+      [makeJob('b-new').queue('b').gpus(4).build(), 60],
+    ]);
+    clock.t = t0 + 125 * MIN;
+    s.submit(makeJob('a4').queue('a').gpus(4).build());
+    expect(s.cycle().preempted.map((p) => [p.victimId, p.lostGpuMs])).toEqual([['b-res', 0]]);
+  });
+
+  it('the walk-back puts back the most expensive victim first, keeping the cheaper minimal set', () => {
+    // One 16-GPU node. b borrows x3 (4 GPUs, 80 min), x2 (1 GPU, 70 min), x1 (3 GPUs, 60 min).
+    // a needs 5: taking x1, x2, x3 in order fits; Kueue's backwards walk would keep {x3, x1}
+    // (320 + 180 GPU-min); putting back the dearest first keeps {x3, x2} (320 + 70).
+    const { s, clock, t0, run } = lenderAndBorrower({ nodes: 1, gpusPerNode: 16 });
+    run([
+      [makeJob('b-nom').queue('b').gpus(8).build(), 0],
+      [makeJob('x3').queue('b').gpus(4).build(), 10],
+      [makeJob('x2').queue('b').gpus(1).build(), 20],
+      [makeJob('x1').queue('b').gpus(3).build(), 30],
+    ]);
+    clock.t = t0 + 90 * MIN;
+    s.submit(makeJob('a5').queue('a').gpus(5).build());
+    const r = s.cycle();
+    expect(r.preempted.map((p) => [p.victimId, p.lostGpuMs]).sort()).toEqual([
+      ['x2', 70 * MIN],
+      ['x3', 4 * 80 * MIN],
+    ]);
+  });
+
+  it('minRunBeforeReclaimMs keeps a young borrower; once it has aged, the next release retries the lender', () => {
+    const { s, clock, t0, run } = lenderAndBorrower({ nodes: 3, gpusPerNode: 8, minRunMs: 120 * MIN });
+    run([
+      [makeJob('b-nom').queue('b').gpus(8).build(), 0],
+      [makeJob('b-bor').queue('b').gpus(8).build(), 0],
+      [makeJob('d-small').queue('d').gpus(1).build(), 0],
+      [makeJob('d-big').queue('d').gpus(6).build(), 0],
+    ]);
+    clock.t = t0 + 60 * MIN;
+    s.submit(makeJob('a8').queue('a').gpus(8).build());
+    const first = s.cycle();
+    expect(first.preempted).toEqual([]);
+    expect(s.explain('a8').reason).toBe('WaitingForQuota');
+    const probe = makeJob('probe').queue('a').gpus(8).build();
+    expect(s.preview(probe).admissible).toBe(false);
+    clock.t = t0 + 130 * MIN;
+    expect(s.preview(probe).admission?.mode).toBe('preempt');
+    s.finish('d-small'); // any release in the tree retries the waiting lender
+    const r = s.cycle();
+    expect(r.preempted.map((p) => [p.victimId, p.reason, p.lostGpuMs])).toEqual([['b-bor', 'reclaim', 8 * 130 * MIN]]);
+    expect(r.admitted.map((a) => a.jobId)).toEqual(['a8']);
+  });
+
+  it('without minRunBeforeReclaimMs the same young borrower is reclaimed at once', () => {
+    const { s, clock, t0, run } = lenderAndBorrower({ nodes: 3, gpusPerNode: 8 });
+    run([
+      [makeJob('b-nom').queue('b').gpus(8).build(), 0],
+      [makeJob('b-bor').queue('b').gpus(8).build(), 0],
+      [makeJob('d-small').queue('d').gpus(1).build(), 0],
+      [makeJob('d-big').queue('d').gpus(6).build(), 0],
+    ]);
+    clock.t = t0 + 60 * MIN;
+    s.submit(makeJob('a8').queue('a').gpus(8).build());
+    expect(s.cycle().preempted.map((p) => p.victimId)).toEqual(['b-bor']);
+  });
+
+  it('minRunBeforeReclaimMs does not shield a job from priority preemption in its own queue', () => {
+    const { s } = makeCluster({
+      nodes: nodes(1),
+      queues: [makeQueue('a').nominal('h100', 8).preemption({ withinQueue: 'LowerPriority', minRunBeforeReclaimMs: 3_600_000 })],
+    });
+    s.submit(makeJob('exp').queue('a').gpus(8).priority('experiment').build());
+    s.cycle();
+    s.submit(makeJob('train').queue('a').gpus(8).priority('training').build());
+    expect(s.cycle().preempted.map((p) => [p.victimId, p.reason, p.lostGpuMs])).toEqual([['exp', 'priority', 0]]);
+  });
+
+  it('rejects bad checkpoint and minimum-run values with INVALID_SPEC', () => {
+    const { s } = makeCluster({ nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 8)] });
+    const bad: unknown[] = [{ intervalMs: 0 }, { intervalMs: -5 }, { intervalMs: Number.NaN }, { resumable: 'yes' }, 'hourly', null];
+    for (const cp of bad) {
+      const spec = makeJob('j').queue('a').gpus(1).build();
+      (spec as { checkpoint?: unknown }).checkpoint = cp;
+      expect(() => s.submit(spec)).toThrow(SchedulerInputError);
+      try {
+        s.submit(spec);
+      } catch (e) {
+        expect((e as SchedulerInputError).code).toBe('INVALID_SPEC');
+      }
+    }
+    for (const v of [-1, Number.POSITIVE_INFINITY, Number.NaN]) {
+      expect(() => s.upsertQueue({ ...makeQueue('q').nominal('h100', 1).build(), preemption: { minRunBeforeReclaimMs: v } })).toThrow(/minRunBeforeReclaimMs/);
+    }
+    s.submit(withCheckpoint(makeJob('ok').queue('a').gpus(1), { intervalMs: 1000, resumable: false }));
+  });
+});
