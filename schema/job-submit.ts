@@ -29,6 +29,21 @@ const SimulateInput = builder.inputType('SimulateInput', {
   }),
 });
 
+/** Longest checkpoint interval accepted: the longest declared run (90 days). */
+export const MAX_CHECKPOINT_INTERVAL_SECONDS = 90 * 86_400;
+
+const CheckpointInput = builder.inputType('CheckpointInput', {
+  description:
+    'How the job saves its progress. A preemption then loses only the work since its last checkpoint (nothing when resumable), and the scheduler prefers victims that lose least.',
+  fields: (t) => ({
+    intervalSeconds: t.int({
+      description: 'The job writes a checkpoint every this many seconds of running (counted from its start).',
+      validate: z.number().int().positive('must be positive').max(MAX_CHECKPOINT_INTERVAL_SECONDS, 'at most 90 days'),
+    }),
+    resumable: t.boolean({ description: 'The job can be suspended and resumed without losing progress (it checkpoints when told to stop).' }),
+  }),
+});
+
 const EnvVarInput = builder.inputType('EnvVarInput', {
   fields: (t) => ({
     name: t.string({ required: true, validate: z.string().max(256, 'must be at most 256 characters').regex(/^[-._a-zA-Z][-._a-zA-Z0-9]*$/, 'use letters, digits, ".", "_" and "-", not starting with a digit (as Kubernetes)') }),
@@ -100,6 +115,7 @@ export const SubmitJobInputRef = builder.inputType('SubmitJobInput', {
     podSets: t.field({ type: [PodSetInput], required: true, validate: z.array(z.any()).min(1, 'give at least one pod set').max(8, 'at most 8 pod sets') }),
     expectedDurationSeconds: t.float({ validate: z.number().positive('must be positive').max(90 * 86_400, 'at most 90 days') }),
     maxRunSeconds: t.float({ validate: z.number().positive('must be positive').max(90 * 86_400, 'at most 90 days') }),
+    checkpoint: t.field({ type: CheckpointInput }),
     idempotencyKey: t.string({
       description: 'Send the same key when retrying: the retry returns the first job instead of making another.',
       validate: z.string().min(1).max(128, 'must be at most 128 characters'),
@@ -129,6 +145,7 @@ export function toSubmitInput(input: SubmitArgs): SubmitJobInput {
     podSets,
     expectedDurationMs: input.expectedDurationSeconds != null ? Math.round(input.expectedDurationSeconds * 1000) : null,
     maxRunMs: input.maxRunSeconds != null ? Math.round(input.maxRunSeconds * 1000) : null,
+    checkpoint: input.checkpoint ? { ...(input.checkpoint.intervalSeconds != null ? { intervalMs: input.checkpoint.intervalSeconds * 1000 } : {}), ...(input.checkpoint.resumable ? { resumable: true } : {}) } : null,
     idempotencyKey: input.idempotencyKey ?? null,
     workload: workloadOf(input),
   };

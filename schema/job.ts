@@ -20,6 +20,14 @@ import { JobRow } from '../src/persistence/job-rows.js';
 // Submitting, previewing and following a job's position live beside this file:
 // job-submit.ts, job-preview.ts, job-position.ts (and tenant-event.ts for a tenant's stream).
 
+const JobCheckpointRef = builder.objectRef<{ intervalMs: number | null; resumable: boolean }>('JobCheckpoint').implement({
+  description: 'How the job declared it saves progress (submitJob\'s checkpoint).',
+  fields: (t) => ({
+    intervalSeconds: t.int({ nullable: true, resolve: (c) => (c.intervalMs == null ? null : Math.round(c.intervalMs / 1000)) }),
+    resumable: t.exposeBoolean('resumable'),
+  }),
+});
+
 const pendingExplanation = (job: { id: string; state: string }, ctx: GraphQLContext): JobExplanation | null =>
   job.state === 'PENDING' ? (ctx.scheduler.explain(job.id) ?? { jobId: job.id, queue: '', state: 'pending', reason: 'NotYetEvaluated', preemptions: 0 }) : null;
 
@@ -37,6 +45,12 @@ builder.node(JobRef, {
     podSets: t.field({ type: [PodSetRef], resolve: (j) => j.podSets }),
     gpus: t.float({ description: 'GPU units requested over all pods.', resolve: (j) => j.gpusRequested }),
     expectedDurationSeconds: t.float({ nullable: true, resolve: (j) => (j.expectedDurationMs == null ? null : j.expectedDurationMs / 1000) }),
+    checkpoint: t.field({
+      type: JobCheckpointRef,
+      nullable: true,
+      description: 'Null when the job declared no checkpointing (a preemption loses all its work since admission).',
+      resolve: (j) => (j.checkpointIntervalMs == null && !j.checkpointResumable ? null : { intervalMs: j.checkpointIntervalMs ?? null, resumable: Boolean(j.checkpointResumable) }),
+    }),
     submittedAt: t.field({ type: 'DateTime', resolve: (j) => j.submittedAt }),
     admittedAt: t.field({ type: 'DateTime', nullable: true, resolve: (j) => j.admittedAt ?? null }),
     startedAt: t.field({ type: 'DateTime', nullable: true, resolve: (j) => j.startedAt ?? null }),
@@ -77,6 +91,11 @@ builder.node(JobEventRef, {
     type: t.exposeString('type', { description: 'SUBMITTED, ADMITTED, STARTED, PREEMPTED, SUCCEEDED, FAILED, CANCELLED, ADMITTED_NOT_RUNNING' }),
     reason: t.string({ nullable: true, resolve: (e) => e.reason ?? null }),
     message: t.string({ nullable: true, resolve: (e) => e.message ?? null }),
+    lostGpuHours: t.float({
+      nullable: true,
+      description: 'PREEMPTED: GPU-hours of work the job lost (since its last checkpoint, or since admission); null for other events or when unknown.',
+      resolve: (e) => (e.type === 'PREEMPTED' && typeof e.data?.lostGpuHours === 'number' ? e.data.lostGpuHours : null),
+    }),
     at: t.field({ type: 'DateTime', resolve: (e) => e.at }),
   }),
 });

@@ -59,6 +59,11 @@ builder.node(QueueRef, {
     weight: t.float({ resolve: (q) => q.weight }),
     queueingStrategy: t.field({ type: QueueingStrategyEnum, resolve: (q) => q.queueingStrategy }),
     isolationLevel: t.field({ type: IsolationLevelEnum, nullable: true, resolve: (q) => (q.isolationLevel as never) ?? null }),
+    minRunBeforeReclaimSeconds: t.int({
+      nullable: true,
+      description: 'How long a job of this queue on borrowed quota runs before another queue may reclaim it; null: no minimum.',
+      resolve: (q) => (q.preemption?.minRunBeforeReclaimMs ? Math.round(q.preemption.minRunBeforeReclaimMs / 1000) : null),
+    }),
     quotas: t.field({ type: [QuotaRef], description: 'Configured base quotas (time windows may change them).', resolve: (q) => quotaLines(q.quotas) }),
     windowOpen: t.boolean({ description: 'True while one of the queue\'s time windows applies.', resolve: (q, _a, ctx) => ctx.scheduler.queueStatus(q.name)?.activeWindow != null }),
     // Live usage needs usage:read (queueUsage); without it each of these is null with a FORBIDDEN error, like Member.email.
@@ -129,8 +134,16 @@ const PreemptionInput = builder.inputType('PreemptionInput', {
     reclaimWithinCohort: t.field({ type: ReclaimEnum }),
     borrowWithinCohort: t.boolean({ description: 'May preempt lower-priority jobs in the cohort while borrowing.' }),
     borrowWithinCohortMaxPriority: t.int({ description: 'Only jobs below this priority value may be preempted that way.' }),
+    minRunBeforeReclaimSeconds: t.int({
+      description:
+        "A job of this queue running on borrowed quota is not reclaimed by another queue (reclaim, fair share) before it has run this long (0 or absent: at once). Trade-off: a lender may wait up to this long for its lent nominal quota.",
+      validate: z.number().int().min(0, 'must not be negative').max(MAX_MIN_RUN_BEFORE_RECLAIM_SECONDS, 'at most 7 days'),
+    }),
   }),
 });
+
+/** Longest minimum run before reclaim: a lender never waits more than a week for its quota. */
+export const MAX_MIN_RUN_BEFORE_RECLAIM_SECONDS = 7 * 86_400;
 
 const queueName = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'use 1-63 lowercase letters, digits and dashes');
 
@@ -162,9 +175,12 @@ const UpdateQueueInput = builder.inputType('UpdateQueueInput', {
   }),
 });
 
-function preemptionSpec(input: { withinQueue?: string | null; reclaimWithinCohort?: string | null; borrowWithinCohort?: boolean | null; borrowWithinCohortMaxPriority?: number | null } | null | undefined) {
+function preemptionSpec(
+  input: { withinQueue?: string | null; reclaimWithinCohort?: string | null; borrowWithinCohort?: boolean | null; borrowWithinCohortMaxPriority?: number | null; minRunBeforeReclaimSeconds?: number | null } | null | undefined,
+) {
   if (!input) return undefined;
   return {
+    ...(input.minRunBeforeReclaimSeconds ? { minRunBeforeReclaimMs: input.minRunBeforeReclaimSeconds * 1000 } : {}),
     ...(input.withinQueue ? { withinQueue: input.withinQueue as never } : {}),
     ...(input.reclaimWithinCohort ? { reclaimWithinCohort: input.reclaimWithinCohort as never } : {}),
     ...(input.borrowWithinCohort != null

@@ -21,6 +21,11 @@ const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').impl
       description: 'The preempting job, only when it belongs to the same tenant.',
       resolve: (e) => (e.kind === 'PREEMPTED' && e.preemptorJobId ? encodeGlobalID('Job', e.preemptorJobId) : null),
     }),
+    lostGpuHours: t.float({
+      nullable: true,
+      description: "PREEMPTED: GPU-hours of the job's work lost (since its last checkpoint, or since admission); null when unknown.",
+      resolve: (e) => (e.kind === 'PREEMPTED' ? (e.lostGpuHours ?? null) : null),
+    }),
     borrowed: t.boolean({ nullable: true, resolve: (e) => (e.kind === 'ADMITTED' ? e.borrowed : null) }),
     message: t.string({
       nullable: true,

@@ -8,6 +8,7 @@ import { Migration20261201050556 as M5 } from './Migration20261201050556.js';
 import { Migration20261201093550 as M6 } from './Migration20261201093550.js';
 import { Migration20261201101250 as M7 } from './Migration20261201101250.js';
 import { Migration20261201154223 as M8 } from './Migration20261201154223.js';
+import { Migration20261201170427 as M9 } from './Migration20261201170427.js';
 
 /** Every postgresql migration, oldest first. Rewritten by `npm run migration:create`. */
 export const postgresqlMigrations: MigrationObject[] = [
@@ -20,4 +21,5 @@ export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261201093550', class: M6 },
   { name: 'Migration20261201101250', class: M7 },
   { name: 'Migration20261201154223', class: M8 },
+  { name: 'Migration20261201170427', class: M9 },
 ];

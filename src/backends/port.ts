@@ -1,6 +1,6 @@
 // The execution-backend port: what a backend (simulated, Kubernetes) implements for the
 // scheduling service. Types only; it lives beside its adapters, and the core knows nothing of it.
-import type { Admission, NodeSpec, PodSetSpec } from '../core/types.js';
+import type { Admission, CheckpointSpec, NodeSpec, PodSetSpec } from '../core/types.js';
 
 /** What an execution backend needs to run one admitted job. */
 export interface BackendJob {
@@ -14,6 +14,12 @@ export interface BackendJob {
   expectedDurationMs?: number;
   /** Hard limit: the backend fails the job when it runs longer. */
   maxRunMs?: number;
+  /**
+   * The job's declared checkpointing (declared ms). A backend that can resume a suspended run
+   * (the simulated one) keeps its progress at the last checkpoint (all of it when resumable), so
+   * the next `start` runs only what remains; others pass it to the workload.
+   */
+  checkpoint?: CheckpointSpec;
   /** Opaque to the scheduler: image, command, env… (the simulated backend reads `simulate`). */
   workload?: Record<string, unknown>;
 }

@@ -14,6 +14,8 @@ export type TenantEventPayload =
       reason: string;
       /** Only when the preempting job belongs to the same tenant. */
       preemptorJobId: string | null;
+      /** Declared GPU-hours of the victim's work lost (since its last checkpoint); null when unknown. */
+      lostGpuHours?: number | null;
     }
   | { kind: 'QUOTA_CHANGED'; queueId: string; at: number }
   | { kind: 'WINDOW_CHANGED'; queueId: string; at: number }

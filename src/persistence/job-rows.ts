@@ -24,6 +24,8 @@ export interface JobView {
   podSets: PodSetSpec[];
   expectedDurationMs?: number | null;
   maxRunMs?: number | null;
+  checkpointIntervalMs?: number | null;
+  checkpointResumable?: boolean | null;
   workload?: Record<string, unknown> | null;
   state: JobState;
   admission?: Admission | null;
@@ -52,6 +54,8 @@ export class JobRow implements JobView {
   priorityClass!: string;
   expectedDurationMs!: number | null;
   maxRunMs!: number | null;
+  checkpointIntervalMs!: number | null;
+  checkpointResumable!: boolean;
   state!: JobState;
   idempotencyKey!: string | null;
   requestHash!: string;
@@ -119,7 +123,7 @@ export interface JobRowPage {
   inverted: boolean;
 }
 
-const COLUMNS = ['id', 'tenant_id', 'project_id', 'queue_id', 'submitted_by_id', 'name', 'priority_class', 'pod_sets', 'expected_duration_ms', 'max_run_ms', 'workload', 'state', 'admission', 'idempotency_key', 'request_hash', 'submit_time', 'gpus_requested', 'preemption_count', 'metered_from', 'exit_reason', 'submitted_at', 'admitted_at', 'started_at', 'finished_at', 'updated_at'];
+const COLUMNS = ['id', 'tenant_id', 'project_id', 'queue_id', 'submitted_by_id', 'name', 'priority_class', 'pod_sets', 'expected_duration_ms', 'max_run_ms', 'checkpoint_interval_ms', 'checkpoint_resumable', 'workload', 'state', 'admission', 'idempotency_key', 'request_hash', 'submit_time', 'gpus_requested', 'preemption_count', 'metered_from', 'exit_reason', 'submitted_at', 'admitted_at', 'started_at', 'finished_at', 'updated_at'];
 
 type Raw = Record<string, unknown>;
 type Platform = ReturnType<EntityManager['getPlatform']>;
@@ -213,6 +217,9 @@ function toRow(platform: Platform, raw: Raw): JobRow {
   row.priorityClass = raw.priority_class as string;
   row.expectedDurationMs = num(raw.expected_duration_ms);
   row.maxRunMs = num(raw.max_run_ms);
+  row.checkpointIntervalMs = num(raw.checkpoint_interval_ms);
+  // SQLite stores booleans as 0/1.
+  row.checkpointResumable = Boolean(raw.checkpoint_resumable);
   row.state = raw.state as JobState;
   row.idempotencyKey = (raw.idempotency_key as string | null) ?? null;
   row.requestHash = raw.request_hash as string;

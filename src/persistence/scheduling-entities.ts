@@ -128,6 +128,10 @@ export const Job = defineEntity({
     podSets: p.json<PodSetSpec[]>(),
     expectedDurationMs: p.bigint('number').nullable(),
     maxRunMs: p.bigint('number').nullable(),
+    /** Declared checkpoint interval (declared ms): a preemption loses only the work since the last one. */
+    checkpointIntervalMs: p.bigint('number').nullable(),
+    /** Declared resumable: suspended on preemption and resumed from where it stopped. */
+    checkpointResumable: p.boolean().default(false),
     workload: p.json<Record<string, unknown>>().nullable(),
     state: p.enum([...JOB_STATES]).default('PENDING'),
     admission: p.json<Admission>().nullable(),

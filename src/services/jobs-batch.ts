@@ -172,7 +172,7 @@ function validateShapes(ctx: ServiceContext, plan: Planned[]): void {
     if (p.existing) return;
     const { queue, project } = p.target;
     p.spec = coreSpec(ctx, p.input, queue, project);
-    const shape = JSON.stringify([queue.id, project.id, p.input.priorityClass, p.input.podSets, p.input.expectedDurationMs ?? null, p.input.maxRunMs ?? null]);
+    const shape = JSON.stringify([queue.id, project.id, p.input.priorityClass, p.input.podSets, p.input.expectedDurationMs ?? null, p.input.maxRunMs ?? null, p.input.checkpoint ?? null]);
     if (checked.has(shape)) return;
     try {
       ctx.scheduler.preview(p.spec);

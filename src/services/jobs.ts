@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
-import type { JobSpec, PodSetSpec, Preview } from '../core/types.js';
+import type { CheckpointSpec, JobSpec, PodSetSpec, Preview } from '../core/types.js';
 // The scheduler's shapes this service's answers carry (a job's pod sets, a preview): the schema takes them from here, never from the core.
 export type { PodSetSpec, Preview };
 import { Project } from '../persistence/entities.js';
@@ -25,6 +25,8 @@ export interface SubmitJobInput {
   podSets: PodSetSpec[];
   expectedDurationMs?: number | null;
   maxRunMs?: number | null;
+  /** How the job saves progress (declared ms); absent: a preemption loses everything since admission. */
+  checkpoint?: CheckpointSpec | null;
   idempotencyKey?: string | null;
   workload?: Record<string, unknown> | null;
 }
@@ -86,7 +88,15 @@ export function coreSpec(ctx: ServiceContext, input: SubmitJobInput, queue: Queu
     podSets: input.podSets,
     expectedDurationMs: input.expectedDurationMs ?? undefined,
     maxRunMs: input.maxRunMs ?? undefined,
+    ...(checkpointOf(input) ? { checkpoint: checkpointOf(input) } : {}),
   };
+}
+
+/** The declared checkpointing, or undefined when the job declares none (nothing stored either). */
+export function checkpointOf(input: Pick<SubmitJobInput, 'checkpoint'>): CheckpointSpec | undefined {
+  const c = input.checkpoint;
+  if (!c || (c.intervalMs == null && !c.resumable)) return undefined;
+  return { ...(c.intervalMs != null ? { intervalMs: c.intervalMs } : {}), ...(c.resumable ? { resumable: true } : {}) };
 }
 
 /**
@@ -106,6 +116,8 @@ export function pendingJobFields(p: { input: SubmitJobInput; spec: JobSpec; tena
     podSets: input.podSets,
     expectedDurationMs: input.expectedDurationMs ?? null,
     maxRunMs: input.maxRunMs ?? null,
+    checkpointIntervalMs: input.checkpoint?.intervalMs ?? null,
+    checkpointResumable: input.checkpoint?.resumable ?? false,
     workload: input.workload ?? null,
     state: 'PENDING' as const,
     admission: null,
@@ -132,6 +144,8 @@ export function requestHash(input: SubmitJobInput, queueId: string): string {
     expectedDurationMs: input.expectedDurationMs ?? null,
     maxRunMs: input.maxRunMs ?? null,
     workload: input.workload ?? null,
+    // Only when declared: the hash of a job without checkpointing stays what it was before the field existed.
+    ...(checkpointOf(input) ? { checkpoint: checkpointOf(input) } : {}),
   });
   return createHash('sha256').update(canonical).digest('hex');
 }

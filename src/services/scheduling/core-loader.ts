@@ -61,7 +61,7 @@ export async function loadCore(em: EntityManager, options: CoreLoaderOptions, wi
   for (const node of nodes) core.upsertNode(nodeSpec(node, node.pool.name, node.flavor.name, node.pool.dedicatedTenant?.id ?? null));
   const queueIds = new Map<string, string>();
   for (const queue of queues) {
-    core.upsertQueue(queueSpec(queue, queue.cohort?.name ?? null));
+    core.upsertQueue(queueSpec(queue, queue.cohort?.name ?? null, options.timeScale));
     queueIds.set(queue.name, queue.id);
   }
   if (!withJobs) return { core, queueIds, doubleBooked: [] };

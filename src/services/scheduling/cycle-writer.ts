@@ -31,6 +31,14 @@ export async function writeFenced(writer: FencedWriter, work: (em: EntityManager
   });
 }
 
+/**
+ * The core's GPU-milliseconds lost by a victim (in the backend's clock) → declared GPU-hours, as the
+ * ledger counts them (× timeScale); null when the core did not say.
+ */
+export function lostGpuHoursOf(lostGpuMs: number | undefined, timeScale: number): number | null {
+  return lostGpuMs === undefined || !Number.isFinite(lostGpuMs) ? null : (lostGpuMs * timeScale) / 3_600_000;
+}
+
 /** The job no longer holds an admission (preempted, or requeued after a restore conflict). */
 export function backToPending(job: Job): void {
   job.state = 'PENDING';
@@ -79,7 +87,8 @@ export async function persistCycle(writer: FencedWriter, core: Scheduler, result
         await writer.metering.charge(em, [job], result.at, 'preempted');
         backToPending(job);
         job.preemptionCount += 1;
-        recordJobEvent(em, job, 'PREEMPTED', at, preemption.reason, `Preempted (${preemption.reason}) to make room for another job`, { preemptorJobId: preemption.preemptorId });
+        const lostGpuHours = lostGpuHoursOf(preemption.lostGpuMs, writer.metering.settings.timeScale);
+        recordJobEvent(em, job, 'PREEMPTED', at, preemption.reason, `Preempted (${preemption.reason}) to make room for another job`, { preemptorJobId: preemption.preemptorId, lostGpuHours });
         recordOutbox(em, 'job.preempted', {
           jobId: job.id,
           tenantId: job.tenant.id,
@@ -88,6 +97,7 @@ export async function persistCycle(writer: FencedWriter, core: Scheduler, result
           preemptorJobId: preemption.preemptorId,
           preemptorTenantId: preemptor?.tenant.id ?? null,
           preemptorQueueId: preemptor?.queue.id ?? null,
+          lostGpuHours,
           at: result.at,
           epoch: writer.epoch,
         });

@@ -5,6 +5,7 @@ import { systemEntityManager } from '../../persistence/entities.js';
 import { chunks, placeholders, runBound, tableOf } from '../../persistence/bound-sql.js';
 import { uuidv7 } from '../../persistence/ids.js';
 import { Job, JobEvent, OutboxEntry, type JobEventType } from '../../persistence/scheduling-entities.js';
+import { checkpointSpec } from './specs.js';
 
 export type OutboxKind =
   | 'job.admitted'
@@ -36,6 +37,7 @@ export function backendJobOf(job: Job): BackendJob {
     admission: job.admission!,
     expectedDurationMs: job.expectedDurationMs ?? undefined,
     maxRunMs: job.maxRunMs ?? undefined,
+    ...checkpointSpec(job),
     workload: job.workload ?? undefined,
   };
 }
@@ -185,6 +187,8 @@ export class OutboxDispatcher {
           at,
           reason: String(payload.reason),
           preemptorJobId: sameTenant ? String(payload.preemptorJobId) : null,
+          // The victim's own work lost: its tenant's to see (rows written before this field carry none).
+          lostGpuHours: typeof payload.lostGpuHours === 'number' ? payload.lostGpuHours : null,
         });
         queueUpdated(payload.queueId);
         if (payload.preemptorQueueId && payload.preemptorQueueId !== payload.queueId) queueUpdated(payload.preemptorQueueId);

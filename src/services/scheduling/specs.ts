@@ -1,4 +1,4 @@
-import type { CohortSpec, FlavorSpec, IsolationLevel, JobSpec, NodeSpec, PriorityClass, QueueSpec } from '../../core/types.js';
+import type { CheckpointSpec, CohortSpec, FlavorSpec, IsolationLevel, JobSpec, NodeSpec, PreemptionSpec, PriorityClass, QueueSpec } from '../../core/types.js';
 import type { ClusterNode, Cohort, Flavor, Job, PriorityClassRow, Queue } from '../../persistence/scheduling-entities.js';
 
 /** Rows → the scheduler core's specs. Names are the core's keys; rows keep ids for the graph. */
@@ -27,18 +27,24 @@ export const cohortSpec = (c: Cohort, parentName: string | null): CohortSpec => 
   quotas: c.quotas,
 });
 
-export const queueSpec = (q: Queue, cohortName: string | null): QueueSpec => ({
+/** `timeScale`: the minimum run before reclaim is declared time, the core's clock is the backend's (see `jobSpec`). */
+export const queueSpec = (q: Queue, cohortName: string | null, timeScale = 1): QueueSpec => ({
   name: q.name,
   tenant: q.tenant.id,
   cohort: cohortName ?? undefined,
   quotas: q.quotas,
   weight: q.weight,
   queueingStrategy: q.queueingStrategy,
-  preemption: q.preemption,
+  preemption: inBackendPreemption(q.preemption, timeScale),
   isolation: (q.isolationLevel as IsolationLevel | null) ?? undefined,
   timeWindows: q.timeWindows.length ? q.timeWindows : undefined,
   dedicatedPool: q.dedicatedPool ?? undefined,
 });
+
+function inBackendPreemption(p: PreemptionSpec, timeScale: number): PreemptionSpec {
+  if (!p?.minRunBeforeReclaimMs || timeScale === 1) return p;
+  return { ...p, minRunBeforeReclaimMs: Math.max(1, Math.round(p.minRunBeforeReclaimMs / timeScale)) };
+}
 
 export const priorityClass = (p: PriorityClassRow): PriorityClass => ({ name: p.name, value: p.value, preemptible: p.preemptible });
 
@@ -59,14 +65,26 @@ export const jobSpec = (j: Job, queueName: string, timeScale = 1): JobSpec =>
       podSets: j.podSets,
       expectedDurationMs: j.expectedDurationMs ?? undefined,
       maxRunMs: j.maxRunMs ?? undefined,
+      ...checkpointSpec(j),
     },
     timeScale,
   );
 
+/** A job row's declared checkpointing as the core's field (none declared: no field at all). */
+export function checkpointSpec(j: Pick<Job, 'checkpointIntervalMs' | 'checkpointResumable'>): { checkpoint?: CheckpointSpec } {
+  const intervalMs = j.checkpointIntervalMs ?? undefined;
+  const resumable = Boolean(j.checkpointResumable);
+  if (intervalMs === undefined && !resumable) return {};
+  return { checkpoint: { ...(intervalMs !== undefined ? { intervalMs } : {}), ...(resumable ? { resumable: true } : {}) } };
+}
+
 /** A spec with durations in declared time → the same spec with durations in the backend's clock. */
 export function inBackendTime(spec: JobSpec, timeScale: number): JobSpec {
   if (timeScale === 1) return spec;
-  return { ...spec, expectedDurationMs: scaled(spec.expectedDurationMs, timeScale), maxRunMs: scaled(spec.maxRunMs, timeScale) };
+  const scaledSpec: JobSpec = { ...spec, expectedDurationMs: scaled(spec.expectedDurationMs, timeScale), maxRunMs: scaled(spec.maxRunMs, timeScale) };
+  // The checkpoint interval is a duration too (the core measures work lost in the backend's clock).
+  if (spec.checkpoint?.intervalMs !== undefined) scaledSpec.checkpoint = { ...spec.checkpoint, intervalMs: Math.max(1, Math.round(spec.checkpoint.intervalMs / timeScale)) };
+  return scaledSpec;
 }
 
 function scaled(ms: number | null | undefined, timeScale: number): number | undefined {
