@@ -59,6 +59,10 @@ interface Run {
   ending: Ending | null;
   /** Mean GPU utilization of this run (samples jitter around it). */
   baseUtilization: number;
+  /** Declared ms of work done before this run (kept from suspended runs of a checkpointing job). */
+  offset: number;
+  /** `now()` at `started`; undefined until then. */
+  startedAt?: number;
   timeouts: LongTimeout[];
   interval?: unknown;
 }
@@ -104,6 +108,8 @@ export class SimulatedBackend implements ExecutionBackend {
 
   private readonly runs = new Map<string, Run>();
   private readonly finished = new Map<string, string>();
+  /** Declared ms of work a suspended checkpointing job keeps for its next run (its last checkpoint). */
+  private readonly progress = new Map<string, number>();
   private readonly listeners = new Set<(event: BackendEvent) => void>();
   private closed = false;
 
@@ -144,11 +150,14 @@ export class SimulatedBackend implements ExecutionBackend {
     const uFail = this.outcomeRng();
     const uPoint = this.outcomeRng();
     const uBase = this.outcomeRng();
+    // A job that checkpoints resumes from the work its last run kept; any other starts from zero.
+    const offset = job.checkpoint ? (this.progress.get(job.jobId) ?? 0) : 0;
     const run: Run = {
       job,
       key,
-      ending: this.plan(job, uFail, uPoint),
+      ending: this.plan(job, uFail, uPoint, offset),
       baseUtilization: 0.4 + 0.5 * uBase,
+      offset,
       timeouts: [],
     };
     this.runs.set(job.jobId, run);
@@ -157,12 +166,38 @@ export class SimulatedBackend implements ExecutionBackend {
 
   async suspend(jobId: string, _reason: string): Promise<void> {
     // The reason is the scheduler's to record; a real cluster would only see "suspend".
+    this.keepProgress(jobId);
     this.stop(jobId);
   }
 
   async cancel(jobId: string): Promise<void> {
     this.stop(jobId);
     this.finished.delete(jobId);
+    this.progress.delete(jobId);
+  }
+
+  /** Declared ms of work a suspended job will resume from (0: it restarts from zero). */
+  resumePoint(jobId: string): number {
+    return this.progress.get(jobId) ?? 0;
+  }
+
+  /**
+   * A run being suspended: a resumable job keeps all its work, one with a checkpoint interval the
+   * work up to its last checkpoint (every `intervalMs` of work, counted over all its runs), any other
+   * nothing. A run suspended before it started keeps what it had.
+   */
+  private keepProgress(jobId: string): void {
+    const run = this.runs.get(jobId);
+    if (!run) return;
+    const checkpoint = run.job.checkpoint;
+    if (!checkpoint || (!checkpoint.resumable && !(checkpoint.intervalMs! > 0))) {
+      this.progress.delete(jobId);
+      return;
+    }
+    const ran = run.startedAt === undefined ? 0 : Math.max(0, this.now() - run.startedAt) * this.timeScale;
+    const total = run.offset + ran;
+    const kept = checkpoint.resumable ? total : Math.floor(total / checkpoint.intervalMs!) * checkpoint.intervalMs!;
+    this.progress.set(jobId, Math.max(run.offset, kept));
   }
 
   onEvent(listener: (event: BackendEvent) => void): () => void {
@@ -190,10 +225,11 @@ export class SimulatedBackend implements ExecutionBackend {
     this.listeners.clear();
   }
 
-  /** When and how the run ends, in declared ms after `started`. */
-  private plan(job: BackendJob, uFail: number, uPoint: number): Ending | null {
+  /** When and how the run ends, in declared ms after `started`; `offset`: work already done by earlier runs. */
+  private plan(job: BackendJob, uFail: number, uPoint: number, offset: number): Ending | null {
     const sim = readSimulateDirective(job.workload);
-    const expected = finiteNonNegative(job.expectedDurationMs);
+    const declared = finiteNonNegative(job.expectedDurationMs);
+    const expected = declared === undefined ? undefined : Math.max(0, declared - offset);
     const maxRun = finiteNonNegative(job.maxRunMs);
     const forcedFail = sim.outcome === 'fail' || (sim.outcome === undefined && sim.failAfterMs !== undefined);
 
@@ -213,6 +249,9 @@ export class SimulatedBackend implements ExecutionBackend {
 
   private onStarted(run: Run): void {
     if (!this.isCurrent(run)) return;
+    // One reading of the clock: the start of the work done (resume points) and the event's time.
+    const at = this.now();
+    run.startedAt = at;
     const { ending } = run;
     // Arm the end and sampling before emitting, so a listener that suspends on 'started' clears them.
     if (ending) {
@@ -221,13 +260,14 @@ export class SimulatedBackend implements ExecutionBackend {
     if (this.utilizationIntervalMs > 0 && requestsGpus(run.job)) {
       run.interval = this.timers.setInterval(() => this.sample(run), this.utilizationIntervalMs);
     }
-    this.emit({ type: 'started', jobId: run.job.jobId, at: this.now() });
+    this.emit({ type: 'started', jobId: run.job.jobId, at });
   }
 
   private onEnded(run: Run, ending: Ending): void {
     if (!this.isCurrent(run)) return;
     const { jobId } = run.job;
     this.stop(jobId);
+    this.progress.delete(jobId);
     this.finished.set(jobId, run.key);
     if (this.finished.size > FINISHED_MEMORY) {
       const oldest = this.finished.keys().next().value;
