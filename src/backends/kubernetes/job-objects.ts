@@ -4,7 +4,7 @@
 import type { V1Container, V1EnvVar, V1Job, V1PodSpec, V1Toleration, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { BackendJob } from '../port.js';
 import type { FlavorSpec, PodSetAdmission, PodSetSpec } from '../../core/types.js';
-import { ANNOTATION_ADMISSION, ANNOTATION_JOB_NAME, LABEL_JOB_ID, LABEL_POD_SET, LABEL_QUEUE, TAINT_DEDICATED, kubeJobName, labelValue } from './naming.js';
+import { ANNOTATION_ADMISSION, ANNOTATION_CHECKPOINT_INTERVAL, ANNOTATION_JOB_NAME, ANNOTATION_RESUMABLE, LABEL_JOB_ID, LABEL_POD_SET, LABEL_QUEUE, TAINT_DEDICATED, kubeJobName, labelValue } from './naming.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';
 import { WORKLOAD_SERVICE_ACCOUNT, tenantLabels, type KubeTenant } from './tenant-objects.js';
 
@@ -72,7 +72,7 @@ function jobForPodSet(
     [LABEL_QUEUE]: labelValue(job.queue),
     [LABEL_POD_SET]: labelValue(podSet.name),
   };
-  const annotations = { [ANNOTATION_ADMISSION]: String(job.admission.at), [ANNOTATION_JOB_NAME]: job.name };
+  const annotations = { [ANNOTATION_ADMISSION]: String(job.admission.at), [ANNOTATION_JOB_NAME]: job.name, ...checkpointAnnotations(job) };
   const count = admitted.count;
   return {
     apiVersion: 'batch/v1',
@@ -96,6 +96,28 @@ function jobForPodSet(
   };
 }
 
+/**
+ * The declared checkpointing, for the workload to read: a preemption suspends the Job (its pods get
+ * SIGTERM and their grace period) and readmission resumes it, so a resumable workload saves on
+ * SIGTERM and every workload restarts from its own latest checkpoint. Nothing when none was declared
+ * (the pod template, and so its workload hash, is unchanged for such jobs).
+ */
+function checkpointAnnotations(job: BackendJob): Record<string, string> {
+  const c = job.checkpoint;
+  return {
+    ...(c?.intervalMs ? { [ANNOTATION_CHECKPOINT_INTERVAL]: String(Math.round(c.intervalMs / 1000)) } : {}),
+    ...(c?.resumable ? { [ANNOTATION_RESUMABLE]: 'true' } : {}),
+  };
+}
+
+function checkpointEnv(job: BackendJob): V1EnvVar[] {
+  const c = job.checkpoint;
+  return [
+    ...(c?.intervalMs ? [{ name: 'FAIRWAY_CHECKPOINT_INTERVAL_SECONDS', value: String(Math.round(c.intervalMs / 1000)) }] : []),
+    ...(c?.resumable ? [{ name: 'FAIRWAY_CHECKPOINT_RESUMABLE', value: 'true' }] : []),
+  ];
+}
+
 function podSpec(
   job: BackendJob,
   podSet: PodSetSpec,
@@ -109,6 +131,7 @@ function podSpec(
   if (runAs.runAsUser === 0) throw new Error(`job ${job.jobId}: the container may not run as root (runAsUser 0)`);
   const ours: V1EnvVar[] = [{ name: 'FAIRWAY_JOB_ID', value: job.jobId }, ...datasetEnv];
   if (container?.artifactStore) ours.push({ name: 'FAIRWAY_ARTIFACT_STORE', value: container.artifactStore });
+  ours.push(...checkpointEnv(job));
   // The user's variables cannot override Fairway's (a later duplicate would win in Kubernetes).
   const userEnv = (container?.env ?? []).filter((e) => !ours.some((o) => o.name === e.name));
   const main: V1Container = {

@@ -13,6 +13,10 @@ export const LABEL_POD_SET = 'fairway.dev/pod-set';
 export const ANNOTATION_ADMISSION = 'fairway.dev/admission-at';
 /** The user's job name (an annotation, not a label: it is free text). */
 export const ANNOTATION_JOB_NAME = 'fairway.dev/job-name';
+/** The job's declared checkpoint interval in seconds (only when it declared one). */
+export const ANNOTATION_CHECKPOINT_INTERVAL = 'fairway.dev/checkpoint-interval-seconds';
+/** "true" when the job declared itself resumable (it checkpoints when told to stop). */
+export const ANNOTATION_RESUMABLE = 'fairway.dev/resumable';
 /** Node taint reserving a node for one tenant; value: the tenant id. */
 export const TAINT_DEDICATED = 'fairway.dev/dedicated';
 
