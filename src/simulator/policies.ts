@@ -1,6 +1,6 @@
 import { Scheduler, type Clock, type QueueSpec, type QuotaSpec } from '../core/index.js';
 import { flavorCapacity, type SimCluster } from './cluster.js';
-import type { SimQueue, SimQueues } from './queues.js';
+import { coreTimeWindows, type SimQueue, type SimQueues } from './queues.js';
 import type { TraceJob } from './trace.js';
 
 export type PolicyName = 'fairway' | 'static' | 'fifo';
@@ -85,6 +85,9 @@ export function buildScheduler(
     if (q.weight !== undefined) spec.weight = q.weight;
     if (q.queueingStrategy !== undefined) spec.queueingStrategy = q.queueingStrategy;
     if (q.dedicatedPool !== undefined) spec.dedicatedPool = q.dedicatedPool;
+    // time windows: fairway as written, static with its no-borrowing rule (queues.ts); fifo has none
+    const windows = coreTimeWindows(q, policy !== 'fairway');
+    if (windows) spec.timeWindows = windows;
     if (policy === 'fairway') {
       if (q.cohort !== undefined) spec.cohort = q.cohort;
       if (q.isolation !== undefined) spec.isolation = q.isolation;

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import type { PreemptionSpec, QuotaLimits, QuotaSpec, ResourceName } from '../core/index.js';
+import type { PreemptionSpec, QuotaLimits, QuotaSpec, ResourceName, TimeWindowSpec } from '../core/index.js';
+import { parseClock, windowOpen } from '../core/windows.js';
 import type { SimCluster } from './cluster.js';
 import { z } from 'zod';
 import { DocError, parseDoc, type Doc, type Value } from './doc.js';
@@ -23,7 +24,11 @@ export interface SimQueue {
   isolation?: 'DEDICATED' | 'GUARANTEED' | 'ELASTIC' | 'BEST_EFFORT';
   /** Jobs of this queue run only on nodes of this pool. */
   dedicatedPool?: string;
+  /** Time-window quotas, as the core's QueueSpec.timeWindows (the first open window's quotas lie over `quotas`). */
+  timeWindows?: SimTimeWindow[];
 }
+
+export type SimTimeWindow = TimeWindowSpec;
 
 export interface SimCohort {
   line: number;
@@ -54,7 +59,7 @@ const strict = <S extends z.ZodRawShape>(shape: S, notAnObject?: string) =>
   z.strictObject(shape, {
     error: (iss) =>
       iss.code === 'unrecognized_keys'
-        ? `unknown key ${quoteList(iss.keys)} (known: ${Object.keys(shape).filter((k) => k !== 'timeWindows').join(', ')})`
+        ? `unknown key ${quoteList(iss.keys)} (known: ${Object.keys(shape).join(', ')})`
         : iss.code === 'invalid_type' && iss.input !== undefined
           ? notAnObject
           : undefined,
@@ -91,6 +96,28 @@ const preemption = strict({
   reclaimWithinCohort: optional(z.enum(['Never', 'LowerPriority', 'Any'])),
   borrowWithinCohort: optional(strict({ policy: optional(z.enum(['Never', 'LowerPriority'])), maxPriorityThreshold: optional(z.number()) })),
 });
+/** 'HH:MM' as the core reads it (00:00..24:00). */
+const clockTime = z.string().check((ctx) => {
+  try {
+    parseClock(ctx.value);
+  } catch {
+    ctx.issues.push({ code: 'custom', input: ctx.value, message: `must be a time 'HH:MM' (00:00..24:00), got '${ctx.value}'` });
+  }
+});
+const timeZone = z.string().check((ctx) => {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: ctx.value });
+  } catch {
+    ctx.issues.push({ code: 'custom', input: ctx.value, message: `'${ctx.value}' is not an IANA time zone (e.g. Europe/Berlin, UTC)` });
+  }
+});
+const timeWindow = strict({
+  days: required(z.array(z.number().int().min(0).max(6))),
+  start: required(clockTime),
+  end: required(clockTime),
+  timeZone: required(timeZone),
+  quotas: required(quotas),
+});
 const queue = strict({
   name: required(nonEmpty),
   tenant: optional(nonEmpty),
@@ -100,12 +127,8 @@ const queue = strict({
   queueingStrategy: optional(z.enum(['StrictFIFO', 'BestEffortFIFO'])),
   preemption: optional(preemption),
   isolation: optional(z.enum(['DEDICATED', 'GUARANTEED', 'ELASTIC', 'BEST_EFFORT'])),
+  timeWindows: optional(z.array(timeWindow)),
   dedicatedPool: optional(nonEmpty),
-  // refused below with the reason rather than as an unknown key
-  timeWindows: z.unknown().optional(),
-}).refine((q) => q.timeWindows === undefined, {
-  path: ['timeWindows'],
-  error: 'not supported by the simulator yet (the virtual clock only stops at submits and finishes)',
 });
 const queuesFile = z.strictObject(
   {
@@ -248,6 +271,7 @@ function validateQueues(doc: Doc): SimQueues {
     if (q.isolation !== undefined) sq.isolation = q.isolation;
     if (q.dedicatedPool !== undefined) sq.dedicatedPool = q.dedicatedPool;
     if (q.queueingStrategy !== undefined) sq.queueingStrategy = q.queueingStrategy;
+    if (q.timeWindows !== undefined) sq.timeWindows = q.timeWindows.map((w) => ({ days: [...w.days], start: w.start, end: w.end, timeZone: w.timeZone, quotas: toQuotas(w.quotas) }));
     const p = q.preemption;
     if (p !== undefined) {
       const pre: SimPreemption = {};
@@ -281,7 +305,44 @@ export function checkQueuesAgainstCluster(q: SimQueues, c: SimCluster): void {
     }
   };
   for (const co of q.cohorts) check(co.quotas, co.line, `cohort '${co.name}'`);
-  for (const qu of q.queues) check(qu.quotas, qu.line, `queue '${qu.name}'`);
+  for (const qu of q.queues) {
+    check(qu.quotas, qu.line, `queue '${qu.name}'`);
+    (qu.timeWindows ?? []).forEach((w, i) => check(w.quotas, qu.line, `queue '${qu.name}' timeWindows[${i}]`));
+  }
+}
+
+/**
+ * The queue's quotas at instant `at`: its base quotas with the first open time window's laid over
+ * them (flavors/resources the window does not name keep their base values) — the core's rule.
+ * The queue itself when it has no window.
+ */
+export function queueAt(q: SimQueue, at: number): SimQueue {
+  if (!q.timeWindows || q.timeWindows.length === 0) return q;
+  const w = q.timeWindows.find((x) => windowOpen(x, at));
+  if (!w) return q;
+  const quotas: SimQuotas = {};
+  for (const [f, res] of Object.entries(q.quotas)) quotas[f] = { ...res };
+  for (const [f, res] of Object.entries(w.quotas)) quotas[f] = { ...(quotas[f] ?? {}), ...res };
+  return { ...q, quotas };
+}
+
+/**
+ * The windows as a policy passes them to the core: as written (`fairway`), or with the static
+ * policy's rule applied to their quotas too (borrowingLimit 0 on every declared resource:
+ * the queue keeps exactly the nominal its schedule gives it). Undefined without windows.
+ */
+export function coreTimeWindows(q: SimQueue, noBorrowing: boolean): TimeWindowSpec[] | undefined {
+  if (!q.timeWindows || q.timeWindows.length === 0) return undefined;
+  return q.timeWindows.map((w) => {
+    if (!noBorrowing) return { ...w, days: [...w.days], quotas: w.quotas };
+    const quotas: SimQuotas = {};
+    for (const [f, res] of Object.entries(w.quotas)) {
+      const fq: SimQuotas[string] = {};
+      for (const [r, lim] of Object.entries(res) as [Resource, ResourceQuota | undefined][]) if (lim) fq[r] = { nominal: lim.nominal, borrowingLimit: 0 };
+      quotas[f] = fq;
+    }
+    return { ...w, days: [...w.days], quotas };
+  });
 }
 
 /** Nominal GPU quota of a queue summed over flavors. */

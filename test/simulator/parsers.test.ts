@@ -195,7 +195,8 @@ describe('queues file', () => {
     const q = parseQueues('queues:\n  - name: q\n    isolation: GUARANTEED\n    dedicatedPool: gpu-a\n', 'q.yaml');
     expect(q.queues[0]).toMatchObject({ isolation: 'GUARANTEED', dedicatedPool: 'gpu-a' });
     expect(() => parseQueues('queues:\n  - name: q\n    isolation: SHARED\n', 'q.yaml')).toThrow(/q\.yaml:2: queues\[0\]\.isolation: must be one of .*, got 'SHARED' \(queue 'q'\)/);
-    expect(() => parseQueues('queues:\n  - name: q\n    timeWindows: []\n', 'q.yaml')).toThrow(/q\.yaml:2: queues\[0\]\.timeWindows: not supported by the simulator/);
+    // time windows are simulated now (test/simulator/time-windows.test.ts)
+    expect(parseQueues('queues:\n  - name: q\n    timeWindows: []\n', 'q.yaml').queues[0]!.timeWindows).toEqual([]);
   });
   it('schema errors name the path of the value and the line of the object holding it (JSON and YAML)', () => {
     const yaml = 'queues:\n  - name: a\n  - name: b\n  - name: c\n    quotas:\n      h100:\n        gpu: {nominal: 4, borrowingLimit: x}\n';
