@@ -12,11 +12,11 @@ import { refreshWindows } from './quota-config.js';
 import { rescanAll } from './restore.js';
 import type { CoreState, JobState } from './state.js';
 import { rollback } from './trail.js';
-import type { CycleResult, PendingDecision } from './types.js';
+import type { CycleOptions, CycleResult, PendingDecision, Preemption } from './types.js';
 import { needMet, stillShort, wakeQueueIf } from './wake.js';
 
 /** A queue's head as the order phase sees it: the sort keys are computed once per pass. */
-interface Head {
+export interface Head {
   job: JobState;
   share: number;
   borrow: number;
@@ -24,23 +24,70 @@ interface Head {
 }
 
 /**
+ * A cycle cut into slices: where the next `cycle()` call continues. The current pass's heads in
+ * their order (with `next`, the first not yet tried), the decisions made so far (refreshed at the
+ * end), and every victim of the cycle (holds apply to them at the end).
+ */
+export interface CycleRun {
+  heads: Head[];
+  next: number;
+  pending: Map<string, PendingDecision>;
+  /** Set once the passes are over: the decisions left to diagnose again, in the order they were made. */
+  refresh: PendingDecision[] | null;
+  refreshNext: number;
+  preempted: Preemption[];
+}
+
+/**
  * One admission cycle. Each pass takes one head per active queue; a head is admitted, parked
  * (BestEffortFIFO) or blocks its queue (StrictFIFO), so every pass shrinks the work and the loop ends.
+ *
+ * With `maxHeads`, a call stops after that many work units (heads evaluated, decisions diagnosed
+ * again) and answers `more: true`; the next call continues the same cycle (same cycle number:
+ * its victims still wait for the next one; time windows are looked at only when a cycle starts)
+ * from the next head of the same pass. With nothing happening between the calls, the slices'
+ * admissions, preemptions and pending decisions, concatenated, are exactly those of one unsliced
+ * cycle (test/core/sliced-cycle.test.ts). Each slice reads the clock: its admissions carry its time.
  */
-export function cycle(core: CoreState): CycleResult {
+export function cycle(core: CoreState, opts: CycleOptions = {}): CycleResult {
   const now = core.clock.now();
-  core.cycleNo++;
-  prepareCycle(core, now);
-  const result: CycleResult = { at: now, admitted: [], preempted: [], pending: [] };
-  const pending = new Map<string, PendingDecision>();
-  while (core.active.size > 0) {
-    const heads = takeHeads(core, now);
-    if (heads.length === 0) break;
-    orderHeads(heads);
-    for (const { job } of heads) tryHead(core, job, now, result, pending);
+  const budget = opts.maxHeads !== undefined && Number.isFinite(opts.maxHeads) ? Math.max(1, Math.floor(opts.maxHeads)) : Number.POSITIVE_INFINITY;
+  let run = core.cycleRun;
+  if (!run) {
+    core.cycleNo++;
+    prepareCycle(core, now);
+    run = { heads: [], next: 0, pending: new Map(), refresh: null, refreshNext: 0, preempted: [] };
+    core.cycleRun = run;
   }
-  result.pending = refreshDecisions(core, pending);
-  holdVictims(core, result.preempted);
+  const result: CycleResult = { at: now, admitted: [], preempted: [], pending: [], more: true };
+  let work = 0;
+  while (run.refresh === null) {
+    if (run.next >= run.heads.length) {
+      run.heads = core.active.size > 0 ? takeHeads(core, now) : [];
+      run.next = 0;
+      if (run.heads.length === 0) {
+        run.refresh = [...run.pending.values()];
+        break;
+      }
+      orderHeads(run.heads);
+    }
+    if (work >= budget) return sliceEnd(run, result);
+    if (tryHead(core, run.heads[run.next++]!.job, now, result, run.pending)) work++;
+  }
+  for (; run.refreshNext < run.refresh.length; run.refreshNext++, work++) {
+    if (work >= budget) return sliceEnd(run, result);
+    result.pending.push(refreshDecision(core, run.refresh[run.refreshNext]!));
+  }
+  sliceEnd(run, result);
+  core.cycleRun = null;
+  holdVictims(core, run.preempted);
+  result.more = false;
+  return result;
+}
+
+/** The end of one call: its victims join the cycle's (holds apply to all of them when the cycle ends). */
+function sliceEnd(run: CycleRun, result: CycleResult): CycleResult {
+  for (const p of result.preempted) run.preempted.push(p);
   return result;
 }
 
@@ -103,13 +150,13 @@ function orderHeads(heads: Head[]): void {
  * Phases 3-5 for one head, against the state earlier heads left: assign (Fit → Borrow, gang
  * minimum) then preempt (nominate.ts), then commit (admit.ts) or park/block it with its reason.
  */
-function tryHead(core: CoreState, job: JobState, now: number, result: CycleResult, pending: Map<string, PendingDecision>): void {
+function tryHead(core: CoreState, job: JobState, now: number, result: CycleResult, pending: Map<string, PendingDecision>): boolean {
   const q = job.queue;
-  if (job.status !== 'pending' || q.heap.peek() !== job || q.blocked) return;
+  if (job.status !== 'pending' || q.heap.peek() !== job || q.blocked) return false;
   if (stillShort(core, job)) {
     // Woken by a release that someone ahead already took: still short of what it needs.
     park(core, job, null, true);
-    return;
+    return false;
   }
   const mark = core.trail.length;
   const known = knownPreemptFail(core, job);
@@ -121,10 +168,11 @@ function tryHead(core: CoreState, job: JobState, now: number, result: CycleResul
   if (res.ok) {
     result.admitted.push(commit(core, job, res, mark, now, result.preempted));
     pending.delete(job.spec.id);
-    return;
+    return true;
   }
   rollback(core, mark);
   parkOrBlock(core, job, res, pending);
+  return true;
 }
 
 /** Phase 6, requeue: the head gets its structured reason; BestEffortFIFO parks it, StrictFIFO blocks its queue. */
@@ -145,11 +193,11 @@ function parkOrBlock(core: CoreState, job: JobState, res: Fail, pending: Map<str
 
 /**
  * A decision made before later admissions of this cycle may no longer be true: diagnose it
- * again against the state the cycle leaves (only those made at an older state version).
+ * again against the state the cycle leaves (only those made at an older state version). Every
+ * job of the list is still pending here unless something happened between two slices (a cancel,
+ * a hold): then its decision is as made.
  */
-function refreshDecisions(core: CoreState, pending: Map<string, PendingDecision>): PendingDecision[] {
-  return [...pending.values()].map((d) => {
-    const j = core.jobs.get(d.jobId);
-    return j && j.status === 'pending' ? currentDecision(core, j) : d;
-  });
+function refreshDecision(core: CoreState, d: PendingDecision): PendingDecision {
+  const j = core.jobs.get(d.jobId);
+  return j && j.status === 'pending' && !j.held ? currentDecision(core, j) : d;
 }

@@ -10,7 +10,7 @@ import { cancel, finish, submit } from './jobs.js';
 import { pendingShapes } from './pending-shapes.js';
 import { restore } from './restore.js';
 import { type CoreState, createCoreState } from './state.js';
-import type { Admission, AdmissionHold, CohortSpec, CycleResult, FlavorSpec, JobExplanation, JobSpec, NodeSpec, NodeStatus, PendingShape, Preview, QueueSpec, QueueStatus, RestoredAdmission, SchedulerOptions } from './types.js';
+import type { Admission, AdmissionHold, CohortSpec, CycleOptions, CycleResult, FlavorSpec, JobExplanation, JobSpec, NodeSpec, NodeStatus, PendingShape, Preview, QueueSpec, QueueStatus, RestoredAdmission, SchedulerOptions } from './types.js';
 import { admissionOf, debugState, jobState, nodeStatus, preview, queueStatus } from './views.js';
 export { DEFAULT_PRIORITY_CLASSES } from './state.js';
 
@@ -79,8 +79,12 @@ export class Scheduler {
 
   // ───────────────────────────── the cycle (cycle.ts) ─────────────────────────────
 
-  cycle(): CycleResult {
-    return cycle(this.state);
+  /**
+   * One admission cycle; with `maxHeads`, at most that many work units per call (`more: true`
+   * when work is left: the next call continues the same cycle where this one stopped).
+   */
+  cycle(opts?: CycleOptions): CycleResult {
+    return cycle(this.state, opts);
   }
 
   // ───────────────────────────── queries (views.ts, explain.ts, restore.ts) ─────────────────────────────

@@ -1,5 +1,6 @@
 // The scheduler's state: what it holds per job and per queue, and the one object (`CoreState`) that
 // the `Scheduler` façade owns and passes to every module's functions.
+import type { CycleRun } from './cycle.js';
 import type { EtaResult } from './eta.js';
 import { type HeapItem, IndexedHeap } from './heap.js';
 import type { FlavorState, NodeState, PodAlloc, Shape, WeightedShape } from './nodes.js';
@@ -154,6 +155,8 @@ export interface CoreState {
   pendingVersion: number;
   readonly treeViews: Map<QuotaNode, TreeView>;
   cycleNo: number;
+  /** A cycle cut into slices (`cycle({ maxHeads })`) that has work left: the next `cycle()` continues it (cycle.ts). */
+  cycleRun: CycleRun | null;
   /** Admission holds by `scope:id` (holds.ts); replaced as a whole by setAdmissionHolds. */
   holds: Map<string, AdmissionHold>;
   /** What decides which jobs the holds match (keys and exempt classes, not the numbers): unchanged means nothing to move. */
@@ -191,6 +194,7 @@ export function createCoreState(opts: SchedulerOptions): CoreState {
     pendingVersion: 0,
     treeViews: new Map(),
     cycleNo: 0,
+    cycleRun: null,
     holds: new Map(),
     holdsSignature: '',
     held: new Set(),

@@ -298,6 +298,22 @@ export interface CycleResult {
   preempted: Preemption[];
   /** Jobs evaluated in this cycle that stay pending, with why. */
   pending: PendingDecision[];
+  /**
+   * A sliced cycle (`cycle({ maxHeads })`) stopped at its budget with work left: the next
+   * `cycle()` call continues it where it stopped (same decisions as one unsliced cycle when
+   * nothing happens in between). False when the cycle is complete.
+   */
+  more: boolean;
+}
+
+/** Bounds the work of one `cycle()` call; the rest is done by the next calls (`CycleResult.more`). */
+export interface CycleOptions {
+  /**
+   * Work units per call: each head evaluated (assignment, preemption search) and each pending
+   * decision diagnosed again at the end counts one. At least one unit is done per call.
+   * Omitted: the cycle runs to its end.
+   */
+  maxHeads?: number;
 }
 
 export interface JobExplanation {
