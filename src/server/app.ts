@@ -103,7 +103,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   const redis = config.redisUrl && !options.events ? await createRedisEventTarget(config.redisUrl, (error) => logError(error)) : null;
   const events = options.events ?? createEventBus(redis?.eventTarget);
   const backend = options.backend ?? (await backendFromConfig(config, { now, logError }));
-  const metrics = createMetrics();
+  const metrics = createMetrics({ timeScale: backend.timeScale });
   const scheduler = new SchedulerService({
     orm,
     dialect: config.database.dialect,

@@ -33,7 +33,16 @@ export interface FairwayMetrics {
   watchScheduler(sources: { scheduler: SchedulerService; orm: MikroORM; logError?: (error: unknown) => void }): void;
 }
 
-export function createMetrics(): FairwayMetrics {
+export interface MetricsOptions {
+  /**
+   * The backend's declared time / real time: the core's lost GPU-milliseconds are in the backend's
+   * clock, GPU-hours lost are counted in declared time, as the ledger does. Default 1.
+   */
+  timeScale?: number;
+}
+
+export function createMetrics(options: MetricsOptions = {}): FairwayMetrics {
+  const timeScale = options.timeScale ?? 1;
   const registry = new Registry();
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
@@ -60,6 +69,12 @@ export function createMetrics(): FairwayMetrics {
   });
   const admittedTotal = new Counter({ name: 'fairway_scheduler_admitted_total', help: 'Jobs admitted by this replica while leading, per queue.', labelNames: ['queue'] as const, registers });
   const preemptedTotal = new Counter({ name: 'fairway_scheduler_preempted_total', help: 'Jobs preempted by this replica while leading, per victim queue.', labelNames: ['queue'] as const, registers });
+  const lostGpuHoursTotal = new Counter({
+    name: 'fairway_scheduler_preemption_lost_gpu_hours_total',
+    help: "GPU-hours of work thrown away by preemptions decided by this replica while leading (each victim's GPUs × time since its last checkpoint, or since admission), per victim queue and reason.",
+    labelNames: ['queue', 'reason'] as const,
+    registers,
+  });
 
   const seen = new Set<string>();
   const operationLabel = (name: string | null | undefined): string => {
@@ -80,7 +95,12 @@ export function createMetrics(): FairwayMetrics {
     observeCycle(seconds, admitted, preempted) {
       cycleDuration.observe(seconds);
       for (const admission of admitted) admittedTotal.inc({ queue: admission.queue });
-      for (const preemption of preempted) preemptedTotal.inc({ queue: preemption.victimQueue });
+      for (const preemption of preempted) {
+        preemptedTotal.inc({ queue: preemption.victimQueue });
+        // Counted even at 0 (a resumable victim), so the series exists beside the preemption count.
+        const lost = preemption.lostGpuMs;
+        if (lost !== undefined && Number.isFinite(lost) && lost >= 0) lostGpuHoursTotal.inc({ queue: preemption.victimQueue, reason: preemption.reason }, (lost * timeScale) / 3_600_000);
+      }
     },
     watchScheduler({ scheduler, orm, logError }) {
       // Read at scrape time (prom-client awaits collect): a scrape sees the current state, and
