@@ -115,6 +115,9 @@ export function upsertQueue(core: CoreState, q: QueueSpec): void {
   const minRun = q.preemption?.minRunBeforeReclaimMs;
   if (minRun !== undefined && (typeof minRun !== 'number' || !Number.isFinite(minRun) || minRun < 0))
     throw new SchedulerInputError('INVALID_SPEC', `queue ${q.name}: preemption.minRunBeforeReclaimMs must be a number >= 0`);
+  const maxLost = q.preemption?.fairShareMaxLostRunMs;
+  if (maxLost !== undefined && (typeof maxLost !== 'number' || Number.isNaN(maxLost) || maxLost < 0))
+    throw new SchedulerInputError('INVALID_SPEC', `queue ${q.name}: preemption.fairShareMaxLostRunMs must be a number >= 0`);
   const isolation = q.isolation ?? 'ELASTIC';
   convertQuotas(core, q.quotas, isolation, `queue ${q.name}`);
   for (const w of q.timeWindows ?? []) {

@@ -77,6 +77,12 @@ export interface PreemptionSpec {
    * whose nominal is lent may wait up to this long for it (its SLA). Own-queue priority preemption ignores it.
    */
   minRunBeforeReclaimMs?: number;
+  /**
+   * With fair sharing: a job of this queue is taken by another queue's fair-share preemption (the
+   * preemptor ends up borrowing) only while it would lose at most this much run time since its last
+   * checkpoint (resumable jobs lose none). Reclaim of nominal is not limited. Unset: no limit.
+   */
+  fairShareMaxLostRunMs?: number;
 }
 export type IsolationLevel = 'DEDICATED' | 'GUARANTEED' | 'ELASTIC' | 'BEST_EFFORT';
 
@@ -94,6 +100,29 @@ export interface QueueSpec {
   timeWindows?: TimeWindowSpec[];
   /** Jobs of this queue are placed only on nodes of this pool. */
   dedicatedPool?: string;
+  /** Kueue's flavorFungibility: whether borrowing (or preempting) on a flavor beats another flavor that fits without it. */
+  flavorFungibility?: FlavorFungibility;
+}
+
+/**
+ * Kueue's ClusterQueue flavorFungibility. `whenCanBorrow` — `TryNextFlavor` (default here): a flavor that
+ * fits within quota is taken before any that needs borrowing; `Borrow`: flavors that fit by borrowing
+ * compete with those that fit (best score wins). `whenCanPreempt` — `TryNextFlavor` (default): preempt
+ * only when no flavor fits by borrowing; `Preempt`: a job that would borrow tries first to reclaim
+ * within its nominal by preemption, and takes that if it succeeds.
+ */
+export interface FlavorFungibility {
+  whenCanBorrow?: 'Borrow' | 'TryNextFlavor';
+  whenCanPreempt?: 'Preempt' | 'TryNextFlavor';
+}
+
+/** A pod shape of the expected workload, for fragmentation-aware placement (FGD's task distribution). */
+export interface WorkloadShape {
+  perPod: Quantities;
+  /** Flavors pods of this shape may use; unset = any. */
+  flavors?: string[];
+  /** Popularity (e.g. share of pods); only ratios matter. */
+  weight: number;
 }
 
 export interface PriorityClass {
@@ -141,6 +170,16 @@ export interface CheckpointSpec {
 export interface SchedulerOptions {
   clock: Clock;
   placement?: 'best-fit' | 'fragmentation-aware';
+  /**
+   * Fragmentation-aware placement scores against this expected workload (also settable by
+   * `setWorkloadShapes`); without it, against the shapes pending at that moment.
+   */
+  workloadShapes?: WorkloadShape[];
+  /**
+   * A pod set that does not pin flavors (uses its queue's list) goes to the flavor whose placement
+   * scores best ('score', the default) or to the first that fits in declaration order ('preference-order').
+   */
+  flavorSelection?: 'score' | 'preference-order';
   fairSharing?: {
     enabled: boolean;
     /** Enables decayed usage history: ranks equal-share heads by recent consumption. */
@@ -156,6 +195,13 @@ export interface SchedulerOptions {
    * Same rules (it retries every parked job, so it can admit where the wake-up rules wait), much slower.
    */
   rescanEveryCycle?: boolean;
+  /**
+   * Bounded tails (README, "Reservations"): a queue head pending for `afterMs` (default 2 h) that
+   * fails on nodes or on cohort quota gets nodes reserved at its earliest start (from running jobs'
+   * expected ends); jobs that would borrow there, at its priority or lower, may use them only if
+   * they are expected to end before that start. At most `max` (default 1) held at once. On by default.
+   */
+  reservations?: { enabled?: boolean; afterMs?: number; max?: number };
 }
 
 export interface PodPlacement {
@@ -350,6 +396,10 @@ export interface JobExplanation {
   /** How often this job has been preempted, and the last preemption. */
   preemptions: number;
   lastPreemption?: Preemption;
+  /** Pending only: nodes reserved for this job from `start` (it has waited long; README, "Reservations"). */
+  reservation?: { flavor: string; nodes: string[]; start: number };
+  /** Pending only: reserved nodes with room for its pods that it may not use (it would borrow and end after `start`). */
+  keptOffReserved?: { nodes: number; start: number };
 }
 
 /**

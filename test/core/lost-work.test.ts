@@ -153,6 +153,57 @@ describe('victims chosen by the work they lose', () => {
     for (const v of [-1, Number.POSITIVE_INFINITY, Number.NaN]) {
       expect(() => s.upsertQueue({ ...makeQueue('q').nominal('h100', 1).build(), preemption: { minRunBeforeReclaimMs: v } })).toThrow(/minRunBeforeReclaimMs/);
     }
+    for (const v of [-1, Number.NaN]) {
+      expect(() => s.upsertQueue({ ...makeQueue('q').nominal('h100', 1).build(), preemption: { fairShareMaxLostRunMs: v } })).toThrow(/fairShareMaxLostRunMs/);
+    }
     s.submit(withCheckpoint(makeJob('ok').queue('a').gpus(1), { intervalMs: 1000, resumable: false }));
+  });
+
+  describe('fairShareMaxLostRunMs', () => {
+    // 16 GPUs; a and b nominal 4, d nominal 8 (idle, lends). b runs 4 + borrows 8 (two 4-GPU jobs, 120
+    // and 60 min old at the test). A 4-GPU job of a: borrowing, so it can only win by fair share.
+    function setup(maxMin: number | undefined, aRunning: boolean, ckpt?: CheckpointSpec) {
+      const b = makeQueue('b').cohort('c').nominal('h100', 4);
+      if (maxMin !== undefined) b.preemption({ fairShareMaxLostRunMs: maxMin * MIN });
+      const { s, clock } = makeCluster({
+        nodes: nodes(2),
+        queues: [makeQueue('a').cohort('c').nominal('h100', 4).reclaim('Any'), b, makeQueue('d').cohort('c').nominal('h100', 8)],
+        options: { fairSharing: { enabled: true } },
+      });
+      const t0 = clock.t;
+      const jobs: [ReturnType<JobBuilder['build']>, number][] = [
+        [makeJob('b-nom').queue('b').gpus(4).build(), 0],
+        [ckpt ? withCheckpoint(makeJob('b-bor1').queue('b').gpus(4), ckpt) : makeJob('b-bor1').queue('b').gpus(4).build(), 0],
+        [makeJob('b-bor2').queue('b').gpus(4).build(), 60],
+      ];
+      if (aRunning) jobs.push([makeJob('a-nom').queue('a').gpus(4).build(), 60]);
+      else jobs.push([makeJob('d-4').queue('d').gpus(4).build(), 60]);
+      for (const [spec, at] of jobs) {
+        clock.t = t0 + at * MIN;
+        s.submit(spec);
+        expect(s.cycle().admitted.map((x) => x.jobId)).toEqual([spec.id]);
+      }
+      clock.t = t0 + 120 * MIN;
+      s.submit(makeJob('a-x').queue('a').gpus(4).build());
+      return s.cycle();
+    }
+
+    it('without a limit the borrowing preemptor wins by share against the youngest borrower', () => {
+      expect(setup(undefined, true).preempted.map((p) => [p.victimId, p.reason])).toEqual([['b-bor2', 'fair-share']]);
+    });
+
+    it('a victim that would lose more than the limit is not taken by fair share', () => {
+      expect(setup(90, true).preempted.map((p) => p.victimId)).toEqual(['b-bor2']);
+      expect(setup(30, true).preempted).toEqual([]);
+    });
+
+    it('a job that checkpointed recently is within the limit again', () => {
+      // b-bor1 checkpoints every 50 min: at 120 min it would lose 20 (b-bor2 would lose 60).
+      expect(setup(30, true, { intervalMs: 50 * MIN }).preempted.map((p) => [p.victimId, p.lostGpuMs])).toEqual([['b-bor1', 4 * 20 * MIN]]);
+    });
+
+    it('does not limit a reclaim (the preemptor stays within its nominal)', () => {
+      expect(setup(0, false).preempted.map((p) => [p.victimId, p.reason])).toEqual([['b-bor2', 'reclaim']]);
+    });
   });
 });

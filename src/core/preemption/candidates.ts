@@ -5,7 +5,7 @@ import type { NodeState } from '../nodes.js';
 import { overNominal } from '../queue-usage.js';
 import { RESOURCE_COUNT } from '../quota.js';
 import type { CoreState, JobState, QueueState } from '../state.js';
-import { lostRunMs, tooYoungForReclaim } from './lost-work.js';
+import { lostRunMs, tooCostlyForFairShare, tooYoungForReclaim } from './lost-work.js';
 
 export interface Candidate {
   job: JobState;
@@ -57,7 +57,9 @@ export function borrowingOnNeed(v: QueueState, request: Map<string, number[]>, n
 
 /**
  * Who may be a victim of `job`, in policy order. Jobs of other queues younger than their queue's
- * minRunBeforeReclaimMs are left out and counted in `young` (the search may succeed once they age).
+ * minRunBeforeReclaimMs are left out and counted in `young` (the search may succeed once they age);
+ * when the preemption would be by fair share (`fairShare`: the preemptor ends up borrowing), so are
+ * jobs that would lose more run time than their queue's fairShareMaxLostRunMs.
  */
 export function candidates(
   core: CoreState,
@@ -66,6 +68,7 @@ export function candidates(
   need: [string, number][],
   otherOk: (v: QueueState) => boolean,
   young?: { count: number },
+  fairShare = false,
 ): Candidate[] {
   const q = job.queue;
   const now = core.clock.now();
@@ -94,6 +97,7 @@ export function candidates(
           if (young) young.count++;
           continue;
         }
+        if (fairShare && tooCostlyForFairShare(c, now)) continue;
         const lower = c.priority < job.priority;
         const reclaimOk = q.reclaim === 'Any' || (q.reclaim === 'LowerPriority' && (lower || v.isolation === 'BEST_EFFORT'));
         const borrowOk =

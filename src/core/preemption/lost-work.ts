@@ -31,3 +31,12 @@ export function tooYoungForReclaim(job: JobState, now: number): boolean {
   const min = minRunBeforeReclaim(job.queue);
   return min > 0 && now - job.admittedAt < min;
 }
+
+/**
+ * Would taking this job in a fair-share preemption throw away more run time than its queue allows
+ * (fairShareMaxLostRunMs)? Only asked when the preemptor ends up borrowing under fair sharing.
+ */
+export function tooCostlyForFairShare(job: JobState, now: number): boolean {
+  const max = job.queue.spec.preemption?.fairShareMaxLostRunMs;
+  return max !== undefined && !job.queue.windowReclaimable && lostRunMs(job, now) > max;
+}

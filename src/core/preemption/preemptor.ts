@@ -57,7 +57,8 @@ export function preempting(core: CoreState, job: JobState): Plan | null {
   const otherOk = core.fairSharing ? fairShareOtherQueues(core, q, request) : classicalOtherQueues(q, underNominal);
   // Jobs of other queues younger than their queue's minRunBeforeReclaimMs are left out (lost-work.ts).
   const young = { count: 0 };
-  const cands = candidates(core, job, request, need, otherOk, young);
+  // A preemptor that ends up borrowing under fair sharing wins by share: fairShareMaxLostRunMs applies.
+  const cands = candidates(core, job, request, need, otherOk, young, core.fairSharing && !withinNominal(q, request));
   // While some are left out for youth, a retry may succeed once they age: what the job waits for is
   // not bounded by what it can release now, so it is parked to retry at every release (the core has
   // no timers; classifyPark reads a flavor with no releasable entry as "any").
