@@ -174,6 +174,8 @@ export function toSpec(j: TraceJob, id: string, submitMs: number, b: BuiltSchedu
   const spec: JobSpec = { id, tenant: r.tenant, queue: r.queue, priorityClass: b.priorityOf(j), submitTime: submitMs, podSets: [ps] };
   const declared = j.declaredDurationMs === undefined ? j.durationMs : j.declaredDurationMs;
   if (declared !== null) spec.expectedDurationMs = declared;
+  if (j.resumable) spec.checkpoint = { resumable: true };
+  else if (j.checkpointIntervalMs !== undefined) spec.checkpoint = { intervalMs: j.checkpointIntervalMs };
   return spec;
 }
 

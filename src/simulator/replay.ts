@@ -6,7 +6,7 @@ import { fragmentation, shapeKey, unitsInUse } from './fragmentation.js';
 import { NominalBook } from './nominal-book.js';
 import { PendingShapes } from './pending-shapes.js';
 import { buildScheduler, type PlacementName, type PolicyName } from './policies.js';
-import { jobGpus } from './trace.js';
+import { jobGpus, savedRunMs } from './trace.js';
 
 export interface ReplayOptions {
   policy: PolicyName;
@@ -93,6 +93,8 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   const runStart: number[] = new Array<number>(trace.length).fill(-1);
   const runFlavor: string[] = new Array<string>(trace.length).fill('');
   const gen: number[] = new Array<number>(trace.length).fill(0);
+  // run time kept across preemptions (checkpoints): a restarted job runs only what is left
+  const doneMs: number[] = new Array<number>(trace.length).fill(0);
   const segments: RunSegment[] = [];
   const preemptions: PreemptionRecord[] = [];
   const heap = new IndexedHeap<Finish>(finishesFirst);
@@ -126,11 +128,14 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   };
 
   let runningGpus = 0;
-  const stop = (i: number, t: number, preempted: boolean): void => {
+  const stop = (i: number, t: number, preempted: boolean, savedMs = 0): void => {
     const j = trace[i]!;
     runningGpus -= jobGpus(j);
     nodesVer++;
-    segments.push({ job: i, tenant: j.tenant, start: runStart[i]!, end: t, gpus: jobGpus(j), preempted });
+    // a preempted run counts as useful up to its last checkpoint, lost after it
+    const cut = runStart[i]! + savedMs;
+    if (preempted && savedMs > 0) segments.push({ job: i, tenant: j.tenant, start: runStart[i]!, end: cut, gpus: jobGpus(j), preempted: false });
+    segments.push({ job: i, tenant: j.tenant, start: preempted ? cut : runStart[i]!, end: t, gpus: jobGpus(j), preempted });
     book.add(tq[i]!, runFlavor[i]!, j, -1);
     runStart[i] = -1;
     gen[i]!++;
@@ -140,7 +145,14 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     const v = idx.get(p.victimId);
     if (v === undefined || runStart[v]! < 0) throw new Error(`core preempted unknown or idle job ${p.victimId}`);
     const j = trace[v]!;
-    const lost = jobGpus(j) * (now - runStart[v]!);
+    const run = now - runStart[v]!;
+    const saved = savedRunMs(j, run);
+    const lost = jobGpus(j) * (run - saved);
+    // the core's own figure (Preemption.lostGpuMs) must agree with the trace's checkpoints
+    if (p.lostGpuMs !== undefined && Math.abs(p.lostGpuMs - lost) > 1e-6 * Math.max(1, lost)) {
+      throw new Error(`core says preempting ${p.victimId} loses ${p.lostGpuMs} GPU-ms, the trace ${lost}`);
+    }
+    doneMs[v]! += saved;
     const pi = idx.get(p.preemptorId);
     preemptions.push({
       at: now,
@@ -152,7 +164,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
       gpus: jobGpus(j),
       lostGpuMs: lost,
     });
-    stop(v, now, true);
+    stop(v, now, true, saved);
     pendingShapes.add(shapeOf[v]!, keyOf[v]!);
   };
 
@@ -172,7 +184,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     runFlavor[i] = fl;
     book.add(tq[i]!, fl, j, 1);
     pendingShapes.remove(keyOf[i]!);
-    heap.push({ t: now + j.durationMs, seq: seq++, job: i, gen: gen[i]!, heapIndex: -1 });
+    heap.push({ t: now + j.durationMs - doneMs[i]!, seq: seq++, job: i, gen: gen[i]!, heapIndex: -1 });
   };
 
   const runCycles = (): void => {

@@ -97,6 +97,27 @@ function etaRows(runs: readonly ReplayMetrics[]): string[][] | null {
   });
 }
 
+/** GPU-hours delivered in the window (Σ tenants' received GPU-time): what lost GPU-hours are compared with. */
+function deliveredGpuHours(m: ReplayMetrics): number {
+  return m.tenants.reduce((a, t) => a + t.gpuHoursReceived, 0);
+}
+
+/** Preemptions and GPU-hours lost beside each other, overall and per reason; null when no run preempted. */
+function reasonTable(runs: ReplayMetrics[]): { head: string[]; rows: string[][] } | null {
+  const reasons = [...new Set(runs.flatMap((m) => Object.keys(m.preemptions.byReason)))].sort();
+  if (reasons.length === 0) return null;
+  const cell = (c: { count: number; gpuHoursLost: number } | undefined): string => (c ? `${c.count} (${c.gpuHoursLost.toFixed(1)})` : '0 (0.0)');
+  return {
+    head: ['policy', 'placement', 'preemptions (GPU-h lost)', 'lost ÷ delivered', ...reasons.map((r) => `${r} (GPU-h lost)`)],
+    rows: runs.map((m) => {
+      const d = deliveredGpuHours(m);
+      return [m.policy, m.placement, cell(m.preemptions), d > 0 ? pct(m.preemptions.gpuHoursLost / d) : '-', ...reasons.map((r) => cell(m.preemptions.byReason[r]))];
+    }),
+  };
+}
+
+const REASON_NOTE = 'Preemptions by reason, each with the GPU-hours it threw away (work since the victim\'s last checkpoint; all of its run without one)';
+
 const ETA_NOTE = 'ETA at submit: explain(id).eta once the cycles at the submit instant settled, for jobs still pending; error = actual start − ETA (+ = started later than shown)';
 
 export function replayTerminal(r: ReplayReport, perTenant = true): string {
@@ -122,6 +143,8 @@ export function replayTerminal(r: ReplayReport, perTenant = true): string {
       ]),
     ),
   );
+  const why = reasonTable(r.runs);
+  if (why) out.push('', `${REASON_NOTE}:`, table(why.head, why.rows));
   const eta = etaRows(r.runs);
   if (eta) out.push('', ETA_NOTE, table(ETA_HEAD, eta));
   if (perTenant) {
@@ -190,6 +213,8 @@ export async function replayHtml(r: ReplayReport): Promise<string> {
       r.runs.map((m) => [m.policy, m.placement, pct(m.allocationRatio), pct(m.usefulAllocationRatio), pct(m.sla.attainment), f3(m.jainIndex), fmtDuration(m.waitSeconds.p50), fmtDuration(m.waitSeconds.p95), fmtDuration(m.waitSeconds.p99), String(m.preemptions.count), m.preemptions.gpuHoursLost.toFixed(1), pct(m.fragmentationRatio), String(m.unstarted + m.rejected)]),
     ),
   );
+  const why = reasonTable(r.runs);
+  if (why) parts.push('<h2>Preemptions by reason</h2>', `<p>${esc(REASON_NOTE)}.</p>`, htmlTable(why.head, why.rows));
   const eta = etaRows(r.runs);
   if (eta) parts.push('<h2>ETA at submit</h2>', `<p>${esc(ETA_NOTE)}.</p>`, htmlTable(ETA_HEAD, eta));
   parts.push('<h2>Wait-time distribution</h2>', await waitHistogramChart(r.runs, 'wait'));
@@ -238,6 +263,8 @@ export function replayMarkdown(r: ReplayReport, perTenant = false): string {
       r.runs.map((m) => [m.policy, m.placement, pct(m.allocationRatio), pct(m.usefulAllocationRatio), pct(m.sla.attainment), f3(m.jainIndex), fmtDuration(m.waitSeconds.p50), fmtDuration(m.waitSeconds.p95), fmtDuration(m.waitSeconds.p99), String(m.preemptions.count), m.preemptions.gpuHoursLost.toFixed(1), pct(m.fragmentationRatio), String(m.unstarted + m.rejected)]),
     ),
   );
+  const why = reasonTable(r.runs);
+  if (why) out.push('', `${REASON_NOTE}:`, '', mdTable(why.head, why.rows));
   const eta = etaRows(r.runs);
   if (eta) out.push('', `${ETA_NOTE}:`, '', mdTable(ETA_HEAD, eta));
   if (perTenant) {

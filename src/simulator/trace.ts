@@ -25,6 +25,10 @@ export interface TraceJob {
   cpuMilli?: number;
   memoryMib?: number;
   priority?: string;
+  /** Optional `checkpoint_interval_s` column: the job checkpoints every this many ms of running (core JobSpec.checkpoint.intervalMs). */
+  checkpointIntervalMs?: number;
+  /** Optional `resumable` column: suspended and resumed without losing progress (core JobSpec.checkpoint.resumable). */
+  resumable?: boolean;
 }
 
 export const DEFAULT_PRIORITY_CLASSES = ['inference-critical', 'production', 'training', 'experiment'] as const;
@@ -106,6 +110,17 @@ export function parseTrace(text: string, file = '<trace>', opts: TraceParseOptio
     if (cols.has('declared_duration_s')) {
       job.declaredDurationMs = cols.get(rec, 'declared_duration_s') === undefined ? null : Math.round(cols.number(rec, 'declared_duration_s', { min: 0 }) * 1000);
     }
+    if (cols.has('checkpoint_interval_s') && cols.get(rec, 'checkpoint_interval_s') !== undefined) {
+      const ci = cols.number(rec, 'checkpoint_interval_s', { min: 0 });
+      if (ci <= 0) err(`checkpoint_interval_s ${ci} must be > 0 (leave the cell empty for none)`);
+      job.checkpointIntervalMs = Math.round(ci * 1000);
+    }
+    const res = cols.has('resumable') ? cols.get(rec, 'resumable') : undefined;
+    if (res !== undefined) {
+      const v = res.toLowerCase();
+      if (['true', '1', 'yes'].includes(v)) job.resumable = true;
+      else if (!['false', '0', 'no'].includes(v)) err(`resumable '${res}' must be true/false (or 1/0, yes/no)`);
+    }
     jobs.push(job);
   }
   if (jobs.length === 0) throw new CsvError(file, 2, 'the trace has no jobs');
@@ -121,4 +136,14 @@ export function readTrace(path: string, opts: TraceParseOptions = {}): TraceJob[
 /** GPU amount of a whole job (all pods). */
 export function jobGpus(j: TraceJob): number {
   return j.gpus * j.pods;
+}
+
+/**
+ * Run time (ms) a job keeps when it is stopped after running `runMs` (the core's rule, lost-work.ts):
+ * all of it when resumable, whole checkpoint intervals with an interval, nothing otherwise.
+ */
+export function savedRunMs(j: TraceJob, runMs: number): number {
+  if (j.resumable) return runMs;
+  if (j.checkpointIntervalMs !== undefined && j.checkpointIntervalMs > 0) return runMs - (runMs % j.checkpointIntervalMs);
+  return 0;
 }
