@@ -53,6 +53,13 @@ export const JobFileSchema = z.strictObject({
   priorityClass: name.optional(),
   expectedDurationSeconds: z.number().positive().optional(),
   maxRunSeconds: z.number().positive().optional(),
+  /** How the job saves progress: a preemption then loses only the work since its last checkpoint (none when resumable). */
+  checkpoint: z
+    .strictObject({
+      intervalSeconds: z.int().positive().max(90 * 86_400, 'at most 90 days').optional(),
+      resumable: z.boolean().optional(),
+    })
+    .optional(),
   idempotencyKey: z.string().min(1).max(128).optional(),
   podSets: z.array(PodSet).min(1),
   container: Container.optional(),

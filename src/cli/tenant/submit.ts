@@ -52,6 +52,7 @@ export function toSubmitInput(job: JobFile, ids: { queueId?: string; projectId?:
   if (job.priorityClass) input.priorityClass = job.priorityClass;
   if (job.expectedDurationSeconds !== undefined) input.expectedDurationSeconds = job.expectedDurationSeconds;
   if (job.maxRunSeconds !== undefined) input.maxRunSeconds = job.maxRunSeconds;
+  if (job.checkpoint) input.checkpoint = job.checkpoint;
   if (job.simulate) input.simulate = job.simulate;
   if (job.container) {
     const { env, ...container } = job.container;
