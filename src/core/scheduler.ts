@@ -12,6 +12,7 @@ import { restore } from './restore.js';
 import { type CoreState, createCoreState } from './state.js';
 import type { Admission, AdmissionHold, CohortSpec, CycleOptions, CycleResult, FlavorSpec, JobExplanation, JobSpec, NodeSpec, NodeStatus, PendingShape, Preview, QueueSpec, QueueStatus, RestoredAdmission, SchedulerOptions } from './types.js';
 import { admissionOf, debugState, jobState, nodeStatus, preview, queueStatus } from './views.js';
+import { nextQueueWindowChange } from './windows.js';
 export { DEFAULT_PRIORITY_CLASSES } from './state.js';
 
 /**
@@ -85,6 +86,15 @@ export class Scheduler {
    */
   cycle(opts?: CycleOptions): CycleResult {
     return cycle(this.state, opts);
+  }
+
+  /**
+   * The first instant after `after` at which some queue's time window opens or closes (or another
+   * of its windows takes over), or undefined when none will (windows.ts). A caller moving its own
+   * clock (the simulator) runs a cycle there; the gateway's periodic cycles need not.
+   */
+  nextWindowChange(after: number): number | undefined {
+    return nextQueueWindowChange(this.state, after);
   }
 
   // ───────────────────────────── queries (views.ts, explain.ts, restore.ts) ─────────────────────────────

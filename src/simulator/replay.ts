@@ -6,6 +6,7 @@ import { fragmentation, shapeKey, unitsInUse } from './fragmentation.js';
 import { NominalBook } from './nominal-book.js';
 import { PendingShapes } from './pending-shapes.js';
 import { buildScheduler, type PlacementName, type PolicyName } from './policies.js';
+import { queueAt } from './queues.js';
 import { jobGpus, savedRunMs } from './trace.js';
 
 export interface ReplayOptions {
@@ -213,12 +214,22 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   let sampledNodesVer = -1;
   let sampledShapesVer = -1;
   let next = 0;
+  // time windows: the clock also stops where a queue's window opens or closes, and a cycle runs
+  // there; after the last submit and finish only while jobs wait, and for at most 8 days (a week's
+  // windows have all opened by then: what still waits never starts)
+  let lastEvent = now;
+  const windowStop = (): number | undefined => {
+    const w = sched.nextWindowChange(now);
+    return w !== undefined && (next < n || heap.size > 0 || (pendingShapes.size > 0 && w <= lastEvent + 8 * 86_400_000)) ? w : undefined;
+  };
   const n = trace.length;
-  while (next < n || heap.size > 0) {
+  for (let w = windowStop(); next < n || heap.size > 0 || w !== undefined; w = windowStop()) {
     let t = Number.POSITIVE_INFINITY;
     if (next < n) t = trace[next]!.submitMs;
     const top = heap.peek();
     if (top && top.t < t) t = top.t;
+    if (w !== undefined && w < t) t = w;
+    else lastEvent = t;
     accrueFrag(t);
     now = t;
     events++;
@@ -235,7 +246,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
       finishedJobs++;
       progressed();
     }
-    if (finished) runCycles();
+    if (finished || t === w) runCycles();
     // then arrivals, one at a time in trace order, each followed by scheduling: a job's
     // "state at submit" includes the admissions of the jobs that arrived just before it
     while (next < n && trace[next]!.submitMs === t) {
@@ -243,7 +254,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
       const j = trace[i]!;
       const rec = jobs[i]!;
       const spec = toSpec(j, j.id, j.submitMs, b, tq[i]!);
-      rec.slaEligible = book.fits(tq[i]!, j);
+      rec.slaEligible = book.fits(queueAt(tq[i]!, t), j);
       if (doPreview) {
         try {
           const p = sched.preview(spec);
