@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// The project CLI. Subcommands: simulate, convert-philly. Flags by node:util parseArgs.
+// The project CLI. Subcommands: simulate, convert-philly, generate-hetero. Flags by node:util parseArgs.
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { checkPhillyDir, convertPhilly, type PhillyDirSource } from '../simulator/philly.js';
+import { writeHetero } from '../simulator/hetero-gen.js';
 import { runTenantCommand, TENANT_COMMANDS, TENANT_HELP } from './tenant/index.js';
 import { PLACEMENTS, POLICIES, type PlacementName, type PolicyName } from '../simulator/policies.js';
 import { barProgress, lineProgress, NO_PROGRESS, type ProgressDisplay } from '../simulator/progress.js';
@@ -15,6 +16,7 @@ const MAIN_HELP = `usage: fairway <command> [options]
 commands:
   simulate         replay or fill a job trace through the scheduler core and report quality
   convert-philly   convert the Philly trace to the simulator's trace, cluster and queues files
+  generate-hetero  write a seeded heterogeneous fill trace, cluster and queues (several GPU models)
   help [command]   show help
 
 ${TENANT_HELP}
@@ -56,6 +58,17 @@ const PHILLY_HELP = `usage: fairway convert-philly [options]
                        with probability P, drawn with --seed (default 0: none)
   --seed N             seed for --fractional (default 1)
   -h, --help           this help`;
+
+const HETERO_HELP = `usage: fairway generate-hetero [options]
+
+  --seed N             seed of the generator (default 1)
+  --scale X            multiplies node and pod counts (default 1: ~1,500 nodes, ~6,200 GPUs, 8,000 pods)
+  --out DIR            where to write hetero-{trace,cluster}.csv, hetero-queues.json and the
+                       merged (one flavor) variants hetero-*-merged.* (default sim-out/hetero)
+  -h, --help           this help
+
+See docs/simulator.md ("Heterogeneous fill generator") for the distributions.`;
+const HETERO_STRINGS = ['seed', 'scale', 'out'];
 
 type Flags = Map<string, string | true>;
 
@@ -221,7 +234,7 @@ export async function main(argv: string[], io: Io = stdio, options: CliOptions =
   try {
     if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
       const sub = rest[0];
-      io.out(sub === 'simulate' ? SIMULATE_HELP : sub === 'convert-philly' ? PHILLY_HELP : MAIN_HELP);
+      io.out(sub === 'simulate' ? SIMULATE_HELP : sub === 'convert-philly' ? PHILLY_HELP : sub === 'generate-hetero' ? HETERO_HELP : MAIN_HELP);
       return 0;
     }
     if (cmd === 'simulate') {
@@ -266,6 +279,20 @@ export async function main(argv: string[], io: Io = stdio, options: CliOptions =
       const r = convertPhilly({ dir, outDir: str(f, 'out') ?? 'sim-out/philly', gpus: int(f, 'gpus', 768), quota, fractional, seed: int(f, 'seed', 1) });
       io.out(`${r.jobs} jobs (${r.fractionalJobs} made fractional) → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}`);
       for (const t of r.tenants) io.out(`  ${t.vc}: ${t.jobs} jobs, VC nodes ${t.nodes ?? '-'}, nominal ${t.nominalGpus} GPUs`);
+      return 0;
+    }
+    if (cmd === 'generate-hetero') {
+      const f = parseFlags(rest, HETERO_STRINGS, ['help']);
+      if (f.has('help')) {
+        io.out(HETERO_HELP);
+        return 0;
+      }
+      for (const k of f.keys()) if (!HETERO_STRINGS.includes(k)) throw new UsageError(`unknown option --${k}`);
+      const sc = str(f, 'scale');
+      const scale = sc === undefined ? 1 : Number(sc);
+      if (!(scale > 0) || !Number.isFinite(scale)) throw new UsageError(`--scale must be a positive number, got '${sc}'`);
+      const r = writeHetero({ seed: int(f, 'seed', 1), scale, outDir: str(f, 'out') ?? 'sim-out/hetero' });
+      io.out(`${r.nodes} nodes, ${r.gpus} GPUs, ${r.pods} pods\ntrace → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}\nmerged → ${r.traceMerged}, ${r.clusterMerged}, ${r.queuesMerged}`);
       return 0;
     }
     if ((TENANT_COMMANDS as readonly string[]).includes(cmd)) return await runTenantCommand(cmd, rest, io);

@@ -1,5 +1,6 @@
 // Node capacity and pod placement. GPU amounts are integer milli-units: a whole GPU is 1000,
 // a MIG slice or time-slice share is 1000 as well (so a 7-slice A100 holds 7000).
+import { fragChoice, type FragChoice, fragGroups, stateKey } from './frag-score.js';
 import type { FlavorSpec, NodeSpec } from './types.js';
 
 export interface FlavorState {
@@ -154,8 +155,8 @@ export function reapplyAlloc(a: PodAlloc): void {
   applyAlloc(a);
 }
 
-/** Chooses GPUs for one pod on a node that fits it, and claims them. */
-export function allocPod(node: NodeState, s: Shape): PodAlloc {
+/** Chooses GPUs for one pod on a node that fits it (a share goes on GPU `shareGpu` when given), and claims them. */
+export function allocPod(node: NodeState, s: Shape, shareGpu = -1): PodAlloc {
   const gpus: number[] = [];
   const gpuMilli: number[] = [];
   const per = node.flavor.perGpuMilli;
@@ -163,8 +164,8 @@ export function allocPod(node: NodeState, s: Shape): PodAlloc {
     if (node.flavor.spec.kind === 'gpu') {
       if (s.gpu < 1000) {
         // Pack shares: the GPU with the least free share that still fits.
-        let best = -1;
-        for (let i = 0; i < node.gpuFree.length; i++) {
+        let best = shareGpu >= 0 && (node.gpuFree[shareGpu] as number) >= s.gpu ? shareGpu : -1;
+        for (let i = 0; i < node.gpuFree.length && shareGpu < 0; i++) {
           const f = node.gpuFree[i] as number;
           if (f >= s.gpu && (best < 0 || f < (node.gpuFree[best] as number))) best = i;
         }
@@ -203,47 +204,35 @@ export function allocPod(node: NodeState, s: Shape): PodAlloc {
   return a;
 }
 
-/** A pending pod shape with its weight (share of pending pods) for the fragmentation score. */
+/** A pod shape with its weight (share of the expected or pending pods) for the fragmentation score. */
 export interface WeightedShape extends Shape {
   weight: number;
 }
 
-/**
- * Expected GPU capacity (milli) on the node that pending pods could not use, after the FGD
- * paper (Weng et al., ATC'23): for each pending shape, the free GPU it cannot use as the node
- * is now (whole GPUs in multiples of its size, shares in multiples of its share per GPU, slices
- * in multiples of its slice count), weighted by how common the shape is.
- */
-export function strandedGpu(node: NodeState, shapes: readonly WeightedShape[]): number {
-  if (node.freeGpuTotal === 0) return 0;
-  const per = node.flavor.perGpuMilli;
-  const kind = node.flavor.spec.kind;
-  let wholeFree = 0;
-  for (const f of node.gpuFree) if (f === per) wholeFree++;
-  let total = 0;
-  for (const s of shapes) {
-    let usable = 0;
-    if (s.gpu > 0 && node.cpuFree >= s.cpu && node.memFree >= s.mem) {
-      if (kind === 'gpu' && s.gpu < 1000) {
-        for (const f of node.gpuFree) usable += Math.floor(f / s.gpu) * s.gpu;
-      } else if (kind === 'gpu') {
-        const k = s.gpu / 1000;
-        usable = Math.floor(wholeFree / k) * k * 1000;
-      } else {
-        usable = Math.floor(node.freeGpuTotal / s.gpu) * s.gpu;
-      }
-    }
-    total += s.weight * (node.freeGpuTotal - usable);
-  }
-  return total;
+/** How good a placement was (summed over its pods), to compare flavors: lower is better, in this order. */
+export interface PlaceScore {
+  /** Expected fragmentation increase (fragmentation-aware placement; 0 under best-fit). */
+  frag: number;
+  /** GPU (milli) left free on the chosen nodes, after each pod. */
+  leftGpu: number;
+  /** CPU left free on the chosen nodes, after each pod. */
+  leftCpu: number;
+}
+
+/** a < b as placements: fragmentation increase, then best-fit (GPU, then CPU left). */
+export function scoreLess(a: PlaceScore, b: PlaceScore): boolean {
+  if (a.frag !== b.frag) return a.frag < b.frag;
+  if (a.leftGpu !== b.leftGpu) return a.leftGpu < b.leftGpu;
+  return a.leftCpu < b.leftCpu;
 }
 
 /**
  * Places `count` pods of one shape on the flavor's eligible nodes, claiming capacity as it goes.
  * Best-fit: the node left with the least free GPU (then CPU) after one pod, then as many pods of
- * the gang as fit on it. Fragmentation-aware: the node whose stranded GPU capacity (for the
- * pending shapes) grows least, best-fit as tie-break. Returns null (and claims nothing) if the
- * gang cannot be placed whole.
+ * the gang as fit on it. Fragmentation-aware (`fragShapes` given): the node and GPU where the
+ * expected fragmentation for those shapes (frag-score.ts) grows least, best-fit as tie-break.
+ * Returns null (and claims nothing) if the gang cannot be placed whole. `score`, when given,
+ * receives the sums over the pods placed.
  */
 export function placePods(
   flavor: FlavorState,
@@ -251,14 +240,20 @@ export function placePods(
   s: Shape,
   eligible: (n: NodeState) => boolean,
   fragShapes: readonly WeightedShape[] | null,
+  score?: PlaceScore,
 ): PodAlloc[] | null {
   if (count === 0) return [];
   if (flavor.freeGpu < s.gpu * count || flavor.freeCpu < s.cpu * count || flavor.freeMem < s.mem * count) return null;
+  const groups = fragShapes && fragShapes.length > 0 ? fragGroups(fragShapes) : null;
+  // node states already scored (equal free state, equal score): valid for the whole call, since a
+  // placed pod changes its node's state and so its key
+  const memo = groups ? new Map<string, FragChoice>() : null;
   const allocs: PodAlloc[] = [];
   let remaining = count;
   while (remaining > 0) {
     let best: NodeState | null = null;
     let bestFrag = 0;
+    let bestShare = -1;
     let bestGpu = 0;
     let bestCpu = 0;
     // A snapshot: trial allocations below may take nodes out of (and back into) the live set.
@@ -268,11 +263,13 @@ export function placePods(
       const leftGpu = n.freeGpuTotal - s.gpu;
       const leftCpu = n.cpuFree - s.cpu;
       let frag = 0;
-      if (fragShapes && fragShapes.length > 0 && s.gpu > 0) {
-        const before = strandedGpu(n, fragShapes);
-        const a = allocPod(n, s);
-        frag = strandedGpu(n, fragShapes) - before;
-        releaseAlloc(a);
+      let share = -1;
+      if (groups && memo) {
+        const key = stateKey(n);
+        let c = memo.get(key);
+        if (!c) memo.set(key, (c = fragChoice(n, s, groups)));
+        frag = c.delta;
+        share = c.gpu;
       }
       if (
         best === null ||
@@ -282,6 +279,7 @@ export function placePods(
       ) {
         best = n;
         bestFrag = frag;
+        bestShare = share;
         bestGpu = leftGpu;
         bestCpu = leftCpu;
       }
@@ -290,7 +288,19 @@ export function placePods(
       for (let i = allocs.length - 1; i >= 0; i--) releaseAlloc(allocs[i] as PodAlloc);
       return null;
     }
+    if (score) {
+      score.frag += bestFrag;
+      score.leftGpu += bestGpu;
+      score.leftCpu += bestCpu;
+    }
+    allocs.push(allocPod(best, s, bestShare));
+    remaining--;
+    // the rest of a gang on the same node while it fits: the first pod's choice, repeated
     while (remaining > 0 && fitsPod(best, s)) {
+      if (score) {
+        score.leftGpu += best.freeGpuTotal - s.gpu;
+        score.leftCpu += best.cpuFree - s.cpu;
+      }
       allocs.push(allocPod(best, s));
       remaining--;
     }

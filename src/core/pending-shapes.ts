@@ -2,6 +2,7 @@
 import type { WeightedShape } from './nodes.js';
 import type { CoreState, JobState } from './state.js';
 import type { PendingShape } from './types.js';
+import { workloadFragShapes } from './workload-shapes.js';
 
 /** Counts a job's pod sets in the index; the fragmentation score's shape cache starts over. */
 export function addPendingShapes(core: CoreState, j: JobState): void {
@@ -30,8 +31,9 @@ export function removePendingShapes(core: CoreState, j: JobState): void {
   if (core.placementMode === 'fragmentation-aware') core.fragShapeCache.clear();
 }
 
-/** The (at most 8) most common pending GPU shapes that may use this flavor, weighted by pod count. */
+/** The expected workload's shapes if set (workload-shapes.ts), else the (at most 8) most common pending GPU shapes that may use this flavor, weighted by pod count. */
 export function fragShapes(core: CoreState, flavor: string): WeightedShape[] {
+  if (core.workloadShapes) return workloadFragShapes(core, flavor);
   let s = core.fragShapeCache.get(flavor);
   if (!s) {
     const top = [...core.shapes.values()]

@@ -8,9 +8,10 @@ import { explain } from './explain.js';
 import { setAdmissionHolds } from './holds.js';
 import { cancel, finish, submit } from './jobs.js';
 import { pendingShapes } from './pending-shapes.js';
+import { setWorkloadShapes } from './workload-shapes.js';
 import { restore } from './restore.js';
 import { type CoreState, createCoreState } from './state.js';
-import type { Admission, AdmissionHold, CohortSpec, CycleOptions, CycleResult, FlavorSpec, JobExplanation, JobSpec, NodeSpec, NodeStatus, PendingShape, Preview, QueueSpec, QueueStatus, RestoredAdmission, SchedulerOptions } from './types.js';
+import type { Admission, AdmissionHold, CohortSpec, CycleOptions, CycleResult, FlavorSpec, JobExplanation, JobSpec, NodeSpec, NodeStatus, PendingShape, Preview, QueueSpec, QueueStatus, RestoredAdmission, SchedulerOptions, WorkloadShape } from './types.js';
 import { admissionOf, debugState, jobState, nodeStatus, preview, queueStatus } from './views.js';
 import { nextQueueWindowChange } from './windows.js';
 export { DEFAULT_PRIORITY_CLASSES } from './state.js';
@@ -117,6 +118,11 @@ export class Scheduler {
 
   pendingShapes(): PendingShape[] {
     return pendingShapes(this.state);
+  }
+
+  /** The expected workload fragmentation-aware placement scores against (empty: the pending shapes). Wakes nothing. */
+  setWorkloadShapes(shapes: WorkloadShape[]): void {
+    setWorkloadShapes(this.state, shapes);
   }
 
   /** The admission of a running job, or undefined. */

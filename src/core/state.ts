@@ -5,7 +5,7 @@ import type { EtaResult } from './eta.js';
 import { type HeapItem, IndexedHeap } from './heap.js';
 import type { FlavorState, NodeState, PodAlloc, Shape, WeightedShape } from './nodes.js';
 import { QuotaNode } from './quota.js';
-import type { Admission, AdmissionHold, Clock, CohortSpec, IsolationLevel, JobSpec, PendingDecision, PreemptedBy, Preemption, PriorityClass, QueueSpec, ReclaimPolicy, SchedulerOptions, WithinQueuePolicy } from './types.js';
+import type { Admission, AdmissionHold, Clock, CohortSpec, IsolationLevel, JobSpec, PendingDecision, PreemptedBy, Preemption, PriorityClass, QueueSpec, ReclaimPolicy, SchedulerOptions, WithinQueuePolicy, WorkloadShape } from './types.js';
 
 /** The default priority classes (design doc, "Priority classes"). */
 export const DEFAULT_PRIORITY_CLASSES: readonly PriorityClass[] = [
@@ -144,6 +144,10 @@ export interface CoreState {
   readonly treeQueues: Map<QuotaNode, QueueState[]>;
   readonly shapes: Map<string, { flavors: string[]; shape: Shape; pods: number; jobs: number }>;
   fragShapeCache: Map<string, WeightedShape[]>;
+  /** The expected workload for fragmentation-aware placement (workload-shapes.ts); null = pending shapes. */
+  workloadShapes: WorkloadShape[] | null;
+  /** A pod set without its own flavor list picks the best-scoring flavor (flavor-score.ts). */
+  readonly flavorByScore: boolean;
   readonly windowQueues: Set<QueueState>;
   lastWindowMinute: number;
   /** The undo trail of trial changes (trail.ts): each entry undoes one change; rollback pops to a mark. */
@@ -186,6 +190,8 @@ export function createCoreState(opts: SchedulerOptions): CoreState {
     treeQueues: new Map(),
     shapes: new Map(),
     fragShapeCache: new Map(),
+    workloadShapes: opts.workloadShapes && opts.workloadShapes.length > 0 ? opts.workloadShapes.map((w) => ({ ...w, perPod: { ...w.perPod } })) : null,
+    flavorByScore: (opts.flavorSelection ?? 'score') === 'score',
     windowQueues: new Set(),
     lastWindowMinute: Number.NaN,
     trail: [],

@@ -2,7 +2,7 @@
 // node capacity, releasing a would-be victim) pushes its inverse, and a rejected or what-if decision
 // rolls the trail back to its mark, leaving the state exactly as it was. Every trial mutation must go
 // through these functions; anything else breaks `preview` and the rollback of rejected decisions.
-import { type FlavorState, type NodeState, placePods, type PodAlloc, reapplyAlloc, releaseAlloc, type Shape } from './nodes.js';
+import { type FlavorState, type NodeState, placePods, type PlaceScore, type PodAlloc, reapplyAlloc, releaseAlloc, type Shape } from './nodes.js';
 import { fragShapes } from './pending-shapes.js';
 import { addUsage, removeUsage, RESOURCE_COUNT } from './quota.js';
 import type { CoreState, JobState, QueueState } from './state.js';
@@ -28,9 +28,9 @@ export function tCharge(core: CoreState, q: QueueState, usage: Map<string, numbe
   core.trail.push(() => chargeQueue(q, usage, -1));
 }
 
-export function tPlace(core: CoreState, flavor: FlavorState, count: number, shape: Shape, eligible: (n: NodeState) => boolean): PodAlloc[] | null {
+export function tPlace(core: CoreState, flavor: FlavorState, count: number, shape: Shape, eligible: (n: NodeState) => boolean, score?: PlaceScore): PodAlloc[] | null {
   const frag = core.placementMode === 'fragmentation-aware' ? fragShapes(core, flavor.spec.name) : null;
-  const allocs = placePods(flavor, count, shape, eligible, frag);
+  const allocs = placePods(flavor, count, shape, eligible, frag, score);
   if (allocs && allocs.length > 0)
     core.trail.push(() => {
       for (let i = allocs.length - 1; i >= 0; i--) releaseAlloc(allocs[i] as PodAlloc);

@@ -1,3 +1,4 @@
+import type { WorkloadShape } from '../core/index.js';
 import { totalGpus } from './cluster.js';
 import { isRefusal, podShape, resolveQueues, round6, toSpec, type FillOutcome, type FillPoint, type SimInput } from './engine.js';
 import { fragmentation, shapeKey, unitsInUse, type PodShape } from './fragmentation.js';
@@ -55,6 +56,8 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
     allPods += j.pods;
   }
   const shapeList = [...shapes.values()];
+  // FGD's premise: the scheduler knows the workload's shape mix (here, the trace's popularity)
+  if (opts.placement === 'fragmentation-aware') sched.setWorkloadShapes(workloadOf(shapeList));
   const running = new Map<string, number>(); // id → gpus
   const pendingShapes = new PendingShapes();
   const shapeOfId = new Map<string, { shape: PodShape; key: string }>();
@@ -147,4 +150,13 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
   }
   return { kind: 'fill', policy: opts.policy, placement: opts.placement, seed: opts.seed, capacityGpus: capacity, points, sample, stats: { cycles } };
 
+}
+
+/** The trace's pod shapes as the core's expected workload (weight = pods of that shape). */
+export function workloadOf(shapes: readonly { shape: PodShape; pods: number }[]): WorkloadShape[] {
+  return shapes.map(({ shape, pods }) => {
+    const w: WorkloadShape = { perPod: { gpu: shape.gpu, cpu: shape.cpu, memory: shape.memory }, weight: pods };
+    if (shape.flavors) w.flavors = [...shape.flavors];
+    return w;
+  });
 }

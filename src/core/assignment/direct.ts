@@ -1,10 +1,11 @@
 // Direct assignment (Fit → Borrow, no preemption): per pod set, the flavors in preference order
 // ranked by quota mode, each tried with a trial placement on the job's eligible nodes.
-import type { FlavorState, NodeState } from '../nodes.js';
+import { type FlavorState, type NodeState, type PlaceScore, type PodAlloc, scoreLess } from '../nodes.js';
 import type { CoreState, JobState, PodSetState } from '../state.js';
 import { rollback, tCharge, tPlace } from '../trail.js';
 import { addVec } from '../units.js';
 import { diagnose } from './diagnose.js';
+import { choosesByScore, flavorTiers } from './flavor-score.js';
 import type { Fail, PodSetPlan } from './plan.js';
 import { BORROW, quotaMode } from './quota-mode.js';
 
@@ -39,22 +40,56 @@ export function assignDirect(core: CoreState, job: JobState, counts: readonly nu
     const count = counts[i] as number;
     const vec = [ps.shape.gpu * count, ps.shape.cpu * count, ps.shape.mem * count];
     const options = ps.flavors.map((f, pref) => ({ f, pref, ...quotaMode(q, f, vec, usage.get(f)) }));
-    const ordered = options.filter((o) => o.mode <= BORROW).sort((a, b) => a.mode - b.mode || a.pref - b.pref);
+    const tiers = flavorTiers(job, options.filter((o) => o.mode <= BORROW), choosesByScore(core, job, i));
     let placed = false;
     const nodeFailed: string[] = [];
-    for (const o of ordered) {
+    // charge and place on one option; on failure nothing stays on the trail
+    const tryOn = (o: (typeof options)[number], score?: PlaceScore): PodAlloc[] | null => {
       const m = core.trail.length;
-      const u = new Map([[o.f, vec]]);
-      tCharge(core, q, u);
-      const allocs = tPlace(core, core.flavors.get(o.f) as FlavorState, count, ps.shape, eligible);
-      if (allocs) {
-        parts.push({ ps, flavor: o.f, count, allocs });
-        addVec(usage, o.f, vec, 1);
+      tCharge(core, q, new Map([[o.f, vec]]));
+      const allocs = tPlace(core, core.flavors.get(o.f) as FlavorState, count, ps.shape, eligible, score);
+      if (!allocs) rollback(core, m);
+      return allocs;
+    };
+    for (const tier of tiers) {
+      let chosen: (typeof options)[number] | null = null;
+      let allocs: PodAlloc[] | null = null;
+      if (tier.length === 1) {
+        chosen = tier[0] as (typeof options)[number];
+        allocs = tryOn(chosen);
+        if (!allocs) nodeFailed.push(chosen.f);
+      } else {
+        // every option of the tier placed on trial; the best score wins (ties: declaration order)
+        let bestScore: PlaceScore | null = null;
+        let kept = false;
+        for (let k = 0; k < tier.length; k++) {
+          const o = tier[k] as (typeof options)[number];
+          const m = core.trail.length;
+          const sc: PlaceScore = { frag: 0, leftGpu: 0, leftCpu: 0 };
+          const a = tryOn(o, sc);
+          if (!a) {
+            nodeFailed.push(o.f);
+            continue;
+          }
+          const better = bestScore === null || scoreLess(sc, bestScore);
+          if (better) {
+            chosen = o;
+            bestScore = sc;
+          }
+          // the last option, when best, stays placed; anything else is undone
+          if (better && k === tier.length - 1) {
+            allocs = a;
+            kept = true;
+          } else rollback(core, m);
+        }
+        if (chosen && !kept) allocs = tryOn(chosen);
+      }
+      if (chosen && allocs) {
+        parts.push({ ps, flavor: chosen.f, count, allocs });
+        addVec(usage, chosen.f, vec, 1);
         placed = true;
         break;
       }
-      rollback(core, m);
-      nodeFailed.push(o.f);
     }
     if (placed) continue;
     rollback(core, mark);

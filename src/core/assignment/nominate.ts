@@ -3,6 +3,7 @@ import { preempting } from '../preemption/preemptor.js';
 import type { CoreState, JobState } from '../state.js';
 import { rollback } from '../trail.js';
 import { assignDirect } from './direct.js';
+import { planBorrows } from './flavor-score.js';
 import { type Fail, type Plan, planFrom } from './plan.js';
 
 /**
@@ -13,8 +14,22 @@ import { type Fail, type Plan, planFrom } from './plan.js';
 export function evaluate(core: CoreState, job: JobState, allowPreemption: boolean): Plan | Fail {
   job.releasable = null;
   const full = job.podSets.map((p) => p.count);
+  const mark = core.trail.length;
   const direct = assignDirect(core, job, full);
-  if (direct.ok) return planFrom(job, direct.parts, direct.usage, []);
+  if (direct.ok) {
+    // whenCanPreempt: Preempt — reclaiming within nominal beats borrowing (Kueue's flavorFungibility)
+    if (allowPreemption && job.queue.spec.flavorFungibility?.whenCanPreempt === 'Preempt' && planBorrows(job, direct.usage)) {
+      rollback(core, mark);
+      const p = preempting(core, job);
+      if (p && !planBorrows(job, p.usage)) return p;
+      rollback(core, mark);
+      job.releasable = null;
+      const again = assignDirect(core, job, full);
+      if (again.ok) return planFrom(job, again.parts, again.usage, []);
+      return again;
+    }
+    return planFrom(job, direct.parts, direct.usage, []);
+  }
   const reduced = assignReducedGang(core, job);
   if (reduced) return reduced;
   if (allowPreemption && direct.reason !== 'ExceedsMaxQuota' && direct.reason !== 'WindowClosed') {
