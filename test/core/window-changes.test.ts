@@ -62,13 +62,15 @@ describe('nextWindowChange', () => {
       [win([5, 6], '22:00', '06:00', 'Australia/Adelaide'), win([0, 1, 2, 3, 4, 5, 6], '00:00', '12:00', 'Australia/Adelaide')],
       [win([0], '01:30', '02:30', 'Europe/London'), win([3], '23:30', '24:00', 'Asia/Kolkata')],
     ];
-    // US DST starts 2026-03-08; Adelaide's ends 2026-04-05; London's starts 2026-03-29
+    // US DST starts 2026-03-08; London's 2026-03-29; Adelaide's ends 2026-04-05 (and a Wednesday)
     for (const [from, to] of [
-      [Date.UTC(2026, 2, 5), Date.UTC(2026, 2, 11)],
-      [Date.UTC(2026, 2, 27), Date.UTC(2026, 3, 7)],
+      [Date.UTC(2026, 2, 7), Date.UTC(2026, 2, 9, 18)],
+      [Date.UTC(2026, 2, 28), Date.UTC(2026, 2, 30)],
+      [Date.UTC(2026, 3, 3, 12), Date.UTC(2026, 3, 5, 12)],
+      [Date.UTC(2026, 3, 8, 12), Date.UTC(2026, 3, 9)],
     ] as const) {
       const got = changes(queues, from, to);
-      expect(got.length).toBeGreaterThan(10);
+      expect(got.length).toBeGreaterThan(2);
       expect(got).toEqual(scanned(queues, from, to));
     }
   });
@@ -90,11 +92,20 @@ describe('nextWindowChange', () => {
 
   it('is cheap enough to ask at every event', () => {
     const queues = [[win(weekdays, '08:00', '20:00', 'Europe/Berlin')], [win([6, 0], '00:00', '24:00', 'America/Los_Angeles')]];
-    const t0 = performance.now();
+    let t0 = performance.now();
     let n = 0;
     for (let t = Date.UTC(2026, 0, 1); t < Date.UTC(2026, 1, 1); t += 3 * 3_600_000) if (nextWindowChange(queues, t) !== undefined) n++;
     expect(n).toBe(248);
-    // 248 cold look-ups (no memo) within a second even on a loaded machine
-    expect(performance.now() - t0).toBeLessThan(1000);
+    // cold look-ups cost a few dozen Intl calls (~0.6 ms here); generous bound for a loaded machine
+    expect(performance.now() - t0).toBeLessThan(2500);
+    // the façade remembers: 20,000 asks at events between two changes cost a comparison each
+    const clock = new ManualClock(Date.UTC(2026, 0, 5, 8, 0));
+    const w = { ...win(weekdays, '08:00', '20:00', 'Europe/Berlin'), quotas: { h100: { gpu: { nominal: 8 } } } };
+    const { s } = makeCluster({ clock, nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 2).window(w)] });
+    t0 = performance.now();
+    let same = 0;
+    for (let i = 0; i < 20_000; i++) if (s.nextWindowChange(Date.UTC(2026, 0, 5, 8, 0) + i * 1000) === Date.UTC(2026, 0, 5, 19, 0)) same++;
+    expect(same).toBe(20_000);
+    expect(performance.now() - t0).toBeLessThan(2500);
   });
 });
