@@ -64,6 +64,11 @@ builder.node(QueueRef, {
       description: 'How long a job of this queue on borrowed quota runs before another queue may reclaim it; null: no minimum.',
       resolve: (q) => (q.preemption?.minRunBeforeReclaimMs ? Math.round(q.preemption.minRunBeforeReclaimMs / 1000) : null),
     }),
+    fairShareMaxLostRunSeconds: t.int({
+      nullable: true,
+      description: "The most run time (since its last checkpoint) a job of this queue may lose to another queue's fair-share preemption; null: no limit.",
+      resolve: (q) => (q.preemption?.fairShareMaxLostRunMs != null ? Math.round(q.preemption.fairShareMaxLostRunMs / 1000) : null),
+    }),
     quotas: t.field({ type: [QuotaRef], description: 'Configured base quotas (time windows may change them).', resolve: (q) => quotaLines(q.quotas) }),
     windowOpen: t.boolean({ description: 'True while one of the queue\'s time windows applies.', resolve: (q, _a, ctx) => ctx.scheduler.queueStatus(q.name)?.activeWindow != null }),
     // Live usage needs usage:read (queueUsage); without it each of these is null with a FORBIDDEN error, like Member.email.
@@ -139,6 +144,11 @@ const PreemptionInput = builder.inputType('PreemptionInput', {
         "A job of this queue running on borrowed quota is not reclaimed by another queue (reclaim, fair share) before it has run this long (0 or absent: at once). Trade-off: a lender may wait up to this long for its lent nominal quota.",
       validate: z.number().int().min(0, 'must not be negative').max(MAX_MIN_RUN_BEFORE_RECLAIM_SECONDS, 'at most 7 days'),
     }),
+    fairShareMaxLostRunSeconds: t.int({
+      description:
+        "With fair sharing: a job of this queue is taken by another queue's fair-share preemption only while it would lose at most this many seconds of run since its last checkpoint (resumable jobs lose none). Reclaim of nominal quota is not limited. Absent: no limit.",
+      validate: z.number().int().min(0, 'must not be negative').max(MAX_MIN_RUN_BEFORE_RECLAIM_SECONDS, 'at most 7 days'),
+    }),
   }),
 });
 
@@ -176,11 +186,22 @@ const UpdateQueueInput = builder.inputType('UpdateQueueInput', {
 });
 
 function preemptionSpec(
-  input: { withinQueue?: string | null; reclaimWithinCohort?: string | null; borrowWithinCohort?: boolean | null; borrowWithinCohortMaxPriority?: number | null; minRunBeforeReclaimSeconds?: number | null } | null | undefined,
+  input:
+    | {
+        withinQueue?: string | null;
+        reclaimWithinCohort?: string | null;
+        borrowWithinCohort?: boolean | null;
+        borrowWithinCohortMaxPriority?: number | null;
+        minRunBeforeReclaimSeconds?: number | null;
+        fairShareMaxLostRunSeconds?: number | null;
+      }
+    | null
+    | undefined,
 ) {
   if (!input) return undefined;
   return {
     ...(input.minRunBeforeReclaimSeconds ? { minRunBeforeReclaimMs: input.minRunBeforeReclaimSeconds * 1000 } : {}),
+    ...(input.fairShareMaxLostRunSeconds != null ? { fairShareMaxLostRunMs: input.fairShareMaxLostRunSeconds * 1000 } : {}),
     ...(input.withinQueue ? { withinQueue: input.withinQueue as never } : {}),
     ...(input.reclaimWithinCohort ? { reclaimWithinCohort: input.reclaimWithinCohort as never } : {}),
     ...(input.borrowWithinCohort != null

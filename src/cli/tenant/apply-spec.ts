@@ -57,6 +57,7 @@ const preemption = z.strictObject({
   borrowWithinCohort: z.boolean().optional(),
   borrowWithinCohortMaxPriority: int.optional(),
   minRunBeforeReclaimSeconds: int.min(0).optional(),
+  fairShareMaxLostRunSeconds: int.min(0).optional(),
 });
 
 const timeWindow = z.strictObject({ days: z.array(int), start: z.string(), end: z.string(), timeZone: z.string(), quotas: z.array(quota) });

@@ -41,9 +41,13 @@ export const queueSpec = (q: Queue, cohortName: string | null, timeScale = 1): Q
   dedicatedPool: q.dedicatedPool ?? undefined,
 });
 
+/** The preemption policy's durations (declared time) in the backend's clock. */
 function inBackendPreemption(p: PreemptionSpec, timeScale: number): PreemptionSpec {
-  if (!p?.minRunBeforeReclaimMs || timeScale === 1) return p;
-  return { ...p, minRunBeforeReclaimMs: Math.max(1, Math.round(p.minRunBeforeReclaimMs / timeScale)) };
+  if (timeScale === 1 || !p || (p.minRunBeforeReclaimMs === undefined && p.fairShareMaxLostRunMs === undefined)) return p;
+  const out = { ...p };
+  if (p.minRunBeforeReclaimMs !== undefined) out.minRunBeforeReclaimMs = Math.round(p.minRunBeforeReclaimMs / timeScale);
+  if (p.fairShareMaxLostRunMs !== undefined) out.fairShareMaxLostRunMs = Math.round(p.fairShareMaxLostRunMs / timeScale);
+  return out;
 }
 
 export const priorityClass = (p: PriorityClassRow): PriorityClass => ({ name: p.name, value: p.value, preemptible: p.preemptible });
