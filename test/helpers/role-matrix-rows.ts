@@ -71,6 +71,13 @@ export const TENANT_ROWS: MatrixRow[] = [
   },
   { name: 'createCohort', query: `mutation($in: CreateCohortInput!) { createCohort(input: $in) { id } }`, variables: async () => ({ in: { name: `c-${m.next()}` } }), expect: PLATFORM_ONLY },
   { name: 'createQueue', query: `mutation($in: CreateQueueInput!) { createQueue(input: $in) { id } }`, variables: async () => ({ in: { name: `q-${m.next()}`, tenantId: m.ids.Tenant, quotas: [{ flavor: 'h100-80g', nominal: 0 }] } }), expect: PLATFORM_ONLY },
+  // Issue 15: a queue's minimum run before reclaim and fair-share loss limit are platform configuration too.
+  {
+    name: 'createQueue (with minRunBeforeReclaimSeconds)',
+    query: `mutation($in: CreateQueueInput!) { createQueue(input: $in) { id minRunBeforeReclaimSeconds } }`,
+    variables: async () => ({ in: { name: `q-${m.next()}`, tenantId: m.ids.Tenant, quotas: [{ flavor: 'h100-80g', nominal: 0 }], preemption: { minRunBeforeReclaimSeconds: 600, fairShareMaxLostRunSeconds: 300 } } }),
+    expect: PLATFORM_ONLY,
+  },
   { name: 'updateQueue', query: `mutation($in: UpdateQueueInput!) { updateQueue(input: $in) { id } }`, variables: async () => ({ in: { id: m.ids.Queue, weight: 1 } }), expect: PLATFORM_ONLY },
   { name: 'setQuota', query: `mutation($id: ID!) { setQuota(queueId: $id, quota: { flavor: "h100-80g", nominal: 16 }) { id } }`, variables: async () => ({ id: m.ids.Queue }), expect: PLATFORM_ONLY },
   // Platform admins no longer run tenants' membership: that takes a break-glass grant.
@@ -208,6 +215,8 @@ function projectRows(which: Which): MatrixRow[] {
 export const PROJECT_ROWS: MatrixRow[] = [
   ...projectRows('P'),
   ...projectRows('Q'),
+  // Issue 15: declaring checkpoints is part of submitting, nothing more.
+  { name: 'submitJob (P, with a checkpoint declaration)', query: SUBMIT, variables: async () => ({ in: { ...jobInput('P', 'checkpointed'), checkpoint: { intervalSeconds: 900, resumable: true } } }), expect: submitters('P') },
   { name: 'submitJob (no project named: the default project P)', query: SUBMIT, variables: async () => ({ in: { ...jobInput('P', 'default'), projectId: undefined } }), expect: submitters('P') },
   {
     name: "cancelJob (P: the contributor's own job)",
