@@ -58,6 +58,23 @@ describe('victims chosen by the work they lose', () => {
     expect(s.cycle().preempted.map((p) => [p.victimId, p.lostGpuMs])).toEqual([['b-new', 4 * 65 * MIN]]);
   });
 
+  it('a small preemptor weighs a victim by its whole loss: an older 1-GPU job before a young 7-GPU one', () => {
+    const { s, clock, t0, run } = lenderAndBorrower({ nodes: 3, gpusPerNode: 8 });
+    run([
+      [makeJob('b-nom').queue('b').gpus(8).build(), 0],
+      [makeJob('b-old').queue('b').gpus(1).build(), 0],
+      [makeJob('d-8').queue('d').gpus(8).build(), 0],
+      [makeJob('b-young').queue('b').gpus(7).build(), 50],
+    ]);
+    clock.t = t0 + 60 * MIN; // b-old would lose 1 × 60 GPU-min, b-young 7 × 10
+    s.submit(makeJob('a1').queue('a').gpus(1).build());
+    expect(s.cycle().preempted.map((p) => [p.victimId, p.lostGpuMs])).toEqual([['b-old', 60 * MIN]]);
+    // a preemptor asking for 7 GPUs or more ranks them per GPU: the young one goes
+    clock.t = t0 + 61 * MIN;
+    s.submit(makeJob('a7').queue('a').gpus(7).build());
+    expect(s.cycle().preempted.map((p) => p.victimId)).toEqual(['b-young']);
+  });
+
   it('a resumable job loses nothing and goes first', () => {
     const { s, clock, t0, run } = lenderAndBorrower({ nodes: 2, gpusPerNode: 8 });
     run([

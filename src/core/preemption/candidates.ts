@@ -3,9 +3,9 @@
 import { eligibleFor } from '../assignment/direct.js';
 import type { NodeState } from '../nodes.js';
 import { overNominal } from '../queue-usage.js';
-import { RESOURCE_COUNT } from '../quota.js';
+import { GPU, RESOURCE_COUNT } from '../quota.js';
 import type { CoreState, JobState, QueueState } from '../state.js';
-import { lostRunMs, tooCostlyForFairShare, tooYoungForReclaim } from './lost-work.js';
+import { tooCostlyForFairShare, tooYoungForReclaim, victimCost } from './lost-work.js';
 
 export interface Candidate {
   job: JobState;
@@ -107,10 +107,12 @@ export function candidates(
     }
   }
   // Candidate order: other queues first (best-effort queues before them all), lower priority,
-  // least work lost per GPU released (run time since the last checkpoint: for jobs that do not
-  // checkpoint, the most recently admitted, as Kueue), most recently admitted, id.
+  // least work lost per GPU of the request it can cover (lost-work.ts, victimCost), most recently
+  // admitted, id.
+  let needGpu = 0;
+  for (const v of request.values()) needGpu += v[GPU] as number;
   const lost = new Map<JobState, number>();
-  for (const c of out) lost.set(c.job, lostRunMs(c.job, now));
+  for (const c of out) lost.set(c.job, victimCost(c.job, now, needGpu));
   out.sort(
     (a, b) =>
       Number(b.other) - Number(a.other) ||

@@ -21,6 +21,21 @@ export function lostGpuMs(job: JobState, now: number): number {
   return (gpuOf(job.usage) / 1000) * lostRunMs(job, now);
 }
 
+/**
+ * The candidate order's cost key: GPU-time the victim would lose per GPU of the preemptor's request
+ * (`needGpu`, internal units) it can cover — lostGpuMs / min(its GPUs, needGpu). For a preemptor
+ * asking at least as much as the victim holds this is the run time lost (cheapest GPU-time first,
+ * and for jobs that do not checkpoint exactly Kueue's "most recently admitted first"); for a small
+ * preemptor it is the victim's whole loss, so a 1-GPU job does not evict a young 8-GPU job that
+ * loses more in all than an older 1-GPU one. Jobs without GPUs (or a preemptor without) rank by run time lost.
+ */
+export function victimCost(job: JobState, now: number, needGpu: number): number {
+  const run = lostRunMs(job, now);
+  const g = gpuOf(job.usage);
+  if (g <= 0 || needGpu <= 0 || g <= needGpu) return run;
+  return (run * g) / needGpu;
+}
+
 /** The victim queue's minimum run before another queue may take one of its jobs back (0: none). */
 export function minRunBeforeReclaim(q: QueueState): number {
   return q.spec.preemption?.minRunBeforeReclaimMs ?? 0;
