@@ -95,6 +95,8 @@ const preemption = strict({
   withinQueue: optional(z.enum(['Never', 'LowerPriority', 'LowerOrNewerEqualPriority'])),
   reclaimWithinCohort: optional(z.enum(['Never', 'LowerPriority', 'Any'])),
   borrowWithinCohort: optional(strict({ policy: optional(z.enum(['Never', 'LowerPriority'])), maxPriorityThreshold: optional(z.number()) })),
+  minRunBeforeReclaimMs: optional(z.number().min(0)),
+  fairShareMaxLostRunMs: optional(z.number().min(0)),
 });
 /** 'HH:MM' as the core reads it (00:00..24:00). */
 const clockTime = z.string().check((ctx) => {
@@ -277,6 +279,8 @@ function validateQueues(doc: Doc): SimQueues {
       const pre: SimPreemption = {};
       if (p.withinQueue !== undefined) pre.withinQueue = p.withinQueue;
       if (p.reclaimWithinCohort !== undefined) pre.reclaimWithinCohort = p.reclaimWithinCohort;
+      if (p.minRunBeforeReclaimMs !== undefined) pre.minRunBeforeReclaimMs = p.minRunBeforeReclaimMs;
+      if (p.fairShareMaxLostRunMs !== undefined) pre.fairShareMaxLostRunMs = p.fairShareMaxLostRunMs;
       const bw = p.borrowWithinCohort;
       if (bw !== undefined) {
         pre.borrowWithinCohort = { policy: bw.policy ?? 'Never' };
