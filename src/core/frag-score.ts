@@ -131,5 +131,9 @@ export function fragChoice(node: NodeState, s: Shape, g: FragGroups): FragChoice
 
 /** Key of a node's free state: nodes with equal keys score alike for the same shapes. */
 export function stateKey(node: NodeState): string {
-  return `${node.flavor.spec.kind}|${node.flavor.perGpuMilli}|${node.cpuFree}|${node.memFree}|${node.gpuFree.join(',')}`;
+  if (node.keyVer !== node.ver) {
+    node.key = `${node.flavor.spec.kind}|${node.flavor.perGpuMilli}|${node.cpuFree}|${node.memFree}|${node.gpuFree.join(',')}`;
+    node.keyVer = node.ver;
+  }
+  return node.key;
 }

@@ -26,6 +26,11 @@ export interface NodeState {
   memFree: number;
   /** Pods currently placed here. */
   pods: number;
+  /** Bumped by every claim and release: keys the cached state key (frag-score.ts). */
+  ver: number;
+  /** stateKey() at version keyVer. */
+  key: string;
+  keyVer: number;
 }
 
 /** One pod's claim on a node. gpus[i] is a GPU index and gpuMilli[i] what it takes from it. */
@@ -58,6 +63,9 @@ export function newNodeState(spec: NodeSpec, flavor: FlavorState): NodeState {
     cpuFree: Math.round(spec.cpu),
     memFree: Math.round(spec.memory),
     pods: 0,
+    ver: 0,
+    key: '',
+    keyVer: -1,
   };
 }
 
@@ -131,6 +139,7 @@ function applyAlloc(a: PodAlloc): void {
   n.flavor.freeCpu -= a.cpu;
   n.flavor.freeMem -= a.mem;
   n.pods++;
+  n.ver++;
   if (hadFree && n.freeGpuTotal <= 0) n.flavor.withFreeGpu.delete(n);
 }
 
@@ -148,6 +157,7 @@ export function releaseAlloc(a: PodAlloc): void {
   n.flavor.freeCpu += a.cpu;
   n.flavor.freeMem += a.mem;
   n.pods--;
+  n.ver++;
 }
 
 /** Re-applies an exact earlier allocation (undo of a trial release, or restore after restart). */

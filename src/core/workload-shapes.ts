@@ -12,6 +12,8 @@ import { SchedulerInputError } from './errors.js';
 /** The most popular shapes kept per flavor: the score's cost grows with their number. */
 export const MAX_WORKLOAD_SHAPES = 64;
 
+const perFlavor = new WeakMap<readonly WorkloadShape[], Map<string, WeightedShape[]>>();
+
 export function setWorkloadShapes(core: CoreState, shapes: readonly WorkloadShape[]): void {
   for (const w of shapes) {
     const v = [w.perPod.gpu ?? 0, w.perPod.cpu ?? 0, w.perPod.memory ?? 0, w.weight];
@@ -23,9 +25,13 @@ export function setWorkloadShapes(core: CoreState, shapes: readonly WorkloadShap
 
 /** The workload's GPU shapes that may use this flavor (at most MAX_WORKLOAD_SHAPES, most popular first). */
 export function workloadFragShapes(core: CoreState, flavor: string): WeightedShape[] {
-  let s = core.fragShapeCache.get(flavor);
-  if (s) return s;
   const all = core.workloadShapes ?? [];
+  // memo per workload list (replaced as a whole by setWorkloadShapes), so pending-shape changes
+  // (which clear fragShapeCache) do not rebuild it
+  let byFlavor = perFlavor.get(all);
+  if (!byFlavor) perFlavor.set(all, (byFlavor = new Map()));
+  let s = byFlavor.get(flavor);
+  if (s) return s;
   let total = 0;
   for (const w of all) total += w.weight;
   s = all
@@ -33,6 +39,6 @@ export function workloadFragShapes(core: CoreState, flavor: string): WeightedSha
     .map((w) => ({ gpu: toInternal(GPU, w.perPod.gpu ?? 0), cpu: toInternal(CPU, w.perPod.cpu ?? 0), mem: toInternal(MEM, w.perPod.memory ?? 0), weight: total > 0 ? w.weight / total : 0 }))
     .sort((a, b) => b.weight - a.weight || a.gpu - b.gpu || a.cpu - b.cpu || a.mem - b.mem)
     .slice(0, MAX_WORKLOAD_SHAPES);
-  core.fragShapeCache.set(flavor, s);
+  byFlavor.set(flavor, s);
   return s;
 }
