@@ -135,7 +135,7 @@ describeEachDialect('checkpoint-aware preemption, gateway side', (dialect) => {
     const resumable = (await borrower('resumable', { resumable: true })).submitJob.id as string;
     await until(async () => (await stateOf(resumable)) === 'RUNNING', 'resumable borrower running');
     t.now.value += 10_000;
-    const others = [];
+    const others: string[] = [];
     for (const name of ['plain-1', 'plain-2', 'plain-3']) others.push((await borrower(name)).submitJob.id as string);
     await until(async () => (await Promise.all(others.map(stateOf))).every((s) => s === 'RUNNING'), 'all borrowers running');
     t.now.value += 10_000;
