@@ -9,6 +9,7 @@ import { holdVictims } from './holds.js';
 import { historyAt, weightedShare } from './queue-usage.js';
 import { knownPreemptFail, park, rememberPreemptFail, waitOn } from './queueing.js';
 import { refreshWindows } from './quota-config.js';
+import { admittedWithReservation, agedShare, prepareReservations, reserveIfDue } from './reservation.js';
 import { rescanAll } from './restore.js';
 import type { CoreState, JobState } from './state.js';
 import { rollback } from './trail.js';
@@ -94,6 +95,7 @@ function sliceEnd(run: CycleRun, result: CycleResult): CycleResult {
 /** Before the passes: time windows that opened or closed, the naive rescan (baseline only), and the queues holding last cycle's victims. */
 function prepareCycle(core: CoreState, now: number): void {
   refreshWindows(core, now);
+  prepareReservations(core, now);
   if (core.rescanEveryCycle) rescanAll(core);
   for (const q of core.deferred) {
     const avail = new Map<string, number[]>();
@@ -125,7 +127,7 @@ function takeHeads(core: CoreState, now: number): Head[] {
     }
     heads.push({
       job: h,
-      share: core.fairSharing ? weightedShare(q) : 0,
+      share: agedShare(core, h, now, core.fairSharing ? weightedShare(q) : 0),
       borrow: core.fairSharing ? 0 : headBorrows(h) ? 1 : 0,
       hist: core.halfLife !== null ? historyAt(core, q, now) / Math.max(q.weight, 1e-9) : 0,
     });
@@ -167,11 +169,13 @@ function tryHead(core: CoreState, job: JobState, now: number, result: CycleResul
   }
   if (res.ok) {
     result.admitted.push(commit(core, job, res, mark, now, result.preempted));
+    admittedWithReservation(core, job);
     pending.delete(job.spec.id);
     return true;
   }
   rollback(core, mark);
   parkOrBlock(core, job, res, pending);
+  reserveIfDue(core, job, res, now);
   return true;
 }
 

@@ -7,6 +7,7 @@ import { etaOf, expectedEnd } from './eta-tree.js';
 import { holdInfo, holdMessage, matchingHold } from './holds.js';
 import { weightedShare } from './queue-usage.js';
 import { QuotaNode } from './quota.js';
+import { keptOffReserved, reservationOf } from './reservation.js';
 import { type CoreState, type JobState, queueLess, type QueueState, type TreeView } from './state.js';
 import type { Admission, AdmissionHold, JobExplanation } from './types.js';
 
@@ -51,6 +52,7 @@ export function explain(core: CoreState, jobId: string): JobExplanation {
     base.message = 'waiting for the next admission cycle';
   }
   if (j.preemptedBy) base.preemptedBy = { ...j.preemptedBy };
+  explainReservation(core, j, base);
   base.positionInCohort = (view.index.get(j) ?? view.order.length - 1) + 1;
   base.cohortPending = view.order.length;
   if (base.reason === 'ExceedsMaxQuota' || base.reason === 'WindowClosed') {
@@ -62,6 +64,19 @@ export function explain(core: CoreState, jobId: string): JobExplanation {
     if (r.why) base.etaUnknownReason = r.why;
   }
   return base;
+}
+
+/** Bounded tails (reservation.ts): the nodes reserved for this job, or the reserved nodes it is kept off. */
+function explainReservation(core: CoreState, j: JobState, base: JobExplanation): void {
+  const r = reservationOf(core, j);
+  if (r) {
+    base.reservation = { flavor: r.flavor, nodes: r.nodes.map((n) => n.spec.name), start: r.start };
+    base.message = `${base.message ?? ''}; it has waited long: ${r.nodes.length} node(s) of ${r.flavor} are reserved for it from ${new Date(r.start).toISOString()} (jobs that would borrow there must end by then)`;
+    return;
+  }
+  if (base.reason !== 'NoNodeFits') return;
+  const off = keptOffReserved(core, j, [...new Set(j.podSets.flatMap((p) => p.flavors))]);
+  if (off) base.keptOffReserved = off;
 }
 
 export function pendingOf(q: QueueState): JobState[] {

@@ -5,6 +5,7 @@ import type { EtaResult } from './eta.js';
 import { type HeapItem, IndexedHeap } from './heap.js';
 import type { FlavorState, NodeState, PodAlloc, Shape, WeightedShape } from './nodes.js';
 import { QuotaNode } from './quota.js';
+import { createReservationState, type ReservationState } from './reservation.js';
 import type { Admission, AdmissionHold, Clock, CohortSpec, IsolationLevel, JobSpec, PendingDecision, PreemptedBy, Preemption, PriorityClass, QueueSpec, ReclaimPolicy, SchedulerOptions, WithinQueuePolicy, WorkloadShape } from './types.js';
 
 /** The default priority classes (design doc, "Priority classes"). */
@@ -167,6 +168,8 @@ export interface CoreState {
   holdsSignature: string;
   /** Pending jobs held back from admission, in the order they were held (lifted in this order). */
   readonly held: Set<JobState>;
+  /** Bounded tails: nodes reserved for long-waiting heads (reservation.ts). */
+  readonly reserve: ReservationState;
 }
 
 export function createCoreState(opts: SchedulerOptions): CoreState {
@@ -204,6 +207,7 @@ export function createCoreState(opts: SchedulerOptions): CoreState {
     holds: new Map(),
     holdsSignature: '',
     held: new Set(),
+    reserve: createReservationState(opts),
   };
   for (const c of opts.priorityClasses ?? DEFAULT_PRIORITY_CLASSES) s.classes.set(c.name, { ...c });
   return s;

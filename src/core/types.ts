@@ -196,12 +196,14 @@ export interface SchedulerOptions {
    */
   rescanEveryCycle?: boolean;
   /**
-   * Bounded tails (README, "Reservations"): a queue head pending for `afterMs` (default 2 h) that
-   * fails on nodes or on cohort quota gets nodes reserved at its earliest start (from running jobs'
-   * expected ends); jobs that would borrow there, at its priority or lower, may use them only if
-   * they are expected to end before that start. At most `max` (default 1) held at once. On by default.
+   * Bounded tails (README, "Bounded tails"), for jobs pending at least `afterMs` (default 2 h, since
+   * submit or last preemption). `reserve` (default on): such a head that fails on nodes or on cohort
+   * quota gets nodes reserved at its earliest start (from running jobs' expected ends); jobs that
+   * would borrow there, at its priority or lower, may use them only if expected to end before then;
+   * at most `maxReservations` (default 1) at once. `aging` (default off): such heads are tried
+   * before the share order, oldest first.
    */
-  reservations?: { enabled?: boolean; afterMs?: number; max?: number };
+  boundedTails?: { afterMs?: number; reserve?: boolean; maxReservations?: number; aging?: boolean };
 }
 
 export interface PodPlacement {

@@ -3,7 +3,9 @@
 import type { FlavorState } from '../nodes.js';
 import { convertQuotas } from '../quota-config.js';
 import { available, potentialAvailable } from '../quota.js';
+import { keptOffReserved } from '../reservation.js';
 import type { CoreState, JobState, PodSetState, QueueState } from '../state.js';
+import { rollback, tPlace } from '../trail.js';
 import type { NodeFit, QuotaShortfall, ResourceName } from '../types.js';
 import { RES, toApi } from '../units.js';
 import { eligibleFor } from './direct.js';
@@ -61,13 +63,17 @@ export function diagnose(
       };
     }
     const blocks = nodeFit.map((n) => `${n.flavor}: largest free on one node ${n.largestFreeGpusOnOneNode}, free in total ${n.freeGpus}`).join('; ');
+    const off = reservedOnly(core, job, nodeFailed, ps, count);
     return {
       ok: false,
       reason: 'NoNodeFits',
-      message: `quota allows it, but no set of eligible nodes has room for ${count} pod(s) of ${ps.shape.gpu / 1000} GPU (${blocks})`,
+      message: off
+        ? `quota allows it, but ${off.nodes} node(s) with room are reserved from ${new Date(off.start).toISOString()} for a job that has waited longer, and this job would borrow there and is not expected to end by then`
+        : `quota allows it, but no set of eligible nodes has room for ${count} pod(s) of ${ps.shape.gpu / 1000} GPU (${blocks})`,
       nodeFit,
       waitFlavors: nodeFailed,
       ...(quotaWaitToo ? { quotaWaitToo } : {}),
+      ...(off ? { reservedOff: off } : {}),
     };
   }
   const best = [...options].sort((a, b) => a.mode - b.mode)[0];
@@ -98,6 +104,20 @@ export function diagnose(
     shortfall: sf,
     waitFlavors: [],
   };
+}
+
+/** Kept out only by reservations (reservation.ts): reserved nodes have room, and with them the pods would be placed (a trial, rolled back). */
+function reservedOnly(core: CoreState, job: JobState, flavors: string[], ps: PodSetState, count: number): { nodes: number; start: number } | null {
+  const off = keptOffReserved(core, job, flavors);
+  if (!off) return null;
+  const eligible = eligibleFor(job);
+  for (const f of flavors) {
+    const m = core.trail.length;
+    const ok = tPlace(core, core.flavors.get(f) as FlavorState, count, ps.shape, eligible) !== null;
+    rollback(core, m);
+    if (ok) return off;
+  }
+  return null;
 }
 
 export function windowWouldAllow(core: CoreState, q: QueueState, f: string, r: number, requested: number): boolean {

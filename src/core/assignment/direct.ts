@@ -3,6 +3,7 @@
 import { type FlavorState, type NodeState, type PlaceScore, type PodAlloc, scoreLess } from '../nodes.js';
 import type { CoreState, JobState, PodSetState } from '../state.js';
 import { rollback, tCharge, tPlace } from '../trail.js';
+import { reservationGate } from '../reservation.js';
 import { addVec } from '../units.js';
 import { diagnose } from './diagnose.js';
 import { choosesByScore, flavorTiers } from './flavor-score.js';
@@ -47,7 +48,7 @@ export function assignDirect(core: CoreState, job: JobState, counts: readonly nu
     const tryOn = (o: (typeof options)[number], score?: PlaceScore): PodAlloc[] | null => {
       const m = core.trail.length;
       tCharge(core, q, new Map([[o.f, vec]]));
-      const allocs = tPlace(core, core.flavors.get(o.f) as FlavorState, count, ps.shape, eligible, score);
+      const allocs = tPlace(core, core.flavors.get(o.f) as FlavorState, count, ps.shape, reservationGate(core, job, o.mode, eligible), score);
       if (!allocs) rollback(core, m);
       return allocs;
     };

@@ -32,7 +32,7 @@ export function evaluate(core: CoreState, job: JobState, allowPreemption: boolea
   }
   const reduced = assignReducedGang(core, job);
   if (reduced) return reduced;
-  if (allowPreemption && direct.reason !== 'ExceedsMaxQuota' && direct.reason !== 'WindowClosed') {
+  if (allowPreemption && !direct.reservedOff && direct.reason !== 'ExceedsMaxQuota' && direct.reason !== 'WindowClosed') {
     const p = preempting(core, job);
     if (p) return p;
   }

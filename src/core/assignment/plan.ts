@@ -34,6 +34,8 @@ export interface Fail {
    * job must also wake on quota releases, not only on node changes.
    */
   quotaWaitToo?: boolean;
+  /** Only nodes reserved for a longer-waiting job kept it out (reservation.ts): it waits, it does not preempt around them. */
+  reservedOff?: { nodes: number; start: number };
 }
 
 export function planFrom(job: JobState, parts: PodSetPlan[], usage: Map<string, number[]>, victims: Plan['victims']): Plan {
