@@ -10,7 +10,7 @@ import { toInternal } from './units.js';
 import { SchedulerInputError } from './errors.js';
 
 /** The most popular shapes kept per flavor: the score's cost grows with their number. */
-export const MAX_WORKLOAD_SHAPES = 64;
+export const MAX_WORKLOAD_SHAPES = 256;
 
 const perFlavor = new WeakMap<readonly WorkloadShape[], Map<string, WeightedShape[]>>();
 
