@@ -1,7 +1,7 @@
 // Quota configuration: specs converted to internal units with the isolation level applied, time
 // windows laid over base quotas, and the quota tree rebuilt (on configuration changes only).
 import { SchedulerInputError } from './errors.js';
-import { anyOverNominal } from './queue-usage.js';
+import { nominalOf, overNominal } from './queue-usage.js';
 import { emptyFlavorQuota, type FlavorQuota, potentialAvailable, QuotaNode, recomputeTree, RESOURCE_COUNT } from './quota.js';
 import type { CoreState, QueueState } from './state.js';
 import { chargeQueue } from './trail.js';
@@ -134,17 +134,25 @@ export function refreshWindows(core: CoreState, now: number): void {
   const minute = Math.floor(now / 60_000);
   if (minute === core.lastWindowMinute) return; // windows are minute-granular
   core.lastWindowMinute = minute;
-  const closed: QueueState[] = [];
-  let changed = false;
+  const switched = new Map<QueueState, Map<string, number[]>>();
   for (const q of core.windowQueues) {
     const w = openWindow(q, now);
     if (w === q.activeWindow) continue;
-    if (q.activeWindow !== null) closed.push(q);
+    switched.set(q, new Map([...q.node.flavors].map(([f, fq]) => [f, [...fq.nominal]])));
     q.activeWindow = w;
-    changed = true;
   }
-  if (!changed) return;
+  if (switched.size === 0) return;
   rebuildQuotas(core);
-  // Nothing is killed at close: the excess just becomes reclaimable, with its own reason.
-  for (const q of closed) if (anyOverNominal(q)) q.windowReclaimable = true;
+  // Nothing is killed when a window switches: what is now above a nominal that the switch
+  // lowered just becomes reclaimable, with its own reason. A switch that raised the queue's
+  // nominal (a window closing back to a larger base, or opening on a larger quota) leaves
+  // borrowing it already did as ordinary borrowing: reclaimed as `reclaim`, not `window-closed`.
+  for (const [q, before] of switched) if (overALoweredNominal(q, before)) q.windowReclaimable = true;
+}
+
+function overALoweredNominal(q: QueueState, before: Map<string, number[]>): boolean {
+  for (const f of q.node.flavors.keys())
+    for (let r = 0; r < RESOURCE_COUNT; r++)
+      if (nominalOf(q, f, r) < (before.get(f)?.[r] ?? 0) && overNominal(q, f, r)) return true;
+  return false;
 }

@@ -38,6 +38,33 @@ describe('time windows', () => {
     expect(s.queueStatus('a').resources[0]).toMatchObject({ used: 2, borrowed: 0 });
   });
 
+  it('a window whose closing raises the nominal leaves earlier borrowing as ordinary reclaim, not window-closed', () => {
+    // Daytime the window lowers a to 2 GPUs; it borrows 6 more. At 20:00 its base of 4 returns:
+    // it is still above nominal, but the switch did not take anything from it.
+    const clock = new ManualClock(Date.UTC(2026, 0, 5, 12, 0)); // Monday 13:00 in Berlin
+    const { s } = makeCluster({
+      clock,
+      nodes: nodes(2),
+      queues: [makeQueue('a').cohort('c').nominal('h100', 4).window(officeHours(2)), makeQueue('b').cohort('c').nominal('h100', 12).reclaim('Any')],
+    });
+    for (let i = 0; i < 4; i++) s.submit(makeJob(`a${i}`).queue('a').gpus(2).build());
+    expect(s.cycle().admitted).toHaveLength(4);
+    clock.t = Date.UTC(2026, 0, 5, 19, 30); // 20:30 in Berlin: closed, nominal back to 4
+    s.cycle();
+    expect(s.queueStatus('a')).toMatchObject({ activeWindow: null, resources: [{ nominal: 4, used: 8, borrowed: 4 }] });
+    s.submit(makeJob('b8').queue('b').gpus(8).build());
+    s.submit(makeJob('b4').queue('b').gpus(4).build());
+    const res = { admitted: [] as string[], preempted: [] as { reason: string }[] };
+    for (let i = 0; i < 3; i++) {
+      const r = s.cycle();
+      res.admitted.push(...r.admitted.map((a) => a.jobId));
+      res.preempted.push(...r.preempted);
+    }
+    expect(res.admitted.sort()).toEqual(['b4', 'b8']);
+    expect(res.preempted).toHaveLength(2); // b4 takes a's 4 borrowed GPUs back, two 2-GPU jobs
+    expect(new Set(res.preempted.map((p) => p.reason))).toEqual(new Set(['reclaim']));
+  });
+
   it('WindowClosed: a job that only the window allows waits for it', () => {
     const clock = new ManualClock(Date.UTC(2026, 0, 5, 20, 0)); // Monday 21:00 in Berlin
     const { s } = makeCluster({ clock, nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 2).window(officeHours(8))] });
