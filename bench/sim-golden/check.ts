@@ -104,6 +104,8 @@ runs.push(
     '--queues', join(fixtures, 'fill-queues.yaml'), '--placement', 'best-fit,fragmentation-aware'], true),
   simulate('fixture-fill-3gpu', ['--mode', 'fill', '--trace', join(fixtures, 'fill-trace-3gpu.csv'), '--cluster', join(fixtures, 'fill-cluster.csv'),
     '--queues', join(fixtures, 'fill-queues.yaml')], true),
+  simulate('fixture-window', ['--trace', join(fixtures, 'window-trace.csv'), '--cluster', join(fixtures, 'window-cluster.csv'),
+    '--queues', join(fixtures, 'window-queues.json'), '--window', 'last-finish', '--policy', 'fairway,static,fifo'], true),
 );
 
 const pick = (rs: Run[]): Run[] => (flags.quick ? rs.filter((r) => r.quick) : rs);
