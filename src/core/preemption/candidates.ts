@@ -5,7 +5,7 @@ import type { NodeState } from '../nodes.js';
 import { overNominal } from '../queue-usage.js';
 import { GPU, RESOURCE_COUNT } from '../quota.js';
 import type { CoreState, JobState, QueueState } from '../state.js';
-import { tooCostlyForFairShare, tooYoungForReclaim, victimCost } from './lost-work.js';
+import { lostGpuMs, tooCostlyForFairShare, tooYoungForReclaim, victimCost } from './lost-work.js';
 
 export interface Candidate {
   job: JobState;
@@ -16,10 +16,11 @@ export interface Candidate {
 
 /**
  * Candidates regrouped by node: nodes of the chosen flavors where freeing the candidates could
- * hold a pod first, then those with the most free GPU already (least to evict), then the fewest
- * candidate GPUs, then name; within a node the policy order stays. Null if it changes nothing.
+ * hold a pod first, then those with the most free GPU already (least to evict), then the least
+ * GPU-time its candidates would lose, then the fewest candidate GPUs, then name; within a node the
+ * policy order stays. Null if it changes nothing.
  */
-export function placementOrder(job: JobState, choice: string[], cands: Candidate[]): Candidate[] | null {
+export function placementOrder(job: JobState, choice: string[], cands: Candidate[], now: number): Candidate[] | null {
   const podGpu = new Map<string, number>(); // per chosen flavor: the smallest GPU pod shape
   job.podSets.forEach((ps, i) => {
     const f = choice[i] as string;
@@ -28,14 +29,21 @@ export function placementOrder(job: JobState, choice: string[], cands: Candidate
   if (podGpu.size === 0) return null;
   const eligible = eligibleFor(job);
   const held = new Map<NodeState, number>();
-  for (const c of cands)
+  // GPU-time the candidates on a node would lose (a job on several nodes counts on each)
+  const cost = new Map<NodeState, number>();
+  for (const c of cands) {
+    const lost = lostGpuMs(c.job, now);
+    const seen = new Set<NodeState>();
     for (const a of c.job.allocs) {
       if (!podGpu.has(a.node.flavor.spec.name) || !eligible(a.node)) continue;
       held.set(a.node, (held.get(a.node) ?? 0) + a.gpuMilli.reduce((x, y) => x + y, 0));
+      if (!seen.has(a.node)) cost.set(a.node, (cost.get(a.node) ?? 0) + lost);
+      seen.add(a.node);
     }
+  }
   const ranked = [...held.entries()]
-    .map(([n, h]) => ({ n, h, useful: n.freeGpuTotal + h >= (podGpu.get(n.flavor.spec.name) as number) ? 0 : 1 }))
-    .sort((a, b) => a.useful - b.useful || b.n.freeGpuTotal - a.n.freeGpuTotal || a.h - b.h || (a.n.spec.name < b.n.spec.name ? -1 : 1));
+    .map(([n, h]) => ({ n, h, lost: cost.get(n) ?? 0, useful: n.freeGpuTotal + h >= (podGpu.get(n.flavor.spec.name) as number) ? 0 : 1 }))
+    .sort((a, b) => a.useful - b.useful || b.n.freeGpuTotal - a.n.freeGpuTotal || a.lost - b.lost || a.h - b.h || (a.n.spec.name < b.n.spec.name ? -1 : 1));
   const out: Candidate[] = [];
   const seen = new Set<Candidate>();
   for (const { n } of ranked)

@@ -111,7 +111,7 @@ export function preempting(core: CoreState, job: JobState): Plan | null {
   // by fair share, waits for capacity rather than evicting whole nodes of running work — on Philly
   // the retry for every preemptor doubled preemptions and tripled the GPU-hours thrown away.
   if (!victims && placementShort && withinNominal(q, request)) {
-    const byNode = placementOrder(job, choice, cands);
+    const byNode = placementOrder(job, choice, cands, core.clock.now());
     if (byNode) victims = searchVictims(core, job, request, need, byNode, underNominal, fits, taken);
   }
   if (!victims) {
