@@ -57,6 +57,15 @@ builder.node(JobRef, {
     finishedAt: t.field({ type: 'DateTime', nullable: true, resolve: (j) => j.finishedAt ?? null }),
     exitReason: t.string({ nullable: true, resolve: (j) => j.exitReason ?? null }),
     preemptionCount: t.exposeInt('preemptionCount'),
+    lostGpuHours: t.float({
+      description: "GPU-hours of this job's work thrown away by its preemptions (each: its GPUs × its run since its last checkpoint); 0 when never preempted.",
+      // One query for the events of every job in the response, and none for a job never preempted.
+      resolve: async (j, _a, ctx) => {
+        if (!j.preemptionCount) return 0;
+        requireCapability(ctx, j.tenant.id, 'jobs:read', 'Job');
+        return (await ctx.loaders.jobEvents.load(j.id)).reduce((sum, e) => sum + (e.type === 'PREEMPTED' && typeof e.data?.lostGpuHours === 'number' ? e.data.lostGpuHours : 0), 0);
+      },
+    }),
     borrowed: t.boolean({ description: 'Admitted on quota borrowed from the cohort (first to be reclaimed).', resolve: (j) => j.admission?.borrowed ?? false }),
     placement: t.field({ type: [PlacementRef], resolve: (j) => placementLines(j.admission) }),
     position: t.field({ type: JobPositionRef, nullable: true, description: 'Pending jobs only.', resolve: (j, _a, ctx) => pendingExplanation(j, ctx) }),

@@ -160,6 +160,16 @@ describeEachDialect('checkpoint-aware preemption, gateway side', (dialect) => {
     const victim = others[(await Promise.all(others.map(stateOf))).indexOf('PENDING')]!;
     const lost = (await expectOk(t, borealis, JOB, { id: victim })).node.events.edges.map((e: { node: { type: string; lostGpuHours: number } }) => e.node).find((e: { type: string }) => e.type === 'PREEMPTED').lostGpuHours;
     expect(lost).toBeCloseTo((8 * 10_000 * TIME_SCALE) / 3_600_000, 6);
+    // Beside each job's preemption count, the sum of what its preemptions threw away.
+    const totals = await expectOk(t, borealis, `query($a: ID!, $b: ID!, $c: ID!) { a: node(id: $a) { ... on Job { preemptionCount lostGpuHours } } b: node(id: $b) { ... on Job { preemptionCount lostGpuHours } } c: node(id: $c) { ... on Job { preemptionCount lostGpuHours } } }`, {
+      a: resumable,
+      b: victim,
+      c: others.find((id) => id !== victim)!,
+    });
+    expect(totals.a).toEqual({ preemptionCount: 1, lostGpuHours: 0 });
+    expect(totals.b.preemptionCount).toBe(1);
+    expect(totals.b.lostGpuHours).toBeCloseTo(lost, 9);
+    expect(totals.c).toEqual({ preemptionCount: 0, lostGpuHours: 0 });
     const metrics = await t.app.metrics.registry.getSingleMetric('fairway_scheduler_preemption_lost_gpu_hours_total')!.get();
     const borealisQueueName = (await systemEm().findOneOrFail(Queue, { id: rawId(ids.borealisQueue) })).name;
     const sample = metrics.values.find((v) => v.labels.queue === borealisQueueName && v.labels.reason === 'reclaim');

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parseJobFile } from '../../src/cli/tenant/job-file.js';
 import { toSubmitInput } from '../../src/cli/tenant/submit.js';
 import { CliError, EXIT } from '../../src/cli/tenant/context.js';
+import { standing } from '../../src/cli/tenant/format.js';
 
 const file = (checkpoint: string) => `name: train\npodSets:\n  - gpusPerPod: 1\nexpectedDurationSeconds: 3600\n${checkpoint}`;
 
@@ -11,6 +12,14 @@ describe('job file: checkpoint', () => {
     const job = parseJobFile(file('checkpoint:\n  intervalSeconds: 900\n  resumable: true\n'), 'job.yaml');
     expect(toSubmitInput(job, {}, 'k').checkpoint).toEqual({ intervalSeconds: 900, resumable: true });
     expect(toSubmitInput(parseJobFile(file(''), 'job.yaml'), {}, 'k')).not.toHaveProperty('checkpoint');
+  });
+
+  it('ls/watch lines show the GPU-hours lost beside the preemption count', () => {
+    const base = { state: 'RUNNING' as const, eta: null, position: null, pendingReason: null };
+    expect(standing({ ...base, preemptionCount: 2, lostGpuHours: 44.444 })).toBe('RUNNING  preempted 2× (44.4 GPU-h lost)');
+    expect(standing({ ...base, preemptionCount: 1, lostGpuHours: 0.25 })).toBe('RUNNING  preempted 1× (0.25 GPU-h lost)');
+    expect(standing({ ...base, preemptionCount: 1, lostGpuHours: 0 })).toBe('RUNNING  preempted 1× (0 GPU-h lost)');
+    expect(standing({ ...base, preemptionCount: 0, lostGpuHours: 0 })).toBe('RUNNING');
   });
 
   it('refuses a bad interval or an unknown field with file:line', () => {

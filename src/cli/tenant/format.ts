@@ -25,13 +25,18 @@ export function age(iso: string | null | undefined, now = Date.now()): string {
   return iso ? duration(now - Date.parse(iso)) : '-';
 }
 
+/** GPU-hours lost, to one decimal (two below 1, so a small loss does not read as none). */
+export function lostHours(h: number): string {
+  return h === 0 ? '0' : h < 1 ? h.toFixed(2) : h.toFixed(1);
+}
+
 export function gpus(n: number): string {
   return Number.isInteger(n) ? String(n) : n.toFixed(3).replace(/0+$/, '');
 }
 
-type Standing = Pick<Job, 'state' | 'eta' | 'position' | 'pendingReason'> & { preemptionCount?: number; exitReason?: string | null };
+type Standing = Pick<Job, 'state' | 'eta' | 'position' | 'pendingReason'> & { preemptionCount?: number; lostGpuHours?: number | null; exitReason?: string | null };
 
-/** "PENDING  #2/5 in queue (3/9 in cohort)  ETA in 4m  WaitingForQuota: …  preempted 1×" */
+/** "PENDING  #2/5 in queue (3/9 in cohort)  ETA in 4m  WaitingForQuota: …  preempted 1× (2.5 GPU-h lost)" */
 export function standing(s: Standing, now = Date.now()): string {
   const parts: string[] = [s.state];
   if (s.state === 'PENDING' && s.position?.inQueue != null) {
@@ -45,7 +50,7 @@ export function standing(s: Standing, now = Date.now()): string {
     parts.push(s.eta ? `ETA ${s.eta.slice(11, 19)}Z (${left > 0 ? `in ${duration(left)}` : 'due'})` : 'ETA unknown');
   }
   if (s.pendingReason && s.state === 'PENDING') parts.push(`${s.pendingReason.code}: ${s.pendingReason.message}`);
-  if (s.preemptionCount) parts.push(`preempted ${s.preemptionCount}×`);
+  if (s.preemptionCount) parts.push(`preempted ${s.preemptionCount}×${s.lostGpuHours != null ? ` (${lostHours(s.lostGpuHours)} GPU-h lost)` : ''}`);
   if (s.exitReason && (s.state === 'FAILED' || s.state === 'CANCELLED')) parts.push(`(${s.exitReason})`);
   return parts.join('  ');
 }

@@ -55,6 +55,7 @@ export const JobFields = graphql(`
     finishedAt
     exitReason
     preemptionCount
+    lostGpuHours
     eta
     queue { id name }
     position { inQueue queueLength inCohort cohortLength }
@@ -107,7 +108,7 @@ export const WatchJob = graphql(`
       eta
       position { inQueue queueLength inCohort cohortLength }
       pendingReason { code message etaUnknownMessage }
-      job { id name preemptionCount exitReason startedAt expectedDurationSeconds }
+      job { id name preemptionCount lostGpuHours exitReason startedAt expectedDurationSeconds }
     }
   }
 `);

@@ -65,7 +65,7 @@ export async function runWatch(argv: string[], ctx: CliContext): Promise<number>
   let frame = 0;
   const line = (u: Update): string => {
     const running = u.state === 'RUNNING' && u.job.startedAt ? `  running ${duration(Date.now() - Date.parse(u.job.startedAt))}` : '';
-    return `${u.job.name}  ${standing({ ...u, preemptionCount: u.job.preemptionCount, exitReason: u.job.exitReason })}${running}`;
+    return `${u.job.name}  ${standing({ ...u, preemptionCount: u.job.preemptionCount, lostGpuHours: u.job.lostGpuHours, exitReason: u.job.exitReason })}${running}`;
   };
   const render = (u: Update, final = false): void => {
     if (ctx.json) {
