@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// The project CLI. Subcommands: simulate, convert-philly, generate-hetero. Flags by node:util parseArgs.
+// The project CLI. Subcommands: simulate, convert-philly, generate-hetero, convert-openb. Flags by node:util parseArgs.
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { checkPhillyDir, convertPhilly, type PhillyDirSource } from '../simulator/philly.js';
 import { writeHetero } from '../simulator/hetero-gen.js';
+import { convertOpenb } from '../simulator/openb.js';
 import { runTenantCommand, TENANT_COMMANDS, TENANT_HELP } from './tenant/index.js';
 import { PLACEMENTS, POLICIES, type PlacementName, type PolicyName } from '../simulator/policies.js';
 import { barProgress, lineProgress, NO_PROGRESS, type ProgressDisplay } from '../simulator/progress.js';
@@ -17,6 +18,7 @@ commands:
   simulate         replay or fill a job trace through the scheduler core and report quality
   convert-philly   convert the Philly trace to the simulator's trace, cluster and queues files
   generate-hetero  write a seeded heterogeneous fill trace, cluster and queues (several GPU models)
+  convert-openb    convert an Alibaba GPU trace (openb node and pod lists) to the same fill inputs
   help [command]   show help
 
 ${TENANT_HELP}
@@ -69,6 +71,17 @@ const HETERO_HELP = `usage: fairway generate-hetero [options]
 
 See docs/simulator.md ("Heterogeneous fill generator") for the distributions.`;
 const HETERO_STRINGS = ['seed', 'scale', 'out'];
+
+const OPENB_HELP = `usage: fairway convert-openb --node-list FILE --pod-list FILE [options]
+
+  --node-list FILE     node CSV (sn, cpu_milli, memory_mib, gpu, model; no model = CPU-only)
+  --pod-list FILE      pod CSV (name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec, ...)
+  --out DIR            where to write openb-{trace,cluster}.csv, openb-queues.json and the
+                       merged variants (default sim-out/openb)
+  -h, --help           this help
+
+A gpu_spec naming several models is written without a pin (the trace pins one flavor).`;
+const OPENB_STRINGS = ['node-list', 'pod-list', 'out'];
 
 type Flags = Map<string, string | true>;
 
@@ -234,7 +247,7 @@ export async function main(argv: string[], io: Io = stdio, options: CliOptions =
   try {
     if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
       const sub = rest[0];
-      io.out(sub === 'simulate' ? SIMULATE_HELP : sub === 'convert-philly' ? PHILLY_HELP : sub === 'generate-hetero' ? HETERO_HELP : MAIN_HELP);
+      io.out(sub === 'simulate' ? SIMULATE_HELP : sub === 'convert-philly' ? PHILLY_HELP : sub === 'generate-hetero' ? HETERO_HELP : sub === 'convert-openb' ? OPENB_HELP : MAIN_HELP);
       return 0;
     }
     if (cmd === 'simulate') {
@@ -293,6 +306,22 @@ export async function main(argv: string[], io: Io = stdio, options: CliOptions =
       if (!(scale > 0) || !Number.isFinite(scale)) throw new UsageError(`--scale must be a positive number, got '${sc}'`);
       const r = writeHetero({ seed: int(f, 'seed', 1), scale, outDir: str(f, 'out') ?? 'sim-out/hetero' });
       io.out(`${r.nodes} nodes, ${r.gpus} GPUs, ${r.pods} pods\ntrace → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}\nmerged → ${r.traceMerged}, ${r.clusterMerged}, ${r.queuesMerged}`);
+      return 0;
+    }
+    if (cmd === 'convert-openb') {
+      const f = parseFlags(rest, OPENB_STRINGS, ['help']);
+      if (f.has('help')) {
+        io.out(OPENB_HELP);
+        return 0;
+      }
+      for (const k of f.keys()) if (!OPENB_STRINGS.includes(k)) throw new UsageError(`unknown option --${k}`);
+      const need = (k: string): string => {
+        const v = str(f, k);
+        if (v === undefined) throw new UsageError(`--${k} FILE is required`);
+        return v;
+      };
+      const r = convertOpenb({ nodeList: need('node-list'), podList: need('pod-list'), outDir: str(f, 'out') ?? 'sim-out/openb' });
+      io.out(`${r.nodes} nodes, ${r.gpus} GPUs, ${r.pods} pods (${r.multiModelPins} multi-model pins written unpinned)\ntrace → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}\nmerged → ${r.traceMerged}, ${r.clusterMerged}, ${r.queuesMerged}`);
       return 0;
     }
     if ((TENANT_COMMANDS as readonly string[]).includes(cmd)) return await runTenantCommand(cmd, rest, io);

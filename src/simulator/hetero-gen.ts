@@ -186,8 +186,15 @@ function queuesJson(capacity: Map<string, { gpu: number; cpu: number; memory: nu
  * (hetero-*-merged.*: every node of flavor `gpu`, no pins).
  */
 export function writeHetero(o: HeteroOptions & { outDir: string }): HeteroFiles {
-  const g = generateHetero(o);
-  mkdirSync(o.outDir, { recursive: true });
+  return writeFillInput(generateHetero(o), o.outDir, 'hetero', MODEL_ORDER);
+}
+
+/**
+ * Writes PREFIX-{trace,cluster}.csv and PREFIX-queues.json (one flavor per model, declared in
+ * `order`, models not in it after them by name) and the merged variants PREFIX-*-merged.*.
+ */
+export function writeFillInput(g: HeteroInput, outDir: string, prefix: string, order: readonly string[]): HeteroFiles {
+  mkdirSync(outDir, { recursive: true });
   const header = 'name,pool,gpu_type,gpus,cpu_milli,memory_mib,count';
   const cl = [header];
   const clm = [header];
@@ -215,21 +222,23 @@ export function writeHetero(o: HeteroOptions & { outDir: string }): HeteroFiles 
     tr.push([...row, p.model ?? ''].join(','));
     trm.push([...row, ''].join(','));
   }
-  const f = (n: string) => join(o.outDir, n);
+  const f = (n: string) => join(outDir, `${prefix}-${n}`);
   const files: HeteroFiles = {
-    trace: f('hetero-trace.csv'),
-    cluster: f('hetero-cluster.csv'),
-    queues: f('hetero-queues.json'),
-    traceMerged: f('hetero-trace-merged.csv'),
-    clusterMerged: f('hetero-cluster-merged.csv'),
-    queuesMerged: f('hetero-queues-merged.json'),
+    trace: f('trace.csv'),
+    cluster: f('cluster.csv'),
+    queues: f('queues.json'),
+    traceMerged: f('trace-merged.csv'),
+    clusterMerged: f('cluster-merged.csv'),
+    queuesMerged: f('queues-merged.json'),
     nodes,
     gpus,
     pods: g.pods.length,
   };
+  const models = [...new Set(g.nodes.map((n) => n.model))];
+  const declared = [...order.filter((m) => models.includes(m)), ...models.filter((m) => !order.includes(m)).sort()];
   writeFileSync(files.trace, tr.join('\n') + '\n');
   writeFileSync(files.cluster, cl.join('\n') + '\n');
-  writeFileSync(files.queues, queuesJson(cap, MODEL_ORDER));
+  writeFileSync(files.queues, queuesJson(cap, declared));
   writeFileSync(files.traceMerged, trm.join('\n') + '\n');
   writeFileSync(files.clusterMerged, clm.join('\n') + '\n');
   writeFileSync(files.queuesMerged, queuesJson(cap, [MERGED_FLAVOR]));
