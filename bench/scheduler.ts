@@ -213,7 +213,7 @@ const started = Date.now();
   const wn = scenario(200, true, 7);
   for (let i = 0; i < 3; i++) finishAndCycle(wn);
 }
-const SCALES = (process.env.BENCH_SCALES ?? '1000,10000,100000').split(',').map(Number);
+const SCALES = (process.env.BENCH_SCALES ?? '1000,10000,100000').split(',').map(Number).filter((n) => n > 0);
 for (const pending of SCALES) {
   const label = pending >= 1000 ? `${pending / 1000}k` : String(pending);
   console.error(`pending ${label}: building…`);
@@ -269,6 +269,54 @@ for (const pending of SCALES) {
     console.error(`  burst jobs still pending after ${drain.length} finishes: ${left.size}`);
   }
 }
+
+/**
+ * The burst's first cycle cut into slices (`cycle({ maxHeads })`, as the gateway runs it), beside
+ * the same cycle unsliced, on two identical fresh 10k scenarios given the same 10,000 production
+ * submissions: CPU per slice (what one turn of the gateway's event loop costs), number of slices,
+ * total CPU, and a check that both made the same admissions and preemptions.
+ */
+function burstSlices(sliceSizes: number[]): void {
+  const seq0 = seq;
+  const make = () => {
+    seq = seq0;
+    return scenario(10_000, false, 42);
+  };
+  const rand = mulberry32(4242);
+  const twin = make();
+  const burst: JobSpec[] = Array.from({ length: 10_000 }, () => randomJob(rand, twin.clock.now() + 1, 'production'));
+  const decisions = (rs: ReturnType<Scheduler['cycle']>[]) => JSON.stringify([rs.flatMap((r) => r.admitted.map((a) => a.jobId)), rs.flatMap((r) => r.preempted.map((p) => p.victimId))]);
+  for (const j of burst) twin.s.submit(j);
+  let whole: ReturnType<Scheduler['cycle']> | undefined;
+  const wholeMs = time(() => {
+    whole = twin.s.cycle();
+  });
+  row('10k', `burst (fresh scenario): first cycle unsliced (${whole!.admitted.length} admitted, ${whole!.preempted.length} preempted)`, [wholeMs]);
+  const reference = decisions([whole!]);
+  for (const size of sliceSizes) {
+    const sc = make();
+    for (const j of burst) sc.s.submit(j);
+    const results: ReturnType<Scheduler['cycle']>[] = [];
+    const w0 = walls.length;
+    const slices: number[] = [];
+    for (let more = true; more; ) {
+      slices.push(
+        time(() => {
+          const r = sc.s.cycle({ maxHeads: size });
+          results.push(r);
+          more = r.more;
+        }),
+      );
+    }
+    const same = decisions(results) === reference;
+    const total = slices.reduce((a, b) => a + b, 0);
+    const max = Math.max(...slices);
+    row('10k', `burst: first cycle in slices of ${size} heads (${slices.length} slices, ${fmt(total)} ms CPU in all, max ${fmt(max)} ms; decisions ${same ? 'identical to unsliced' : 'DIFFER from unsliced'})`, slices, undefined, walls.slice(w0));
+  }
+}
+
+const burstSizes = (process.env.BENCH_BURST_SLICES ?? '8,50').split(',').map(Number).filter((n) => n > 0);
+if (SCALES.includes(10_000) || process.env.BENCH_BURST_SLICES) burstSlices(burstSizes);
 
 const header = ['pending', 'operation', 'CPU median ms', 'CPU p99 ms', 'wall median ms', 'samples', 'naive CPU median ms', 'naive / incremental'];
 const lines = [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)];

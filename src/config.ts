@@ -80,6 +80,7 @@ const envSchema = z
     OIDC_USER_CLAIM: z.string().min(1).default('email'),
     OIDC_ROLES_CLAIM: z.string().min(1).default('fairway_roles'),
     FAIRWAY_METERING_INTERVAL_MS: z.coerce.number().int().min(100, 'must be at least 100').max(3_600_000, 'must be at most an hour').optional(),
+    FAIRWAY_CYCLE_SLICE_MS: z.coerce.number().int().min(0).max(60_000, 'must be at most 60000').optional(),
     FAIRWAY_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters (a shared secret for Prometheus)').optional(),
     FAIRWAY_CURRENCY: z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code such as USD').default(DEFAULT_CURRENCY),
     // Query limits (src/server/limits.ts holds the defaults; unset: the default).
@@ -146,6 +147,8 @@ export interface FairwayConfig {
   currency?: string;
   /** Running jobs' usage is written to the ledger this often (FAIRWAY_METERING_INTERVAL_MS; default 60 000, the demo 15 000). */
   meteringIntervalMs?: number;
+  /** Admission cycles run in slices of about this many ms, requests answered between them (FAIRWAY_CYCLE_SLICE_MS; unset: 20; 0: unsliced). */
+  cycleSliceMs?: number;
   /** A bearer token that may read `/metrics` besides platform admins (FAIRWAY_METRICS_TOKEN). */
   metricsToken?: string;
   /** Query limits overriding the defaults (FAIRWAY_MAX_*, FAIRWAY_INTROSPECTION…; see src/server/limits.ts). */
@@ -252,6 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
     webSocket: webSocketFromEnv(env, e.NODE_ENV),
     // The demo writes usage every 15 s, so its GPU-hours and cost show within the first minute.
     meteringIntervalMs: e.FAIRWAY_METERING_INTERVAL_MS ?? (demo ? 15_000 : 60_000),
+    cycleSliceMs: e.FAIRWAY_CYCLE_SLICE_MS,
     oidc: e.OIDC_ISSUER
       ? {
           issuer: e.OIDC_ISSUER,

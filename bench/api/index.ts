@@ -23,6 +23,9 @@
 //        at 200/s.
 //   (2b) Batch `submitJobs` (1,000 jobs per call), 1 caller then 4, SQLite: jobs/s accepted and
 //        admitted. Target ≥ 5,000 of each. Says "submitJobs not available" on a server without it.
+//   (4)  A 10,000-job burst (submitJobs) with admission cycles in slices and in one piece: p99 of an
+//        authenticated `{ __typename }` meanwhile (open loop) and the time until all are admitted
+//        (bench/api/burst-stall.ts; issue 15). Target: p99 < 100 ms, admission time not worse.
 //   (3)  N graphql-ws subscribers (one socket each) on one pending job's `jobPosition(id)` each;
 //        one running job is cancelled so the head is admitted and every position moves. Delivery
 //        latency from the head's ADMITTED, server memory per subscriber, CPU of the round.
@@ -47,6 +50,7 @@ import { parseArgs } from 'node:util';
 import { authOverhead } from './auth-overhead.js';
 import { runBaselineServer } from './baseline-server.js';
 import { batchSubmit } from './batch-submit.js';
+import { burstStall } from './burst-stall.js';
 import { dashboardThroughput } from './dashboard-throughput.js';
 import { sharedAgent } from './load-client.js';
 import { positionSubscribers } from './position-subscribers.js';
@@ -57,7 +61,7 @@ import { live } from './servers.js';
 import { submitToAdmitted } from './submit-to-admitted.js';
 
 async function main(): Promise<void> {
-  const parts = new Set((process.env.BENCH_PARTS ?? '1,1b,2,2b,3').split(',').map((s) => s.trim()));
+  const parts = new Set((process.env.BENCH_PARTS ?? '1,1b,2,2b,3,4').split(',').map((s) => s.trim()));
   const seconds = Number(process.env.BENCH_SECONDS ?? 5);
   const submitSeconds = Number(process.env.BENCH_SUBMIT_SECONDS ?? 10);
   const rates = (process.env.BENCH_SUBMIT_RATES ?? '200,500,1000').split(',').map(Number).filter((n) => n > 0);
@@ -85,6 +89,7 @@ async function main(): Promise<void> {
   if (parts.has('2')) await submitToAdmitted(submitSeconds, rates);
   if (parts.has('2b')) await batchSubmit();
   if (parts.has('3')) await positionSubscribers(sizes, deadline);
+  if (parts.has('4')) await burstStall();
   out(`Total bench time: ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end: ${loadAvg()}.`);
   sharedAgent.destroy();
   if (resultsFile) writeReport(resultsFile);

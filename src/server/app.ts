@@ -113,6 +113,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     leadership: leadershipFor(config.database),
     logError,
     meteringIntervalMs: config.meteringIntervalMs,
+    cycleSliceMs: config.cycleSliceMs,
     // Budgets: thresholds are evaluated after each metering checkpoint; exhausted hard budgets hold admission.
     metering: { currency: config.currency ?? DEFAULT_CURRENCY, afterCheckpoint: (em, nowMs, currency) => evaluateBudgets(em, null, nowMs, currency), holds: computeHolds },
     observeCycle: metrics.observeCycle,

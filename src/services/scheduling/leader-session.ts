@@ -15,6 +15,15 @@ import { jobSpec } from './specs.js';
 
 type Writable = WritableBackendEvent;
 
+/** Default length of one slice of an admission cycle (FAIRWAY_CYCLE_SLICE_MS). */
+export const DEFAULT_CYCLE_SLICE_MS = 20;
+
+/**
+ * Heads the core evaluates per call within a slice: the clock is read between calls, so a slice
+ * overruns its length by at most one call (a head costs up to ~1 ms at a 10,000-job burst).
+ */
+const CYCLE_CHUNK_HEADS = 8;
+
 /** Jobs per checkpoint transaction. */
 const CHECKPOINT_BATCH = 500;
 
@@ -31,8 +40,13 @@ export interface LeaderHost {
     recoveryRetryMs?: number;
     /** Running jobs' open intervals are written to the ledger this often. */
     meteringIntervalMs?: number;
-    /** Told after each admission cycle (metrics). */
+    /** Told after each admission cycle (metrics); a sliced cycle tells each slice. */
     observeCycle?: (seconds: number, admitted: readonly Admission[], preempted: readonly Preemption[]) => void;
+    /**
+     * An admission cycle runs in slices of about this many milliseconds, the event loop answering
+     * requests between them (DEFAULT_CYCLE_SLICE_MS when unset; 0: each cycle in one turn).
+     */
+    cycleSliceMs?: number;
   };
   /** How the core is loaded from the database (clock, placement, the backend's time scale). */
   readonly loaderOptions: CoreLoaderOptions;
@@ -76,6 +90,8 @@ export class LeaderSession {
   private reportsQueued = false;
   /** Whether the backend has been reconciled with the database in this term (retried by resync until it is). */
   private reconciled = false;
+  /** Whether the next slice of a sliced cycle is scheduled and has not begun. */
+  private continuing = false;
 
   constructor(
     private readonly host: LeaderHost,
@@ -366,14 +382,22 @@ export class LeaderSession {
     this.host.windows.announce(this.host.queueIds, (name) => this.host.queueStatus(name));
   }
 
+  /**
+   * One admission cycle, or one slice of it (`cycleSliceMs`): its decisions are written (fenced)
+   * before the next slice is computed, so a slice is acknowledged exactly as a whole cycle was, and
+   * the rest of the cycle is the leader's next turn after the event loop has had its own
+   * (`continueCycle`). Reports and submits that arrive meanwhile reach the core between slices.
+   */
   private async runCycle(): Promise<void> {
     if (this.ended || this.paused) return;
     const { core } = this.host;
     const started = performance.now();
-    const result = core.cycle();
-    this.announceWindows();
+    const sliceMs = this.host.options.cycleSliceMs ?? DEFAULT_CYCLE_SLICE_MS;
+    const result = sliceMs > 0 ? this.cycleSlice(started, sliceMs) : core.cycle();
+    if (!result.more) this.announceWindows();
     if (result.admitted.length === 0 && result.preempted.length === 0) {
       this.observeCycle(started, result);
+      if (result.more) return this.continueCycle();
       return this.host.stateChanged();
     }
     // On failure the core is ahead of the database: failed() pauses until a rebuild (or demotes).
@@ -385,8 +409,40 @@ export class LeaderSession {
     this.host.options.events.publish('scheduler-state', { at: result.at });
     this.host.stateChanged();
     this.dispatchSoon();
-    // Admissions may free a StrictFIFO queue or leave room for the next head.
-    this.wake();
+    // The rest of a sliced cycle; else admissions may free a StrictFIFO queue or leave room for the next head.
+    if (result.more) this.continueCycle();
+    else this.wake();
+  }
+
+  /**
+   * Calls the core with a few heads at a time until the cycle ends or the slice's time is up, and
+   * answers their decisions together (the core's sliced calls, concatenated, decide as one cycle).
+   */
+  private cycleSlice(started: number, sliceMs: number): CycleResult {
+    const { core } = this.host;
+    const result = core.cycle({ maxHeads: CYCLE_CHUNK_HEADS });
+    while (result.more && performance.now() - started < sliceMs) {
+      const next = core.cycle({ maxHeads: CYCLE_CHUNK_HEADS });
+      result.admitted.push(...next.admitted);
+      result.preempted.push(...next.preempted);
+      result.pending.push(...next.pending);
+      result.more = next.more;
+    }
+    return result;
+  }
+
+  /**
+   * The next slice of a sliced cycle, after the event loop has answered what waits (setImmediate
+   * runs after pending I/O callbacks), as the leader's next serial turn: work queued meanwhile
+   * (reports, submits) goes first. A wake-up in between simply runs the same continuation.
+   */
+  private continueCycle(): void {
+    if (this.ended || this.paused || this.continuing) return;
+    this.continuing = true;
+    setImmediate(() => {
+      this.continuing = false;
+      this.run(() => this.runCycle());
+    });
   }
 
   /** Metrics only: an observer that throws must not fail the cycle. */

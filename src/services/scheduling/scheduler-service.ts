@@ -36,6 +36,8 @@ export interface SchedulerServiceOptions {
   meteringIntervalMs?: number;
   /** Currency and what follows a charge (budgets); the time scale comes from the backend. */
   metering?: Pick<MeteringSettings, 'currency' | 'afterCheckpoint' | 'holds'>;
+  /** Admission cycles run in slices of about this many ms, requests answered between them (default DEFAULT_CYCLE_SLICE_MS; 0: unsliced). */
+  cycleSliceMs?: number;
   /** Told after each leader admission cycle (metrics): its duration in seconds, with the write, and its decisions. */
   observeCycle?: (seconds: number, admitted: readonly Admission[], preempted: readonly Preemption[]) => void;
 }
