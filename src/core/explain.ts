@@ -7,7 +7,7 @@ import { etaOf, expectedEnd } from './eta-tree.js';
 import { holdInfo, holdMessage, matchingHold } from './holds.js';
 import { weightedShare } from './queue-usage.js';
 import { QuotaNode } from './quota.js';
-import { keptOffReserved, reservationOf } from './reservation.js';
+import { agedShare, keptOffReserved, reservationOf } from './reservation.js';
 import { type CoreState, type JobState, queueLess, type QueueState, type TreeView } from './state.js';
 import type { Admission, AdmissionHold, JobExplanation } from './types.js';
 
@@ -112,6 +112,7 @@ export function cohortOrder(core: CoreState, root: QuotaNode): JobState[] {
     return { q, jobs, i: 0, share: core.fairSharing ? weightedShare(q) : 0 };
   });
   const order: JobState[] = [];
+  const now = core.clock.now();
   for (;;) {
     let best: (typeof lists)[number] | null = null;
     for (const l of lists) {
@@ -122,8 +123,9 @@ export function cohortOrder(core: CoreState, root: QuotaNode): JobState[] {
         continue;
       }
       const b = best.jobs[best.i] as JobState;
-      const ka = [l.share, core.fairSharing ? 0 : Number(headBorrows(h))];
-      const kb = [best.share, core.fairSharing ? 0 : Number(headBorrows(b))];
+      // Aging (reservation.ts): a head pending long goes first, as in the cycle's order phase.
+      const ka = [agedShare(core, h, now, l.share), core.fairSharing ? 0 : Number(headBorrows(h))];
+      const kb = [agedShare(core, b, now, best.share), core.fairSharing ? 0 : Number(headBorrows(b))];
       if (ka[0]! < kb[0]! || (ka[0] === kb[0] && (ka[1]! < kb[1]! || (ka[1] === kb[1] && queueLess(h, b))))) best = l;
     }
     if (!best) break;

@@ -160,8 +160,8 @@ export function prepareReservations(core: CoreState, now: number): void {
 
 function isDue(core: CoreState, j: JobState, now: number): boolean {
   if (j.podSets.length !== 1 || now - pendingSince(j) < (core.reserve.afterMs as number) || reservationOf(core, j)) return false;
-  // Not yet tried, or its last reason is one a reservation can help.
-  return j.decision === null || dueReason(j.decision);
+  // Tried and failed for a reason a reservation can help (a job not yet tried may simply fit).
+  return j.decision !== null && dueReason(j.decision);
 }
 
 /** After a head was admitted: its reservation (if any) is done; reserved nodes it did not take wake their waiters. */
