@@ -18,7 +18,7 @@ export const DEFAULT_RESERVE_AFTER_MS = 2 * 3600_000;
 export const DEFAULT_RESERVE = true;
 export const DEFAULT_AGING = false;
 /** Default number of reservations held at once (cluster-wide). */
-export const DEFAULT_MAX_RESERVATIONS = 1;
+export const DEFAULT_MAX_RESERVATIONS = 4;
 
 export interface Reservation {
   job: JobState;

@@ -200,7 +200,7 @@ export interface SchedulerOptions {
    * submit or last preemption). `reserve` (default on): such a head that fails on nodes or on cohort
    * quota gets nodes reserved at its earliest start (from running jobs' expected ends); jobs that
    * would borrow there, at its priority or lower, may use them only if expected to end before then;
-   * at most `maxReservations` (default 1) at once. `aging` (default off): such heads are tried
+   * at most `maxReservations` (default 4) at once. `aging` (default off): such heads are tried
    * before the share order, oldest first.
    */
   boundedTails?: { afterMs?: number; reserve?: boolean; maxReservations?: number; aging?: boolean };
