@@ -1,5 +1,6 @@
 // Read-only views and the what-if: preview (rolled back), queueStatus, nodeStatus, admissionOf,
 // jobState, debugState.
+import { lostGpuMs } from './preemption/lost-work.js';
 import { buildAdmission } from './admit.js';
 import { evaluate } from './assignment/nominate.js';
 import { SchedulerInputError } from './errors.js';
@@ -32,6 +33,7 @@ export function preview(core: CoreState, spec: JobSpec): Preview {
         preemptorQueue: job.queue.spec.name,
         reason: v.reason,
         at: now,
+        lostGpuMs: lostGpuMs(v.job, now),
       })),
     };
   } else {

@@ -40,6 +40,7 @@ describe('victims chosen by the work they lose', () => {
       [makeJob('b-new').queue('b').gpus(4).build(), 60],
     ]);
     clock.t = t0 + 125 * MIN; // b-ckpt checkpointed 5 min ago; b-new has run 65 min
+    expect(s.preview(makeJob('a4').queue('a').gpus(4).build()).wouldPreempt.map((p) => [p.victimId, p.lostGpuMs])).toEqual([['b-ckpt', 4 * 5 * MIN]]);
     s.submit(makeJob('a4').queue('a').gpus(4).build());
     const r = s.cycle();
     expect(r.preempted.map((p) => [p.victimId, p.reason, p.lostGpuMs])).toEqual([['b-ckpt', 'reclaim', 4 * 5 * MIN]]);
