@@ -76,7 +76,7 @@ describe('reservations for long-waiting heads', () => {
         const b = run.s.explain('b-1');
         expect(b.reason).toBe('NoNodeFits');
         expect(b.keptOffReserved).toEqual({ nodes: 2, start: w.reservation!.start });
-        expect(b.message).toMatch(/reserved from .* for a job that has waited longer/);
+        expect(b.message).toMatch(/reserved from .* for a job that has waited long,/);
         // Explain and preview are what-ifs: the state is exactly as it was.
         run.s.preview(makeJob('probe').queue('b').gpus(1).duration(60 * MIN).submittedAt(run.clock.now()).build());
         expect(run.s.debugState()).toEqual(before);

@@ -68,7 +68,7 @@ export function diagnose(
       ok: false,
       reason: 'NoNodeFits',
       message: off
-        ? `quota allows it, but ${off.nodes} node(s) with room are reserved from ${new Date(off.start).toISOString()} for a job that has waited longer, and this job would borrow there and is not expected to end by then`
+        ? `quota allows it, but ${off.nodes} node(s) with room are reserved from ${new Date(off.start).toISOString()} for a job that has waited long, and this job would borrow there and is not expected to end by then`
         : `quota allows it, but no set of eligible nodes has room for ${count} pod(s) of ${ps.shape.gpu / 1000} GPU (${blocks})`,
       nodeFit,
       waitFlavors: nodeFailed,
