@@ -1,6 +1,7 @@
 // Bounded tails (reservation.ts): a wide gang above its nominal, starved by a stream of small
 // borrowers, gets nodes reserved once it has waited long; short jobs still backfill, jobs within
 // their nominal are never kept off, explain says both sides, what-ifs leave the state as it was.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Scheduler, SchedulerOptions } from '../../src/core/index.js';
 import { makeCluster, makeJob, makeQueue, ManualClock, nodes } from './builders.js';
@@ -109,5 +110,69 @@ describe('reservations for long-waiting heads', () => {
     expect(run.s.explain('wide').reservation).toBeUndefined();
     for (let m = 101; m <= 260 && run.wideStart === null; m++) minute(run, m);
     expect(run.wideStart).not.toBeNull();
+  });
+});
+
+describe('reservations: properties', () => {
+  type Op = { kind: 'submit'; queue: number; gpu: number; pods: number; minutes: number } | { kind: 'finish'; pick: number } | { kind: 'advance'; minutes: number } | { kind: 'cycle' };
+  const opArb: fc.Arbitrary<Op> = fc.oneof(
+    { weight: 4, arbitrary: fc.record({ kind: fc.constant('submit' as const), queue: fc.integer({ min: 0, max: 2 }), gpu: fc.constantFrom(1, 2, 4, 8), pods: fc.integer({ min: 1, max: 3 }), minutes: fc.integer({ min: 1, max: 120 }) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('finish' as const), pick: fc.nat() }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('advance' as const), minutes: fc.integer({ min: 1, max: 40 }) }) },
+    { weight: 3, arbitrary: fc.constant({ kind: 'cycle' as const }) },
+  );
+
+  /** Replays ops on 3 nodes / 3 queues with reservations after 10 minutes; checks what-ifs and capacity after every cycle. */
+  function replay(ops: Op[]): unknown[] {
+    const clock = new ManualClock();
+    const { s } = makeCluster({
+      clock,
+      nodes: nodes(3),
+      queues: [makeQueue('q0').cohort('c').nominal('h100', 8), makeQueue('q1').cohort('c').nominal('h100', 16), makeQueue('q2').cohort('c').nominal('h100', 0)],
+      options: { fairSharing: { enabled: true }, boundedTails: { afterMs: 10 * MIN, maxReservations: 2 } },
+    });
+    const out: unknown[] = [];
+    const running: string[] = [];
+    const pending = new Set<string>();
+    let n = 0;
+    for (const op of [...ops, { kind: 'cycle' as const }]) {
+      if (op.kind === 'submit') {
+        const id = `j${n++}`;
+        s.submit(makeJob(id).queue(`q${op.queue}`).pods(op.pods).gpus(op.gpu).duration(op.minutes * MIN).submittedAt(clock.now()).build());
+        pending.add(id);
+      } else if (op.kind === 'finish' && running.length > 0) {
+        const [id] = running.splice(op.pick % running.length, 1);
+        s.finish(id as string);
+      } else if (op.kind === 'advance') clock.advance(op.minutes * MIN);
+      else if (op.kind === 'cycle') {
+        const r = s.cycle();
+        for (const a of r.admitted) {
+          running.push(a.jobId);
+          pending.delete(a.jobId);
+        }
+        for (const p of r.preempted) {
+          running.splice(running.indexOf(p.victimId), 1);
+          pending.add(p.victimId);
+        }
+        out.push(r);
+        const before = s.debugState();
+        const ex = [...pending].map((id) => s.explain(id));
+        s.preview(makeJob('probe').queue('q2').pods(2).gpus(8).duration(30 * MIN).submittedAt(clock.now()).build());
+        expect(s.debugState()).toEqual(before);
+        out.push(ex.map((e) => [e.jobId, e.reason, e.reservation, e.keptOffReserved]));
+        for (const st of s.nodeStatus()) expect(st.free.gpu).toBeGreaterThanOrEqual(0);
+        expect(ex.filter((e) => e.reservation).length).toBeLessThanOrEqual(2);
+      }
+    }
+    return out;
+  }
+
+  it('what-ifs leave the state exactly as it was, capacity holds, and the same calls give the same decisions', () => {
+    fc.assert(
+      fc.property(fc.array(opArb, { minLength: 10, maxLength: 60 }), (ops) => {
+        expect(replay(ops)).toEqual(replay(ops));
+      }),
+      { numRuns: 30 },
+    );
   });
 });
