@@ -13,6 +13,7 @@ import { addVec } from '../units.js';
 import { type Candidate, candidates, placementOrder } from './candidates.js';
 import { classicalOtherQueues, classicalSearch } from './classical.js';
 import { fairShareOtherQueues } from './fair-sharing.js';
+import { lostGpuMs } from './lost-work.js';
 import { minimalSet } from './minimal-set.js';
 
 /**
@@ -101,7 +102,26 @@ export function preempting(core: CoreState, job: JobState): Plan | null {
   };
   // Candidates the searches actually took (they passed every rule): what a failed job can count on later.
   const taken = new Set<JobState>();
+  const mark0 = core.trail.length;
   let victims = searchVictims(core, job, request, need, cands, underNominal, fits, taken);
+  // Owed quota found in the policy order while some trial was short of nodes: the by-node order
+  // may make room on a node whose jobs lose less. Both searches run on the trail; the cheaper set
+  // (GPU-time lost; ties: the policy order's) is kept, the other rolled back.
+  if (victims && placementShort && withinNominal(q, request)) {
+    const now = core.clock.now();
+    const byNode = placementOrder(job, choice, cands, now);
+    if (byNode) {
+      const cost = (vs: JobState[]): number => vs.reduce((a, v) => a + lostGpuMs(v, now), 0);
+      const first = cost(victims);
+      rollback(core, mark0);
+      const alt = searchVictims(core, job, request, need, byNode, underNominal, fits, new Set());
+      if (alt && cost(alt) < first) victims = alt;
+      else {
+        rollback(core, mark0);
+        victims = searchVictims(core, job, request, need, cands, underNominal, fits, new Set());
+      }
+    }
+  }
   // The policy order can free enough quota on the wrong nodes (scattered GPUs, no node with room
   // for a pod) and then run out of candidates (a queue is not pushed below its nominal). Retry with
   // the candidates grouped by the nodes that can most cheaply make room for the pods (only when
