@@ -49,6 +49,8 @@ const conversions: Run[] = [
   { name: 'convert-768', args: convert(768), files: ['philly/philly-trace.csv', 'philly/philly-cluster-768.csv', 'philly/philly-queues-768.json'], quick: true },
   { name: 'convert-640', args: convert(640), files: ['philly/philly-cluster-640.csv', 'philly/philly-queues-640.json'] },
   { name: 'convert-frac', args: convert(768, ['--fractional', '0.5', '--seed', '1']), files: ['philly/philly-trace-frac0.5-seed1.csv'], quick: true },
+  { name: 'generate-hetero', args: ['generate-hetero', '--seed', '1', '--out', join(out, 'hetero')],
+    files: ['hetero/hetero-trace.csv', 'hetero/hetero-cluster.csv', 'hetero/hetero-queues.json', 'hetero/hetero-trace-merged.csv', 'hetero/hetero-cluster-merged.csv', 'hetero/hetero-queues-merged.json'] },
 ];
 
 const report = (name: string): string[] => [`reports/${name}.json`, `reports/${name}.md`];
@@ -95,6 +97,14 @@ for (const [label, trace] of fillTraces) {
         '--policy', policy, '--placement', 'best-fit,fragmentation-aware'], label === 'frac0.5-seed1' && policy === 'fairway'),
     );
   }
+}
+// The heterogeneous fill (several GPU models, one flavor each, and merged into one flavor).
+for (const variant of ['', '-merged']) {
+  const h = (f: string): string => join(out, 'hetero', `hetero-${f}${variant}`);
+  runs.push(
+    simulate(`fill-hetero${variant}-seed1`, ['--mode', 'fill', '--seed', '1', '--trace', h('trace') + '.csv', '--cluster', h('cluster') + '.csv',
+      '--queues', h('queues') + '.json', '--policy', 'fairway', '--placement', 'best-fit,fragmentation-aware']),
+  );
 }
 // The bundled fixtures, including the YAML queues file (the Philly runs read JSON).
 runs.push(
