@@ -63,7 +63,7 @@ export function createMetrics(options: MetricsOptions = {}): FairwayMetrics {
   const subscriptionsOpen = new Gauge({ name: 'fairway_subscriptions_open', help: 'GraphQL subscriptions currently open (WebSocket and SSE).', registers });
   const cycleDuration = new Histogram({
     name: 'fairway_scheduler_cycle_duration_seconds',
-    help: "Leader admission cycles: the core's decisions and their write.",
+    help: "Leader admission cycle slices (FAIRWAY_CYCLE_SLICE_MS; one observation per slice, a whole cycle when slicing is off): the core's decisions and their write.",
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers,
   });
