@@ -3,6 +3,7 @@
 import { SchedulerInputError } from './errors.js';
 import { IndexedHeap } from './heap.js';
 import { newNodeState, type NodeState } from './nodes.js';
+import { newParkIndex } from './park-index.js';
 import { convertQuotas, openWindow, rebuildQuotas } from './quota-config.js';
 import { QuotaNode } from './quota.js';
 import { type CoreState, type JobState, queueLess } from './state.js';
@@ -158,6 +159,7 @@ export function upsertQueue(core: CoreState, q: QueueSpec): void {
       root: node,
       heap: new IndexedHeap<JobState>(queueLess),
       parked: new Set(),
+      parkIndex: newParkIndex(),
       blocked: false,
       admitted: new Set(),
       activeWindow: null,

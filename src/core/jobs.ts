@@ -112,6 +112,7 @@ export function buildJob(core: CoreState, job: JobSpec): JobState {
     shapeKeys: [],
     parkKind: 'any',
     parkNeeds: [],
+    parkSeq: 0,
     wakeNodes: null,
     releasable: null,
     heapIndex: -1,

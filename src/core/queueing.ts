@@ -1,6 +1,7 @@
 // Pending lists: enqueue/dequeue (heap per queue plus the shape index), park a job with why it
 // waits (which decides what wakes it), and the memo of failed preemption searches.
 import type { Fail } from './assignment/plan.js';
+import { addParked, deleteParked } from './park-index.js';
 import { addPendingShapes, removePendingShapes } from './pending-shapes.js';
 import { RESOURCE_COUNT } from './quota.js';
 import type { CoreState, JobState, PodSetState, QueueState } from './state.js';
@@ -19,10 +20,7 @@ export function dequeue(core: CoreState, j: JobState): void {
   core.pendingVersion++;
   const q = j.queue;
   q.heap.remove(j);
-  if (j.parked) {
-    q.parked.delete(j);
-    j.parked = false;
-  }
+  if (j.parked) deleteParked(q, j);
   removePendingShapes(core, j);
 }
 
@@ -57,12 +55,12 @@ export function withdraw(core: CoreState, j: JobState): void {
 
 export function park(core: CoreState, j: JobState, fail: Fail | null, keepClass = false): void {
   const q = j.queue;
+  if (j.parked) deleteParked(q, j); // its kind and needs may change below
   if (!keepClass) classifyPark(j, fail);
   j.wakeNodes = null;
   const waitFlavors = keepClass && j.parkKind === 'node' ? j.podSets.flatMap((p) => p.flavors) : (fail?.waitFlavors ?? []);
   q.heap.remove(j);
-  q.parked.add(j);
-  j.parked = true;
+  addParked(q, j);
   for (const f of waitFlavors) waitOn(core, f, q);
   if (j.parkKind === 'node' && !keepClass && waitFlavors.length === 0) for (const p of j.podSets) for (const f of p.flavors) waitOn(core, f, q);
   if (q.heap.size === 0) core.active.delete(q);

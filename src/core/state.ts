@@ -3,6 +3,7 @@
 import type { CycleRun } from './cycle.js';
 import type { EtaResult } from './eta.js';
 import { type HeapItem, IndexedHeap } from './heap.js';
+import type { ParkIndex } from './park-index.js';
 import type { FlavorState, NodeState, PodAlloc, Shape, WeightedShape } from './nodes.js';
 import { QuotaNode } from './quota.js';
 import { createReservationState, type ReservationState } from './reservation.js';
@@ -60,6 +61,8 @@ export interface JobState extends HeapItem {
    */
   parkKind: 'any' | 'quota' | 'node' | 'never';
   parkNeeds: { flavor: string; need: number[] }[];
+  /** Which time it was parked in its queue (park-index.ts orders equal needs by it). */
+  parkSeq: number;
   /** Nodes whose release woke this node-waiting job: if none still fits its pods when its turn comes, it re-parks untried. */
   wakeNodes: NodeState[] | null;
   /** From the last preemption search: what its candidates could release, per flavor searched. */
@@ -81,6 +84,8 @@ export interface QueueState {
   flavorOrder: string[];
   heap: IndexedHeap<JobState>;
   parked: Set<JobState>;
+  /** `parked` indexed by why each job waits (park-index.ts), so a release visits only the jobs it can wake. */
+  parkIndex: ParkIndex;
   /** StrictFIFO: the head failed and nothing may pass it until something is released. */
   blocked: boolean;
   admitted: Set<JobState>;

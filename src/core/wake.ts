@@ -2,17 +2,18 @@
 // jobs whose need the available quota now meets and node waiters whose pods fit a released node;
 // configuration changes wake everything.
 import { fitsPod, flavorPodCapacity, type NodeState } from './nodes.js';
-import { available, RESOURCE_COUNT } from './quota.js';
+import { clearParked, deleteParked, quotaWakeCandidates } from './park-index.js';
+import { available, GPU, RESOURCE_COUNT } from './quota.js';
 import type { CoreState, JobState, QueueState } from './state.js';
 
 export function wakeQueue(core: CoreState, q: QueueState): void {
   if (q.parked.size > 0) {
-    for (const j of q.parked) {
-      j.parked = false;
+    const all = [...q.parked];
+    clearParked(q);
+    for (const j of all) {
       j.parkKind = 'any'; // configuration may have changed: what it needed is no longer known
       q.heap.push(j);
     }
-    q.parked.clear();
   }
   q.blocked = false;
   if (q.heap.size > 0) core.active.add(q);
@@ -22,10 +23,23 @@ export function wakeQueue(core: CoreState, q: QueueState): void {
 export function wakeQueueIf(core: CoreState, q: QueueState, pred: (j: JobState) => boolean): void {
   for (const j of q.parked) {
     if (!pred(j)) continue;
-    q.parked.delete(j);
-    j.parked = false;
+    deleteParked(q, j);
     q.heap.push(j);
   }
+  reactivate(core, q);
+}
+
+/** Unparks the jobs of `jobs` (parked jobs of `q`) that `pred` selects (all with null); the caller ends with `reactivate`. */
+function wakeSome(q: QueueState, jobs: Iterable<JobState>, pred: ((j: JobState) => boolean) | null): void {
+  for (const j of jobs) {
+    if (!j.parked || (pred !== null && !pred(j))) continue;
+    deleteParked(q, j);
+    q.heap.push(j);
+  }
+}
+
+/** As after `wakeQueueIf`: a StrictFIFO head gets another try, and the queue is looked at if it has a head. */
+function reactivate(core: CoreState, q: QueueState): void {
   q.blocked = false;
   if (q.heap.size > 0) core.active.add(q);
 }
@@ -52,10 +66,16 @@ export function wakeFlavor(core: CoreState, f: string, nodes: NodeState[] | null
     return false;
   };
   for (const q of [...ws]) {
-    wakeQueueIf(core, q, gains);
-    let stillWaiting = false;
-    for (const j of q.parked) if (j.parkKind === 'node') stillWaiting = true;
-    if (!stillWaiting) ws.delete(q);
+    if (nodes === null) wakeQueueIf(core, q, gains);
+    else {
+      // gains() is true for 'any' jobs and false for others except 'node' jobs of flavor f: only those are visited.
+      const ix = q.parkIndex;
+      wakeSome(q, ix.byKind.any, null);
+      const waiting = ix.nodeByFlavor.get(f);
+      if (waiting) wakeSome(q, waiting, gains);
+      reactivate(core, q);
+    }
+    if (q.parkIndex.byKind.node.size === 0) ws.delete(q);
   }
 }
 
@@ -68,8 +88,15 @@ export function wakeFlavor(core: CoreState, f: string, nodes: NodeState[] | null
 export function wakeAfterRelease(core: CoreState, q: QueueState, freed: Map<string, number[]>, nodes: NodeState[]): void {
   for (const other of core.treeQueues.get(q.root) ?? []) {
     if (other.parked.size > 0 || other.blocked) {
-      const avail = new Map<string, number[]>(); // per flavor, computed once per queue
-      wakeQueueIf(core, other, (j) => needMet(j, avail));
+      // needMet() is true for 'any' jobs, false for 'node' and 'never' ones: only 'quota' jobs are
+      // tested, and of those only the ones the available GPU quota could reach (park-index.ts).
+      const ix = other.parkIndex;
+      wakeSome(other, ix.byKind.any, null);
+      if (ix.byKind.quota.size > 0) {
+        const avail = new Map<string, number[]>(); // per flavor, computed once per queue
+        wakeSome(other, quotaWakeCandidates(other, (f) => availOf(other, f, avail)[GPU] as number), (j) => needMet(j, avail));
+      }
+      reactivate(core, other);
     }
   }
   for (const f of freed.keys()) wakeFlavor(core, f, nodes);
@@ -80,16 +107,22 @@ export function needMet(j: JobState, avail: Map<string, number[]>): boolean {
   if (j.parkKind !== 'quota') return false;
   const q = j.queue;
   for (const d of j.parkNeeds) {
-    let a = avail.get(d.flavor);
-    if (!a) {
-      a = [0, 1, 2].map((r) => available(q.node, d.flavor, r));
-      avail.set(d.flavor, a);
-    }
+    const a = availOf(q, d.flavor, avail);
     let ok = true;
     for (let r = 0; r < RESOURCE_COUNT && ok; r++) ok = (d.need[r] as number) <= (a[r] as number);
     if (ok) return true;
   }
   return false;
+}
+
+/** The queue's available quota on `flavor`, per resource, computed once per `avail` map. */
+function availOf(q: QueueState, flavor: string, avail: Map<string, number[]>): number[] {
+  let a = avail.get(flavor);
+  if (!a) {
+    a = [0, 1, 2].map((r) => available(q.node, flavor, r));
+    avail.set(flavor, a);
+  }
+  return a;
 }
 
 export function canPreempt(q: QueueState): boolean {
