@@ -1,11 +1,11 @@
 // Pending lists: enqueue/dequeue (heap per queue plus the shape index), park a job with why it
 // waits (which decides what wakes it), and the memo of failed preemption searches.
 import type { Fail } from './assignment/plan.js';
-import { addParked, deleteParked } from './park-index.js';
+import { addParked, deleteParked, dropEntries } from './park-index.js';
 import { addPendingShapes, removePendingShapes } from './pending-shapes.js';
 import { RESOURCE_COUNT } from './quota.js';
 import type { CoreState, JobState, PodSetState, QueueState } from './state.js';
-import { canPreempt, needMet } from './wake.js';
+import { canPreempt, quotaNeedMetNow } from './wake.js';
 
 /** Into its queue's heap (and the pending shape index). */
 export function enqueue(core: CoreState, j: JobState): void {
@@ -21,6 +21,7 @@ export function dequeue(core: CoreState, j: JobState): void {
   const q = j.queue;
   q.heap.remove(j);
   if (j.parked) deleteParked(q, j);
+  else dropEntries(q, j); // woken, waiting in the heap
   removePendingShapes(core, j);
 }
 
@@ -56,13 +57,15 @@ export function withdraw(core: CoreState, j: JobState): void {
 export function park(core: CoreState, j: JobState, fail: Fail | null, keepClass = false): void {
   const q = j.queue;
   if (j.parked) deleteParked(q, j); // its kind and needs may change below
+  // Re-parked untried with the same reason: the index entries it kept while woken are valid again.
+  if (!keepClass) dropEntries(q, j);
   if (!keepClass) classifyPark(j, fail);
   j.wakeNodes = null;
-  const waitFlavors = keepClass && j.parkKind === 'node' ? j.podSets.flatMap((p) => p.flavors) : (fail?.waitFlavors ?? []);
+  const waitFlavors = keepClass && j.parkKind === 'node' ? null : (fail?.waitFlavors ?? []);
   q.heap.remove(j);
   addParked(q, j);
-  for (const f of waitFlavors) waitOn(core, f, q);
-  if (j.parkKind === 'node' && !keepClass && waitFlavors.length === 0) for (const p of j.podSets) for (const f of p.flavors) waitOn(core, f, q);
+  if (waitFlavors) for (const f of waitFlavors) waitOn(core, f, q);
+  if (j.parkKind === 'node' && (waitFlavors === null || waitFlavors.length === 0)) for (const p of j.podSets) for (const f of p.flavors) waitOn(core, f, q);
   if (q.heap.size === 0) core.active.delete(q);
 }
 
@@ -131,7 +134,7 @@ export function classifyPark(j: JobState, fail: Fail | null): void {
   j.parkKind = 'quota';
   // The quota numbers say it could fit (by preempting what it found) yet it did not: nodes are what
   // it waits for (its victims' GPUs do not make room for its pods).
-  if (needMet(j, new Map())) j.parkKind = 'node';
+  if (quotaNeedMetNow(j)) j.parkKind = 'node';
 }
 
 export function waitOn(core: CoreState, f: string, q: QueueState): void {

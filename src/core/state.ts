@@ -61,7 +61,7 @@ export interface JobState extends HeapItem {
    */
   parkKind: 'any' | 'quota' | 'node' | 'never';
   parkNeeds: { flavor: string; need: number[] }[];
-  /** Which time it was parked in its queue (park-index.ts orders equal needs by it). */
+  /** Its entries in its queue's park index (park-index.ts), 0 when it has none. */
   parkSeq: number;
   /** Nodes whose release woke this node-waiting job: if none still fits its pods when its turn comes, it re-parks untried. */
   wakeNodes: NodeState[] | null;

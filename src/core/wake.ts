@@ -2,7 +2,7 @@
 // jobs whose need the available quota now meets and node waiters whose pods fit a released node;
 // configuration changes wake everything.
 import { fitsPod, flavorPodCapacity, type NodeState } from './nodes.js';
-import { clearParked, deleteParked, quotaWakeCandidates } from './park-index.js';
+import { clearParked, deleteParked, nodeWakeCandidates, quotaWakeCandidates } from './park-index.js';
 import { available, GPU, RESOURCE_COUNT } from './quota.js';
 import type { CoreState, JobState, QueueState } from './state.js';
 
@@ -23,7 +23,7 @@ export function wakeQueue(core: CoreState, q: QueueState): void {
 export function wakeQueueIf(core: CoreState, q: QueueState, pred: (j: JobState) => boolean): void {
   for (const j of q.parked) {
     if (!pred(j)) continue;
-    deleteParked(q, j);
+    deleteParked(q, j, true);
     q.heap.push(j);
   }
   reactivate(core, q);
@@ -33,7 +33,7 @@ export function wakeQueueIf(core: CoreState, q: QueueState, pred: (j: JobState) 
 function wakeSome(q: QueueState, jobs: Iterable<JobState>, pred: ((j: JobState) => boolean) | null): void {
   for (const j of jobs) {
     if (!j.parked || (pred !== null && !pred(j))) continue;
-    deleteParked(q, j);
+    deleteParked(q, j, true);
     q.heap.push(j);
   }
 }
@@ -65,17 +65,19 @@ export function wakeFlavor(core: CoreState, f: string, nodes: NodeState[] | null
     }
     return false;
   };
+  // A pod fits a node only if the node has at least its GPU free: node waiters whose smallest GPU
+  // pod on f is above what the released nodes of f have free cannot gain (park-index.ts).
+  let maxFreeGpu = Number.NEGATIVE_INFINITY;
+  if (nodes !== null) for (const n of nodes) if (n.flavor.spec.name === f) maxFreeGpu = Math.max(maxFreeGpu, n.freeGpuTotal);
   for (const q of [...ws]) {
     if (nodes === null) wakeQueueIf(core, q, gains);
     else {
-      // gains() is true for 'any' jobs and false for others except 'node' jobs of flavor f: only those are visited.
-      const ix = q.parkIndex;
-      wakeSome(q, ix.byKind.any, null);
-      const waiting = ix.nodeByFlavor.get(f);
-      if (waiting) wakeSome(q, waiting, gains);
+      // gains() is true for 'any' jobs, false for 'quota' and 'never' ones: only node waiters of f are tested.
+      wakeSome(q, q.parkIndex.any, null);
+      if (q.parkIndex.nodeCount > 0) wakeSome(q, nodeWakeCandidates(q, f, maxFreeGpu), gains);
       reactivate(core, q);
     }
-    if (q.parkIndex.byKind.node.size === 0) ws.delete(q);
+    if (q.parkIndex.nodeCount === 0) ws.delete(q);
   }
 }
 
@@ -91,8 +93,8 @@ export function wakeAfterRelease(core: CoreState, q: QueueState, freed: Map<stri
       // needMet() is true for 'any' jobs, false for 'node' and 'never' ones: only 'quota' jobs are
       // tested, and of those only the ones the available GPU quota could reach (park-index.ts).
       const ix = other.parkIndex;
-      wakeSome(other, ix.byKind.any, null);
-      if (ix.byKind.quota.size > 0) {
+      wakeSome(other, ix.any, null);
+      if (ix.quotaCount > 0) {
         const avail = new Map<string, number[]>(); // per flavor, computed once per queue
         wakeSome(other, quotaWakeCandidates(other, (f) => availOf(other, f, avail)[GPU] as number), (j) => needMet(j, avail));
       }
@@ -119,7 +121,7 @@ export function needMet(j: JobState, avail: Map<string, number[]>): boolean {
 function availOf(q: QueueState, flavor: string, avail: Map<string, number[]>): number[] {
   let a = avail.get(flavor);
   if (!a) {
-    a = [0, 1, 2].map((r) => available(q.node, flavor, r));
+    a = [available(q.node, flavor, 0), available(q.node, flavor, 1), available(q.node, flavor, 2)];
     avail.set(flavor, a);
   }
   return a;
@@ -131,7 +133,21 @@ export function canPreempt(q: QueueState): boolean {
 
 /** A woken job that is still short of what it waited for (quota need or node room). */
 export function stillShort(core: CoreState, j: JobState): boolean {
-  return (j.parkKind === 'quota' && !needMet(j, new Map())) || (j.parkKind === 'node' && !wakeNodesStillFit(core, j));
+  return (j.parkKind === 'quota' && !quotaNeedMetNow(j)) || (j.parkKind === 'node' && !wakeNodesStillFit(core, j));
+}
+
+/** `needMet` of a 'quota' job against the quota of now, computing only the resources its need limits (an unlimited one is −∞, met by any amount). */
+export function quotaNeedMetNow(j: JobState): boolean {
+  const node = j.queue.node;
+  for (const d of j.parkNeeds) {
+    let ok = true;
+    for (let r = 0; r < RESOURCE_COUNT && ok; r++) {
+      const need = d.need[r] as number;
+      if (need !== Number.NEGATIVE_INFINITY) ok = need <= available(node, d.flavor, r);
+    }
+    if (ok) return true;
+  }
+  return false;
 }
 
 export function wakeNodesStillFit(core: CoreState, j: JobState): boolean {
