@@ -116,28 +116,29 @@ export function clearParked(q: QueueState): void {
   ix.nodeWaits.clear();
 }
 
-function prefix(list: Entry[] | undefined, max: number, out: JobState[]): void {
-  if (!list) return;
-  for (const e of list) {
-    if (e.key > max) break;
-    out.push(e.job);
+/**
+ * Calls `visit` on every 'quota' job with an option whose GPU need is within `gpuAvail(flavor)`: a
+ * superset of those whose need is met (each is in the list of the option that meets it, within the
+ * prefix), including woken jobs that kept their entries (not parked: the caller skips them). A job
+ * with several options may be visited more than once. `visit` must not park or drop entries.
+ */
+export function visitQuotaCandidates(q: QueueState, gpuAvail: (flavor: string) => number, visit: (j: JobState) => void): void {
+  for (const [f, list] of q.parkIndex.quotaNeeds) {
+    if (list.length === 0) continue;
+    const max = gpuAvail(f);
+    for (const e of list) {
+      if (e.key > max) break;
+      visit(e.job);
+    }
   }
 }
 
-/**
- * The 'quota' jobs with an option whose GPU need is within `gpuAvail(flavor)`: a superset of those
- * whose need is met (each is in the list of the option that meets it, within the prefix). A job
- * with several options may be listed more than once.
- */
-export function quotaWakeCandidates(q: QueueState, gpuAvail: (flavor: string) => number): JobState[] {
-  const out: JobState[] = [];
-  for (const [f, list] of q.parkIndex.quotaNeeds) if (list.length > 0) prefix(list, gpuAvail(f), out);
-  return out;
-}
-
-/** The 'node' jobs of flavor `f` with a pod set there whose GPU per pod is at most `maxFreeGpu`: a superset of those a pod of which fits a node with that much free GPU. */
-export function nodeWakeCandidates(q: QueueState, f: string, maxFreeGpu: number): JobState[] {
-  const out: JobState[] = [];
-  prefix(q.parkIndex.nodeWaits.get(f), maxFreeGpu, out);
-  return out;
+/** Likewise for the 'node' jobs of flavor `f` with a pod set there whose GPU per pod is at most `maxFreeGpu` (a superset of those a pod of which fits a node with that much free GPU). */
+export function visitNodeCandidates(q: QueueState, f: string, maxFreeGpu: number, visit: (j: JobState) => void): void {
+  const list = q.parkIndex.nodeWaits.get(f);
+  if (!list) return;
+  for (const e of list) {
+    if (e.key > maxFreeGpu) break;
+    visit(e.job);
+  }
 }

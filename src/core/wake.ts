@@ -2,7 +2,7 @@
 // jobs whose need the available quota now meets and node waiters whose pods fit a released node;
 // configuration changes wake everything.
 import { fitsPod, flavorPodCapacity, type NodeState } from './nodes.js';
-import { clearParked, deleteParked, nodeWakeCandidates, quotaWakeCandidates } from './park-index.js';
+import { clearParked, deleteParked, visitNodeCandidates, visitQuotaCandidates } from './park-index.js';
 import { available, GPU, RESOURCE_COUNT } from './quota.js';
 import type { CoreState, JobState, QueueState } from './state.js';
 
@@ -29,10 +29,16 @@ export function wakeQueueIf(core: CoreState, q: QueueState, pred: (j: JobState) 
   reactivate(core, q);
 }
 
-/** Unparks the jobs of `jobs` (parked jobs of `q`) that `pred` selects (all with null); the caller ends with `reactivate`. */
-function wakeSome(q: QueueState, jobs: Iterable<JobState>, pred: ((j: JobState) => boolean) | null): void {
-  for (const j of jobs) {
-    if (!j.parked || (pred !== null && !pred(j))) continue;
+/** Unparks `j` (a job of `q`) if it is still parked and `pred` selects it; the caller ends with `reactivate`. */
+function wakeIf(q: QueueState, j: JobState, pred: (j: JobState) => boolean): void {
+  if (!j.parked || !pred(j)) return;
+  deleteParked(q, j, true);
+  q.heap.push(j);
+}
+
+/** Unparks the queue's parked 'any' jobs (every release wakes them). */
+function wakeAny(q: QueueState): void {
+  for (const j of q.parkIndex.any) {
     deleteParked(q, j, true);
     q.heap.push(j);
   }
@@ -73,8 +79,8 @@ export function wakeFlavor(core: CoreState, f: string, nodes: NodeState[] | null
     if (nodes === null) wakeQueueIf(core, q, gains);
     else {
       // gains() is true for 'any' jobs, false for 'quota' and 'never' ones: only node waiters of f are tested.
-      wakeSome(q, q.parkIndex.any, null);
-      if (q.parkIndex.nodeCount > 0) wakeSome(q, nodeWakeCandidates(q, f, maxFreeGpu), gains);
+      wakeAny(q);
+      if (q.parkIndex.nodeCount > 0) visitNodeCandidates(q, f, maxFreeGpu, (j) => wakeIf(q, j, gains));
       reactivate(core, q);
     }
     if (q.parkIndex.nodeCount === 0) ws.delete(q);
@@ -93,10 +99,11 @@ export function wakeAfterRelease(core: CoreState, q: QueueState, freed: Map<stri
       // needMet() is true for 'any' jobs, false for 'node' and 'never' ones: only 'quota' jobs are
       // tested, and of those only the ones the available GPU quota could reach (park-index.ts).
       const ix = other.parkIndex;
-      wakeSome(other, ix.any, null);
+      wakeAny(other);
       if (ix.quotaCount > 0) {
         const avail = new Map<string, number[]>(); // per flavor, computed once per queue
-        wakeSome(other, quotaWakeCandidates(other, (f) => availOf(other, f, avail)[GPU] as number), (j) => needMet(j, avail));
+        const met = (j: JobState): boolean => needMet(j, avail);
+        visitQuotaCandidates(other, (f) => availOf(other, f, avail)[GPU] as number, (j) => wakeIf(other, j, met));
       }
       reactivate(core, other);
     }
