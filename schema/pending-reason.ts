@@ -34,6 +34,19 @@ export const PendingReasonRef = builder.objectRef<JobExplanation>('PendingReason
     budgetCurrency: t.string({ nullable: true, description: 'BudgetExhausted: currency of the amounts.', resolve: (e) => e.hold?.currency ?? null }),
     budgetPeriod: t.string({ nullable: true, description: "BudgetExhausted: the UTC month ('YYYY-MM').", resolve: (e) => e.hold?.period ?? null }),
     budgetScope: t.string({ nullable: true, description: "BudgetExhausted: 'tenant' or 'project'.", resolve: (e) => e.hold?.scope ?? null }),
+    reservedFrom: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'Bounded tails: the job has waited long, and nodes are reserved for it from this instant (jobs that would borrow and still run then are kept off them).',
+      resolve: (e) => (e.reservation ? new Date(e.reservation.start) : null),
+    }),
+    reservedNodes: t.int({ nullable: true, description: 'How many nodes are reserved for it (with reservedFrom).', resolve: (e) => e.reservation?.nodes.length ?? null }),
+    keptOffReservedNodes: t.int({
+      nullable: true,
+      description: "Nodes with room for its pods that it may not use: they are reserved for a job that has waited long, and this job would borrow and still run when that job's reservation starts.",
+      resolve: (e) => e.keptOffReserved?.nodes ?? null,
+    }),
+    keptOffReservedFrom: t.field({ type: 'DateTime', nullable: true, description: 'When the reservation that keeps it off those nodes starts.', resolve: (e) => (e.keptOffReserved ? new Date(e.keptOffReserved.start) : null) }),
     etaUnknownReason: t.string({
       nullable: true,
       description: 'Why eta is null: NoDeclaredDuration, TooFarAhead, NeverFits, WindowClosed or BudgetExhausted (null when there is an ETA).',

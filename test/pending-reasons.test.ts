@@ -31,6 +31,15 @@ describe('pending reason text', () => {
     expect(blocked).toBe('Its StrictFIFO queue own-queue waits behind job "head", which cannot be admitted yet.');
   });
 
+  it('bounded tails: a reserved job and a job kept off reserved nodes are told so, with counts and instants but no node or job names', () => {
+    const start = Date.UTC(2026, 11, 1, 18, 0);
+    const held = renderPendingMessage({ ...base, reason: 'NoNodeFits', reservation: { flavor: 'h100-80g', nodes: ['gpu-node-7', 'gpu-node-9'], start } }, hidden);
+    expect(held).toBe('Quota allows it, but no set of free nodes fits its pods. It has waited long: 2 node(s) are reserved for it from 2026-12-01T18:00:00.000Z.');
+    const kept = renderPendingMessage({ ...base, reason: 'NoNodeFits', keptOffReserved: { nodes: 3, start } }, hidden);
+    expect(kept).toContain('3 node(s) with room for it are reserved from 2026-12-01T18:00:00.000Z for a job that has waited long');
+    expect(held + kept).not.toMatch(/gpu-node|01900000/);
+  });
+
   it('an unknown code or a core message never reaches the text', () => {
     const text = renderPendingMessage({ ...base, reason: 'SomethingNew' as never, message: `secret ${OTHER}` }, hidden);
     expect(text).toBe('Waiting to be admitted.');

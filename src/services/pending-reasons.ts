@@ -80,6 +80,10 @@ export function renderPendingMessage(e: JobExplanation, label: JobLabel): string
   const parts: string[] = [];
   if (e.preemptedBy) parts.push(`Preempted by ${label(e.preemptedBy.jobId)} (${e.preemptedBy.reason}); requeued with its original submit time.`);
   parts.push(codeText(e, label));
+  // Bounded tails (core README, "Bounded tails"): say which side of a reservation the job is on.
+  // Counts and instants only: which job holds a reservation is not this reader's to know.
+  if (e.reservation) parts.push(`It has waited long: ${e.reservation.nodes.length} node(s) are reserved for it from ${new Date(e.reservation.start).toISOString()}.`);
+  if (e.keptOffReserved) parts.push(`${e.keptOffReserved.nodes} node(s) with room for it are reserved from ${new Date(e.keptOffReserved.start).toISOString()} for a job that has waited long, and it would still run then on borrowed quota.`);
   return parts.join(' ');
 }
 
