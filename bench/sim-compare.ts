@@ -3,6 +3,7 @@
 //
 //   npm run bench:sim-compare -- --base /path/to/old-checkout [--gpus 768,512,416] [--jobs 2]
 //                                [--placement best-fit] [--out DIR] [--write bench/RESULTS-simulator.md]
+//   --reuse: only make the tables again from the reports already in --out
 //
 // Each checkout converts the trace with its own converter and runs its own simulator (so a
 // report format that moved does not matter), fairway, static and fifo per size. The old
@@ -27,6 +28,8 @@ const { values: flags } = parseArgs({
     out: { type: 'string', default: join(root, 'sim-out', 'compare') },
     'philly-dir': { type: 'string', default: process.env.FAIRWAY_PHILLY_DIR ?? join(root, '..', 'shared', 'traces', 'philly') },
     write: { type: 'string' },
+    /** Make the tables from the reports already in --out (no conversion, no replay). */
+    reuse: { type: 'boolean', default: false },
   },
 });
 if (!flags.base) throw new Error('--base DIR (a checkout of the earlier core) is required');
@@ -91,16 +94,18 @@ for (const tree of Object.keys(trees) as Tree[]) {
   }
 }
 const width = Number(flags.jobs);
-// Conversions of one tree share an output folder: run them one at a time per tree.
-await Promise.all((Object.keys(trees) as Tree[]).map(async (_t, i) => {
-  for (const task of convert.slice(i * sizes.length, (i + 1) * sizes.length)) await task();
-}));
-await pool(simulate, width);
+if (!flags.reuse) {
+  // Conversions of one tree share an output folder: run them one at a time per tree.
+  await Promise.all((Object.keys(trees) as Tree[]).map(async (_t, i) => {
+    for (const task of convert.slice(i * sizes.length, (i + 1) * sizes.length)) await task();
+  }));
+  await pool(simulate, width);
+}
 
 const read = (tree: Tree, g: number, policy: Policy): Run =>
   (JSON.parse(readFileSync(join(dir(tree, g), `${policy}.json`), 'utf8')) as { runs: Run[] }).runs[0]!;
 
-const pct = (x: number | null): string => (x === null ? '-' : `${(x * 100).toFixed(1)}%`);
+const pct = (x: number | null, digits = 1): string => (x === null ? '-' : `${(x * 100).toFixed(digits)}%`);
 /** GPU-hours held during the window: what "delivered" means in the lost-work target. */
 const delivered = (r: Run): number => r.allocationRatio * r.capacityGpus * r.window.hours;
 const lostShare = (r: Run): number => (delivered(r) > 0 ? r.preemptions.gpuHoursLost / delivered(r) : 0);
@@ -132,7 +137,7 @@ for (const g of sizes) {
   const stat = read('now', g, 'static');
   const p99 = fw.waitSeconds.p99 ?? Infinity;
   const t: [string, boolean][] = [
-    [`useful allocation ≥ fifo's (${pct(fw.usefulAllocationRatio)} vs ${pct(fifo.usefulAllocationRatio)})`, fw.usefulAllocationRatio >= fifo.usefulAllocationRatio],
+    [`useful allocation ≥ fifo's (${pct(fw.usefulAllocationRatio, 2)} vs ${pct(fifo.usefulAllocationRatio, 2)})`, fw.usefulAllocationRatio >= fifo.usefulAllocationRatio],
     [`p99 wait ≤ fifo's (${fmtDuration(fw.waitSeconds.p99)} vs ${fmtDuration(fifo.waitSeconds.p99)})`, p99 <= (fifo.waitSeconds.p99 ?? Infinity)],
   ];
   if (g === 768) {
@@ -160,7 +165,7 @@ const table = [
   ...checks,
 ].join('\n');
 console.log(table);
-console.log(`\n(${sizes.length * POLICIES.length * 2} replays in ${Math.round((Date.now() - started) / 1000)} s)`);
+if (!flags.reuse) console.log(`\n(${sizes.length * POLICIES.length * 2} replays in ${Math.round((Date.now() - started) / 1000)} s)`);
 if (flags.write) {
   writeResultsSection(resolve(flags.write), '<!-- sim-compare:start -->', '<!-- sim-compare:end -->',
     `<!-- sim-compare:start -->\n${table}\n<!-- sim-compare:end -->`);
