@@ -258,7 +258,9 @@ for (const pending of SCALES) {
     const drain: number[] = [];
     const w1 = walls.length;
     const t0 = Date.now();
-    while (left.size > 0 && drain.length < 60_000 && Date.now() - t0 < 90_000) {
+    // Ends when nothing runs any more, too: the whole burst may be admitted and finished between two
+    // checks of `left` (it then crashed on finishing an undefined job).
+    while (left.size > 0 && sc.running.length > 0 && drain.length < 60_000 && Date.now() - t0 < 90_000) {
       drain.push(finishAndCycle(sc));
       // Admitted (or admitted and already finished again) burst jobs leave the set.
       if (drain.length % 200 === 0) for (const id of [...left]) if (sc.s.jobState(id) !== 'pending') left.delete(id);
