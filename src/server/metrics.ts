@@ -3,6 +3,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Admission, Preemption, QueueStatus } from '../core/types.js';
 import { systemEntityManager } from '../persistence/entities.js';
 import { OutboxEntry, Queue } from '../persistence/scheduling-entities.js';
+import { lostGpuHoursOf } from '../services/scheduling/cycle-writer.js';
 import type { SchedulerService } from '../services/scheduling/scheduler-service.js';
 
 /** Operation names longer than this are recorded as OTHER_OPERATION (label cardinality). */
@@ -98,8 +99,8 @@ export function createMetrics(options: MetricsOptions = {}): FairwayMetrics {
       for (const preemption of preempted) {
         preemptedTotal.inc({ queue: preemption.victimQueue });
         // Counted even at 0 (a resumable victim), so the series exists beside the preemption count.
-        const lost = preemption.lostGpuMs;
-        if (lost !== undefined && Number.isFinite(lost) && lost >= 0) lostGpuHoursTotal.inc({ queue: preemption.victimQueue, reason: preemption.reason }, (lost * timeScale) / 3_600_000);
+        const lost = lostGpuHoursOf(preemption.lostGpuMs, timeScale);
+        if (lost !== null && lost >= 0) lostGpuHoursTotal.inc({ queue: preemption.victimQueue, reason: preemption.reason }, lost);
       }
     },
     watchScheduler({ scheduler, orm, logError }) {
