@@ -9,7 +9,7 @@ import { gql, post, sleep } from './load-client.js';
 import { cpuSeconds, loadAvg, sched, schedShare } from './process-stats.js';
 import { f0, ms, out, pct, reportServerErrors, table, verdict } from './report.js';
 import { METRICS_TOKEN, startFairway, type Started } from './servers.js';
-import { auroraIds, settle, type Ids } from './tenant-setup.js';
+import { auroraIds, postSubmitJobs, settle, SUBMIT_JOBS, type Ids } from './tenant-setup.js';
 
 const TARGET = 5000; // jobs/s, accepted and admitted
 const POLL_MS = 100;
@@ -17,7 +17,6 @@ const POLL_MS = 100;
 const CAP_S = 30;
 /** After the last answer, how long admissions are still waited for. */
 const ADMIT_WAIT_S = 10;
-const SUBMIT_JOBS = `mutation SubmitJobs($jobs: [SubmitJobInput!]!) { submitJobs(jobs: $jobs) { id } }`;
 
 function get(url: string, token: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -100,17 +99,11 @@ async function batchRun(server: Started, ids: Ids, token: string, label: string,
         }
         const body = JSON.stringify({ query: SUBMIT_JOBS, variables: { jobs: Array.from({ length: size }, (_, j) => jobInput(ids, `${label}-${c}-${j}`)) } });
         const t0 = performance.now();
-        try {
-          const res = await post(agent, target, token, body);
-          const got = (JSON.parse(res.text) as { data?: { submitJobs?: { id: string }[] } }).data?.submitJobs;
-          if (got?.length === size) accepted += size;
-          else {
-            errors++;
-            firstError ??= `${res.status} ${res.text.slice(0, 200)}`;
-          }
-        } catch (error) {
+        const failed = await postSubmitJobs(agent, target, token, body, size);
+        if (failed === null) accepted += size;
+        else {
           errors++;
-          firstError ??= error instanceof Error ? error.message : String(error);
+          firstError ??= failed;
         }
         callMs.push(performance.now() - t0);
       }

@@ -9,7 +9,7 @@ import { gql, post, sleep } from './load-client.js';
 import { cpuSeconds, loadAvg, sched, schedShare } from './process-stats.js';
 import { f0, ms, out, pct, reportServerErrors, table, verdict } from './report.js';
 import { METRICS_TOKEN, startFairway, type Started } from './servers.js';
-import { auroraIds, settle, type Ids } from './tenant-setup.js';
+import { auroraIds, postSubmitJobs, settle, SUBMIT_JOBS, type Ids } from './tenant-setup.js';
 
 const TARGET_P99_MS = 100;
 const PROBE_MS = 20;
@@ -18,7 +18,6 @@ const POLL_MS = 100;
 const CAP_S = 120;
 /** The leader counts as idle once no cycle has run for this long. */
 const IDLE_MS = 2000;
-const SUBMIT_JOBS = `mutation SubmitJobs($jobs: [SubmitJobInput!]!) { submitJobs(jobs: $jobs) { id } }`;
 const PROBE = JSON.stringify({ query: '{ __typename }' });
 
 function scrape(server: Started): Promise<string> {
@@ -139,17 +138,11 @@ async function burstRun(server: Started, ids: Ids, token: string, mode: string, 
         if (c >= calls) return;
         const size = Math.min(batch, jobs - c * batch);
         const body = JSON.stringify({ query: SUBMIT_JOBS, variables: { jobs: Array.from({ length: size }, (_, j) => jobInput(ids, `${mode}-${c}-${j}`, c * batch + j, seconds)) } });
-        try {
-          const res = await post(agent, target, token, body);
-          const got = (JSON.parse(res.text) as { data?: { submitJobs?: unknown[] } }).data?.submitJobs;
-          if (got?.length === size) accepted += size;
-          else {
-            errors++;
-            firstError ??= `${res.status} ${res.text.slice(0, 200)}`;
-          }
-        } catch (error) {
+        const failed = await postSubmitJobs(agent, target, token, body, size);
+        if (failed === null) accepted += size;
+        else {
           errors++;
-          firstError ??= error instanceof Error ? error.message : String(error);
+          firstError ??= failed;
         }
       }
     }),

@@ -1,7 +1,7 @@
 // Setup against a running Fairway over its API: the aurora tenant's ids, submitting jobs, and
 // waiting for the scheduler to settle.
 import http from 'node:http';
-import { gql, sleep } from './load-client.js';
+import { gql, post, sleep } from './load-client.js';
 import type { Started } from './servers.js';
 
 export interface Ids {
@@ -17,6 +17,19 @@ export async function auroraIds(server: Started): Promise<Ids> {
 }
 
 export const SUBMIT = `mutation Submit($in: SubmitJobInput!) { submitJob(input: $in) { id state } }`;
+
+export const SUBMIT_JOBS = `mutation SubmitJobs($jobs: [SubmitJobInput!]!) { submitJobs(jobs: $jobs) { id } }`;
+
+/** One submitJobs call (`body` built from SUBMIT_JOBS): null when all `size` jobs were accepted, else what went wrong. */
+export async function postSubmitJobs(agent: http.Agent, url: URL, token: string, body: string, size: number): Promise<string | null> {
+  try {
+    const res = await post(agent, url, token, body);
+    const got = (JSON.parse(res.text) as { data?: { submitJobs?: unknown[] } }).data?.submitJobs;
+    return got?.length === size ? null : `${res.status} ${res.text.slice(0, 200)}`;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
 
 /** Submits `count` jobs with at most `parallel` in flight; returns their ids in submit order. */
 export async function submitMany(server: Started, token: string, count: number, parallel: number, input: (i: number) => Record<string, unknown>): Promise<string[]> {
