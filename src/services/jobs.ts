@@ -14,7 +14,7 @@ import { schedulerInputError } from './errors.js';
 import { findPage, type PageQuery } from './paging.js';
 import { defaultProjectOf, requireContributor, requireJobChanger } from './project-rights.js';
 import { enforceSubmitPolicy, submitAuditInput } from './submit-policy.js';
-import { totalGpus } from './scheduling/specs.js';
+import { checkpointSpec, totalGpus } from './scheduling/specs.js';
 
 export interface SubmitJobInput {
   /** The queue; when omitted, the project's default queue. */
@@ -88,15 +88,13 @@ export function coreSpec(ctx: ServiceContext, input: SubmitJobInput, queue: Queu
     podSets: input.podSets,
     expectedDurationMs: input.expectedDurationMs ?? undefined,
     maxRunMs: input.maxRunMs ?? undefined,
-    ...(checkpointOf(input) ? { checkpoint: checkpointOf(input) } : {}),
+    ...checkpointOf(input),
   };
 }
 
-/** The declared checkpointing, or undefined when the job declares none (nothing stored either). */
-export function checkpointOf(input: Pick<SubmitJobInput, 'checkpoint'>): CheckpointSpec | undefined {
-  const c = input.checkpoint;
-  if (!c || (c.intervalMs == null && !c.resumable)) return undefined;
-  return { ...(c.intervalMs != null ? { intervalMs: c.intervalMs } : {}), ...(c.resumable ? { resumable: true } : {}) };
+/** The declared checkpointing as the core's field, none when the job declares none (the same normalisation as a stored row's, checkpointSpec). */
+export function checkpointOf(input: Pick<SubmitJobInput, 'checkpoint'>): { checkpoint?: CheckpointSpec } {
+  return checkpointSpec({ checkpointIntervalMs: input.checkpoint?.intervalMs ?? null, checkpointResumable: input.checkpoint?.resumable ?? false });
 }
 
 /**
@@ -145,7 +143,7 @@ export function requestHash(input: SubmitJobInput, queueId: string): string {
     maxRunMs: input.maxRunMs ?? null,
     workload: input.workload ?? null,
     // Only when declared: the hash of a job without checkpointing stays what it was before the field existed.
-    ...(checkpointOf(input) ? { checkpoint: checkpointOf(input) } : {}),
+    ...checkpointOf(input),
   });
   return createHash('sha256').update(canonical).digest('hex');
 }
