@@ -407,11 +407,12 @@ export class LeaderSession {
     // Jobs cancelled while the cycle ran: give back what the core reserved for them.
     for (const jobId of skipped) if (this.knows(jobId)) core.cancel(jobId);
     this.host.options.events.publish('scheduler-state', { at: result.at });
-    this.host.stateChanged();
     this.dispatchSoon();
     // The rest of a sliced cycle; else admissions may free a StrictFIFO queue or leave room for the next head.
-    if (result.more) this.continueCycle();
-    else this.wake();
+    // Local state-change listeners (positions) are told once, when the cycle ends, not after every slice.
+    if (result.more) return this.continueCycle();
+    this.host.stateChanged();
+    this.wake();
   }
 
   /**
