@@ -258,13 +258,12 @@ export function earliestStart(core: CoreState, job: JobState, now: number, exclu
     }
     let start = now;
     if (total < need) {
-      const events: { at: number; seq: number; j: JobState }[] = [];
-      let seq = 0;
+      const events: { at: number; j: JobState }[] = [];
       for (const q of core.queues.values())
         for (const o of q.admitted) {
           const d = o.spec.expectedDurationMs ?? o.spec.maxRunMs;
           if (d === undefined || !o.allocs.some((a) => copies.has(a.node))) continue;
-          events.push({ at: Math.max(now, o.admittedAt + d), seq: seq++, j: o });
+          events.push({ at: Math.max(now, o.admittedAt + d), j: o });
         }
       events.sort((a, b) => a.at - b.at || (a.j.spec.id < b.j.spec.id ? -1 : 1));
       let i = 0;
