@@ -8,7 +8,7 @@ import { chargeQueue } from './trail.js';
 import type { IsolationLevel, QuotaSpec, ResourceName } from './types.js';
 import { RES, toInternal } from './units.js';
 import { wakeQueue } from './wake.js';
-import { windowOpen } from './windows.js';
+import { openIndex } from './windows.js';
 
 /** Validates and converts a QuotaSpec to internal units, with the isolation level applied to the limits. */
 export function convertQuotas(core: CoreState, quotas: QuotaSpec, isolation: IsolationLevel | 'NONE', what: string): Map<string, FlavorQuota> {
@@ -68,9 +68,8 @@ export function effectiveQuotas(core: CoreState, q: QueueState): Map<string, Fla
 }
 
 export function openWindow(q: QueueState, at: number): number | null {
-  const ws = q.spec.timeWindows ?? [];
-  for (let i = 0; i < ws.length; i++) if (windowOpen(ws[i] as (typeof ws)[number], at)) return i;
-  return null;
+  const i = openIndex(q.spec.timeWindows ?? [], at);
+  return i < 0 ? null : i;
 }
 
 /** Rebuilds the quota tree from specs and re-charges every admitted job. Runs on configuration changes only (rare), never per cycle. */

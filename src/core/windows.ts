@@ -157,8 +157,8 @@ export function nextWindowFlip(w: TimeWindowSpec, after: number, limit: number):
   return undefined;
 }
 
-/** Index of the first open window at `at` (the rule `openWindow` in quota-config.ts applies), or -1. */
-function openIndex(ws: readonly TimeWindowSpec[], at: number): number {
+/** Index of the first open window at `at` (a queue's open window: `openWindow` in quota-config.ts), or -1. */
+export function openIndex(ws: readonly TimeWindowSpec[], at: number): number {
   for (let i = 0; i < ws.length; i++) if (windowOpen(ws[i] as TimeWindowSpec, at)) return i;
   return -1;
 }
