@@ -109,15 +109,7 @@ describe('victims chosen by the work they lose', () => {
   });
 
   it('minRunBeforeReclaimMs keeps a young borrower; once it has aged, the next release retries the lender', () => {
-    const { s, clock, t0, run } = lenderAndBorrower({ nodes: 3, gpusPerNode: 8, minRunMs: 120 * MIN });
-    run([
-      [makeJob('b-nom').queue('b').gpus(8).build(), 0],
-      [makeJob('b-bor').queue('b').gpus(8).build(), 0],
-      [makeJob('d-small').queue('d').gpus(1).build(), 0],
-      [makeJob('d-big').queue('d').gpus(6).build(), 0],
-    ]);
-    clock.t = t0 + 60 * MIN;
-    s.submit(makeJob('a8').queue('a').gpus(8).build());
+    const { s, clock, t0 } = lenderWaitsForYoungBorrower(120 * MIN);
     const first = s.cycle();
     expect(first.preempted).toEqual([]);
     expect(s.explain('a8').reason).toBe('WaitingForQuota');
@@ -132,15 +124,7 @@ describe('victims chosen by the work they lose', () => {
   });
 
   it('without minRunBeforeReclaimMs the same young borrower is reclaimed at once', () => {
-    const { s, clock, t0, run } = lenderAndBorrower({ nodes: 3, gpusPerNode: 8 });
-    run([
-      [makeJob('b-nom').queue('b').gpus(8).build(), 0],
-      [makeJob('b-bor').queue('b').gpus(8).build(), 0],
-      [makeJob('d-small').queue('d').gpus(1).build(), 0],
-      [makeJob('d-big').queue('d').gpus(6).build(), 0],
-    ]);
-    clock.t = t0 + 60 * MIN;
-    s.submit(makeJob('a8').queue('a').gpus(8).build());
+    const { s } = lenderWaitsForYoungBorrower();
     expect(s.cycle().preempted.map((p) => p.victimId)).toEqual(['b-bor']);
   });
 
@@ -225,3 +209,20 @@ describe('victims chosen by the work they lose', () => {
     });
   });
 });
+
+/**
+ * b runs its nominal and borrows 8 more (b-bor), d runs two small jobs; an hour later lender a
+ * asks for its 8 GPUs back (a8 submitted, not yet cycled).
+ */
+function lenderWaitsForYoungBorrower(minRunMs?: number): ReturnType<typeof lenderAndBorrower> {
+  const env = lenderAndBorrower({ nodes: 3, gpusPerNode: 8, ...(minRunMs !== undefined ? { minRunMs } : {}) });
+  env.run([
+    [makeJob('b-nom').queue('b').gpus(8).build(), 0],
+    [makeJob('b-bor').queue('b').gpus(8).build(), 0],
+    [makeJob('d-small').queue('d').gpus(1).build(), 0],
+    [makeJob('d-big').queue('d').gpus(6).build(), 0],
+  ]);
+  env.clock.t = env.t0 + 60 * MIN;
+  env.s.submit(makeJob('a8').queue('a').gpus(8).build());
+  return env;
+}
