@@ -6,7 +6,7 @@ import { builder } from './builder.js';
 import { decodeId } from './common.js';
 import { reloadingSubscription } from './reloading-subscription.js';
 
-const TenantEventKindEnum = builder.enumType('TenantEventKind', { values: ['ADMITTED', 'PREEMPTED', 'QUOTA_CHANGED', 'WINDOW_CHANGED', 'ADMITTED_NOT_RUNNING', 'BUDGET_ALERT'] as const });
+const TenantEventKindEnum = builder.enumType('TenantEventKind', { values: ['ADMITTED', 'PREEMPTED', 'QUOTA_CHANGED', 'WINDOW_CHANGED', 'ADMITTED_NOT_RUNNING', 'BUDGET_ALERT', 'QUOTA_REQUEST', 'JOB_FLAGGED', 'LIMITS_ADJUSTED'] as const });
 
 const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').implement({
   description: "Something that happened to the tenant's jobs, quota or budgets.",

@@ -9,6 +9,7 @@ import { Migration20261201093550 as M6 } from './Migration20261201093550.js';
 import { Migration20261201101250 as M7 } from './Migration20261201101250.js';
 import { Migration20261201154223 as M8 } from './Migration20261201154223.js';
 import { Migration20261201170427 as M9 } from './Migration20261201170427.js';
+import { Migration20261201194920 as M10 } from './Migration20261201194920.js';
 
 /** Every postgresql migration, oldest first. Rewritten by `npm run migration:create`. */
 export const postgresqlMigrations: MigrationObject[] = [
@@ -22,4 +23,5 @@ export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261201101250', class: M7 },
   { name: 'Migration20261201154223', class: M8 },
   { name: 'Migration20261201170427', class: M9 },
+  { name: 'Migration20261201194920', class: M10 },
 ];

@@ -9,6 +9,7 @@ import { Migration20261201093549 as M6 } from './Migration20261201093549.js';
 import { Migration20261201101247 as M7 } from './Migration20261201101247.js';
 import { Migration20261201154222 as M8 } from './Migration20261201154222.js';
 import { Migration20261201170420 as M9 } from './Migration20261201170420.js';
+import { Migration20261201194917 as M10 } from './Migration20261201194917.js';
 
 /** Every sqlite migration, oldest first. Rewritten by `npm run migration:create`. */
 export const sqliteMigrations: MigrationObject[] = [
@@ -22,4 +23,5 @@ export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261201101247', class: M7 },
   { name: 'Migration20261201154222', class: M8 },
   { name: 'Migration20261201170420', class: M9 },
+  { name: 'Migration20261201194917', class: M10 },
 ];

@@ -63,6 +63,17 @@ export class Scheduler {
     cancel(this.state, jobId);
   }
 
+  /**
+   * Takes an admitted job's resources back for a governance flag (idle, or admitted but not running):
+   * the next cycle() lists it first among its preemptions (this reason, preemptorId and preemptorQueue
+   * ''), the job goes back to pending in its place, and it is not admitted again before `now + holdMs`
+   * (default 0). Unknown or not admitted jobs are refused (SchedulerInputError).
+   */
+  reclaim(jobId: string, reason: 'idle' | 'not-running', holdMs = 0): void {
+    void jobId; void reason; void holdMs;
+    throw new Error('Scheduler.reclaim: not implemented yet');
+  }
+
   // ───────────────────────────── admission holds (holds.ts) ─────────────────────────────
 
   /**

@@ -236,7 +236,8 @@ export interface Admission {
   mode: AdmissionMode;
 }
 
-export type PreemptionReason = 'reclaim' | 'priority' | 'fair-share' | 'window-closed' | 'idle';
+/** 'idle' and 'not-running': taken back by `Scheduler.reclaim` (a governance flag, issue 16), not by another job. */
+export type PreemptionReason = 'reclaim' | 'priority' | 'fair-share' | 'window-closed' | 'idle' | 'not-running';
 
 export interface Preemption {
   victimId: string;

@@ -9,6 +9,7 @@ import { allEntities } from './entities.js';
 import { schedulingEntities } from './scheduling-entities.js';
 import { accessEntities } from './access-entities.js';
 import { meteringEntities } from './metering-entities.js';
+import { governanceEntities } from './governance-entities.js';
 import { sqliteMigrations } from '../../migrations/sqlite/index.js';
 import { postgresqlMigrations } from '../../migrations/postgresql/index.js';
 
@@ -157,7 +158,7 @@ export function ormConfig(options: OrmOptions): Options {
     ? { debug: ['query'], logger: (message: string) => options.onQuery!(message) }
     : { debug: false };
   const common: Partial<Options> = {
-    entities: [...allEntities, ...accessEntities, ...schedulingEntities, ...meteringEntities],
+    entities: [...allEntities, ...accessEntities, ...schedulingEntities, ...meteringEntities, ...governanceEntities],
     extensions: [Migrator],
     // Requests always fork their own EntityManager; the global one is a bug.
     allowGlobalContext: false,

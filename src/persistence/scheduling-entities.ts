@@ -104,6 +104,13 @@ export const Queue = defineEntity({
     isolationLevel: p.string().length(16).nullable(),
     timeWindows: p.json<TimeWindowSpec[]>(),
     dedicatedPool: p.string().length(63).nullable(),
+    /** Governance (issue 16): what the queue runs (WorkloadType) and its SLA class; they choose its isolation policy with the tenant's tier. */
+    workloadType: p.string().length(24).nullable(),
+    slaClass: p.string().length(16).nullable(),
+    /** An isolation policy named for this queue, over the rules' choice. */
+    isolationPolicy: p.string().length(63).nullable(),
+    /** The controller's coefficients in force ({ lend, borrow, at }); null: the policy's static base. */
+    controllerSetting: p.json<{ lend: number; borrow: number | null; at: number }>().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
   },
@@ -132,6 +139,13 @@ export const Job = defineEntity({
     checkpointIntervalMs: p.bigint('number').nullable(),
     /** Declared resumable: suspended on preemption and resumed from where it stopped. */
     checkpointResumable: p.boolean().default(false),
+    /** Probes declared at submit (issue 16): the workload type (WorkloadType) and whether it serves latency-sensitive traffic. */
+    workloadType: p.string().length(24).nullable(),
+    latencySensitive: p.boolean().default(false),
+    /** Summary of its probe samples ({ samples, meanGpu, lastGpu, lastMemory, lastAt }); null before the first. */
+    probeSummary: p.json<{ samples: number; meanGpu: number; lastGpu: number; lastMemory: number | null; lastAt: number }>().nullable(),
+    /** The governance flag in force (core/governance JobFlag: IDLE or NOT_RUNNING with its numbers); null when none. */
+    governanceFlag: p.json<Record<string, unknown>>().nullable(),
     workload: p.json<Record<string, unknown>>().nullable(),
     state: p.enum([...JOB_STATES]).default('PENDING'),
     admission: p.json<Admission>().nullable(),
@@ -159,7 +173,7 @@ export const Job = defineEntity({
 });
 export type Job = InferEntity<typeof Job>;
 
-export const JOB_EVENT_TYPES = ['SUBMITTED', 'ADMITTED', 'STARTED', 'PREEMPTED', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ADMITTED_NOT_RUNNING'] as const;
+export const JOB_EVENT_TYPES = ['SUBMITTED', 'ADMITTED', 'STARTED', 'PREEMPTED', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ADMITTED_NOT_RUNNING', 'FLAGGED'] as const;
 export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
 
 export const JobEvent = defineEntity({
