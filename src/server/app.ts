@@ -14,6 +14,7 @@ import { computeHolds, evaluateBudgets } from '../services/metering/budgets.js';
 import { BackendSync } from '../services/scheduling/backend-sync.js';
 import { SchedulerService } from '../services/scheduling/scheduler-service.js';
 import { leadershipFor } from '../services/scheduling/leadership.js';
+import { governanceLeaderTasks, type GovernanceTaskSettings } from '../services/governance/leader-tasks.js';
 import { ensurePriorityClasses } from '../services/scheduling/priority-classes.js';
 import { migrate, openDatabase } from '../persistence/orm.js';
 import { schema } from '../../schema/index.js';
@@ -57,6 +58,8 @@ export interface BuildAppOptions {
   events?: EventBus;
   /** Scheduler tuning for tests. */
   scheduler?: { debounceMs?: number; resyncIntervalMs?: number; leaderRetryMs?: number };
+  /** Governance loop settings (tests: short periods); the configuration's otherwise. */
+  governance?: Partial<Omit<GovernanceTaskSettings, 'now'>>;
 }
 
 export interface FairwayApp {
@@ -117,6 +120,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     // Budgets: thresholds are evaluated after each metering checkpoint; exhausted hard budgets hold admission.
     metering: { currency: config.currency ?? DEFAULT_CURRENCY, afterCheckpoint: (em, nowMs, currency) => evaluateBudgets(em, null, nowMs, currency), holds: computeHolds },
     observeCycle: metrics.observeCycle,
+    leaderTasks: governanceLeaderTasks({ now, ...options.governance }),
     ...options.scheduler,
   });
   // A backend that isolates tenants gets their namespaces before the scheduler reconciles runs;

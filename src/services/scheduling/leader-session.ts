@@ -47,6 +47,8 @@ export interface LeaderHost {
      * requests between them (DEFAULT_CYCLE_SLICE_MS when unset; 0: each cycle in one turn).
      */
     cycleSliceMs?: number;
+    /** Periodic leader work (governance loops), each in the leader's serial turn; see LeaderTask. */
+    leaderTasks?: readonly LeaderTask[];
   };
   /** How the core is loaded from the database (clock, placement, the backend's time scale). */
   readonly loaderOptions: CoreLoaderOptions;
@@ -69,6 +71,41 @@ export interface LeaderHost {
 }
 
 /**
+ * Periodic work only the leader does (idle reclaim, the governance controller, quota expiry, probe
+ * polling): it runs every `everyMs()` in the leader's serial turn — never beside a cycle or a
+ * write — from the takeover until the session ends. A failure pauses the session like any leader
+ * work (it recovers by itself); the task runs again at its next period.
+ */
+export interface LeaderTask {
+  name: string;
+  /** Milliseconds until the next run (read before each). */
+  everyMs(): number;
+  run(ctx: LeaderTaskContext): Promise<void>;
+}
+
+export interface LeaderTaskContext {
+  /** The leader's clock (the backend's ms). */
+  now: number;
+  core: Scheduler;
+  queueStatus(name: string): QueueStatus | null;
+  /** Queue name → queue id. */
+  queueIds: ReadonlyMap<string, string>;
+  events: EventBus;
+  /** Backend time per declared time (the simulated cluster at 60: a declared hour is a minute). */
+  timeScale: number;
+  /** An EntityManager over every tenant, for reads. */
+  em(): EntityManager;
+  /** Runs `work` in one transaction fenced by this term's epoch: a stale leader's write is refused and nothing of it commits. */
+  write(work: (em: EntityManager) => Promise<void>): Promise<void>;
+  /** Asks for an admission cycle soon (after `core.reclaim`, say). */
+  wake(): void;
+  /** Rebuilds the core from the database (after queue limits changed in a committed write). */
+  reloadConfig(): Promise<void>;
+  /** Whether the term has ended (check after each await). */
+  ended(): boolean;
+}
+
+/**
  * One term of leadership, from a takeover (with its epoch) to the demotion that ends it:
  * admission cycles, inputs, backend reports, resyncs, and the pause while the database
  * fails. Everything it writes is fenced by its epoch. Once ended, nothing queued by it
@@ -82,6 +119,7 @@ export class LeaderSession {
   private resyncTimer: NodeJS.Timeout | null = null;
   private recoveryTimer: NodeJS.Timeout | null = null;
   private meteringTimer: NodeJS.Timeout | null = null;
+  private readonly taskTimers = new Map<string, NodeJS.Timeout>();
   /** Backend reports that could not be written (database down): written after recovery. */
   private readonly unwritten: Writable[] = [];
   /** Backend reports waiting for the leader's next turn: written together, in one transaction. */
@@ -113,6 +151,7 @@ export class LeaderSession {
     const every = this.host.options.resyncIntervalMs ?? 30_000;
     this.scheduleResync(this.host.options.dialect === 'postgresql' ? Math.min(every, 2000) : every);
     this.scheduleCheckpoint();
+    for (const task of this.host.options.leaderTasks ?? []) this.scheduleTask(task);
     this.wake();
   }
 
@@ -120,6 +159,8 @@ export class LeaderSession {
     this.ended = true;
     for (const timer of [this.wakeTimer, this.resyncTimer, this.recoveryTimer, this.meteringTimer]) if (timer) clearTimeout(timer);
     this.wakeTimer = this.resyncTimer = this.recoveryTimer = this.meteringTimer = null;
+    for (const timer of this.taskTimers.values()) clearTimeout(timer);
+    this.taskTimers.clear();
   }
 
   /** Asks for an admission cycle soon; bursts of wake-ups coalesce into one cycle. */
@@ -323,6 +364,37 @@ export class LeaderSession {
     // Time windows open and close with the clock, not with events: a periodic cycle lets
     // a closed window's excess become reclaimable and an opened one's quota be used.
     this.wake();
+  }
+
+  private scheduleTask(task: LeaderTask): void {
+    if (this.ended) return;
+    const timer = setTimeout(() => {
+      this.taskTimers.delete(task.name);
+      void this.host
+        .serial(() => this.runTask(task))
+        .catch((error) => this.failed(error))
+        .finally(() => this.scheduleTask(task));
+    }, Math.max(1, task.everyMs()));
+    timer.unref();
+    this.taskTimers.set(task.name, timer);
+  }
+
+  /** One run of a periodic task (in the serial turn); skipped while paused. */
+  async runTask(task: LeaderTask): Promise<void> {
+    if (this.ended || this.paused) return;
+    await task.run({
+      now: this.host.options.now(),
+      core: this.host.core,
+      queueStatus: (name) => this.host.queueStatus(name),
+      queueIds: this.host.queueIds,
+      events: this.host.options.events,
+      timeScale: this.host.loaderOptions.timeScale ?? 1,
+      em: () => this.em(),
+      write: (work) => writeFenced(this.writer(), (em) => work(em)),
+      wake: () => this.wake(),
+      reloadConfig: () => this.rebuild(),
+      ended: () => this.ended,
+    });
   }
 
   private scheduleCheckpoint(): void {

@@ -7,7 +7,7 @@ import { systemEntityManager } from '../../persistence/entities.js';
 import { inBackendTime } from './specs.js';
 import { loadCore, type CoreLoaderOptions, type LoadedCore } from './core-loader.js';
 import { LeaderEpochs } from './leader-epoch.js';
-import { LeaderSession, type LeaderHost } from './leader-session.js';
+import { LeaderSession, type LeaderHost, type LeaderTask } from './leader-session.js';
 import type { Leadership } from './leadership.js';
 import { OutboxDispatcher } from './outbox.js';
 import { Metering, type MeteringSettings } from '../metering/charging.js';
@@ -40,6 +40,8 @@ export interface SchedulerServiceOptions {
   cycleSliceMs?: number;
   /** Told after each leader admission cycle (metrics): its duration in seconds, with the write, and its decisions. */
   observeCycle?: (seconds: number, admitted: readonly Admission[], preempted: readonly Preemption[]) => void;
+  /** Periodic leader work (governance loops), run by whichever replica leads. */
+  leaderTasks?: readonly LeaderTask[];
 }
 
 /**
