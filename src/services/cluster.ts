@@ -11,6 +11,8 @@ import { badInput, conflict, notFound } from '../shared/client-errors.js';
 import { schedulerInputError } from './errors.js';
 import { writeInitialFlavorPrice } from './metering/prices.js';
 import { cohortSpec, flavorSpec, nodeSpec, queueSpec } from './scheduling/specs.js';
+import type { SlaClass, WorkloadType } from '../core/governance/types.js';
+import { assignGovernanceFields, governanceForQueueWrite } from './governance/policies.js';
 
 export interface CreateFlavorInput {
   name: string;
@@ -47,6 +49,10 @@ export interface QueueInput {
   isolationLevel?: IsolationLevel | null;
   timeWindows?: TimeWindowSpec[] | null;
   dedicatedPool?: string | null;
+  /** Governance (issue 16): with the tenant's tier these choose the queue's isolation policy; a named policy overrides the rules. */
+  workloadType?: WorkloadType | null;
+  slaClass?: SlaClass | null;
+  isolationPolicy?: string | null;
 }
 export type UpdateQueueInput = Partial<Omit<QueueInput, 'name' | 'tenantId'>> & { id: string };
 
@@ -190,7 +196,9 @@ export async function createQueue(ctx: ServiceContext, input: QueueInput): Promi
       timeWindows: input.timeWindows ?? [],
       dedicatedPool: input.dedicatedPool ?? null,
     });
-    check(core, (core) => core.upsertQueue(queueSpec(created, cohort?.name ?? null)));
+    assignGovernanceFields(created, input);
+    const governance = await governanceForQueueWrite(em, created, tenant.tier);
+    check(core, (core) => core.upsertQueue(queueSpec(created, cohort?.name ?? null, 1, governance)));
     await em.flush();
     return { result: created, tenantId: tenant.id, targetType: 'Queue', targetId: created.id };
   });
@@ -201,7 +209,7 @@ export async function createQueue(ctx: ServiceContext, input: QueueInput): Promi
 export async function updateQueue(ctx: ServiceContext, input: UpdateQueueInput, action = 'queue.update'): Promise<Queue> {
   const core = await ctx.scheduler.configSnapshot();
   const queue = await auditedMutation(ctx, { action, input: { ...input } }, async (em) => {
-    const found = await em.findOne(Queue, { id: input.id }, { populate: ['cohort'] });
+    const found = await em.findOne(Queue, { id: input.id }, { populate: ['cohort', 'tenant'] });
     if (!found) throw notFound('Queue');
     requirePlatformAdmin(ctx);
     let cohort = found.cohort ?? null;
@@ -217,7 +225,9 @@ export async function updateQueue(ctx: ServiceContext, input: UpdateQueueInput, 
     if (input.isolationLevel !== undefined) found.isolationLevel = input.isolationLevel ?? null;
     if (input.timeWindows != null) found.timeWindows = input.timeWindows;
     if (input.dedicatedPool !== undefined) found.dedicatedPool = input.dedicatedPool ?? null;
-    check(core, (core) => core.upsertQueue(queueSpec(found, cohort?.name ?? null)));
+    assignGovernanceFields(found, input);
+    const governance = await governanceForQueueWrite(em, found, found.tenant.tier);
+    check(core, (core) => core.upsertQueue(queueSpec(found, cohort?.name ?? null, 1, governance)));
     await em.flush();
     return { result: found, tenantId: found.tenant.id, targetType: 'Queue', targetId: found.id };
   });

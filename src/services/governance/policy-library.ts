@@ -52,3 +52,15 @@ export function settingInForce(policy: IsolationPolicy, queue: Pick<Queue, 'cont
   const c = queue.controllerSetting;
   return c ? { setting: clampSetting(policy, { lend: c.lend, borrow: c.borrow }), source: 'CONTROLLER' } : { setting: baseSetting(policy), source: 'STATIC' };
 }
+
+/** What governs a queue now: its policy (and how it was chosen) and the coefficients in force; null outside governance. */
+export type GovernanceInForce = PolicyChoice & { setting: LimitSetting; source: 'STATIC' | 'CONTROLLER' };
+
+/** policyForQueue and settingInForce together: what queueSpec (scheduling/specs.ts) needs to build a governed queue's core spec. */
+export function governanceInForce(library: PolicyLibrary, queue: Pick<Queue, 'isolationPolicy' | 'workloadType' | 'slaClass' | 'controllerSetting'>, tier: string): GovernanceInForce | null {
+  const choice = policyForQueue(library, queue, tier);
+  return choice ? { ...choice, ...settingInForce(choice.policy, queue) } : null;
+}
+
+/** Whether a queue is inside governance at all (it names a policy, a workload type or an SLA class). */
+export const isGoverned = (queue: Pick<Queue, 'isolationPolicy' | 'workloadType' | 'slaClass'>): boolean => Boolean(queue.isolationPolicy || queue.workloadType || queue.slaClass);

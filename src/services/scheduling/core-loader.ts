@@ -6,6 +6,8 @@ import { backToPending, writeFenced, type FencedWriter } from './cycle-writer.js
 import { recordJobEvent, recordOutbox } from './outbox.js';
 import { findDoubleBookings, type DoubleBooking } from './restore-check.js';
 import { cohortSpec, flavorSpec, jobSpec, nodeSpec, priorityClass, queueSpec } from './specs.js';
+import { Tenant } from '../../persistence/entities.js';
+import { governanceInForce, isGoverned, loadPolicyLibrary } from '../governance/policy-library.js';
 
 export interface CoreLoaderOptions {
   now: () => number;
@@ -32,13 +34,18 @@ export interface LoadedCore {
  * original submit time. Without jobs: a scratch core with the stored configuration only.
  */
 export async function loadCore(em: EntityManager, options: CoreLoaderOptions, withJobs: boolean): Promise<LoadedCore> {
-  const [flavors, cohorts, nodes, queues, classes] = await Promise.all([
+  const [flavors, cohorts, nodes, queues, classes, library] = await Promise.all([
     em.find(Flavor, {}, { orderBy: { id: 'asc' } }),
     em.find(Cohort, {}, { orderBy: { id: 'asc' }, populate: ['parent'] }),
     em.find(ClusterNode, {}, { orderBy: { id: 'asc' }, populate: ['pool', 'flavor'] }),
     em.find(Queue, {}, { orderBy: { id: 'asc' }, populate: ['cohort'] }),
     em.find(PriorityClassRow, {}, { orderBy: { value: 'desc' } }),
+    loadPolicyLibrary(em),
   ]);
+  // Governed queues' limits depend on their tenant's tier (the rules): read only when one is governed.
+  const governed = queues.filter(isGoverned);
+  const tenants = governed.length ? await em.find(Tenant, { id: { $in: [...new Set(governed.map((q) => q.tenant.id))] } }) : [];
+  const tiers = new Map<string, string>(tenants.map((t) => [t.id, t.tier]));
   const core = new Scheduler({
     clock: { now: options.now },
     placement: options.placement,
@@ -61,7 +68,8 @@ export async function loadCore(em: EntityManager, options: CoreLoaderOptions, wi
   for (const node of nodes) core.upsertNode(nodeSpec(node, node.pool.name, node.flavor.name, node.pool.dedicatedTenant?.id ?? null));
   const queueIds = new Map<string, string>();
   for (const queue of queues) {
-    core.upsertQueue(queueSpec(queue, queue.cohort?.name ?? null, options.timeScale));
+    const governance = isGoverned(queue) ? governanceInForce(library, queue, tiers.get(queue.tenant.id) ?? 'STANDARD') : null;
+    core.upsertQueue(queueSpec(queue, queue.cohort?.name ?? null, options.timeScale, governance));
     queueIds.set(queue.name, queue.id);
   }
   if (!withJobs) return { core, queueIds, doubleBooked: [] };

@@ -1,5 +1,7 @@
 import type { CheckpointSpec, CohortSpec, FlavorSpec, IsolationLevel, JobSpec, NodeSpec, PreemptionSpec, PriorityClass, QueueSpec } from '../../core/types.js';
 import type { ClusterNode, Cohort, Flavor, Job, PriorityClassRow, Queue } from '../../persistence/scheduling-entities.js';
+import { applyPolicy } from '../../core/governance/policies.js';
+import type { IsolationPolicy, LimitSetting } from '../../core/governance/types.js';
 
 /** Rows → the scheduler core's specs. Names are the core's keys; rows keep ids for the graph. */
 export const flavorSpec = (f: Flavor): FlavorSpec => ({
@@ -27,19 +29,28 @@ export const cohortSpec = (c: Cohort, parentName: string | null): CohortSpec => 
   quotas: c.quotas,
 });
 
-/** `timeScale`: the minimum run before reclaim is declared time, the core's clock is the backend's (see `jobSpec`). */
-export const queueSpec = (q: Queue, cohortName: string | null, timeScale = 1): QueueSpec => ({
-  name: q.name,
-  tenant: q.tenant.id,
-  cohort: cohortName ?? undefined,
-  quotas: q.quotas,
-  weight: q.weight,
-  queueingStrategy: q.queueingStrategy,
-  preemption: inBackendPreemption(q.preemption, timeScale),
-  isolation: (q.isolationLevel as IsolationLevel | null) ?? undefined,
-  timeWindows: q.timeWindows.length ? q.timeWindows : undefined,
-  dedicatedPool: q.dedicatedPool ?? undefined,
-});
+/**
+ * `timeScale`: the minimum run before reclaim is declared time, the core's clock is the backend's (see `jobSpec`).
+ * `governance`: a governed queue's policy and the coefficients in force (policy-library.ts governanceInForce);
+ * its limits, isolation level and preemption come from them (applyPolicy), in declared time before scaling.
+ * Without it (a queue outside governance) the spec is the queue as configured.
+ */
+export function queueSpec(q: Queue, cohortName: string | null, timeScale = 1, governance?: { policy: IsolationPolicy; setting: LimitSetting } | null): QueueSpec {
+  const configured: QueueSpec = {
+    name: q.name,
+    tenant: q.tenant.id,
+    cohort: cohortName ?? undefined,
+    quotas: q.quotas,
+    weight: q.weight,
+    queueingStrategy: q.queueingStrategy,
+    preemption: q.preemption,
+    isolation: (q.isolationLevel as IsolationLevel | null) ?? undefined,
+    timeWindows: q.timeWindows.length ? q.timeWindows : undefined,
+    dedicatedPool: q.dedicatedPool ?? undefined,
+  };
+  const spec = governance ? applyPolicy(configured, governance.policy, governance.setting) : configured;
+  return { ...spec, preemption: inBackendPreemption(spec.preemption as PreemptionSpec, timeScale) };
+}
 
 /** The preemption policy's durations (declared time) in the backend's clock. */
 function inBackendPreemption(p: PreemptionSpec, timeScale: number): PreemptionSpec {
