@@ -30,6 +30,8 @@ import './budget.js';
 import './usage.js';
 import './price-book.js';
 import './job-history.js';
+import './quota-request.js';
+import './recommendation.js';
 import { builder } from './builder.js';
 
 export const schema = builder.toSchema({ sortSchema: true });

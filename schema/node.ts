@@ -9,6 +9,7 @@ import { getTenant } from '../src/services/tenants.js';
 import { getJob } from '../src/services/jobs.js';
 import { getQueue } from '../src/services/cluster.js';
 import { getBudget } from '../src/services/metering/budgets.js';
+import { getQuotaRequest } from '../src/services/governance/quota-requests.js';
 import type { ServiceContext } from '../src/services/context.js';
 import { builder } from './builder.js';
 import { decodeId } from './common.js';
@@ -26,6 +27,7 @@ const loaders: Record<string, (ctx: ServiceContext, id: string) => Promise<objec
   Queue: getQueue,
   BreakGlassGrant: getBreakGlassGrant,
   Budget: getBudget,
+  QuotaRequest: getQuotaRequest,
 };
 
 async function loadNode(ctx: ServiceContext, globalId: string): Promise<object> {

@@ -32,6 +32,13 @@ const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').impl
       description: 'ADMITTED_NOT_RUNNING: why the pods are not running, as the backend reports it (unschedulable, image pull…).',
       resolve: (e) => (e.kind === 'ADMITTED_NOT_RUNNING' ? e.message : null),
     }),
+    // QUOTA_REQUEST: which of the tenant's quota requests was made or changed, and its status now.
+    requestId: t.id({ nullable: true, resolve: (e) => (e.kind === 'QUOTA_REQUEST' ? encodeGlobalID('QuotaRequest', e.requestId) : null) }),
+    requestStatus: t.string({
+      nullable: true,
+      description: 'QUOTA_REQUEST: PENDING, APPROVED, ACTIVE, EXPIRED, REJECTED or CANCELLED.',
+      resolve: (e) => (e.kind === 'QUOTA_REQUEST' ? e.status : null),
+    }),
     // BUDGET_ALERT: which budget crossed which threshold, and (for callers who may see money) the amounts.
     budgetId: t.id({ nullable: true, resolve: (e) => (e.kind === 'BUDGET_ALERT' ? encodeGlobalID('Budget', e.budgetId) : null) }),
     projectId: t.id({

@@ -1,10 +1,22 @@
 // The governance loops the scheduling leader runs (issue 16), each a LeaderTask in its own module.
 // buildApp passes this list to the SchedulerService; settings come from the server's configuration.
 import type { LeaderTask } from '../scheduling/leader-session.js';
+import type { ExecutionBackend } from '../../backends/port.js';
+import { probeLeaderTasks, type ProbeSettings } from './probes.js';
+import { quotaRequestTask } from './quota-expiry.js';
+import { DEFAULT_IDLE_CHECK_INTERVAL_MS, idleReclaimTask } from './idle-reclaim.js';
 
 export interface GovernanceTaskSettings {
   /** The leader's clock (for tests that move time). */
   now: () => number;
+  /** Runtime probes: the sample interval, retention, and polling of a backend's metrics source (probes.ts; FAIRWAY_PROBE_*). */
+  probes?: ProbeSettings;
+  /** The execution backend (a Kubernetes backend with a Prometheus source is polled by the leader). */
+  backend?: ExecutionBackend;
+  /** Quota requests: how often the leader activates and expires them (FAIRWAY_QUOTA_REQUEST_INTERVAL_MS; default 30 s). */
+  quotaRequestIntervalMs?: number;
+  /** Idle and held reclaim: how often the leader checks admitted jobs of governed queues (FAIRWAY_IDLE_CHECK_INTERVAL_MS; default 60 s; 0: off). */
+  idleCheckIntervalMs?: number;
 }
 
 /** Every governance task, in the order they are registered (each runs on its own period). */
@@ -12,5 +24,8 @@ export function governanceLeaderTasks(settings: GovernanceTaskSettings): LeaderT
   void settings;
   const tasks: LeaderTask[] = [];
   // governance tasks register here, one line each
+  if (settings.idleCheckIntervalMs !== 0) tasks.push(idleReclaimTask({ everyMs: settings.idleCheckIntervalMs ?? DEFAULT_IDLE_CHECK_INTERVAL_MS }));
+  tasks.push(...probeLeaderTasks({ ...settings.probes, backend: settings.backend }).tasks);
+  tasks.push(quotaRequestTask(settings));
   return tasks;
 }
