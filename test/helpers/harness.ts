@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
-import { buildApp, type FairwayApp } from '../../src/server/app.js';
+import { buildApp, type BuildAppOptions, type FairwayApp } from '../../src/server/app.js';
 import type { FairwayConfig } from '../../src/config.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo.js';
 import { Tenant, Project, Membership, ApiToken, AuditEvent, User, TENANT_FILTER } from '../../src/persistence/entities.js';
@@ -66,6 +66,8 @@ export interface TestAppOptions {
   seed?: boolean;
   /** Server errors a fault test provokes on purpose (matched against their text); any other still fails the test at close. */
   expectedServerErrors?: RegExp;
+  /** Governance loop settings passed to buildApp (short periods for tests). */
+  governance?: BuildAppOptions['governance'];
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -75,7 +77,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const config = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
   const now = { value: Date.now() };
   const errors: unknown[] = [];
-  const app = await buildApp({ config, now: () => now.value, logError: (e) => (options.expectedServerErrors?.test(String(e)) ? undefined : errors.push(e)), reauthCacheMs: 0, ...(options.onQuery ? { onQuery: options.onQuery } : {}) });
+  const app = await buildApp({ config, now: () => now.value, logError: (e) => (options.expectedServerErrors?.test(String(e)) ? undefined : errors.push(e)), reauthCacheMs: 0, ...(options.onQuery ? { onQuery: options.onQuery } : {}), ...(options.governance ? { governance: options.governance } : {}) });
   const credentials = options.seed === false ? [] : ((await seedDemo(app.orm, dataDir, () => now.value)) ?? []);
   await app.scheduler.rebuild();
   const { url } = await app.listen(0, '127.0.0.1');
