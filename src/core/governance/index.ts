@@ -1,6 +1,6 @@
 export * from './types.js';
 export * from './policies.js';
-export { controllerStep } from './controller.js';
+export { controllerStep, replayAdjustment, slaAttainment } from './controller.js';
 export { flagJob } from './idle.js';
 export { recommend, type RecommendationOptions } from './recommendations.js';
 export { utilizationProfile, utilizationAt, meanUtilization, type UtilizationProfile } from './utilization-model.js';

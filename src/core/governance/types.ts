@@ -145,6 +145,14 @@ export interface ControllerAdjustment {
   to: LimitSetting;
   reasons: AdjustmentReason[];
   input: ControllerQueueInput;
+  /** What the other queues' inputs came to in this window (the borrow rules read it): with input, from and the settings, enough to recompute `to` (replayAdjustment). */
+  window: ControllerWindow;
+}
+
+/** The window-wide facts the borrowing rules read: whether any queue tightens its lending, and whether one that lends (lentGpus > 0) does. */
+export interface ControllerWindow {
+  anyTightens: boolean;
+  lenderTightens: boolean;
 }
 
 /** Usage history of one queue (from the usage ledger), for recommendations. */
