@@ -13,6 +13,7 @@ import {
   TENANT_TIERS,
   AUDIT_OUTCOMES,
 } from '../src/persistence/entities.js';
+import { WORKLOAD_TYPES } from '../src/core/governance/types.js';
 import { builder } from './builder.js';
 
 builder.scalarType('DateTime', {
@@ -51,6 +52,8 @@ export const IsolationLevelEnum = builder.enumType('IsolationLevel', {
   } satisfies Record<(typeof ISOLATION_LEVELS)[number], unknown>,
 });
 export const TenantStatusEnum = builder.enumType('TenantStatus', { values: TENANT_STATUSES });
+/** Governance (issue 16): what a job (declared at submit) or a queue runs; shared by Job, Queue and the policy rules. */
+export const WorkloadTypeEnum = builder.enumType('WorkloadType', { values: WORKLOAD_TYPES });
 export const TenantRoleEnum = builder.enumType('TenantRole', {
   values: {
     TENANT_ADMIN: { description: 'Manages members, projects, tokens; reads the audit log.' },

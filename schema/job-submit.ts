@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { submitJob, type SubmitJobInput } from '../src/services/jobs.js';
 import { ENFORCED_SECURITY, keptSecurityContext, type JobContainer } from '../src/services/submit-policy.js';
 import { builder } from './builder.js';
-import { decodeId } from './common.js';
+import { decodeId, WorkloadTypeEnum } from './common.js';
 import { JobRef } from './refs.js';
 
 const PodSetInput = builder.inputType('PodSetInput', {
@@ -116,6 +116,8 @@ export const SubmitJobInputRef = builder.inputType('SubmitJobInput', {
     expectedDurationSeconds: t.float({ validate: z.number().positive('must be positive').max(90 * 86_400, 'at most 90 days') }),
     maxRunSeconds: t.float({ validate: z.number().positive('must be positive').max(90 * 86_400, 'at most 90 days') }),
     checkpoint: t.field({ type: CheckpointInput }),
+    workloadType: t.field({ type: WorkloadTypeEnum, description: 'What the job is (runtime probes, idle reclaim): training, fine-tuning, batch or online inference. Default: undeclared.' }),
+    latencySensitive: t.boolean({ defaultValue: false, description: 'The job serves latency-sensitive traffic (runtime probes). Default false.' }),
     idempotencyKey: t.string({
       description: 'Send the same key when retrying: the retry returns the first job instead of making another.',
       validate: z.string().min(1).max(128, 'must be at most 128 characters'),
@@ -148,6 +150,8 @@ export function toSubmitInput(input: SubmitArgs): SubmitJobInput {
     checkpoint: input.checkpoint ? { ...(input.checkpoint.intervalSeconds != null ? { intervalMs: input.checkpoint.intervalSeconds * 1000 } : {}), ...(input.checkpoint.resumable ? { resumable: true } : {}) } : null,
     idempotencyKey: input.idempotencyKey ?? null,
     workload: workloadOf(input),
+    workloadType: input.workloadType ?? null,
+    latencySensitive: input.latencySensitive ?? false,
   };
 }
 

@@ -1,6 +1,7 @@
 // The execution-backend port: what a backend (simulated, Kubernetes) implements for the
 // scheduling service. Types only; it lives beside its adapters, and the core knows nothing of it.
 import type { Admission, CheckpointSpec, NodeSpec, PodSetSpec } from '../core/types.js';
+import type { WorkloadType } from '../core/governance/types.js';
 
 /** What an execution backend needs to run one admitted job. */
 export interface BackendJob {
@@ -20,6 +21,10 @@ export interface BackendJob {
    * the next `start` runs only what remains; others pass it to the workload.
    */
   checkpoint?: CheckpointSpec;
+  /** What the job declared it is (null/absent: undeclared); the simulated cluster models its utilization by it, Kubernetes annotates its pods. */
+  workloadType?: WorkloadType | null;
+  /** Declared as serving latency-sensitive traffic. */
+  latencySensitive?: boolean;
   /** Opaque to the scheduler: image, command, env… (the simulated backend reads `simulate`). */
   workload?: Record<string, unknown>;
 }
@@ -28,8 +33,8 @@ export type BackendEvent =
   | { type: 'started'; jobId: string; at: number }
   | { type: 'succeeded'; jobId: string; at: number }
   | { type: 'failed'; jobId: string; at: number; reason: string }
-  /** GPU utilization of a running job, 0..1 averaged over its GPUs. */
-  | { type: 'utilization'; jobId: string; at: number; gpuUtilization: number }
+  /** GPU utilization of a running job, 0..1 averaged over its GPUs; GPU memory in use over GPU memory (0..1) when the source says. */
+  | { type: 'utilization'; jobId: string; at: number; gpuUtilization: number; memoryUtilization?: number }
   /**
    * Admitted, but its pods are not all running after the backend's limit (unschedulable,
    * image still pulling…): reported once per admission so the job can be reclaimed.
@@ -102,4 +107,10 @@ export interface ExecutionBackend {
    * removed) and the flavors, whose kind says how a pod's GPU request is counted.
    */
   syncTenants?(tenants: BackendTenant[], flavors: BackendFlavor[]): Promise<void>;
+  /**
+   * Backends that read utilization from a metrics source (Kubernetes: Prometheus) instead of
+   * sampling it themselves read it once when the leader asks, and report it as 'utilization' events.
+   * Never throws: a source that does not answer is said and asked again at the next call.
+   */
+  pollUtilization?(): Promise<void>;
 }

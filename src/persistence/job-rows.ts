@@ -26,6 +26,9 @@ export interface JobView {
   maxRunMs?: number | null;
   checkpointIntervalMs?: number | null;
   checkpointResumable?: boolean | null;
+  workloadType?: string | null;
+  latencySensitive?: boolean | null;
+  probeSummary?: { samples: number; meanGpu: number; lastGpu: number; lastMemory: number | null; lastAt: number } | null;
   workload?: Record<string, unknown> | null;
   state: JobState;
   admission?: Admission | null;
@@ -56,6 +59,8 @@ export class JobRow implements JobView {
   maxRunMs!: number | null;
   checkpointIntervalMs!: number | null;
   checkpointResumable!: boolean;
+  workloadType!: string | null;
+  latencySensitive!: boolean;
   state!: JobState;
   idempotencyKey!: string | null;
   requestHash!: string;
@@ -73,7 +78,7 @@ export class JobRow implements JobView {
    * The JSON columns as read, parsed on first use: a list that shows names and states (the
    * dashboard) never pays for parsing every row's pod sets and admission.
    */
-  #json: { platform: Platform; podSets: unknown; workload: unknown; admission: unknown; parsed: Partial<Record<'podSets' | 'workload' | 'admission', unknown>> } | null = null;
+  #json: { platform: Platform; podSets: unknown; workload: unknown; admission: unknown; probeSummary: unknown; parsed: Partial<Record<JsonColumn, unknown>> } | null = null;
 
   get podSets(): PodSetSpec[] {
     return this.#parsed('podSets') ?? [];
@@ -84,26 +89,31 @@ export class JobRow implements JobView {
   get admission(): Admission | null {
     return this.#parsed('admission');
   }
+  get probeSummary(): JobView['probeSummary'] {
+    return this.#parsed('probeSummary');
+  }
 
   /** Used by readJobRows only. */
   static fromJson(row: JobRow, platform: Platform, raw: Raw): JobRow {
-    row.#json = { platform, podSets: raw.pod_sets, workload: raw.workload, admission: raw.admission, parsed: {} };
+    row.#json = { platform, podSets: raw.pod_sets, workload: raw.workload, admission: raw.admission, probeSummary: raw.probe_summary, parsed: {} };
     return row;
   }
 
   /** A row of a job just written, from the values in memory: nothing to parse. */
   static withValues(row: JobRow, values: { podSets: PodSetSpec[]; workload: Record<string, unknown> | null; admission: Admission | null }): JobRow {
-    row.#json = { platform: null as unknown as Platform, podSets: null, workload: null, admission: null, parsed: { ...values } };
+    row.#json = { platform: null as unknown as Platform, podSets: null, workload: null, admission: null, probeSummary: null, parsed: { probeSummary: null, ...values } };
     return row;
   }
 
-  #parsed<T>(key: 'podSets' | 'workload' | 'admission'): T | null {
+  #parsed<T>(key: JsonColumn): T | null {
     const stored = this.#json;
     if (!stored) return null;
     if (!(key in stored.parsed)) stored.parsed[key] = json(stored.platform, stored[key]);
     return stored.parsed[key] as T | null;
   }
 }
+
+type JsonColumn = 'podSets' | 'workload' | 'admission' | 'probeSummary';
 
 export interface JobRowFilter {
   tenantId: string;
@@ -123,7 +133,7 @@ export interface JobRowPage {
   inverted: boolean;
 }
 
-const COLUMNS = ['id', 'tenant_id', 'project_id', 'queue_id', 'submitted_by_id', 'name', 'priority_class', 'pod_sets', 'expected_duration_ms', 'max_run_ms', 'checkpoint_interval_ms', 'checkpoint_resumable', 'workload', 'state', 'admission', 'idempotency_key', 'request_hash', 'submit_time', 'gpus_requested', 'preemption_count', 'metered_from', 'exit_reason', 'submitted_at', 'admitted_at', 'started_at', 'finished_at', 'updated_at'];
+const COLUMNS = ['id', 'tenant_id', 'project_id', 'queue_id', 'submitted_by_id', 'name', 'priority_class', 'pod_sets', 'expected_duration_ms', 'max_run_ms', 'checkpoint_interval_ms', 'checkpoint_resumable', 'workload_type', 'latency_sensitive', 'probe_summary', 'workload', 'state', 'admission', 'idempotency_key', 'request_hash', 'submit_time', 'gpus_requested', 'preemption_count', 'metered_from', 'exit_reason', 'submitted_at', 'admitted_at', 'started_at', 'finished_at', 'updated_at'];
 
 type Raw = Record<string, unknown>;
 type Platform = ReturnType<EntityManager['getPlatform']>;
@@ -220,6 +230,8 @@ function toRow(platform: Platform, raw: Raw): JobRow {
   row.checkpointIntervalMs = num(raw.checkpoint_interval_ms);
   // SQLite stores booleans as 0/1.
   row.checkpointResumable = Boolean(raw.checkpoint_resumable);
+  row.workloadType = (raw.workload_type as string | null) ?? null;
+  row.latencySensitive = Boolean(raw.latency_sensitive);
   row.state = raw.state as JobState;
   row.idempotencyKey = (raw.idempotency_key as string | null) ?? null;
   row.requestHash = raw.request_hash as string;

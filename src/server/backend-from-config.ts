@@ -11,7 +11,9 @@ import { DEFAULT_KUBERNETES_SETTINGS, parseKubernetesSettings, type KubernetesSe
 export async function backendFromConfig(config: FairwayConfig, deps: { now: () => number; logError: (error: unknown) => void }): Promise<ExecutionBackend> {
   const chosen = config.backend ?? { kind: 'simulated' };
   if (chosen.kind === 'simulated') return new SimulatedBackend({ timeScale: config.simulatedTimeScale, now: deps.now });
-  const settings = kubernetesSettings(chosen.settingsFile);
+  const fromFile = kubernetesSettings(chosen.settingsFile);
+  // FAIRWAY_PROBES_PROMETHEUS_URL over the settings file's probes.prometheusUrl.
+  const settings = config.probes?.prometheusUrl ? { ...fromFile, probes: { ...fromFile.probes, prometheusUrl: config.probes.prometheusUrl } } : fromFile;
   const backend = KubernetesBackend.fromKubeconfig(chosen.kubeconfigPath, { settings, now: deps.now, logError: deps.logError });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {

@@ -15,6 +15,7 @@ import { findPage, type PageQuery } from './paging.js';
 import { defaultProjectOf, requireContributor, requireJobChanger } from './project-rights.js';
 import { enforceSubmitPolicy, submitAuditInput } from './submit-policy.js';
 import { checkpointSpec, totalGpus } from './scheduling/specs.js';
+import type { WorkloadType } from '../core/governance/types.js';
 
 export interface SubmitJobInput {
   /** The queue; when omitted, the project's default queue. */
@@ -29,6 +30,9 @@ export interface SubmitJobInput {
   checkpoint?: CheckpointSpec | null;
   idempotencyKey?: string | null;
   workload?: Record<string, unknown> | null;
+  /** Probe signals (issue 16): what the job is (null: undeclared) and whether it serves latency-sensitive traffic (default false). */
+  workloadType?: WorkloadType | null;
+  latencySensitive?: boolean | null;
 }
 
 export interface JobFilter {
@@ -117,6 +121,8 @@ export function pendingJobFields(p: { input: SubmitJobInput; spec: JobSpec; tena
     checkpointIntervalMs: input.checkpoint?.intervalMs ?? null,
     checkpointResumable: input.checkpoint?.resumable ?? false,
     workload: input.workload ?? null,
+    workloadType: input.workloadType ?? null,
+    latencySensitive: input.latencySensitive ?? false,
     state: 'PENDING' as const,
     admission: null,
     idempotencyKey: input.idempotencyKey ?? null,
@@ -144,8 +150,15 @@ export function requestHash(input: SubmitJobInput, queueId: string): string {
     workload: input.workload ?? null,
     // Only when declared: the hash of a job without checkpointing stays what it was before the field existed.
     ...checkpointOf(input),
+    // Only when declared, as the checkpoint: hashes of jobs without the probe signals stay what they were.
+    ...probeSignalsOf(input),
   });
   return createHash('sha256').update(canonical).digest('hex');
+}
+
+/** The declared probe signals as hashed fields: none when undeclared (no type, not latency-sensitive). */
+export function probeSignalsOf(input: Pick<SubmitJobInput, 'workloadType' | 'latencySensitive'>): { workloadType?: WorkloadType; latencySensitive?: true } {
+  return { ...(input.workloadType ? { workloadType: input.workloadType } : {}), ...(input.latencySensitive ? { latencySensitive: true as const } : {}) };
 }
 
 /**

@@ -12,6 +12,7 @@ import type { KubernetesSettings } from './settings.js';
 import { observeRun, notRunningMessage, tenantSafeMessage } from './status.js';
 import { TenantReconciler, TenantRefusedError } from './tenant-reconciler.js';
 import { ensureJob, finished, refOf, withWorkloadHash } from './job-updates.js';
+import { PrometheusProbes, podOfName, type PodOwner } from './prometheus-probes.js';
 
 export interface KubernetesBackendOptions {
   kubeConfig: KubeConfig;
@@ -24,6 +25,8 @@ export interface KubernetesBackendOptions {
   /** How often admitted jobs are checked against `notRunningAfterMs`. Default 5 s. */
   checkIntervalMs?: number;
   client?: KubeClientOptions;
+  /** How the Prometheus probe source fetches (tests). Default: the global fetch. */
+  fetch?: typeof fetch;
 }
 
 const MANAGED_SELECTOR = Object.entries(MANAGED_BY).map(([k, v]) => `${k}=${v}`).join(',');
@@ -72,6 +75,8 @@ export class KubernetesBackend implements ExecutionBackend {
   private readonly timers: NodeJS.Timeout[] = [];
   private started: Promise<void> | null = null;
   private closed = false;
+  /** Reads running jobs' GPU utilization from Prometheus when the leader asks; absent without a Prometheus URL. */
+  readonly pollUtilization?: () => Promise<void>;
 
   constructor(options: KubernetesBackendOptions) {
     this.settings = options.settings;
@@ -118,6 +123,30 @@ export class KubernetesBackend implements ExecutionBackend {
     const check = setInterval(() => this.checkNotRunning(), options.checkIntervalMs ?? 5000);
     for (const t of [resync, check]) t.unref();
     this.timers.push(resync, check);
+    const { prometheusUrl } = this.settings.probes ?? {};
+    if (prometheusUrl) {
+      const probes = new PrometheusProbes({ ...this.settings.probes, prometheusUrl }, {
+        namespacePrefix: this.settings.namespacePrefix,
+        owner: (namespace, pod) => this.podOwner(namespace, pod),
+        emit: (event) => !this.closed && this.emit(event),
+        now: this.now,
+        log: this.log,
+        fetch: options.fetch,
+      });
+      this.pollUtilization = async () => void (this.closed ? 0 : await probes.poll());
+    }
+  }
+
+  /**
+   * The running job a pod belongs to, by its name (naming.ts) — and only when the pod is in the
+   * namespace of that job's tenant: a pod named after another tenant's job is never mapped to it.
+   */
+  private podOwner(namespace: string, pod: string): PodOwner {
+    const named = podOfName(pod);
+    const t = named && this.tracked.get(named.jobId);
+    if (!named || !t || !t.started || t.namespace !== namespace) return null;
+    const podSet = t.job.podSets[named.podSet];
+    return podSet ? { jobId: named.jobId, gpus: podSet.perPod.gpu ?? 0 } : null;
   }
 
   static fromKubeconfig(path: string | undefined, options: Omit<KubernetesBackendOptions, 'kubeConfig'>): KubernetesBackend {

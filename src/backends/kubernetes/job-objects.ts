@@ -4,6 +4,7 @@
 import type { V1Container, V1EnvVar, V1Job, V1PodSpec, V1Toleration, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { BackendJob } from '../port.js';
 import type { FlavorSpec, PodSetAdmission, PodSetSpec } from '../../core/types.js';
+import { ANNOTATION_LATENCY_SENSITIVE, ANNOTATION_WORKLOAD_TYPE } from './naming.js';
 import { ANNOTATION_ADMISSION, ANNOTATION_CHECKPOINT_INTERVAL, ANNOTATION_JOB_NAME, ANNOTATION_RESUMABLE, LABEL_JOB_ID, LABEL_POD_SET, LABEL_QUEUE, TAINT_DEDICATED, kubeJobName, labelValue } from './naming.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';
 import { WORKLOAD_SERVICE_ACCOUNT, tenantLabels, type KubeTenant } from './tenant-objects.js';
@@ -72,7 +73,7 @@ function jobForPodSet(
     [LABEL_QUEUE]: labelValue(job.queue),
     [LABEL_POD_SET]: labelValue(podSet.name),
   };
-  const annotations = { [ANNOTATION_ADMISSION]: String(job.admission.at), [ANNOTATION_JOB_NAME]: job.name, ...checkpointAnnotations(job) };
+  const annotations = { [ANNOTATION_ADMISSION]: String(job.admission.at), [ANNOTATION_JOB_NAME]: job.name, ...checkpointAnnotations(job), ...probeAnnotations(job) };
   const count = admitted.count;
   return {
     apiVersion: 'batch/v1',
@@ -107,6 +108,14 @@ function checkpointAnnotations(job: BackendJob): Record<string, string> {
   return {
     ...(c?.intervalMs ? { [ANNOTATION_CHECKPOINT_INTERVAL]: String(Math.round(c.intervalMs / 1000)) } : {}),
     ...(c?.resumable ? { [ANNOTATION_RESUMABLE]: 'true' } : {}),
+  };
+}
+
+/** The declared probe signals, for the workload and the cluster's tooling; nothing when undeclared (the pod template is unchanged). */
+function probeAnnotations(job: BackendJob): Record<string, string> {
+  return {
+    ...(job.workloadType ? { [ANNOTATION_WORKLOAD_TYPE]: job.workloadType } : {}),
+    ...(job.latencySensitive ? { [ANNOTATION_LATENCY_SENSITIVE]: 'true' } : {}),
   };
 }
 

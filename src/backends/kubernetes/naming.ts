@@ -17,6 +17,10 @@ export const ANNOTATION_JOB_NAME = 'fairway.dev/job-name';
 export const ANNOTATION_CHECKPOINT_INTERVAL = 'fairway.dev/checkpoint-interval-seconds';
 /** "true" when the job declared itself resumable (it checkpoints when told to stop). */
 export const ANNOTATION_RESUMABLE = 'fairway.dev/resumable';
+/** The job's declared workload type (runtime probes; only when it declared one). */
+export const ANNOTATION_WORKLOAD_TYPE = 'fairway.dev/workload-type';
+/** "true" when the job declared itself latency-sensitive. */
+export const ANNOTATION_LATENCY_SENSITIVE = 'fairway.dev/latency-sensitive';
 /** Node taint reserving a node for one tenant; value: the tenant id. */
 export const TAINT_DEDICATED = 'fairway.dev/dedicated';
 

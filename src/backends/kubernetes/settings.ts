@@ -2,6 +2,7 @@
 // and which node resources feed which Fairway flavor. Parsed from a partial object (a YAML or
 // JSON file) over the defaults; unknown keys are refused so a typo does not pass silently.
 import { z } from 'zod';
+import { DEFAULT_PROMETHEUS_PROBES, prometheusProbesSchema, type PrometheusProbeSettings } from './prometheus-probes.js';
 
 export interface FlavorMapping {
   /** Fairway flavor name (a Flavor row). */
@@ -41,6 +42,8 @@ export interface KubernetesSettings {
   requestTimeoutMs: number;
   /** Watches are started again this often (from where they were), so a silently dead one is replaced. */
   watchRestartMs: number;
+  /** Runtime probes read from Prometheus (DCGM exporter metrics); off while `probes.prometheusUrl` is null. */
+  probes: PrometheusProbeSettings;
 }
 
 export const DEFAULT_KUBERNETES_SETTINGS: KubernetesSettings = Object.freeze({
@@ -57,6 +60,7 @@ export const DEFAULT_KUBERNETES_SETTINGS: KubernetesSettings = Object.freeze({
   containerDefaults: { cpu: '1', memory: '2Gi' },
   requestTimeoutMs: 10_000,
   watchRestartMs: 300_000,
+  probes: DEFAULT_PROMETHEUS_PROBES,
 }) as KubernetesSettings;
 
 // Shapes Kubernetes itself enforces, checked here so a bad setting fails at start-up, not at the first Job.
@@ -92,6 +96,7 @@ const settingsSchema = z.strictObject({
   containerDefaults: z.strictObject({ cpu: quantity, memory: quantity }),
   requestTimeoutMs: z.number().int().min(100).max(600_000),
   watchRestartMs: z.number().int().min(1000).max(3_600_000),
+  probes: prometheusProbesSchema,
 });
 
 /** zod-validated parse of a partial settings object (from a YAML/JSON file); throws a readable Error. */
@@ -104,6 +109,8 @@ export function parseKubernetesSettings(raw: unknown): KubernetesSettings {
     ...partial,
     // containerDefaults may be given in part: { memory: '4Gi' } keeps the default cpu.
     containerDefaults: { ...DEFAULT_KUBERNETES_SETTINGS.containerDefaults, ...(partial.containerDefaults as object | undefined) },
+    // Likewise the probes: { prometheusUrl: … } keeps the default queries.
+    probes: { ...DEFAULT_KUBERNETES_SETTINGS.probes, ...(partial.probes as object | undefined) },
   };
   const result = settingsSchema.safeParse(merged);
   if (!result.success) throw new Error(`Kubernetes settings are invalid:\n${z.prettifyError(result.error)}`);

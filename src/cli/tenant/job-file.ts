@@ -61,6 +61,9 @@ export const JobFileSchema = z.strictObject({
     })
     .optional(),
   idempotencyKey: z.string().min(1).max(128).optional(),
+  /** Runtime probe signals: what the job is, and whether it serves latency-sensitive traffic. */
+  workloadType: z.enum(['TRAINING', 'FINE_TUNING', 'BATCH_INFERENCE', 'ONLINE_INFERENCE']).optional(),
+  latencySensitive: z.boolean().optional(),
   podSets: z.array(PodSet).min(1),
   container: Container.optional(),
   /** Simulated backend only: make the job fail (tests, demos). */

@@ -53,6 +53,8 @@ export function toSubmitInput(job: JobFile, ids: { queueId?: string; projectId?:
   if (job.expectedDurationSeconds !== undefined) input.expectedDurationSeconds = job.expectedDurationSeconds;
   if (job.maxRunSeconds !== undefined) input.maxRunSeconds = job.maxRunSeconds;
   if (job.checkpoint) input.checkpoint = job.checkpoint;
+  if (job.workloadType) input.workloadType = job.workloadType;
+  if (job.latencySensitive !== undefined) input.latencySensitive = job.latencySensitive;
   if (job.simulate) input.simulate = job.simulate;
   if (job.container) {
     const { env, ...container } = job.container;

@@ -2,6 +2,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { Scheduler } from '../../core/scheduler.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
 import type { Admission, CycleResult, JobSpec, Preemption, QueueStatus } from '../../core/types.js';
+import type { BackendEvent } from '../../backends/port.js';
 import { systemEntityManager } from '../../persistence/entities.js';
 import { Job } from '../../persistence/scheduling-entities.js';
 import { applyBackendEvents, type WritableBackendEvent } from './backend-events.js';
@@ -81,6 +82,8 @@ export interface LeaderTask {
   /** Milliseconds until the next run (read before each). */
   everyMs(): number;
   run(ctx: LeaderTaskContext): Promise<void>;
+  /** Told every backend 'utilization' report while this replica leads (the probe writer), outside the serial turn. */
+  onUtilization?(event: Extract<BackendEvent, { type: 'utilization' }>): void;
 }
 
 export interface LeaderTaskContext {

@@ -38,6 +38,9 @@ export function backendJobOf(job: Job): BackendJob {
     expectedDurationMs: job.expectedDurationMs ?? undefined,
     maxRunMs: job.maxRunMs ?? undefined,
     ...checkpointSpec(job),
+    // Only when declared (as the checkpoint): a job without them reaches the backend as before.
+    ...(job.workloadType ? { workloadType: job.workloadType as NonNullable<BackendJob['workloadType']> } : {}),
+    ...(job.latencySensitive ? { latencySensitive: true } : {}),
     workload: job.workload ?? undefined,
   };
 }

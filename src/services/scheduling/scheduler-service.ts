@@ -221,6 +221,7 @@ export class SchedulerService {
     if (event.type === 'utilization') {
       this.utilization.set(event.jobId, event.gpuUtilization);
       this.metering.utilization.record(event.jobId, event.at, event.gpuUtilization);
+      for (const task of this.options.leaderTasks ?? []) task.onUtilization?.(event);
     }
     else this.session.backendEvent(event);
   }
