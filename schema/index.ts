@@ -13,6 +13,7 @@ import './node.js';
 import './quota.js';
 import './cluster.js';
 import './queue.js';
+import './isolation-policy.js';
 import './pod-set.js';
 import './placement.js';
 import './pending-reason.js';

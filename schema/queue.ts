@@ -9,6 +9,8 @@ import { reloadingSubscription } from './reloading-subscription.js';
 import { tenantConnection } from './tenant-connection.js';
 import { isEntity } from './tenant.js';
 import { getTenant } from '../src/services/tenants.js';
+import { SlaClassEnum } from './isolation-policy.js';
+import { WorkloadTypeEnum } from './common.js';
 
 const QueueingStrategyEnum = builder.enumType('QueueingStrategy', {
   values: {
@@ -157,6 +159,15 @@ export const MAX_MIN_RUN_BEFORE_RECLAIM_SECONDS = 7 * 86_400;
 
 const queueName = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'use 1-63 lowercase letters, digits and dashes');
 
+/** Governance (issue 16): the fields that choose a queue's isolation policy (null clears one on update). */
+function governanceInputFields(t: Parameters<NonNullable<Parameters<typeof builder.inputType>[1]['fields']>>[0]) {
+  return {
+    workloadType: t.field({ type: WorkloadTypeEnum, description: "What the queue runs; with the SLA class and the tenant's tier it chooses the isolation policy." }),
+    slaClass: t.field({ type: SlaClassEnum }),
+    isolationPolicy: t.string({ description: 'A policy of the library named for this queue, over the rules (null: the rules choose).', validate: z.string().max(63) }),
+  };
+}
+
 const CreateQueueInput = builder.inputType('CreateQueueInput', {
   fields: (t) => ({
     name: t.string({ required: true, validate: queueName }),
@@ -169,6 +180,7 @@ const CreateQueueInput = builder.inputType('CreateQueueInput', {
     isolationLevel: t.field({ type: IsolationLevelEnum }),
     timeWindows: t.field({ type: [TimeWindowInput] }),
     dedicatedPool: t.string({ validate: z.string().max(63) }),
+    ...governanceInputFields(t),
   }),
 });
 
@@ -182,6 +194,7 @@ const UpdateQueueInput = builder.inputType('UpdateQueueInput', {
     preemption: t.field({ type: PreemptionInput }),
     isolationLevel: t.field({ type: IsolationLevelEnum }),
     timeWindows: t.field({ type: [TimeWindowInput] }),
+    ...governanceInputFields(t),
   }),
 });
 
@@ -228,6 +241,9 @@ builder.mutationFields((t) => ({
         isolationLevel: input.isolationLevel,
         timeWindows: input.timeWindows ? toTimeWindows(input.timeWindows) : null,
         dedicatedPool: input.dedicatedPool,
+        workloadType: input.workloadType,
+        slaClass: input.slaClass,
+        isolationPolicy: input.isolationPolicy,
       }),
   }),
   updateQueue: t.field({
@@ -245,6 +261,9 @@ builder.mutationFields((t) => ({
         preemption: preemptionSpec(input.preemption),
         ...(input.isolationLevel !== undefined ? { isolationLevel: input.isolationLevel } : {}),
         ...(input.timeWindows ? { timeWindows: toTimeWindows(input.timeWindows) } : {}),
+        ...(input.workloadType !== undefined ? { workloadType: input.workloadType } : {}),
+        ...(input.slaClass !== undefined ? { slaClass: input.slaClass } : {}),
+        ...(input.isolationPolicy !== undefined ? { isolationPolicy: input.isolationPolicy } : {}),
       }),
   }),
   setQuota: t.field({
