@@ -1,7 +1,9 @@
 // The simulated cluster: the embedded default execution backend. Runs each admitted job for
-// its declared duration (scaled), reports success or failure, samples GPU utilization.
+// its declared duration (scaled), reports success or failure, samples GPU utilization and memory
+// from the seeded utilization model of the job's declared workload type (training when undeclared).
 import type { BackendEvent, BackendJob, ExecutionBackend } from './port.js';
 import { LongTimeout, systemTimers, type Timers } from './timers.js';
+import { utilizationAt, utilizationProfile, type UtilizationProfile } from '../core/governance/utilization-model.js';
 
 export type { Timers } from './timers.js';
 
@@ -57,8 +59,10 @@ interface Run {
   key: string;
   /** Declared ms after `started` at which the run ends, and how; null = runs until stopped. */
   ending: Ending | null;
-  /** Mean GPU utilization of this run (samples jitter around it). */
-  baseUtilization: number;
+  /** The job's seeded utilization model (core/governance/utilization-model.ts, by its declared workload type). */
+  profile: UtilizationProfile;
+  /** Samples taken in this run (the model's jitter is drawn per sample index). */
+  samples: number;
   /** Declared ms of work done before this run (kept from suspended runs of a checkpointing job). */
   offset: number;
   /** `now()` at `started`; undefined until then. */
@@ -102,9 +106,9 @@ export class SimulatedBackend implements ExecutionBackend {
   private readonly utilizationIntervalMs: number;
   private readonly startDelayMs: number;
   private readonly onListenerError: (error: unknown, event: BackendEvent) => void;
-  /** Separate streams: outcomes depend only on the order of start() calls, not on sampling. */
+  /** Outcomes depend only on the order of start() calls; utilization only on the seed and the job (the model). */
   private readonly outcomeRng: () => number;
-  private readonly utilizationRng: () => number;
+  private readonly seed: number;
 
   private readonly runs = new Map<string, Run>();
   private readonly finished = new Map<string, string>();
@@ -132,7 +136,7 @@ export class SimulatedBackend implements ExecutionBackend {
     this.onListenerError = options.onListenerError ?? ((error, event) => console.error(`simulated backend: a listener threw on ${event.type} of ${event.jobId}`, error));
     const seed = Math.trunc(options.seed ?? 1);
     this.outcomeRng = mulberry32(seed);
-    this.utilizationRng = mulberry32(seed ^ 0x5bd1e995);
+    this.seed = seed;
   }
 
   /**
@@ -149,14 +153,17 @@ export class SimulatedBackend implements ExecutionBackend {
     // Always draw the same numbers per start, so forced outcomes don't shift later jobs' luck.
     const uFail = this.outcomeRng();
     const uPoint = this.outcomeRng();
-    const uBase = this.outcomeRng();
+    // Drawn as before the utilization model existed, so the outcome stream (later jobs' luck) is unchanged.
+    void this.outcomeRng();
     // A job that checkpoints resumes from the work its last run kept; any other starts from zero.
     const offset = job.checkpoint ? (this.progress.get(job.jobId) ?? 0) : 0;
     const run: Run = {
       job,
       key,
       ending: this.plan(job, uFail, uPoint, offset),
-      baseUtilization: 0.4 + 0.5 * uBase,
+      // Undeclared jobs are modelled as training; the whole declared run (all its runs) is the model's time line.
+      profile: utilizationProfile(this.seed, job.jobId, job.workloadType ?? 'TRAINING', finiteNonNegative(job.expectedDurationMs) ?? Infinity),
+      samples: 0,
       offset,
       timeouts: [],
     };
@@ -279,9 +286,11 @@ export class SimulatedBackend implements ExecutionBackend {
 
   private sample(run: Run): void {
     if (!this.isCurrent(run)) return;
-    const jitter = (this.utilizationRng() - 0.5) * 0.3;
-    const gpuUtilization = Math.min(1, Math.max(0.3, run.baseUtilization + jitter));
-    this.emit({ type: 'utilization', jobId: run.job.jobId, at: this.now(), gpuUtilization });
+    const at = this.now();
+    // Declared ms into the job's work (a resumed run continues where its checkpoint left it).
+    const runMs = run.offset + Math.max(0, at - (run.startedAt ?? at)) * this.timeScale;
+    const reading = utilizationAt(this.seed, run.job.jobId, run.profile, runMs, run.samples++);
+    this.emit({ type: 'utilization', jobId: run.job.jobId, at, gpuUtilization: reading.gpu, memoryUtilization: reading.memory });
   }
 
   private isCurrent(run: Run): boolean {
