@@ -9,6 +9,8 @@ import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../au
 import { ROLE_CAPABILITIES } from '../auth/capabilities.js';
 import { systemEntityManager } from '../persistence/entities.js';
 import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../persistence/scheduling-entities.js';
+import { IsolationPolicyRow } from '../persistence/governance-entities.js';
+import { BUILT_IN_POLICIES } from '../core/governance/policies.js';
 import { writeInitialFlavorPrice } from '../services/metering/prices.js';
 import { Budget } from '../persistence/metering-entities.js';
 import { DEFAULT_EXEMPT_PRIORITY_CLASSES, DEFAULT_THRESHOLDS, TENANT_SCOPE_KEY } from '../services/metering/budgets.js';
@@ -28,6 +30,8 @@ const DEMO_TENANTS = [
     tier: 'PREMIUM' as const,
     isolationLevel: 'GUARANTEED' as const,
     queue: 'aurora-training',
+    // Governance (issue 16): a CRITICAL SLA, so the default rules give the queue the guaranteed policy.
+    governance: { workloadType: null, slaClass: 'CRITICAL' as const },
     project: { slug: 'llm-pretraining', name: 'LLM pre-training', description: 'Foundation model runs on the shared H100 pool.' },
     people: [
       { email: 'ada@aurora.example', name: 'Ada Admin', role: 'TENANT_ADMIN' as const },
@@ -44,6 +48,8 @@ const DEMO_TENANTS = [
     tier: 'ENTERPRISE' as const,
     isolationLevel: 'ELASTIC' as const,
     queue: 'borealis-serving',
+    // Batch inference with no SLA class: the default rules make it elastic (lends all it leaves idle, borrows freely).
+    governance: { workloadType: 'BATCH_INFERENCE' as const, slaClass: null },
     project: { slug: 'chat-serving', name: 'Chat serving', description: 'Online inference for the support assistant.' },
     people: [
       { email: 'bea@borealis.example', name: 'Bea Admin', role: 'TENANT_ADMIN' as const },
@@ -81,6 +87,18 @@ export async function seedDemo(orm: MikroORM, dataDir: string, now: () => number
     for (let i = 1; i <= 4; i++) em.create(ClusterNode, { name: `h100-node-${i}`, pool, flavor: h100, gpus: 8, cpu: 192_000, memory: 1_048_576 });
     for (let i = 1; i <= 2; i++) em.create(ClusterNode, { name: `a100-mig-node-${i}`, pool, flavor: mig, gpus: 8, cpu: 128_000, memory: 524_288 });
     const cohort = em.create(Cohort, { name: 'research-pool', parent: null, quotas: {} });
+    // The demo platform's override of the built-in guaranteed policy: it lends all of a queue's idle
+    // share by default (the built-in lends half), so the two demo queues share their pool as they did
+    // before governance; the controller may still keep it back while the owner's jobs wait.
+    const guaranteed = BUILT_IN_POLICIES.find((p) => p.name === 'guaranteed')!;
+    const { name: _name, description: _description, level: _level, ...coefficients } = guaranteed;
+    em.create(IsolationPolicyRow, {
+      name: guaranteed.name,
+      description: 'Its nominal comes back at once: lends all its idle share by default (the controller moves it between none and all), never borrows.',
+      level: guaranteed.level,
+      coefficients: { ...coefficients, lend: { min: 0, base: 1, max: 1 } },
+      builtIn: true,
+    });
     for (const spec of DEMO_TENANTS) {
       const tenant = em.create(Tenant, { slug: spec.slug, name: spec.name, tier: spec.tier, isolationLevel: spec.isolationLevel, status: 'ACTIVE', projectsOpen: false });
       // Ids are given here, not at flush: the project below points at the queue before anything is written.
@@ -97,6 +115,10 @@ export async function seedDemo(orm: MikroORM, dataDir: string, now: () => number
         isolationLevel: spec.isolationLevel,
         timeWindows: [],
         dedicatedPool: null,
+        workloadType: spec.governance.workloadType,
+        slaClass: spec.governance.slaClass,
+        isolationPolicy: null,
+        controllerSetting: null,
       });
       const project = em.create(Project, { id: uuidv7(), tenant, ...spec.project, status: 'ACTIVE', archivedAt: null, defaultQueueId: queue.id });
       tenant.defaultProjectId = project.id;
