@@ -60,6 +60,14 @@ describeEachDialect('quota requests: permissions and audit', (dialect) => {
     const data = await expectOk(t, bearer.tenantAdmin, REQUEST, { in: { queueId: enc('Queue', queueId), flavor: 'h100-80g', nominal: 100 + ++serial, justification: 'more GPUs for the pretraining run' } });
     return data.requestQuotaChange.id;
   }
+  /** The same, written straight to the database (the matrix needs one per case; the mutation itself is tested above). */
+  async function pendingRow(): Promise<string> {
+    const e = em();
+    const ada = await e.findOneOrFail(User, { email: 'ada@aurora.example' });
+    const row = e.create(QuotaRequest, { tenant: auroraId, queue: queueId, flavor: 'h100-80g', resource: 'gpu', nominal: 100 + ++serial, previousNominal: null, startsAt: null, expiresAt: null, justification: 'matrix', status: 'PENDING', requestedBy: ada.id, decidedBy: null, decisionNote: null, decidedAt: null, appliedAt: null, endedAt: null });
+    await e.flush();
+    return enc('QuotaRequest', row.id);
+  }
   const requestInput = () => ({ in: { queueId: enc('Queue', queueId), flavor: 'h100-80g', nominal: 200 + ++serial, justification: 'a bigger sweep' } });
   const onlyThese = (ok: Caller[], outsider: Expect = 'NOT_FOUND'): Record<Caller, Expect> =>
     Object.fromEntries(CALLERS.map((c) => [c, ok.includes(c) ? 'OK' : c === 'anonymous' ? 'UNAUTHENTICATED' : c === 'outsider' ? outsider : 'FORBIDDEN'])) as Record<Caller, Expect>;
@@ -67,9 +75,9 @@ describeEachDialect('quota requests: permissions and audit', (dialect) => {
   const mutations: { name: string; action: string; query: string; variables: () => Promise<Record<string, unknown>>; expect: Record<Caller, Expect> }[] = [
     { name: 'requestQuotaChange', action: 'quotaRequest.create', query: REQUEST, variables: async () => requestInput(), expect: onlyThese(['tenantAdmin']) },
     // Platform decisions: FORBIDDEN for everyone else, whatever the target (as platform configuration).
-    { name: 'approveQuotaRequest', action: 'quotaRequest.approve', query: APPROVE, variables: async () => ({ id: await pending() }), expect: onlyThese(['platformAdmin'], 'FORBIDDEN') },
-    { name: 'rejectQuotaRequest', action: 'quotaRequest.reject', query: REJECT, variables: async () => ({ id: await pending(), note: 'not this quarter' }), expect: onlyThese(['platformAdmin'], 'FORBIDDEN') },
-    { name: 'cancelQuotaRequest', action: 'quotaRequest.cancel', query: CANCEL, variables: async () => ({ id: await pending() }), expect: onlyThese(['tenantAdmin']) },
+    { name: 'approveQuotaRequest', action: 'quotaRequest.approve', query: APPROVE, variables: async () => ({ id: await pendingRow() }), expect: onlyThese(['platformAdmin'], 'FORBIDDEN') },
+    { name: 'rejectQuotaRequest', action: 'quotaRequest.reject', query: REJECT, variables: async () => ({ id: await pendingRow(), note: 'not this quarter' }), expect: onlyThese(['platformAdmin'], 'FORBIDDEN') },
+    { name: 'cancelQuotaRequest', action: 'quotaRequest.cancel', query: CANCEL, variables: async () => ({ id: await pendingRow() }), expect: onlyThese(['tenantAdmin']) },
   ];
 
   it('every mutation × every caller: allowed ones succeed; refused ones get exactly their code, change nothing, and are audited', async () => {
@@ -77,7 +85,8 @@ describeEachDialect('quota requests: permissions and audit', (dialect) => {
       for (const caller of CALLERS) {
         const expected = row.expect[caller];
         const variables = await row.variables();
-        const requestsBefore = await em().find(QuotaRequest, {}, { orderBy: { id: 'asc' } });
+        const requestsBefore = await em().find(QuotaRequest, {}, { orderBy: { id: 'desc' }, limit: 3 });
+        const countBefore = await em().count(QuotaRequest, {});
         const quotasBefore = (await em().findOneOrFail(Queue, { id: queueId })).quotas;
         const auditsBefore = await em().count(AuditEvent, { action: row.action });
         const res = await t.gql(bearer[caller], row.query, variables);
@@ -92,7 +101,8 @@ describeEachDialect('quota requests: permissions and audit', (dialect) => {
         }
         expect(codesOf(res), `${label}: ${JSON.stringify(res.body)}`).toEqual([expected]);
         expect(res.body.data?.[row.name] ?? null, label).toBeNull();
-        expect((await em().find(QuotaRequest, {}, { orderBy: { id: 'asc' } })).map((r) => [r.id, r.status, r.updatedAt.getTime()]), label).toEqual(requestsBefore.map((r) => [r.id, r.status, r.updatedAt.getTime()]));
+        expect(await em().count(QuotaRequest, {}), label).toBe(countBefore);
+        expect((await em().find(QuotaRequest, {}, { orderBy: { id: 'desc' }, limit: 3 })).map((r) => [r.id, r.status, r.updatedAt.getTime()]), label).toEqual(requestsBefore.map((r) => [r.id, r.status, r.updatedAt.getTime()]));
         expect((await em().findOneOrFail(Queue, { id: queueId })).quotas, label).toEqual(quotasBefore);
         if (caller === 'anonymous') {
           expect(audits.length, label).toBe(auditsBefore);

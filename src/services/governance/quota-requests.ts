@@ -9,7 +9,7 @@
 // For the same reason nobody approves a request they made (someone who is both a tenant admin and
 // a platform admin asks another platform admin).
 import { z } from 'zod';
-import { Membership, User } from '../../persistence/entities.js';
+import { Membership, Tenant, User } from '../../persistence/entities.js';
 import { QUOTA_REQUEST_STATUSES, QuotaRequest, type QuotaRequestStatus } from '../../persistence/governance-entities.js';
 import { Flavor, Queue } from '../../persistence/scheduling-entities.js';
 import { badInput, conflict, forbidden, notFound } from '../../shared/client-errors.js';
@@ -18,6 +18,7 @@ import { callerHasCapability, requireCapability, requirePlatformAdmin, requirePr
 import { schedulerInputError } from '../errors.js';
 import { findPage, type PageQuery } from '../paging.js';
 import { queueSpec } from '../scheduling/specs.js';
+import { governanceForQueueWrite } from './policies.js';
 import { announceRequest, applyRequest, nominalIn, reloadRequest, transition, type QueueChange } from './quota-request-apply.js';
 
 export { QUOTA_REQUEST_STATUSES, type QuotaRequestStatus };
@@ -151,9 +152,12 @@ export async function approveQuotaRequest(ctx: ServiceContext, id: string, note?
     if (!(await transition(em, id, ['PENDING'], { status: waits ? 'APPROVED' : 'ACTIVE', ...decided }))) throw lostRace('approve');
     const current = await reloadRequest(em, id);
     if (!waits) {
+      const tier = (await em.findOneOrFail(Tenant, { id: current.tenant.id })).tier;
+      const governance = await governanceForQueueWrite(em, await em.findOneOrFail(Queue, { id: current.queue.id }), tier);
+      // The same check a platform admin's queue update passes (cluster.ts): the new queue on a scratch core.
       change = await applyRequest(em, current, now, ({ queue, cohortName }) => {
         try {
-          core.upsertQueue(queueSpec(queue, cohortName));
+          core.upsertQueue(queueSpec(queue, cohortName, 1, governance));
         } catch (error) {
           schedulerInputError(error);
         }
