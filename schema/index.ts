@@ -33,6 +33,7 @@ import './price-book.js';
 import './job-history.js';
 import './quota-request.js';
 import './recommendation.js';
+import './governance-controller.js';
 import { builder } from './builder.js';
 
 export const schema = builder.toSchema({ sortSchema: true });

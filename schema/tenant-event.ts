@@ -39,6 +39,11 @@ const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').impl
       description: 'QUOTA_REQUEST: PENDING, APPROVED, ACTIVE, EXPIRED, REJECTED or CANCELLED.',
       resolve: (e) => (e.kind === 'QUOTA_REQUEST' ? e.status : null),
     }),
+    // LIMITS_ADJUSTED: the queue's coefficients now in force and why (the controller's rules, or CONTROLLER_OFF).
+    lend: t.float({ nullable: true, description: 'LIMITS_ADJUSTED: share of unused nominal the queue now lends (0..1).', resolve: (e) => (e.kind === 'LIMITS_ADJUSTED' ? e.lend : null) }),
+    borrow: t.float({ nullable: true, description: 'LIMITS_ADJUSTED: borrowing limit as a multiple of nominal; null: unlimited (see borrowUnlimited).', resolve: (e) => (e.kind === 'LIMITS_ADJUSTED' ? e.borrow : null) }),
+    borrowUnlimited: t.boolean({ nullable: true, description: 'LIMITS_ADJUSTED: true when the queue may borrow without limit.', resolve: (e) => (e.kind === 'LIMITS_ADJUSTED' ? e.borrow === null : null) }),
+    adjustmentReasons: t.stringList({ nullable: true, description: 'LIMITS_ADJUSTED: LEND_IDLE, TIGHTEN_LENDING, TIGHTEN_BORROWING, RELAX_BORROWING or CONTROLLER_OFF.', resolve: (e) => (e.kind === 'LIMITS_ADJUSTED' ? e.reasons : null) }),
     // BUDGET_ALERT: which budget crossed which threshold, and (for callers who may see money) the amounts.
     budgetId: t.id({ nullable: true, resolve: (e) => (e.kind === 'BUDGET_ALERT' ? encodeGlobalID('Budget', e.budgetId) : null) }),
     projectId: t.id({

@@ -85,6 +85,7 @@ const envSchema = z
     FAIRWAY_PROBE_RETENTION_HOURS: z.coerce.number().positive('must be a positive number of hours').max(24 * 366, 'must be at most a year').default(168),
     FAIRWAY_PROBES_PROMETHEUS_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL of a Prometheus server' }).optional(),
     FAIRWAY_PROBES_PROMETHEUS_INTERVAL_MS: millis(1000, 3_600_000).default(30_000),
+    FAIRWAY_CONTROLLER_WINDOW_MS: millis(1000, 86_400_000).optional(),
     FAIRWAY_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters (a shared secret for Prometheus)').optional(),
     FAIRWAY_CURRENCY: z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code such as USD').default(DEFAULT_CURRENCY),
     // Query limits (src/server/limits.ts holds the defaults; unset: the default).
@@ -157,6 +158,8 @@ export interface FairwayConfig {
   metricsToken?: string;
   /** Runtime probes: stored sample interval, retention, and the Kubernetes backend's Prometheus source (FAIRWAY_PROBE_*, FAIRWAY_PROBES_PROMETHEUS_*). */
   probes?: { intervalMs?: number; retentionHours?: number; pollMs?: number; prometheusUrl?: string };
+  /** The governance controller's default window (FAIRWAY_CONTROLLER_WINDOW_MS; unset: 300 000); platform admins may set another. */
+  controllerWindowMs?: number;
   /** Query limits overriding the defaults (FAIRWAY_MAX_*, FAIRWAY_INTROSPECTION…; see src/server/limits.ts). */
   limits?: Partial<QueryLimits>;
   /** Per-token and per-tenant request rates (FAIRWAY_RATE_*; see src/server/rate-limits.ts). The four below: unset, the defaults for `env`. */
@@ -263,6 +266,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
     meteringIntervalMs: e.FAIRWAY_METERING_INTERVAL_MS ?? (demo ? 15_000 : 60_000),
     cycleSliceMs: e.FAIRWAY_CYCLE_SLICE_MS,
     probes: { intervalMs: e.FAIRWAY_PROBE_INTERVAL_MS, retentionHours: e.FAIRWAY_PROBE_RETENTION_HOURS, pollMs: e.FAIRWAY_PROBES_PROMETHEUS_INTERVAL_MS, prometheusUrl: e.FAIRWAY_PROBES_PROMETHEUS_URL },
+    controllerWindowMs: e.FAIRWAY_CONTROLLER_WINDOW_MS,
     oidc: e.OIDC_ISSUER
       ? {
           issuer: e.OIDC_ISSUER,

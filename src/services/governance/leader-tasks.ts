@@ -5,6 +5,7 @@ import type { ExecutionBackend } from '../../backends/port.js';
 import { probeLeaderTasks, type ProbeSettings } from './probes.js';
 import { quotaRequestTask } from './quota-expiry.js';
 import { DEFAULT_IDLE_CHECK_INTERVAL_MS, idleReclaimTask } from './idle-reclaim.js';
+import { controllerTask, type ControllerTaskOptions } from './controller-task.js';
 
 export interface GovernanceTaskSettings {
   /** The leader's clock (for tests that move time). */
@@ -17,6 +18,8 @@ export interface GovernanceTaskSettings {
   quotaRequestIntervalMs?: number;
   /** Idle and held reclaim: how often the leader checks admitted jobs of governed queues (FAIRWAY_IDLE_CHECK_INTERVAL_MS; default 60 s; 0: off). */
   idleCheckIntervalMs?: number;
+  /** The second-level controller: its default window (FAIRWAY_CONTROLLER_WINDOW_MS), sampling period and rule numbers (controller-task.ts). */
+  controller?: ControllerTaskOptions;
 }
 
 /** Every governance task, in the order they are registered (each runs on its own period). */
@@ -24,6 +27,7 @@ export function governanceLeaderTasks(settings: GovernanceTaskSettings): LeaderT
   void settings;
   const tasks: LeaderTask[] = [];
   // governance tasks register here, one line each
+  tasks.push(controllerTask(settings.controller));
   if (settings.idleCheckIntervalMs !== 0) tasks.push(idleReclaimTask({ everyMs: settings.idleCheckIntervalMs ?? DEFAULT_IDLE_CHECK_INTERVAL_MS }));
   tasks.push(...probeLeaderTasks({ ...settings.probes, backend: settings.backend }).tasks);
   tasks.push(quotaRequestTask(settings));
