@@ -9,6 +9,8 @@ import { Queue } from '../src/persistence/scheduling-entities.js';
 import { codesOf, expectOk, startTestApp, type TestApp } from './helpers/harness.js';
 import { describeEachDialect } from './helpers/database.js';
 import { eventually, liveSubscription, wsClient } from './helpers/live-subscription.js';
+import { runQuotaRequests } from '../src/services/governance/quota-expiry.js';
+import type { LeaderTaskContext } from '../src/services/scheduling/leader-session.js';
 
 const enc = (type: string, id: string) => Buffer.from(`${type}:${id}`).toString('base64');
 const raw = (globalId: string) => Buffer.from(globalId, 'base64').toString().split(':')[1]!;
@@ -123,6 +125,31 @@ describeEachDialect('quota requests: apply, expire, activate, events', (dialect)
     const audits = await em().find(AuditEvent, { action: 'quotaRequest.approve', targetId: raw(id) });
     expect(audits.map((e) => e.outcome)).toEqual(['SUCCESS']);
     expect(await em().count(AuditEvent, { action: 'quotaRequest.approve', outcome: 'FAILED', errorCode: 'CONFLICT', createdAt: { $gte: row.decidedAt! } })).toBeGreaterThanOrEqual(1);
+  });
+
+  it('two leaders that both saw a request due expire it once: the status change is the guard', async () => {
+    await setNominal(16);
+    const id = await request({ nominal: 26, expiresAt: iso(t.now.value + H) });
+    await expectOk(t, platform(), APPROVE, { id });
+    expect(await nominal()).toBe(26);
+    // Two task runs on a later clock than the app's own leader (which therefore leaves the request alone).
+    const leader = (): LeaderTaskContext => ({
+      now: t.now.value + 2 * H,
+      core: undefined as never,
+      queueStatus: () => null,
+      queueIds: new Map(),
+      events: t.app.events,
+      timeScale: 1,
+      em: () => systemEntityManager(t.app.orm).fork({ clear: true }),
+      write: (work) => systemEntityManager(t.app.orm).fork({ clear: true }).transactional(work),
+      wake: () => undefined,
+      reloadConfig: async () => undefined,
+      ended: () => false,
+    });
+    await Promise.all([runQuotaRequests(leader()), runQuotaRequests(leader())]);
+    expect(await statusOf(id)).toBe('EXPIRED');
+    expect(await nominal()).toBe(16);
+    expect(await em().count(AuditEvent, { action: 'quotaRequest.expire', targetId: raw(id) })).toBe(1);
   });
 
   it("requests and decisions stream: the tenant's tenantEvents and the platform's quotaRequestUpdates; another tenant hears nothing", async () => {
