@@ -21,6 +21,8 @@ import './job.js';
 import './job-submit.js';
 import './job-submit-batch.js';
 import './job-container.js';
+import './job-flag.js';
+import './job-probe.js';
 import './grant.js';
 import './data-boundaries.js';
 import './job-preview.js';
