@@ -16,6 +16,16 @@ const CLOSE_GRANT = `mutation($id: ID!) { closeBreakGlass(id: $id) { id } }`;
 const SET_BUDGET = `mutation($in: SetBudgetInput!) { setBudget(input: $in) { id } }`;
 const openGrantInput = () => ({ in: { tenantId: m.ids.Tenant, reason: 'Role matrix: checking who may close this', durationMinutes: 5 } });
 
+const matrixPolicy = (name: string) => ({
+  name,
+  level: 'ELASTIC',
+  lend: { min: 0, base: 1, max: 1 },
+  borrow: null,
+  minRunBeforeReclaimSeconds: 0,
+  reclaimGraceSeconds: 60,
+  preemptible: 'ANY',
+  idle: { utilizationBelow: 0.1, idleForSeconds: 1800, notRunningForSeconds: 900, action: 'NOTIFY' },
+});
 let lastGrant: string | undefined;
 
 /** Ends a grant the row left open, so the platform admin never holds one in a later row. */
@@ -80,6 +90,16 @@ export const TENANT_ROWS: MatrixRow[] = [
   },
   { name: 'updateQueue', query: `mutation($in: UpdateQueueInput!) { updateQueue(input: $in) { id } }`, variables: async () => ({ in: { id: m.ids.Queue, weight: 1 } }), expect: PLATFORM_ONLY },
   { name: 'setQuota', query: `mutation($id: ID!) { setQuota(queueId: $id, quota: { flavor: "h100-80g", nominal: 16 }) { id } }`, variables: async () => ({ id: m.ids.Queue }), expect: PLATFORM_ONLY },
+  // Issue 16: the isolation-policy library is platform policy (any caller reads it; only platform admins change it).
+  { name: 'setIsolationPolicy', query: `mutation($in: SetIsolationPolicyInput!) { setIsolationPolicy(input: $in) { name } }`, variables: async () => ({ in: matrixPolicy(`matrix-${m.next()}`) }), expect: PLATFORM_ONLY },
+  {
+    name: 'deleteIsolationPolicy',
+    query: `mutation($n: String!) { deleteIsolationPolicy(name: $n) { name } }`,
+    variables: async () => ({ n: (await m.as('platformAdmin', `mutation($in: SetIsolationPolicyInput!) { setIsolationPolicy(input: $in) { name } }`, { in: matrixPolicy(`matrix-${m.next()}`) })).setIsolationPolicy.name }),
+    expect: PLATFORM_ONLY,
+  },
+  // An empty list restores the default rules: an allowed call changes no queue's policy.
+  { name: 'setIsolationPolicyRules', query: `mutation { setIsolationPolicyRules(rules: []) { policy } }`, variables: async () => ({}), expect: PLATFORM_ONLY },
   // Platform admins no longer run tenants' membership: that takes a break-glass grant.
   { name: 'addMember', query: ADD_MEMBER, variables: async () => ({ in: { tenantId: m.ids.Tenant, email: `new-${m.next()}@aurora.example`, role: 'VIEWER' } }), expect: only('tenantAdmin') },
   {
