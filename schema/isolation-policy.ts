@@ -19,7 +19,7 @@ import { QueueRef } from './refs.js';
 // caller reads it, platform admins change it) and how each queue is governed.
 
 export const SlaClassEnum = builder.enumType('SlaClass', { values: SLA_CLASSES, description: "A queue's service level: with its workload type and its tenant's tier it chooses the queue's isolation policy." });
-const IdleActionEnum = builder.enumType('IdleAction', {
+export const IdleActionEnum = builder.enumType('IdleAction', {
   values: {
     NOTIFY: { description: 'Flag the job and tell its owner.' },
     RECLAIM_IF_BORROWING: { description: "Reclaim the job's GPUs while its queue holds more than its nominal; otherwise notify." },

@@ -97,7 +97,7 @@ builder.node(JobEventRef, {
   id: { resolve: (e) => e.id },
   isTypeOf: (v) => isEntity(v, 'JobEvent'),
   fields: (t) => ({
-    type: t.exposeString('type', { description: 'SUBMITTED, ADMITTED, STARTED, PREEMPTED, SUCCEEDED, FAILED, CANCELLED, ADMITTED_NOT_RUNNING' }),
+    type: t.exposeString('type', { description: 'SUBMITTED, ADMITTED, STARTED, PREEMPTED, SUCCEEDED, FAILED, CANCELLED, ADMITTED_NOT_RUNNING, FLAGGED' }),
     reason: t.string({ nullable: true, resolve: (e) => e.reason ?? null }),
     message: t.string({ nullable: true, resolve: (e) => e.message ?? null }),
     lostGpuHours: t.float({

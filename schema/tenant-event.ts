@@ -5,6 +5,8 @@ import { canSeeMoney } from '../src/services/metering/access.js';
 import { builder } from './builder.js';
 import { decodeId } from './common.js';
 import { reloadingSubscription } from './reloading-subscription.js';
+import { flagMessage, type StoredJobFlag } from '../src/services/governance/job-flags.js';
+import { GovernanceFlagRef } from './job-flag.js';
 
 const TenantEventKindEnum = builder.enumType('TenantEventKind', { values: ['ADMITTED', 'PREEMPTED', 'QUOTA_CHANGED', 'WINDOW_CHANGED', 'ADMITTED_NOT_RUNNING', 'BUDGET_ALERT', 'QUOTA_REQUEST', 'JOB_FLAGGED', 'LIMITS_ADJUSTED'] as const });
 
@@ -15,7 +17,7 @@ const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').impl
     at: t.field({ type: 'DateTime', resolve: (e) => new Date(e.at) }),
     jobId: t.id({ nullable: true, resolve: (e) => ('jobId' in e ? encodeGlobalID('Job', e.jobId) : null) }),
     queueId: t.id({ nullable: true, description: 'Null for BUDGET_ALERT.', resolve: (e) => ('queueId' in e ? encodeGlobalID('Queue', e.queueId) : null) }),
-    reason: t.string({ nullable: true, description: 'Preemptions: reclaim, priority, fair-share, window-closed or idle.', resolve: (e) => (e.kind === 'PREEMPTED' ? e.reason : null) }),
+    reason: t.string({ nullable: true, description: 'Preemptions: reclaim, priority, fair-share, window-closed, idle or not-running (the last two: reclaimed by the queue\'s isolation policy, see flag).', resolve: (e) => (e.kind === 'PREEMPTED' ? e.reason : null) }),
     preemptorJobId: t.id({
       nullable: true,
       description: 'The preempting job, only when it belongs to the same tenant.',
@@ -29,8 +31,8 @@ const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').impl
     borrowed: t.boolean({ nullable: true, resolve: (e) => (e.kind === 'ADMITTED' ? e.borrowed : null) }),
     message: t.string({
       nullable: true,
-      description: 'ADMITTED_NOT_RUNNING: why the pods are not running, as the backend reports it (unschedulable, image pull…).',
-      resolve: (e) => (e.kind === 'ADMITTED_NOT_RUNNING' ? e.message : null),
+      description: 'ADMITTED_NOT_RUNNING: why the pods are not running, as the backend reports it (unschedulable, image pull…). JOB_FLAGGED, and PREEMPTED with reason idle or not-running: the flag in words, with its numbers.',
+      resolve: (e) => (e.kind === 'ADMITTED_NOT_RUNNING' ? e.message : e.kind === 'JOB_FLAGGED' ? flagMessage(e.flag as StoredJobFlag) : e.kind === 'PREEMPTED' ? (e.message ?? null) : null),
     }),
     // QUOTA_REQUEST: which of the tenant's quota requests was made or changed, and its status now.
     requestId: t.id({ nullable: true, resolve: (e) => (e.kind === 'QUOTA_REQUEST' ? encodeGlobalID('QuotaRequest', e.requestId) : null) }),
@@ -44,6 +46,13 @@ const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').impl
     borrow: t.float({ nullable: true, description: 'LIMITS_ADJUSTED: borrowing limit as a multiple of nominal; null: unlimited (see borrowUnlimited).', resolve: (e) => (e.kind === 'LIMITS_ADJUSTED' ? e.borrow : null) }),
     borrowUnlimited: t.boolean({ nullable: true, description: 'LIMITS_ADJUSTED: true when the queue may borrow without limit.', resolve: (e) => (e.kind === 'LIMITS_ADJUSTED' ? e.borrow === null : null) }),
     adjustmentReasons: t.stringList({ nullable: true, description: 'LIMITS_ADJUSTED: LEND_IDLE, TIGHTEN_LENDING, TIGHTEN_BORROWING, RELAX_BORROWING or CONTROLLER_OFF.', resolve: (e) => (e.kind === 'LIMITS_ADJUSTED' ? e.reasons : null) }),
+    // JOB_FLAGGED (and PREEMPTED for reasons idle / not-running): the governance flag with its numbers.
+    flag: t.field({
+      type: GovernanceFlagRef,
+      nullable: true,
+      description: "JOB_FLAGGED, and PREEMPTED with reason idle or not-running: the flag raised by the queue's isolation policy, with its numbers.",
+      resolve: (e) => (e.kind === 'JOB_FLAGGED' ? (e.flag as StoredJobFlag) : e.kind === 'PREEMPTED' ? ((e.flag ?? null) as StoredJobFlag | null) : null),
+    }),
     // BUDGET_ALERT: which budget crossed which threshold, and (for callers who may see money) the amounts.
     budgetId: t.id({ nullable: true, resolve: (e) => (e.kind === 'BUDGET_ALERT' ? encodeGlobalID('Budget', e.budgetId) : null) }),
     projectId: t.id({

@@ -17,6 +17,9 @@ export type TenantEventPayload =
       preemptorJobId: string | null;
       /** Declared GPU-hours of the victim's work lost (since its last checkpoint); null when unknown. */
       lostGpuHours?: number | null;
+      /** Governance reclaims ('idle', 'not-running'): the flag's sentence and the flag (declared durations) behind it. */
+      message?: string | null;
+      flag?: JobFlag | null;
     }
   | { kind: 'QUOTA_CHANGED'; queueId: string; at: number }
   | { kind: 'WINDOW_CHANGED'; queueId: string; at: number }

@@ -47,7 +47,8 @@ export async function holdAmountsVisible(ctx: ServiceContext, e: Pick<JobExplana
 
 function referencedJobs(e: JobExplanation): string[] {
   const ids = new Set<string>();
-  if (e.preemptedBy) ids.add(e.preemptedBy.jobId);
+  // A governance reclaim ('idle', 'not-running') names no job ('').
+  if (e.preemptedBy?.jobId) ids.add(e.preemptedBy.jobId);
   if (e.blockedBy) ids.add(e.blockedBy);
   return [...ids];
 }
@@ -78,7 +79,9 @@ export async function previewMessage(ctx: ServiceContext, preview: Preview, queu
 /** Pure rendering from the code and numbers; `label` names referenced jobs. */
 export function renderPendingMessage(e: JobExplanation, label: JobLabel): string {
   const parts: string[] = [];
-  if (e.preemptedBy) parts.push(`Preempted by ${label(e.preemptedBy.jobId)} (${e.preemptedBy.reason}); requeued with its original submit time.`);
+  if (e.preemptedBy?.reason === 'idle' || e.preemptedBy?.reason === 'not-running') {
+    parts.push(`Reclaimed by its queue's policy (${e.preemptedBy.reason === 'idle' ? 'its GPUs sat idle' : 'admitted but not running'}); requeued with its original submit time.`);
+  } else if (e.preemptedBy) parts.push(`Preempted by ${label(e.preemptedBy.jobId)} (${e.preemptedBy.reason}); requeued with its original submit time.`);
   parts.push(codeText(e, label));
   // Bounded tails (core README, "Bounded tails"): say which side of a reservation the job is on.
   // Counts and instants only: which job holds a reservation is not this reader's to know.
@@ -115,6 +118,8 @@ function codeText(e: JobExplanation, label: JobLabel): string {
       return e.hold
         ? `The ${e.hold.scope}'s monthly budget is exhausted: ${money(e.hold.spent)} of ${money(e.hold.limit)} ${e.hold.currency} spent in ${e.hold.period}; jobs of this priority class wait until it is raised or the month ends.`
         : 'A monthly budget is exhausted; jobs of this priority class wait until it is raised or the month ends.';
+    case 'ReclaimHold':
+      return `Reclaimed by its queue's isolation policy (see its FLAGGED and PREEMPTED events); not admitted again before ${e.reclaimHoldUntil != null ? new Date(e.reclaimHoldUntil).toISOString() : 'its hold ends'}.`;
     default:
       return 'Waiting to be admitted.';
   }
@@ -145,6 +150,8 @@ export function etaUnknownText(reason: EtaUnknownReason | undefined | null): str
       return 'It waits for a time window of its queue to open.';
     case 'BudgetExhausted':
       return 'It waits until the exhausted budget is raised or the month ends.';
+    case 'ReclaimHold':
+      return "It was reclaimed by its queue's isolation policy and waits until its hold ends.";
     default:
       return 'Cannot be predicted.';
   }

@@ -6,6 +6,7 @@ import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
 import type { Metering } from '../metering/charging.js';
 import type { LeaderEpochs } from './leader-epoch.js';
 import { jobEventRow, outboxRow, recordJobEvent, recordOutbox } from './outbox.js';
+import { reclaimNotice } from '../governance/job-flags.js';
 
 export interface FencedWriter {
   em: EntityManager;
@@ -64,7 +65,7 @@ export async function persistCycle(writer: FencedWriter, core: Scheduler, result
   const skipped: string[] = [];
   const preemptionOf = new Map(result.preempted.map((p) => [p.victimId, p]));
   await writeFenced(writer, async (em, jobLock) => {
-    const ids = [...new Set([...result.preempted.map((p) => p.victimId), ...result.admitted.map((a) => a.jobId), ...result.preempted.map((p) => p.preemptorId)])];
+    const ids = [...new Set([...result.preempted.map((p) => p.victimId), ...result.admitted.map((a) => a.jobId), ...result.preempted.map((p) => p.preemptorId).filter((id) => id !== '')])]; // '': a governance reclaim has no preemptor (and '' is no uuid)
     const jobs = new Map(
       (await em.find(Job, { id: { $in: ids } }, { populate: ['queue'], ...jobLock })).map((j) => [j.id, j]),
     );
@@ -88,7 +89,9 @@ export async function persistCycle(writer: FencedWriter, core: Scheduler, result
         backToPending(job);
         job.preemptionCount += 1;
         const lostGpuHours = lostGpuHoursOf(preemption.lostGpuMs, writer.metering.settings.timeScale);
-        recordJobEvent(em, job, 'PREEMPTED', at, preemption.reason, `Preempted (${preemption.reason}) to make room for another job`, { preemptorJobId: preemption.preemptorId, lostGpuHours });
+        // A governance reclaim ('idle', 'not-running') has no preemptor: its events carry the flag's numbers instead.
+        const notice = reclaimNotice(job.governanceFlag, preemption.reason);
+        recordJobEvent(em, job, 'PREEMPTED', at, preemption.reason, notice?.message ?? `Preempted (${preemption.reason}) to make room for another job`, notice ? { preemptorJobId: null, lostGpuHours, flag: notice.flag } : { preemptorJobId: preemption.preemptorId, lostGpuHours });
         recordOutbox(em, 'job.preempted', {
           jobId: job.id,
           tenantId: job.tenant.id,
@@ -98,6 +101,7 @@ export async function persistCycle(writer: FencedWriter, core: Scheduler, result
           preemptorTenantId: preemptor?.tenant.id ?? null,
           preemptorQueueId: preemptor?.queue.id ?? null,
           lostGpuHours,
+          ...(notice ? { message: notice.message, flag: notice.flag } : {}),
           at: result.at,
           epoch: writer.epoch,
         });

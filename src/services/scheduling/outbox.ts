@@ -6,6 +6,7 @@ import { chunks, placeholders, runBound, tableOf } from '../../persistence/bound
 import { uuidv7 } from '../../persistence/ids.js';
 import { Job, JobEvent, OutboxEntry, type JobEventType } from '../../persistence/scheduling-entities.js';
 import { checkpointSpec } from './specs.js';
+import type { JobFlag } from '../../core/governance/types.js';
 
 export type OutboxKind =
   | 'job.admitted'
@@ -192,6 +193,8 @@ export class OutboxDispatcher {
           preemptorJobId: sameTenant ? String(payload.preemptorJobId) : null,
           // The victim's own work lost: its tenant's to see (rows written before this field carry none).
           lostGpuHours: typeof payload.lostGpuHours === 'number' ? payload.lostGpuHours : null,
+          // A governance reclaim: why, with the numbers (the victim's own flag, its tenant's to see).
+          ...(typeof payload.message === 'string' ? { message: payload.message, flag: (payload.flag ?? null) as JobFlag | null } : {}),
         });
         queueUpdated(payload.queueId);
         if (payload.preemptorQueueId && payload.preemptorQueueId !== payload.queueId) queueUpdated(payload.preemptorQueueId);
