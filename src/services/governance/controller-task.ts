@@ -10,7 +10,7 @@ import { AuditEvent, Tenant } from '../../persistence/entities.js';
 import { Queue } from '../../persistence/scheduling-entities.js';
 import type { LeaderTask, LeaderTaskContext } from '../scheduling/leader-session.js';
 import { gatherControllerInputs, gpuReading, WindowSamples, type GovernedQueue, type GpuReading } from './controller-inputs.js';
-import { CONTROLLER_ADJUST_ACTION, DEFAULT_CONTROLLER_WINDOW_MS, effectiveWindowMs, lockControllerSwitch, readControllerState, readControllerSwitch, sameSetting, switchOf, writeControllerState } from './controller-settings.js';
+import { CONTROLLER_ADJUST_ACTION, DEFAULT_CONTROLLER_WINDOW_MS, type ControllerRunState, type ControllerSwitchValue, effectiveWindowMs, lockControllerSwitch, readControllerState, readControllerSwitch, sameSetting, switchOf, writeControllerState } from './controller-settings.js';
 import { loadPolicyLibrary, policyForQueue, settingInForce } from './policy-library.js';
 import { controllerStep } from '../../core/governance/controller.js';
 
@@ -58,6 +58,7 @@ export function controllerTask(options: ControllerTaskOptions = {}): LeaderTask 
   let samples: WindowSamples | null = null;
   /** Real time of the last run: a long gap means this replica was not leading (or was paused). */
   let lastRealRun = 0;
+  let known: { sw: ControllerSwitchValue; state: ControllerRunState; readAt: number } | null = null;
   const everyMs = (): number => options.sampleEveryMs ?? Math.min(MAX_SAMPLE_MS, Math.max(MIN_SAMPLE_MS, Math.floor(windowMs / SAMPLES_PER_WINDOW)));
 
   return {
@@ -68,9 +69,14 @@ export function controllerTask(options: ControllerTaskOptions = {}): LeaderTask 
       // A new term (or a pause) starts from an empty window: what the core held meanwhile is unknown.
       if (samples && real - lastRealRun > Math.max(5 * everyMs(), 2000)) samples = null;
       lastRealRun = real;
-      const em = ctx.em();
-      const [sw, state] = await Promise.all([readControllerSwitch(em), readControllerState(em)]);
-      if (ctx.ended()) return;
+      // The switch is read at most every few periods (a window's close checks it again under its lock).
+      if (!known || real - known.readAt > Math.min(1000, 10 * everyMs())) {
+        const em = ctx.em();
+        const [sw, state] = await Promise.all([readControllerSwitch(em), readControllerState(em)]);
+        if (ctx.ended()) return;
+        known = { sw, state, readAt: real };
+      }
+      const { sw, state } = known;
       windowMs = effectiveWindowMs(sw, { ...state, defaultWindowMs }, defaultWindowMs);
       if (!sw.enabled) {
         samples = null;
@@ -79,13 +85,17 @@ export function controllerTask(options: ControllerTaskOptions = {}): LeaderTask 
       if (!samples) {
         samples = new WindowSamples(ctx.now);
         // Any replica can then tell the window in force (the governanceController query).
-        if (state.defaultWindowMs !== defaultWindowMs) await ctx.write(async (tx) => writeControllerState(tx, { ...(await readControllerState(tx)), defaultWindowMs }));
+        if (state.defaultWindowMs !== defaultWindowMs) {
+          await ctx.write(async (tx) => writeControllerState(tx, { ...(await readControllerState(tx)), defaultWindowMs }));
+          known = null;
+        }
       }
       samples.add(ctx.now, readAll(ctx));
       if (ctx.now - samples.startAt < windowMs || ctx.ended()) return;
       const closing = samples;
       samples = new WindowSamples(ctx.now);
       samples.add(ctx.now, readAll(ctx));
+      known = null;
       await closeWindow(ctx, closing, { ...DEFAULT_CONTROLLER_SETTINGS, ...options.tuning, windowMs }, defaultWindowMs);
     },
   };
