@@ -68,6 +68,8 @@ export interface TestAppOptions {
   expectedServerErrors?: RegExp;
   /** Governance loop settings passed to buildApp (short periods for tests). */
   governance?: BuildAppOptions['governance'];
+  /** The execution backend, made with the harness's clock (default: the configuration's simulated cluster). */
+  backend?: (now: () => number) => NonNullable<BuildAppOptions['backend']>;
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -77,7 +79,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const config = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
   const now = { value: Date.now() };
   const errors: unknown[] = [];
-  const app = await buildApp({ config, now: () => now.value, logError: (e) => (options.expectedServerErrors?.test(String(e)) ? undefined : errors.push(e)), reauthCacheMs: 0, ...(options.onQuery ? { onQuery: options.onQuery } : {}), ...(options.governance ? { governance: options.governance } : {}) });
+  const app = await buildApp({ config, now: () => now.value, logError: (e) => (options.expectedServerErrors?.test(String(e)) ? undefined : errors.push(e)), reauthCacheMs: 0, ...(options.onQuery ? { onQuery: options.onQuery } : {}), ...(options.governance ? { governance: options.governance } : {}), ...(options.backend ? { backend: options.backend(() => now.value) } : {}) });
   const credentials = options.seed === false ? [] : ((await seedDemo(app.orm, dataDir, () => now.value)) ?? []);
   await app.scheduler.rebuild();
   const { url } = await app.listen(0, '127.0.0.1');
