@@ -10,6 +10,7 @@ import { historyAt, weightedShare } from './queue-usage.js';
 import { knownPreemptFail, park, rememberPreemptFail, waitOn } from './queueing.js';
 import { refreshWindows } from './quota-config.js';
 import { admittedWithReservation, agedShare, prepareReservations, reserveIfDue } from './reservation.js';
+import { applyReclaims, liftReclaimHolds } from './reclaim.js';
 import { rescanAll } from './restore.js';
 import type { CoreState, JobState } from './state.js';
 import { rollback } from './trail.js';
@@ -61,6 +62,8 @@ export function cycle(core: CoreState, opts: CycleOptions = {}): CycleResult {
     core.cycleRun = run;
   }
   const result: CycleResult = { at: now, admitted: [], preempted: [], pending: [], more: true };
+  // Reclaims asked since the last call (Scheduler.reclaim) come first, in every call of a sliced cycle.
+  applyReclaims(core, now, result.preempted);
   let work = 0;
   while (run.refresh === null) {
     if (run.next >= run.heads.length) {
@@ -97,6 +100,7 @@ function prepareCycle(core: CoreState, now: number): void {
   refreshWindows(core, now);
   prepareReservations(core, now);
   if (core.rescanEveryCycle) rescanAll(core);
+  liftReclaimHolds(core, now);
   for (const q of core.deferred) {
     const avail = new Map<string, number[]>();
     wakeQueueIf(core, q, (j) => needMet(j, avail));

@@ -5,6 +5,8 @@ export type SchedulerInputErrorCode =
   | 'UNKNOWN_PRIORITY_CLASS'
   | 'UNKNOWN_COHORT'
   | 'UNKNOWN_JOB'
+  /** Scheduler.reclaim of a job that is not running (pending, or held). */
+  | 'NOT_ADMITTED'
   | 'UNKNOWN_NODE'
   | 'NEGATIVE_QUANTITY'
   | 'INVALID_QUANTITY'

@@ -21,6 +21,20 @@ export function explain(core: CoreState, jobId: string): JobExplanation {
     base.expectedEnd = expectedEnd(j);
     return base;
   }
+  if (j.held && j.reclaimHoldUntil !== null) {
+    // Reclaimed (reclaim.ts): held out of every pending list until its hold ends.
+    const until = j.reclaimHoldUntil;
+    const why = j.lastPreemption?.reason ?? 'idle';
+    base.reason = 'ReclaimHold';
+    base.message =
+      until > core.clock.now()
+        ? `reclaimed (${why}): not admitted again before ${new Date(until).toISOString()}`
+        : `reclaimed (${why}): its hold ended at ${new Date(until).toISOString()}; it rejoins its queue at the next admission cycle`;
+    base.reclaimHoldUntil = until;
+    base.eta = null;
+    base.etaUnknownReason = 'ReclaimHold';
+    return base;
+  }
   if (j.held) {
     // Out of every pending list: no position, and no ETA until the hold is lifted.
     const h = matchingHold(core, j.spec) as AdmissionHold;

@@ -57,7 +57,8 @@ export function setAdmissionHolds(core: CoreState, holds: AdmissionHold[]): void
   if (signature === core.holdsSignature) return;
   core.holdsSignature = signature;
   for (const j of core.jobs.values()) if (j.status === 'pending' && !j.held && matchingHold(core, j.spec)) holdPending(core, j);
-  for (const j of [...core.held]) if (!matchingHold(core, j.spec)) {
+  // A job under a reclaim hold (reclaim.ts) stays held until that hold ends.
+  for (const j of [...core.held]) if (!matchingHold(core, j.spec) && j.reclaimHoldUntil === null) {
     unhold(core, j);
     joinQueue(core, j);
   }
@@ -81,6 +82,8 @@ export function holdNew(core: CoreState, j: JobState): void {
 export function unhold(core: CoreState, j: JobState): void {
   core.held.delete(j);
   j.held = false;
+  core.reclaimHeld.delete(j);
+  j.reclaimHoldUntil = null;
 }
 
 /** A pending job in its queue's lists leaves them (as a cancel would) and is held, with what it knew reset as for a new job. */

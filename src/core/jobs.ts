@@ -98,6 +98,7 @@ export function buildJob(core: CoreState, job: JobSpec): JobState {
     status: 'pending',
     parked: false,
     held: false,
+    reclaimHoldUntil: null,
     decision: null,
     decisionVersion: -1,
     preemptedBy: null,

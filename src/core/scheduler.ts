@@ -9,6 +9,7 @@ import { setAdmissionHolds } from './holds.js';
 import { cancel, finish, submit } from './jobs.js';
 import { pendingShapes } from './pending-shapes.js';
 import { setWorkloadShapes } from './workload-shapes.js';
+import { requestReclaim } from './reclaim.js';
 import { restore } from './restore.js';
 import { type CoreState, createCoreState } from './state.js';
 import type { Admission, AdmissionHold, CohortSpec, CycleOptions, CycleResult, FlavorSpec, JobExplanation, JobSpec, NodeSpec, NodeStatus, PendingShape, Preview, QueueSpec, QueueStatus, RestoredAdmission, SchedulerOptions, WorkloadShape } from './types.js';
@@ -67,11 +68,15 @@ export class Scheduler {
    * Takes an admitted job's resources back for a governance flag (idle, or admitted but not running):
    * the next cycle() lists it first among its preemptions (this reason, preemptorId and preemptorQueue
    * ''), the job goes back to pending in its place, and it is not admitted again before `now + holdMs`
-   * (default 0). Unknown or not admitted jobs are refused (SchedulerInputError).
+   * (default 0). Unknown or not admitted jobs are refused (SchedulerInputError UNKNOWN_JOB,
+   * NOT_ADMITTED; a bad reason or holdMs: INVALID_SPEC). Nothing changes until that cycle (the job
+   * stays admitted; asked twice, the later call counts); the cycle frees its quota and nodes as an
+   * ended job's, stamps the preemption with its own time and lostGpuMs, and never re-admits it in that
+   * same cycle. While held, explain() gives reason 'ReclaimHold' with `reclaimHoldUntil` (eta null,
+   * etaUnknownReason 'ReclaimHold'); the first cycle at or after the hold's end puts it back in its queue.
    */
   reclaim(jobId: string, reason: 'idle' | 'not-running', holdMs = 0): void {
-    void jobId; void reason; void holdMs;
-    throw new Error('Scheduler.reclaim: not implemented yet');
+    requestReclaim(this.state, jobId, reason, holdMs);
   }
 
   // ───────────────────────────── admission holds (holds.ts) ─────────────────────────────

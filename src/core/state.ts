@@ -37,6 +37,8 @@ export interface JobState extends HeapItem {
   parked: boolean;
   /** Pending but held by an admission hold (holds.ts): in `CoreState.held`, not in its queue's heap or parked set. */
   held: boolean;
+  /** Reclaimed for a governance flag (reclaim.ts): held (in `CoreState.held`) and not admitted before this instant; null: no such hold. */
+  reclaimHoldUntil: number | null;
   decision: PendingDecision | null;
   /** stateVersion the decision was diagnosed at: a stale one is diagnosed again before it is shown. */
   decisionVersion: number;
@@ -173,6 +175,10 @@ export interface CoreState {
   holdsSignature: string;
   /** Pending jobs held back from admission, in the order they were held (lifted in this order). */
   readonly held: Set<JobState>;
+  /** Reclaims asked for (Scheduler.reclaim), by job id in call order: the next cycle() carries them out first (reclaim.ts). */
+  readonly reclaims: Map<string, { job: JobState; reason: 'idle' | 'not-running'; holdUntil: number }>;
+  /** Held jobs whose reclaim hold is in force (reclaimHoldUntil set), lifted by the first cycle at or after it. */
+  readonly reclaimHeld: Set<JobState>;
   /** Bounded tails: nodes reserved for long-waiting heads (reservation.ts). */
   readonly reserve: ReservationState;
 }
@@ -212,6 +218,8 @@ export function createCoreState(opts: SchedulerOptions): CoreState {
     holds: new Map(),
     holdsSignature: '',
     held: new Set(),
+    reclaims: new Map(),
+    reclaimHeld: new Set(),
     reserve: createReservationState(opts),
   };
   for (const c of opts.priorityClasses ?? DEFAULT_PRIORITY_CLASSES) s.classes.set(c.name, { ...c });

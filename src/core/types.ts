@@ -262,7 +262,9 @@ export type PendingReasonCode =
   | 'StrictFIFOBlocked'
   | 'WaitingForPreemption'
   /** A hard budget of its tenant or project is spent (`hold` has the numbers): it waits until the hold is lifted. */
-  | 'BudgetExhausted';
+  | 'BudgetExhausted'
+  /** Reclaimed for a governance flag (idle, not running): not admitted again before `reclaimHoldUntil`. */
+  | 'ReclaimHold';
 
 /**
  * Holds pending jobs back from admission (a hard budget that is spent). Set as a whole with
@@ -379,6 +381,8 @@ export interface JobExplanation {
   blockedBy?: string;
   /** `BudgetExhausted`: the hold and its numbers. */
   hold?: HoldInfo;
+  /** `ReclaimHold`: the instant (ms epoch) before which the reclaimed job is not admitted again. */
+  reclaimHoldUntil?: number;
   /** 1-based position among the queue's pending jobs in queue order (priority, then submit time). */
   positionInQueue?: number;
   queuePending?: number;
@@ -413,7 +417,7 @@ export interface JobExplanation {
  * head that never fits); `WindowClosed` — it waits for a time window to open; `BudgetExhausted` — it
  * is held by a spent hard budget until the hold is lifted.
  */
-export type EtaUnknownReason = 'NoDeclaredDuration' | 'TooFarAhead' | 'NeverFits' | 'WindowClosed' | 'BudgetExhausted';
+export type EtaUnknownReason = 'NoDeclaredDuration' | 'TooFarAhead' | 'NeverFits' | 'WindowClosed' | 'BudgetExhausted' | 'ReclaimHold';
 
 export interface Preview {
   admissible: boolean;

@@ -151,6 +151,8 @@ export function debugState(core: CoreState): unknown {
     shapes: [...core.shapes.entries()],
     holds: [...core.holds.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)),
     held: [...core.held].map((j) => j.spec.id).sort(),
+    reclaims: [...core.reclaims].map(([id, r]) => [id, r.reason, r.holdUntil]),
+    reclaimHeld: [...core.reclaimHeld].map((j) => [j.spec.id, j.reclaimHoldUntil]).sort((a, b) => (a[0]! < b[0]! ? -1 : 1)),
     trail: core.trail.length,
   });
 }
