@@ -12,6 +12,11 @@ import type { IdlePolicy, JobFlag, ProbeSample } from './types.js';
  *   runningSince (since = the first sample of that stretch; meanUtilization = its mean). One sample at
  *   or above the threshold ends a stretch. No samples: never IDLE.
  * `queueBorrowing`: whether the job's queue holds more than its nominal now (RECLAIM_IF_BORROWING).
+ * Details: "below" is strict (<); samples later than `now` are not read; meanUtilization is the plain
+ * mean of the stretch's samples; forMs = now − since, at = now, limitMs = the policy limit crossed
+ * (idleForMs or notRunningForMs), utilizationBelow = the threshold for IDLE, null for NOT_RUNNING.
+ * decision: RECLAIM for action RECLAIM, and for RECLAIM_IF_BORROWING while queueBorrowing; else NOTIFY.
+ * A running job (runningSince set) is never NOT_RUNNING; one not running is never IDLE.
  */
 export function flagJob(
   now: number,
@@ -21,6 +26,28 @@ export function flagJob(
   policy: IdlePolicy,
   queueBorrowing: boolean,
 ): JobFlag | null {
-  void now; void admittedAt; void runningSince; void samples; void policy; void queueBorrowing;
-  throw new Error('flagJob: not implemented yet');
+  const decision: JobFlag['decision'] = policy.action === 'RECLAIM' || (policy.action === 'RECLAIM_IF_BORROWING' && queueBorrowing) ? 'RECLAIM' : 'NOTIFY';
+  if (runningSince === null) {
+    const forMs = now - admittedAt;
+    if (forMs < policy.notRunningForMs) return null;
+    return { kind: 'NOT_RUNNING', since: admittedAt, forMs, at: now, meanUtilization: null, utilizationBelow: null, limitMs: policy.notRunningForMs, action: policy.action, decision };
+  }
+  // The trailing stretch of low samples, newest first: samples after `now` are not read yet, one at
+  // or above the threshold (or taken before this run started) ends it.
+  let since: number | null = null;
+  let sum = 0;
+  let count = 0;
+  for (let i = samples.length - 1; i >= 0; i--) {
+    const s = samples[i] as ProbeSample;
+    if (s.at > now) continue;
+    if (s.at < runningSince || !(s.gpuUtilization < policy.utilizationBelow)) break;
+    since = s.at;
+    sum += s.gpuUtilization;
+    count++;
+  }
+  if (since === null || now - since < policy.idleForMs) return null;
+  return {
+    kind: 'IDLE', since, forMs: now - since, at: now, meanUtilization: sum / count,
+    utilizationBelow: policy.utilizationBelow, limitMs: policy.idleForMs, action: policy.action, decision,
+  };
 }
