@@ -4,6 +4,7 @@ import WebSocket from 'ws';
 import { schema } from '../schema/index.js';
 import { ApiToken, AuditEvent, Membership, Project, Tenant, TENANT_FILTER } from '../src/persistence/entities.js';
 import { Job, Queue } from '../src/persistence/scheduling-entities.js';
+import { QuotaRequest } from '../src/persistence/governance-entities.js';
 import { BreakGlassGrant, ProjectMembership } from '../src/persistence/access-entities.js';
 import { codesOf, startTestApp, type TestApp } from './helpers/harness.js';
 import { describeEachDialect } from './helpers/database.js';
@@ -147,7 +148,8 @@ describeEachDialect('cross-tenant matrix', (dialect) => {
     };
     try {
       // Every subscription B can open on its own things, with the deepest selection the schema allows.
-      expect(subscriptionFields(schema).map((f) => f.name).sort()).toEqual(['auditEventRecorded', 'jobPosition', 'jobUpdated', 'queueUpdated', 'tenantEvents']);
+      // quotaRequestUpdates is the platform admins' stream: B is refused it (test/quota-requests-flow.test.ts).
+      expect(subscriptionFields(schema).map((f) => f.name).sort()).toEqual(['auditEventRecorded', 'jobPosition', 'jobUpdated', 'queueUpdated', 'quotaRequestUpdates', 'tenantEvents']);
       subscribe('tenantEvents', { tenantId: borealis.Tenant });
       subscribe('queueUpdated', { id: borealis.Queue });
       subscribe('auditEventRecorded', { tenantId: borealis.Tenant });
@@ -168,6 +170,13 @@ describeEachDialect('cross-tenant matrix', (dialect) => {
       });
       const reclaimer = await t.gql(aMember, submit, { in: { queueId: victimIds.Queue, name: 'aurora-secret-reclaimer', priorityClass: 'training', podSets: [{ gpusPerPod: 8, flavors: ['h100-80g'] }], expectedDurationSeconds: 1e6 } });
       expect(reclaimer.body.errors, JSON.stringify(reclaimer.body)).toBeUndefined();
+      // A asks for more quota and a platform admin approves it: B hears none of it (QUOTA_REQUEST, QUOTA_CHANGED are A's).
+      const asked = await t.gql(t.token('aurora-research', 'TENANT_ADMIN'), `mutation($in: RequestQuotaChangeInput!) { requestQuotaChange(input: $in) { id } }`, {
+        in: { queueId: victimIds.Queue, flavor: 'h100-80g', nominal: 17, expiresAt: new Date(t.now.value + 3_600_000).toISOString(), justification: 'aurora-secret-justification' },
+      });
+      expect(asked.body.errors, JSON.stringify(asked.body)).toBeUndefined();
+      const approval = await t.gql(t.token(null, 'PLATFORM_ADMIN'), `mutation($id: ID!) { approveQuotaRequest(id: $id) { id } }`, { id: asked.body.data!.requestQuotaChange.id });
+      expect(approval.body.errors, JSON.stringify(approval.body)).toBeUndefined();
       await waitFor(() => Promise.resolve(seen.some((s) => s.what === 'tenantEvents' && JSON.stringify(s.value).includes('PREEMPTED'))), 20_000);
       const preempted = seen.map((s) => (s.value as { data?: { tenantEvents?: { kind: string; jobId: string } } }).data?.tenantEvents).find((e) => e?.kind === 'PREEMPTED')!;
       // B must have seen its preempted job pending (with its pending reason) on the position stream.
@@ -233,6 +242,7 @@ describeEachDialect('cross-tenant matrix', (dialect) => {
     for (const pm of await em.find(ProjectMembership, { tenant: tenant.id })) add('ProjectMember', pm.id);
     for (const g of await em.find(BreakGlassGrant, { tenant: tenant.id })) add('BreakGlassGrant', g.id, g.reason);
     for (const k of await em.find(ApiToken, { tenant: tenant.id })) add('ApiToken', k.id, k.prefix);
+    for (const r of await em.find(QuotaRequest, { tenant: tenant.id })) add('QuotaRequest', r.id, r.justification);
     for (const a of await em.find(AuditEvent, { tenant: tenant.id })) add('AuditEvent', a.id);
     for (const q of await em.find(Queue, { tenant: tenant.id })) add('Queue', q.id, q.name);
     for (const j of await em.find(Job, { tenant: tenant.id })) add('Job', j.id, j.name);

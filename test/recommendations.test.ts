@@ -7,9 +7,8 @@ import { describeEachDialect } from './helpers/database.js';
 import { peopleOf, seedUsage, type SeedInterval } from './helpers/usage-seed.js';
 
 const QUERY = `query($days: Int) { quotaRecommendations(days: $days) { queue { name } kind suggestion currentNominalGpus suggestedNominalGpus evidence } }`;
-/** The window ends at the last whole hour before "now": 14 days are 2031-01-01T00:00 to 2031-01-15T00:00. */
-const NOW = Date.UTC(2031, 0, 15, 0, 30);
-const h100 = (start: string, hours: number, units: number): SeedInterval => ({ flavor: 'h100-80g', start, hours, gpuUnits: units, unitPrice: 2.49, utilization: 0.7 });
+const H = 3_600_000;
+const h100 = (startMs: number, hours: number, units: number): SeedInterval => ({ flavor: 'h100-80g', start: new Date(startMs).toISOString(), hours, gpuUnits: units, unitPrice: 2.49, utilization: 0.7 });
 
 describeEachDialect('quota recommendations', (dialect) => {
   let t: TestApp;
@@ -18,16 +17,19 @@ describeEachDialect('quota recommendations', (dialect) => {
     t = await startTestApp({ dialect, governance: { quotaRequestIntervalMs: 3_600_000 } });
     const aurora = await peopleOf(t, 'aurora-research');
     const borealis = await peopleOf(t, 'borealis-inference');
+    // The window ends at the last whole hour before "now": 14 days are [from, end).
+    const end = Math.floor(t.now.value / H) * H + H;
+    const from = end - 14 * 24 * H;
     // Both queues have 16 H100 + 56 MIG slices (8 GPUs) of nominal: 24 GPUs.
     await seedUsage(t, [
-      // 30 GPUs for 300 of the 336 hours: above nominal ~89 % of the time.
-      { people: aurora, user: 'max', name: 'long-pretrain', priorityClass: 'training', state: 'SUCCEEDED', finishedAt: '2031-01-14T12:00:00Z', intervals: [h100('2031-01-02T00:00:00Z', 300, 30)] },
+      // 30 GPUs for 324 of the 336 hours (idle for 12 hours the day before the end): above nominal ~96 % of the time.
+      { people: aurora, user: 'max', name: 'long-pretrain', priorityClass: 'training', state: 'SUCCEEDED', finishedAt: new Date(end - 12 * H).toISOString(), intervals: [h100(from, 312, 30), h100(end - 24 * H, 12, 30)] },
       // 2 GPUs for 100 hours: well under a third of its nominal, peak 2.
-      { people: borealis, user: 'bob', name: 'small-serving', priorityClass: 'inference-critical', state: 'SUCCEEDED', finishedAt: '2031-01-06T04:00:00Z', intervals: [h100('2031-01-02T00:00:00Z', 100, 2)] },
+      { people: borealis, user: 'bob', name: 'small-serving', priorityClass: 'inference-critical', state: 'SUCCEEDED', finishedAt: new Date(from + 100 * H).toISOString(), intervals: [h100(from, 100, 2)] },
       // Before the window: not counted.
-      { people: borealis, user: 'bob', name: 'old-burst', priorityClass: 'training', state: 'SUCCEEDED', finishedAt: '2030-12-10T10:00:00Z', intervals: [h100('2030-12-10T00:00:00Z', 10, 60)] },
+      { people: borealis, user: 'bob', name: 'old-burst', priorityClass: 'training', state: 'SUCCEEDED', finishedAt: new Date(from - 38 * H).toISOString(), intervals: [h100(from - 48 * H, 10, 60)] },
     ]);
-    t.now.value = NOW;
+    t.now.value = end + 30 * 60_000;
   }, 60_000);
   afterAll(async () => {
     await t?.close();
@@ -37,7 +39,7 @@ describeEachDialect('quota recommendations', (dialect) => {
     const data = await expectOk(t, t.token(null, 'PLATFORM_ADMIN'), QUERY, {});
     const recs = data.quotaRecommendations;
     expect(recs.map((r: any) => [r.queue.name, r.kind, r.suggestion, r.currentNominalGpus, r.suggestedNominalGpus])).toEqual([
-      ['aurora-training', 'CONSTANT_BORROWER', 'DEDICATED_POOL', 24, Math.ceil((30 * 300) / 336)],
+      ['aurora-training', 'CONSTANT_BORROWER', 'DEDICATED_POOL', 24, Math.ceil((30 * 324) / 336)],
       ['borealis-serving', 'UNDER_USED', 'SHARED_POOL', 24, 2],
     ]);
     for (const r of recs) expect(r.evidence).toMatch(/\d/);
