@@ -6,7 +6,7 @@ import { checkPhillyDir, convertPhilly, type PhillyDirSource } from '../simulato
 import { writeHetero } from '../simulator/hetero-gen.js';
 import { convertOpenb } from '../simulator/openb.js';
 import { runTenantCommand, TENANT_COMMANDS, TENANT_HELP } from './tenant/index.js';
-import { PLACEMENTS, POLICIES, type PlacementName, type PolicyName } from '../simulator/policies.js';
+import { ALL_POLICIES, PLACEMENTS, POLICIES, type PlacementName, type PolicyName } from '../simulator/policies.js';
 import { barProgress, lineProgress, NO_PROGRESS, type ProgressDisplay } from '../simulator/progress.js';
 import { simulate, terminalReport, writeReport, type RunTiming, type SimulateOptions } from '../simulator/run.js';
 
@@ -30,7 +30,9 @@ const SIMULATE_HELP = `usage: fairway simulate --trace FILE --cluster FILE --que
   --trace FILE         trace CSV (submit_time, duration_s, tenant, gpus, pods, ...)
   --cluster FILE       cluster CSV (name, pool, gpu_type, gpus, cpu_milli, memory_mib, count, ...)
   --queues FILE        queues file, JSON (.json) or YAML subset (.yaml/.yml)
-  --policy LIST        comma list of fairway, static, fifo (default: all three)
+  --policy LIST        comma list of fairway, static, fifo, governed, controller (default: the
+                       first three; governed = fairway with the queues' isolation policies,
+                       controller = governed with the two-level controller)
   --placement LIST     comma list of best-fit, fragmentation-aware (default: best-fit)
   --mode MODE          replay (default) or fill
   --seed N             seed for fill sampling (default 1)
@@ -40,6 +42,11 @@ const SIMULATE_HELP = `usage: fairway simulate --trace FILE --cluster FILE --que
   --no-preview         do not call the core's preview at submit (faster; previewAtSubmit stays 'none')
   --eta                sample the core's ETA at submit for jobs left pending and report its error
                        against the actual start (etaAtSubmit; 4-9 times slower on Philly)
+  --probes             seeded GPU utilization per job (by --seed) for every run: utilization beside
+                       allocation (governed and controller runs always have it)
+  --idle-reclaim MODE  on or off (default off): governed and controller runs flag jobs idle for
+                       their queue's policy's time and reclaim them as it says
+  --controller-window-min N  the controller's window in virtual minutes (default 5)
   --out DIR            output directory for report.json and report.html (default sim-out)
   --name NAME          output file base name (default report)
   --no-tenants         terminal output without the per-tenant tables
@@ -169,8 +176,8 @@ function int(f: Flags, k: string, dflt: number): number {
   return Number(v);
 }
 
-const SIM_STRINGS = ['trace', 'cluster', 'queues', 'policy', 'placement', 'mode', 'seed', 'fill-targets', 'window', 'sla-seconds', 'out', 'name'];
-const SIM_BOOLEANS = ['no-preview', 'eta', 'no-tenants', 'quiet', 'help'];
+const SIM_STRINGS = ['trace', 'cluster', 'queues', 'policy', 'placement', 'mode', 'seed', 'fill-targets', 'window', 'sla-seconds', 'out', 'name', 'idle-reclaim', 'controller-window-min'];
+const SIM_BOOLEANS = ['no-preview', 'eta', 'no-tenants', 'quiet', 'help', 'probes'];
 const SIM_KNOWN = [...SIM_STRINGS, ...SIM_BOOLEANS];
 const PHILLY_STRINGS = ['philly-dir', 'out', 'gpus', 'quota', 'fractional', 'seed'];
 
@@ -193,7 +200,7 @@ export function parseSimulateArgs(args: string[]): SimulateCommand | 'help' {
     trace: need('trace'),
     cluster: need('cluster'),
     queues: need('queues'),
-    policies: list<PolicyName>(f, 'policy', POLICIES, [...POLICIES]),
+    policies: list<PolicyName>(f, 'policy', ALL_POLICIES, [...POLICIES]),
     placements: list<PlacementName>(f, 'placement', PLACEMENTS, ['best-fit']),
     mode,
     seed: int(f, 'seed', 1),
@@ -206,6 +213,15 @@ export function parseSimulateArgs(args: string[]): SimulateCommand | 'help' {
   if (f.has('sla-seconds')) o.slaSeconds = int(f, 'sla-seconds', 60);
   if (f.has('no-preview')) o.preview = false;
   if (f.has('eta')) o.eta = true;
+  if (f.has('probes')) o.probes = true;
+  const idle = str(f, 'idle-reclaim');
+  if (idle !== undefined && idle !== 'on' && idle !== 'off') throw new UsageError(`--idle-reclaim must be on or off, got '${idle}'`);
+  if (idle === 'on') o.idleReclaim = true;
+  if (f.has('controller-window-min')) {
+    const m = int(f, 'controller-window-min', 5);
+    if (m < 1) throw new UsageError(`--controller-window-min must be at least 1`);
+    o.controllerWindowMs = m * 60_000;
+  }
   const ft = str(f, 'fill-targets');
   if (ft !== undefined) {
     const xs = ft.split(',').map((s) => Number(s.trim()));
@@ -290,7 +306,7 @@ export async function main(argv: string[], io: Io = stdio, options: CliOptions =
       const { dir, source } = phillyDir(str(f, 'philly-dir'), options.env ?? process.env, options.phillyDefaultDir ?? DEFAULT_PHILLY_DIR);
       checkPhillyDir(dir, source, '../shared/traces/philly next to the repository');
       const r = convertPhilly({ dir, outDir: str(f, 'out') ?? 'sim-out/philly', gpus: int(f, 'gpus', 768), quota, fractional, seed: int(f, 'seed', 1) });
-      io.out(`${r.jobs} jobs (${r.fractionalJobs} made fractional) → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}`);
+      io.out(`${r.jobs} jobs (${r.fractionalJobs} made fractional) → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}\ngoverned queues → ${r.governedQueues}`);
       for (const t of r.tenants) io.out(`  ${t.vc}: ${t.jobs} jobs, VC nodes ${t.nodes ?? '-'}, nominal ${t.nominalGpus} GPUs`);
       return 0;
     }

@@ -7,6 +7,7 @@ import type { PodShape } from './fragmentation.js';
 import type { BuiltScheduler, PlacementName, PolicyName } from './policies.js';
 import { nominalGpus, type SimQueue, type SimQueues } from './queues.js';
 import type { TraceJob } from './trace.js';
+import type { GovernanceOutcome } from './governance.js';
 
 export interface SimInput {
   trace: TraceJob[];
@@ -91,6 +92,8 @@ export interface ReplayOutcome {
   /** Whether ETAs were sampled at submit (ReplayOptions.eta). */
   etaSampled: boolean;
   stats: { events: number; cycles: number; previews: number; explains: number; explainMs: number };
+  /** Probes, idle reclaim and controller of the run (ReplayOptions.governance). */
+  governance?: GovernanceOutcome;
 }
 
 export interface FillPoint {

@@ -1,6 +1,7 @@
 import type { ReplayOutcome, TenantInfo } from './engine.js';
 import { round6 } from './engine.js';
 import { etaStats, type EtaStats } from './eta.js';
+import { computeGovernanceMetrics, type GovernanceMetrics } from './governance-metrics.js';
 import { percentile } from './percentile.js';
 
 export { percentile };
@@ -93,6 +94,8 @@ export interface ReplayMetrics {
   etaAtSubmit: EtaStats;
   tenants: TenantMetrics[];
   timeline: Timeline;
+  /** Probes, idle reclaim and controller (runs made with governance only; absent otherwise). */
+  governance?: GovernanceMetrics;
 }
 
 
@@ -376,13 +379,15 @@ export function computeReplayMetrics(o: ReplayOutcome, opts: MetricsOptions = {}
   const j = jain(ratios);
   const pa: Record<string, number> = {};
   for (const k of Object.keys(previewAtSubmit).sort()) pa[k] = previewAtSubmit[k]!;
+  const allocationRatio = round6(allocMs / (C * span));
+  const governance = computeGovernanceMetrics(o, allocationRatio);
   return {
     policy: o.policy,
     placement: o.placement,
     capacityGpus: C,
     window: { startMs: w0, endMs: w1, hours: round6(span / H) },
     ...tot,
-    allocationRatio: round6(allocMs / (C * span)),
+    allocationRatio,
     usefulAllocationRatio: round6(usefulMs / (C * span)),
     waitSeconds: waitStats(waitsAll),
     waitHistogram: hist,
@@ -394,5 +399,6 @@ export function computeReplayMetrics(o: ReplayOutcome, opts: MetricsOptions = {}
     etaAtSubmit: etaStats(o.jobs, o.etaSampled),
     tenants: tms,
     timeline: { startMs: w0, bucketMs, tenants: tenants.map((t) => t.name), allocation: alloc, preemptions: preTl },
+    ...(governance ? { governance } : {}),
   };
 }

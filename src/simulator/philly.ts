@@ -34,6 +34,8 @@ export interface PhillyResult {
   trace: string;
   cluster: string;
   queues: string;
+  /** The same queues with governance fields (governedPhilly), for the governed and controller policies. */
+  governedQueues: string;
   jobs: number;
   fractionalJobs: number;
   tenants: { vc: string; nodes: number | null; nominalGpus: number; jobs: number }[];
@@ -88,6 +90,23 @@ export function largestRemainder(xs: number[], total: number): number[] {
     left--;
   }
   return fl;
+}
+
+/** How many of the largest VCs (by nominal) get SLA class CRITICAL in the governed queues file. */
+export const PHILLY_CRITICAL_VCS = 3;
+
+/**
+ * Governance fields for the Philly queues (the trace has none; this is our mapping, documented in
+ * docs/simulator.md): every VC runs TRAINING; the PHILLY_CRITICAL_VCS VCs with the largest nominal
+ * (ties by name) are CRITICAL (→ guaranteed: lends half its idle share statically, never borrows),
+ * a VC with nominal 0 is BEST_EFFORT (→ best-effort), the rest STANDARD (→ elastic).
+ */
+export function governedPhilly<Q extends { name: string; tenant: string }>(queues: Q[], nominal: ReadonlyMap<string, number>): (Q & { workloadType: string; slaClass: string })[] {
+  const nom = (q: Q): number => nominal.get(q.tenant) ?? 0;
+  const critical = new Set(
+    [...queues].filter((q) => nom(q) > 0).sort((a, b) => nom(b) - nom(a) || (a.name < b.name ? -1 : 1)).slice(0, PHILLY_CRITICAL_VCS).map((q) => q.name),
+  );
+  return queues.map((q) => ({ ...q, workloadType: 'TRAINING', slaClass: critical.has(q.name) ? 'CRITICAL' : nom(q) === 0 ? 'BEST_EFFORT' : 'STANDARD' }));
 }
 
 export function convertPhilly(o: PhillyOptions): PhillyResult {
@@ -165,10 +184,13 @@ export function convertPhilly(o: PhillyOptions): PhillyResult {
     `name,pool,gpu_type,gpus,cpu_milli,memory_mib,count\nphilly,default,${PHILLY_FLAVOR},${per},${o.nodeCpuMilli ?? 64000},${o.nodeMemoryMib ?? 512 * 1024},${nodes}\n`,
   );
   writeFileSync(queuesOut, JSON.stringify(queues, null, 2) + '\n');
+  const governedOut = queuesOut.replace(/\.json$/, '-governed.json');
+  writeFileSync(governedOut, JSON.stringify({ ...queues, queues: governedPhilly(queues.queues, nominal) }, null, 2) + '\n');
   return {
     trace: traceOut,
     cluster: clusterOut,
     queues: queuesOut,
+    governedQueues: governedOut,
     jobs: rows.length - 1,
     fractionalJobs,
     tenants: vcs.map((v) => ({ vc: v, nodes: vcNodes.get(v) ?? null, nominalGpus: nominal.get(v) ?? 0, jobs: jobsPerVc.get(v) ?? 0 })),

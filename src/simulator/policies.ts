@@ -1,10 +1,17 @@
 import { Scheduler, type Clock, type QueueSpec, type QuotaSpec } from '../core/index.js';
+import { applyPolicy, baseSetting, type IsolationPolicy, type LimitSetting } from '../core/governance/index.js';
 import { flavorCapacity, type SimCluster } from './cluster.js';
+import { policyOfQueue } from './governance-policy.js';
 import { coreTimeWindows, type SimQueue, type SimQueues } from './queues.js';
 import type { TraceJob } from './trace.js';
 
-export type PolicyName = 'fairway' | 'static' | 'fifo';
+export type PolicyName = 'fairway' | 'static' | 'fifo' | 'governed' | 'controller';
+/** The policies run by default. */
 export const POLICIES: readonly PolicyName[] = ['fairway', 'static', 'fifo'];
+/** Every policy: the defaults plus the governance ones (issue 16), which read the queues' governance fields. */
+export const ALL_POLICIES: readonly PolicyName[] = [...POLICIES, 'governed', 'controller'];
+/** fairway with each governed queue's isolation policy applied (static coefficients, or moved by the controller). */
+export const isGovernedPolicy = (p: PolicyName): boolean => p === 'governed' || p === 'controller';
 export type PlacementName = 'best-fit' | 'fragmentation-aware';
 export const PLACEMENTS: readonly PlacementName[] = ['best-fit', 'fragmentation-aware'];
 
@@ -17,6 +24,27 @@ export interface BuiltScheduler {
   route(job: TraceJob, tenantQueue: SimQueue): { queue: string; tenant: string };
   /** Priority class passed to the core. */
   priorityOf(job: TraceJob): string;
+  /** governed and controller: the policy of each governed queue (by queue name); empty otherwise. */
+  governed: Map<string, { queue: SimQueue; policy: IsolationPolicy }>;
+}
+
+/** The fairway policy's spec of a queue (its cohort, isolation and preemption as written, or the default preemption). */
+function fairwayQueueSpec(q: SimQueue): QueueSpec {
+  const spec: QueueSpec = { name: q.name, tenant: q.tenant, quotas: q.quotas };
+  if (q.weight !== undefined) spec.weight = q.weight;
+  if (q.queueingStrategy !== undefined) spec.queueingStrategy = q.queueingStrategy;
+  if (q.dedicatedPool !== undefined) spec.dedicatedPool = q.dedicatedPool;
+  const windows = coreTimeWindows(q, false);
+  if (windows) spec.timeWindows = windows;
+  if (q.cohort !== undefined) spec.cohort = q.cohort;
+  if (q.isolation !== undefined) spec.isolation = q.isolation;
+  spec.preemption = q.preemption ?? { ...FAIRWAY_DEFAULT_PREEMPTION };
+  return spec;
+}
+
+/** A governed queue's spec under its policy with `setting` in force: the fairway spec through applyPolicy (the services' rule). */
+export function governedQueueSpec(q: SimQueue, policy: IsolationPolicy, setting: LimitSetting): QueueSpec {
+  return applyPolicy(fairwayQueueSpec(q), policy, setting);
 }
 
 /** The trace's default priority class when a row names none. */
@@ -42,6 +70,9 @@ export const FAIRWAY_DEFAULT_PREEMPTION = {
  *   withinQueue Never, fairShareMaxLostRunMs 30 min).
  * - static: every queue keeps only its nominal (borrowingLimit 0 on each declared
  *   resource, no cohort, no reclaim, no fair sharing).
+ * - governed: fairway, with each governed queue (queues-file isolationPolicy, workloadType or
+ *   slaClass) under its isolation policy at the policy's base coefficients (applyPolicy).
+ * - controller: governed, the coefficients then moved every window by the controller (governance.ts).
  * - fifo: one BestEffortFIFO queue owning the whole cluster (nominal = capacity per
  *   flavor for gpu, cpu and memory), no preemption; every job has the same priority class
  *   so arrival order decides.
@@ -57,7 +88,7 @@ export function buildScheduler(
     clock,
     placement,
     fairSharing:
-      policy === 'fairway'
+      policy === 'fairway' || isGovernedPolicy(policy)
         ? { enabled: true, ...(queues.fairSharing ?? {}) }
         : { enabled: false },
   });
@@ -79,9 +110,17 @@ export function buildScheduler(
       sched,
       route: () => ({ queue: FIFO_QUEUE, tenant: FIFO_QUEUE }),
       priorityOf: () => DEFAULT_CLASS,
+      governed: new Map(),
     };
   }
-  if (policy === 'fairway') {
+  const governed: BuiltScheduler['governed'] = new Map();
+  if (isGovernedPolicy(policy)) {
+    for (const q of queues.queues) {
+      const p = policyOfQueue(q);
+      if (p) governed.set(q.name, { queue: q, policy: p });
+    }
+  }
+  if (policy === 'fairway' || isGovernedPolicy(policy)) {
     // parents before children
     const done = new Set<string>();
     const byName = new Map(queues.cohorts.map((c) => [c.name, c]));
@@ -95,6 +134,11 @@ export function buildScheduler(
     for (const c of queues.cohorts) add(c.name);
   }
   for (const q of queues.queues) {
+    if (isGovernedPolicy(policy)) {
+      const g = governed.get(q.name);
+      sched.upsertQueue(g ? governedQueueSpec(q, g.policy, baseSetting(g.policy)) : fairwayQueueSpec(q));
+      continue;
+    }
     const spec: QueueSpec = { name: q.name, tenant: q.tenant, quotas: q.quotas };
     if (q.weight !== undefined) spec.weight = q.weight;
     if (q.queueingStrategy !== undefined) spec.queueingStrategy = q.queueingStrategy;
@@ -124,5 +168,6 @@ export function buildScheduler(
     sched,
     route: (_job, tq) => ({ queue: tq.name, tenant: tq.tenant }),
     priorityOf: (job) => job.priority ?? DEFAULT_CLASS,
+    governed,
   };
 }

@@ -4,6 +4,7 @@ import { parseClock, windowOpen } from '../core/windows.js';
 import type { SimCluster } from './cluster.js';
 import { z } from 'zod';
 import { DocError, parseDoc, type Doc, type Value } from './doc.js';
+import { SLA_CLASSES, WORKLOAD_TYPES, type SlaClass, type WorkloadType } from '../core/governance/types.js';
 
 export type Resource = ResourceName;
 export const RESOURCES: readonly Resource[] = ['gpu', 'cpu', 'memory'];
@@ -26,6 +27,12 @@ export interface SimQueue {
   dedicatedPool?: string;
   /** Time-window quotas, as the core's QueueSpec.timeWindows (the first open window's quotas lie over `quotas`). */
   timeWindows?: SimTimeWindow[];
+  /** Governance (issue 16; used by the governed and controller policies): a queue naming any of these three is governed. */
+  isolationPolicy?: string;
+  workloadType?: WorkloadType;
+  slaClass?: SlaClass;
+  /** The tenant's tier the policy rules read (default STANDARD). */
+  tier?: string;
 }
 
 export type SimTimeWindow = TimeWindowSpec;
@@ -131,6 +138,10 @@ const queue = strict({
   isolation: optional(z.enum(['DEDICATED', 'GUARANTEED', 'ELASTIC', 'BEST_EFFORT'])),
   timeWindows: optional(z.array(timeWindow)),
   dedicatedPool: optional(nonEmpty),
+  isolationPolicy: optional(z.enum(['dedicated', 'guaranteed', 'elastic', 'best-effort'])),
+  workloadType: optional(z.enum(WORKLOAD_TYPES)),
+  slaClass: optional(z.enum(SLA_CLASSES)),
+  tier: optional(nonEmpty),
 });
 const queuesFile = z.strictObject(
   {
@@ -272,6 +283,10 @@ function validateQueues(doc: Doc): SimQueues {
     if (q.weight !== undefined) sq.weight = q.weight;
     if (q.isolation !== undefined) sq.isolation = q.isolation;
     if (q.dedicatedPool !== undefined) sq.dedicatedPool = q.dedicatedPool;
+    if (q.isolationPolicy !== undefined) sq.isolationPolicy = q.isolationPolicy;
+    if (q.workloadType !== undefined) sq.workloadType = q.workloadType;
+    if (q.slaClass !== undefined) sq.slaClass = q.slaClass;
+    if (q.tier !== undefined) sq.tier = q.tier;
     if (q.queueingStrategy !== undefined) sq.queueingStrategy = q.queueingStrategy;
     if (q.timeWindows !== undefined) sq.timeWindows = q.timeWindows.map((w) => ({ days: [...w.days], start: w.start, end: w.end, timeZone: w.timeZone, quotas: toQuotas(w.quotas) }));
     const p = q.preemption;

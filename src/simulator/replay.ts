@@ -3,6 +3,7 @@ import type { Admission, NodeStatus, Preemption } from '../core/index.js';
 import { totalGpus } from './cluster.js';
 import { isRefusal, podShape, resolveQueues, tenantInfos, toSpec, type PreemptionRecord, type ReplayOutcome, type RunSegment, type SimInput, type SimJob, type WindowEnd } from './engine.js';
 import { fragmentation, shapeKey, unitsInUse } from './fragmentation.js';
+import { GovernanceRun, type GovernanceOptions } from './governance.js';
 import { NominalBook } from './nominal-book.js';
 import { PendingShapes } from './pending-shapes.js';
 import { buildScheduler, type PlacementName, type PolicyName } from './policies.js';
@@ -27,6 +28,8 @@ export interface ReplayOptions {
    */
   onProgress?: (p: ReplayProgress) => void;
   progressEvery?: number;
+  /** Probes, idle reclaim and the controller (governance.ts); without it none of them run. */
+  governance?: GovernanceOptions;
 }
 
 export interface ReplayProgress {
@@ -70,6 +73,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   const sched = b.sched;
   const capacity = totalGpus(input.cluster);
   const book = new NominalBook();
+  const gov = opts.governance ? new GovernanceRun(trace, tq, input.queues.queues, b, opts.governance, now) : undefined;
   const firstSubmit = trace[0]!.submitMs;
   const lastSubmit = trace[trace.length - 1]!.submitMs;
 
@@ -138,6 +142,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     if (preempted && savedMs > 0) segments.push({ job: i, tenant: j.tenant, start: runStart[i]!, end: cut, gpus: jobGpus(j), preempted: false });
     segments.push({ job: i, tenant: j.tenant, start: preempted ? cut : runStart[i]!, end: t, gpus: jobGpus(j), preempted });
     book.add(tq[i]!, runFlavor[i]!, j, -1);
+    gov?.stopped(i, t, preempted, savedMs);
     runStart[i] = -1;
     gen[i]!++;
   };
@@ -185,6 +190,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     runFlavor[i] = fl;
     book.add(tq[i]!, fl, j, 1);
     pendingShapes.remove(keyOf[i]!);
+    gov?.started(i, now, doneMs[i]!);
     heap.push({ t: now + j.durationMs - doneMs[i]!, seq: seq++, job: i, gen: gen[i]!, heapIndex: -1 });
   };
 
@@ -228,6 +234,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     if (next < n) t = trace[next]!.submitMs;
     const top = heap.peek();
     if (top && top.t < t) t = top.t;
+    if (gov && gov.nextAt() < t) t = gov.nextAt();
     if (w !== undefined && w < t) t = w;
     else lastEvent = t;
     accrueFrag(t);
@@ -246,7 +253,14 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
       finishedJobs++;
       progressed();
     }
-    if (finished || t === w) runCycles();
+    // governance: idle flags due now (a reclaimed job's work is done: it ends here), controller window
+    const governed = gov?.fire(t, (i) => {
+      sched.finish(trace[i]!.id);
+      stop(i, t, false);
+      jobs[i]!.endMs = t;
+      finishedJobs++;
+    });
+    if (finished || t === w || governed) runCycles();
     // then arrivals, one at a time in trace order, each followed by scheduling: a job's
     // "state at submit" includes the admissions of the jobs that arrived just before it
     while (next < n && trace[next]!.submitMs === t) {
@@ -276,6 +290,7 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
         throw new Error(`trace line ${j.line}: the scheduler refused job ${j.id}: ${(e as Error).message}`);
       }
       pendingShapes.add(shapeOf[i]!, keyOf[i]!);
+      gov?.submitted(i, t, rec.slaEligible);
       runCycles();
       // What the gateway shows right after the submit: the cycles at this instant have
       // settled (the service cycles again after every admission, as runCycles does) and
@@ -331,5 +346,6 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     frag: { freeGpuMs, unusableGpuMs },
     etaSampled: doEta,
     stats: { events, cycles, previews, explains, explainMs },
+    ...(gov ? { governance: gov.outcome() } : {}),
   };
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FillOutcome } from './engine.js';
 import { allocationChart, fillChart, preemptionChart, waitHistogramChart } from './charts.js';
 import type { ReplayMetrics } from './metrics.js';
+import { GOVERNANCE_HEAD, GOVERNANCE_NOTE, GOVERNANCE_TENANT_HEAD, governanceRows, governanceTenantRows } from './governance-report.js';
 
 export interface ReportInputs {
   trace: string;
@@ -147,6 +148,8 @@ export function replayTerminal(r: ReplayReport, perTenant = true): string {
   if (why) out.push('', `${REASON_NOTE}:`, table(why.head, why.rows));
   const eta = etaRows(r.runs);
   if (eta) out.push('', ETA_NOTE, table(ETA_HEAD, eta));
+  const gov = governanceRows(r.runs);
+  if (gov) out.push('', `${GOVERNANCE_NOTE}:`, table(GOVERNANCE_HEAD, gov));
   if (perTenant) {
     for (const m of r.runs) {
       out.push('');
@@ -169,6 +172,8 @@ export function replayTerminal(r: ReplayReport, perTenant = true): string {
           ]),
         ),
       );
+      const gt = governanceTenantRows(m);
+      if (gt) out.push('', table(GOVERNANCE_TENANT_HEAD, gt));
     }
   }
   return out.join('\n');
@@ -217,6 +222,8 @@ export async function replayHtml(r: ReplayReport): Promise<string> {
   if (why) parts.push('<h2>Preemptions by reason</h2>', `<p>${esc(REASON_NOTE)}.</p>`, htmlTable(why.head, why.rows));
   const eta = etaRows(r.runs);
   if (eta) parts.push('<h2>ETA at submit</h2>', `<p>${esc(ETA_NOTE)}.</p>`, htmlTable(ETA_HEAD, eta));
+  const gov = governanceRows(r.runs);
+  if (gov) parts.push('<h2>Governance</h2>', `<p>${esc(GOVERNANCE_NOTE)}.</p>`, htmlTable(GOVERNANCE_HEAD, gov));
   parts.push('<h2>Wait-time distribution</h2>', await waitHistogramChart(r.runs, 'wait'));
   for (const [i, m] of r.runs.entries()) {
     parts.push(`<h2>${esc(`${m.policy} / ${m.placement}`)}</h2>`);
@@ -267,6 +274,8 @@ export function replayMarkdown(r: ReplayReport, perTenant = false): string {
   if (why) out.push('', `${REASON_NOTE}:`, '', mdTable(why.head, why.rows));
   const eta = etaRows(r.runs);
   if (eta) out.push('', `${ETA_NOTE}:`, '', mdTable(ETA_HEAD, eta));
+  const gov = governanceRows(r.runs);
+  if (gov) out.push('', `${GOVERNANCE_NOTE}:`, '', mdTable(GOVERNANCE_HEAD, gov));
   if (perTenant) {
     for (const m of r.runs) {
       out.push('', `**${m.policy} / ${m.placement}** per tenant`, '');
@@ -276,6 +285,8 @@ export function replayMarkdown(r: ReplayReport, perTenant = false): string {
           m.tenants.map((t) => [t.tenant, String(t.nominalGpus), String(t.jobs), String(t.unstarted + t.rejected), fmtDuration(t.waitSeconds.p50), fmtDuration(t.waitSeconds.p99), pct(t.sla.attainment), f3(t.fairnessRatio), t.gpuHoursReceived.toFixed(0), String(t.preemptionsSuffered.count), t.preemptionsSuffered.gpuHoursLost.toFixed(1)]),
         ),
       );
+      const gt = governanceTenantRows(m);
+      if (gt) out.push('', mdTable(GOVERNANCE_TENANT_HEAD, gt));
     }
   }
   return out.join('\n') + '\n';

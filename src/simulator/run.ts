@@ -4,7 +4,7 @@ import { readCluster, totalGpus } from './cluster.js';
 import { resolveQueues, type SimInput, type WindowEnd } from './engine.js';
 import { DEFAULT_FILL_TARGETS, runFill } from './fill.js';
 import { computeReplayMetrics } from './metrics.js';
-import type { PlacementName, PolicyName } from './policies.js';
+import { isGovernedPolicy, type PlacementName, type PolicyName } from './policies.js';
 import { checkQueuesAgainstCluster, readQueues } from './queues.js';
 import { runReplay } from './replay.js';
 import { fillHtml, fillMarkdown, fillRun, fillTerminal, replayHtml, replayMarkdown, replayTerminal, reportJson, type FillReport, type Report, type ReplayReport, type ReportInputs } from './report.js';
@@ -26,6 +26,25 @@ export interface SimulateOptions {
   eta?: boolean;
   /** How many jobs (replay: submits and finishes) between two progress callbacks. */
   progressEvery?: number;
+  /** Probes (seeded utilization per job) for every run; the governed and controller policies always have them. */
+  probes?: boolean;
+  /** Idle reclaim in the governed and controller runs (default off). */
+  idleReclaim?: boolean;
+  /** The controller's window (virtual ms, default 5 min). */
+  controllerWindowMs?: number;
+}
+
+/** The governance options of one replay run, or undefined when it has none (its report keeps its earlier shape). */
+export function governanceFor(o: SimulateOptions, policy: PolicyName): NonNullable<Parameters<typeof runReplay>[1]['governance']> | undefined {
+  const governed = isGovernedPolicy(policy);
+  if (!governed && !o.probes) return undefined;
+  return {
+    seed: o.seed,
+    idleReclaim: governed && (o.idleReclaim ?? false),
+    controller: policy === 'controller',
+    ...(o.controllerWindowMs !== undefined ? { controllerSettings: { windowMs: o.controllerWindowMs } } : {}),
+    slaMs: (o.slaSeconds ?? 60) * 1000,
+  };
 }
 
 /** Where a run stands, for a progress display (stderr): nothing of it reaches the report. */
@@ -92,6 +111,8 @@ export function simulate(o: SimulateOptions, input: SimInput = loadInput(o), onR
         if (o.windowEnd) ro.windowEnd = o.windowEnd;
         if (o.preview !== undefined) ro.preview = o.preview;
         if (o.eta !== undefined) ro.eta = o.eta;
+        const gov = governanceFor(o, policy);
+        if (gov) ro.governance = gov;
         if (onProgress) {
           ro.onProgress = (p) =>
             onProgress({

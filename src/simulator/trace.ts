@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Columns, CsvError, parseCsvTable } from './csv.js';
+import { WORKLOAD_TYPES, type WorkloadType } from '../core/governance/types.js';
 
 /** One job of a trace, normalised. Times are in milliseconds. */
 export interface TraceJob {
@@ -29,6 +30,8 @@ export interface TraceJob {
   checkpointIntervalMs?: number;
   /** Optional `resumable` column: suspended and resumed without losing progress (core JobSpec.checkpoint.resumable). */
   resumable?: boolean;
+  /** Optional `workload_type` column (TRAINING, FINE_TUNING, BATCH_INFERENCE, ONLINE_INFERENCE; case and -/_ free): the utilization model's type. */
+  workloadType?: WorkloadType;
 }
 
 export const DEFAULT_PRIORITY_CLASSES = ['inference-critical', 'production', 'training', 'experiment'] as const;
@@ -120,6 +123,12 @@ export function parseTrace(text: string, file = '<trace>', opts: TraceParseOptio
       const v = res.toLowerCase();
       if (['true', '1', 'yes'].includes(v)) job.resumable = true;
       else if (!['false', '0', 'no'].includes(v)) err(`resumable '${res}' must be true/false (or 1/0, yes/no)`);
+    }
+    const wt = cols.has('workload_type') ? cols.get(rec, 'workload_type') : undefined;
+    if (wt !== undefined) {
+      const v = wt.toUpperCase().replace(/-/g, '_');
+      if (!(WORKLOAD_TYPES as readonly string[]).includes(v)) err(`workload_type '${wt}' must be one of ${WORKLOAD_TYPES.join(', ')}`);
+      job.workloadType = v as WorkloadType;
     }
     jobs.push(job);
   }
