@@ -14,6 +14,7 @@ const BOUNDARIES = { imageRegistries: ['nvcr.io/nvidia'], datasetLocations: ['s3
 const OPEN_GRANT = `mutation($in: OpenBreakGlassInput!) { openBreakGlass(input: $in) { id } }`;
 const CLOSE_GRANT = `mutation($id: ID!) { closeBreakGlass(id: $id) { id } }`;
 const SET_BUDGET = `mutation($in: SetBudgetInput!) { setBudget(input: $in) { id } }`;
+const REQUEST_QUOTA = `mutation($in: RequestQuotaChangeInput!) { requestQuotaChange(input: $in) { id } }`;
 const openGrantInput = () => ({ in: { tenantId: m.ids.Tenant, reason: 'Role matrix: checking who may close this', durationMinutes: 5 } });
 
 const matrixPolicy = (name: string) => ({
@@ -100,6 +101,8 @@ export const TENANT_ROWS: MatrixRow[] = [
   },
   // An empty list restores the default rules: an allowed call changes no queue's policy.
   { name: 'setIsolationPolicyRules', query: `mutation { setIsolationPolicyRules(rules: []) { policy } }`, variables: async () => ({}), expect: PLATFORM_ONLY },
+  // The governance controller's switch: an allowed call leaves it on (as it was).
+  { name: 'setGovernanceController', query: `mutation { setGovernanceController(enabled: true) { enabled } }`, variables: async () => ({}), expect: PLATFORM_ONLY },
   // Platform admins no longer run tenants' membership: that takes a break-glass grant.
   { name: 'addMember', query: ADD_MEMBER, variables: async () => ({ in: { tenantId: m.ids.Tenant, email: `new-${m.next()}@aurora.example`, role: 'VIEWER' } }), expect: only('tenantAdmin') },
   {
@@ -155,7 +158,27 @@ export const TENANT_ROWS: MatrixRow[] = [
       if (res.body.errors) await closeIfOpen(lastGrant);
     },
   },
+  // Quota requests (issue 16): tenant admins ask (platform admins set quotas directly), platform admins decide.
+  { name: 'requestQuotaChange', query: REQUEST_QUOTA, variables: async () => quotaRequestInput(), expect: only('tenantAdmin') },
+  {
+    name: 'approveQuotaRequest',
+    query: `mutation($id: ID!) { approveQuotaRequest(id: $id) { status } }`,
+    variables: async () => ({ id: await pendingQuotaRequest() }),
+    expect: PLATFORM_ONLY,
+    // The approval raised aurora's H100 nominal: back to the demo's 16 for later rows.
+    after: async (res) => {
+      if (!res.body.errors) await m.as('platformAdmin', `mutation($q: ID!) { setQuota(queueId: $q, quota: { flavor: "h100-80g", nominal: 16 }) { id } }`, { q: m.ids.Queue });
+    },
+  },
+  { name: 'rejectQuotaRequest', query: `mutation($id: ID!) { rejectQuotaRequest(id: $id, note: "not now") { status } }`, variables: async () => ({ id: await pendingQuotaRequest() }), expect: PLATFORM_ONLY },
+  { name: 'cancelQuotaRequest', query: `mutation($id: ID!) { cancelQuotaRequest(id: $id) { status } }`, variables: async () => ({ id: await pendingQuotaRequest() }), expect: only('tenantAdmin') },
 ];
+
+const quotaRequestInput = () => ({ in: { queueId: m.ids.Queue, flavor: 'h100-80g', nominal: 1000 + m.next(), justification: 'role matrix' } });
+/** A PENDING request of aurora's admin. */
+async function pendingQuotaRequest(): Promise<string> {
+  return (await m.as('tenantAdmin', REQUEST_QUOTA, quotaRequestInput())).requestQuotaChange.id;
+}
 
 function allNotFound(): Expectations {
   return { ...only(), projectAdmin: 'NOT_FOUND', contributor: 'NOT_FOUND', projectViewer: 'NOT_FOUND', memberWithoutProject: 'NOT_FOUND', viewer: 'NOT_FOUND', auditor: 'NOT_FOUND', platformAdmin: 'NOT_FOUND', tenantAdmin: 'NOT_FOUND' };
