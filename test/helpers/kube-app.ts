@@ -74,6 +74,8 @@ export interface KubeTestAppOptions {
   redisUrl?: string;
   /** The server URL the gateway's kubeconfig names (a TCP proxy in front of the API server); default `kube.url`. */
   apiServerUrl?: string;
+  /** Governance loop settings passed to buildApp (short periods for tests). */
+  governance?: BuildAppOptions['governance'];
 }
 
 /**
@@ -102,7 +104,7 @@ export async function startKubeApp(options: KubeTestAppOptions = {}): Promise<Ku
   };
   const replicas: FairwayApp[] = [];
   const errors: unknown[] = [];
-  const build = () => buildApp({ config, logError: (e) => errors.push(e), reauthCacheMs: 0, scheduler: { debounceMs: 5, resyncIntervalMs: 1000 } });
+  const build = () => buildApp({ config, logError: (e) => errors.push(e), reauthCacheMs: 0, scheduler: { debounceMs: 5, resyncIntervalMs: 1000 }, ...(options.governance ? { governance: options.governance } : {}) });
   let app = await build();
   const credentials = (await seedDemo(app.orm, dataDir, Date.now))!;
   await app.scheduler.rebuild();
