@@ -81,12 +81,13 @@ const envSchema = z
     OIDC_ROLES_CLAIM: z.string().min(1).default('fairway_roles'),
     FAIRWAY_METERING_INTERVAL_MS: z.coerce.number().int().min(100, 'must be at least 100').max(3_600_000, 'must be at most an hour').optional(),
     FAIRWAY_CYCLE_SLICE_MS: z.coerce.number().int().min(0).max(60_000, 'must be at most 60000').optional(),
+    FAIRWAY_QUOTA_REQUEST_INTERVAL_MS: millis(100, 3_600_000).optional(),
+    FAIRWAY_CONTROLLER_WINDOW_MS: millis(1000, 86_400_000).optional(),
     FAIRWAY_IDLE_CHECK_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000, 'must be at most an hour').refine((v) => v === 0 || v >= 1000, 'must be 0 (off) or at least 1000').optional(),
     FAIRWAY_PROBE_INTERVAL_MS: millis(1000, 3_600_000).default(60_000),
     FAIRWAY_PROBE_RETENTION_HOURS: z.coerce.number().positive('must be a positive number of hours').max(24 * 366, 'must be at most a year').default(168),
     FAIRWAY_PROBES_PROMETHEUS_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL of a Prometheus server' }).optional(),
     FAIRWAY_PROBES_PROMETHEUS_INTERVAL_MS: millis(1000, 3_600_000).default(30_000),
-    FAIRWAY_CONTROLLER_WINDOW_MS: millis(1000, 86_400_000).optional(),
     FAIRWAY_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters (a shared secret for Prometheus)').optional(),
     FAIRWAY_CURRENCY: z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code such as USD').default(DEFAULT_CURRENCY),
     // Query limits (src/server/limits.ts holds the defaults; unset: the default).
@@ -155,14 +156,16 @@ export interface FairwayConfig {
   meteringIntervalMs?: number;
   /** Admission cycles run in slices of about this many ms, requests answered between them (FAIRWAY_CYCLE_SLICE_MS; unset: 20; 0: unsliced). */
   cycleSliceMs?: number;
+  /** How often the leader activates approved quota requests whose start came and expires temporary ones (FAIRWAY_QUOTA_REQUEST_INTERVAL_MS; unset: 30 000). */
+  quotaRequestIntervalMs?: number;
   /** How often the leader checks governed queues' jobs for idle and held reclaim (FAIRWAY_IDLE_CHECK_INTERVAL_MS; unset: 60 000; 0: off). */
   idleCheckIntervalMs?: number;
+  /** The governance controller's default window (FAIRWAY_CONTROLLER_WINDOW_MS; unset: 300 000); platform admins may set another. */
+  controllerWindowMs?: number;
   /** A bearer token that may read `/metrics` besides platform admins (FAIRWAY_METRICS_TOKEN). */
   metricsToken?: string;
   /** Runtime probes: stored sample interval, retention, and the Kubernetes backend's Prometheus source (FAIRWAY_PROBE_*, FAIRWAY_PROBES_PROMETHEUS_*). */
   probes?: { intervalMs?: number; retentionHours?: number; pollMs?: number; prometheusUrl?: string };
-  /** The governance controller's default window (FAIRWAY_CONTROLLER_WINDOW_MS; unset: 300 000); platform admins may set another. */
-  controllerWindowMs?: number;
   /** Query limits overriding the defaults (FAIRWAY_MAX_*, FAIRWAY_INTROSPECTION…; see src/server/limits.ts). */
   limits?: Partial<QueryLimits>;
   /** Per-token and per-tenant request rates (FAIRWAY_RATE_*; see src/server/rate-limits.ts). The four below: unset, the defaults for `env`. */
@@ -268,9 +271,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): FairwayConfig 
     // The demo writes usage every 15 s, so its GPU-hours and cost show within the first minute.
     meteringIntervalMs: e.FAIRWAY_METERING_INTERVAL_MS ?? (demo ? 15_000 : 60_000),
     cycleSliceMs: e.FAIRWAY_CYCLE_SLICE_MS,
+    quotaRequestIntervalMs: e.FAIRWAY_QUOTA_REQUEST_INTERVAL_MS,
     idleCheckIntervalMs: e.FAIRWAY_IDLE_CHECK_INTERVAL_MS,
-    probes: { intervalMs: e.FAIRWAY_PROBE_INTERVAL_MS, retentionHours: e.FAIRWAY_PROBE_RETENTION_HOURS, pollMs: e.FAIRWAY_PROBES_PROMETHEUS_INTERVAL_MS, prometheusUrl: e.FAIRWAY_PROBES_PROMETHEUS_URL },
     controllerWindowMs: e.FAIRWAY_CONTROLLER_WINDOW_MS,
+    probes: { intervalMs: e.FAIRWAY_PROBE_INTERVAL_MS, retentionHours: e.FAIRWAY_PROBE_RETENTION_HOURS, pollMs: e.FAIRWAY_PROBES_PROMETHEUS_INTERVAL_MS, prometheusUrl: e.FAIRWAY_PROBES_PROMETHEUS_URL },
     oidc: e.OIDC_ISSUER
       ? {
           issuer: e.OIDC_ISSUER,

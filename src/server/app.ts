@@ -120,7 +120,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     // Budgets: thresholds are evaluated after each metering checkpoint; exhausted hard budgets hold admission.
     metering: { currency: config.currency ?? DEFAULT_CURRENCY, afterCheckpoint: (em, nowMs, currency) => evaluateBudgets(em, null, nowMs, currency), holds: computeHolds },
     observeCycle: metrics.observeCycle,
-    leaderTasks: governanceLeaderTasks({ now, idleCheckIntervalMs: config.idleCheckIntervalMs, controller: { windowMs: config.controllerWindowMs }, backend, probes: config.probes, ...options.governance }),
+    leaderTasks: governanceLeaderTasks({ now, quotaRequestIntervalMs: config.quotaRequestIntervalMs, idleCheckIntervalMs: config.idleCheckIntervalMs, controller: { windowMs: config.controllerWindowMs }, backend, probes: config.probes, ...options.governance }),
     ...options.scheduler,
   });
   // A backend that isolates tenants gets their namespaces before the scheduler reconciles runs;
