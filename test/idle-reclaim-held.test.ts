@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AuditEvent } from '../src/persistence/entities.js';
 import { describeEachDialect } from './helpers/database.js';
-import { enc, MIN, startIdleApp, TIME_SCALE, until, type IdleApp } from './helpers/idle-reclaim-app.js';
+import { enc, MIN, startIdleApp, TIME_SCALE, until, whenLive, type IdleApp } from './helpers/idle-reclaim-app.js';
 import { liveSubscription, wsClient, type LiveSubscription } from './helpers/live-subscription.js';
 
 const EVENTS = `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind jobId reason message flag { kind decision action forSeconds limitSeconds meanUtilization utilizationBelow policy } } }`;
@@ -35,7 +35,8 @@ describeEachDialect('held reclaim', (dialect) => {
     };
     aurora = await subscribe('aurora-research');
     borealis = await subscribe('borealis-inference');
-    await new Promise((r) => setTimeout(r, 200));
+    await whenLive(t, 'aurora-research', aurora.values);
+    await whenLive(t, 'borealis-inference', borealis.values);
   }, 30_000);
   afterAll(async () => {
     for (const c of clients) await c.dispose();

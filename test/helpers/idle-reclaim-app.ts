@@ -143,6 +143,21 @@ export async function startIdleApp(dialect: Dialect, idleCheckIntervalMs = 40): 
   return self;
 }
 
+/**
+ * Until the subscription is live: a QUOTA_CHANGED of the tenant's queue is published (in process,
+ * as the scheduler announces one) until it arrives, so no later event is missed.
+ */
+export async function whenLive(t: IdleApp, slug: string, values: readonly { kind: string }[]): Promise<void> {
+  const tenantId = await t.tenantId(slug);
+  const queueId = (await t.queueOf(slug)).id;
+  const deadline = Date.now() + 10_000;
+  while (!values.some((v) => v.kind === 'QUOTA_CHANGED')) {
+    if (Date.now() > deadline) throw new Error(`the ${slug} subscription did not start`);
+    t.app.events.publish('tenant-event', tenantId, { kind: 'QUOTA_CHANGED', queueId, at: t.now.value });
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** Polls until `check` returns a value (not undefined/false), or fails with `what` after `timeoutMs`. */
 export async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 8000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
