@@ -71,8 +71,11 @@ describeEachDialect('governance controller', (dialect) => {
     // Static: aurora lends half its 16 (8), borealis may borrow half its 16 (8).
     expect(coreLimits(t.app, 'aurora-training')).toMatchObject({ lendingLimit: 8 });
     expect(coreLimits(t.app, 'borealis-serving')).toMatchObject({ borrowingLimit: 8 });
-    const big = [await submit('borealis', 'b1', 8), await submit('borealis', 'b2', 8), await submit('borealis', 'b3', 8)];
-    const small = await submit('borealis', 'b4', 4);
+    // One call: the three 8-GPU jobs fill borealis's 16 and borrow 8; the 4-GPU one would borrow 12.
+    const jobs = [8, 8, 8, 4].map((gpus, i) => ({ queueId: enc('Queue', f.borealis.queueId), name: `b${i + 1}`, podSets: [{ gpusPerPod: gpus, flavors: ['h100-80g'] }] }));
+    const ids: string[] = (await expectOk(t, t.token('borealis-inference', 'MEMBER'), `mutation($j: [SubmitJobInput!]!) { submitJobs(jobs: $j) { id } }`, { j: jobs })).submitJobs.map((j: { id: string }) => j.id);
+    const big = ids.slice(0, 3);
+    const small = ids[3]!;
     for (const id of big) await eventually(() => admitted(id));
     await new Promise((r) => setTimeout(r, 100));
     expect(await admitted(small), 'the borrowing limit (8) holds the fourth job back').toBe(false);
