@@ -1,6 +1,10 @@
 import { z } from 'zod';
-import { IDLE_ACTIONS, PREEMPTIBILITIES, SLA_CLASSES, type CoefficientRange, type PolicyRule } from '../src/core/governance/types.js';
 import {
+  IDLE_ACTIONS,
+  PREEMPTIBILITIES,
+  SLA_CLASSES,
+  type CoefficientRange,
+  type PolicyRule,
   deleteIsolationPolicy,
   listIsolationPolicies,
   listIsolationPolicyRules,

@@ -15,6 +15,10 @@ import { requireCapability, requirePlatformAdmin, requirePrincipal, type Service
 import { queueSpec } from '../scheduling/specs.js';
 import { governanceInForce, isGoverned, loadPolicyLibrary, type GovernanceInForce, type PolicyLibrary } from './policy-library.js';
 
+// The schema names the governance vocabulary through this service, never through src/core (dependency-direction test).
+export { IDLE_ACTIONS, PREEMPTIBILITIES, SLA_CLASSES, WORKLOAD_TYPES } from '../../core/governance/types.js';
+export type { CoefficientRange, PolicyRule } from '../../core/governance/types.js';
+
 const DAY = 86_400_000;
 const BUILT_IN_NAMES = new Set(BUILT_IN_POLICIES.map((p) => p.name));
 const MAX_RULES = 100;
