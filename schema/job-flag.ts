@@ -63,7 +63,8 @@ builder.objectFields(JobRef, (t) => ({
   governanceFlag: t.field({
     type: GovernanceFlagRef,
     nullable: true,
-    description: "The flag its queue's isolation policy raised (IDLE or NOT_RUNNING), kept after a reclaim until it is admitted again; null when none holds.",
+    description:
+      "The flag its queue's isolation policy raised (IDLE or NOT_RUNNING) in its current or last admission: kept after a reclaim (why it waits), dropped once it no longer holds (utilization back, running now, admitted again, the queue left governance); null when none.",
     resolve: async (j, _a, ctx) => {
       requireCapability(ctx, j.tenant.id, 'jobs:read', 'Job');
       if (j instanceof JobRow) return flagLoader(ctx).load(j.id);
