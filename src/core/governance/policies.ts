@@ -2,7 +2,9 @@
 // levels), the rule that picks one for a queue (tenant tier × workload type × SLA class), and the
 // queue spec a policy and its coefficients in force come to.
 import type { QueueSpec, QuotaSpec } from '../types.js';
-import type { CoefficientRange, IsolationPolicy, LimitSetting, PolicyRule, SlaClass, WorkloadType } from './types.js';
+import { IDLE_ACTIONS, PREEMPTIBILITIES, type CoefficientRange, type IsolationPolicy, type LimitSetting, type PolicyRule, type SlaClass, type WorkloadType } from './types.js';
+
+const LEVELS: readonly string[] = ['DEDICATED', 'GUARANTEED', 'ELASTIC', 'BEST_EFFORT'];
 
 const MIN = 60_000;
 
@@ -86,7 +88,10 @@ export function policyProblems(p: IsolationPolicy): string[] {
     for (const v of [r.min, r.base, r.max]) if (!Number.isFinite(v) || v < 0 || v > hi) out.push(`${what} must be within 0..${hi}`);
     if (!(r.min <= r.base && r.base <= r.max)) out.push(`${what}: min ≤ base ≤ max is required`);
   };
-  if (!/^[a-z][a-z0-9-]{0,62}$/.test(p.name)) out.push('name: lower-case letters, digits and dashes, starting with a letter');
+  if (typeof p.name !== 'string' || !/^[a-z][a-z0-9-]{0,62}$/.test(p.name)) out.push('name: lower-case letters, digits and dashes, starting with a letter');
+  if (!LEVELS.includes(p.level)) out.push(`level must be one of ${LEVELS.join(', ')}`);
+  if (!(PREEMPTIBILITIES as readonly string[]).includes(p.preemptible)) out.push(`preemptible must be one of ${PREEMPTIBILITIES.join(', ')}`);
+  if (!(IDLE_ACTIONS as readonly string[]).includes(p.idle.action)) out.push(`idle.action must be one of ${IDLE_ACTIONS.join(', ')}`);
   range('lend', p.lend, 1);
   if (p.borrow) range('borrow', p.borrow, 100);
   if (p.level === 'DEDICATED' && (p.lend.max > 0 || (p.borrow?.max ?? 1) > 0)) out.push('a DEDICATED policy lends and borrows nothing (lend and borrow 0)');
@@ -102,9 +107,9 @@ export function baseSetting(p: IsolationPolicy): LimitSetting {
   return { lend: p.lend.base, borrow: p.borrow ? p.borrow.base : null };
 }
 
-/** A setting moved back inside the policy's bounds. */
+/** A setting moved back inside the policy's bounds; a coefficient that is not a number (NaN, or null from stored JSON) is the policy's base. */
 export function clampSetting(p: IsolationPolicy, s: LimitSetting): LimitSetting {
-  const clamp = (v: number, r: CoefficientRange): number => Math.min(r.max, Math.max(r.min, v));
+  const clamp = (v: number, r: CoefficientRange): number => (typeof v === 'number' && !Number.isNaN(v) ? Math.min(r.max, Math.max(r.min, v)) : r.base);
   return { lend: clamp(s.lend, p.lend), borrow: p.borrow ? clamp(s.borrow ?? p.borrow.max, p.borrow) : null };
 }
 
@@ -114,8 +119,10 @@ const floor3 = (x: number): number => Math.floor(x * 1000 + 1e-9) / 1000;
  * The queue spec under a policy with `setting` in force: the policy's isolation level; per declared
  * flavor and resource lendingLimit = nominal × lend (never above one the spec sets itself; all of it
  * leaves the limit unset) and borrowingLimit = nominal × borrow (likewise; null leaves the spec's).
- * Nominal is never changed: it is the queue's floor. A queue that lends reclaims by default, so what
- * it lent comes back (Kueue's reclaimWithinCohort Any).
+ * Nominal is never changed: it is the queue's floor. A queue whose policy may lend reclaims (Kueue's
+ * reclaimWithinCohort Any, whatever the spec says: a lender with Never or LowerPriority could not take
+ * its floor back from equal- or higher-priority borrowers), so what it lent comes back. The policy's
+ * minRunBeforeReclaimMs applies unless the spec sets its own; preemptible NEVER: withinQueue Never.
  */
 export function applyPolicy(spec: QueueSpec, policy: IsolationPolicy, setting: LimitSetting): QueueSpec {
   const s = clampSetting(policy, setting);
@@ -140,7 +147,7 @@ export function applyPolicy(spec: QueueSpec, policy: IsolationPolicy, setting: L
     return out;
   };
   const preemption = { ...(spec.preemption ?? {}) };
-  if (policy.lend.max > 0 && preemption.reclaimWithinCohort === undefined) preemption.reclaimWithinCohort = 'Any';
+  if (policy.lend.max > 0) preemption.reclaimWithinCohort = 'Any';
   if (policy.minRunBeforeReclaimMs > 0 && preemption.minRunBeforeReclaimMs === undefined) preemption.minRunBeforeReclaimMs = policy.minRunBeforeReclaimMs;
   if (policy.preemptible === 'NEVER') preemption.withinQueue = 'Never';
   const out: QueueSpec = { ...spec, isolation: policy.level, quotas: limitQuotas(spec.quotas), preemption };
