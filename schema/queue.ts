@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { createQueue, getQueue, listQueues, queueUsage, setProjectQueue, setQuota, updateQueue } from '../src/services/cluster.js';
 import { listJobs } from '../src/services/jobs.js';
 import { builder } from './builder.js';
-import { IsolationLevelEnum, JobStateEnum, decodeId } from './common.js';
+import { IsolationLevelEnum, JobStateEnum, WorkloadTypeEnum, decodeId } from './common.js';
 import { QuotaInput, QuotaRef, ResourceEnum, TimeWindowInput, quotaLines, toQuotaSpec, toTimeWindows } from './quota.js';
 import { JobRef, ProjectRef, QueueRef, TenantRef } from './refs.js';
 import { reloadingSubscription } from './reloading-subscription.js';
@@ -10,7 +10,6 @@ import { tenantConnection } from './tenant-connection.js';
 import { isEntity } from './tenant.js';
 import { getTenant } from '../src/services/tenants.js';
 import { SlaClassEnum } from './isolation-policy.js';
-import { WorkloadTypeEnum } from './common.js';
 
 const QueueingStrategyEnum = builder.enumType('QueueingStrategy', {
   values: {
