@@ -118,9 +118,12 @@ describeEachDialect('runtime probes', (dialect) => {
     const id = submitted.submitJob.id as string;
     const jobId = rawId(id);
     await until(async () => (await read(id)).data?.node?.state === 'RUNNING', 'RUNNING');
-    // The first report is written at once (no row before it); the next ones wait for the interval.
+    // The harness clock stands still: ~20 reports and ~10 flushes later, nothing spans an interval yet.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await rows(jobId)).toHaveLength(0);
+    t.now.value += INTERVAL;
     const first = await until(async () => (await rows(jobId)).length === 1 && (await rows(jobId)), 'the first row');
-    await new Promise((r) => setTimeout(r, 200)); // ~20 more reports, ~10 flushes
+    await new Promise((r) => setTimeout(r, 200));
     expect(await rows(jobId)).toHaveLength(1);
     t.now.value += INTERVAL;
     const two = await until(async () => ((await rows(jobId)).length === 2 ? await rows(jobId) : false), 'the second row');
@@ -174,26 +177,35 @@ describeEachDialect('runtime probes', (dialect) => {
     writer.onUtilization(report(jb, t0 + 50, 0.9, 0.1));
     writer.onUtilization(report('00000000-0000-7000-8000-000000000000', t0, 0.5));
     writer.onUtilization(report(ja, t0 + 200, Number.NaN));
-    expect(await writer.flush(ctx)).toBe(2);
+    expect(await writer.flush(ctx)).toBe(0); // nothing spans an interval: nothing read or written
+    expect(transactions).toBe(0);
+    writer.onUtilization(report(ja, t0 + 1000, 0.6));
+    writer.onUtilization(report(jb, t0 + 1100, 0.3));
+    writer.onUtilization(report('00000000-0000-7000-8000-000000000000', t0 + 1000, 0.5));
+    expect(await writer.flush(ctx)).toBe(2); // both jobs in one transaction; the unknown job's reports dropped
     expect(transactions).toBe(1);
-    writer.onUtilization(report(ja, t0 + 500, 0.9));
-    expect(await writer.flush(ctx)).toBe(0); // not due: nothing read or written
+    expect(writer.pendingJobs()).toBe(0);
+    writer.onUtilization(report(ja, t0 + 1500, 0.9));
+    expect(await writer.flush(ctx)).toBe(0);
     expect(transactions).toBe(1);
-    writer.onUtilization(report(ja, t0 + 1100, 0.5, 0.7));
+    writer.onUtilization(report(ja, t0 + 2000, 0.5, 0.7));
     expect(await writer.flush(ctx)).toBe(1);
     const stored = await rows(ja);
-    expect(stored.map((r) => [r.at, r.gpuUtilization, r.memoryUtilization])).toEqual([[t0 + 100, expect.closeTo(0.3, 9), 0.5], [t0 + 1100, expect.closeTo(0.7, 9), 0.7]]);
-    expect((await systemEm().findOneOrFail(Job, { id: ja })).probeSummary).toEqual({ samples: 2, meanGpu: expect.closeTo(0.5, 9), lastGpu: expect.closeTo(0.7, 9), lastMemory: 0.7, lastAt: t0 + 1100 });
+    expect(stored.map((r) => [r.at, r.gpuUtilization, r.memoryUtilization])).toEqual([[t0 + 1000, expect.closeTo(0.4, 9), 0.5], [t0 + 2000, expect.closeTo(0.7, 9), 0.7]]);
+    expect((await rows(jb)).map((r) => [r.at, r.gpuUtilization, r.memoryUtilization])).toEqual([[t0 + 1100, expect.closeTo(0.6, 9), 0.1]]);
+    expect((await systemEm().findOneOrFail(Job, { id: ja })).probeSummary).toEqual({ samples: 2, meanGpu: expect.closeTo(0.55, 9), lastGpu: expect.closeTo(0.7, 9), lastMemory: 0.7, lastAt: t0 + 2000 });
     // A fresh writer (a new leader) knows nothing in memory: the stored summary keeps the interval.
     const next = new ProbeWriter({ intervalMs: 1000 });
-    next.onUtilization(report(ja, t0 + 1500, 0.1));
-    expect(await next.flush(ctx)).toBe(0);
-    next.onUtilization(report(ja, t0 + 2100, 0.3));
+    next.onUtilization(report(ja, t0 + 1900, 0.1));
+    next.onUtilization(report(ja, t0 + 2900, 0.2));
+    expect(await next.flush(ctx)).toBe(0); // a whole interval of reports, but within the interval of the stored row
+    next.onUtilization(report(ja, t0 + 3000, 0.3));
     expect(await next.flush(ctx)).toBe(1);
-    expect((await rows(ja)).at(-1)).toMatchObject({ at: t0 + 2100, gpuUtilization: expect.closeTo(0.2, 9), memoryUtilization: null });
+    expect((await rows(ja)).at(-1)).toMatchObject({ at: t0 + 3000, gpuUtilization: expect.closeTo(0.2, 9), memoryUtilization: null });
     // A report that arrives after the job ended is dropped.
     await t.gql(member, `mutation($id: ID!) { cancelJob(id: $id) { id } }`, { id: b.submitJob.id });
     next.onUtilization(report(jb, t0 + 5000, 0.8));
+    next.onUtilization(report(jb, t0 + 6200, 0.8));
     expect(await next.flush(ctx)).toBe(0);
     expect(await rows(jb)).toHaveLength(1);
     expect(next.pendingJobs()).toBe(0);
@@ -241,6 +253,9 @@ describeEachDialect('runtime probes across a leader restart', (dialect) => {
       const submitted = await expectOk(first, member, SUBMIT, { in: { queueId: encodeGlobalID('Queue', queue.id), name: 'survivor', podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], expectedDurationSeconds: 1e6, workloadType: 'TRAINING' } });
       const id = submitted.submitJob.id as string;
       const samples = async (app: TestApp) => ((await app.gql(member, JOB, { id, last: 10 })).body.data?.node?.probes ?? []) as { at: string }[];
+      await until(async () => (await first.gql(member, JOB, { id })).body.data?.node?.state === 'RUNNING', 'RUNNING');
+      await new Promise((r) => setTimeout(r, 100));
+      first.now.value += INTERVAL;
       await until(async () => (await samples(first)).length === 1, 'the first row');
       const kept = await samples(first);
       const clock = first.now.value;

@@ -43,6 +43,8 @@ interface Pending {
   gpuCount: number;
   memorySum: number;
   memoryCount: number;
+  /** The first and last report's time. */
+  firstAt: number;
   lastAt: number;
 }
 
@@ -51,9 +53,10 @@ const clamp01 = (v: number) => Math.min(1, Math.max(0, v));
 /**
  * The leader's probe writer: told every 'utilization' report (onUtilization, synchronous), it writes
  * the rows that are due every `flushMs` in the leader's serial turn, one fenced transaction for all
- * of them. Whether a row is due is decided against the job's stored summary (its lastAt), so a new
- * leader after a failover keeps the one-row-per-interval rule; the reports the old leader had not
- * written yet are lost (at most one interval per job).
+ * of them. A row is due when its reports span an interval since the job's last row (or since its
+ * first report), and is checked against the job's stored summary (its lastAt), so a new leader
+ * after a failover keeps the one-row-per-interval rule; the reports the old leader had not written
+ * yet are lost (at most one interval per job).
  */
 export class ProbeWriter implements LeaderTask {
   readonly name = 'probes.write';
@@ -75,13 +78,14 @@ export class ProbeWriter implements LeaderTask {
   /** A backend report (only the leader's scheduler service calls this). Non-finite values are ignored. */
   onUtilization(event: Extract<BackendEvent, { type: 'utilization' }>): void {
     if (!Number.isFinite(event.gpuUtilization) || !Number.isFinite(event.at)) return;
-    const p = this.pending.get(event.jobId) ?? { gpuSum: 0, gpuCount: 0, memorySum: 0, memoryCount: 0, lastAt: event.at };
+    const p = this.pending.get(event.jobId) ?? { gpuSum: 0, gpuCount: 0, memorySum: 0, memoryCount: 0, firstAt: event.at, lastAt: event.at };
     p.gpuSum += clamp01(event.gpuUtilization);
     p.gpuCount++;
     if (typeof event.memoryUtilization === 'number' && Number.isFinite(event.memoryUtilization)) {
       p.memorySum += clamp01(event.memoryUtilization);
       p.memoryCount++;
     }
+    p.firstAt = Math.min(p.firstAt, event.at);
     p.lastAt = Math.max(p.lastAt, event.at);
     this.pending.set(event.jobId, p);
   }
@@ -99,8 +103,9 @@ export class ProbeWriter implements LeaderTask {
   async flush(ctx: Pick<LeaderTaskContext, 'write' | 'ended'>, force = false): Promise<number> {
     const due: [string, Pending][] = [];
     for (const [jobId, p] of this.pending) {
-      const last = this.lastRowAt.get(jobId);
-      if (force || last === undefined || p.lastAt - last >= this.intervalMs) due.push([jobId, p]);
+      // A job's first row, too, covers a whole interval of reports: no burst of rows when many jobs start together.
+      const since = this.lastRowAt.get(jobId) ?? p.firstAt;
+      if (force || p.lastAt - since >= this.intervalMs) due.push([jobId, p]);
       if (due.length >= FLUSH_BATCH) break;
     }
     if (!due.length || ctx.ended()) return 0;
@@ -136,6 +141,7 @@ export class ProbeWriter implements LeaderTask {
     newer.gpuCount += p.gpuCount;
     newer.memorySum += p.memorySum;
     newer.memoryCount += p.memoryCount;
+    newer.firstAt = Math.min(newer.firstAt, p.firstAt);
     newer.lastAt = Math.max(newer.lastAt, p.lastAt);
   }
 
