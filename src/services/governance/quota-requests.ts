@@ -65,7 +65,7 @@ function validated(input: RequestQuotaChangeInput, now: Date): z.infer<typeof in
 function requireTenantAdminRequester(ctx: ServiceContext, tenantId: string, what: string): Principal {
   const principal = requirePrincipal(ctx);
   if (principal.isPlatformAdmin && !principal.roles.has(tenantId) && !principal.token?.tenantId) {
-    throw forbidden('Platform admins change quotas directly (setQuota); quota requests are made by tenant admins.');
+    throw forbidden("Quota requests are made and cancelled by the tenant's admins; platform admins approve or reject them, or set a quota directly (setQuota).");
   }
   requireCapability(withoutReadNotes(ctx), tenantId, 'projects:write', what);
   if (principal.roles.get(tenantId) !== 'TENANT_ADMIN') throw forbidden('Only tenant admins may request quota changes or cancel requests.');
