@@ -44,7 +44,7 @@ describeEachDialect('governed queues', (dialect) => {
     return status && gpu ? { isolation: status.isolation, nominal: gpu.nominal, lendingLimit: gpu.lendingLimit ?? null, borrowingLimit: gpu.borrowingLimit ?? null } : null;
   };
   async function until(check: () => boolean, what: string) {
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 30_000;
     while (!check()) {
       if (Date.now() > deadline) throw new Error(`not reached: ${what}`);
       await new Promise((r) => setTimeout(r, 25));
