@@ -126,7 +126,10 @@ describe('applyPolicy', () => {
     expect(applyPolicy({ ...spec, preemption: { reclaimWithinCohort: 'Never', withinQueue: 'LowerPriority' } }, P('guaranteed'), baseSetting(P('guaranteed'))).preemption).toEqual({
       reclaimWithinCohort: 'Any',
       withinQueue: 'LowerPriority',
+      // RECLAIM_ONLY: fair share takes only jobs that would lose nothing
+      fairShareMaxLostRunMs: 0,
     });
+    expect(applyPolicy({ ...spec, preemption: { fairShareMaxLostRunMs: 60_000 } }, P('guaranteed'), baseSetting(P('guaranteed'))).preemption?.fairShareMaxLostRunMs).toBe(60_000);
     expect(applyPolicy({ ...spec, preemption: { reclaimWithinCohort: 'LowerPriority' } }, P('elastic'), baseSetting(P('elastic'))).preemption?.reclaimWithinCohort).toBe('Any');
     // Dedicated lends nothing: the spec's choice stands; its jobs never preempt each other.
     expect(applyPolicy({ ...spec, preemption: { reclaimWithinCohort: 'Never', withinQueue: 'LowerPriority' } }, P('dedicated'), baseSetting(P('dedicated'))).preemption).toEqual({

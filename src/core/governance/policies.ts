@@ -122,7 +122,8 @@ const floor3 = (x: number): number => Math.floor(x * 1000 + 1e-9) / 1000;
  * Nominal is never changed: it is the queue's floor. A queue whose policy may lend reclaims (Kueue's
  * reclaimWithinCohort Any, whatever the spec says: a lender with Never or LowerPriority could not take
  * its floor back from equal- or higher-priority borrowers), so what it lent comes back. The policy's
- * minRunBeforeReclaimMs applies unless the spec sets its own; preemptible NEVER: withinQueue Never.
+ * minRunBeforeReclaimMs applies unless the spec sets its own; preemptible NEVER: withinQueue Never;
+ * RECLAIM_ONLY: fairShareMaxLostRunMs 0 unless the spec sets it (fair share takes only jobs that lose nothing).
  */
 export function applyPolicy(spec: QueueSpec, policy: IsolationPolicy, setting: LimitSetting): QueueSpec {
   const s = clampSetting(policy, setting);
@@ -150,6 +151,9 @@ export function applyPolicy(spec: QueueSpec, policy: IsolationPolicy, setting: L
   if (policy.lend.max > 0) preemption.reclaimWithinCohort = 'Any';
   if (policy.minRunBeforeReclaimMs > 0 && preemption.minRunBeforeReclaimMs === undefined) preemption.minRunBeforeReclaimMs = policy.minRunBeforeReclaimMs;
   if (policy.preemptible === 'NEVER') preemption.withinQueue = 'Never';
+  // RECLAIM_ONLY: another queue's fair-share preemption may take its jobs only when they lose no work
+  // (resumable or just checkpointed); a lender reclaiming what it lent still may.
+  if (policy.preemptible === 'RECLAIM_ONLY' && preemption.fairShareMaxLostRunMs === undefined) preemption.fairShareMaxLostRunMs = 0;
   const out: QueueSpec = { ...spec, isolation: policy.level, quotas: limitQuotas(spec.quotas), preemption };
   if (spec.timeWindows) out.timeWindows = spec.timeWindows.map((w) => ({ ...w, quotas: limitQuotas(w.quotas) }));
   return out;
