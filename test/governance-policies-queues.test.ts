@@ -1,6 +1,8 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUILT_IN_POLICIES, baseSetting } from '../src/core/governance/policies.js';
 import { AuditEvent } from '../src/persistence/entities.js';
 import { Queue } from '../src/persistence/scheduling-entities.js';
+import { queueSpec } from '../src/services/scheduling/specs.js';
 import { describeEachDialect } from './helpers/database.js';
 import { codesOf, startTestApp, type TestApp } from './helpers/harness.js';
 
@@ -14,6 +16,16 @@ const CREATE = `mutation($in: CreateQueueInput!) { createQueue(input: $in) { id 
 const UPDATE = `mutation($in: UpdateQueueInput!) { updateQueue(input: $in) { id workloadType slaClass isolationPolicy } }`;
 const GOVERNANCE = `governance { policy { name level } chosenBy rule { tier workloadType slaClass policy } limitsInForce { lend borrow source } effective { flavor nominal lendingLimit borrowingLimit } }`;
 const READ = `query($id: ID!) { node(id: $id) { ... on Queue { name workloadType slaClass ${GOVERNANCE} } } }`;
+
+describe('queueSpec under a policy', () => {
+  const row = { name: 'q', tenant: { id: 't' }, quotas: { f: { gpu: { nominal: 8 } } }, weight: 1, queueingStrategy: 'BestEffortFIFO', preemption: { withinQueue: 'LowerPriority' }, isolationLevel: null, timeWindows: [], dedicatedPool: null } as unknown as Queue;
+
+  it("a policy's durations are declared time, scaled to the backend's clock like the queue's own; without a policy the spec is the row", () => {
+    const policy = { ...BUILT_IN_POLICIES.find((p) => p.name === 'elastic')!, minRunBeforeReclaimMs: 600_000 };
+    expect(queueSpec(row, null, 60, { policy, setting: baseSetting(policy) })).toMatchObject({ isolation: 'ELASTIC', preemption: { withinQueue: 'LowerPriority', reclaimWithinCohort: 'Any', minRunBeforeReclaimMs: 10_000 } });
+    expect(queueSpec(row, 'c', 60)).toEqual({ name: 'q', tenant: 't', cohort: 'c', quotas: row.quotas, weight: 1, queueingStrategy: 'BestEffortFIFO', preemption: { withinQueue: 'LowerPriority' }, isolation: undefined, timeWindows: undefined, dedicatedPool: undefined });
+  });
+});
 
 describeEachDialect('governed queues', (dialect) => {
   let t: TestApp;
