@@ -62,7 +62,7 @@ describeNeeding(['postgresql'], 'governance controller across a leader change', 
     await sql.query('select pg_terminate_backend($1)', [holder!.pid]);
     await eventually(async () => b.scheduler.isLeader && !t.app.scheduler.isLeader, 10_000);
     // The new leader's core has the committed limits (12 of 16 lent), and it starts an empty window.
-    expect(coreLimits(b, 'aurora-training').lendingLimit).toBe(12);
+    await eventually(async () => coreLimits(b, 'aurora-training').lendingLimit === 12);
     await new Promise((r) => setTimeout(r, 200));
     expect(await adjustments()).toHaveLength(1);
 

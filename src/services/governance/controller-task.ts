@@ -117,12 +117,12 @@ async function closeWindow(ctx: LeaderTaskContext, samples: WindowSamples, setti
   if (!queues.length) return;
   const tenants = new Map((await em.find(Tenant, { id: { $in: [...new Set(queues.map((q) => q.tenant.id))] } })).map((t) => [t.id, t.tier as string]));
   if (ctx.ended()) return;
-  const governed: (GovernedQueue & { row: Queue })[] = [];
+  const governed: GovernedQueue[] = [];
   const current = new Map<string, { lend: number; borrow: number | null }>();
   for (const row of queues) {
     const choice = policyForQueue(library, row, tenants.get(row.tenant.id) ?? 'STANDARD');
     if (!choice || !ctx.queueIds.has(row.name)) continue;
-    governed.push({ id: row.id, name: row.name, tenantId: row.tenant.id, policy: choice.policy.name, row });
+    governed.push({ id: row.id, name: row.name, tenantId: row.tenant.id, policy: choice.policy.name });
     current.set(row.name, settingInForce(choice.policy, row).setting);
   }
   const endAt = ctx.now;
@@ -146,11 +146,10 @@ async function closeWindow(ctx: LeaderTaskContext, samples: WindowSamples, setti
     if (!sw.enabled || (state.lastRunAt !== null && state.lastRunAt > samples.startAt)) return;
     for (const adjustment of adjustments) {
       const q = byName.get(adjustment.queue)!;
-      const policy = library.policies.get(adjustment.policy)!;
       const row = await tx.findOne(Queue, { id: q.id }, { refresh: true });
       // The queue changed policy or setting since the inputs were read: its adjustment is void.
-      const choice = row ? policyForQueue(library, row, tenants.get(row.tenant.id) ?? 'STANDARD') : null;
-      if (!row || choice?.policy.name !== adjustment.policy || !sameSetting(settingInForce(policy, row).setting, adjustment.from)) continue;
+      const policy = row ? policyForQueue(library, row, tenants.get(row.tenant.id) ?? 'STANDARD')?.policy : undefined;
+      if (!row || policy?.name !== adjustment.policy || !sameSetting(settingInForce(policy, row).setting, adjustment.from)) continue;
       row.controllerSetting = { lend: adjustment.to.lend, borrow: adjustment.to.borrow, at: endAt };
       const record: AdjustmentRecord = {
         run,
