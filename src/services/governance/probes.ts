@@ -101,6 +101,7 @@ export class ProbeWriter implements LeaderTask {
 
   /** Writes every row that is due now (all of them when `force`: tests, shutdown). */
   async flush(ctx: Pick<LeaderTaskContext, 'write' | 'ended'>, force = false): Promise<number> {
+    this.forgetEnded();
     const due: [string, Pending][] = [];
     for (const [jobId, p] of this.pending) {
       // A job's first row, too, covers a whole interval of reports: no burst of rows when many jobs start together.
@@ -132,6 +133,15 @@ export class ProbeWriter implements LeaderTask {
       }
     }
     return written;
+  }
+
+  /** Jobs that stopped reporting (ended) long ago leave the in-memory index (bounded by the jobs running). */
+  private forgetEnded(): void {
+    if (this.lastRowAt.size <= 2 * this.pending.size + 1000) return;
+    let latest = -Infinity;
+    for (const p of this.pending.values()) latest = Math.max(latest, p.lastAt);
+    for (const at of this.lastRowAt.values()) latest = Math.max(latest, at);
+    for (const [jobId, at] of this.lastRowAt) if (!this.pending.has(jobId) && at < latest - 10 * this.intervalMs) this.lastRowAt.delete(jobId);
   }
 
   private restore(jobId: string, p: Pending): void {
