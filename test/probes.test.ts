@@ -277,6 +277,17 @@ describeEachDialect('runtime probes across a leader restart', (dialect) => {
   });
 });
 
+describe('runtime probe signals in the CLI job file', () => {
+  it('are read, checked and sent', async () => {
+    const { parseJobFile } = await import('../src/cli/tenant/job-file.js');
+    const { toSubmitInput } = await import('../src/cli/tenant/submit.js');
+    const job = parseJobFile('name: serve\nworkloadType: ONLINE_INFERENCE\nlatencySensitive: true\npodSets:\n  - gpusPerPod: 1\n', 'job.yaml');
+    expect(toSubmitInput(job, { queueId: 'q' }, 'k')).toMatchObject({ workloadType: 'ONLINE_INFERENCE', latencySensitive: true });
+    expect(toSubmitInput(parseJobFile('name: plain\npodSets:\n  - gpusPerPod: 1\n', 'job.yaml'), {}, 'k')).not.toHaveProperty('workloadType');
+    expect(() => parseJobFile('name: x\nworkloadType: GAMING\npodSets:\n  - gpusPerPod: 1\n', 'job.yaml')).toThrow(/job.yaml:2: workloadType/);
+  });
+});
+
 describe('runtime probe settings', () => {
   it('are read from the environment and validated', async () => {
     const { loadConfig, ConfigError } = await import('../src/config.js');
