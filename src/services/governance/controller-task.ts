@@ -69,8 +69,9 @@ export function controllerTask(options: ControllerTaskOptions = {}): LeaderTask 
       // A new term (or a pause) starts from an empty window: what the core held meanwhile is unknown.
       if (samples && real - lastRealRun > Math.max(5 * everyMs(), 2000)) samples = null;
       lastRealRun = real;
-      // The switch is read at most every few periods (a window's close checks it again under its lock).
-      if (!known || real - known.readAt > Math.min(1000, 10 * everyMs())) {
+      // The switch is read every ten periods, at most four times a window (a window's close reads it
+      // again, under its lock): switching on takes effect within a quarter window.
+      if (!known || real - known.readAt > Math.min(windowMs / 4, 10 * everyMs())) {
         const em = ctx.em();
         const [sw, state] = await Promise.all([readControllerSwitch(em), readControllerState(em)]);
         if (ctx.ended()) return;
