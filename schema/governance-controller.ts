@@ -82,7 +82,8 @@ const GovernanceControllerRef = builder.objectRef<GovernanceControllerView>('Gov
 builder.objectFields(QueueRef, (t) => ({
   limitAdjustments: t.field({
     type: [LimitAdjustmentRef],
-    description: "The controller's audited changes of this queue's coefficients, newest first. Its tenant's auditors and admins (audit:read) and platform admins.",
+    nullable: true,
+    description: "The controller's audited changes of this queue's coefficients, newest first. Its tenant's auditors and admins (audit:read) and platform admins; others get null with FORBIDDEN.",
     args: { first: t.arg.int({ defaultValue: 20, validate: z.number().int().min(1).max(500) }) },
     resolve: (q, args, ctx) => limitAdjustments(ctx, q, args.first ?? 20),
   }),

@@ -110,6 +110,7 @@ describeEachDialect('governance controller', (dialect) => {
     }
     const member = await t.gql(t.token('aurora-research', 'MEMBER'), ADJUSTMENTS, { id: enc('Queue', f.aurora.queueId) });
     expect(codesOf(member)).toEqual(['FORBIDDEN']);
+    expect((member.body.data as any).node).toEqual({ name: 'aurora-training', limitAdjustments: null });
     const foreign = await t.gql(t.token('aurora-research', 'TENANT_ADMIN'), ADJUSTMENTS, { id: enc('Queue', f.borealis.queueId) });
     expect(codesOf(foreign)).toEqual(['NOT_FOUND']);
     expect(JSON.stringify(foreign.body)).not.toContain('borealis');
