@@ -1,7 +1,7 @@
 // The ETA of a tree's pending jobs: the forward simulation of eta.ts run on the snapshot (trial
 // admissions and releases on the trail, rolled back afterwards).
 import { assignDirect } from './assignment/direct.js';
-import { BORROW, quotaMode } from './assignment/quota-mode.js';
+import { BORROW, nominalOnly, quotaMode } from './assignment/quota-mode.js';
 import { ETA_MAX_JOBS, type EtaResult, simulateEtas } from './eta.js';
 import type { FlavorState } from './nodes.js';
 import { CPU, GPU, MEM } from './quota.js';
@@ -53,7 +53,7 @@ export function trialAdmit(core: CoreState, j: JobState): (() => void) | null {
     const vec = [ps.shape.gpu * n, ps.shape.cpu * n, ps.shape.mem * n];
     const ok = ps.flavors.some((f) => {
       const fs = core.flavors.get(f) as FlavorState;
-      return fs.freeGpu >= (vec[GPU] as number) && fs.freeCpu >= (vec[CPU] as number) && fs.freeMem >= (vec[MEM] as number) && quotaMode(j.queue, f, vec, undefined).mode <= BORROW;
+      return fs.freeGpu >= (vec[GPU] as number) && fs.freeCpu >= (vec[CPU] as number) && fs.freeMem >= (vec[MEM] as number) && quotaMode(j.queue, f, vec, undefined, nominalOnly(j)).mode <= BORROW;
     });
     if (!ok) return null;
   }

@@ -1,6 +1,7 @@
 // Pending lists: enqueue/dequeue (heap per queue plus the shape index), park a job with why it
 // waits (which decides what wakes it), and the memo of failed preemption searches.
 import type { Fail } from './assignment/plan.js';
+import { nominalOnly } from './assignment/quota-mode.js';
 import { addParked, deleteParked, dropEntries } from './park-index.js';
 import { addPendingShapes, removePendingShapes } from './pending-shapes.js';
 import { RESOURCE_COUNT } from './quota.js';
@@ -133,8 +134,10 @@ export function classifyPark(j: JobState, fail: Fail | null): void {
   }
   j.parkKind = 'quota';
   // The quota numbers say it could fit (by preempting what it found) yet it did not: nodes are what
-  // it waits for (its victims' GPUs do not make room for its pods).
-  if (quotaNeedMetNow(j)) j.parkKind = 'node';
+  // it waits for (its victims' GPUs do not make room for its pods). Not so for a job that is never
+  // preempted: it may also wait for its queue's own usage to fall below its nominal (quota-mode.ts,
+  // nominalOnly), which the available quota does not show, so any release in its tree retries it.
+  if (quotaNeedMetNow(j)) j.parkKind = nominalOnly(j) ? 'any' : 'node';
 }
 
 export function waitOn(core: CoreState, f: string, q: QueueState): void {

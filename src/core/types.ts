@@ -306,6 +306,11 @@ export interface QuotaShortfall {
   used: number;
   /** The most the queue could ever get (nominal + borrowing within what the cohort holds). */
   maxAvailable: number;
+  /**
+   * The job's priority class is never preempted (`preemptible: 'no'`), so it runs only within its
+   * queue's nominal: `available` and `maxAvailable` are capped by the nominal and `borrowingLimit` is 0.
+   */
+  nominalOnly?: boolean;
 }
 
 /** Free capacity of one flavor against the pods a `NoNodeFits` job needs (flavor units: GPUs, slices or shares). */

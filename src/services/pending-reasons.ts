@@ -83,6 +83,8 @@ export function renderPendingMessage(e: JobExplanation, label: JobLabel): string
     parts.push(`Reclaimed by its queue's policy (${e.preemptedBy.reason === 'idle' ? 'its GPUs sat idle' : 'admitted but not running'}); requeued with its original submit time.`);
   } else if (e.preemptedBy) parts.push(`Preempted by ${label(e.preemptedBy.jobId)} (${e.preemptedBy.reason}); requeued with its original submit time.`);
   parts.push(codeText(e, label));
+  // core quota-mode.ts nominalOnly: a job that can never be preempted never borrows (it would hold a lender's nominal for good).
+  if (e.shortfall?.nominalOnly) parts.push("Its priority class is never preempted, so it runs only within its queue's nominal quota and never borrows.");
   // Bounded tails (core README, "Bounded tails"): say which side of a reservation the job is on.
   // Counts and instants only: which job holds a reservation is not this reader's to know.
   if (e.reservation) parts.push(`It has waited long: ${e.reservation.nodes.length} node(s) are reserved for it from ${new Date(e.reservation.start).toISOString()}.`);

@@ -168,7 +168,8 @@ describe('controllerStep properties', () => {
   // "The controller never takes a tenant below its floor": whatever coefficients it can set, a
   // governed queue's job within its unused nominal is admitted — at once, or by reclaim.
   it('never takes a tenant below its floor (core scheduler, 2–4 governed queues)', () => {
-    const CLASSES = ['production', 'training', 'experiment']; // inference-critical is never preempted (see report)
+    // inference-critical is never preempted: it runs only within its queue's nominal, so it cannot hold a lender's floor.
+    const CLASSES = ['inference-critical', 'production', 'training', 'experiment'];
     const worldArb = fc.record({
       queues: fc.array(
         fc.record({

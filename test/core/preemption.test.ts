@@ -88,10 +88,12 @@ const cases: PreemptCase[] = [
     expect: { pending: 'WaitingForQuota' },
   },
   {
-    name: 'inference-critical is never preempted, even by reclaim',
+    // It could never be reclaimed, so it never borrows a's idle nominal (test/core/floor-unpreemptible.test.ts:
+    // one above its nominal after a quota cut is still never a reclaim victim).
+    name: 'inference-critical is never preempted, so it does not borrow: beyond its nominal it waits',
     queues: pair('Any'),
-    running: [makeJob('serve0').queue('b').pods(8).priority('inference-critical'), makeJob('serve').queue('b').pods(8).priority('inference-critical')],
-    job: makeJob('a8').queue('a').pods(8).priority('training'),
+    running: [makeJob('serve0').queue('b').pods(8).priority('inference-critical')],
+    job: makeJob('serve').queue('b').pods(8).priority('inference-critical'),
     expect: { pending: 'WaitingForQuota' },
   },
   {

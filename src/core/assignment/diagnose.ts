@@ -10,9 +10,14 @@ import type { NodeFit, QuotaShortfall, ResourceName } from '../types.js';
 import { RES, toApi } from '../units.js';
 import { eligibleFor } from './direct.js';
 import type { Fail } from './plan.js';
-import { NOFIT } from './quota-mode.js';
+import { NOFIT, nominalOnly } from './quota-mode.js';
 
-export function shortfall(q: QueueState, f: string, r: number, requested: number): QuotaShortfall {
+/** Said of a job that is never preempted, after its numbers (quota-mode.ts, nominalOnly). */
+const NOMINAL_ONLY_WHY = 'its priority class is never preempted, so it runs only within its queue\'s nominal and does not borrow';
+
+/** The numbers behind a quota wait; for a `nominalOnly` job, what applies to it (no borrowing: limit 0, at most its nominal). */
+export function shortfall(job: JobState, f: string, r: number, requested: number): QuotaShortfall {
+  const q = job.queue;
   const fq = q.node.flavors.get(f);
   const bl = fq?.borrowingLimit[r];
   const s: QuotaShortfall = {
@@ -25,6 +30,12 @@ export function shortfall(q: QueueState, f: string, r: number, requested: number
     maxAvailable: fq ? toApi(r, potentialAvailable(q.node, f, r)) : 0,
   };
   if (bl !== null && bl !== undefined) s.borrowingLimit = toApi(r, bl);
+  if (fq && nominalOnly(job)) {
+    s.available = Math.min(s.available, Math.max(0, s.nominal - s.used));
+    s.maxAvailable = Math.min(s.maxAvailable, s.nominal);
+    s.borrowingLimit = 0;
+    s.nominalOnly = true;
+  }
   return s;
 }
 
@@ -78,13 +89,14 @@ export function diagnose(
   }
   const best = [...options].sort((a, b) => a.mode - b.mode)[0];
   if (!best) return { ok: false, reason: 'ExceedsMaxQuota', message: 'no flavor to try', waitFlavors: [] };
-  const sf = shortfall(q, best.f, best.r, best.requested);
+  const sf = shortfall(job, best.f, best.r, best.requested);
+  const why = sf.nominalOnly ? `: ${NOMINAL_ONLY_WHY}` : '';
   if (best.mode === NOFIT) {
-    if (windowWouldAllow(core, q, best.f, best.r, best.requested)) {
+    if (windowWouldAllow(core, q, best.f, best.r, best.requested, sf.nominalOnly === true)) {
       return {
         ok: false,
         reason: 'WindowClosed',
-        message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, the queue gets at most ${sf.maxAvailable} outside its time window`,
+        message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, the queue gets at most ${sf.maxAvailable} outside its time window${why}`,
         shortfall: sf,
         waitFlavors: [],
       };
@@ -92,7 +104,9 @@ export function diagnose(
     return {
       ok: false,
       reason: 'ExceedsMaxQuota',
-      message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested} exceeds the most the queue can ever get (${sf.maxAvailable})`,
+      message: sf.nominalOnly
+        ? `${sf.resource} on ${sf.flavor}: requested ${sf.requested} exceeds the queue's nominal (${sf.nominal})${why}`
+        : `${sf.resource} on ${sf.flavor}: requested ${sf.requested} exceeds the most the queue can ever get (${sf.maxAvailable})`,
       shortfall: sf,
       waitFlavors: [],
     };
@@ -100,7 +114,7 @@ export function diagnose(
   return {
     ok: false,
     reason: 'WaitingForQuota',
-    message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, available ${sf.available} (nominal ${sf.nominal}, used ${sf.used}${sf.borrowingLimit !== undefined ? `, borrowing limit ${sf.borrowingLimit}` : ''})`,
+    message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, available ${sf.available} (nominal ${sf.nominal}, used ${sf.used}${sf.borrowingLimit !== undefined ? `, borrowing limit ${sf.borrowingLimit}` : ''})${why}`,
     shortfall: sf,
     waitFlavors: [],
   };
@@ -120,13 +134,14 @@ function reservedOnly(core: CoreState, job: JobState, flavors: string[], ps: Pod
   return null;
 }
 
-export function windowWouldAllow(core: CoreState, q: QueueState, f: string, r: number, requested: number): boolean {
+/** Would another of the queue's time windows allow the request (a `nominalOnly` job: within that window's nominal)? */
+export function windowWouldAllow(core: CoreState, q: QueueState, f: string, r: number, requested: number, withinNominal = false): boolean {
   const ws = q.spec.timeWindows ?? [];
   for (let i = 0; i < ws.length; i++) {
     if (i === q.activeWindow) continue;
     const fq = convertQuotas(core, (ws[i] as (typeof ws)[number]).quotas, q.isolation, q.spec.name).get(f);
     if (!fq || !fq.declared[r]) continue;
-    const bl = fq.borrowingLimit[r];
+    const bl = withinNominal ? 0 : fq.borrowingLimit[r];
     if ((fq.nominal[r] as number) + (bl ?? Number.POSITIVE_INFINITY) >= requested) return true;
   }
   return false;

@@ -8,7 +8,7 @@ import { addVec } from '../units.js';
 import { diagnose } from './diagnose.js';
 import { choosesByScore, flavorTiers } from './flavor-score.js';
 import type { Fail, PodSetPlan } from './plan.js';
-import { BORROW, quotaMode } from './quota-mode.js';
+import { BORROW, nominalOnly, quotaMode } from './quota-mode.js';
 
 export function eligibleFor(job: JobState): (n: NodeState) => boolean {
   const tenant = job.spec.tenant;
@@ -40,7 +40,7 @@ export function assignDirect(core: CoreState, job: JobState, counts: readonly nu
     const ps = job.podSets[i] as PodSetState;
     const count = counts[i] as number;
     const vec = [ps.shape.gpu * count, ps.shape.cpu * count, ps.shape.mem * count];
-    const options = ps.flavors.map((f, pref) => ({ f, pref, ...quotaMode(q, f, vec, usage.get(f)) }));
+    const options = ps.flavors.map((f, pref) => ({ f, pref, ...quotaMode(q, f, vec, usage.get(f), nominalOnly(job)) }));
     const tiers = flavorTiers(job, options.filter((o) => o.mode <= BORROW), choosesByScore(core, job, i));
     let placed = false;
     const nodeFailed: string[] = [];

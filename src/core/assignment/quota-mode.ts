@@ -11,10 +11,29 @@ export const PREEMPT_BORROW = 3;
 export const NOFIT = 4;
 
 /**
- * Quota mode of adding `vec` on flavor f to the queue, given what this job already charged
- * (`jobCharged`, counted in `available` but not in `potentialAvailable`).
+ * A job of a priority class that is never preempted (`preemptible: 'no'`) runs only within its
+ * queue's nominal: admitted on borrowed quota, no reclaim could ever give the lender its nominal
+ * back (its floor would be broken for as long as the job runs). 'reclaim-only' jobs may borrow:
+ * reclaim takes them.
  */
-export function quotaMode(q: QueueState, f: string, vec: readonly number[], jobCharged: readonly number[] | undefined): { mode: number; r: number; requested: number } {
+export function nominalOnly(job: JobState): boolean {
+  return job.preemptible === 'no';
+}
+
+/**
+ * Quota mode of adding `vec` on flavor f to the queue, given what this job already charged
+ * (`jobCharged`, counted in `available` but not in `potentialAvailable`). For a job that may not
+ * borrow (`withinNominal`: callers pass `nominalOnly(job)`) there is no Borrow nor Preempt+Borrow:
+ * beyond its nominal it is no fit; above the nominal's headroom now it can only preempt (own-queue
+ * victims, or reclaim of nominal lent out).
+ */
+export function quotaMode(
+  q: QueueState,
+  f: string,
+  vec: readonly number[],
+  jobCharged: readonly number[] | undefined,
+  withinNominal = false,
+): { mode: number; r: number; requested: number } {
   const fq = q.node.flavors.get(f);
   if (!fq || !q.node.own.has(f)) return { mode: NOFIT, r: GPU, requested: vec[GPU] as number };
   let mode = FIT;
@@ -24,10 +43,11 @@ export function quotaMode(q: QueueState, f: string, vec: readonly number[], jobC
     if (x === 0 || !fq.declared[r]) continue;
     const total = x + (jobCharged ? (jobCharged[r] as number) : 0);
     let m: number;
-    if (total > potentialAvailable(q.node, f, r)) m = NOFIT;
+    if (total > potentialAvailable(q.node, f, r) || (withinNominal && total > (fq.nominal[r] as number))) m = NOFIT;
     else {
       const borrow = (fq.usage[r] as number) + x > (fq.nominal[r] as number);
-      if (x <= available(q.node, f, r)) m = borrow ? BORROW : FIT;
+      if (withinNominal) m = !borrow && x <= available(q.node, f, r) ? FIT : PREEMPT;
+      else if (x <= available(q.node, f, r)) m = borrow ? BORROW : FIT;
       else m = borrow ? PREEMPT_BORROW : PREEMPT;
     }
     if (m > mode || worstR < 0) {

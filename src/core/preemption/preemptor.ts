@@ -2,7 +2,7 @@
 // classical or fair-sharing rules, the placement-aware retry, and each victim's reason.
 import { eligibleFor } from '../assignment/direct.js';
 import { type Plan, planFrom, type PodSetPlan } from '../assignment/plan.js';
-import { NOFIT, quotaMode } from '../assignment/quota-mode.js';
+import { NOFIT, nominalOnly, quotaMode } from '../assignment/quota-mode.js';
 import type { FlavorState } from '../nodes.js';
 import { nominalOf, overNominal, usageOf, withinNominal } from '../queue-usage.js';
 import { available, RESOURCE_COUNT } from '../quota.js';
@@ -32,7 +32,7 @@ export function preempting(core: CoreState, job: JobState): Plan | null {
     const vec = [ps.shape.gpu * ps.count, ps.shape.cpu * ps.count, ps.shape.mem * ps.count];
     let best: { f: string; mode: number } | null = null;
     for (const f of ps.flavors) {
-      const m = quotaMode(q, f, vec, request.get(f)).mode;
+      const m = quotaMode(q, f, vec, request.get(f), nominalOnly(job)).mode;
       if (m === NOFIT) continue;
       if (!best || m < best.mode) best = { f, mode: m };
     }
@@ -43,12 +43,15 @@ export function preempting(core: CoreState, job: JobState): Plan | null {
     choice.push(best.f);
     addVec(request, best.f, vec, 1);
   }
-  // The (flavor, resource) pairs short of quota; none means only node capacity is short.
+  // The (flavor, resource) pairs short of quota; none means only node capacity is short. A job
+  // that is never preempted is also short where it would go above its queue's nominal (quota-mode.ts).
+  const noBorrowing = nominalOnly(job);
   const need: [string, number][] = [];
   for (const [f, v] of request)
     for (let r = 0; r < RESOURCE_COUNT; r++) {
       const fq = q.node.flavors.get(f);
-      if ((v[r] as number) > 0 && fq?.declared[r] && (v[r] as number) > available(q.node, f, r)) need.push([f, r]);
+      const x = v[r] as number;
+      if (x > 0 && fq?.declared[r] && (x > available(q.node, f, r) || (noBorrowing && (fq.usage[r] as number) + x > (fq.nominal[r] as number)))) need.push([f, r]);
     }
   const underNominal = need.length > 0 ? need.every(([f, r]) => !overNominal(q, f, r) && usageOf(q, f, r) < nominalOf(q, f, r)) : true;
   // Which other queues can lose jobs to this one at all (decided once per queue, not per job):
@@ -79,6 +82,7 @@ export function preempting(core: CoreState, job: JobState): Plan | null {
   // Set when some trial had the quota but not the nodes: only then can a placement-aware retry help.
   let placementShort = false;
   const fits = (allowBorrowing: boolean): boolean => {
+    if (noBorrowing) allowBorrowing = false;
     for (const [f, v] of request) {
       const fq = q.node.flavors.get(f);
       if (!fq) return false;
