@@ -13,7 +13,7 @@ import {
   TENANT_TIERS,
   AUDIT_OUTCOMES,
 } from '../src/persistence/entities.js';
-import { WORKLOAD_TYPES } from '../src/core/governance/types.js';
+import { WORKLOAD_TYPES } from '../src/services/governance/policies.js';
 import { builder } from './builder.js';
 
 builder.scalarType('DateTime', {

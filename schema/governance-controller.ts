@@ -4,7 +4,7 @@ import { getQueue } from '../src/services/cluster.js';
 import { limitAdjustments, type LimitAdjustmentView } from '../src/services/governance/controller-audit.js';
 import { MAX_WINDOW_SECONDS, MIN_WINDOW_SECONDS } from '../src/services/governance/controller-settings.js';
 import { governanceController, setGovernanceController, type GovernanceControllerView } from '../src/services/governance/controller-switch.js';
-import type { ControllerQueueInput, LimitSetting } from '../src/core/governance/types.js';
+import type { ControllerQueueInput, LimitSetting } from '../src/services/governance/policies.js';
 import { FairwayError } from '../src/shared/client-errors.js';
 import { builder } from './builder.js';
 import { QueueRef } from './refs.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ProbeSample } from '../src/core/governance/types.js';
+import type { ProbeSample } from '../src/services/governance/policies.js';
 import type { ProbeSummary } from '../src/services/governance/probes.js';
 import { jobProbes, jobUtilization, MAX_PROBE_SAMPLES } from '../src/services/governance/probe-reads.js';
 import { builder } from './builder.js';

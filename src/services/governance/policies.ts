@@ -17,7 +17,7 @@ import { governanceInForce, isGoverned, loadPolicyLibrary, type GovernanceInForc
 
 // The schema names the governance vocabulary through this service, never through src/core (dependency-direction test).
 export { IDLE_ACTIONS, PREEMPTIBILITIES, SLA_CLASSES, WORKLOAD_TYPES } from '../../core/governance/types.js';
-export type { CoefficientRange, PolicyRule } from '../../core/governance/types.js';
+export type { CoefficientRange, ControllerQueueInput, LimitSetting, PolicyRule, ProbeSample } from '../../core/governance/types.js';
 
 const DAY = 86_400_000;
 const BUILT_IN_NAMES = new Set(BUILT_IN_POLICIES.map((p) => p.name));
