@@ -79,7 +79,9 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const config = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
   const now = { value: Date.now() };
   const errors: unknown[] = [];
-  const app = await buildApp({ config, now: () => now.value, logError: (e) => (options.expectedServerErrors?.test(String(e)) ? undefined : errors.push(e)), reauthCacheMs: 0, ...(options.onQuery ? { onQuery: options.onQuery } : {}), ...(options.governance ? { governance: options.governance } : {}), ...(options.backend ? { backend: options.backend(() => now.value) } : {}) });
+  // Idle reclaim acts on the governed demo queues: off unless a test asks for it (its own tests do).
+  const governance = { idleCheckIntervalMs: 0, ...options.governance };
+  const app = await buildApp({ config, now: () => now.value, logError: (e) => (options.expectedServerErrors?.test(String(e)) ? undefined : errors.push(e)), reauthCacheMs: 0, ...(options.onQuery ? { onQuery: options.onQuery } : {}), governance, ...(options.backend ? { backend: options.backend(() => now.value) } : {}) });
   const credentials = options.seed === false ? [] : ((await seedDemo(app.orm, dataDir, () => now.value)) ?? []);
   await app.scheduler.rebuild();
   const { url } = await app.listen(0, '127.0.0.1');
