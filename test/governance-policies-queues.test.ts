@@ -72,7 +72,7 @@ describeEachDialect('governed queues', (dialect) => {
 
   it('the rules choose by tier × workload type × SLA class (or the queue names a policy); the core applies the limits', async () => {
     const cases: [string, Record<string, unknown>, string, 'QUEUE' | 'RULE', { isolation: string; nominal: number; lendingLimit: number | null; borrowingLimit: number | null }][] = [
-      ['ENTERPRISE', { workloadType: 'TRAINING', slaClass: 'CRITICAL' }, 'dedicated', 'RULE', { isolation: 'DEDICATED', nominal: 8, lendingLimit: 0, borrowingLimit: 0 }],
+      ['ENTERPRISE', { workloadType: 'TRAINING', slaClass: 'STANDARD' }, 'guaranteed', 'RULE', { isolation: 'GUARANTEED', nominal: 8, lendingLimit: 4, borrowingLimit: 0 }],
       ['STANDARD', { workloadType: 'TRAINING', slaClass: 'CRITICAL' }, 'guaranteed', 'RULE', { isolation: 'GUARANTEED', nominal: 8, lendingLimit: 4, borrowingLimit: 0 }],
       ['PREMIUM', { workloadType: 'ONLINE_INFERENCE' }, 'guaranteed', 'RULE', { isolation: 'GUARANTEED', nominal: 8, lendingLimit: 4, borrowingLimit: 0 }],
       ['ENTERPRISE', { workloadType: 'FINE_TUNING', slaClass: 'BEST_EFFORT' }, 'best-effort', 'RULE', { isolation: 'BEST_EFFORT', nominal: 0, lendingLimit: null, borrowingLimit: null }],
@@ -95,13 +95,13 @@ describeEachDialect('governed queues', (dialect) => {
   });
 
   it("a tenant's tier and the rules are inputs: changing either moves the queue's policy and its core limits", async () => {
-    const q = await queue('STANDARD', { workloadType: 'TRAINING', slaClass: 'CRITICAL' });
-    expect(core(q.name)?.isolation).toBe('GUARANTEED');
+    const q = await queue('STANDARD', { workloadType: 'TRAINING', slaClass: 'STANDARD' });
+    expect(core(q.name)?.isolation).toBe('ELASTIC');
     await ok(admin, `mutation($in: UpdateTenantInput!) { updateTenant(input: $in) { id } }`, { in: { id: tenants.STANDARD, tier: 'ENTERPRISE' } });
-    await until(() => core(q.name)?.isolation === 'DEDICATED', 'enterprise training critical → dedicated');
-    expect((await ok(admin, READ, { id: q.id })).node.governance.rule).toEqual({ tier: 'ENTERPRISE', workloadType: 'TRAINING', slaClass: 'CRITICAL', policy: 'dedicated' });
+    await until(() => core(q.name)?.isolation === 'GUARANTEED', 'enterprise training → guaranteed');
+    expect((await ok(admin, READ, { id: q.id })).node.governance.rule).toEqual({ tier: 'ENTERPRISE', workloadType: 'TRAINING', slaClass: null, policy: 'guaranteed' });
     await ok(admin, `mutation($in: UpdateTenantInput!) { updateTenant(input: $in) { id } }`, { in: { id: tenants.STANDARD, tier: 'STANDARD' } });
-    await until(() => core(q.name)?.isolation === 'GUARANTEED', 'back to guaranteed');
+    await until(() => core(q.name)?.isolation === 'ELASTIC', 'back to elastic');
 
     // A PREMIUM-only rule ahead of the defaults: premium's batch inference becomes best-effort.
     const premium = await queue('PREMIUM', { workloadType: 'BATCH_INFERENCE' });
@@ -111,7 +111,7 @@ describeEachDialect('governed queues', (dialect) => {
     await until(() => core(premium.name)?.isolation === 'BEST_EFFORT', 'premium batch inference → best-effort');
     expect((await ok(admin, READ, { id: premium.id })).node.governance).toMatchObject({ policy: { name: 'best-effort' }, rule: { tier: 'PREMIUM', workloadType: 'BATCH_INFERENCE', slaClass: null } });
     // Other tiers keep the defaults' choice.
-    expect(core(q.name)?.isolation).toBe('GUARANTEED');
+    expect(core(q.name)?.isolation).toBe('ELASTIC');
     await ok(admin, `mutation { setIsolationPolicyRules(rules: []) { policy } }`);
     await until(() => core(premium.name)?.isolation === 'ELASTIC', 'default rules again');
   });

@@ -19,12 +19,15 @@ const P = (name: string): IsolationPolicy => BUILT_IN_POLICIES.find((p) => p.nam
 const rule = (tier: string | null, workloadType: PolicyRule['workloadType'], slaClass: PolicyRule['slaClass'], policy: string): PolicyRule => ({ tier, workloadType, slaClass, policy });
 
 describe('chooseRule', () => {
-  it('the default rules: critical and online inference guaranteed, best-effort SLA best-effort, enterprise critical training dedicated, else elastic', () => {
+  it('the default rules: critical and online inference guaranteed, best-effort SLA best-effort, enterprise training guaranteed, else elastic', () => {
     const pick = (tier: string, w: PolicyRule['workloadType'], s: PolicyRule['slaClass']) => chooseRule(DEFAULT_POLICY_RULES, tier, w, s)?.policy;
     expect(pick('STANDARD', 'TRAINING', 'STANDARD')).toBe('elastic');
     expect(pick('STANDARD', null, null)).toBe('elastic');
     expect(pick('STANDARD', 'TRAINING', 'CRITICAL')).toBe('guaranteed');
-    expect(pick('ENTERPRISE', 'TRAINING', 'CRITICAL')).toBe('dedicated');
+    expect(pick('ENTERPRISE', 'TRAINING', 'CRITICAL')).toBe('guaranteed');
+    expect(pick('ENTERPRISE', 'TRAINING', 'STANDARD')).toBe('guaranteed');
+    // dedicated needs the tenant's own pool: only a queue that names it gets it
+    expect(DEFAULT_POLICY_RULES.some((r) => r.policy === 'dedicated')).toBe(false);
     expect(pick('ENTERPRISE', 'FINE_TUNING', 'CRITICAL')).toBe('guaranteed');
     expect(pick('STANDARD', 'ONLINE_INFERENCE', 'STANDARD')).toBe('guaranteed');
     expect(pick('STANDARD', 'BATCH_INFERENCE', 'BEST_EFFORT')).toBe('best-effort');
