@@ -137,11 +137,11 @@ const queue = strict({
   preemption: optional(preemption),
   isolation: optional(z.enum(['DEDICATED', 'GUARANTEED', 'ELASTIC', 'BEST_EFFORT'])),
   timeWindows: optional(z.array(timeWindow)),
-  dedicatedPool: optional(nonEmpty),
   isolationPolicy: optional(z.enum(['dedicated', 'guaranteed', 'elastic', 'best-effort'])),
   workloadType: optional(z.enum(WORKLOAD_TYPES)),
   slaClass: optional(z.enum(SLA_CLASSES)),
   tier: optional(nonEmpty),
+  dedicatedPool: optional(nonEmpty),
 });
 const queuesFile = z.strictObject(
   {
