@@ -212,6 +212,20 @@ describeEachDialect('runtime probes', (dialect) => {
     await t.gql(member, `mutation($id: ID!) { cancelJob(id: $id) { id } }`, { id: a.submitJob.id });
   });
 
+  it('forgets the last, never-due reports of a job silent for ten intervals (bounded memory on a long-lived leader)', async () => {
+    const writer = new ProbeWriter({ intervalMs: 1000 });
+    const ctx = { ended: () => false, write: async () => expect.fail('nothing is due: no transaction') };
+    const report = (jobId: string, at: number) => ({ type: 'utilization' as const, jobId, at, gpuUtilization: 0.5 });
+    writer.onUtilization(report('ended-job', 0)); // its tail: less than an interval of reports, then it ended
+    writer.onUtilization(report('live-job', 9_000));
+    expect(await writer.flush(ctx)).toBe(0);
+    expect(writer.pendingJobs()).toBe(2); // nine intervals: kept
+    writer.onUtilization(report('live-job', 10_001));
+    writer.onUtilization(report('other-live-job', 10_001));
+    await writer.flush({ ...ctx, ended: () => true }); // the live job is due, but this term ended: nothing written
+    expect(writer.pendingJobs()).toBe(2); // the ended job's tail is gone
+  });
+
   it('retention deletes only the samples older than its horizon, in bounded audited batches', async () => {
     const em = systemEm();
     const someJob = await em.findOneOrFail(Job, { name: 'cpu-a' });

@@ -137,9 +137,12 @@ export class ProbeWriter implements LeaderTask {
 
   /** Jobs that stopped reporting (ended) long ago leave the in-memory index (bounded by the jobs running). */
   private forgetEnded(): void {
-    if (this.lastRowAt.size <= 2 * this.pending.size + 1000) return;
     let latest = -Infinity;
     for (const p of this.pending.values()) latest = Math.max(latest, p.lastAt);
+    // A job's last reports (less than an interval of them: never due) would stay forever once it ended:
+    // those of a job silent for ten intervals are dropped (a live job that resumes starts a fresh row).
+    for (const [jobId, p] of this.pending) if (p.lastAt < latest - 10 * this.intervalMs) this.pending.delete(jobId);
+    if (this.lastRowAt.size <= 2 * this.pending.size + 1000) return;
     for (const at of this.lastRowAt.values()) latest = Math.max(latest, at);
     for (const [jobId, at] of this.lastRowAt) if (!this.pending.has(jobId) && at < latest - 10 * this.intervalMs) this.lastRowAt.delete(jobId);
   }
