@@ -5,21 +5,20 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AuditEvent } from '../src/persistence/entities.js';
 import { describeEachDialect } from './helpers/database.js';
-import { enc, MIN, startIdleApp, TIME_SCALE, until, whenLive, type IdleApp } from './helpers/idle-reclaim-app.js';
-import { liveSubscription, wsClient, type LiveSubscription } from './helpers/live-subscription.js';
+import { enc, listenToBothTenants, MIN, startIdleApp, TIME_SCALE, until, type BothTenantsListening, type FlagTenantEvent, type IdleApp } from './helpers/idle-reclaim-app.js';
+import type { LiveSubscription } from './helpers/live-subscription.js';
 
-const EVENTS = `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind jobId reason message flag { kind decision action forSeconds limitSeconds meanUtilization utilizationBelow policy } } }`;
 /** The test policies' not-running limit (15 declared minutes) and idle time (30) in the backend's clock. */
 const NOT_RUNNING_MS = (15 * MIN) / TIME_SCALE;
 const IDLE_MS = (30 * MIN) / TIME_SCALE;
 
-type TenantEvent = { kind: string; jobId: string | null; reason: string | null; message: string | null; flag: Record<string, unknown> | null };
+type TenantEvent = FlagTenantEvent;
 
 describeEachDialect('held reclaim', (dialect) => {
   let t: IdleApp;
   let aurora: LiveSubscription<TenantEvent>;
   let borealis: LiveSubscription<TenantEvent>;
-  const clients: ReturnType<typeof wsClient>[] = [];
+  let listening: BothTenantsListening | undefined;
   const cancel = (slug: string, id: string) => t.gql(t.token(slug, 'TENANT_ADMIN'), `mutation($id: ID!) { cancelJob(id: $id) { id } }`, { id: enc('Job', id) });
   const ofJob = (events: TenantEvent[], jobId: string) => events.filter((e) => e.jobId === enc('Job', jobId));
   const settle = () => new Promise((r) => setTimeout(r, 250)); // several idle checks (every 40 ms)
@@ -28,18 +27,11 @@ describeEachDialect('held reclaim', (dialect) => {
     t = await startIdleApp(dialect);
     await t.policy('held-notify', 'NOTIFY');
     await t.policy('held-reclaim', 'RECLAIM');
-    const subscribe = async (slug: string) => {
-      const client = wsClient(t.url, t.token(slug, 'MEMBER'));
-      clients.push(client);
-      return liveSubscription<TenantEvent>(client, EVENTS, { t: enc('Tenant', await t.tenantId(slug)) }, (d) => d.tenantEvents);
-    };
-    aurora = await subscribe('aurora-research');
-    borealis = await subscribe('borealis-inference');
-    await whenLive(t, 'aurora-research', aurora.values);
-    await whenLive(t, 'borealis-inference', borealis.values);
+    listening = await listenToBothTenants(t, 'MEMBER');
+    ({ aurora, borealis } = listening);
   }, 30_000);
   afterAll(async () => {
-    for (const c of clients) await c.dispose();
+    await listening?.dispose();
     await t?.close();
   });
 

@@ -6,38 +6,30 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AuditEvent } from '../src/persistence/entities.js';
 import { describeEachDialect } from './helpers/database.js';
-import { enc, MIN, startIdleApp, TIME_SCALE, until, whenLive, type IdleApp } from './helpers/idle-reclaim-app.js';
-import { liveSubscription, wsClient, type LiveSubscription } from './helpers/live-subscription.js';
+import { enc, listenToBothTenants, MIN, startIdleApp, TIME_SCALE, until, type BothTenantsListening, type FlagTenantEvent, type IdleApp } from './helpers/idle-reclaim-app.js';
+import type { LiveSubscription } from './helpers/live-subscription.js';
 
-const EVENTS = `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind jobId reason message flag { kind decision action forSeconds limitSeconds meanUtilization utilizationBelow policy } } }`;
 const JOB = `query($id: ID!) { node(id: $id) { ... on Job { state governanceFlag { kind since at forSeconds meanUtilization utilizationBelow limitSeconds action decision policy } events { edges { node { type reason message } } } pendingReason { code message } } } }`;
 /** The idle time of the test policies and of 'elastic' (30 declared minutes) in the backend's clock. */
 const IDLE_MS = (30 * MIN) / TIME_SCALE;
 
-type TenantEvent = { kind: string; jobId: string | null; reason: string | null; message: string | null; flag: Record<string, unknown> | null };
+type TenantEvent = FlagTenantEvent;
 
 describeEachDialect('idle reclaim', (dialect) => {
   let t: IdleApp;
   let aurora: LiveSubscription<TenantEvent>;
   let borealis: LiveSubscription<TenantEvent>;
-  const clients: ReturnType<typeof wsClient>[] = [];
+  let listening: BothTenantsListening | undefined;
 
   beforeAll(async () => {
     t = await startIdleApp(dialect);
     await t.policy('idle-notify', 'NOTIFY');
     await t.policy('idle-reclaim', 'RECLAIM');
-    const subscribe = async (slug: string) => {
-      const client = wsClient(t.url, t.token(slug, 'TENANT_ADMIN'));
-      clients.push(client);
-      return liveSubscription<TenantEvent>(client, EVENTS, { t: enc('Tenant', await t.tenantId(slug)) }, (d) => d.tenantEvents);
-    };
-    aurora = await subscribe('aurora-research');
-    borealis = await subscribe('borealis-inference');
-    await whenLive(t, 'aurora-research', aurora.values);
-    await whenLive(t, 'borealis-inference', borealis.values);
+    listening = await listenToBothTenants(t, 'TENANT_ADMIN');
+    ({ aurora, borealis } = listening);
   }, 30_000);
   afterAll(async () => {
-    for (const c of clients) await c.dispose();
+    await listening?.dispose();
     await t?.close();
   });
 

@@ -16,6 +16,7 @@ import type { IdleAction } from '../../src/core/governance/types.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
 import { demoToken, testConfig } from './harness.js';
 import { postGraphql } from './scheduler-app.js';
+import { liveSubscription, wsClient, type LiveSubscription } from './live-subscription.js';
 
 export const TIME_SCALE = 1000;
 export const MIN = 60_000;
@@ -156,6 +157,31 @@ export async function whenLive(t: IdleApp, slug: string, values: readonly { kind
     t.app.events.publish('tenant-event', tenantId, { kind: 'QUOTA_CHANGED', queueId, at: t.now.value });
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** The tenantEvents fields the idle and held reclaim tests look at. */
+export const FLAG_EVENTS = `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind jobId reason message flag { kind decision action forSeconds limitSeconds meanUtilization utilizationBelow policy } } }`;
+export type FlagTenantEvent = { kind: string; jobId: string | null; reason: string | null; message: string | null; flag: Record<string, unknown> | null };
+
+export interface BothTenantsListening {
+  aurora: LiveSubscription<FlagTenantEvent>;
+  borealis: LiveSubscription<FlagTenantEvent>;
+  dispose(): Promise<void>;
+}
+
+/** aurora-research's and borealis-inference's tenantEvents over real sockets as `role`, both live before this returns. */
+export async function listenToBothTenants(t: IdleApp, role: DemoCredential['role']): Promise<BothTenantsListening> {
+  const clients: ReturnType<typeof wsClient>[] = [];
+  const subscribe = async (slug: string) => {
+    const client = wsClient(t.url, t.token(slug, role));
+    clients.push(client);
+    return liveSubscription<FlagTenantEvent>(client, FLAG_EVENTS, { t: enc('Tenant', await t.tenantId(slug)) }, (d) => d.tenantEvents);
+  };
+  const aurora = await subscribe('aurora-research');
+  const borealis = await subscribe('borealis-inference');
+  await whenLive(t, 'aurora-research', aurora.values);
+  await whenLive(t, 'borealis-inference', borealis.values);
+  return { aurora, borealis, dispose: async () => { for (const c of clients) await c.dispose(); } };
 }
 
 /** Polls until `check` returns a value (not undefined/false), or fails with `what` after `timeoutMs`. */
