@@ -26,6 +26,8 @@ export const IDLE_RECLAIM_REQUEST_ID = 'governance.idle-reclaim';
 
 /** Sample reads name at most this many jobs per query. */
 const SAMPLE_CHUNK = 500;
+/** A job flagged IDLE reads back to its flag's start, but at most this many idle times. */
+const IDLE_READ_BACK_TIMES = 4;
 
 const LIVE_STATES = ['ADMITTED', 'RUNNING'] as const;
 
@@ -76,6 +78,9 @@ export function idleReclaimTask(settings: IdleReclaimSettings): LeaderTask {
       if (!orders.length || ctx.ended()) return;
       let mine = asked.get(ctx.core);
       if (!mine) asked.set(ctx.core, (mine = new Map()));
+      // Bounded over a long term: a reclaim the core carried out (pending now, or gone) needs no memory —
+      // the check below skips a job that is not admitted, and a readmission has another admittedAt.
+      for (const jobId of mine.keys()) if (ctx.core.jobState(jobId) !== 'admitted') mine.delete(jobId);
       let reclaimed = false;
       for (const order of orders) {
         // Once per admission: the same flag is never reclaimed twice.
@@ -150,7 +155,8 @@ async function checkJobs(ctx: LeaderTaskContext, settings: IdleReclaimSettings):
 /**
  * Each running candidate's samples since max(its start, now − idle time − margin) (backend clock),
  * oldest first: enough to see a stretch that has lasted the idle time. A job already flagged IDLE
- * reads back to its flag's start, so the stretch and its numbers stay those of the flag.
+ * reads back to its flag's start (at most IDLE_READ_BACK_TIMES idle times), so the stretch and its
+ * numbers stay those of the flag.
  */
 async function recentSamples(em: EntityManager, candidates: readonly Candidate[], now: number, timeScale: number, everyMs: number): Promise<Map<string, ProbeSample[]>> {
   const from = new Map<string, number>();
@@ -159,17 +165,17 @@ async function recentSamples(em: EntityManager, candidates: readonly Candidate[]
     const idleForMs = Math.round(c.policy.idle.idleForMs / timeScale);
     // The margin lets the stretch start just before the idle time with samples a probe interval apart.
     let start = now - idleForMs - Math.min(idleForMs, Math.max(2 * everyMs, 60_000));
-    if (c.storedCurrent && c.stored!.kind === 'IDLE') start = Math.min(start, c.stored!.since);
+    // Bounded: a job flagged IDLE (NOTIFY) for days would otherwise read its whole stretch every check.
+    if (c.storedCurrent && c.stored!.kind === 'IDLE') start = Math.max(Math.min(start, c.stored!.since), now - IDLE_READ_BACK_TIMES * idleForMs);
     from.set(c.job.id, Math.max(c.startedAt, start));
   }
   const out = new Map<string, ProbeSample[]>();
   const ids = [...from.keys()];
   for (let i = 0; i < ids.length; i += SAMPLE_CHUNK) {
     const chunk = ids.slice(i, i + SAMPLE_CHUNK);
-    const earliest = Math.min(...chunk.map((id) => from.get(id)!));
-    const rows = await em.find(JobProbeSample, { job: { $in: chunk }, at: { $gte: earliest } }, { orderBy: { at: 'asc', id: 'asc' }, disableIdentityMap: true });
+    // Each job from its own start: one job's long look back does not widen the others' reads.
+    const rows = await em.find(JobProbeSample, { $or: chunk.map((id) => ({ job: id, at: { $gte: from.get(id)! } })) }, { orderBy: { at: 'asc', id: 'asc' }, disableIdentityMap: true });
     for (const row of rows) {
-      if (row.at < from.get(row.job.id)!) continue;
       let list = out.get(row.job.id);
       if (!list) out.set(row.job.id, (list = []));
       list.push({ at: row.at, gpuUtilization: row.gpuUtilization, memoryUtilization: row.memoryUtilization ?? null });
