@@ -97,7 +97,7 @@ describeEachDialect('isolation-policy library', (dialect) => {
         { tier: null, workloadType: null, slaClass: 'BEST_EFFORT', policy: 'best-effort' },
         { tier: null, workloadType: null, slaClass: 'CRITICAL', policy: 'guaranteed' },
         { tier: null, workloadType: 'ONLINE_INFERENCE', slaClass: null, policy: 'guaranteed' },
-        { tier: 'ENTERPRISE', workloadType: 'TRAINING', slaClass: 'CRITICAL', policy: 'dedicated' },
+        { tier: 'ENTERPRISE', workloadType: 'TRAINING', slaClass: null, policy: 'guaranteed' },
         { tier: null, workloadType: null, slaClass: null, policy: 'elastic' },
       ]);
       const text = JSON.stringify(data).toLowerCase();
