@@ -156,7 +156,8 @@ export async function gatherControllerInputs(em: EntityManager, options: GatherO
       lentGpus: mean.lent,
       borrowedGpus: mean.borrowed,
       pendingGpus: waiting.reduce((sum, j) => sum + j.gpusRequested, 0),
-      oldestWaitMs: waiting.length ? Math.max(0, endAt - Math.min(...waiting.map((j) => j.submitTime))) : 0,
+      // A fold, not Math.min(...): a queue's backlog can outgrow the engine's argument limit.
+      oldestWaitMs: waiting.length ? Math.max(0, endAt - waiting.reduce((oldest, j) => Math.min(oldest, j.submitTime), Infinity)) : 0,
       slaEligible,
       slaMet,
       utilization: utilization.get(q.id) ?? null,
