@@ -81,7 +81,7 @@ describeEachDialect('raw reads match the ORM', (dialect) => {
 
   /** An entity or a row as plain data: relations by id, dates as ISO text. */
   const plainJob = (job: object) => {
-    const data: Record<string, unknown> = job instanceof JobRow ? { ...job, podSets: job.podSets, workload: job.workload, admission: job.admission } : { ...wrap(job as Job).toObject() };
+    const data: Record<string, unknown> = job instanceof JobRow ? { ...job, podSets: job.podSets, workload: job.workload, admission: job.admission, probeSummary: job.probeSummary, governanceFlag: job.governanceFlag } : { ...wrap(job as Job).toObject() };
     for (const key of ['tenant', 'project', 'queue', 'submittedBy']) data[key] = (job as Record<string, { id: string } | null | undefined>)[key]?.id ?? null;
     return JSON.parse(JSON.stringify(data));
   };

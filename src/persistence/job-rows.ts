@@ -78,7 +78,7 @@ export class JobRow implements JobView {
    * The JSON columns as read, parsed on first use: a list that shows names and states (the
    * dashboard) never pays for parsing every row's pod sets and admission.
    */
-  #json: { platform: Platform; podSets: unknown; workload: unknown; admission: unknown; probeSummary: unknown; parsed: Partial<Record<JsonColumn, unknown>> } | null = null;
+  #json: { platform: Platform; podSets: unknown; workload: unknown; admission: unknown; probeSummary: unknown; governanceFlag: unknown; parsed: Partial<Record<JsonColumn, unknown>> } | null = null;
 
   get podSets(): PodSetSpec[] {
     return this.#parsed('podSets') ?? [];
@@ -92,16 +92,19 @@ export class JobRow implements JobView {
   get probeSummary(): JobView['probeSummary'] {
     return this.#parsed('probeSummary');
   }
+  get governanceFlag(): Record<string, unknown> | null {
+    return this.#parsed('governanceFlag');
+  }
 
   /** Used by readJobRows only. */
   static fromJson(row: JobRow, platform: Platform, raw: Raw): JobRow {
-    row.#json = { platform, podSets: raw.pod_sets, workload: raw.workload, admission: raw.admission, probeSummary: raw.probe_summary, parsed: {} };
+    row.#json = { platform, podSets: raw.pod_sets, workload: raw.workload, admission: raw.admission, probeSummary: raw.probe_summary, governanceFlag: raw.governance_flag, parsed: {} };
     return row;
   }
 
   /** A row of a job just written, from the values in memory: nothing to parse. */
   static withValues(row: JobRow, values: { podSets: PodSetSpec[]; workload: Record<string, unknown> | null; admission: Admission | null }): JobRow {
-    row.#json = { platform: null as unknown as Platform, podSets: null, workload: null, admission: null, probeSummary: null, parsed: { probeSummary: null, ...values } };
+    row.#json = { platform: null as unknown as Platform, podSets: null, workload: null, admission: null, probeSummary: null, governanceFlag: null, parsed: { probeSummary: null, governanceFlag: null, ...values } };
     return row;
   }
 
@@ -113,7 +116,7 @@ export class JobRow implements JobView {
   }
 }
 
-type JsonColumn = 'podSets' | 'workload' | 'admission' | 'probeSummary';
+type JsonColumn = 'podSets' | 'workload' | 'admission' | 'probeSummary' | 'governanceFlag';
 
 export interface JobRowFilter {
   tenantId: string;
@@ -133,7 +136,7 @@ export interface JobRowPage {
   inverted: boolean;
 }
 
-const COLUMNS = ['id', 'tenant_id', 'project_id', 'queue_id', 'submitted_by_id', 'name', 'priority_class', 'pod_sets', 'expected_duration_ms', 'max_run_ms', 'checkpoint_interval_ms', 'checkpoint_resumable', 'workload_type', 'latency_sensitive', 'probe_summary', 'workload', 'state', 'admission', 'idempotency_key', 'request_hash', 'submit_time', 'gpus_requested', 'preemption_count', 'metered_from', 'exit_reason', 'submitted_at', 'admitted_at', 'started_at', 'finished_at', 'updated_at'];
+const COLUMNS = ['id', 'tenant_id', 'project_id', 'queue_id', 'submitted_by_id', 'name', 'priority_class', 'pod_sets', 'expected_duration_ms', 'max_run_ms', 'checkpoint_interval_ms', 'checkpoint_resumable', 'workload_type', 'latency_sensitive', 'probe_summary', 'governance_flag', 'workload', 'state', 'admission', 'idempotency_key', 'request_hash', 'submit_time', 'gpus_requested', 'preemption_count', 'metered_from', 'exit_reason', 'submitted_at', 'admitted_at', 'started_at', 'finished_at', 'updated_at'];
 
 type Raw = Record<string, unknown>;
 type Platform = ReturnType<EntityManager['getPlatform']>;
