@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { codesOf } from './helpers/harness.js';
+import { codesOf, type GqlResponse } from './helpers/harness.js';
 import { m, runMatrix, setupMatrix } from './helpers/role-matrix.js';
 import { PROJECT_ROWS, TENANT_ROWS } from './helpers/role-matrix-rows.js';
 
@@ -20,16 +20,29 @@ describe('role matrix: who may call each platform and tenant mutation', () => {
   });
 
   it('refused attempts are audited as DENIED, under no tenant when the caller is an outsider', async () => {
-    const res = await m.t.gql(m.bearers.platformAdmin, `{ platformAuditEvents(last: 200) { edges { node { action outcome errorCode actorEmail input } } } }`);
-    const events = res.body.data!.platformAuditEvents.edges.map((e: any) => e.node);
+    // Every page (a page holds at most 100 events; the matrix writes several hundred).
+    const everyEvent = async (bearer: string | null, field: 'platformAuditEvents' | 'auditEvents', fields: string, tenantId?: string) => {
+      const nodes: any[] = [];
+      const codes: string[] = [];
+      for (let after = ''; ; ) {
+        const args: string = `${tenantId ? 'tenantId: $id, ' : ''}first: 100${after !== '' ? `, after: "${after}"` : ''}`;
+        const res: GqlResponse<Record<string, any>> = await m.t.gql(bearer, `query${tenantId ? '($id: ID!)' : ''} { ${field}(${args}) { edges { node { ${fields} } } pageInfo { hasNextPage endCursor } } }`, tenantId ? { id: tenantId } : undefined);
+        const page: { edges: { node: any }[]; pageInfo: { hasNextPage: boolean; endCursor: string } } = res.body.data![field];
+        nodes.push(...page.edges.map((e: any) => e.node));
+        codes.push(...codesOf(res as GqlResponse));
+        if (!page.pageInfo.hasNextPage) return { nodes, codes };
+        after = page.pageInfo.endCursor;
+      }
+    };
+    const platform = await everyEvent(m.bearers.platformAdmin, 'platformAuditEvents', 'action outcome errorCode actorEmail input');
+    const events = platform.nodes;
     expect(events.some((e: any) => e.outcome === 'DENIED' && e.actorEmail === 'bea@borealis.example' && e.action === 'project.create')).toBe(true);
     // Without a break-glass grant the platform admin reads e-mails only on tenant-less records:
     // on aurora's own events (a successful change by its admin) the field is FORBIDDEN and null.
     expect(events.some((e: any) => e.action === 'project.create' && e.outcome === 'SUCCESS' && e.actorEmail === null)).toBe(true);
-    expect(new Set(codesOf(res))).toEqual(new Set(['FORBIDDEN']));
+    expect(new Set(platform.codes)).toEqual(new Set(['FORBIDDEN']));
     // Read by the tenant admin: only admins (and each actor) see actors' e-mails.
-    const auroraLog = await m.t.gql(m.bearers.tenantAdmin, `query($id: ID!) { auditEvents(tenantId: $id, last: 300) { edges { node { actorEmail outcome } } } }`, { id: m.ids.Tenant });
-    const auroraEvents = auroraLog.body.data!.auditEvents.edges.map((e: any) => e.node);
+    const auroraEvents = (await everyEvent(m.bearers.tenantAdmin, 'auditEvents', 'actorEmail outcome', m.ids.Tenant!)).nodes;
     expect(auroraEvents.some((e: any) => e.actorEmail === 'bea@borealis.example')).toBe(false);
     expect(auroraEvents.some((e: any) => e.outcome === 'DENIED' && e.actorEmail === 'nemo@aurora.example')).toBe(true);
   });
