@@ -142,7 +142,7 @@ describeEachDialect('governed queues', (dialect) => {
   });
 
   it('queue fields: an unknown policy is BAD_USER_INPUT and changes nothing (audited FAILED); tenant roles may not set them', async () => {
-    const audits = async () => (await t.app.orm.em.fork({ clear: true }).find(AuditEvent, { action: { $in: ['queue.create', 'queue.update'] } }, { filters: false })).map((a) => `${a.action}:${a.outcome}:${a.errorCode ?? ''}`);
+    const audits = async () => (await t.app.orm.em.fork({ clear: true }).find(AuditEvent, { action: { $in: ['queue.create', 'queue.update'] } }, { filters: false, orderBy: { id: 'asc' } })).map((a) => `${a.action}:${a.outcome}:${a.errorCode ?? ''}`);
     const aurora = await t.idsOf('aurora-research');
     const before = await audits();
     const counts = await t.rowCounts({ ignoreAudit: true });
