@@ -2,7 +2,6 @@ import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { Scheduler } from '../../core/scheduler.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
 import type { Admission, CycleResult, JobSpec, Preemption, QueueStatus } from '../../core/types.js';
-import type { BackendEvent } from '../../backends/port.js';
 import { systemEntityManager } from '../../persistence/entities.js';
 import { Job } from '../../persistence/scheduling-entities.js';
 import { applyBackendEvents, type WritableBackendEvent } from './backend-events.js';
@@ -13,6 +12,9 @@ import type { OutboxDispatcher } from './outbox.js';
 import type { Metering } from '../metering/charging.js';
 import type { WindowAnnouncer } from './service-helpers.js';
 import { jobSpec } from './specs.js';
+import type { LeaderTask } from './leader-task.js';
+
+export type { LeaderTask, LeaderTaskContext } from './leader-task.js';
 
 type Writable = WritableBackendEvent;
 
@@ -69,43 +71,6 @@ export interface LeaderHost {
   log(message: string): void;
   /** Another replica leads: the host ends this session and becomes a follower. */
   demote(reason: string): void;
-}
-
-/**
- * Periodic work only the leader does (idle reclaim, the governance controller, quota expiry, probe
- * polling): it runs every `everyMs()` in the leader's serial turn — never beside a cycle or a
- * write — from the takeover until the session ends. A failure pauses the session like any leader
- * work (it recovers by itself); the task runs again at its next period.
- */
-export interface LeaderTask {
-  name: string;
-  /** Milliseconds until the next run (read before each). */
-  everyMs(): number;
-  run(ctx: LeaderTaskContext): Promise<void>;
-  /** Told every backend 'utilization' report while this replica leads (the probe writer), outside the serial turn. */
-  onUtilization?(event: Extract<BackendEvent, { type: 'utilization' }>): void;
-}
-
-export interface LeaderTaskContext {
-  /** The leader's clock (the backend's ms). */
-  now: number;
-  core: Scheduler;
-  queueStatus(name: string): QueueStatus | null;
-  /** Queue name → queue id. */
-  queueIds: ReadonlyMap<string, string>;
-  events: EventBus;
-  /** Backend time per declared time (the simulated cluster at 60: a declared hour is a minute). */
-  timeScale: number;
-  /** An EntityManager over every tenant, for reads. */
-  em(): EntityManager;
-  /** Runs `work` in one transaction fenced by this term's epoch: a stale leader's write is refused and nothing of it commits. */
-  write(work: (em: EntityManager) => Promise<void>): Promise<void>;
-  /** Asks for an admission cycle soon (after `core.reclaim`, say). */
-  wake(): void;
-  /** Rebuilds the core from the database (after queue limits changed in a committed write). */
-  reloadConfig(): Promise<void>;
-  /** Whether the term has ended (check after each await). */
-  ended(): boolean;
 }
 
 /**
