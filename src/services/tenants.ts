@@ -76,10 +76,11 @@ export async function createTenant(ctx: ServiceContext, input: CreateTenantInput
       em.create(Membership, { tenant, user, role: 'TENANT_ADMIN', invitedName });
     }
     await em.flush();
-    // A backend that isolates tenants (Kubernetes) makes the tenant's namespace.
-    ctx.scheduler.announce({ kind: 'config' });
     return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
   });
+  // After the commit, so the leader's rebuild reads the new tenant: a backend that isolates tenants
+  // (Kubernetes) makes its namespace.
+  ctx.scheduler.announce({ kind: 'config' });
   // Every cached principal is looked up again: a JWT's roles claim names tenants by slug, so
   // a session cached before the tenant existed must now get its role (and the first admin theirs).
   announceCredentialsChanged(ctx.events, { tenantId: created.id, at: ctx.now().getTime() });
@@ -87,16 +88,18 @@ export async function createTenant(ctx: ServiceContext, input: CreateTenantInput
 }
 
 export async function updateTenant(ctx: ServiceContext, id: string, input: UpdateTenantInput): Promise<Tenant> {
-  return auditedMutation(ctx, { action: 'tenant.update', input: { id, ...input }, tenantHint: id }, async (em) => {
+  const updated = await auditedMutation(ctx, { action: 'tenant.update', input: { id, ...input }, tenantHint: id }, async (em) => {
     requirePlatformAdmin(ctx);
     const tenant = await em.findOne(Tenant, { id });
     if (!tenant) throw notFound('Tenant');
     em.assign(tenant, Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined && v !== null)));
     await em.flush();
-    // Isolation level and status shape the tenant's namespace (placement, removal when archived).
-    ctx.scheduler.announce({ kind: 'config' });
     return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
   });
+  // After the commit: the leader's rebuild must read the new row. Isolation level and status shape
+  // the tenant's namespace (placement, removal when archived); the tier chooses governed queues' policies.
+  ctx.scheduler.announce({ kind: 'config' });
+  return updated;
 }
 
 /** Tenant admins: how open the tenant's projects are to each other, and the default project. */
