@@ -16,7 +16,7 @@ import { Job, Queue } from '../../persistence/scheduling-entities.js';
 import type { LeaderTask, LeaderTaskContext } from '../scheduling/leader-session.js';
 import { recordJobEvent } from '../scheduling/outbox.js';
 import { declaredFlag, flagMessage, reclaimReasonOf, storedFlagOf, type StoredJobFlag } from './job-flags.js';
-import { loadPolicyLibrary, policyForQueue } from './policy-library.js';
+import { GOVERNED_QUEUES, loadPolicyLibrary, policyForQueue } from './policy-library.js';
 
 /** FAIRWAY_IDLE_CHECK_INTERVAL_MS's default. */
 export const DEFAULT_IDLE_CHECK_INTERVAL_MS = 60_000;
@@ -105,7 +105,7 @@ async function checkJobs(ctx: LeaderTaskContext, settings: IdleReclaimSettings):
   const em = ctx.em();
   const { now, timeScale } = ctx;
   const library = await loadPolicyLibrary(em);
-  const queues = await em.find(Queue, { $or: [{ isolationPolicy: { $ne: null } }, { workloadType: { $ne: null } }, { slaClass: { $ne: null } }] }, { populate: ['tenant'] });
+  const queues = await em.find(Queue, GOVERNED_QUEUES, { populate: ['tenant'] });
   const governed = new Map<string, { name: string; policy: IsolationPolicy }>();
   for (const queue of queues) {
     const choice = policyForQueue(library, queue, queue.tenant.tier);

@@ -13,7 +13,7 @@ import { badInput, conflict, notFound } from '../../shared/client-errors.js';
 import { auditedMutation } from '../audit.js';
 import { requireCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from '../context.js';
 import { queueSpec } from '../scheduling/specs.js';
-import { governanceInForce, isGoverned, loadPolicyLibrary, type GovernanceInForce, type PolicyLibrary } from './policy-library.js';
+import { GOVERNED_QUEUES, governanceInForce, isGoverned, loadPolicyLibrary, type GovernanceInForce, type PolicyLibrary } from './policy-library.js';
 
 // The schema names the governance vocabulary through this service, never through src/core (dependency-direction test).
 export { IDLE_ACTIONS, PREEMPTIBILITIES, SLA_CLASSES, WORKLOAD_TYPES } from '../../core/governance/types.js';
@@ -173,7 +173,7 @@ async function changeLibrary<T>(
 
 /** The governed queues whose core spec differs between two libraries (platform-wide: every tenant's). */
 async function queuesMoved(em: EntityManager, before: PolicyLibrary, after: PolicyLibrary): Promise<{ queueId: string; tenantId: string }[]> {
-  const queues = (await em.find(Queue, { $or: [{ isolationPolicy: { $ne: null } }, { workloadType: { $ne: null } }, { slaClass: { $ne: null } }] }, { filters: false, populate: ['tenant'] })).filter(isGoverned);
+  const queues = (await em.find(Queue, GOVERNED_QUEUES, { filters: false, populate: ['tenant'] })).filter(isGoverned);
   const spec = (library: PolicyLibrary, q: Queue) => JSON.stringify(queueSpec(q, null, 1, governanceInForce(library, q, q.tenant.tier)));
   return queues.filter((q) => spec(before, q) !== spec(after, q)).map((q) => ({ queueId: q.id, tenantId: q.tenant.id }));
 }

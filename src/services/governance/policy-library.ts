@@ -1,6 +1,6 @@
 // The isolation-policy library as the services see it: the built-in policies overlaid with the rows
 // platform admins edited or added, the selection rules, and the policy a queue gets.
-import type { EntityManager } from '@mikro-orm/core';
+import type { EntityManager, FilterQuery } from '@mikro-orm/core';
 import { BUILT_IN_POLICIES, baseSetting, chooseRule, clampSetting, DEFAULT_POLICY_RULES } from '../../core/governance/policies.js';
 import type { IsolationPolicy, LimitSetting, PolicyRule, SlaClass, WorkloadType } from '../../core/governance/types.js';
 import type { IsolationLevel } from '../../core/types.js';
@@ -61,6 +61,9 @@ export function governanceInForce(library: PolicyLibrary, queue: Pick<Queue, 'is
   const choice = policyForQueue(library, queue, tier);
   return choice ? { ...choice, ...settingInForce(choice.policy, queue) } : null;
 }
+
+/** isGoverned as a query filter: the queues that name a policy, a workload type or an SLA class. */
+export const GOVERNED_QUEUES: FilterQuery<Queue> = { $or: [{ isolationPolicy: { $ne: null } }, { workloadType: { $ne: null } }, { slaClass: { $ne: null } }] };
 
 /** Whether a queue is inside governance at all (it names a policy, a workload type or an SLA class). */
 export const isGoverned = (queue: Pick<Queue, 'isolationPolicy' | 'workloadType' | 'slaClass'>): boolean => Boolean(queue.isolationPolicy || queue.workloadType || queue.slaClass);
