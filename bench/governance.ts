@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { writeResultsSection } from './results-section.js';
 import { convertPhilly } from '../src/simulator/philly.js';
 import { computeReplayMetrics, type ReplayMetrics } from '../src/simulator/metrics.js';
-import type { PolicyName } from '../src/simulator/policies.js';
+import type { PolicyName } from '../src/simulator/scheduling-policies.js';
 import { runReplay } from '../src/simulator/replay.js';
 import { fmtDuration } from '../src/simulator/report.js';
 import { governanceFor, loadInput } from '../src/simulator/run.js';

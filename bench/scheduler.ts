@@ -7,7 +7,7 @@
 // Baseline: the same scheduler with `rescanEveryCycle` (rebuilds usage and node capacity from all
 // running jobs and retries every pending job each cycle), measured in the same run.
 import { cpus, loadavg } from 'node:os';
-import { Scheduler, type JobSpec, type QueueSpec } from '../src/core/index.js';
+import { Scheduler, type JobSpec, type QueueSpec } from '../src/core/scheduling/index.js';
 
 function mulberry32(seed: number): () => number {
   let a = seed >>> 0;

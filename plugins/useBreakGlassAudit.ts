@@ -1,7 +1,7 @@
 import { isAsyncIterable, type Plugin } from '@envelop/core';
 import { GraphQLError, type ExecutionResult } from 'graphql';
 import type { ServiceContext } from '../src/services/context.js';
-import { BreakGlassGrantEnded } from '../src/services/break-glass-reads.js';
+import { BreakGlassGrantEnded } from '../src/services/tenancy/break-glass-reads.js';
 
 export interface BreakGlassAuditOptions {
   /** Where a failed audit write is reported (the client only learns that nothing was returned). */

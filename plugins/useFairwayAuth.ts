@@ -26,7 +26,7 @@ export interface CredentialAttemptGate {
 interface AuthSourceContext {
   request?: Request;
   credentialAttempts?: CredentialAttemptGate;
-  /** graphql-ws puts the client's connection params here (see src/server/websocket.ts). */
+  /** graphql-ws puts the client's connection params here (see src/server/websocket/websocket.ts). */
   connectionParams?: Record<string, unknown> | null;
 }
 

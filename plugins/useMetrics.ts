@@ -3,10 +3,10 @@ import { getOperationAST, type DocumentNode, type ExecutionResult, type GraphQLE
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import { PothosValidationError } from '@pothos/core';
 import type { IdentityResolver } from '../src/auth/identity.js';
-import { INVALID_OPERATION, type FairwayMetrics } from '../src/server/metrics.js';
+import { INVALID_OPERATION, type FairwayMetrics } from '../src/server/metrics/registry.js';
 import { FairwayError } from '../src/shared/client-errors.js';
 import { isDatabaseUnavailable } from '../src/persistence/database-unavailable.js';
-import { jsonRouteError } from '../src/server/route-errors.js';
+import { jsonRouteError } from '../src/server/routes/route-errors.js';
 
 export interface MetricsOptions {
   metrics: FairwayMetrics;

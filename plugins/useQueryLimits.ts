@@ -2,7 +2,7 @@ import type { Plugin } from '@envelop/core';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { GraphQLArmorRejectCallback } from '@escape.tech/graphql-armor-types';
 import { GraphQLError, NoSchemaIntrospectionCustomRule, type ValidationContext, type ValidationRule } from 'graphql';
-import type { QueryLimits } from '../src/server/limits.js';
+import type { QueryLimits } from '../src/server/query-limits/limits.js';
 
 export type QueryLimitsOptions = Pick<QueryLimits, 'maxDepth' | 'maxAliases' | 'maxCost' | 'maxTokens' | 'maxDirectives' | 'introspection' | 'fieldSuggestions'>;
 

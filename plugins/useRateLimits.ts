@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionResult, type SelectionNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Principal } from '../src/auth/principal.js';
-import { OPERATION_COST, type ChargeSubject, type RateLimiter, type RateLimitRefusal } from '../src/server/rate-limits.js';
+import { OPERATION_COST, type ChargeSubject, type RateLimiter, type RateLimitRefusal } from '../src/server/rate-limits/limiter.js';
 import type { CredentialAttemptGate } from './useFairwayAuth.js';
 
 export interface RateLimitsOptions {
@@ -10,7 +10,7 @@ export interface RateLimitsOptions {
   logError: (error: unknown) => void;
 }
 
-/** What the envelop context holds that matters here (HTTP: yoga's node server context; WebSocket: see src/server/websocket.ts). */
+/** What the envelop context holds that matters here (HTTP: yoga's node server context; WebSocket: see src/server/websocket/websocket.ts). */
 interface RateContext {
   req?: IncomingMessage;
   request?: Request;
@@ -23,7 +23,7 @@ interface RateContext {
  * - Before any credential is verified (the gate useFairwayAuth calls), an IP that failed too
  *   many is refused; each failure is counted.
  * - Before an operation executes, or a subscription starts (its events are free), the caller
- *   pays its cost into its buckets (src/server/rate-limits.ts); a refusal stops it there: no
+ *   pays its cost into its buckets (src/server/rate-limits/limiter.ts); a refusal stops it there: no
  *   resolver runs, so nothing is written or audited.
  *
  * A refusal is RATE_LIMITED with `retryAfterSeconds` and `limit`, over HTTP a 429 with

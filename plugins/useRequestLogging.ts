@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { getOperationAST, type DocumentNode, type ExecutionResult, type GraphQLError } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Principal } from '../src/auth/principal.js';
-import type { FairwayLogger } from '../src/server/observability.js';
+import type { FairwayLogger } from '../src/server/observability/observability.js';
 import { errorCode } from './useMetrics.js';
 
 export interface RequestLoggingOptions {

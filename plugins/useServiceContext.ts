@@ -6,8 +6,8 @@ import { tenantFilterFor } from '../src/auth/principal.js';
 import type { EventBus } from '../src/events/bus.js';
 import type { SchedulerService } from '../src/services/scheduling/scheduler-service.js';
 import { createLoaders, type Loaders } from '../src/services/loaders.js';
-import { BreakGlassReads } from '../src/services/break-glass-reads.js';
-import { scopedEntityManager } from '../src/persistence/entities.js';
+import { BreakGlassReads } from '../src/services/tenancy/break-glass-reads.js';
+import { scopedEntityManager } from '../src/persistence/tenancy/entities.js';
 
 export interface ServiceContextOptions {
   orm: MikroORM;

@@ -6,7 +6,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
 import { getCurrentOtelContext, otelContextMap, setCurrentOtelContext, useOpenTelemetry } from '@envelop/opentelemetry';
 import type { Principal } from '../src/auth/principal.js';
-import type { FairwayLogger } from '../src/server/observability.js';
+import type { FairwayLogger } from '../src/server/observability/observability.js';
 import { errorCode } from './useMetrics.js';
 
 export interface TracingConfig {

@@ -5,16 +5,16 @@ import { stringify } from 'csv-stringify/sync';
 import type { IdentityResolver } from '../src/auth/identity.js';
 import { tenantFilterFor } from '../src/auth/principal.js';
 import type { EventBus } from '../src/events/bus.js';
-import { scopedEntityManager } from '../src/persistence/entities.js';
+import { scopedEntityManager } from '../src/persistence/tenancy/entities.js';
 import { createLoaders } from '../src/services/loaders.js';
 import type { ServiceContext } from '../src/services/context.js';
-import { memberName } from '../src/services/members.js';
-import { currencyOf } from '../src/services/metering/prices.js';
+import { memberName } from '../src/services/tenancy/members.js';
+import { currencyOf } from '../src/services/metering/price-book.js';
 import { monthRange, readUsage, type UsageDimension, type UsageRow } from '../src/services/metering/usage.js';
 import type { SchedulerService } from '../src/services/scheduling/scheduler-service.js';
 import { FairwayError, type ErrorCode } from '../src/shared/client-errors.js';
 import { decodeId } from '../schema/common.js';
-import { jsonRouteError } from '../src/server/route-errors.js';
+import { jsonRouteError } from '../src/server/routes/route-errors.js';
 
 export interface UsageExportOptions {
   orm: MikroORM;

@@ -46,7 +46,7 @@ export const builder = new SchemaBuilder<{
   relay: {
     clientMutationId: 'omit',
     cursorType: 'String',
-    // node/nodes are defined in schema/node.ts so that a foreign id answers NOT_FOUND.
+    // node/nodes are defined in schema/cluster/node.ts so that a foreign id answers NOT_FOUND.
     nodeQueryOptions: false,
     nodesQueryOptions: false,
   },

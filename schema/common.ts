@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { isUuid } from '../src/persistence/ids.js';
 import { badInput, notFound } from '../src/shared/client-errors.js';
 import type { PageQuery } from '../src/services/paging.js';
-import { CAPABILITIES, PLATFORM_SCOPE } from '../src/services/api-tokens.js';
+import { CAPABILITIES, PLATFORM_SCOPE } from '../src/services/tenancy/api-tokens.js';
 import {
   ISOLATION_LEVELS,
   PROJECT_STATUSES,
@@ -12,7 +12,7 @@ import {
   TENANT_STATUSES,
   TENANT_TIERS,
   AUDIT_OUTCOMES,
-} from '../src/persistence/entities.js';
+} from '../src/persistence/tenancy/entities.js';
 import { WORKLOAD_TYPES } from '../src/services/governance/policies.js';
 import { builder } from './builder.js';
 

@@ -1,4 +1,4 @@
-import type { ApiToken, AuditEvent, Membership, Project, Tenant } from '../src/persistence/entities.js';
+import type { ApiToken, AuditEvent, Membership, Project, Tenant } from '../src/persistence/tenancy/entities.js';
 import type { Principal } from '../src/services/context.js';
 import { builder } from './builder.js';
 
@@ -13,8 +13,8 @@ export const ApiTokenRef = builder.objectRef<ApiToken>('ApiToken');
 export const AuditEventRef = builder.objectRef<AuditEvent>('AuditEvent');
 export const ViewerRef = builder.objectRef<Principal>('Viewer');
 
-import type { JobView } from '../src/persistence/job-rows.js';
-import type { ClusterNode, Cohort, Flavor, JobEvent, NodePool, PriorityClassRow, Queue } from '../src/persistence/scheduling-entities.js';
+import type { JobView } from '../src/persistence/jobs/job-rows.js';
+import type { ClusterNode, Cohort, Flavor, JobEvent, NodePool, PriorityClassRow, Queue } from '../src/persistence/cluster/entities.js';
 export const FlavorRef = builder.objectRef<Flavor>('Flavor');
 export const NodePoolRef = builder.objectRef<NodePool>('NodePool');
 export const ClusterNodeRef = builder.objectRef<ClusterNode>('ClusterNode');
@@ -25,7 +25,7 @@ export const QueueRef = builder.objectRef<Queue>('Queue');
 export const JobRef = builder.objectRef<JobView>('Job');
 export const JobEventRef = builder.objectRef<JobEvent>('JobEvent');
 
-import type { BreakGlassGrant } from '../src/persistence/access-entities.js';
+import type { BreakGlassGrant } from '../src/persistence/tenancy/access-entities.js';
 export const BreakGlassGrantRef = builder.objectRef<BreakGlassGrant>('BreakGlassGrant');
-import type { ProjectMembership } from '../src/services/project-members.js';
+import type { ProjectMembership } from '../src/services/tenancy/project-members.js';
 export const ProjectMemberRef = builder.objectRef<ProjectMembership>('ProjectMember');

@@ -1,10 +1,10 @@
 import net from 'node:net';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig } from './config/index.js';
 import { buildApp } from './server/app.js';
-import { startDemoTrickle } from './server/demo-trickle.js';
-import { demoCredentialsPath, readDemoCredentials, seedDemo, seedDemoBudgets, type DemoCredential } from './server/demo.js';
+import { startDemoTrickle } from './server/demo/trickle.js';
+import { demoCredentialsPath, readDemoCredentials, seedDemo, seedDemoBudgets, type DemoCredential } from './server/demo/seed.js';
 import { isDatabaseUnavailable } from './persistence/database-unavailable.js';
-import { User, systemEntityManager } from './persistence/entities.js';
+import { User, systemEntityManager } from './persistence/tenancy/entities.js';
 
 /** A start-up problem the operator fixes in the environment: one line, no stack trace, exit 1. */
 class StartupError extends Error {}

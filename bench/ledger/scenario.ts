@@ -5,10 +5,10 @@
 // migrated by bench/usage/load.ts's openScratch.
 import { createHash } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/core';
-import type { Admission, PodSetSpec } from '../../src/core/types.js';
-import { Project, Tenant, User, systemEntityManager } from '../../src/persistence/entities.js';
-import { Budget, FlavorPrice, PriceMultiplier } from '../../src/persistence/metering-entities.js';
-import { Flavor, Job, Queue } from '../../src/persistence/scheduling-entities.js';
+import type { Admission, PodSetSpec } from '../../src/core/scheduling/types.js';
+import { Project, Tenant, User, systemEntityManager } from '../../src/persistence/tenancy/entities.js';
+import { Budget, FlavorPrice, PriceMultiplier } from '../../src/persistence/metering/entities.js';
+import { Flavor, Job, Queue } from '../../src/persistence/cluster/entities.js';
 import { uuidv7 } from '../../src/persistence/ids.js';
 import { Prng } from '../../src/simulator/prng.js';
 import { CLASSES, FLAVORS } from '../usage/scenario.js';

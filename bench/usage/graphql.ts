@@ -9,7 +9,7 @@ import type { MikroORM } from '@mikro-orm/core';
 import { encodeGlobalID } from '@pothos/plugin-relay';
 import { ROLE_CAPABILITIES } from '../../src/auth/capabilities.js';
 import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../../src/auth/api-token-secret.js';
-import { ApiToken, Membership, scopedEntityManager } from '../../src/persistence/entities.js';
+import { ApiToken, Membership, scopedEntityManager } from '../../src/persistence/tenancy/entities.js';
 import { cpuSeconds } from '../api/process-stats.js';
 import { spawnAndWait, stopper } from '../api/servers.js';
 import type { UsageWindow } from './queries.js';

@@ -9,10 +9,10 @@ import { createHash } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/core';
 import pg from 'pg';
 import { migrate, openDatabase } from '../../src/persistence/orm.js';
-import { Project, Tenant, User, scopedEntityManager } from '../../src/persistence/entities.js';
-import { Job, Queue } from '../../src/persistence/scheduling-entities.js';
+import { Project, Tenant, User, scopedEntityManager } from '../../src/persistence/tenancy/entities.js';
+import { Job, Queue } from '../../src/persistence/cluster/entities.js';
 import { uuidv7 } from '../../src/persistence/ids.js';
-import { hourlyDeltas, type LedgerRow } from '../../src/metering/ledger.js';
+import { hourlyDeltas, type LedgerRow } from '../../src/services/metering/ledger.js';
 import { emitRows, type Scenario, type ScenarioRow } from './scenario.js';
 import { bulkWriter, HOURLY, knexOf, RECORDS, type Dialect } from './bulk.js';
 

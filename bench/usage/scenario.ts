@@ -1,9 +1,9 @@
 // The bench's data, generated from a seed with no database: a month of GPU jobs in one big
 // tenant (most of the rows; the query is over it) and two small ones, and the ledger rows the
-// writer (src/metering/ledger.ts) would have written for them — one row per job × flavor ×
+// writer (src/services/metering/ledger.ts) would have written for them — one row per job × flavor ×
 // checkpoint interval, cut at every UTC hour — emitted in time order, as a live ledger fills.
-import type { UsageCloser } from '../../src/persistence/metering-entities.js';
-import type { LedgerRow } from '../../src/metering/ledger.js';
+import type { UsageCloser } from '../../src/persistence/metering/entities.js';
+import type { LedgerRow } from '../../src/services/metering/ledger.js';
 import { Prng } from '../../src/simulator/prng.js';
 
 export const HOUR_MS = 3_600_000;

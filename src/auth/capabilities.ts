@@ -1,4 +1,4 @@
-import type { TenantRole } from '../persistence/entities.js';
+import type { TenantRole } from '../persistence/tenancy/entities.js';
 
 /**
  * What a caller may do inside one tenant. Roles grant capabilities; an API token can

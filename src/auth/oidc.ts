@@ -1,5 +1,5 @@
 import { createRemoteJWKSet, importSPKI, jwtVerify, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey, type CryptoKey } from 'jose';
-import type { OidcConfig } from '../config.js';
+import type { OidcConfig } from '../config/index.js';
 import { unauthenticated } from '../shared/client-errors.js';
 
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384', 'EdDSA'];

@@ -1,4 +1,4 @@
-import type { ProjectRole, TenantFilterParams, TenantRole } from '../persistence/entities.js';
+import type { ProjectRole, TenantFilterParams, TenantRole } from '../persistence/tenancy/entities.js';
 import { PLATFORM_CAPABILITIES, ROLE_CAPABILITIES, type Capability } from './capabilities.js';
 
 /** Who is calling, resolved once per request (HTTP) or connection (WebSocket). */

@@ -1,5 +1,5 @@
 import { MUTATING_ROLES } from './capabilities.js';
-import type { JobVisibility, ProjectRole } from '../persistence/entities.js';
+import type { JobVisibility, ProjectRole } from '../persistence/tenancy/entities.js';
 import { accessFor, type Access, type Principal } from './principal.js';
 
 /**

@@ -1,6 +1,6 @@
 // The execution-backend port: what a backend (simulated, Kubernetes) implements for the
 // scheduling service. Types only; it lives beside its adapters, and the core knows nothing of it.
-import type { Admission, CheckpointSpec, NodeSpec, PodSetSpec } from '../core/types.js';
+import type { Admission, CheckpointSpec, NodeSpec, PodSetSpec } from '../core/scheduling/types.js';
 import type { WorkloadType } from '../core/governance/types.js';
 
 /** What an execution backend needs to run one admitted job. */

@@ -12,11 +12,11 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { ConfigError, loadConfig } from '../config.js';
+import { ConfigError, loadConfig } from '../config/index.js';
 import { migrate, openDatabase } from '../persistence/orm.js';
-import { ApiToken, AuditEvent, User, systemEntityManager } from '../persistence/entities.js';
+import { ApiToken, AuditEvent, User, systemEntityManager } from '../persistence/tenancy/entities.js';
 import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../auth/api-token-secret.js';
-import { MAX_TOKEN_LIFETIME_DAYS } from '../services/api-tokens.js';
+import { MAX_TOKEN_LIFETIME_DAYS } from '../services/tenancy/api-tokens.js';
 import { uuidv7 } from '../persistence/ids.js';
 
 const HELP = `usage: npm run bootstrap -- --email EMAIL [--name NAME] [--expires-in-days N]

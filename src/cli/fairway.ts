@@ -6,7 +6,7 @@ import { checkPhillyDir, convertPhilly, type PhillyDirSource } from '../simulato
 import { writeHetero } from '../simulator/hetero-gen.js';
 import { convertOpenb } from '../simulator/openb.js';
 import { runTenantCommand, TENANT_COMMANDS, TENANT_HELP } from './tenant/index.js';
-import { ALL_POLICIES, PLACEMENTS, POLICIES, type PlacementName, type PolicyName } from '../simulator/policies.js';
+import { ALL_POLICIES, PLACEMENTS, POLICIES, type PlacementName, type PolicyName } from '../simulator/scheduling-policies.js';
 import { barProgress, lineProgress, NO_PROGRESS, type ProgressDisplay } from '../simulator/progress.js';
 import { simulate, terminalReport, writeReport, type RunTiming, type SimulateOptions } from '../simulator/run.js';
 

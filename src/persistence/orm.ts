@@ -4,12 +4,12 @@ import { MikroORM, type Options } from '@mikro-orm/core';
 import { BetterSqliteDriver } from '@mikro-orm/better-sqlite';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
-import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseConfig, type DatabaseTimeouts } from '../config.js';
-import { allEntities } from './entities.js';
-import { schedulingEntities } from './scheduling-entities.js';
-import { accessEntities } from './access-entities.js';
-import { meteringEntities } from './metering-entities.js';
-import { governanceEntities } from './governance-entities.js';
+import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseConfig, type DatabaseTimeouts } from '../config/index.js';
+import { allEntities } from './tenancy/entities.js';
+import { schedulingEntities } from './cluster/entities.js';
+import { accessEntities } from './tenancy/access-entities.js';
+import { meteringEntities } from './metering/entities.js';
+import { governanceEntities } from './governance/entities.js';
 import { sqliteMigrations } from '../../migrations/sqlite/index.js';
 import { postgresqlMigrations } from '../../migrations/postgresql/index.js';
 

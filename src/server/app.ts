@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MikroORM } from '@mikro-orm/core';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
-import { DEFAULT_CURRENCY, DEFAULT_IDENTITY_CACHE_MS, type FairwayConfig } from '../config.js';
+import { DEFAULT_CURRENCY, DEFAULT_IDENTITY_CACHE_MS, type FairwayConfig } from '../config/index.js';
 import { IdentityResolver } from '../auth/identity.js';
 import { IdentityCache } from '../auth/identity-cache.js';
 import { OidcVerifier } from '../auth/oidc.js';
@@ -14,7 +14,7 @@ import { computeHolds, evaluateBudgets } from '../services/metering/budgets.js';
 import { BackendSync } from '../services/scheduling/backend-sync.js';
 import { SchedulerService } from '../services/scheduling/scheduler-service.js';
 import { leadershipFor } from '../services/scheduling/leadership.js';
-import { governanceLeaderTasks, type GovernanceTaskSettings } from '../services/governance/leader-tasks.js';
+import { governanceLeaderTasks, type GovernanceTaskSettings } from '../services/governance/governance-tasks.js';
 import { ensurePriorityClasses } from '../services/scheduling/priority-classes.js';
 import { migrate, openDatabase } from '../persistence/orm.js';
 import { schema } from '../../schema/index.js';
@@ -26,17 +26,17 @@ import { useSubscriptionEventContext } from '../../plugins/useSubscriptionEventC
 import { useReadiness } from '../../plugins/useReadiness.js';
 import { useUsageExport } from '../../plugins/useUsageExport.js';
 import { useMetrics } from '../../plugins/useMetrics.js';
-import { createMetrics, type FairwayMetrics } from './metrics.js';
+import { createMetrics, type FairwayMetrics } from './metrics/registry.js';
 import { createMaskError } from './errors.js';
-import { resolveQueryLimits } from './limits.js';
+import { resolveQueryLimits } from './query-limits/limits.js';
 import { useQueryLimits } from '../../plugins/useQueryLimits.js';
 import { useExecutionTimeout } from '../../plugins/useExecutionTimeout.js';
 import { clientIpOf, useRateLimits } from '../../plugins/useRateLimits.js';
 import { useCallerConcurrency } from '../../plugins/useCallerConcurrency.js';
-import { createRateLimiter, rateLimitsFromEnv } from './rate-limits.js';
-import { httpSecurity, httpSecurityFromEnv, webSocketOperationCheck } from './http-security.js';
-import { createLogger, observabilityFromEnv, observabilityPlugins, yogaLogger, type FairwayLogger } from './observability.js';
-import { attachWebSocket, webSocketFromEnv, type AttachedWebSocket } from './websocket.js';
+import { createRateLimiter, rateLimitsFromEnv } from './rate-limits/limiter.js';
+import { httpSecurity, httpSecurityFromEnv, webSocketOperationCheck } from './http-security/http-security.js';
+import { createLogger, observabilityFromEnv, observabilityPlugins, yogaLogger, type FairwayLogger } from './observability/observability.js';
+import { attachWebSocket, webSocketFromEnv, type AttachedWebSocket } from './websocket/websocket.js';
 
 export interface BuildAppOptions {
   config: FairwayConfig;
@@ -143,7 +143,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   const observability = observabilityPlugins(config.observability, { logger });
   const yoga = createYoga<Record<string, unknown>>({
     schema,
-    // Query limits: body size and batching here, the rest in useQueryLimits (src/server/limits.ts).
+    // Query limits: body size and batching here, the rest in useQueryLimits (src/server/query-limits/limits.ts).
     maxRequestBodySize: limits.maxBodyBytes,
     batching: limits.maxBatch > 0 ? { limit: limits.maxBatch } : false,
     graphqlEndpoint: '/graphql',

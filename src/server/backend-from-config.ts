@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import type { FairwayConfig } from '../config.js';
-import { ConfigError } from '../config.js';
+import type { FairwayConfig } from '../config/index.js';
+import { ConfigError } from '../config/index.js';
 import type { ExecutionBackend } from '../backends/port.js';
 import { SimulatedBackend } from '../backends/simulated.js';
 import { KubernetesBackend } from '../backends/kubernetes/backend.js';

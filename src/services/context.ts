@@ -3,16 +3,16 @@ import type { Principal } from '../auth/principal.js';
 import type { EventBus } from '../events/bus.js';
 import type { SchedulerService } from './scheduling/scheduler-service.js';
 import type { Loaders } from './loaders.js';
-import type { TenantRole } from '../persistence/entities.js';
+import type { TenantRole } from '../persistence/tenancy/entities.js';
 import { accessFor, canSeeTenant, roleIn, type Access } from '../auth/principal.js';
-import type { BreakGlassReads } from './break-glass-reads.js';
+import type { BreakGlassReads } from './tenancy/break-glass-reads.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 /**
  * The tenant a mutation's rights were checked in, for the caller who may see it: a refused
  * or failed mutation that named only an id is audited in that tenant's log rather than the
  * platform's (where platform admins would see a member's e-mail and targets). Set by
- * requireCapability inside auditedMutation (src/services/audit.ts), which reads it.
+ * requireCapability inside auditedMutation (src/services/audit/audit.ts), which reads it.
  */
 export const checkedTenant = new AsyncLocalStorage<{ tenantId: string | null }>();
 import type { Capability } from '../auth/capabilities.js';

@@ -1,4 +1,4 @@
-import { SchedulerInputError } from '../core/errors.js';
+import { SchedulerInputError } from '../core/scheduling/errors.js';
 import { badInput } from '../shared/client-errors.js';
 
 /** Scheduler refusals are the caller's input problems; their messages say what is wrong. */

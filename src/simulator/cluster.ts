@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { FlavorSpec, NodeSpec } from '../core/index.js';
+import type { FlavorSpec, NodeSpec } from '../core/scheduling/index.js';
 import { Columns, CsvError, parseCsvTable } from './csv.js';
 
 export type FlavorKind = FlavorSpec['kind'];

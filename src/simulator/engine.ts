@@ -1,13 +1,13 @@
 // The simulator engine's shared part: what a replay or a fill reads (SimInput) and
 // produces (ReplayOutcome, FillOutcome), and how a trace job becomes the core's job spec.
 // The loops live in replay.ts and fill.ts.
-import { SchedulerInputError, type JobSpec } from '../core/index.js';
+import { SchedulerInputError, type JobSpec } from '../core/scheduling/index.js';
 import type { SimCluster } from './cluster.js';
 import type { PodShape } from './fragmentation.js';
-import type { BuiltScheduler, PlacementName, PolicyName } from './policies.js';
+import type { BuiltScheduler, PlacementName, PolicyName } from './scheduling-policies.js';
 import { nominalGpus, type SimQueue, type SimQueues } from './queues.js';
 import type { TraceJob } from './trace.js';
-import type { GovernanceOutcome } from './governance.js';
+import type { GovernanceOutcome } from './governance/governance.js';
 
 export interface SimInput {
   trace: TraceJob[];

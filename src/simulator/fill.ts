@@ -1,9 +1,9 @@
-import type { WorkloadShape } from '../core/index.js';
+import type { WorkloadShape } from '../core/scheduling/index.js';
 import { totalGpus } from './cluster.js';
 import { isRefusal, podShape, resolveQueues, round6, toSpec, type FillOutcome, type FillPoint, type SimInput } from './engine.js';
 import { fragmentation, shapeKey, unitsInUse, type PodShape } from './fragmentation.js';
 import { PendingShapes } from './pending-shapes.js';
-import { buildScheduler, type PlacementName, type PolicyName } from './policies.js';
+import { buildScheduler, type PlacementName, type PolicyName } from './scheduling-policies.js';
 import { Prng } from './prng.js';
 import { jobGpus } from './trace.js';
 

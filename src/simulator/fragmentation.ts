@@ -1,4 +1,4 @@
-import type { NodeStatus } from '../core/index.js';
+import type { NodeStatus } from '../core/scheduling/index.js';
 
 /** Per-pod resource shape of a pending (or expected) pod. gpu is in flavor units. */
 export interface PodShape {

@@ -1,7 +1,7 @@
 import type { ReplayOutcome, TenantInfo } from './engine.js';
 import { round6 } from './engine.js';
 import { etaStats, type EtaStats } from './eta.js';
-import { computeGovernanceMetrics, type GovernanceMetrics } from './governance-metrics.js';
+import { computeGovernanceMetrics, type GovernanceMetrics } from './governance/metrics.js';
 import { percentile } from './percentile.js';
 
 export { percentile };

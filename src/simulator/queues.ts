@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import type { PreemptionSpec, QuotaLimits, QuotaSpec, ResourceName, TimeWindowSpec } from '../core/index.js';
-import { parseClock, windowOpen } from '../core/windows.js';
+import type { PreemptionSpec, QuotaLimits, QuotaSpec, ResourceName, TimeWindowSpec } from '../core/scheduling/index.js';
+import { parseClock, windowOpen } from '../core/scheduling/windows.js';
 import type { SimCluster } from './cluster.js';
 import { z } from 'zod';
 import { DocError, parseDoc, type Doc, type Value } from './doc.js';

@@ -1,12 +1,12 @@
-import { IndexedHeap } from '../core/heap.js';
-import type { Admission, NodeStatus, Preemption } from '../core/index.js';
+import { IndexedHeap } from '../core/scheduling/heap.js';
+import type { Admission, NodeStatus, Preemption } from '../core/scheduling/index.js';
 import { totalGpus } from './cluster.js';
 import { isRefusal, podShape, resolveQueues, tenantInfos, toSpec, type PreemptionRecord, type ReplayOutcome, type RunSegment, type SimInput, type SimJob, type WindowEnd } from './engine.js';
 import { fragmentation, shapeKey, unitsInUse } from './fragmentation.js';
-import { GovernanceRun, type GovernanceOptions } from './governance.js';
+import { GovernanceRun, type GovernanceOptions } from './governance/governance.js';
 import { NominalBook } from './nominal-book.js';
 import { PendingShapes } from './pending-shapes.js';
-import { buildScheduler, type PlacementName, type PolicyName } from './policies.js';
+import { buildScheduler, type PlacementName, type PolicyName } from './scheduling-policies.js';
 import { queueAt } from './queues.js';
 import { jobGpus, savedRunMs } from './trace.js';
 

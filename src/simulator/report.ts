@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FillOutcome } from './engine.js';
 import { allocationChart, fillChart, preemptionChart, waitHistogramChart } from './charts.js';
 import type { ReplayMetrics } from './metrics.js';
-import { GOVERNANCE_HEAD, GOVERNANCE_NOTE, GOVERNANCE_TENANT_HEAD, governanceRows, governanceTenantRows } from './governance-report.js';
+import { GOVERNANCE_HEAD, GOVERNANCE_NOTE, GOVERNANCE_TENANT_HEAD, governanceRows, governanceTenantRows } from './governance/report.js';
 
 export interface ReportInputs {
   trace: string;

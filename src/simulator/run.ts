@@ -4,7 +4,7 @@ import { readCluster, totalGpus } from './cluster.js';
 import { resolveQueues, type SimInput, type WindowEnd } from './engine.js';
 import { DEFAULT_FILL_TARGETS, runFill } from './fill.js';
 import { computeReplayMetrics } from './metrics.js';
-import { isGovernedPolicy, type PlacementName, type PolicyName } from './policies.js';
+import { isGovernedPolicy, type PlacementName, type PolicyName } from './scheduling-policies.js';
 import { checkQueuesAgainstCluster, readQueues } from './queues.js';
 import { runReplay } from './replay.js';
 import { fillHtml, fillMarkdown, fillRun, fillTerminal, replayHtml, replayMarkdown, replayTerminal, reportJson, type FillReport, type Report, type ReplayReport, type ReportInputs } from './report.js';

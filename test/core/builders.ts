@@ -13,7 +13,7 @@ import {
   type TimeWindowSpec,
   type IsolationLevel,
   type QuotaSpec,
-} from '../../src/core/index.js';
+} from '../../src/core/scheduling/index.js';
 
 export class ManualClock {
   constructor(public t = Date.UTC(2026, 0, 5, 12, 0)) {} // a Monday, 12:00 UTC

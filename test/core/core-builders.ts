@@ -1,12 +1,12 @@
 // Builders for the module tests: the core's state object (CoreState) set up like makeCluster, so
 // each module's functions can be called directly, plus a few shorthands to read it.
-import { upsertCohort, upsertFlavor, upsertNode, upsertQueue } from '../../src/core/configure.js';
-import { cycle } from '../../src/core/cycle.js';
-import { submit } from '../../src/core/jobs.js';
-import { createCoreState, type CoreState, type JobState, type QueueState } from '../../src/core/state.js';
-import { debugState } from '../../src/core/views.js';
-import { available, GPU } from '../../src/core/quota.js';
-import type { JobSpec } from '../../src/core/index.js';
+import { upsertCohort, upsertFlavor, upsertNode, upsertQueue } from '../../src/core/scheduling/configure.js';
+import { cycle } from '../../src/core/scheduling/cycle.js';
+import { submit } from '../../src/core/scheduling/jobs.js';
+import { createCoreState, type CoreState, type JobState, type QueueState } from '../../src/core/scheduling/state.js';
+import { debugState } from '../../src/core/scheduling/views.js';
+import { available, GPU } from '../../src/core/scheduling/quota.js';
+import type { JobSpec } from '../../src/core/scheduling/index.js';
 import { FLAVORS, JobBuilder, ManualClock, NodeBuilder, QueueBuilder, type ClusterSetup } from './builders.js';
 
 /** A CoreState with the standard flavors, then the given nodes, cohorts and queues (as makeCluster). */

@@ -5,9 +5,9 @@
 // 1000×) before a reclaim, so a lender's job really waits while its share is lent.
 import type { EntityManager } from '@mikro-orm/core';
 import { expect } from 'vitest';
-import { AuditEvent, Tenant, systemEntityManager } from '../../src/persistence/entities.js';
-import { IsolationPolicyRow } from '../../src/persistence/governance-entities.js';
-import { Job, Queue } from '../../src/persistence/scheduling-entities.js';
+import { AuditEvent, Tenant, systemEntityManager } from '../../src/persistence/tenancy/entities.js';
+import { IsolationPolicyRow } from '../../src/persistence/governance/entities.js';
+import { Job, Queue } from '../../src/persistence/cluster/entities.js';
 import type { FairwayApp } from '../../src/server/app.js';
 import { replayControllerAudit } from '../../src/services/governance/controller-audit.js';
 import { CONTROLLER_ADJUST_ACTION, CONTROLLER_RESTORE_ACTION } from '../../src/services/governance/controller-settings.js';

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, it } from 'vitest';
 import { MikroORM } from '@mikro-orm/core';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
-import type { DatabaseConfig } from '../../src/config.js';
+import type { DatabaseConfig } from '../../src/config/index.js';
 
 export type Dialect = 'sqlite' | 'postgresql';
 

@@ -4,11 +4,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { buildApp, type BuildAppOptions, type FairwayApp } from '../../src/server/app.js';
-import type { FairwayConfig } from '../../src/config.js';
-import { seedDemo, type DemoCredential } from '../../src/server/demo.js';
-import { Tenant, Project, Membership, ApiToken, AuditEvent, User, TENANT_FILTER } from '../../src/persistence/entities.js';
-import { Cohort, Flavor, Job, NodePool, PriorityClassRow, Queue } from '../../src/persistence/scheduling-entities.js';
-import { BreakGlassGrant, ProjectMembership } from '../../src/persistence/access-entities.js';
+import type { FairwayConfig } from '../../src/config/index.js';
+import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
+import { Tenant, Project, Membership, ApiToken, AuditEvent, User, TENANT_FILTER } from '../../src/persistence/tenancy/entities.js';
+import { Cohort, Flavor, Job, NodePool, PriorityClassRow, Queue } from '../../src/persistence/cluster/entities.js';
+import { BreakGlassGrant, ProjectMembership } from '../../src/persistence/tenancy/access-entities.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
 
 export const TEST_ISSUER = 'https://idp.test.fairway';

@@ -4,11 +4,11 @@ import path from 'node:path';
 import { exportSPKI, generateKeyPair } from 'jose';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { buildApp, type BuildAppOptions, type FairwayApp } from '../../src/server/app.js';
-import { seedDemo, type DemoCredential } from '../../src/server/demo.js';
+import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
 import { demoToken, testConfig } from './harness.js';
-import { Tenant } from '../../src/persistence/entities.js';
-import { ClusterNode } from '../../src/persistence/scheduling-entities.js';
+import { Tenant } from '../../src/persistence/tenancy/entities.js';
+import { ClusterNode } from '../../src/persistence/cluster/entities.js';
 import { postGraphql } from './scheduler-app.js';
 import { startKubeApiServer, type KubeApiServer, type KubeletOptions } from './kube-api-server/index.js';
 

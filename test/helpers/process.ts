@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { DemoCredential } from '../../src/server/demo.js';
+import type { DemoCredential } from '../../src/server/demo/seed.js';
 
 /** The repository root: the server is started from there, as `npm start` would. */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

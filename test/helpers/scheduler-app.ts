@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { exportSPKI, generateKeyPair } from 'jose';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
-import { seedDemo, type DemoCredential } from '../../src/server/demo.js';
+import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
 import { demoToken, testConfig } from './harness.js';
 

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { Membership, Project, Tenant, User, systemEntityManager } from '../../src/persistence/entities.js';
-import { Job, Queue, type JobState } from '../../src/persistence/scheduling-entities.js';
-import { UsageHourly, UsageRecord, type UsageCloser } from '../../src/persistence/metering-entities.js';
+import { Membership, Project, Tenant, User, systemEntityManager } from '../../src/persistence/tenancy/entities.js';
+import { Job, Queue, type JobState } from '../../src/persistence/cluster/entities.js';
+import { UsageHourly, UsageRecord, type UsageCloser } from '../../src/persistence/metering/entities.js';
 import type { TestApp } from './harness.js';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { NodeStatus } from '../../src/core/index.js';
+import type { NodeStatus } from '../../src/core/scheduling/index.js';
 import type { ReplayOutcome, SimJob } from '../../src/simulator/engine.js';
 import { fragmentation } from '../../src/simulator/fragmentation.js';
 import { computeReplayMetrics, entitlement, jain, percentile, waterFill } from '../../src/simulator/metrics.js';

@@ -12,7 +12,7 @@ import type { KubernetesSettings } from './settings.js';
 import { observeRun, notRunningMessage, tenantSafeMessage } from './status.js';
 import { TenantReconciler, TenantRefusedError } from './tenant-reconciler.js';
 import { ensureJob, finished, refOf, withWorkloadHash } from './job-updates.js';
-import { PrometheusProbes, podOfName, type PodOwner } from './prometheus-probes.js';
+import { PrometheusProbes, podOfName, type PodOwner } from '../prometheus/probes.js';
 
 export interface KubernetesBackendOptions {
   kubeConfig: KubeConfig;

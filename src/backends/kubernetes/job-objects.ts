@@ -3,7 +3,7 @@
 // admission (flavor → resource name, tolerations, nodeSelector, optional pinning to its nodes).
 import type { V1Container, V1EnvVar, V1Job, V1PodSpec, V1Toleration, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { BackendJob } from '../port.js';
-import type { FlavorSpec, PodSetAdmission, PodSetSpec } from '../../core/types.js';
+import type { FlavorSpec, PodSetAdmission, PodSetSpec } from '../../core/scheduling/types.js';
 import { ANNOTATION_LATENCY_SENSITIVE, ANNOTATION_WORKLOAD_TYPE } from './naming.js';
 import { ANNOTATION_ADMISSION, ANNOTATION_CHECKPOINT_INTERVAL, ANNOTATION_JOB_NAME, ANNOTATION_RESUMABLE, LABEL_JOB_ID, LABEL_POD_SET, LABEL_QUEUE, TAINT_DEDICATED, kubeJobName, labelValue } from './naming.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';

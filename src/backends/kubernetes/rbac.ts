@@ -1,7 +1,7 @@
 /**
  * What the Kubernetes backend may do in the cluster: the single source of truth for the
  * ClusterRole in deploy/kubernetes/rbac.yaml and deploy/helm/fairway/templates/rbac.yaml
- * (test/deploy.test.ts fails when either drifts from this list). Least privilege: every verb
+ * (test/deploy/deploy.test.ts fails when either drifts from this list). Least privilege: every verb
  * here is one the backend uses, and nothing reads Secrets or ConfigMaps, execs into pods or
  * touches workloads outside the namespaces it manages.
  */

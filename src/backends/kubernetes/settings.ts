@@ -2,7 +2,7 @@
 // and which node resources feed which Fairway flavor. Parsed from a partial object (a YAML or
 // JSON file) over the defaults; unknown keys are refused so a typo does not pass silently.
 import { z } from 'zod';
-import { DEFAULT_PROMETHEUS_PROBES, prometheusProbesSchema, type PrometheusProbeSettings } from './prometheus-probes.js';
+import { DEFAULT_PROMETHEUS_PROBES, prometheusProbesSchema, type PrometheusProbeSettings } from '../prometheus/probes.js';
 
 export interface FlavorMapping {
   /** Fairway flavor name (a Flavor row). */

@@ -7,7 +7,7 @@ import { isMap, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { CliError, EXIT } from './context.js';
 
-// The server's own rules (schema/cluster.ts, schema/common.ts, schema/queue.ts), checked here
+// The server's own rules (schema/cluster/cluster.ts, schema/common.ts, schema/cluster/queue.ts), checked here
 // too so that a bad name stops the run before anything is sent.
 const objectName = z.string().regex(/^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/, 'use 1-63 lowercase letters, digits, dots and dashes');
 const slug = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'use 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit');

@@ -1,7 +1,7 @@
 // The isolation-strength policy library: four built-in policies (the names of the core's isolation
 // levels), the rule that picks one for a queue (tenant tier × workload type × SLA class), and the
 // queue spec a policy and its coefficients in force come to.
-import type { QueueSpec, QuotaSpec } from '../types.js';
+import type { QueueSpec, QuotaSpec } from '../scheduling/types.js';
 import { IDLE_ACTIONS, PREEMPTIBILITIES, type CoefficientRange, type IsolationPolicy, type LimitSetting, type PolicyRule, type SlaClass, type WorkloadType } from './types.js';
 
 const LEVELS: readonly string[] = ['DEDICATED', 'GUARANTEED', 'ELASTIC', 'BEST_EFFORT'];

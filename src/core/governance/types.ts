@@ -1,7 +1,7 @@
 // Governance (issue 16): isolation-strength policies, runtime probes, idle and held reclaim, the
 // second-level controller and quota recommendations — as pure data and functions. The services run
 // them on the scheduling leader; the simulator runs the same functions on its virtual clock.
-import type { IsolationLevel } from '../types.js';
+import type { IsolationLevel } from '../scheduling/types.js';
 
 export const WORKLOAD_TYPES = ['TRAINING', 'FINE_TUNING', 'BATCH_INFERENCE', 'ONLINE_INFERENCE'] as const;
 export type WorkloadType = (typeof WORKLOAD_TYPES)[number];

@@ -4,9 +4,9 @@
 import { raw, type EntityManager } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/knex';
 import type { ControllerQueueInput } from '../../core/governance/types.js';
-import type { QueueStatus } from '../../core/types.js';
-import { JobProbeSample } from '../../persistence/governance-entities.js';
-import { Job } from '../../persistence/scheduling-entities.js';
+import type { QueueStatus } from '../../core/scheduling/types.js';
+import { JobProbeSample } from '../../persistence/governance/entities.js';
+import { Job } from '../../persistence/cluster/entities.js';
 
 /** A queue's GPUs at one instant, summed over its flavors (the core's queueStatus, resource gpu). */
 export interface GpuReading {

@@ -3,7 +3,7 @@
 // platform admins (setGovernanceController) and by the task in its fenced write.
 import { LockMode, type EntityManager } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/knex';
-import { GovernanceSetting } from '../../persistence/governance-entities.js';
+import { GovernanceSetting } from '../../persistence/governance/entities.js';
 
 export const CONTROLLER_SETTING_KEY = 'controller';
 /** The audit action of one adjustment (system, in the queue's tenant). */

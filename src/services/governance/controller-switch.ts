@@ -2,11 +2,11 @@
 // restores every queue's static setting in the same transaction (audited per queue in its tenant).
 import { baseSetting } from '../../core/governance/policies.js';
 import type { LimitSetting } from '../../core/governance/types.js';
-import { AuditEvent, Tenant } from '../../persistence/entities.js';
+import { AuditEvent, Tenant } from '../../persistence/tenancy/entities.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { Queue } from '../../persistence/scheduling-entities.js';
+import { Queue } from '../../persistence/cluster/entities.js';
 import { badInput } from '../../shared/client-errors.js';
-import { auditedMutation } from '../audit.js';
+import { auditedMutation } from '../audit/audit.js';
 import { requirePlatformAdmin, type ServiceContext } from '../context.js';
 import { adjustmentView, type LimitAdjustmentView } from './controller-audit.js';
 import {

@@ -6,8 +6,8 @@
 // rebuilt so its limits follow (core-loader builds governed queues from the setting in force).
 import { uuidv7 } from '../../persistence/ids.js';
 import { DEFAULT_CONTROLLER_SETTINGS, type ControllerAdjustment, type ControllerSettings } from '../../core/governance/types.js';
-import { AuditEvent, Tenant } from '../../persistence/entities.js';
-import { Queue } from '../../persistence/scheduling-entities.js';
+import { AuditEvent, Tenant } from '../../persistence/tenancy/entities.js';
+import { Queue } from '../../persistence/cluster/entities.js';
 import type { LeaderTask, LeaderTaskContext } from '../scheduling/leader-session.js';
 import { gatherControllerInputs, gpuReading, WindowSamples, type GovernedQueue, type GpuReading } from './controller-inputs.js';
 import { CONTROLLER_ADJUST_ACTION, DEFAULT_CONTROLLER_WINDOW_MS, type ControllerRunState, type ControllerSwitchValue, effectiveWindowMs, lockControllerSwitch, readControllerState, readControllerSwitch, sameSetting, switchOf, writeControllerState } from './controller-settings.js';
@@ -164,7 +164,7 @@ async function closeWindow(ctx: LeaderTaskContext, samples: WindowSamples, setti
         settings,
         policy: structuredClone(policy),
       };
-      // Built as auditedMutation builds its events (src/services/audit.ts), with no actor: the system.
+      // Built as auditedMutation builds its events (src/services/audit/audit.ts), with no actor: the system.
       const event = tx.create(AuditEvent, {
         id: uuidv7(),
         tenant: q.tenantId,

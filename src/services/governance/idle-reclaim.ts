@@ -4,15 +4,15 @@
 // policy's limit, and does what the queue's policy says: notify the owner, reclaim while the queue
 // borrows, or reclaim. The flag is stored on the job, so a new leader neither forgets nor repeats it.
 import type { EntityManager } from '@mikro-orm/core';
-import { SchedulerInputError } from '../../core/errors.js';
+import { SchedulerInputError } from '../../core/scheduling/errors.js';
 import { flagJob } from '../../core/governance/idle.js';
 import type { IdlePolicy, IsolationPolicy, ProbeSample } from '../../core/governance/types.js';
-import type { Scheduler } from '../../core/scheduler.js';
-import type { QueueStatus } from '../../core/types.js';
-import { AuditEvent } from '../../persistence/entities.js';
-import { JobProbeSample } from '../../persistence/governance-entities.js';
+import type { Scheduler } from '../../core/scheduling/scheduler.js';
+import type { QueueStatus } from '../../core/scheduling/types.js';
+import { AuditEvent } from '../../persistence/tenancy/entities.js';
+import { JobProbeSample } from '../../persistence/governance/entities.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { Job, Queue } from '../../persistence/scheduling-entities.js';
+import { Job, Queue } from '../../persistence/cluster/entities.js';
 import type { LeaderTask, LeaderTaskContext } from '../scheduling/leader-session.js';
 import { recordJobEvent } from '../scheduling/outbox.js';
 import { declaredFlag, flagMessage, reclaimReasonOf, storedFlagOf, type StoredJobFlag } from './job-flags.js';

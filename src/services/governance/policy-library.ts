@@ -3,9 +3,9 @@
 import type { EntityManager, FilterQuery } from '@mikro-orm/core';
 import { BUILT_IN_POLICIES, baseSetting, chooseRule, clampSetting, DEFAULT_POLICY_RULES } from '../../core/governance/policies.js';
 import type { IsolationPolicy, LimitSetting, PolicyRule, SlaClass, WorkloadType } from '../../core/governance/types.js';
-import type { IsolationLevel } from '../../core/types.js';
-import { IsolationPolicyRow, IsolationPolicyRule } from '../../persistence/governance-entities.js';
-import type { Queue } from '../../persistence/scheduling-entities.js';
+import type { IsolationLevel } from '../../core/scheduling/types.js';
+import { IsolationPolicyRow, IsolationPolicyRule } from '../../persistence/governance/entities.js';
+import type { Queue } from '../../persistence/cluster/entities.js';
 
 export interface PolicyLibrary {
   /** By name: built-ins (possibly overridden by a row) and platform-defined policies. */

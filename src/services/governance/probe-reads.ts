@@ -5,7 +5,7 @@ import DataLoader from 'dataloader';
 import type { EntityManager } from '@mikro-orm/core';
 import type { ProbeSample } from '../../core/governance/types.js';
 import { allBound, placeholders, tableOf } from '../../persistence/bound-sql.js';
-import type { JobView } from '../../persistence/job-rows.js';
+import type { JobView } from '../../persistence/jobs/job-rows.js';
 import { tenantScope } from '../../persistence/raw-reads.js';
 import { badInput } from '../../shared/client-errors.js';
 import { requireCapability, type ServiceContext } from '../context.js';

@@ -3,7 +3,7 @@
 // own fenced write whose conditional status update is the guard: a stale leader writes nothing, and
 // a request already moved (by another leader, or a cancel) is skipped — so each happens once.
 import type { LeaderTask, LeaderTaskContext } from '../scheduling/leader-session.js';
-import { QuotaRequest } from '../../persistence/governance-entities.js';
+import { QuotaRequest } from '../../persistence/governance/entities.js';
 import { announceRequest, applyRequest, reloadRequest, systemAudit, transition, undoRequest, type RequestAnnouncement } from './quota-request-apply.js';
 
 /** How often the leader looks for requests to activate or expire (FAIRWAY_QUOTA_REQUEST_INTERVAL_MS). */

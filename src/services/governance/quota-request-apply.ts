@@ -3,12 +3,12 @@
 // Nothing here opens a transaction or announces anything: the callers do, after commit.
 import { LockMode, type EntityManager } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/knex';
-import type { QuotaSpec, ResourceName } from '../../core/types.js';
+import type { QuotaSpec, ResourceName } from '../../core/scheduling/types.js';
 import type { EventBus } from '../../events/bus.js';
-import { AuditEvent } from '../../persistence/entities.js';
-import { QuotaRequest, type QuotaRequestStatus } from '../../persistence/governance-entities.js';
+import { AuditEvent } from '../../persistence/tenancy/entities.js';
+import { QuotaRequest, type QuotaRequestStatus } from '../../persistence/governance/entities.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { Cohort, Queue } from '../../persistence/scheduling-entities.js';
+import { Cohort, Queue } from '../../persistence/cluster/entities.js';
 
 /** The audit log's request id for what the leader does to quota requests by itself (activation, expiry). */
 export const QUOTA_REQUEST_SYSTEM_REQUEST_ID = 'governance.quota-requests';

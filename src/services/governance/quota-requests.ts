@@ -9,11 +9,11 @@
 // For the same reason nobody approves a request they made (someone who is both a tenant admin and
 // a platform admin asks another platform admin).
 import { z } from 'zod';
-import { Membership, Tenant, User } from '../../persistence/entities.js';
-import { QUOTA_REQUEST_STATUSES, QuotaRequest, type QuotaRequestStatus } from '../../persistence/governance-entities.js';
-import { Flavor, Queue } from '../../persistence/scheduling-entities.js';
+import { Membership, Tenant, User } from '../../persistence/tenancy/entities.js';
+import { QUOTA_REQUEST_STATUSES, QuotaRequest, type QuotaRequestStatus } from '../../persistence/governance/entities.js';
+import { Flavor, Queue } from '../../persistence/cluster/entities.js';
 import { badInput, conflict, forbidden, notFound } from '../../shared/client-errors.js';
-import { auditedMutation } from '../audit.js';
+import { auditedMutation } from '../audit/audit.js';
 import { callerHasCapability, requireCapability, requirePlatformAdmin, requirePrincipal, withoutReadNotes, type Principal, type ServiceContext } from '../context.js';
 import { schedulerInputError } from '../errors.js';
 import { findPage, type PageQuery } from '../paging.js';

@@ -4,9 +4,9 @@
 // all the time.
 import { recommend } from '../../core/governance/recommendations.js';
 import type { QueueUsageHistory, Recommendation } from '../../core/governance/types.js';
-import type { QuotaSpec } from '../../core/types.js';
-import { Tenant } from '../../persistence/entities.js';
-import { Flavor, Queue } from '../../persistence/scheduling-entities.js';
+import type { QuotaSpec } from '../../core/scheduling/types.js';
+import { Tenant } from '../../persistence/tenancy/entities.js';
+import { Flavor, Queue } from '../../persistence/cluster/entities.js';
 import { badInput, forbidden } from '../../shared/client-errors.js';
 import { callerHasCapability, requirePrincipal, type ServiceContext } from '../context.js';
 import { aggregateUsage, type UsageRow } from '../metering/usage.js';

@@ -3,10 +3,10 @@
 // by the scheduling leader). Neither opens a transaction of its own.
 import type { EntityManager } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/knex';
-import type { AdmissionHold } from '../../core/types.js';
-import { AuditEvent } from '../../persistence/entities.js';
+import type { AdmissionHold } from '../../core/scheduling/types.js';
+import { AuditEvent } from '../../persistence/tenancy/entities.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { Budget, BudgetAlert } from '../../persistence/metering-entities.js';
+import { Budget, BudgetAlert } from '../../persistence/metering/entities.js';
 import { recordOutbox } from '../scheduling/outbox.js';
 import { alertsFiredOf, periodOf, spendByTenant, spendOf } from './budget-spend.js';
 
@@ -80,7 +80,7 @@ export async function evaluateBudgets(em: EntityManager, tenantIds: Iterable<str
         period: period.key,
         at: nowMs,
       };
-      // Built as auditedMutation builds its events (src/services/audit.ts), with no actor: the system.
+      // Built as auditedMutation builds its events (src/services/audit/audit.ts), with no actor: the system.
       // The id is set here (not at flush) because the outbox row names it.
       const audit = em.create(AuditEvent, {
         id: uuidv7(),

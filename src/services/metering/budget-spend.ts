@@ -4,7 +4,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/knex';
 import { raw } from '@mikro-orm/core';
-import { BudgetAlert, UsageHourly, type Budget } from '../../persistence/metering-entities.js';
+import { BudgetAlert, UsageHourly, type Budget } from '../../persistence/metering/entities.js';
 
 const HOUR_MS = 3_600_000;
 /** The forecast's burn-rate window at most: a week evens out weekdays and weekends without going stale. */

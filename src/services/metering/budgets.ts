@@ -3,11 +3,11 @@
 // and audited; reading them is reading money (src/services/metering/access.ts decides who may).
 // What budgets do by themselves (alerts, holds) is in budget-holds.ts; spend and status in budget-spend.ts.
 import { z } from 'zod';
-import { Project, type Tenant } from '../../persistence/entities.js';
-import { Budget } from '../../persistence/metering-entities.js';
-import { PriorityClassRow } from '../../persistence/scheduling-entities.js';
+import { Project, type Tenant } from '../../persistence/tenancy/entities.js';
+import { Budget } from '../../persistence/metering/entities.js';
+import { PriorityClassRow } from '../../persistence/cluster/entities.js';
 import { badInput, forbidden, notFound } from '../../shared/client-errors.js';
-import { auditedMutation } from '../audit.js';
+import { auditedMutation } from '../audit/audit.js';
 import { requireTenantAdmin, type ServiceContext } from '../context.js';
 import { canSeeMoney, requireUsageRead } from './access.js';
 import { statusesOf, type BudgetStatus } from './budget-spend.js';

@@ -3,12 +3,12 @@
 // charge in the same transaction (budget thresholds). Every state change that ends or
 // checkpoints a hold calls `charge` inside its own transaction.
 import { LockMode, type EntityManager } from '@mikro-orm/core';
-import type { AdmissionHold } from '../../core/types.js';
-import { chargeJobs } from '../../metering/ledger.js';
-import { loadMeteringTables, type MeteringTables } from '../../metering/price-book.js';
-import { UtilizationSamples } from '../../metering/utilization.js';
-import type { UsageCloser } from '../../persistence/metering-entities.js';
-import type { Job } from '../../persistence/scheduling-entities.js';
+import type { AdmissionHold } from '../../core/scheduling/types.js';
+import { chargeJobs } from './ledger.js';
+import { loadMeteringTables, type MeteringTables } from '../../persistence/metering/price-book.js';
+import { UtilizationSamples } from '../../core/metering/utilization.js';
+import type { UsageCloser } from '../../persistence/metering/entities.js';
+import type { Job } from '../../persistence/cluster/entities.js';
 
 export interface MeteringSettings {
   /** The backend's declared time / real time (see LedgerContext.timeScale). */

@@ -1,6 +1,6 @@
-import type { Admission, PodSetSpec } from '../../core/types.js';
-import { unitsPerDevice } from '../../metering/allocation.js';
-import { loadMeteringTables } from '../../metering/price-book.js';
+import type { Admission, PodSetSpec } from '../../core/scheduling/types.js';
+import { unitsPerDevice } from '../../core/metering/allocation.js';
+import { loadMeteringTables } from '../../persistence/metering/price-book.js';
 import type { ServiceContext } from '../context.js';
 
 /** What a previewed job would cost: its declared duration × the units it would hold × today's price. */

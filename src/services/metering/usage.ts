@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/knex';
-import { Project } from '../../persistence/entities.js';
-import { Queue } from '../../persistence/scheduling-entities.js';
+import { Project } from '../../persistence/tenancy/entities.js';
+import { Queue } from '../../persistence/cluster/entities.js';
 import { badInput, forbidden, notFound } from '../../shared/client-errors.js';
 import type { ServiceContext } from '../context.js';
 import { requirePlatformUsage, usageScopeFor } from './access.js';

@@ -1,8 +1,8 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { BackendFlavor, BackendNode, BackendTenant, ExecutionBackend } from '../../backends/port.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
-import { systemEntityManager, Tenant } from '../../persistence/entities.js';
-import { ClusterNode, Flavor, Job, NodePool, Queue } from '../../persistence/scheduling-entities.js';
+import { systemEntityManager, Tenant } from '../../persistence/tenancy/entities.js';
+import { ClusterNode, Flavor, Job, NodePool, Queue } from '../../persistence/cluster/entities.js';
 import { listenTo } from './service-helpers.js';
 
 export interface BackendSyncOptions {

@@ -1,12 +1,12 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { Scheduler } from '../../core/scheduler.js';
-import type { AdmissionHold, RestoredAdmission } from '../../core/types.js';
-import { ClusterNode, Cohort, Flavor, Job, PriorityClassRow, Queue } from '../../persistence/scheduling-entities.js';
+import { Scheduler } from '../../core/scheduling/scheduler.js';
+import type { AdmissionHold, RestoredAdmission } from '../../core/scheduling/types.js';
+import { ClusterNode, Cohort, Flavor, Job, PriorityClassRow, Queue } from '../../persistence/cluster/entities.js';
 import { backToPending, writeFenced, type FencedWriter } from './cycle-writer.js';
 import { recordJobEvent, recordOutbox } from './outbox.js';
 import { findDoubleBookings, type DoubleBooking } from './restore-check.js';
 import { cohortSpec, flavorSpec, jobSpec, nodeSpec, priorityClass, queueSpec } from './specs.js';
-import { Tenant } from '../../persistence/entities.js';
+import { Tenant } from '../../persistence/tenancy/entities.js';
 import { governanceInForce, isGoverned, loadPolicyLibrary } from '../governance/policy-library.js';
 
 export interface CoreLoaderOptions {

@@ -1,9 +1,9 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import type { Scheduler } from '../../core/scheduler.js';
+import type { Scheduler } from '../../core/scheduling/scheduler.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
-import type { Admission, CycleResult, JobSpec, Preemption, QueueStatus } from '../../core/types.js';
-import { systemEntityManager } from '../../persistence/entities.js';
-import { Job } from '../../persistence/scheduling-entities.js';
+import type { Admission, CycleResult, JobSpec, Preemption, QueueStatus } from '../../core/scheduling/types.js';
+import { systemEntityManager } from '../../persistence/tenancy/entities.js';
+import { Job } from '../../persistence/cluster/entities.js';
 import { applyBackendEvents, type WritableBackendEvent } from './backend-events.js';
 import { loadCore, requeueDoubleBooked, type CoreLoaderOptions, type LoadedCore } from './core-loader.js';
 import { persistCycle, writeFenced, type FencedWriter } from './cycle-writer.js';

@@ -2,8 +2,8 @@
 // tasks implement; LeaderSession schedules them.
 import type { EntityManager } from '@mikro-orm/core';
 import type { BackendEvent } from '../../backends/port.js';
-import type { Scheduler } from '../../core/scheduler.js';
-import type { QueueStatus } from '../../core/types.js';
+import type { Scheduler } from '../../core/scheduling/scheduler.js';
+import type { QueueStatus } from '../../core/scheduling/types.js';
 import type { EventBus } from '../../events/bus.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/core';
-import type { DatabaseConfig } from '../../config.js';
+import type { DatabaseConfig } from '../../config/index.js';
 
 /** Who may schedule. Only one replica at a time runs admission cycles and drives the backend. */
 export interface Leadership {

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/core';
-import { DEFAULT_PRIORITY_CLASSES } from '../../core/scheduler.js';
-import { PriorityClassRow } from '../../persistence/scheduling-entities.js';
+import { DEFAULT_PRIORITY_CLASSES } from '../../core/scheduling/scheduler.js';
+import { PriorityClassRow } from '../../persistence/cluster/entities.js';
 
 const DESCRIPTIONS: Record<string, string> = {
   'inference-critical': 'Online serving; never preempted; granted by platform admins.',

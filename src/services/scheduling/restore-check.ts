@@ -1,4 +1,4 @@
-import type { FlavorSpec, RestoredAdmission } from '../../core/types.js';
+import type { FlavorSpec, RestoredAdmission } from '../../core/scheduling/types.js';
 
 /** A stored admission that claims GPU capacity an earlier admission already holds. */
 export interface DoubleBooking {

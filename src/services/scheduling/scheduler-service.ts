@@ -1,9 +1,9 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import type { Scheduler } from '../../core/scheduler.js';
-import type { Admission, JobExplanation, JobSpec, Preemption, Preview, QueueStatus } from '../../core/types.js';
+import type { Scheduler } from '../../core/scheduling/scheduler.js';
+import type { Admission, JobExplanation, JobSpec, Preemption, Preview, QueueStatus } from '../../core/scheduling/types.js';
 import type { BackendEvent, ExecutionBackend } from '../../backends/port.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
-import { systemEntityManager } from '../../persistence/entities.js';
+import { systemEntityManager } from '../../persistence/tenancy/entities.js';
 import { inBackendTime } from './specs.js';
 import { loadCore, type CoreLoaderOptions, type LoadedCore } from './core-loader.js';
 import { LeaderEpochs } from './leader-epoch.js';

@@ -1,5 +1,5 @@
 import type { EventBus } from '../../events/bus.js';
-import type { QueueStatus } from '../../core/types.js';
+import type { QueueStatus } from '../../core/scheduling/types.js';
 
 /**
  * Calls `handler` for each message on a bus topic until the returned function is called.

@@ -1,5 +1,5 @@
-import type { CheckpointSpec, CohortSpec, FlavorSpec, IsolationLevel, JobSpec, NodeSpec, PreemptionSpec, PriorityClass, QueueSpec } from '../../core/types.js';
-import type { ClusterNode, Cohort, Flavor, Job, PriorityClassRow, Queue } from '../../persistence/scheduling-entities.js';
+import type { CheckpointSpec, CohortSpec, FlavorSpec, IsolationLevel, JobSpec, NodeSpec, PreemptionSpec, PriorityClass, QueueSpec } from '../../core/scheduling/types.js';
+import type { ClusterNode, Cohort, Flavor, Job, PriorityClassRow, Queue } from '../../persistence/cluster/entities.js';
 import { applyPolicy } from '../../core/governance/policies.js';
 import type { IsolationPolicy, LimitSetting } from '../../core/governance/types.js';
 

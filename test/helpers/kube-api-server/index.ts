@@ -2,7 +2,7 @@
  * A Kubernetes API server for tests: enough of the REST + watch protocol for
  * @kubernetes/client-node 1.4.0 to work against it unmodified, every write validated with
  * kubernetes-models, and a small Job controller / scheduler / kubelet so Jobs actually run.
- * See test/kube-api-server.test.ts for what it is checked to do.
+ * See test/backends/kubernetes/test-api-server.test.ts for what it is checked to do.
  *
  * Behaviour worth knowing (as on a real cluster unless said otherwise):
  * - list items carry no apiVersion/kind; watch event objects do;

@@ -1,0 +1,185 @@
+import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
+import { AuditEvent, Tenant, User, type AuditOutcome } from '../../persistence/tenancy/entities.js';
+import { canSeeTenant } from '../../auth/principal.js';
+import { checkedTenant, type ServiceContext } from '../context.js';
+import { FairwayError, conflict } from '../../shared/client-errors.js';
+
+/** Input keys whose values never reach the audit log. */
+const SECRET_KEYS = /secret|password|token$|key$/i;
+
+export function redact(input: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(input)) {
+    if (value === undefined) continue;
+    if (SECRET_KEYS.test(key)) out[key] = '[redacted]';
+    else if (value && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date)) out[key] = redact(value as Record<string, unknown>);
+    else out[key] = value;
+  }
+  return out;
+}
+
+export interface MutationOutcome<T> {
+  result: T;
+  tenantId: string | null;
+  targetType: string;
+  targetId: string;
+}
+
+export interface MutationMeta {
+  action: string;
+  input: Record<string, unknown>;
+  /** The tenant the caller aimed at, if known before the work ran (for refused attempts). */
+  tenantHint?: string | null;
+}
+
+/**
+ * Runs one mutation in a transaction together with its audit event: either both are
+ * written or neither. A refused or failed attempt is audited afterwards on its own,
+ * and only under a tenant the caller may see (so a probe of another tenant's ids is
+ * visible to platform admins, not to that tenant's auditors as a leak of the prober).
+ */
+export async function auditedMutation<T>(
+  ctx: ServiceContext,
+  meta: MutationMeta,
+  work: (em: EntityManager) => Promise<MutationOutcome<T>>,
+): Promise<T> {
+  let committed: { result: T; tenantId: string | null; auditEventId: string };
+  const checked = { tenantId: null as string | null };
+  try {
+    committed = await checkedTenant.run(checked, () => ctx.em.transactional(async (em) => {
+      const outcome = await work(em);
+      const event = buildEvent(em, ctx, meta, 'SUCCESS', outcome.tenantId, outcome.targetType, outcome.targetId, null);
+      em.persist(event);
+      await em.flush();
+      return { result: outcome.result, tenantId: outcome.tenantId, auditEventId: event.id };
+    }));
+  } catch (error) {
+    throw await auditedFailure(ctx, meta, error, checked.tenantId);
+  }
+  // Announced only after commit: a subscriber never hears of a change that rolled back.
+  if (committed.tenantId) ctx.events.publish('audit-event', committed.tenantId, { auditEventId: committed.auditEventId });
+  return committed.result;
+}
+
+/** A refused or failed attempt, audited on its own; returns the error to throw. */
+async function auditedFailure(ctx: ServiceContext, meta: MutationMeta, error: unknown, checkedTenantId: string | null): Promise<unknown> {
+  const mapped = error instanceof UniqueConstraintViolationException ? conflict('That conflicts with something that already exists (a duplicate name or slug).') : error;
+  if (mapped instanceof FairwayError && ctx.principal) {
+    const outcome: AuditOutcome = mapped.code === 'FORBIDDEN' || mapped.code === 'NOT_FOUND' || mapped.code === 'UNAUTHENTICATED' ? 'DENIED' : 'FAILED';
+    await ctx.em.fork().transactional(async (em) => {
+      // A hint may name a tenant that does not exist (a made-up id): file it under none.
+      // Without a hint, the tenant whose rights the work checked (the caller may see it).
+      const hint = meta.tenantHint ?? checkedTenantId;
+      const visible = hint && canSeeTenant(ctx.principal, hint) ? hint : null;
+      const tenantId = visible && (await em.count(Tenant, { id: visible }, { filters: false })) > 0 ? visible : null;
+      em.persist(buildEvent(em, ctx, meta, outcome, tenantId, null, null, mapped.code));
+    });
+  }
+  return mapped;
+}
+
+interface Grouped {
+  ctx: ServiceContext;
+  meta: MutationMeta;
+  build: (em: EntityManager) => MutationOutcome<unknown>;
+  resolve: (result: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Mutations waiting for the group commit in progress, per database connection. */
+const groups = new WeakMap<object, { waiting: Grouped[]; writing: boolean }>();
+const MAX_GROUP = 256;
+
+/**
+ * auditedMutation for work that only creates rows (no reads, nothing awaited): the calls that
+ * arrive while a group is being written are written next, together, in one transaction and one
+ * flush (group commit). Each caller still gets its answer only after that commit, with its own
+ * audit event. If a group's transaction fails on a duplicate (an idempotency key used twice), each
+ * of its mutations is tried again alone, so the conflict is that caller's alone; any other
+ * failure (the database down) fails each of them as auditedMutation would.
+ */
+export function groupedAuditedMutation<T>(ctx: ServiceContext, meta: MutationMeta, build: (em: EntityManager) => MutationOutcome<T>): Promise<T> {
+  const key = ctx.em.getConnection();
+  let group = groups.get(key);
+  if (!group) groups.set(key, (group = { waiting: [], writing: false }));
+  const current = group;
+  return new Promise<T>((resolve, reject) => {
+    current.waiting.push({ ctx, meta, build, resolve: resolve as (result: unknown) => void, reject });
+    // Started on the next turn of the event loop: submits whose reads finish in this turn join the group.
+    if (!current.writing) ((current.writing = true), setImmediate(() => void writeGroups(current)));
+  });
+}
+
+async function writeGroups(group: { waiting: Grouped[]; writing: boolean }): Promise<void> {
+  group.writing = true;
+  try {
+    while (group.waiting.length) await writeGroup(group.waiting.splice(0, MAX_GROUP));
+  } finally {
+    group.writing = false;
+  }
+}
+
+async function writeGroup(batch: Grouped[]): Promise<void> {
+  const alone = (m: Grouped) => auditedMutation(m.ctx, m.meta, async (em) => m.build(em)).then(m.resolve, m.reject);
+  if (batch.length === 1) return alone(batch[0]!);
+  let written: { outcome: MutationOutcome<unknown>; event: AuditEvent }[];
+  try {
+    written = await batch[0]!.ctx.em.fork({ clear: true }).transactional(async (em) => {
+      const out = batch.map((m) => {
+        const outcome = m.build(em);
+        const event = buildEvent(em, m.ctx, m.meta, 'SUCCESS', outcome.tenantId, outcome.targetType, outcome.targetId, null);
+        em.persist(event);
+        return { outcome, event };
+      });
+      await em.flush();
+      return out;
+    });
+  } catch (error) {
+    if (error instanceof UniqueConstraintViolationException) {
+      await Promise.all(batch.map(alone));
+    } else {
+      await Promise.all(batch.map(async (m) => m.reject(await auditedFailure(m.ctx, m.meta, error, null).catch((failure: unknown) => failure))));
+    }
+    return;
+  }
+  batch.forEach((m, i) => {
+    const { outcome, event } = written[i]!;
+    // Like a transaction's own entities, the result joins the caller's entity manager.
+    if (outcome.result && typeof outcome.result === 'object') m.ctx.em.merge(outcome.result as object);
+    if (outcome.tenantId) m.ctx.events.publish('audit-event', outcome.tenantId, { auditEventId: event.id });
+    m.resolve(outcome.result);
+  });
+}
+
+function buildEvent(
+  em: EntityManager,
+  ctx: ServiceContext,
+  meta: MutationMeta,
+  outcome: AuditOutcome,
+  tenantId: string | null,
+  targetType: string | null,
+  targetId: string | null,
+  errorCode: string | null,
+): AuditEvent {
+  return em.create(AuditEvent, {
+    tenant: tenantId ? em.getReference(Tenant, tenantId) : null,
+    actor: ctx.principal ? em.getReference(User, ctx.principal.userId) : null,
+    actorTokenId: ctx.principal?.token?.id ?? null,
+    action: meta.action,
+    targetType,
+    targetId,
+    input: underBreakGlass(ctx, tenantId, redact(meta.input)),
+    outcome,
+    errorCode,
+    requestId: ctx.requestId,
+    createdAt: ctx.now(),
+  });
+}
+
+/** A platform admin's change inside a tenant is made under a break-glass grant: the event names it. */
+function underBreakGlass(ctx: ServiceContext, tenantId: string | null, input: Record<string, unknown>): Record<string, unknown> {
+  const principal = ctx.principal;
+  if (!tenantId || !principal?.isPlatformAdmin || principal.roles.has(tenantId)) return input;
+  const grant = principal.breakGlass.get(tenantId);
+  return grant ? { ...input, breakGlassGrantId: grant.grantId } : input;
+}

@@ -1,0 +1,272 @@
+import { createHash } from 'node:crypto';
+import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
+import type { CheckpointSpec, JobSpec, PodSetSpec, Preview } from '../../core/scheduling/types.js';
+// The scheduler's shapes this service's answers carry (a job's pod sets, a preview): the schema takes them from here, never from the core.
+export type { PodSetSpec, Preview };
+import { Project } from '../../persistence/tenancy/entities.js';
+import { Job, JobEvent, OutboxEntry, PriorityClassRow, Queue, TERMINAL_JOB_STATES, type JobState } from '../../persistence/cluster/entities.js';
+import { uuidv7 } from '../../persistence/ids.js';
+import { readJobRows, type JobRow } from '../../persistence/jobs/job-rows.js';
+import { auditedMutation, groupedAuditedMutation } from '../audit/audit.js';
+import { requireCapability, requireMutatingCapability, requirePrincipal, type ServiceContext } from '../context.js';
+import { badInput, conflict, notFound } from '../../shared/client-errors.js';
+import { schedulerInputError } from '../errors.js';
+import { findPage, type PageQuery } from '../paging.js';
+import { defaultProjectOf, requireContributor, requireJobChanger } from '../tenancy/project-rights.js';
+import { enforceSubmitPolicy, submitAuditInput } from './submit-policy.js';
+import { checkpointSpec, totalGpus } from '../scheduling/specs.js';
+import type { WorkloadType } from '../../core/governance/types.js';
+
+export interface SubmitJobInput {
+  /** The queue; when omitted, the project's default queue. */
+  queueId?: string | null;
+  projectId?: string | null;
+  name: string;
+  priorityClass: string;
+  podSets: PodSetSpec[];
+  expectedDurationMs?: number | null;
+  maxRunMs?: number | null;
+  /** How the job saves progress (declared ms); absent: a preemption loses everything since admission. */
+  checkpoint?: CheckpointSpec | null;
+  idempotencyKey?: string | null;
+  workload?: Record<string, unknown> | null;
+  /** Probe signals (issue 16): what the job is (null: undeclared) and whether it serves latency-sensitive traffic (default false). */
+  workloadType?: WorkloadType | null;
+  latencySensitive?: boolean | null;
+}
+
+export interface JobFilter {
+  tenantId: string;
+  states?: JobState[] | null;
+  projectId?: string | null;
+  queueId?: string | null;
+  priorityClass?: string | null;
+  submittedAfter?: Date | null;
+  submittedBefore?: Date | null;
+}
+
+/**
+ * Where a submission goes and whether the caller may put it there: the queue (named, or the
+ * project's default) and the project (named, or the tenant's default project). Outsiders
+ * get NOT_FOUND; a tenant member who is not a contributor of the project gets FORBIDDEN;
+ * then the tenant's and project's grants and data boundaries (submit-policy.ts) refuse
+ * what the project may not use. Nothing is written before all of it passes.
+ */
+export async function resolveTarget(ctx: ServiceContext, em: EntityManager, input: SubmitJobInput) {
+  let project: Project | null = null;
+  if (input.projectId) {
+    project = await em.findOne(Project, { id: input.projectId });
+    if (!project) throw notFound('Project');
+  } else if (!input.queueId) {
+    // Neither named: a caller of one tenant means its default project (and that project's queue).
+    const tenants = [...requirePrincipal(ctx).roles.keys()];
+    if (tenants.length === 1) project = await defaultProjectOf(em, tenants[0]!);
+  }
+  const queueId = input.queueId ?? project?.defaultQueueId ?? null;
+  if (!queueId) {
+    if (project) requireCapability(ctx, project.tenant.id, 'jobs:write', 'Project');
+    throw badInput(project ? `Project "${project.slug}" has no default queue: name a queue (queueId).` : 'Name a queue (queueId) or a project (projectId): you belong to several tenants, or none.');
+  }
+  // With its tenant in the same statement: the submit policy reads the tenant (by id, from the identity map).
+  const queue = await em.findOne(Queue, { id: queueId }, { populate: ['tenant'] });
+  if (!queue) throw notFound('Queue');
+  requireMutatingCapability(ctx, queue.tenant.id, 'jobs:write', 'Queue');
+  if (project && project.tenant.id !== queue.tenant.id) throw notFound('Project');
+  project ??= await defaultProjectOf(em, queue.tenant.id);
+  if (!project) throw badInput('This tenant has no default project: name one (projectId).');
+  requireContributor(ctx, project);
+  if (project.status !== 'ACTIVE') throw conflict('The project is archived and takes no new jobs.');
+  await enforceSubmitPolicy(em, { queue, project, input });
+  return { queue, project };
+}
+
+/** The scheduler core's view of a submission, with a fresh id and submit time. */
+export function coreSpec(ctx: ServiceContext, input: SubmitJobInput, queue: Queue, project: Project): JobSpec {
+  return {
+    id: uuidv7(),
+    tenant: queue.tenant.id,
+    project: project.id,
+    queue: queue.name,
+    priorityClass: input.priorityClass,
+    submitTime: ctx.now().getTime(),
+    podSets: input.podSets,
+    expectedDurationMs: input.expectedDurationMs ?? undefined,
+    maxRunMs: input.maxRunMs ?? undefined,
+    ...checkpointOf(input),
+  };
+}
+
+/** The declared checkpointing as the core's field, none when the job declares none (the same normalisation as a stored row's, checkpointSpec). */
+export function checkpointOf(input: Pick<SubmitJobInput, 'checkpoint'>): { checkpoint?: CheckpointSpec } {
+  return checkpointSpec({ checkpointIntervalMs: input.checkpoint?.intervalMs ?? null, checkpointResumable: input.checkpoint?.resumable ?? false });
+}
+
+/**
+ * A new pending job's stored fields, relations as ids: what submitJob and submitJobs
+ * (jobs-batch.ts) write for a submission, so the two never store a job differently.
+ */
+export function pendingJobFields(p: { input: SubmitJobInput; spec: JobSpec; tenantId: string; projectId: string; queueId: string; userId: string; hash: string }) {
+  const { input, spec } = p;
+  return {
+    id: spec.id,
+    tenant: p.tenantId,
+    project: p.projectId,
+    queue: p.queueId,
+    submittedBy: p.userId,
+    name: input.name,
+    priorityClass: input.priorityClass,
+    podSets: input.podSets,
+    expectedDurationMs: input.expectedDurationMs ?? null,
+    maxRunMs: input.maxRunMs ?? null,
+    checkpointIntervalMs: input.checkpoint?.intervalMs ?? null,
+    checkpointResumable: input.checkpoint?.resumable ?? false,
+    workload: input.workload ?? null,
+    workloadType: input.workloadType ?? null,
+    latencySensitive: input.latencySensitive ?? false,
+    state: 'PENDING' as const,
+    admission: null,
+    idempotencyKey: input.idempotencyKey ?? null,
+    requestHash: p.hash,
+    submitTime: spec.submitTime,
+    gpusRequested: totalGpus(spec),
+    preemptionCount: 0,
+    exitReason: null,
+    admittedAt: null,
+    startedAt: null,
+    finishedAt: null,
+  };
+}
+
+/** What identifies a submission for idempotency: everything the caller chose. */
+export function requestHash(input: SubmitJobInput, queueId: string): string {
+  const canonical = JSON.stringify({
+    queueId,
+    projectId: input.projectId ?? null,
+    name: input.name,
+    priorityClass: input.priorityClass,
+    podSets: input.podSets,
+    expectedDurationMs: input.expectedDurationMs ?? null,
+    maxRunMs: input.maxRunMs ?? null,
+    workload: input.workload ?? null,
+    // Only when declared: the hash of a job without checkpointing stays what it was before the field existed.
+    ...checkpointOf(input),
+    // Only when declared, as the checkpoint: hashes of jobs without the probe signals stay what they were.
+    ...probeSignalsOf(input),
+  });
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+/** The declared probe signals as hashed fields: none when undeclared (no type, not latency-sensitive). */
+export function probeSignalsOf(input: Pick<SubmitJobInput, 'workloadType' | 'latencySensitive'>): { workloadType?: WorkloadType; latencySensitive?: true } {
+  return { ...(input.workloadType ? { workloadType: input.workloadType } : {}), ...(input.latencySensitive ? { latencySensitive: true as const } : {}) };
+}
+
+/**
+ * Submits a job. With an idempotency key, a retry of the same submission returns the job
+ * the first attempt created; the same key with a different payload is a CONFLICT.
+ */
+export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Promise<Job> {
+  const principal = requirePrincipal(ctx);
+  const { queue, project } = await resolveTarget(ctx, ctx.em, input);
+  const hash = requestHash(input, queue.id);
+  if (input.idempotencyKey) {
+    const existing = await findByKey(ctx.em, queue.tenant.id, input.idempotencyKey);
+    if (existing) return sameOrConflict(existing, hash);
+  }
+  const spec = coreSpec(ctx, input, queue, project);
+  const { id, submitTime } = spec;
+  try {
+    ctx.scheduler.preview(spec);
+  } catch (error) {
+    schedulerInputError(error);
+  }
+  let job: Job;
+  try {
+    // Group commit: submits that arrive while one is being written are written together, each answered after the commit.
+    job = await groupedAuditedMutation(ctx, { action: 'job.submit', input: submitAuditInput(input), tenantHint: queue.tenant.id }, (em) => {
+      const created = em.create(Job, pendingJobFields({ input, spec, tenantId: queue.tenant.id, projectId: project.id, queueId: queue.id, userId: principal.userId, hash }));
+      em.create(JobEvent, { job: created, tenant: created.tenant, type: 'SUBMITTED', reason: null, message: `Submitted to queue ${queue.name}`, data: null, at: ctx.now() });
+      // Flushed with the audit event (one unit of work, one commit): a duplicate idempotency key fails there the same way.
+      return { result: created, tenantId: queue.tenant.id, targetType: 'Job', targetId: id };
+    });
+  } catch (error) {
+    // Two retries raced with the same key: the loser answers with the winner's job.
+    if (input.idempotencyKey && (error instanceof UniqueConstraintViolationException || (error as { code?: string }).code === 'CONFLICT')) {
+      const existing = await findByKey(ctx.em.fork(), queue.tenant.id, input.idempotencyKey);
+      if (existing) return sameOrConflict(existing, hash);
+    }
+    throw error;
+  }
+  // On the leader the spec goes straight into the core; a follower tells the leader.
+  ctx.scheduler.submitted(spec);
+  return job;
+}
+
+async function findByKey(em: EntityManager, tenantId: string, key: string): Promise<Job | null> {
+  return em.findOne(Job, { tenant: tenantId, idempotencyKey: key });
+}
+
+function sameOrConflict(existing: Job, hash: string): Job {
+  if (existing.requestHash !== hash) {
+    throw conflict('This idempotency key was already used for a different job; use a new key for a new job.');
+  }
+  return existing;
+}
+
+/** Where would this job land now, would it borrow, whom would it preempt. Changes nothing. */
+export async function previewJob(ctx: ServiceContext, input: SubmitJobInput): Promise<Preview> {
+  const { queue, project } = await resolveTarget(ctx, ctx.em, input);
+  try {
+    return ctx.scheduler.preview(coreSpec(ctx, input, queue, project));
+  } catch (error) {
+    schedulerInputError(error);
+  }
+}
+
+export async function cancelJob(ctx: ServiceContext, id: string): Promise<Job> {
+  const job = await auditedMutation(ctx, { action: 'job.cancel', input: { id } }, async (em) => {
+    // Locked (PostgreSQL): the leader's checkpoint must not charge the same open interval meanwhile.
+    const found = await em.findOne(Job, { id }, { populate: ['queue'], ...ctx.scheduler.metering.jobLock });
+    if (!found) throw notFound('Job');
+    requireJobChanger(ctx, found);
+    if (TERMINAL_JOB_STATES.has(found.state)) throw conflict(`The job has already ${found.state.toLowerCase()}.`);
+    const now = ctx.now();
+    // A running job is charged up to its cancel, with the cancel.
+    await ctx.scheduler.metering.charge(em, [found], now.getTime(), 'cancelled');
+    found.state = 'CANCELLED';
+    found.finishedAt = now;
+    found.exitReason = 'cancelled by user';
+    em.create(JobEvent, { job: found, tenant: found.tenant, type: 'CANCELLED', reason: null, message: 'Cancelled', data: null, at: now });
+    em.create(OutboxEntry, { kind: 'job.cancelled', payload: { jobId: found.id, queueId: found.queue.id, at: now.getTime() }, performedAt: null });
+    await em.flush();
+    return { result: found, tenantId: found.tenant.id, targetType: 'Job', targetId: found.id };
+  });
+  ctx.scheduler.announce({ kind: 'cancelled', jobId: job.id });
+  return job;
+}
+
+export async function getJob(ctx: ServiceContext, id: string): Promise<Job> {
+  const job = await ctx.em.findOne(Job, { id });
+  if (!job) throw notFound('Job');
+  requireCapability(ctx, job.tenant.id, 'jobs:read', 'Job');
+  return job;
+}
+
+/** A page of a tenant's jobs, as rows for display (job-rows.ts: no entity hydration). */
+export async function listJobs(ctx: ServiceContext, filter: JobFilter, page: PageQuery): Promise<JobRow[]> {
+  requireCapability(ctx, filter.tenantId, 'jobs:read', 'Tenant');
+  if (filter.submittedAfter && filter.submittedBefore && filter.submittedAfter > filter.submittedBefore) {
+    throw badInput('submittedAfter must be before submittedBefore.');
+  }
+  return readJobRows(ctx.em, filter, page);
+}
+
+export async function listJobEvents(ctx: ServiceContext, jobId: string, page: PageQuery): Promise<JobEvent[]> {
+  const job = await getJob(ctx, jobId);
+  return findPage(ctx.em, JobEvent, { job: job.id }, page);
+}
+
+export async function listPriorityClasses(ctx: ServiceContext): Promise<PriorityClassRow[]> {
+  requirePrincipal(ctx);
+  return ctx.em.find(PriorityClassRow, {}, { orderBy: { value: 'desc' } });
+}
