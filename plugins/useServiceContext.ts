@@ -7,7 +7,7 @@ import type { EventBus } from '../src/events/bus.js';
 import type { SchedulerService } from '../src/services/scheduling/scheduler-service.js';
 import { createLoaders, type Loaders } from '../src/services/loaders.js';
 import { BreakGlassReads } from '../src/services/tenancy/break-glass-reads.js';
-import { scopedEntityManager } from '../src/persistence/tenancy/entities.js';
+import { scopedEntityManager } from '../src/persistence/tenant-filter.js';
 
 export interface ServiceContextOptions {
   orm: MikroORM;

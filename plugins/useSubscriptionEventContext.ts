@@ -5,7 +5,7 @@ import { PostgreSqlPlatform } from '@mikro-orm/postgresql';
 import { execute, GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { Principal } from '../src/auth/principal.js';
 import { tenantFilterFor } from '../src/auth/principal.js';
-import { scopedEntityManager } from '../src/persistence/tenancy/entities.js';
+import { scopedEntityManager } from '../src/persistence/tenant-filter.js';
 import { createLoaders } from '../src/services/loaders.js';
 
 export interface SubscriptionEventContextOptions {

@@ -5,7 +5,7 @@ import { stringify } from 'csv-stringify/sync';
 import type { IdentityResolver } from '../src/auth/identity.js';
 import { tenantFilterFor } from '../src/auth/principal.js';
 import type { EventBus } from '../src/events/bus.js';
-import { scopedEntityManager } from '../src/persistence/tenancy/entities.js';
+import { scopedEntityManager } from '../src/persistence/tenant-filter.js';
 import { createLoaders } from '../src/services/loaders.js';
 import type { ServiceContext } from '../src/services/context.js';
 import { memberName } from '../src/services/tenancy/members.js';

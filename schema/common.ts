@@ -5,14 +5,8 @@ import { isUuid } from '../src/persistence/ids.js';
 import { badInput, notFound } from '../src/shared/client-errors.js';
 import type { PageQuery } from '../src/services/paging.js';
 import { CAPABILITIES, PLATFORM_SCOPE } from '../src/services/tenancy/api-tokens.js';
-import {
-  ISOLATION_LEVELS,
-  PROJECT_STATUSES,
-  TENANT_ROLES,
-  TENANT_STATUSES,
-  TENANT_TIERS,
-  AUDIT_OUTCOMES,
-} from '../src/persistence/tenancy/entities.js';
+import { ISOLATION_LEVELS, PROJECT_STATUSES, TENANT_ROLES, TENANT_STATUSES, TENANT_TIERS } from '../src/persistence/tenancy/entities.js';
+import { AUDIT_OUTCOMES } from '../src/persistence/audit/entities.js';
 import { WORKLOAD_TYPES } from '../src/services/governance/policies.js';
 import { builder } from './builder.js';
 

@@ -1,4 +1,5 @@
-import type { ApiToken, AuditEvent, Membership, Project, Tenant } from '../src/persistence/tenancy/entities.js';
+import type { ApiToken, Membership, Project, Tenant } from '../src/persistence/tenancy/entities.js';
+import type { AuditEvent } from '../src/persistence/audit/entities.js';
 import type { Principal } from '../src/services/context.js';
 import { builder } from './builder.js';
 
@@ -14,7 +15,8 @@ export const AuditEventRef = builder.objectRef<AuditEvent>('AuditEvent');
 export const ViewerRef = builder.objectRef<Principal>('Viewer');
 
 import type { JobView } from '../src/persistence/jobs/job-rows.js';
-import type { ClusterNode, Cohort, Flavor, JobEvent, NodePool, PriorityClassRow, Queue } from '../src/persistence/cluster/entities.js';
+import type { ClusterNode, Cohort, Flavor, NodePool, PriorityClassRow, Queue } from '../src/persistence/cluster/entities.js';
+import type { JobEvent } from '../src/persistence/jobs/entities.js';
 export const FlavorRef = builder.objectRef<Flavor>('Flavor');
 export const NodePoolRef = builder.objectRef<NodePool>('NodePool');
 export const ClusterNodeRef = builder.objectRef<ClusterNode>('ClusterNode');

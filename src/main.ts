@@ -4,7 +4,8 @@ import { buildApp } from './server/app.js';
 import { startDemoTrickle } from './server/demo/trickle.js';
 import { demoCredentialsPath, readDemoCredentials, seedDemo, seedDemoBudgets, type DemoCredential } from './server/demo/seed.js';
 import { isDatabaseUnavailable } from './persistence/database-unavailable.js';
-import { User, systemEntityManager } from './persistence/tenancy/entities.js';
+import { User } from './persistence/tenancy/entities.js';
+import { systemEntityManager } from './persistence/tenant-filter.js';
 
 /** A start-up problem the operator fixes in the environment: one line, no stack trace, exit 1. */
 class StartupError extends Error {}

@@ -96,8 +96,10 @@ export interface SeedJob {
 async function seedDatabase(dataDir: string, jobs: SeedJob[]): Promise<string[]> {
   const { openDatabase, migrate } = await import('../../src/persistence/orm.js');
   const { seedDemo } = await import('../../src/server/demo/seed.js');
-  const { Project, Tenant, User, TENANT_FILTER } = await import('../../src/persistence/tenancy/entities.js');
-  const { Job, JobEvent, Queue } = await import('../../src/persistence/cluster/entities.js');
+  const { Project, Tenant, User } = await import('../../src/persistence/tenancy/entities.js');
+  const { TENANT_FILTER } = await import('../../src/persistence/tenant-filter.js');
+  const { Queue } = await import('../../src/persistence/cluster/entities.js');
+  const { Job, JobEvent } = await import('../../src/persistence/jobs/entities.js');
   const { uuidv7 } = await import('../../src/persistence/ids.js');
   const orm = await openDatabase({ database: { dialect: 'sqlite', file: path.join(dataDir, 'fairway.db') } });
   try {

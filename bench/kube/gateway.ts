@@ -23,7 +23,7 @@ async function seed(dataDir: string, extraSimulatedH100Nodes: number): Promise<v
   const { openDatabase, migrate } = await import('../../src/persistence/orm.js');
   const { seedDemo } = await import('../../src/server/demo/seed.js');
   const { ClusterNode, Flavor, NodePool } = await import('../../src/persistence/cluster/entities.js');
-  const { systemEntityManager } = await import('../../src/persistence/tenancy/entities.js');
+  const { systemEntityManager } = await import('../../src/persistence/tenant-filter.js');
   const orm = await openDatabase({ database: { dialect: 'sqlite', file: path.join(dataDir, 'fairway.db') } });
   try {
     await migrate(orm);

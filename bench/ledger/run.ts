@@ -8,9 +8,9 @@
 // drift out of the differences. A baseline checkpoint runs before each metered one, so each
 // metered checkpoint charges exactly 60 s (the baseline's minute is never charged).
 import type { EntityManager } from '@mikro-orm/core';
-import { systemEntityManager } from '../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
 import { UsageRecord, type UsageCloser } from '../../src/persistence/metering/entities.js';
-import { Job } from '../../src/persistence/cluster/entities.js';
+import { Job } from '../../src/persistence/jobs/entities.js';
 import { evaluateBudgets } from '../../src/services/metering/budgets.js';
 import { Metering } from '../../src/services/metering/charging.js';
 import { applyBackendEvent } from '../../src/services/scheduling/backend-events.js';

@@ -6,9 +6,11 @@
 import { createHash } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/core';
 import type { Admission, PodSetSpec } from '../../src/core/scheduling/types.js';
-import { Project, Tenant, User, systemEntityManager } from '../../src/persistence/tenancy/entities.js';
+import { Project, Tenant, User } from '../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
 import { Budget, FlavorPrice, PriceMultiplier } from '../../src/persistence/metering/entities.js';
-import { Flavor, Job, Queue } from '../../src/persistence/cluster/entities.js';
+import { Flavor, Queue } from '../../src/persistence/cluster/entities.js';
+import { Job } from '../../src/persistence/jobs/entities.js';
 import { uuidv7 } from '../../src/persistence/ids.js';
 import { Prng } from '../../src/simulator/prng.js';
 import { CLASSES, FLAVORS } from '../usage/scenario.js';

@@ -4,7 +4,7 @@
 import type { MikroORM } from '@mikro-orm/core';
 import type { Principal } from '../../src/auth/principal.js';
 import type { ServiceContext } from '../../src/services/context.js';
-import { scopedEntityManager } from '../../src/persistence/tenancy/entities.js';
+import { scopedEntityManager } from '../../src/persistence/tenant-filter.js';
 import { readUsage, type UsageRow } from '../../src/services/metering/usage.js';
 import { knexOf, type Dialect } from './load.js';
 

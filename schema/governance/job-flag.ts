@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader';
 import { requireCapability } from '../../src/services/context.js';
 import { storedFlagOf, type StoredJobFlag } from '../../src/services/governance/job-flags.js';
-import { Job } from '../../src/persistence/cluster/entities.js';
+import { Job } from '../../src/persistence/jobs/entities.js';
 import { JobRow } from '../../src/persistence/jobs/job-rows.js';
 import type { GraphQLContext } from '../context.js';
 import { builder } from '../builder.js';

@@ -1,7 +1,7 @@
 import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { z } from 'zod';
 import type { UsageRecord } from '../../src/persistence/metering/entities.js';
-import type { Job } from '../../src/persistence/cluster/entities.js';
+import type { Job } from '../../src/persistence/jobs/entities.js';
 import type { JobView } from '../../src/persistence/jobs/job-rows.js';
 import { jobUsageVisibility, listJobHistory, summarize, usageRecordsLoader, type HistoryCursor } from '../../src/services/metering/job-usage.js';
 import { isUuid } from '../../src/persistence/ids.js';

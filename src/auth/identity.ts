@@ -1,5 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import { ApiToken, Membership, Tenant, User, TENANT_ROLES, systemEntityManager, type ProjectRole, type TenantRole } from '../persistence/tenancy/entities.js';
+import { ApiToken, Membership, Tenant, User, TENANT_ROLES, type ProjectRole, type TenantRole } from '../persistence/tenancy/entities.js';
+import { systemEntityManager } from '../persistence/tenant-filter.js';
 import { BreakGlassGrant, ProjectMembership } from '../persistence/tenancy/access-entities.js';
 import { unauthenticated } from '../shared/client-errors.js';
 import { CAPABILITIES, ROLE_CAPABILITIES, type Capability } from './capabilities.js';

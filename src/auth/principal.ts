@@ -1,4 +1,5 @@
-import type { ProjectRole, TenantFilterParams, TenantRole } from '../persistence/tenancy/entities.js';
+import type { ProjectRole, TenantRole } from '../persistence/tenancy/entities.js';
+import type { TenantFilterParams } from '../persistence/tenant-filter.js';
 import { PLATFORM_CAPABILITIES, ROLE_CAPABILITIES, type Capability } from './capabilities.js';
 
 /** Who is calling, resolved once per request (HTTP) or connection (WebSocket). */

@@ -5,8 +5,11 @@ import { BetterSqliteDriver } from '@mikro-orm/better-sqlite';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseConfig, type DatabaseTimeouts } from '../config/index.js';
-import { allEntities } from './tenancy/entities.js';
-import { schedulingEntities } from './cluster/entities.js';
+import { auditEntities } from './audit/entities.js';
+import { clusterEntities } from './cluster/entities.js';
+import { jobEntities } from './jobs/entities.js';
+import { schedulingEntities } from './scheduling/entities.js';
+import { tenancyEntities } from './tenancy/entities.js';
 import { accessEntities } from './tenancy/access-entities.js';
 import { meteringEntities } from './metering/entities.js';
 import { governanceEntities } from './governance/entities.js';
@@ -158,7 +161,16 @@ export function ormConfig(options: OrmOptions): Options {
     ? { debug: ['query'], logger: (message: string) => options.onQuery!(message) }
     : { debug: false };
   const common: Partial<Options> = {
-    entities: [...allEntities, ...accessEntities, ...schedulingEntities, ...meteringEntities, ...governanceEntities],
+    entities: [
+      ...tenancyEntities,
+      ...auditEntities,
+      ...accessEntities,
+      ...clusterEntities,
+      ...jobEntities,
+      ...schedulingEntities,
+      ...meteringEntities,
+      ...governanceEntities,
+    ],
     extensions: [Migrator],
     // Requests always fork their own EntityManager; the global one is a bug.
     allowGlobalContext: false,

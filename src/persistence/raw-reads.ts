@@ -1,6 +1,6 @@
 import type { EntityManager, EntityName } from '@mikro-orm/core';
 import { allBound, placeholders } from './bound-sql.js';
-import { filteredTenantIds, TENANT_FILTER, type TenantFilterParams } from './tenancy/entities.js';
+import { filteredTenantIds, TENANT_FILTER, type TenantFilterParams } from './tenant-filter.js';
 
 /**
  * Hot reads by hand-written SQL. `em.find` spends ~0.2 ms of CPU per call building the query

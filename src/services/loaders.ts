@@ -1,7 +1,8 @@
 import DataLoader from 'dataloader';
 import type { EntityManager, EntityName } from '@mikro-orm/core';
 import { Membership, Project, Tenant, User } from '../persistence/tenancy/entities.js';
-import { JobEvent, Queue } from '../persistence/cluster/entities.js';
+import { JobEvent } from '../persistence/jobs/entities.js';
+import { Queue } from '../persistence/cluster/entities.js';
 import { findMapped } from '../persistence/raw-reads.js';
 
 /**

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { ApiToken, TENANT_FILTER } from '../../src/persistence/tenancy/entities.js';
+import { ApiToken } from '../../src/persistence/tenancy/entities.js';
+import { TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
 import { hashApiTokenSecret } from '../../src/auth/api-token-secret.js';
 import { codesOf, startTestApp, type GqlResponse, type TestApp } from '../helpers/harness.js';
 

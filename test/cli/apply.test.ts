@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, expectOk, type TestApp } from '../helpers/harness.js';
 import { runApply } from '../../src/cli/tenant/apply.js';
 import { createCliContext, EXIT } from '../../src/cli/tenant/context.js';
-import { ApiToken, User, systemEntityManager } from '../../src/persistence/tenancy/entities.js';
+import { ApiToken, User } from '../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
 import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../../src/auth/api-token-secret.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-apply-'));

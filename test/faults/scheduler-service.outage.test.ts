@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { afterAll, expect, it } from 'vitest';
-import { systemEntityManager } from '../../src/persistence/tenancy/entities.js';
-import { Job, OutboxEntry } from '../../src/persistence/cluster/entities.js';
+import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
+import { Job } from '../../src/persistence/jobs/entities.js';
+import { OutboxEntry } from '../../src/persistence/scheduling/entities.js';
 import { describeNeeding } from '../helpers/database.js';
 import { waitFor } from '../helpers/process.js';
 import { startSchedulerApp, type SchedulerTestApp } from '../helpers/scheduler-app.js';

@@ -5,9 +5,12 @@
 // 1000×) before a reclaim, so a lender's job really waits while its share is lent.
 import type { EntityManager } from '@mikro-orm/core';
 import { expect } from 'vitest';
-import { AuditEvent, Tenant, systemEntityManager } from '../../src/persistence/tenancy/entities.js';
+import { AuditEvent } from '../../src/persistence/audit/entities.js';
+import { Tenant } from '../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
 import { IsolationPolicyRow } from '../../src/persistence/governance/entities.js';
-import { Job, Queue } from '../../src/persistence/cluster/entities.js';
+import { Job } from '../../src/persistence/jobs/entities.js';
+import { Queue } from '../../src/persistence/cluster/entities.js';
 import type { FairwayApp } from '../../src/server/app.js';
 import { replayControllerAudit } from '../../src/services/governance/controller-audit.js';
 import { CONTROLLER_ADJUST_ACTION, CONTROLLER_RESTORE_ACTION } from '../../src/services/governance/controller-settings.js';

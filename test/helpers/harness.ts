@@ -6,8 +6,11 @@ import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { buildApp, type BuildAppOptions, type FairwayApp } from '../../src/server/app.js';
 import type { FairwayConfig } from '../../src/config/index.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
-import { Tenant, Project, Membership, ApiToken, AuditEvent, User, TENANT_FILTER } from '../../src/persistence/tenancy/entities.js';
-import { Cohort, Flavor, Job, NodePool, PriorityClassRow, Queue } from '../../src/persistence/cluster/entities.js';
+import { Tenant, Project, Membership, ApiToken, User } from '../../src/persistence/tenancy/entities.js';
+import { AuditEvent } from '../../src/persistence/audit/entities.js';
+import { TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
+import { Cohort, Flavor, NodePool, PriorityClassRow, Queue } from '../../src/persistence/cluster/entities.js';
+import { Job } from '../../src/persistence/jobs/entities.js';
 import { BreakGlassGrant, ProjectMembership } from '../../src/persistence/tenancy/access-entities.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
 

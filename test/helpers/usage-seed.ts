@@ -1,6 +1,8 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { Membership, Project, Tenant, User, systemEntityManager } from '../../src/persistence/tenancy/entities.js';
-import { Job, Queue, type JobState } from '../../src/persistence/cluster/entities.js';
+import { Membership, Project, Tenant, User } from '../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
+import { Job, type JobState } from '../../src/persistence/jobs/entities.js';
+import { Queue } from '../../src/persistence/cluster/entities.js';
 import { UsageHourly, UsageRecord, type UsageCloser } from '../../src/persistence/metering/entities.js';
 import type { TestApp } from './harness.js';
 

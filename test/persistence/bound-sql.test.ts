@@ -1,8 +1,11 @@
 import { afterAll, expect, it } from 'vitest';
 import type { EntityManager } from '@mikro-orm/core';
 import { migrate, openDatabase } from '../../src/persistence/orm.js';
-import { systemEntityManager, Tenant } from '../../src/persistence/tenancy/entities.js';
-import { Job, JobEvent, OutboxEntry, Queue } from '../../src/persistence/cluster/entities.js';
+import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
+import { Tenant } from '../../src/persistence/tenancy/entities.js';
+import { Job, JobEvent } from '../../src/persistence/jobs/entities.js';
+import { OutboxEntry } from '../../src/persistence/scheduling/entities.js';
+import { Queue } from '../../src/persistence/cluster/entities.js';
 import { allBound, insertRows, runBound, tableOf } from '../../src/persistence/bound-sql.js';
 import { writeFenced, type FencedWriter } from '../../src/services/scheduling/cycle-writer.js';
 import { LeaderEpochs, StaleLeaderError } from '../../src/services/scheduling/leader-epoch.js';

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
-import { TENANT_FILTER } from '../../src/persistence/tenancy/entities.js';
-import { Job, Queue } from '../../src/persistence/cluster/entities.js';
+import { TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
+import { Job } from '../../src/persistence/jobs/entities.js';
+import { Queue } from '../../src/persistence/cluster/entities.js';
 
 /**
  * Issue 14: the SQL a job costs from submit to its end (submit request, admission cycle,

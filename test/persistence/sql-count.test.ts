@@ -2,8 +2,10 @@ import { createHash } from 'node:crypto';
 import { encodeGlobalID } from '@pothos/plugin-relay';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
-import { Project, Tenant, User, TENANT_FILTER } from '../../src/persistence/tenancy/entities.js';
-import { Job, JobEvent, Queue, type JobState } from '../../src/persistence/cluster/entities.js';
+import { Project, Tenant, User } from '../../src/persistence/tenancy/entities.js';
+import { TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
+import { Job, JobEvent, type JobState } from '../../src/persistence/jobs/entities.js';
+import { Queue } from '../../src/persistence/cluster/entities.js';
 import { uuidv7 } from '../../src/persistence/ids.js';
 
 /**

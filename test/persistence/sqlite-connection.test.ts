@@ -4,7 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MikroORM } from '@mikro-orm/core';
 import { cachePreparedStatements, migrate, openDatabase } from '../../src/persistence/orm.js';
-import { Tenant, systemEntityManager } from '../../src/persistence/tenancy/entities.js';
+import { Tenant } from '../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
 import { ConfigError, loadConfig } from '../../src/config/index.js';
 
 describe('SQLite connection: prepared-statement cache and synchronous level', () => {

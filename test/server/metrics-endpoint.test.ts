@@ -5,7 +5,7 @@ import WebSocket from 'ws';
 import { loadConfig } from '../../src/config/index.js';
 import { IdentityResolver } from '../../src/auth/identity.js';
 import { Queue } from '../../src/persistence/cluster/entities.js';
-import { systemEntityManager } from '../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
 import { createMetrics, MAX_OPERATION_NAMES, OTHER_OPERATION } from '../../src/server/metrics/registry.js';
 import { useMetrics } from '../../plugins/useMetrics.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';

@@ -1,13 +1,11 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import type { Admission, PodSetSpec, PreemptionSpec, QuotaSpec, TimeWindowSpec } from '../../core/scheduling/types.js';
-import { Project, Tenant, User, tenantFilter } from '../tenancy/entities.js';
+import type { PreemptionSpec, QuotaSpec, TimeWindowSpec } from '../../core/scheduling/types.js';
 import { uuidv7 } from '../ids.js';
+import { tenantFilter } from '../tenant-filter.js';
+import { Tenant } from '../tenancy/entities.js';
 
 export const FLAVOR_KINDS = ['gpu', 'mig', 'timeslice'] as const;
 export const QUEUEING_STRATEGIES = ['StrictFIFO', 'BestEffortFIFO'] as const;
-export const JOB_STATES = ['PENDING', 'ADMITTED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
-export type JobState = (typeof JOB_STATES)[number];
-export const TERMINAL_JOB_STATES: ReadonlySet<JobState> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 export const PREEMPTIBLE_VALUES = ['yes', 'no', 'reclaim-only'] as const;
 
 /** Platform-wide objects (flavors, pools, nodes, cohorts, priority classes) have no tenant. */
@@ -117,115 +115,4 @@ export const Queue = defineEntity({
 });
 export type Queue = InferEntity<typeof Queue>;
 
-export const Job = defineEntity({
-  name: 'Job',
-  tableName: 'jobs',
-  filters: tenantFilter,
-  uniques: [{ properties: ['tenant', 'idempotencyKey'] }],
-  // (tenant, id) and (queue, id): a page of a tenant's or a queue's jobs in id order walks the index and stops at the page size, instead of sorting all their jobs.
-  indexes: [{ properties: ['tenant', 'state'] }, { properties: ['queue', 'state'] }, { properties: ['state'] }, { properties: ['tenant', 'finishedAt'] }, { properties: ['tenant', 'id'] }, { properties: ['queue', 'id'] }],
-  properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
-    tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
-    project: () => p.manyToOne(Project).nullable().deleteRule('set null'),
-    queue: () => p.manyToOne(Queue),
-    submittedBy: () => p.manyToOne(User).nullable().deleteRule('set null'),
-    name: p.string().length(200),
-    priorityClass: p.string().length(63),
-    podSets: p.json<PodSetSpec[]>(),
-    expectedDurationMs: p.bigint('number').nullable(),
-    maxRunMs: p.bigint('number').nullable(),
-    /** Declared checkpoint interval (declared ms): a preemption loses only the work since the last one. */
-    checkpointIntervalMs: p.bigint('number').nullable(),
-    /** Declared resumable: suspended on preemption and resumed from where it stopped. */
-    checkpointResumable: p.boolean().default(false),
-    /** Probes declared at submit (issue 16): the workload type (WorkloadType) and whether it serves latency-sensitive traffic. */
-    workloadType: p.string().length(24).nullable(),
-    latencySensitive: p.boolean().default(false),
-    /** Summary of its probe samples ({ samples, meanGpu, lastGpu, lastMemory, lastAt }); null before the first. */
-    probeSummary: p.json<{ samples: number; meanGpu: number; lastGpu: number; lastMemory: number | null; lastAt: number }>().nullable(),
-    /** The governance flag in force (core/governance JobFlag: IDLE or NOT_RUNNING with its numbers); null when none. */
-    governanceFlag: p.json<Record<string, unknown>>().nullable(),
-    workload: p.json<Record<string, unknown>>().nullable(),
-    state: p.enum([...JOB_STATES]).default('PENDING'),
-    admission: p.json<Admission>().nullable(),
-    /** Client-chosen key: a retried submit with the same key returns the same job. */
-    idempotencyKey: p.string().length(128).nullable(),
-    /** Hash of the submitted payload, to tell a retry from a different job under a reused key. */
-    requestHash: p.string().length(64),
-    /** Scheduler's submit time (ms epoch): queue order survives restarts and preemptions. */
-    submitTime: p.bigint('number'),
-    gpusRequested: p.double().$type<number>().default(0),
-    preemptionCount: p.integer().default(0),
-    /**
-     * Start (ms epoch, the backend's clock) of the time the job has held GPUs and the ledger has
-     * not charged yet: set when the backend reports it started, advanced by each metering
-     * checkpoint, null once the hold ends. Written with the ledger rows, so charging is exactly once.
-     */
-    meteredFrom: p.bigint('number').nullable(),
-    exitReason: p.string().length(500).nullable(),
-    submittedAt: p.datetime().onCreate(() => new Date()),
-    admittedAt: p.datetime().nullable(),
-    startedAt: p.datetime().nullable(),
-    finishedAt: p.datetime().nullable(),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
-  },
-});
-export type Job = InferEntity<typeof Job>;
-
-export const JOB_EVENT_TYPES = ['SUBMITTED', 'ADMITTED', 'STARTED', 'PREEMPTED', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ADMITTED_NOT_RUNNING', 'FLAGGED'] as const;
-export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
-
-export const JobEvent = defineEntity({
-  name: 'JobEvent',
-  tableName: 'job_events',
-  filters: tenantFilter,
-  indexes: [{ properties: ['job', 'id'] }],
-  properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
-    job: () => p.manyToOne(Job).deleteRule('cascade'),
-    tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
-    type: p.enum([...JOB_EVENT_TYPES]),
-    reason: p.string().length(64).nullable(),
-    message: p.string().length(500).nullable(),
-    data: p.json<Record<string, unknown>>().nullable(),
-    at: p.datetime(),
-  },
-});
-export type JobEvent = InferEntity<typeof JobEvent>;
-
-/**
- * Transactional outbox: decisions and their side effects (backend calls, published
- * events) are written with the state change; a dispatcher performs and marks them.
- * After a crash, unperformed rows are replayed (backend calls are idempotent).
- */
-export const OutboxEntry = defineEntity({
-  name: 'OutboxEntry',
-  tableName: 'outbox',
-  indexes: [{ properties: ['performedAt', 'id'] }],
-  properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
-    kind: p.string().length(32),
-    payload: p.json<Record<string, unknown>>(),
-    createdAt: p.datetime().onCreate(() => new Date()),
-    performedAt: p.datetime().nullable(),
-  },
-});
-export type OutboxEntry = InferEntity<typeof OutboxEntry>;
-
-/**
- * The scheduler leader's fencing token: one row (id 1), bumped by each replica that takes
- * the leadership. Every write of scheduling decisions checks, in its own transaction, that
- * the stored epoch is still the writer's; a replica that lost the lock is refused.
- */
-export const LeaderEpoch = defineEntity({
-  name: 'LeaderEpoch',
-  tableName: 'fairway_leader_epoch',
-  properties: {
-    id: p.integer().primary().autoincrement(false),
-    epoch: p.bigint('number'),
-  },
-});
-export type LeaderEpoch = InferEntity<typeof LeaderEpoch>;
-
-export const schedulingEntities = [Flavor, NodePool, ClusterNode, Cohort, PriorityClassRow, Queue, Job, JobEvent, OutboxEntry, LeaderEpoch];
+export const clusterEntities = [Flavor, NodePool, ClusterNode, Cohort, PriorityClassRow, Queue];

@@ -2,9 +2,11 @@
 // and their approvals, runtime probe samples of jobs, and platform governance settings.
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import type { IsolationPolicy, LimitSetting } from '../../core/governance/types.js';
-import { Tenant, User, tenantFilter } from '../tenancy/entities.js';
+import { Tenant, User } from '../tenancy/entities.js';
+import { tenantFilter } from '../tenant-filter.js';
 import { uuidv7 } from '../ids.js';
-import { Job, Queue } from '../cluster/entities.js';
+import { Job } from '../jobs/entities.js';
+import { Queue } from '../cluster/entities.js';
 
 /** A policy's coefficients as stored (the row's name, description and level are columns). */
 export type IsolationPolicyCoefficients = Omit<IsolationPolicy, 'name' | 'description' | 'level'>;

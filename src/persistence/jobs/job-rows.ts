@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { Admission, PodSetSpec } from '../../core/scheduling/types.js';
 import { allBound, placeholders } from '../bound-sql.js';
 import { tenantScope } from '../raw-reads.js';
-import type { JobState } from '../cluster/entities.js';
+import type { JobState } from './entities.js';
 
 /**
  * A page of jobs read as plain rows, without the ORM's entity machinery. Hydrating a page of

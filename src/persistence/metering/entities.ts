@@ -1,7 +1,8 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { Project, Tenant, tenantFilter } from '../tenancy/entities.js';
+import { Project, Tenant } from '../tenancy/entities.js';
+import { tenantFilter } from '../tenant-filter.js';
 import { uuidv7 } from '../ids.js';
-import { Job } from '../cluster/entities.js';
+import { Job } from '../jobs/entities.js';
 
 /** What closed a ledger interval: a periodic checkpoint of a running job, or the state change that ended its hold. */
 export const USAGE_CLOSERS = ['checkpoint', 'preempted', 'succeeded', 'failed', 'cancelled', 'requeued'] as const;

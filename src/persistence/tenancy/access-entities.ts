@@ -1,5 +1,6 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { PROJECT_ROLES, Project, Tenant, User, tenantFilter } from './entities.js';
+import { PROJECT_ROLES, Project, Tenant, User } from './entities.js';
+import { tenantFilter } from '../tenant-filter.js';
 import { uuidv7 } from '../ids.js';
 
 /** A person's role in one project. They must be a member of the project's tenant. */

@@ -1,5 +1,6 @@
-import { defineEntity, p, type EntityManager, type InferEntity, type MikroORM } from '@mikro-orm/core';
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { uuidv7 } from '../ids.js';
+import { tenantFilter } from '../tenant-filter.js';
 
 export const TENANT_TIERS = ['STANDARD', 'PREMIUM', 'ENTERPRISE'] as const;
 export type TenantTier = (typeof TENANT_TIERS)[number];
@@ -32,53 +33,6 @@ export interface DataBoundaries {
   datasetLocations: string[] | null;
   artifactStores: string[] | null;
 }
-export const AUDIT_OUTCOMES = ['SUCCESS', 'DENIED', 'FAILED'] as const;
-export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
-
-/**
- * Defence in depth for tenant-owned rows: every EntityManager a request uses has this
- * filter on, so a query that forgot its tenant condition still cannot read another
- * tenant's rows. Param `{ all: true }` is reserved for platform admins and system work.
- */
-export const TENANT_FILTER = 'tenant';
-export interface TenantFilterParams {
-  all?: boolean;
-  tenantIds?: string[];
-}
-/**
- * Stands for "no tenant" when a caller belongs to none: MikroORM renders `$in: []` as
- * `in ()` in the join conditions of populated relations, which PostgreSQL rejects. The nil
- * UUID is never an id (ids are UUIDv7), so the filter still matches nothing.
- */
-const NO_TENANT = '00000000-0000-0000-0000-000000000000';
-
-/** The filter every tenant-owned entity declares (identity and scheduling alike). */
-export const tenantFilter = {
-  [TENANT_FILTER]: {
-    name: TENANT_FILTER,
-    default: true,
-    cond: (params: TenantFilterParams) => {
-      const tenantIds = filteredTenantIds(params);
-      return tenantIds ? { tenant: { $in: tenantIds } } : {};
-    },
-  },
-};
-
-/** The tenants the filter lets through with these parameters: null for all of them. Raw SQL readers (raw-reads.ts) apply the same. */
-export function filteredTenantIds(params: TenantFilterParams): string[] | null {
-  if (params.all) return null;
-  return params.tenantIds?.length ? [...params.tenantIds] : [NO_TENANT];
-}
-
-/** A fresh EntityManager with the tenant filter set as given. */
-export function scopedEntityManager(orm: MikroORM, params: TenantFilterParams): EntityManager {
-  const em = orm.em.fork({ clear: true });
-  em.setFilterParams(TENANT_FILTER, params);
-  return em;
-}
-
-/** For system work that must see every tenant (auth lookups, the scheduler, seeding). */
-export const systemEntityManager = (orm: MikroORM): EntityManager => scopedEntityManager(orm, { all: true });
 
 const timestamps = {
   createdAt: p.datetime().onCreate(() => new Date()),
@@ -205,27 +159,4 @@ export const ApiToken = defineEntity({
 });
 export type ApiToken = InferEntity<typeof ApiToken>;
 
-export const AuditEvent = defineEntity({
-  name: 'AuditEvent',
-  tableName: 'audit_events',
-  filters: tenantFilter,
-  indexes: [{ properties: ['tenant', 'id'] }],
-  properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
-    /** Null for platform-level events no tenant may see (e.g. a refused cross-tenant probe). */
-    tenant: () => p.manyToOne(Tenant).nullable().deleteRule('set null'),
-    actor: () => p.manyToOne(User).nullable().deleteRule('set null'),
-    actorTokenId: p.string().length(36).nullable(),
-    action: p.string().length(64),
-    targetType: p.string().length(64).nullable(),
-    targetId: p.string().length(36).nullable(),
-    input: p.json<Record<string, unknown>>(),
-    outcome: p.enum([...AUDIT_OUTCOMES]),
-    errorCode: p.string().length(32).nullable(),
-    requestId: p.string().length(64),
-    createdAt: p.datetime().onCreate(() => new Date()),
-  },
-});
-export type AuditEvent = InferEntity<typeof AuditEvent>;
-
-export const allEntities = [Tenant, User, Membership, Project, ApiToken, AuditEvent];
+export const tenancyEntities = [Tenant, User, Membership, Project, ApiToken];

@@ -7,7 +7,7 @@ import { uuidv7 } from '../../persistence/ids.js';
 import { ProjectMembership } from '../../persistence/tenancy/access-entities.js';
 import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../../auth/api-token-secret.js';
 import { ROLE_CAPABILITIES } from '../../auth/capabilities.js';
-import { systemEntityManager } from '../../persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../persistence/tenant-filter.js';
 import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../../persistence/cluster/entities.js';
 import { IsolationPolicyRow } from '../../persistence/governance/entities.js';
 import { BUILT_IN_POLICIES } from '../../core/governance/policies.js';

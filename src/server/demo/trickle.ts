@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Membership, User, scopedEntityManager, systemEntityManager } from '../../persistence/tenancy/entities.js';
+import { Membership, User } from '../../persistence/tenancy/entities.js';
+import { scopedEntityManager, systemEntityManager } from '../../persistence/tenant-filter.js';
 import { ProjectMembership } from '../../persistence/tenancy/access-entities.js';
 import { Queue } from '../../persistence/cluster/entities.js';
 import { tenantFilterFor, type Principal } from '../../auth/principal.js';

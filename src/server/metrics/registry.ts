@@ -1,8 +1,9 @@
 import type { MikroORM } from '@mikro-orm/core';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Admission, Preemption, QueueStatus } from '../../core/scheduling/types.js';
-import { systemEntityManager } from '../../persistence/tenancy/entities.js';
-import { OutboxEntry, Queue } from '../../persistence/cluster/entities.js';
+import { systemEntityManager } from '../../persistence/tenant-filter.js';
+import { OutboxEntry } from '../../persistence/scheduling/entities.js';
+import { Queue } from '../../persistence/cluster/entities.js';
 import { lostGpuHoursOf } from '../../services/scheduling/cycle-writer.js';
 import type { SchedulerService } from '../../services/scheduling/scheduler-service.js';
 

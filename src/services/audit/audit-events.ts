@@ -1,4 +1,4 @@
-import { AuditEvent } from '../../persistence/tenancy/entities.js';
+import { AuditEvent } from '../../persistence/audit/entities.js';
 import { callerHasCapability, requireCapability, requirePrincipal, withoutReadNotes, type ServiceContext } from '../context.js';
 import { forbidden, notFound } from '../../shared/client-errors.js';
 import { findPage, type PageQuery } from '../paging.js';

@@ -1,5 +1,6 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
-import { AuditEvent, Tenant, User, type AuditOutcome } from '../../persistence/tenancy/entities.js';
+import { AuditEvent, type AuditOutcome } from '../../persistence/audit/entities.js';
+import { Tenant, User } from '../../persistence/tenancy/entities.js';
 import { canSeeTenant } from '../../auth/principal.js';
 import { checkedTenant, type ServiceContext } from '../context.js';
 import { FairwayError, conflict } from '../../shared/client-errors.js';

@@ -3,7 +3,7 @@
 // its event records with the pure core (replayAdjustment) — the proof that they are reproducible.
 import { replayAdjustment } from '../../core/governance/controller.js';
 import { DEFAULT_CONTROLLER_SETTINGS, type ControllerQueueInput, type ControllerSettings, type ControllerWindow, type IsolationPolicy, type LimitSetting } from '../../core/governance/types.js';
-import { AuditEvent } from '../../persistence/tenancy/entities.js';
+import { AuditEvent } from '../../persistence/audit/entities.js';
 import type { Queue } from '../../persistence/cluster/entities.js';
 import { accessFor } from '../../auth/principal.js';
 import { requireCapability, requirePrincipal, type ServiceContext } from '../context.js';

@@ -6,7 +6,7 @@ import type { SqlEntityManager } from '@mikro-orm/knex';
 import type { ControllerQueueInput } from '../../core/governance/types.js';
 import type { QueueStatus } from '../../core/scheduling/types.js';
 import { JobProbeSample } from '../../persistence/governance/entities.js';
-import { Job } from '../../persistence/cluster/entities.js';
+import { Job } from '../../persistence/jobs/entities.js';
 
 /** A queue's GPUs at one instant, summed over its flavors (the core's queueStatus, resource gpu). */
 export interface GpuReading {

@@ -2,7 +2,8 @@
 // restores every queue's static setting in the same transaction (audited per queue in its tenant).
 import { baseSetting } from '../../core/governance/policies.js';
 import type { LimitSetting } from '../../core/governance/types.js';
-import { AuditEvent, Tenant } from '../../persistence/tenancy/entities.js';
+import { AuditEvent } from '../../persistence/audit/entities.js';
+import { Tenant } from '../../persistence/tenancy/entities.js';
 import { uuidv7 } from '../../persistence/ids.js';
 import { Queue } from '../../persistence/cluster/entities.js';
 import { badInput } from '../../shared/client-errors.js';

@@ -6,7 +6,8 @@
 // rebuilt so its limits follow (core-loader builds governed queues from the setting in force).
 import { uuidv7 } from '../../persistence/ids.js';
 import { DEFAULT_CONTROLLER_SETTINGS, type ControllerAdjustment, type ControllerSettings } from '../../core/governance/types.js';
-import { AuditEvent, Tenant } from '../../persistence/tenancy/entities.js';
+import { AuditEvent } from '../../persistence/audit/entities.js';
+import { Tenant } from '../../persistence/tenancy/entities.js';
 import { Queue } from '../../persistence/cluster/entities.js';
 import type { LeaderTask, LeaderTaskContext } from '../scheduling/leader-session.js';
 import { gatherControllerInputs, gpuReading, WindowSamples, type GovernedQueue, type GpuReading } from './controller-inputs.js';

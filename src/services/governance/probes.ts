@@ -5,7 +5,7 @@
 // Samples older than the retention are deleted by another leader task, in bounded batches.
 import type { EntityManager } from '@mikro-orm/core';
 import type { BackendEvent, ExecutionBackend } from '../../backends/port.js';
-import { AuditEvent } from '../../persistence/tenancy/entities.js';
+import { AuditEvent } from '../../persistence/audit/entities.js';
 import { allBound, insertRows, placeholders, runBound, tableOf } from '../../persistence/bound-sql.js';
 import { uuidv7 } from '../../persistence/ids.js';
 import type { LeaderTask, LeaderTaskContext } from '../scheduling/leader-session.js';

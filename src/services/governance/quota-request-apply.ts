@@ -5,7 +5,7 @@ import { LockMode, type EntityManager } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/knex';
 import type { QuotaSpec, ResourceName } from '../../core/scheduling/types.js';
 import type { EventBus } from '../../events/bus.js';
-import { AuditEvent } from '../../persistence/tenancy/entities.js';
+import { AuditEvent } from '../../persistence/audit/entities.js';
 import { QuotaRequest, type QuotaRequestStatus } from '../../persistence/governance/entities.js';
 import { uuidv7 } from '../../persistence/ids.js';
 import { Cohort, Queue } from '../../persistence/cluster/entities.js';

@@ -1,6 +1,6 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import type { JobSpec } from '../../core/scheduling/types.js';
-import { Job } from '../../persistence/cluster/entities.js';
+import { Job } from '../../persistence/jobs/entities.js';
 import { jobEventRow } from '../scheduling/outbox.js';
 import { allBound, insertRows, placeholders, tableOf } from '../../persistence/bound-sql.js';
 import { JobRow, type JobView } from '../../persistence/jobs/job-rows.js';

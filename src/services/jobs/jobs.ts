@@ -4,7 +4,9 @@ import type { CheckpointSpec, JobSpec, PodSetSpec, Preview } from '../../core/sc
 // The scheduler's shapes this service's answers carry (a job's pod sets, a preview): the schema takes them from here, never from the core.
 export type { PodSetSpec, Preview };
 import { Project } from '../../persistence/tenancy/entities.js';
-import { Job, JobEvent, OutboxEntry, PriorityClassRow, Queue, TERMINAL_JOB_STATES, type JobState } from '../../persistence/cluster/entities.js';
+import { Job, JobEvent, TERMINAL_JOB_STATES, type JobState } from '../../persistence/jobs/entities.js';
+import { OutboxEntry } from '../../persistence/scheduling/entities.js';
+import { PriorityClassRow, Queue } from '../../persistence/cluster/entities.js';
 import { uuidv7 } from '../../persistence/ids.js';
 import { readJobRows, type JobRow } from '../../persistence/jobs/job-rows.js';
 import { auditedMutation, groupedAuditedMutation } from '../audit/audit.js';

@@ -3,7 +3,7 @@ import type { EtaUnknownReason, JobExplanation, NodeFit, Preview, QuotaShortfall
 export type { JobExplanation, NodeFit };
 import { hasCapability } from '../../auth/principal.js';
 import { Project } from '../../persistence/tenancy/entities.js';
-import { Job } from '../../persistence/cluster/entities.js';
+import { Job } from '../../persistence/jobs/entities.js';
 import type { ServiceContext } from '../context.js';
 import { canSeeMoney } from '../metering/access.js';
 

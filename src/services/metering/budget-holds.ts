@@ -4,7 +4,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/knex';
 import type { AdmissionHold } from '../../core/scheduling/types.js';
-import { AuditEvent } from '../../persistence/tenancy/entities.js';
+import { AuditEvent } from '../../persistence/audit/entities.js';
 import { uuidv7 } from '../../persistence/ids.js';
 import { Budget, BudgetAlert } from '../../persistence/metering/entities.js';
 import { recordOutbox } from '../scheduling/outbox.js';

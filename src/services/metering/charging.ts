@@ -8,7 +8,7 @@ import { chargeJobs } from './ledger.js';
 import { loadMeteringTables, type MeteringTables } from '../../persistence/metering/price-book.js';
 import { UtilizationSamples } from '../../core/metering/utilization.js';
 import type { UsageCloser } from '../../persistence/metering/entities.js';
-import type { Job } from '../../persistence/cluster/entities.js';
+import type { Job } from '../../persistence/jobs/entities.js';
 
 export interface MeteringSettings {
   /** The backend's declared time / real time (see LedgerContext.timeScale). */

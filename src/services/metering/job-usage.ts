@@ -2,7 +2,7 @@ import DataLoader from 'dataloader';
 import type { EntityManager } from '@mikro-orm/core';
 import { Membership } from '../../persistence/tenancy/entities.js';
 import { UsageRecord } from '../../persistence/metering/entities.js';
-import { Job, TERMINAL_JOB_STATES, type JobState } from '../../persistence/cluster/entities.js';
+import { Job, TERMINAL_JOB_STATES, type JobState } from '../../persistence/jobs/entities.js';
 import { badInput, notFound } from '../../shared/client-errors.js';
 import { requireCapability, type ServiceContext } from '../context.js';
 import type { Loaders } from '../loaders.js';

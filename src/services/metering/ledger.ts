@@ -6,7 +6,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { Admission, PodSetSpec } from '../../core/scheduling/types.js';
 import { UsageRecord, type UsageHourly, type UsageCloser } from '../../persistence/metering/entities.js';
 import { insertRows, tableOf } from '../../persistence/bound-sql.js';
-import type { Job } from '../../persistence/cluster/entities.js';
+import type { Job } from '../../persistence/jobs/entities.js';
 import { uuidv7 } from '../../persistence/ids.js';
 import { allocationOf } from '../../core/metering/allocation.js';
 import type { MeteringTables } from '../../persistence/metering/price-book.js';

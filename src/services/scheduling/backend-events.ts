@@ -1,6 +1,6 @@
 import type { BackendEvent } from '../../backends/port.js';
 import type { EntityManager } from '@mikro-orm/core';
-import { Job, type JobEventType } from '../../persistence/cluster/entities.js';
+import { Job, type JobEventType } from '../../persistence/jobs/entities.js';
 import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
 import { writeFenced, type FencedWriter } from './cycle-writer.js';
 import { jobEventRow, outboxRow, type OutboxKind } from './outbox.js';

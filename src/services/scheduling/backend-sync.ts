@@ -1,8 +1,10 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { BackendFlavor, BackendNode, BackendTenant, ExecutionBackend } from '../../backends/port.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
-import { systemEntityManager, Tenant } from '../../persistence/tenancy/entities.js';
-import { ClusterNode, Flavor, Job, NodePool, Queue } from '../../persistence/cluster/entities.js';
+import { systemEntityManager } from '../../persistence/tenant-filter.js';
+import { Tenant } from '../../persistence/tenancy/entities.js';
+import { ClusterNode, Flavor, NodePool, Queue } from '../../persistence/cluster/entities.js';
+import { Job } from '../../persistence/jobs/entities.js';
 import { listenTo } from './service-helpers.js';
 
 export interface BackendSyncOptions {

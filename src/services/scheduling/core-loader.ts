@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { Scheduler } from '../../core/scheduling/scheduler.js';
 import type { AdmissionHold, RestoredAdmission } from '../../core/scheduling/types.js';
-import { ClusterNode, Cohort, Flavor, Job, PriorityClassRow, Queue } from '../../persistence/cluster/entities.js';
+import { ClusterNode, Cohort, Flavor, PriorityClassRow, Queue } from '../../persistence/cluster/entities.js';
+import { Job } from '../../persistence/jobs/entities.js';
 import { backToPending, writeFenced, type FencedWriter } from './cycle-writer.js';
 import { recordJobEvent, recordOutbox } from './outbox.js';
 import { findDoubleBookings, type DoubleBooking } from './restore-check.js';

@@ -1,7 +1,7 @@
 import { LockMode, type EntityManager } from '@mikro-orm/core';
 import type { Scheduler } from '../../core/scheduling/scheduler.js';
 import type { CycleResult } from '../../core/scheduling/types.js';
-import { Job } from '../../persistence/cluster/entities.js';
+import { Job } from '../../persistence/jobs/entities.js';
 import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
 import type { Metering } from '../metering/charging.js';
 import type { LeaderEpochs } from './leader-epoch.js';

@@ -1,5 +1,5 @@
 import { LockMode, type EntityManager } from '@mikro-orm/core';
-import { LeaderEpoch } from '../../persistence/cluster/entities.js';
+import { LeaderEpoch } from '../../persistence/scheduling/entities.js';
 
 /** A scheduling write made by a replica whose leadership another replica has since taken. */
 export class StaleLeaderError extends Error {

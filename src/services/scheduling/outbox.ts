@@ -1,10 +1,11 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { BackendJob, ExecutionBackend } from '../../backends/port.js';
 import type { EventBus, JobStateName } from '../../events/bus.js';
-import { systemEntityManager } from '../../persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../persistence/tenant-filter.js';
 import { chunks, placeholders, runBound, tableOf } from '../../persistence/bound-sql.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { Job, JobEvent, OutboxEntry, type JobEventType } from '../../persistence/cluster/entities.js';
+import { Job, JobEvent, type JobEventType } from '../../persistence/jobs/entities.js';
+import { OutboxEntry } from '../../persistence/scheduling/entities.js';
 import { checkpointSpec } from './specs.js';
 import type { JobFlag } from '../../core/governance/types.js';
 

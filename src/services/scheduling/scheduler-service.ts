@@ -3,7 +3,7 @@ import type { Scheduler } from '../../core/scheduling/scheduler.js';
 import type { Admission, JobExplanation, JobSpec, Preemption, Preview, QueueStatus } from '../../core/scheduling/types.js';
 import type { BackendEvent, ExecutionBackend } from '../../backends/port.js';
 import type { EventBus, SchedulerInput } from '../../events/bus.js';
-import { systemEntityManager } from '../../persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../persistence/tenant-filter.js';
 import { inBackendTime } from './specs.js';
 import { loadCore, type CoreLoaderOptions, type LoadedCore } from './core-loader.js';
 import { LeaderEpochs } from './leader-epoch.js';

@@ -1,5 +1,6 @@
 import type { CheckpointSpec, CohortSpec, FlavorSpec, IsolationLevel, JobSpec, NodeSpec, PreemptionSpec, PriorityClass, QueueSpec } from '../../core/scheduling/types.js';
-import type { ClusterNode, Cohort, Flavor, Job, PriorityClassRow, Queue } from '../../persistence/cluster/entities.js';
+import type { ClusterNode, Cohort, Flavor, PriorityClassRow, Queue } from '../../persistence/cluster/entities.js';
+import type { Job } from '../../persistence/jobs/entities.js';
 import { applyPolicy } from '../../core/governance/policies.js';
 import type { IsolationPolicy, LimitSetting } from '../../core/governance/types.js';
 

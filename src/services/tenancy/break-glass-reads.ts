@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { AuditEvent, Tenant, User } from '../../persistence/tenancy/entities.js';
+import { AuditEvent } from '../../persistence/audit/entities.js';
+import { Tenant, User } from '../../persistence/tenancy/entities.js';
 import { BreakGlassGrant } from '../../persistence/tenancy/access-entities.js';
 import type { EventBus } from '../../events/bus.js';
 import type { Principal } from '../../auth/principal.js';

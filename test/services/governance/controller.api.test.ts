@@ -5,7 +5,7 @@
 // reclaim whatever the controller set, and every adjustment recomputes from the audit log. Events
 // and Queue.limitAdjustments never reach another tenant.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { systemEntityManager } from '../../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { GovernanceSetting } from '../../../src/persistence/governance/entities.js';
 import { codesOf, expectOk, startTestApp, type TestApp } from '../../helpers/harness.js';
 import { describeEachDialect } from '../../helpers/database.js';

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { exportSPKI, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildApp, type FairwayApp } from '../../../src/server/app.js';
-import { systemEntityManager } from '../../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { describeNeeding } from '../../helpers/database.js';
 import { startTestApp, testConfig, type TestApp } from '../../helpers/harness.js';
 import { eventually, liveSubscription, wsClient, type LiveSubscription } from '../../helpers/live-subscription.js';

@@ -3,7 +3,7 @@
 // governance are left alone (and a flag whose queue leaves governance is dropped); a flag lives in
 // the database, so a leader that rebuilds its core does not raise it again.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { AuditEvent } from '../../../src/persistence/tenancy/entities.js';
+import { AuditEvent } from '../../../src/persistence/audit/entities.js';
 import { describeEachDialect } from '../../helpers/database.js';
 import { enc, listenToBothTenants, MIN, startIdleApp, TIME_SCALE, until, type BothTenantsListening, type FlagTenantEvent, type IdleApp } from '../../helpers/idle-reclaim-app.js';
 import type { LiveSubscription } from '../../helpers/live-subscription.js';

@@ -4,7 +4,7 @@
 // The owner sees Job.governanceFlag, a FLAGGED job event, a JOB_FLAGGED tenant event and, on
 // reclaim, a PREEMPTED event with the numbers; the other tenant sees none of it.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { AuditEvent } from '../../../src/persistence/tenancy/entities.js';
+import { AuditEvent } from '../../../src/persistence/audit/entities.js';
 import { describeEachDialect } from '../../helpers/database.js';
 import { enc, listenToBothTenants, MIN, startIdleApp, TIME_SCALE, until, type BothTenantsListening, type FlagTenantEvent, type IdleApp } from '../../helpers/idle-reclaim-app.js';
 import type { LiveSubscription } from '../../helpers/live-subscription.js';
@@ -148,11 +148,11 @@ describeEachDialect('idle reclaim', (dialect) => {
 
   it('the other tenant never hears of a flag or a reclaim, and cannot read the flag', async () => {
     // Every aurora job so far was flagged, several reclaimed: borealis's stream names none of them.
-    const auroraJobs = (await t.em().find((await import('../../../src/persistence/cluster/entities.js')).Job, { tenant: { slug: 'aurora-research' } })).map((j) => enc('Job', j.id));
+    const auroraJobs = (await t.em().find((await import('../../../src/persistence/jobs/entities.js')).Job, { tenant: { slug: 'aurora-research' } })).map((j) => enc('Job', j.id));
     expect(auroraJobs.length).toBeGreaterThan(0);
     expect(borealis.values.filter((e) => e.jobId && auroraJobs.includes(e.jobId))).toEqual([]);
     expect(borealis.values.some((e) => e.kind === 'JOB_FLAGGED' && e.flag?.policy !== 'idle-reclaim')).toBe(false);
-    const borealisJobs = (await t.em().find((await import('../../../src/persistence/cluster/entities.js')).Job, { tenant: { slug: 'borealis-inference' } })).map((j) => enc('Job', j.id));
+    const borealisJobs = (await t.em().find((await import('../../../src/persistence/jobs/entities.js')).Job, { tenant: { slug: 'borealis-inference' } })).map((j) => enc('Job', j.id));
     expect(aurora.values.filter((e) => e.jobId && borealisJobs.includes(e.jobId))).toEqual([]);
     for (const jobId of auroraJobs) {
       const res = await t.gql(t.token('borealis-inference', 'TENANT_ADMIN'), `query($id: ID!) { node(id: $id) { ... on Job { governanceFlag { kind meanUtilization } } } }`, { id: jobId });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { AuditEvent } from '../../../src/persistence/tenancy/entities.js';
+import { AuditEvent } from '../../../src/persistence/audit/entities.js';
 import { IsolationPolicyRow, IsolationPolicyRule } from '../../../src/persistence/governance/entities.js';
 import { Queue } from '../../../src/persistence/cluster/entities.js';
 import { describeEachDialect } from '../../helpers/database.js';

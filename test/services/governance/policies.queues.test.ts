@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILT_IN_POLICIES, baseSetting } from '../../../src/core/governance/policies.js';
-import { AuditEvent } from '../../../src/persistence/tenancy/entities.js';
+import { AuditEvent } from '../../../src/persistence/audit/entities.js';
 import { Queue } from '../../../src/persistence/cluster/entities.js';
 import { queueSpec } from '../../../src/services/scheduling/specs.js';
 import { describeEachDialect } from '../../helpers/database.js';

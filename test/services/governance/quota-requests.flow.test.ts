@@ -3,7 +3,9 @@
 // (back by the granted difference); a future startsAt activates on the leader; two concurrent
 // approvals apply once; requests and decisions stream as events — never to another tenant.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { AuditEvent, Tenant, systemEntityManager } from '../../../src/persistence/tenancy/entities.js';
+import { AuditEvent } from '../../../src/persistence/audit/entities.js';
+import { Tenant } from '../../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { QuotaRequest } from '../../../src/persistence/governance/entities.js';
 import { Queue } from '../../../src/persistence/cluster/entities.js';
 import { codesOf, expectOk, startTestApp, type TestApp } from '../../helpers/harness.js';

@@ -2,7 +2,9 @@
 // another tenant's admin, token scopes), the audit row each mutation writes (refused attempts too),
 // bad input that changes nothing, and another tenant that never learns a request exists.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { AuditEvent, Tenant, User, systemEntityManager } from '../../../src/persistence/tenancy/entities.js';
+import { AuditEvent } from '../../../src/persistence/audit/entities.js';
+import { Tenant, User } from '../../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { announceCredentialsChanged } from '../../../src/events/bus.js';
 import { QuotaRequest } from '../../../src/persistence/governance/entities.js';
 import { Queue } from '../../../src/persistence/cluster/entities.js';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { SimulatedBackend } from '../../../src/backends/simulated.js';
 import type { ExecutionBackend } from '../../../src/backends/port.js';
 import { jobSpec } from '../../../src/services/scheduling/specs.js';
-import type { Job } from '../../../src/persistence/cluster/entities.js';
+import type { Job } from '../../../src/persistence/jobs/entities.js';
 import { makeCluster, makeQueue, nodes } from '../../core/builders.js';
 
 const HOUR = 3_600_000;

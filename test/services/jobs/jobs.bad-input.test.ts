@@ -1,8 +1,11 @@
 import { encodeGlobalID } from '@pothos/plugin-relay';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codesOf, startTestApp, type GqlResponse, type TestApp } from '../../helpers/harness.js';
-import { Tenant, TENANT_FILTER } from '../../../src/persistence/tenancy/entities.js';
-import { ClusterNode, Cohort, Flavor, Job, JobEvent, NodePool, OutboxEntry, Queue } from '../../../src/persistence/cluster/entities.js';
+import { Tenant } from '../../../src/persistence/tenancy/entities.js';
+import { TENANT_FILTER } from '../../../src/persistence/tenant-filter.js';
+import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../../../src/persistence/cluster/entities.js';
+import { Job, JobEvent } from '../../../src/persistence/jobs/entities.js';
+import { OutboxEntry } from '../../../src/persistence/scheduling/entities.js';
 import { uuidv7 } from '../../../src/persistence/ids.js';
 
 /**

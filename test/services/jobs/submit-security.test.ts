@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { AuditEvent } from '../../../src/persistence/tenancy/entities.js';
-import { Job } from '../../../src/persistence/cluster/entities.js';
+import { AuditEvent } from '../../../src/persistence/audit/entities.js';
+import { Job } from '../../../src/persistence/jobs/entities.js';
 import { describeEachDialect } from '../../helpers/database.js';
 import { expectOk, expectRefusedUnchanged, startTestApp, type TestApp } from '../../helpers/harness.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { systemEntityManager } from '../../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { BudgetAlert } from '../../../src/persistence/metering/entities.js';
 import { describeEachDialect } from '../../helpers/database.js';
 import { startTestApp, type TestApp } from '../../helpers/harness.js';

@@ -4,9 +4,11 @@
 // the month-end forecast from the burn rate, and admission holds from spent hard budgets.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { EntityManager } from '@mikro-orm/core';
-import { AuditEvent, Project, Tenant, systemEntityManager } from '../../../src/persistence/tenancy/entities.js';
+import { AuditEvent } from '../../../src/persistence/audit/entities.js';
+import { Project, Tenant } from '../../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { Budget, BudgetAlert, UsageHourly } from '../../../src/persistence/metering/entities.js';
-import { OutboxEntry } from '../../../src/persistence/cluster/entities.js';
+import { OutboxEntry } from '../../../src/persistence/scheduling/entities.js';
 import { OutboxDispatcher } from '../../../src/services/scheduling/outbox.js';
 import { budgetStatus, computeHolds, evaluateBudgets } from '../../../src/services/metering/budgets.js';
 import { codesOf, startTestApp, type TestApp } from '../../helpers/harness.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { systemEntityManager } from '../../../src/persistence/tenancy/entities.js';
-import { Job } from '../../../src/persistence/cluster/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
+import { Job } from '../../../src/persistence/jobs/entities.js';
 import { UsageHourly, UsageRecord } from '../../../src/persistence/metering/entities.js';
 import { describeEachDialect } from '../../helpers/database.js';
 import { startTestApp, type TestApp } from '../../helpers/harness.js';

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditEvent, systemEntityManager } from '../../../src/persistence/tenancy/entities.js';
+import { AuditEvent } from '../../../src/persistence/audit/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { FlavorPrice } from '../../../src/persistence/metering/entities.js';
 import { unitPriceAt } from '../../../src/services/metering/price-book.js';
 import { codesOf, expectOk, startTestApp, type TestApp } from '../../helpers/harness.js';

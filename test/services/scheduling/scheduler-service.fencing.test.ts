@@ -1,7 +1,7 @@
 import { afterAll, expect, it } from 'vitest';
 import { migrate, openDatabase } from '../../../src/persistence/orm.js';
-import { systemEntityManager } from '../../../src/persistence/tenancy/entities.js';
-import { OutboxEntry, LeaderEpoch } from '../../../src/persistence/cluster/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
+import { OutboxEntry, LeaderEpoch } from '../../../src/persistence/scheduling/entities.js';
 import { LeaderEpochs, StaleLeaderError } from '../../../src/services/scheduling/leader-epoch.js';
 import { createTestDatabase, describeEachDialect, type TestDatabase } from '../../helpers/database.js';
 import { startSchedulerApp } from '../../helpers/scheduler-app.js';

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Admission, JobSpec, RestoredAdmission } from '../../../src/core/scheduling/types.js';
-import { systemEntityManager } from '../../../src/persistence/tenancy/entities.js';
-import { Job, JobEvent, OutboxEntry } from '../../../src/persistence/cluster/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
+import { Job, JobEvent } from '../../../src/persistence/jobs/entities.js';
+import { OutboxEntry } from '../../../src/persistence/scheduling/entities.js';
 import { findDoubleBookings } from '../../../src/services/scheduling/restore-check.js';
 import { describeEachDialect } from '../../helpers/database.js';
 import { waitFor } from '../../helpers/process.js';

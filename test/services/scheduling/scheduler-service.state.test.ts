@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { systemEntityManager } from '../../../src/persistence/tenancy/entities.js';
-import { Job } from '../../../src/persistence/cluster/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
+import { Job } from '../../../src/persistence/jobs/entities.js';
 import { waitFor } from '../../helpers/process.js';
 import { startSchedulerApp, type SchedulerTestApp } from '../../helpers/scheduler-app.js';
 

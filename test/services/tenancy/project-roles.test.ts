@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Project, Tenant, TENANT_FILTER } from '../../../src/persistence/tenancy/entities.js';
+import { Project, Tenant } from '../../../src/persistence/tenancy/entities.js';
+import { TENANT_FILTER } from '../../../src/persistence/tenant-filter.js';
 import { ProjectMembership } from '../../../src/persistence/tenancy/access-entities.js';
-import { AuditEvent } from '../../../src/persistence/tenancy/entities.js';
-import { Job } from '../../../src/persistence/cluster/entities.js';
+import { AuditEvent } from '../../../src/persistence/audit/entities.js';
+import { Job } from '../../../src/persistence/jobs/entities.js';
 import { codesOf, startTestApp, type GqlResponse, type TestApp } from '../../helpers/harness.js';
 import { describeEachDialect } from '../../helpers/database.js';
 
