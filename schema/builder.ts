@@ -26,7 +26,7 @@ export const builder = new SchemaBuilder<{
   plugins: [ScopeAuthPlugin, RelayPlugin, ValidationPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
-    // Without this an anonymous subscription would reach its resolver (STACK.md pitfall 3).
+    // Unset, anonymous subscriptions reach their resolver (docs/decisions/0006-node-20-pins.md, pitfall 3).
     authorizeOnSubscribe: true,
     authScopes: (ctx) => ({
       authenticated: ctx.principal !== null,
