@@ -7,7 +7,7 @@ import type { PodShape } from './fragmentation.js';
 import type { BuiltScheduler, PlacementName, PolicyName } from './scheduling-policies.js';
 import { nominalGpus, type SimQueue, type SimQueues } from './queues.js';
 import type { TraceJob } from './trace.js';
-import type { GovernanceOutcome } from './governance/governance.js';
+import type { GovernanceOutcome } from './governance/types.js';
 
 export interface SimInput {
   trace: TraceJob[];

@@ -1,103 +1,14 @@
-import type { ReplayOutcome, TenantInfo } from './engine.js';
+import type { ReplayOutcome } from './engine.js';
 import { round6 } from './engine.js';
-import { etaStats, type EtaStats } from './eta.js';
-import { computeGovernanceMetrics, type GovernanceMetrics } from './governance/metrics.js';
+import { etaStats } from './eta.js';
+import { entitlement, jain } from './fairness.js';
+import { computeGovernanceMetrics } from './governance/metrics.js';
+import { WAIT_BUCKETS, type PreemptionStats, type ReplayMetrics, type TenantMetrics, type WaitStats } from './metrics-types.js';
 import { percentile } from './percentile.js';
 
 export { percentile };
-
-export interface WaitStats {
-  /** Jobs counted (started, plus never-started ones with a censored wait). */
-  count: number;
-  p50: number | null;
-  p95: number | null;
-  p99: number | null;
-  mean: number | null;
-}
-
-export interface SlaStats {
-  eligible: number;
-  met: number;
-  /** met / eligible, null when no job was eligible. */
-  attainment: number | null;
-}
-
-export interface PreemptionStats {
-  count: number;
-  gpuHoursLost: number;
-  byReason: Record<string, { count: number; gpuHoursLost: number }>;
-}
-
-export interface TenantMetrics {
-  tenant: string;
-  nominalGpus: number;
-  weight: number;
-  jobs: number;
-  started: number;
-  unstarted: number;
-  rejected: number;
-  waitSeconds: WaitStats;
-  sla: SlaStats;
-  /** GPU-hours allocated to the tenant inside the window. */
-  gpuHoursReceived: number;
-  /** GPU-hours the tenant was entitled to inside the window (see docs/simulator.md). */
-  gpuHoursEntitled: number;
-  /** received / entitled; null when entitled is 0. */
-  fairnessRatio: number | null;
-  /** Mean share of the cluster the tenant held inside the window. */
-  allocationShare: number;
-  preemptionsSuffered: PreemptionStats;
-}
-
-export interface Timeline {
-  startMs: number;
-  bucketMs: number;
-  tenants: string[];
-  /** allocation[t][b]: mean GPUs held by tenant t in bucket b. */
-  allocation: number[][];
-  /** preemptions[b]: count per reason in bucket b. */
-  preemptions: Record<string, number>[];
-}
-
-export const WAIT_BUCKETS: { label: string; upToS: number }[] = [
-  { label: '0s', upToS: 0 },
-  { label: '≤1m', upToS: 60 },
-  { label: '≤10m', upToS: 600 },
-  { label: '≤1h', upToS: 3600 },
-  { label: '≤6h', upToS: 6 * 3600 },
-  { label: '≤1d', upToS: 86400 },
-  { label: '≤1w', upToS: 7 * 86400 },
-  { label: '>1w', upToS: Number.POSITIVE_INFINITY },
-];
-
-export interface ReplayMetrics {
-  policy: string;
-  placement: string;
-  capacityGpus: number;
-  window: { startMs: number; endMs: number; hours: number };
-  jobs: number;
-  started: number;
-  unstarted: number;
-  rejected: number;
-  allocationRatio: number;
-  /** Like allocationRatio, counting only runs that completed (GPU-time later lost to preemption left out). */
-  usefulAllocationRatio: number;
-  waitSeconds: WaitStats;
-  /** Wait-time histogram over WAIT_BUCKETS (counts). */
-  waitHistogram: number[];
-  sla: SlaStats;
-  jainIndex: number | null;
-  preemptions: PreemptionStats;
-  fragmentationRatio: number;
-  previewAtSubmit: Record<string, number>;
-  /** Error of the ETA shown at submit against the actual start (see eta.ts). */
-  etaAtSubmit: EtaStats;
-  tenants: TenantMetrics[];
-  timeline: Timeline;
-  /** Probes, idle reclaim and controller (runs made with governance only; absent otherwise). */
-  governance?: GovernanceMetrics;
-}
-
+export { entitlement, jain, waterFill } from './fairness.js';
+export * from './metrics-types.js';
 
 export function waitStats(waitsS: number[]): WaitStats {
   const a = [...waitsS].sort((x, y) => x - y);
@@ -112,90 +23,6 @@ export function waitStats(waitsS: number[]): WaitStats {
 }
 
 const nr = (x: number | null): number | null => (x === null ? null : round6(x));
-
-/** Jain's fairness index of non-negative values; null for an empty list. */
-export function jain(xs: readonly number[]): number | null {
-  if (xs.length === 0) return null;
-  let s = 0;
-  let s2 = 0;
-  for (const x of xs) {
-    s += x;
-    s2 += x * x;
-  }
-  if (s2 === 0) return 1;
-  return (s * s) / (xs.length * s2);
-}
-
-/**
- * Weighted water-filling: share `amount` among entries in proportion to `weights`,
- * never giving an entry more than its cap; what a capped entry leaves is shared again.
- * Entries with weight 0 receive nothing.
- */
-export function waterFill(caps: readonly number[], weights: readonly number[], amount: number): number[] {
-  const out = caps.map(() => 0);
-  let left = amount;
-  let active = caps.map((c, i) => i).filter((i) => caps[i]! > 1e-12 && weights[i]! > 0);
-  while (left > 1e-12 && active.length > 0) {
-    const wsum = active.reduce((s, i) => s + weights[i]!, 0);
-    const level = left / wsum;
-    const capped = active.filter((i) => caps[i]! - out[i]! <= level * weights[i]! + 1e-12);
-    if (capped.length === 0) {
-      for (const i of active) out[i]! += level * weights[i]!;
-      left = 0;
-      break;
-    }
-    for (const i of capped) {
-      left -= caps[i]! - out[i]!;
-      out[i] = caps[i]!;
-    }
-    const set = new Set(capped);
-    active = active.filter((i) => !set.has(i));
-  }
-  return out;
-}
-
-/**
- * Instantaneous GPU entitlement of each tenant given its demand:
- * 1. guaranteed part g = min(demand, nominal) (if Σg exceeds capacity, capacity is
- *    water-filled by nominal);
- * 2. the capacity left, C − Σg, is water-filled over the unmet demand (demand − g) in
- *    proportion to the tenants' fair-share weights;
- * 3. anything still left goes, equally, to unmet demand of zero-weight tenants.
- * So Σ entitlement = min(Σ demand, C) and no tenant is entitled to more than it demands.
- */
-export function entitlement(demand: readonly number[], tenants: readonly TenantInfo[], capacity: number): number[] {
-  const n = demand.length;
-  const caps1 = demand.map((d, i) => Math.min(d, tenants[i]!.nominalGpus));
-  const sum1 = caps1.reduce((s, x) => s + x, 0);
-  const g =
-    sum1 <= capacity
-      ? caps1
-      : waterFill(
-          caps1,
-          tenants.map((t) => t.nominalGpus),
-          capacity,
-        );
-  let left = capacity - g.reduce((s, x) => s + x, 0);
-  const unmet = demand.map((d, i) => Math.max(0, d - g[i]!));
-  const h = waterFill(
-    unmet,
-    tenants.map((t) => t.weight),
-    left,
-  );
-  left -= h.reduce((s, x) => s + x, 0);
-  const out = new Array<number>(n);
-  for (let i = 0; i < n; i++) out[i] = g[i]! + h[i]!;
-  if (left > 1e-9) {
-    const caps3 = unmet.map((u, i) => (tenants[i]!.weight === 0 ? u - h[i]! : 0));
-    const z = waterFill(
-      caps3,
-      tenants.map((t) => (t.weight === 0 ? 1 : 0)),
-      left,
-    );
-    for (let i = 0; i < n; i++) out[i]! += z[i]!;
-  }
-  return out;
-}
 
 const H = 3_600_000;
 

@@ -3,7 +3,8 @@ import type { Admission, NodeStatus, Preemption } from '../core/scheduling/index
 import { totalGpus } from './cluster.js';
 import { isRefusal, podShape, resolveQueues, tenantInfos, toSpec, type PreemptionRecord, type ReplayOutcome, type RunSegment, type SimInput, type SimJob, type WindowEnd } from './engine.js';
 import { fragmentation, shapeKey, unitsInUse } from './fragmentation.js';
-import { GovernanceRun, type GovernanceOptions } from './governance/governance.js';
+import { GovernanceRun } from './governance/governance.js';
+import type { GovernanceOptions } from './governance/types.js';
 import { NominalBook } from './nominal-book.js';
 import { PendingShapes } from './pending-shapes.js';
 import { buildScheduler, type PlacementName, type PolicyName } from './scheduling-policies.js';

@@ -12,33 +12,10 @@ import { refreshWindows } from './quota-config.js';
 import { admittedWithReservation, agedShare, prepareReservations, reserveIfDue } from './reservation.js';
 import { applyReclaims, liftReclaimHolds } from './reclaim.js';
 import { rescanAll } from './restore.js';
-import type { CoreState, JobState } from './state.js';
+import type { CoreState, CycleRun, Head, JobState } from './state.js';
 import { rollback } from './trail.js';
 import type { CycleOptions, CycleResult, PendingDecision, Preemption } from './types.js';
 import { needMet, stillShort, wakeQueueIf } from './wake.js';
-
-/** A queue's head as the order phase sees it: the sort keys are computed once per pass. */
-export interface Head {
-  job: JobState;
-  share: number;
-  borrow: number;
-  hist: number;
-}
-
-/**
- * A cycle cut into slices: where the next `cycle()` call continues. The current pass's heads in
- * their order (with `next`, the first not yet tried), the decisions made so far (refreshed at the
- * end), and every victim of the cycle (holds apply to them at the end).
- */
-export interface CycleRun {
-  heads: Head[];
-  next: number;
-  pending: Map<string, PendingDecision>;
-  /** Set once the passes are over: the decisions left to diagnose again, in the order they were made. */
-  refresh: PendingDecision[] | null;
-  refreshNext: number;
-  preempted: Preemption[];
-}
 
 /**
  * One admission cycle. Each pass takes one head per active queue; a head is admitted, parked

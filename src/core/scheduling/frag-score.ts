@@ -5,7 +5,7 @@
 // nothing is usable if the node lacks the pod's cpu or memory; a share cannot use a GPU whose free
 // part is below it; a whole-GPU pod cannot use partly used GPUs, nor any if too few GPUs are whole;
 // slices are usable while the node has enough of them.
-import type { NodeState, Shape, WeightedShape } from './nodes.js';
+import type { NodeState, Shape, WeightedShape } from './node-types.js';
 
 /**
  * Shapes grouped for a fast score: one entry per GPU request (ascending), holding the shapes of that

@@ -1,6 +1,6 @@
 // Jobs in and out: submit (validated into a JobState), finish and cancel.
 import { release } from './admit.js';
-import { eligibleFor } from './assignment/direct.js';
+import { eligibleFor } from './assignment/eligible.js';
 import { SchedulerInputError } from './errors.js';
 import { type FlavorState, nodeCanEverHold, type Shape } from './nodes.js';
 import { holdNew, matchingHold, unhold } from './holds.js';

@@ -1,53 +1,10 @@
 // Node capacity and pod placement. GPU amounts are integer milli-units: a whole GPU is 1000,
 // a MIG slice or time-slice share is 1000 as well (so a 7-slice A100 holds 7000).
 import { fragChoice, type FragChoice, fragGroups, stateKey } from './frag-score.js';
-import type { FlavorSpec, NodeSpec } from './types.js';
+import type { FlavorState, NodeState, PodAlloc, Shape, WeightedShape } from './node-types.js';
+import type { NodeSpec } from './types.js';
 
-export interface FlavorState {
-  spec: FlavorSpec;
-  /** Milli-units one physical GPU holds. */
-  perGpuMilli: number;
-  /** Sorted by name: placement scans are deterministic. */
-  nodes: NodeState[];
-  /** Nodes with some free GPU: GPU pods only scan these (a full cluster has few). */
-  withFreeGpu: Set<NodeState>;
-  /** Aggregate free capacity over the flavor's nodes, for a quick reject before any scan. */
-  freeGpu: number;
-  freeCpu: number;
-  freeMem: number;
-}
-
-export interface NodeState {
-  spec: NodeSpec;
-  flavor: FlavorState;
-  gpuFree: number[];
-  freeGpuTotal: number;
-  cpuFree: number;
-  memFree: number;
-  /** Pods currently placed here. */
-  pods: number;
-  /** Bumped by every claim and release: keys the cached state key (frag-score.ts). */
-  ver: number;
-  /** stateKey() at version keyVer. */
-  key: string;
-  keyVer: number;
-}
-
-/** One pod's claim on a node. gpus[i] is a GPU index and gpuMilli[i] what it takes from it. */
-export interface PodAlloc {
-  node: NodeState;
-  cpu: number;
-  mem: number;
-  gpus: number[];
-  gpuMilli: number[];
-}
-
-/** A pod shape in internal units. */
-export interface Shape {
-  gpu: number;
-  cpu: number;
-  mem: number;
-}
+export type { FlavorState, NodeState, PodAlloc, Shape, WeightedShape } from './node-types.js';
 
 export function isFractional(flavor: FlavorState, gpuMilli: number): boolean {
   return flavor.spec.kind === 'gpu' && gpuMilli > 0 && gpuMilli < 1000;
@@ -212,11 +169,6 @@ export function allocPod(node: NodeState, s: Shape, shareGpu = -1): PodAlloc {
   const a: PodAlloc = { node, cpu: s.cpu, mem: s.mem, gpus, gpuMilli };
   applyAlloc(a);
   return a;
-}
-
-/** A pod shape with its weight (share of the expected or pending pods) for the fragmentation score. */
-export interface WeightedShape extends Shape {
-  weight: number;
 }
 
 /** How good a placement was (summed over its pods), to compare flavors: lower is better, in this order. */

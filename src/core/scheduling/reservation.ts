@@ -5,57 +5,16 @@
 // before that start. Jobs within their queue's nominal are never kept off (the guarantee comes first).
 // Reservations are decision state changed only by the cycle (never by a what-if), so explain, preview
 // and the ETA search only read them.
-import { eligibleFor } from './assignment/direct.js';
+import { eligibleFor } from './assignment/eligible.js';
 import type { Fail } from './assignment/plan.js';
 import { FIT } from './assignment/quota-mode.js';
 import { fitsPod, nodeCanEverHold, type NodeState, podsThatFit } from './nodes.js';
+import type { Reservation } from './reservation-state.js';
 import type { CoreState, JobState } from './state.js';
-import type { SchedulerOptions } from './types.js';
 import { wakeFlavor, wakeQueueIf } from './wake.js';
-
-/** Default wait before a head may hold a reservation (pending since submit or its last preemption). */
-export const DEFAULT_RESERVE_AFTER_MS = 2 * 3600_000;
-export const DEFAULT_RESERVE = true;
-export const DEFAULT_AGING = false;
-/** Default number of reservations held at once (cluster-wide). */
-export const DEFAULT_MAX_RESERVATIONS = 4;
-
-export interface Reservation {
-  job: JobState;
-  flavor: string;
-  /** The nodes kept for the job, sorted by name. */
-  nodes: NodeState[];
-  nodeSet: Set<NodeState>;
-  /** Earliest start (ms epoch) from running jobs' expected ends; jobs ending by then may use the nodes. */
-  start: number;
-}
-
-export interface ReservationState {
-  /** null: reservations are off. */
-  afterMs: number | null;
-  /** null: aging is off. */
-  agingAfterMs: number | null;
-  max: number;
-  /** Held reservations, oldest first. */
-  list: Reservation[];
-  /** Clock of the last scan of pending jobs for due heads (once per SCAN_EVERY_MS). */
-  lastScan: number;
-}
 
 /** How often the cycle looks through pending jobs for heads that became due (clock ms). */
 export const SCAN_EVERY_MS = 60_000;
-
-export function createReservationState(opts: SchedulerOptions): ReservationState {
-  const o = opts.boundedTails;
-  const after = o?.afterMs ?? DEFAULT_RESERVE_AFTER_MS;
-  return {
-    afterMs: (o?.reserve ?? DEFAULT_RESERVE) ? after : null,
-    agingAfterMs: (o?.aging ?? DEFAULT_AGING) ? after : null,
-    max: o?.maxReservations ?? DEFAULT_MAX_RESERVATIONS,
-    list: [],
-    lastScan: Number.NEGATIVE_INFINITY,
-  };
-}
 
 /**
  * Aging (order phase, cycle.ts): a head pending at least `afterMs` sorts before every share, oldest

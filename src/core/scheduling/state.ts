@@ -1,12 +1,11 @@
 // The scheduler's state: what it holds per job and per queue, and the one object (`CoreState`) that
 // the `Scheduler` façade owns and passes to every module's functions.
-import type { CycleRun } from './cycle.js';
 import type { EtaResult } from './eta.js';
 import { type HeapItem, IndexedHeap } from './heap.js';
 import type { ParkIndex } from './park-index.js';
 import type { FlavorState, NodeState, PodAlloc, Shape, WeightedShape } from './nodes.js';
 import { QuotaNode } from './quota.js';
-import { createReservationState, type ReservationState } from './reservation.js';
+import { createReservationState, type ReservationState } from './reservation-state.js';
 import type { Admission, AdmissionHold, Clock, CohortSpec, IsolationLevel, JobSpec, PendingDecision, PreemptedBy, Preemption, PriorityClass, QueueSpec, ReclaimPolicy, SchedulerOptions, WithinQueuePolicy, WorkloadShape } from './types.js';
 
 /** The default priority classes (design doc, "Priority classes"). */
@@ -118,6 +117,29 @@ export interface TreeView {
   index: Map<JobState, number>;
   queuePos: Map<JobState, number>;
   etas: Map<JobState, EtaResult> | null;
+}
+
+/** A queue's head as the order phase sees it: the sort keys are computed once per pass. */
+export interface Head {
+  job: JobState;
+  share: number;
+  borrow: number;
+  hist: number;
+}
+
+/**
+ * A cycle cut into slices (cycle.ts): where the next `cycle()` call continues. The current pass's
+ * heads in their order (with `next`, the first not yet tried), the decisions made so far (refreshed
+ * at the end), and every victim of the cycle (holds apply to them at the end).
+ */
+export interface CycleRun {
+  heads: Head[];
+  next: number;
+  pending: Map<string, PendingDecision>;
+  /** Set once the passes are over: the decisions left to diagnose again, in the order they were made. */
+  refresh: PendingDecision[] | null;
+  refreshNext: number;
+  preempted: Preemption[];
 }
 
 export function queueLess(a: JobState, b: JobState): boolean {

@@ -1,77 +1,23 @@
-import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import type { Scheduler } from '../../core/scheduling/scheduler.js';
-import type { EventBus, SchedulerInput } from '../../events/bus.js';
-import type { Admission, CycleResult, JobSpec, Preemption, QueueStatus } from '../../core/scheduling/types.js';
+import type { EntityManager } from '@mikro-orm/core';
+import type { SchedulerInput } from '../../events/bus.js';
+import type { JobSpec } from '../../core/scheduling/types.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
 import { Job } from '../../persistence/jobs/entities.js';
 import { applyBackendEvents, type WritableBackendEvent } from './backend-events.js';
-import { loadCore, requeueDoubleBooked, type CoreLoaderOptions, type LoadedCore } from './core-loader.js';
-import { persistCycle, writeFenced, type FencedWriter } from './cycle-writer.js';
-import { StaleLeaderError, type LeaderEpochs } from './leader-epoch.js';
-import type { OutboxDispatcher } from './outbox.js';
-import type { Metering } from '../metering/charging.js';
-import type { WindowAnnouncer } from './service-helpers.js';
+import { loadCore, requeueDoubleBooked } from './core-loader.js';
+import { writeFenced, type FencedWriter } from './cycle-writer.js';
+import { StaleLeaderError } from './leader-epoch.js';
+import { LeaderCycles } from './leader-cycles.js';
+import type { LeaderHost } from './leader-host.js';
+import { chargeRunningJobs } from './metering-checkpoint.js';
 import { jobSpec } from './specs.js';
 import type { LeaderTask } from './leader-task.js';
 
+export { DEFAULT_CYCLE_SLICE_MS } from './leader-cycles.js';
+export type { LeaderHost } from './leader-host.js';
 export type { LeaderTask, LeaderTaskContext } from './leader-task.js';
 
 type Writable = WritableBackendEvent;
-
-/** Default length of one slice of an admission cycle (FAIRWAY_CYCLE_SLICE_MS). */
-export const DEFAULT_CYCLE_SLICE_MS = 20;
-
-/**
- * Heads the core evaluates per call within a slice: the clock is read between calls, so a slice
- * overruns its length by at most one call (8 heads cost at most ~17 ms CPU at a 10,000-job burst).
- */
-const CYCLE_CHUNK_HEADS = 8;
-
-/** Jobs per checkpoint transaction. */
-const CHECKPOINT_BATCH = 500;
-
-/** What a leader session needs from the service that runs it. */
-export interface LeaderHost {
-  readonly options: {
-    orm: MikroORM;
-    dialect: 'sqlite' | 'postgresql';
-    events: EventBus;
-    now: () => number;
-    logError: (error: unknown) => void;
-    debounceMs?: number;
-    resyncIntervalMs?: number;
-    recoveryRetryMs?: number;
-    /** Running jobs' open intervals are written to the ledger this often. */
-    meteringIntervalMs?: number;
-    /** Told after each admission cycle (metrics); a sliced cycle tells each slice. */
-    observeCycle?: (seconds: number, admitted: readonly Admission[], preempted: readonly Preemption[]) => void;
-    /**
-     * An admission cycle runs in slices of about this many milliseconds, the event loop answering
-     * requests between them (DEFAULT_CYCLE_SLICE_MS when unset; 0: each cycle in one turn).
-     */
-    cycleSliceMs?: number;
-    /** Periodic leader work (governance loops), each in the leader's serial turn; see LeaderTask. */
-    leaderTasks?: readonly LeaderTask[];
-  };
-  /** How the core is loaded from the database (clock, placement, the backend's time scale). */
-  readonly loaderOptions: CoreLoaderOptions;
-  readonly core: Scheduler;
-  /** The core's status of a queue; null for a queue it does not know. */
-  queueStatus(name: string): QueueStatus | null;
-  readonly queueIds: Map<string, string>;
-  readonly epochs: LeaderEpochs;
-  readonly outbox: OutboxDispatcher;
-  readonly metering: Metering;
-  readonly windows: WindowAnnouncer;
-  /** Makes a freshly loaded core the current one (and notifies state listeners). */
-  install(loaded: LoadedCore): void;
-  /** Runs work after all work queued before it: leader work never interleaves. */
-  serial<T>(work: () => Promise<T>): Promise<T>;
-  stateChanged(): void;
-  log(message: string): void;
-  /** Another replica leads: the host ends this session and becomes a follower. */
-  demote(reason: string): void;
-}
 
 /**
  * One term of leadership, from a takeover (with its epoch) to the demotion that ends it:
@@ -96,13 +42,25 @@ export class LeaderSession {
   private reportsQueued = false;
   /** Whether the backend has been reconciled with the database in this term (retried by resync until it is). */
   private reconciled = false;
-  /** Whether the next slice of a sliced cycle is scheduled and has not begun. */
-  private continuing = false;
+  /** Admission cycles and their slices (leader-cycles.ts). */
+  private readonly cycles: LeaderCycles;
 
   constructor(
     private readonly host: LeaderHost,
     readonly epoch: number,
-  ) {}
+  ) {
+    this.cycles = new LeaderCycles({
+      host,
+      ended: () => this.ended,
+      paused: () => this.paused,
+      writer: () => this.writer(),
+      knows: (jobId) => this.knows(jobId),
+      run: (work) => this.run(work),
+      dispatchSoon: () => this.dispatchSoon(),
+      announceWindows: () => this.announceWindows(),
+      wake: () => this.wake(),
+    });
+  }
 
   /** Rebuilds from the database and performs what the previous leader left undone. */
   async begin(): Promise<void> {
@@ -136,7 +94,7 @@ export class LeaderSession {
     if (this.ended || this.paused || this.wakeTimer) return;
     this.wakeTimer = setTimeout(() => {
       this.wakeTimer = null;
-      this.run(() => this.runCycle());
+      this.run(() => this.cycles.runCycle());
     }, this.host.options.debounceMs ?? 5);
   }
 
@@ -385,19 +343,7 @@ export class LeaderSession {
   async checkpoint(): Promise<void> {
     if (this.ended || this.paused) return;
     const now = this.host.options.now();
-    let after: string | null = null;
-    for (;;) {
-      let last: string | null = null;
-      await writeFenced(this.writer(), async (em, jobLock) => {
-        const jobs = await em.find(Job, after === null ? { state: 'RUNNING' } : { state: 'RUNNING', id: { $gt: after } }, { orderBy: { id: 'asc' }, limit: CHECKPOINT_BATCH, populate: ['queue'], ...jobLock });
-        // Running since before metering existed (an upgrade): charged from its start.
-        for (const job of jobs) if (job.meteredFrom == null && job.startedAt) job.meteredFrom = job.startedAt.getTime();
-        await this.host.metering.charge(em, jobs, now, 'checkpoint');
-        last = jobs.length === CHECKPOINT_BATCH ? jobs[jobs.length - 1]!.id : null;
-      });
-      if (this.ended || last === null) break;
-      after = last;
-    }
+    await chargeRunningJobs(() => this.writer(), this.host.metering, now, () => this.ended);
     // Budget thresholds once per checkpoint (alerts are fenced writes too), then the holds:
     // what was just charged may exhaust a hard budget, whose jobs wait from the next cycle on.
     if (this.ended) return;
@@ -420,79 +366,6 @@ export class LeaderSession {
 
   private announceWindows(): void {
     this.host.windows.announce(this.host.queueIds, (name) => this.host.queueStatus(name));
-  }
-
-  /**
-   * One admission cycle, or one slice of it (`cycleSliceMs`): its decisions are written (fenced)
-   * before the next slice is computed, so a slice is acknowledged exactly as a whole cycle was, and
-   * the rest of the cycle is the leader's next turn after the event loop has had its own
-   * (`continueCycle`). Reports and submits that arrive meanwhile reach the core between slices.
-   */
-  private async runCycle(): Promise<void> {
-    if (this.ended || this.paused) return;
-    const { core } = this.host;
-    const started = performance.now();
-    const sliceMs = this.host.options.cycleSliceMs ?? DEFAULT_CYCLE_SLICE_MS;
-    const result = sliceMs > 0 ? this.cycleSlice(started, sliceMs) : core.cycle();
-    if (!result.more) this.announceWindows();
-    if (result.admitted.length === 0 && result.preempted.length === 0) {
-      this.observeCycle(started, result);
-      if (result.more) return this.continueCycle();
-      return this.host.stateChanged();
-    }
-    // On failure the core is ahead of the database: failed() pauses until a rebuild (or demotes).
-    const skipped = await persistCycle(this.writer(), core, result);
-    this.observeCycle(started, result);
-    if (this.ended) return;
-    // Jobs cancelled while the cycle ran: give back what the core reserved for them.
-    for (const jobId of skipped) if (this.knows(jobId)) core.cancel(jobId);
-    this.host.options.events.publish('scheduler-state', { at: result.at });
-    this.dispatchSoon();
-    // The rest of a sliced cycle; else admissions may free a StrictFIFO queue or leave room for the next head.
-    // Local state-change listeners (positions) are told once, when the cycle ends, not after every slice.
-    if (result.more) return this.continueCycle();
-    this.host.stateChanged();
-    this.wake();
-  }
-
-  /**
-   * Calls the core with a few heads at a time until the cycle ends or the slice's time is up, and
-   * answers their decisions together (the core's sliced calls, concatenated, decide as one cycle).
-   */
-  private cycleSlice(started: number, sliceMs: number): CycleResult {
-    const { core } = this.host;
-    const result = core.cycle({ maxHeads: CYCLE_CHUNK_HEADS });
-    while (result.more && performance.now() - started < sliceMs) {
-      const next = core.cycle({ maxHeads: CYCLE_CHUNK_HEADS });
-      result.admitted.push(...next.admitted);
-      result.preempted.push(...next.preempted);
-      result.pending.push(...next.pending);
-      result.more = next.more;
-    }
-    return result;
-  }
-
-  /**
-   * The next slice of a sliced cycle, after the event loop has answered what waits (setImmediate
-   * runs after pending I/O callbacks), as the leader's next serial turn: work queued meanwhile
-   * (reports, submits) goes first. A wake-up in between simply runs the same continuation.
-   */
-  private continueCycle(): void {
-    if (this.ended || this.paused || this.continuing) return;
-    this.continuing = true;
-    setImmediate(() => {
-      this.continuing = false;
-      this.run(() => this.runCycle());
-    });
-  }
-
-  /** Metrics only: an observer that throws must not fail the cycle. */
-  private observeCycle(started: number, result: CycleResult): void {
-    try {
-      this.host.options.observeCycle?.((performance.now() - started) / 1000, result.admitted, result.preempted);
-    } catch (error) {
-      this.host.options.logError(error);
-    }
   }
 
   private async writeBackendEvents(events: readonly Writable[]): Promise<void> {

@@ -3,7 +3,8 @@
 // them (the report of a run without keeps its earlier shape byte for byte).
 import { meanUtilization, WORKLOAD_TYPES, type AdjustmentReason, type LimitSetting, type WorkloadType } from '../../core/governance/index.js';
 import { round6, type ReplayOutcome } from '../engine.js';
-import { adjustmentsByReason, type IdleCounts } from './governance.js';
+import { adjustmentsByReason } from './governance.js';
+import type { IdleCounts } from './types.js';
 
 const H = 3_600_000;
 

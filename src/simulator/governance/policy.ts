@@ -11,7 +11,7 @@ export const POLICY_LIBRARY: ReadonlyMap<string, IsolationPolicy> = new Map(BUIL
 export const DEFAULT_TIER = 'STANDARD';
 
 /**
- * The policy governing a queue, or null outside governance — the services' rule (policy-library.ts):
+ * The policy governing a queue, or null outside governance — the services' rule (src/core/governance/library.ts):
  * a queue is governed iff it names `isolationPolicy`, `workloadType` or `slaClass`; a named policy
  * wins, else the default rules choose by (tier, workload type, SLA class).
  */

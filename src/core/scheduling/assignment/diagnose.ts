@@ -8,7 +8,7 @@ import type { CoreState, JobState, PodSetState, QueueState } from '../state.js';
 import { rollback, tPlace } from '../trail.js';
 import type { NodeFit, QuotaShortfall, ResourceName } from '../types.js';
 import { RES, toApi } from '../units.js';
-import { eligibleFor } from './direct.js';
+import { eligibleFor } from './eligible.js';
 import type { Fail } from './plan.js';
 import { NOFIT, nominalOnly } from './quota-mode.js';
 

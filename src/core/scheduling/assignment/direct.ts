@@ -1,29 +1,15 @@
 // Direct assignment (Fit → Borrow, no preemption): per pod set, the flavors in preference order
 // ranked by quota mode, each tried with a trial placement on the job's eligible nodes.
-import { type FlavorState, type NodeState, type PlaceScore, type PodAlloc, scoreLess } from '../nodes.js';
+import { type FlavorState, type PlaceScore, type PodAlloc, scoreLess } from '../nodes.js';
 import type { CoreState, JobState, PodSetState } from '../state.js';
 import { rollback, tCharge, tPlace } from '../trail.js';
 import { reservationGate } from '../reservation.js';
 import { addVec } from '../units.js';
 import { diagnose } from './diagnose.js';
+import { eligibleFor } from './eligible.js';
 import { choosesByScore, flavorTiers } from './flavor-score.js';
 import type { Fail, PodSetPlan } from './plan.js';
 import { BORROW, nominalOnly, quotaMode } from './quota-mode.js';
-
-export function eligibleFor(job: JobState): (n: NodeState) => boolean {
-  const tenant = job.spec.tenant;
-  const q = job.queue;
-  const pool = q.spec.dedicatedPool;
-  const dedicatedOnly = q.isolation === 'DEDICATED' && pool === undefined;
-  return (n) => {
-    if (n.spec.unschedulable) return false;
-    const t = n.spec.dedicatedTenant;
-    if (t !== undefined && t !== tenant) return false;
-    if (pool !== undefined && n.spec.pool !== pool) return false;
-    if (dedicatedOnly && t !== tenant) return false;
-    return true;
-  };
-}
 
 /**
  * Fit → Borrow without preemption: per pod set, the flavors in preference order sorted by mode,

@@ -1,6 +1,6 @@
 // Preemption candidates and their order: who may be a victim (withinQueue, reclaimWithinCohort,
 // borrowWithinCohort, priority classes), policy order, and the by-node order of the placement retry.
-import { eligibleFor } from '../assignment/direct.js';
+import { eligibleFor } from '../assignment/eligible.js';
 import type { NodeState } from '../nodes.js';
 import { overNominal } from '../queue-usage.js';
 import { GPU, RESOURCE_COUNT } from '../quota.js';

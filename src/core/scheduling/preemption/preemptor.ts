@@ -1,6 +1,6 @@
 // The preemption search (Kueue's preemptor): flavor choice, candidates, victim search under the
 // classical or fair-sharing rules, the placement-aware retry, and each victim's reason.
-import { eligibleFor } from '../assignment/direct.js';
+import { eligibleFor } from '../assignment/eligible.js';
 import { type Plan, planFrom, type PodSetPlan } from '../assignment/plan.js';
 import { NOFIT, nominalOnly, quotaMode } from '../assignment/quota-mode.js';
 import type { FlavorState } from '../nodes.js';
