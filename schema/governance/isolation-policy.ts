@@ -2,7 +2,6 @@ import { z } from 'zod';
 import {
   IDLE_ACTIONS,
   PREEMPTIBILITIES,
-  SLA_CLASSES,
   type CoefficientRange,
   type PolicyRule,
   deleteIsolationPolicy,
@@ -16,13 +15,12 @@ import {
   type QueueGovernanceView,
 } from '../../src/services/governance/policies.js';
 import { builder } from '../builder.js';
-import { IsolationLevelEnum, TenantTierEnum, WorkloadTypeEnum } from '../common.js';
+import { IsolationLevelEnum, SlaClassEnum, TenantTierEnum, WorkloadTypeEnum } from '../common.js';
 import { QueueRef } from '../refs.js';
 
 // Governance (issue 16): the isolation-strength policy library (platform policy: any signed-in
 // caller reads it, platform admins change it) and how each queue is governed.
 
-export const SlaClassEnum = builder.enumType('SlaClass', { values: SLA_CLASSES, description: "A queue's service level: with its workload type and its tenant's tier it chooses the queue's isolation policy." });
 export const IdleActionEnum = builder.enumType('IdleAction', {
   values: {
     NOTIFY: { description: 'Flag the job and tell its owner.' },

@@ -1,6 +1,6 @@
 import DataLoader from 'dataloader';
 import { requireCapability } from '../../src/services/context.js';
-import { storedFlagOf, type StoredJobFlag } from '../../src/services/governance/job-flags.js';
+import { storedFlagOf, type StoredJobFlag } from '../../src/services/governance/idle-reclaim.js';
 import { Job } from '../../src/persistence/jobs/entities.js';
 import { JobRow } from '../../src/persistence/jobs/job-rows.js';
 import type { GraphQLContext } from '../context.js';

@@ -1,7 +1,7 @@
 // A governance flag as stored on a job (Job.governanceFlag), shown to its owner and written into the
 // events that tell them: the core's JobFlag with its durations in declared time (what the owner and the
 // policy speak in) and the policy's name, and the sentence with the numbers.
-import type { IdleAction, JobFlag } from '../../core/governance/types.js';
+import type { IdleAction, JobFlag } from './types.js';
 
 /**
  * Job.governanceFlag: the core's flag with `forMs` and `limitMs` in declared time (the backend's ms ×

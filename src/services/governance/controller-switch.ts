@@ -20,7 +20,8 @@ import {
   readControllerSwitch,
   switchOf,
 } from './controller-settings.js';
-import { loadPolicyLibrary, policyForQueue } from './policy-library.js';
+import { loadPolicyLibrary } from '../../persistence/governance/policy-library.js';
+import { policyForQueue } from '../../core/governance/library.js';
 
 export interface GovernanceControllerView {
   enabled: boolean;

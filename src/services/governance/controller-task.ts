@@ -12,7 +12,8 @@ import { Queue } from '../../persistence/cluster/entities.js';
 import type { LeaderTask, LeaderTaskContext } from '../scheduling/leader-session.js';
 import { gatherControllerInputs, gpuReading, WindowSamples, type GovernedQueue, type GpuReading } from './controller-inputs.js';
 import { CONTROLLER_ADJUST_ACTION, DEFAULT_CONTROLLER_WINDOW_MS, type ControllerRunState, type ControllerSwitchValue, effectiveWindowMs, lockControllerSwitch, readControllerState, readControllerSwitch, sameSetting, switchOf, writeControllerState } from './controller-settings.js';
-import { loadPolicyLibrary, policyForQueue, settingInForce } from './policy-library.js';
+import { loadPolicyLibrary } from '../../persistence/governance/policy-library.js';
+import { policyForQueue, settingInForce } from '../../core/governance/library.js';
 import { controllerStep } from '../../core/governance/controller.js';
 
 /** Samples per window (the task runs this often within a window). */

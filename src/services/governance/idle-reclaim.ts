@@ -15,9 +15,12 @@ import { uuidv7 } from '../../persistence/ids.js';
 import { Job } from '../../persistence/jobs/entities.js';
 import { Queue } from '../../persistence/cluster/entities.js';
 import type { LeaderTask, LeaderTaskContext } from '../scheduling/leader-session.js';
-import { recordJobEvent } from '../scheduling/outbox.js';
-import { declaredFlag, flagMessage, reclaimReasonOf, storedFlagOf, type StoredJobFlag } from './job-flags.js';
-import { GOVERNED_QUEUES, loadPolicyLibrary, policyForQueue } from './policy-library.js';
+import { recordJobEvent } from '../../persistence/scheduling/outbox-rows.js';
+import { declaredFlag, flagMessage, reclaimReasonOf, storedFlagOf, type StoredJobFlag } from '../../core/governance/job-flags.js';
+// A stored flag and its sentence, as the schema shows them: it takes them from here, never from the core.
+export { flagMessage, storedFlagOf, type StoredJobFlag };
+import { GOVERNED_QUEUES, loadPolicyLibrary } from '../../persistence/governance/policy-library.js';
+import { policyForQueue } from '../../core/governance/library.js';
 
 /** FAIRWAY_IDLE_CHECK_INTERVAL_MS's default. */
 export const DEFAULT_IDLE_CHECK_INTERVAL_MS = 60_000;

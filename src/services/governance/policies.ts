@@ -13,7 +13,8 @@ import { badInput, conflict, notFound } from '../../shared/client-errors.js';
 import { auditedMutation } from '../audit/audit.js';
 import { requireCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from '../context.js';
 import { queueSpec } from '../scheduling/specs.js';
-import { GOVERNED_QUEUES, governanceInForce, isGoverned, loadPolicyLibrary, type GovernanceInForce, type PolicyLibrary } from './policy-library.js';
+import { GOVERNED_QUEUES, loadPolicyLibrary } from '../../persistence/governance/policy-library.js';
+import { governanceInForce, isGoverned, type GovernanceInForce, type PolicyLibrary } from '../../core/governance/library.js';
 
 // The schema names the governance vocabulary through this service, never through src/core (dependency-direction test).
 export { IDLE_ACTIONS, PREEMPTIBILITIES, SLA_CLASSES, WORKLOAD_TYPES } from '../../core/governance/types.js';

@@ -1,6 +1,13 @@
-// Governance in the simulator (issue 16), the static part: which isolation policy governs a queue of
+// Governance in the simulator, the static part: which isolation policy governs a queue of
 // the queues file, and which workload type a trace job has (the utilization model's input).
-import { BUILT_IN_POLICIES, chooseRule, DEFAULT_POLICY_RULES, type IsolationPolicy, type WorkloadType } from '../../core/governance/index.js';
+import {
+  BUILT_IN_POLICIES,
+  DEFAULT_POLICY_RULES,
+  type IsolationPolicy,
+  type PolicyLibrary,
+  policyForQueue,
+  type WorkloadType,
+} from '../../core/governance/index.js';
 import { Prng } from '../prng.js';
 import type { SimQueue } from '../queues.js';
 import type { TraceJob } from '../trace.js';
@@ -10,16 +17,15 @@ export const POLICY_LIBRARY: ReadonlyMap<string, IsolationPolicy> = new Map(BUIL
 /** The tier a queue's tenant has when the queues file names none (the services' default). */
 export const DEFAULT_TIER = 'STANDARD';
 
+const SIM_LIBRARY: PolicyLibrary = { policies: POLICY_LIBRARY, rules: [...DEFAULT_POLICY_RULES], defaultRules: true };
+
 /**
- * The policy governing a queue, or null outside governance — the services' rule (src/core/governance/library.ts):
- * a queue is governed iff it names `isolationPolicy`, `workloadType` or `slaClass`; a named policy
- * wins, else the default rules choose by (tier, workload type, SLA class).
+ * The policy governing a queue, or null outside governance: the services' rule
+ * (src/core/governance/library.ts policyForQueue) over the built-in library and the default rules.
+ * A queue is governed iff it names `isolationPolicy`, `workloadType` or `slaClass`.
  */
 export function policyOfQueue(q: SimQueue): IsolationPolicy | null {
-  if (q.isolationPolicy !== undefined) return POLICY_LIBRARY.get(q.isolationPolicy) ?? null;
-  if (q.workloadType === undefined && q.slaClass === undefined) return null;
-  const rule = chooseRule(DEFAULT_POLICY_RULES, q.tier ?? DEFAULT_TIER, q.workloadType ?? null, q.slaClass ?? null);
-  return rule ? (POLICY_LIBRARY.get(rule.policy) ?? null) : null;
+  return policyForQueue(SIM_LIBRARY, q, q.tier ?? DEFAULT_TIER)?.policy ?? null;
 }
 
 /**
