@@ -121,7 +121,7 @@ async function main(): Promise<void> {
   // 200 one-GPU jobs in aurora's queue, as the api bench's dashboard (150 H100: some pend; 50 MIG).
   const seed = Array.from({ length: 200 }, (_, i) => ({ name: `dash-${i}`, flavor: i % 4 === 3 ? ('a100-1g.10gb' as const) : ('h100-80g' as const), gpus: 1, seconds: 1e6 }));
   for (const limits of ['on', 'off'] as const) {
-    process.env.FAIRWAY_RATE_LIMITS = limits; // read by the server child (startFairway passes the environment on)
+    process.env.FAIRWAY_RATE_LIMITS = limits === 'on' ? 'true' : 'false'; // read by the server child (startFairway passes the environment on)
     const started = await startFairway(60, seed);
     const server = { ...started, floodQueueId: (await gql(started, started.tokens['borealis-inference/MEMBER']!, `{ queues { id } }`)).queues[0].id as string };
     try {

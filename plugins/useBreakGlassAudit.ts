@@ -1,9 +1,15 @@
 import { isAsyncIterable, type Plugin } from '@envelop/core';
 import { GraphQLError, type ExecutionResult } from 'graphql';
-import type { ServiceContext } from '../src/services/context.js';
-import { BreakGlassGrantEnded } from '../src/services/tenancy/break-glass-reads.js';
+
+/** What this plugin needs of the operation's context (ServiceContext.breakGlassReads, set by useServiceContext). */
+interface AuditedContext {
+  /** The reads noted under break-glass grants during the operation; `flush` writes their audit records. */
+  breakGlassReads?: { readonly size: number; flush(context: AuditedContext): Promise<void> };
+}
 
 export interface BreakGlassAuditOptions {
+  /** Whether a failed write means the grant the reads were made under has ended (answered FORBIDDEN, with its message). */
+  isGrantEnded: (error: unknown) => error is Error;
   /** Where a failed audit write is reported (the client only learns that nothing was returned). */
   logError?: (error: unknown) => void;
 }
@@ -15,13 +21,13 @@ export interface BreakGlassAuditOptions {
  * are written. If that write fails, the answer is replaced by an error: content is never
  * shown without its audit record. Must come after useServiceContext.
  */
-export function useBreakGlassAudit(options: BreakGlassAuditOptions = {}): Plugin {
-  const flushOrWithhold = async (ctx: ServiceContext, setResult: (result: ExecutionResult) => void) => {
+export function useBreakGlassAudit(options: BreakGlassAuditOptions): Plugin {
+  const flushOrWithhold = async (ctx: AuditedContext, setResult: (result: ExecutionResult) => void) => {
     if (!ctx.breakGlassReads?.size) return;
     try {
       await ctx.breakGlassReads.flush(ctx);
     } catch (error) {
-      if (error instanceof BreakGlassGrantEnded) {
+      if (options.isGrantEnded(error)) {
         setResult({ data: null, errors: [new GraphQLError(`This answer was withheld: ${error.message[0]!.toLowerCase()}${error.message.slice(1)} Open a new grant (openBreakGlass) if you still need it.`, { extensions: { code: 'FORBIDDEN' } })] });
         return;
       }
@@ -31,7 +37,7 @@ export function useBreakGlassAudit(options: BreakGlassAuditOptions = {}): Plugin
   };
   return {
     onExecute({ args }) {
-      const ctx = args.contextValue as ServiceContext;
+      const ctx = args.contextValue as AuditedContext;
       return {
         async onExecuteDone({ result, setResult }) {
           if (!isAsyncIterable(result)) await flushOrWithhold(ctx, setResult);
@@ -39,7 +45,7 @@ export function useBreakGlassAudit(options: BreakGlassAuditOptions = {}): Plugin
       };
     },
     onSubscribe({ args }) {
-      const ctx = args.contextValue as ServiceContext;
+      const ctx = args.contextValue as AuditedContext;
       return {
         onSubscribeResult() {
           return {

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Plugin } from 'graphql-yoga';
-import { clientIpOf } from './useRateLimits.js';
 
 export interface CallerConcurrencyOptions {
   /** Requests of one caller executed at once; the next ones wait their turn. */
@@ -10,8 +9,8 @@ export interface CallerConcurrencyOptions {
   maxQueued: number;
   /** A request that waited this long is refused RATE_LIMITED. */
   maxWaitMs: number;
-  /** Reverse proxies whose X-Forwarded-For is believed (anonymous callers are keyed by address). */
-  trustProxyHops: number;
+  /** The client's address, the key of anonymous callers (src/server/rate-limits/client-address.ts: the trusted proxies' X-Forwarded-For). */
+  clientAddress: (source: { req?: IncomingMessage; request?: Request }) => string;
   /** Only requests to this path are counted (health, metrics and exports are not). */
   graphqlEndpoint: string;
 }
@@ -43,7 +42,7 @@ export function useCallerConcurrency(options: CallerConcurrencyOptions): Plugin 
   const keyOf = (request: Request, req: IncomingMessage | undefined): string => {
     const credential = request.headers.get('authorization');
     if (credential) return `c:${createHash('sha256').update(credential).digest('base64url').slice(0, 22)}`;
-    return `a:${clientIpOf({ req, request }, options.trustProxyHops)}`;
+    return `a:${options.clientAddress({ req, request })}`;
   };
 
   const releaserFor = (key: string, slots: CallerSlots) => {

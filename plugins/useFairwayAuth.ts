@@ -1,12 +1,17 @@
 import { useGenericAuth } from '@envelop/generic-auth';
 import type { Plugin } from '@envelop/core';
 import { GraphQLError } from 'graphql';
-import type { IdentityResolver } from '../src/auth/identity.js';
 import type { Principal } from '../src/auth/principal.js';
 import { FairwayError } from '../src/shared/client-errors.js';
 
+/** Who a bearer credential is (src/auth/identity.ts's IdentityResolver is one). */
+export interface CredentialResolver {
+  /** The principal of an `Authorization` value; null without one; throws FairwayError UNAUTHENTICATED when it does not verify. */
+  resolveAuthorization(authorization: string | null): Promise<Principal | null>;
+}
+
 export interface FairwayAuthOptions {
-  identity: IdentityResolver;
+  identity: CredentialResolver;
   /** How long a subscription may rely on its last credential check (default 0: ask the identity resolver's cache before each event). */
   reauthCacheMs?: number;
 }

@@ -2,9 +2,17 @@ import type { Plugin } from '@envelop/core';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { GraphQLArmorRejectCallback } from '@escape.tech/graphql-armor-types';
 import { GraphQLError, NoSchemaIntrospectionCustomRule, type ValidationContext, type ValidationRule } from 'graphql';
-import type { QueryLimits } from '../src/server/query-limits/limits.js';
 
-export type QueryLimitsOptions = Pick<QueryLimits, 'maxDepth' | 'maxAliases' | 'maxCost' | 'maxTokens' | 'maxDirectives' | 'introspection' | 'fieldSuggestions'>;
+/** The limits this plugin applies (src/server/query-limits/limits.ts's QueryLimits has them, with their defaults). */
+export interface QueryLimitsOptions {
+  maxDepth: number;
+  maxAliases: number;
+  maxCost: number;
+  maxTokens: number;
+  maxDirectives: number;
+  introspection: boolean;
+  fieldSuggestions: boolean;
+}
 
 /** Which limit refused a request, in `extensions.limit`, so a client can tell them apart. */
 export type QueryLimitName = 'depth' | 'aliases' | 'cost' | 'tokens' | 'directives' | 'introspection';

@@ -2,20 +2,53 @@ import type { IncomingMessage } from 'node:http';
 import { getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionResult, type SelectionNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Principal } from '../src/auth/principal.js';
-import { OPERATION_COST, type ChargeSubject, type RateLimiter, type RateLimitRefusal } from '../src/server/rate-limits/limiter.js';
 import type { CredentialAttemptGate } from './useFairwayAuth.js';
 
+/** Which limit refused, for the message and `extensions.limit`. */
+export type RateLimitName = 'token' | 'tenant' | 'anonymous' | 'credential-failures';
+
+export interface RateLimitRefusal {
+  limit: RateLimitName;
+  /** Whole seconds until the bucket has room again (at least 1). */
+  retryAfterSeconds: number;
+}
+
+/** Who pays for a request. */
+export type ChargeSubject =
+  | { kind: 'principal'; principalKey: string; isPlatformAdmin: boolean; tenantIds: string[] }
+  | { kind: 'anonymous'; ip: string };
+
+/** The buckets this plugin charges (src/server/rate-limits/limiter.ts's RateLimiter is one). */
+export interface RateLimitBuckets {
+  readonly config: { readonly enabled: boolean };
+  /** Takes `points` from every bucket the subject pays into; the first refusal, or null when allowed. */
+  charge(subject: ChargeSubject, points: number): Promise<RateLimitRefusal | null>;
+  /** Whether this IP may present a credential now (not after too many failures). */
+  credentialAttemptAllowed(ip: string): Promise<RateLimitRefusal | null>;
+  /** Counts a credential from this IP that failed verification. */
+  credentialFailed(ip: string): Promise<void>;
+}
+
+/** Where a request comes from: yoga's node request over HTTP, the upgrade request over WebSocket. */
+export interface RequestSource {
+  req?: IncomingMessage;
+  request?: Request;
+}
+
 export interface RateLimitsOptions {
-  limiter: RateLimiter;
+  limiter: RateLimitBuckets;
+  /** The client's address, for anonymous callers and failed credentials (src/server/rate-limits/client-address.ts). */
+  clientAddress: (source: RequestSource) => string;
   logError: (error: unknown) => void;
 }
 
 /** What the envelop context holds that matters here (HTTP: yoga's node server context; WebSocket: see src/server/websocket/websocket.ts). */
-interface RateContext {
-  req?: IncomingMessage;
-  request?: Request;
+interface RateContext extends RequestSource {
   currentUser?: Principal | null;
 }
+
+/** What an operation costs: writes (a mutation, previewJob among them) cost more than reads. */
+export const OPERATION_COST = { query: 1, subscription: 1, mutation: 3 } as const;
 
 /**
  * Placed right after useFairwayAuth: sees the principal in the context.
@@ -30,12 +63,11 @@ interface RateContext {
  * `Retry-After`.
  */
 export function useRateLimits(options: RateLimitsOptions): Plugin {
-  const { limiter } = options;
+  const { limiter, clientAddress } = options;
   if (!limiter.config.enabled) return {};
-  const hops = limiter.config.trustProxyHops;
 
   const chargeOrRefuse = async (context: RateContext, document: DocumentNode, operationName: string | null | undefined, variables?: Record<string, unknown> | null): Promise<ExecutionResult | null> => {
-    const refused = await limiter.charge(subjectOf(context, hops), operationCost(document, operationName, variables));
+    const refused = await limiter.charge(subjectOf(context, clientAddress), operationCost(document, operationName, variables));
     return refused ? { errors: [refusalError(refused, isHttp(context))] } : null;
   };
 
@@ -45,10 +77,10 @@ export function useRateLimits(options: RateLimitsOptions): Plugin {
       const rateContext = context as RateContext;
       const gate: CredentialAttemptGate = {
         async beforeAttempt() {
-          const refused = await limiter.credentialAttemptAllowed(clientIpOf(rateContext, hops));
+          const refused = await limiter.credentialAttemptAllowed(clientAddress(rateContext));
           if (refused) throw refusalError(refused, isHttp(rateContext));
         },
-        failed: () => limiter.credentialFailed(clientIpOf(rateContext, hops)),
+        failed: () => limiter.credentialFailed(clientAddress(rateContext)),
       };
       extendContext({ credentialAttempts: gate } as never);
     },
@@ -104,9 +136,9 @@ export function operationCost(document: DocumentNode, operationName: string | nu
  * the resolvers, and charging every one of them would let one consultant's traffic slow all
  * their clients. Platform tokens and admins pay into the (larger) admin bucket.
  */
-function subjectOf(context: RateContext, hops: number): ChargeSubject {
+function subjectOf(context: RateContext, clientAddress: (source: RequestSource) => string): ChargeSubject {
   const principal = context.currentUser;
-  if (!principal) return { kind: 'anonymous', ip: clientIpOf(context, hops) };
+  if (!principal) return { kind: 'anonymous', ip: clientAddress(context) };
   const tenantIds = principal.token ? (principal.token.tenantId ? [principal.token.tenantId] : []) : principal.roles.size === 1 ? [...principal.roles.keys()] : [];
   return {
     kind: 'principal',
@@ -137,23 +169,3 @@ export function refusalError(refusal: RateLimitRefusal, http: boolean): GraphQLE
     },
   });
 }
-
-/**
- * The client's address: the socket's peer, or, behind `hops` trusted reverse proxies, the
- * X-Forwarded-For entry the outermost trusted proxy saw (as Express's `trust proxy` = N). The
- * entries left of it are whatever the client claimed and are never believed.
- */
-export function clientIpOf(context: RateContext, hops: number): string {
-  const peer = context.req?.socket?.remoteAddress ?? 'unknown';
-  if (hops <= 0) return normalizeIp(peer);
-  const header = context.req?.headers['x-forwarded-for'] ?? context.request?.headers.get('x-forwarded-for') ?? '';
-  const forwarded = (Array.isArray(header) ? header.join(',') : header)
-    .split(',')
-    .map((part) => part.trim())
-    .filter(Boolean);
-  const chain = [peer, ...forwarded.reverse()];
-  return normalizeIp(chain[Math.min(hops, chain.length - 1)]!);
-}
-
-/** IPv4 clients of a dual-stack socket show as ::ffff:a.b.c.d; one client, one key. */
-const normalizeIp = (ip: string) => ip.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1').toLowerCase();

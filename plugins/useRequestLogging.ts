@@ -1,12 +1,31 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { getOperationAST, type DocumentNode, type ExecutionResult, type GraphQLError } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Principal } from '../src/auth/principal.js';
-import type { FairwayLogger } from '../src/server/observability/observability.js';
-import { errorCode } from './useMetrics.js';
+
+/** Where the lines go (src/server/observability/observability.ts's FairwayLogger is one). */
+export interface RequestLogger {
+  error(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+/** What is known of the HTTP request being handled, for every line logged while it is. */
+export interface RequestLogStore {
+  requestId?: string;
+}
 
 export interface RequestLoggingOptions {
-  logger: FairwayLogger;
+  logger: RequestLogger;
+  /**
+   * The request being handled, for every line logged while it is (src/server/observability's
+   * requestLogContext, an AsyncLocalStorage the logger's mixin reads): the stack maskError logs
+   * for an unexpected error carries the request id the client got in `x-request-id`. HTTP only;
+   * over WebSocket the operation's own line has the id.
+   */
+  requestContext: { run<T>(store: RequestLogStore, fn: () => T): T; getStore(): RequestLogStore | undefined };
+  /** The code a caller sees for an error, before yoga's masking (src/server/errors.ts). */
+  errorCode: (error: GraphQLError) => string;
   /** Default '/graphql'. */
   graphqlEndpoint?: string;
 }
@@ -17,13 +36,6 @@ const QUIET_PATHS = new Set(['/health', '/ready', '/metrics']);
 const MAX_TENANT_IDS = 20;
 /** Operation names are the caller's text: bounded in the log too. */
 const MAX_NAME_LENGTH = 100;
-
-/**
- * The request being handled, for every line logged while it is (createLogger's mixin adds
- * it): the stack maskError logs for an unexpected error carries the request id the client
- * got in `x-request-id`. HTTP only; over WebSocket the operation's own line has the id.
- */
-export const requestLogContext = new AsyncLocalStorage<{ requestId?: string }>();
 
 interface OperationContext {
   requestId?: string;
@@ -55,7 +67,7 @@ interface OperationLine {
  * SERVICE_UNAVAILABLE or a 5xx. The unexpected error's stack is logged by maskError, not here.
  */
 export function useRequestLogging(options: RequestLoggingOptions): Plugin {
-  const { logger } = options;
+  const { logger, requestContext, errorCode } = options;
   const endpoint = options.graphqlEndpoint ?? '/graphql';
   const requests = new WeakMap<Request, { started: number; lines: OperationLine[] }>();
   const operations = new WeakMap<object, { type: string; name: string | null }>();
@@ -84,17 +96,19 @@ export function useRequestLogging(options: RequestLoggingOptions): Plugin {
     else logger.info(line, message);
   };
   const since = (started: number) => Math.round((performance.now() - started) * 10) / 10;
+  const codesOf = (errors: readonly GraphQLError[] | undefined, fallback?: string): string[] =>
+    (errors ?? []).map((error) => (typeof error.extensions?.code === 'string' ? error.extensions.code : (fallback ?? errorCode(error))));
 
   return {
     onRequest({ request, requestHandler, setRequestHandler }) {
       requests.set(request, { started: performance.now(), lines: [] });
       // The id is known once the context is built (useRequestId); the bag is filled then.
-      const bag: { requestId?: string } = {};
-      setRequestHandler((req, serverContext) => requestLogContext.run(bag, () => requestHandler(req, serverContext)));
+      const bag: RequestLogStore = {};
+      setRequestHandler((req, serverContext) => requestContext.run(bag, () => requestHandler(req, serverContext)));
     },
 
     onContextBuilding({ context }) {
-      const bag = requestLogContext.getStore();
+      const bag = requestContext.getStore();
       const requestId = (context as OperationContext).requestId;
       if (bag && requestId) bag.requestId = requestId;
     },
@@ -178,8 +192,4 @@ function callerOf(principal: Principal | null): Pick<OperationLine, 'principal' 
     ...(tenants.length > MAX_TENANT_IDS ? { tenantCount: tenants.length } : {}),
     platformAdmin: principal.isPlatformAdmin,
   };
-}
-
-function codesOf(errors: readonly GraphQLError[] | undefined, fallback?: string): string[] {
-  return (errors ?? []).map((error) => (typeof error.extensions?.code === 'string' ? error.extensions.code : (fallback ?? errorCode(error))));
 }

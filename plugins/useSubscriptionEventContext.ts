@@ -1,15 +1,27 @@
 import { isAsyncIterable, makeExecute, type Plugin } from '@envelop/core';
 import { subscribe } from '@envelop/execute-subscription-event/subscribe';
-import { IsolationLevel, type EntityManager, type MikroORM, type TransactionOptions } from '@mikro-orm/core';
-import { PostgreSqlPlatform } from '@mikro-orm/postgresql';
 import { execute, GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { Principal } from '../src/auth/principal.js';
-import { tenantFilterFor } from '../src/auth/principal.js';
-import { scopedEntityManager } from '../src/persistence/tenant-filter.js';
-import { createLoaders } from '../src/services/loaders.js';
 
-export interface SubscriptionEventContextOptions {
-  orm: MikroORM;
+/** Where an event's fields read the stored data (src/server/context/service-context.ts). */
+export interface SubscriptionEventStore<Em> {
+  /** An EntityManager whose tenant filter is exactly the caller's tenants. */
+  scoped(principal: Principal | null): Em;
+  /** Fresh DataLoaders over `em`. */
+  loaders(em: Em): unknown;
+  /** Runs `run` in one read-only snapshot transaction of `em`, given the transaction's EntityManager. */
+  snapshot<T>(em: Em, run: (em: Em) => Promise<T>): Promise<T>;
+}
+
+export interface SubscriptionEventContextOptions<Em> {
+  store: SubscriptionEventStore<Em>;
+  /**
+   * Whether a source event is marked as reading nothing stored (schema/reloading-subscription.ts,
+   * `storedFields`): it runs without the snapshot transaction, which would cost two statements
+   * and a pooled connection per event for nothing, and an EntityManager is forked only if a
+   * field asks for one. The caller is re-authenticated for it all the same.
+   */
+  readsNothingStored: (root: unknown) => boolean;
 }
 
 /** What this plugin needs of the subscription's own context (set by useFairwayAuth). */
@@ -17,14 +29,6 @@ interface SubscriptionContext {
   /** Resolves the connection's credential again; rejects when it no longer verifies. */
   reauthenticate?: () => Promise<Principal | null>;
 }
-
-/**
- * Marks a source event whose selected fields read nothing stored (schema/reloading-subscription.ts,
- * `storedFields`): it runs without the snapshot transaction, which would cost two statements and
- * a pooled connection per event for nothing, and an EntityManager is forked only if a field asks
- * for one. The caller is re-authenticated for it all the same.
- */
-export const NO_STORED_READS = Symbol('no stored reads');
 
 /**
  * A subscription lives for hours; its caller's rights and the data do not stand still.
@@ -48,18 +52,16 @@ export const NO_STORED_READS = Symbol('no stored reads');
  * Must come after useFairwayAuth (which puts `reauthenticate` in the context) and
  * useServiceContext (whose fields it replaces per event).
  */
-export function useSubscriptionEventContext(options: SubscriptionEventContextOptions): Plugin {
-  const { orm } = options;
-  // knex warns about (and ignores) isolation levels and READ ONLY on SQLite.
-  const snapshot: TransactionOptions = orm.em.getPlatform() instanceof PostgreSqlPlatform ? { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true } : {};
+export function useSubscriptionEventContext<Em>(options: SubscriptionEventContextOptions<Em>): Plugin {
+  const { store } = options;
   const executeEvent = makeExecute(async (args: ExecutionArgs) => {
     // Re-authenticated before the transaction: the credential lookup uses its own connection,
     // and a transaction waiting on a second connection could starve a small pool.
     const principal = await currentPrincipal(args.contextValue as SubscriptionContext);
-    if (typeof args.rootValue === 'object' && args.rootValue !== null && NO_STORED_READS in args.rootValue) {
-      let em: EntityManager | undefined;
-      let loaders: ReturnType<typeof createLoaders> | undefined;
-      const fork = () => (em ??= scopedEntityManager(orm, tenantFilterFor(principal)));
+    if (options.readsNothingStored(args.rootValue)) {
+      let em: Em | undefined;
+      let loaders: unknown;
+      const fork = () => (em ??= store.scoped(principal));
       const contextValue = {
         ...(args.contextValue as object),
         principal,
@@ -68,19 +70,17 @@ export function useSubscriptionEventContext(options: SubscriptionEventContextOpt
           return fork();
         },
         get loaders() {
-          return (loaders ??= createLoaders(fork()));
+          return (loaders ??= store.loaders(fork()));
         },
       };
       return execute({ ...args, contextValue });
     }
-    const scoped = scopedEntityManager(orm, tenantFilterFor(principal));
+    const scoped = store.scoped(principal);
     try {
-      // The transaction's fork keeps the tenant filter of `scoped`. Errors of fields are in the
-      // result (graphql-js catches them), so the callback itself fails only on a bug.
-      return await scoped.transactional(
-        (em: EntityManager) =>
-          execute({ ...args, contextValue: { ...(args.contextValue as object), principal, currentUser: principal, em, loaders: createLoaders(em) } }),
-        snapshot,
+      // Errors of fields are in the result (graphql-js catches them), so the callback itself
+      // fails only on a bug.
+      return await store.snapshot(scoped, async (em) =>
+        execute({ ...args, contextValue: { ...(args.contextValue as object), principal, currentUser: principal, em, loaders: store.loaders(em) } }),
       );
     } catch (error) {
       // The transaction could not begin or end (the database is unavailable, say). Sent as this

@@ -7,7 +7,7 @@ import type { PageQuery } from '../src/services/paging.js';
 import { CAPABILITIES, PLATFORM_SCOPE } from '../src/services/tenancy/api-tokens.js';
 import { ISOLATION_LEVELS, PROJECT_STATUSES, TENANT_ROLES, TENANT_STATUSES, TENANT_TIERS } from '../src/persistence/tenancy/entities.js';
 import { AUDIT_OUTCOMES } from '../src/persistence/audit/entities.js';
-import { WORKLOAD_TYPES } from '../src/services/governance/policies.js';
+import { SLA_CLASSES, WORKLOAD_TYPES } from '../src/services/governance/policies.js';
 import { builder } from './builder.js';
 
 builder.scalarType('DateTime', {
@@ -48,6 +48,7 @@ export const IsolationLevelEnum = builder.enumType('IsolationLevel', {
 export const TenantStatusEnum = builder.enumType('TenantStatus', { values: TENANT_STATUSES });
 /** Governance (issue 16): what a job (declared at submit) or a queue runs; shared by Job, Queue and the policy rules. */
 export const WorkloadTypeEnum = builder.enumType('WorkloadType', { values: WORKLOAD_TYPES });
+export const SlaClassEnum = builder.enumType('SlaClass', { values: SLA_CLASSES, description: "A queue's service level: with its workload type and its tenant's tier it chooses the queue's isolation policy." });
 export const TenantRoleEnum = builder.enumType('TenantRole', {
   values: {
     TENANT_ADMIN: { description: 'Manages members, projects, tokens; reads the audit log.' },

@@ -1,6 +1,8 @@
 import { Kind, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
-import { NO_STORED_READS } from '../plugins/useSubscriptionEventContext.js';
 import type { GraphQLContext } from './context.js';
+
+/** Marks a source event whose selected fields read nothing stored (see `storedFields` below). */
+const NO_STORED_READS = Symbol('no stored reads');
 
 /**
  * The one sequence every subscription follows.
@@ -45,6 +47,9 @@ interface Marked<Event> {
 }
 
 const isMarked = <Event>(value: Event | Marked<Event>): value is Marked<Event> => typeof value === 'object' && value !== null && NO_STORED_READS in value;
+
+/** Whether an event root was marked as reading nothing stored (plugins/useSubscriptionEventContext's `readsNothingStored`). */
+export const readsNothingStored = (root: unknown): boolean => isMarked(root);
 
 /** The source with each event marked. A plain iterator: `return()` reaches the source at once. */
 function withoutStoredReads<Event>(source: AsyncIterable<Event>): AsyncIterable<Event> {

@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { ConfigError, loadConfig } from './config/index.js';
+import { ConfigError, load } from './config/index.js';
 import { buildApp } from './server/app.js';
 import { startDemoTrickle } from './server/demo/trickle.js';
 import { demoCredentialsPath, readDemoCredentials, seedDemo, seedDemoBudgets, type DemoCredential } from './server/demo/seed.js';
@@ -70,7 +70,7 @@ async function main() {
   installLastResortHandlers();
   let config;
   try {
-    config = loadConfig();
+    config = load();
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(error.message);
@@ -78,42 +78,45 @@ async function main() {
     }
     throw error;
   }
-  await checkPortFree(config.port, config.host);
+  // Settings that still work but will not for long: said once, before anything else.
+  for (const warning of config.warnings) console.warn(`[fairway] configuration: ${warning}`);
+  const { server, demo } = config;
+  await checkPortFree(server.port, server.host);
   const app = await buildApp({ config });
   const where = config.database.dialect === 'sqlite' ? `SQLite ${config.database.file}` : 'PostgreSQL';
   let credentials: DemoCredential[] | null = null;
-  if (config.demo) {
-    const seeded = await seedDemo(app.orm, config.dataDir);
-    if (seeded && config.demoTrickle) await seedDemoBudgets(app.orm);
+  if (demo.enabled) {
+    const seeded = await seedDemo(app.orm, server.dataDir);
+    if (seeded && demo.trickle) await seedDemoBudgets(app.orm);
     if (seeded) await app.scheduler.rebuild();
-    credentials = seeded ?? readDemoCredentials(config.dataDir);
+    credentials = seeded ?? readDemoCredentials(server.dataDir);
   }
   let url: string;
   try {
     ({ url } = await app.listen());
   } catch (error) {
-    const problem = portProblem(error, config.port, config.host);
+    const problem = portProblem(error, server.port, server.host);
     if (!problem) throw error;
     await app.close();
     throw problem;
   }
-  const stopTrickle = config.demo && config.demoTrickle ? startDemoTrickle(app) : () => undefined;
+  const stopTrickle = demo.enabled && demo.trickle ? startDemoTrickle(app) : () => undefined;
   console.log(`Fairway is serving on ${url}  (database: ${where})`);
-  if (config.graphiql) console.log(`  GraphiQL: open ${url} in a browser; subscriptions use ws://${url.replace(/^https?:\/\//, '')}`);
+  if (server.graphiql) console.log(`  GraphiQL: open ${url} in a browser; subscriptions use ws://${url.replace(/^https?:\/\//, '')}`);
   console.log(`  Health: ${url.replace('/graphql', '/health')}   Readiness: ${url.replace('/graphql', '/ready')}`);
   if (credentials) {
-    console.log(`\nDemo API tokens (also in ${demoCredentialsPath(config.dataDir)}):`);
+    console.log(`\nDemo API tokens (also in ${demoCredentialsPath(server.dataDir)}):`);
     for (const c of credentials) console.log(`  ${c.role.padEnd(14)} ${(c.tenant ?? '(platform)').padEnd(20)} ${c.email.padEnd(24)} ${c.token}`);
     const sample = credentials.find((c) => c.role === 'TENANT_ADMIN');
     if (sample) {
       console.log(`\nTry:\n  curl -s ${url} -H 'content-type: application/json' -H 'authorization: Bearer ${sample.token}' \\\n    -d '{"query":"{ tenant(slug: \\"${sample.tenant}\\") { queues { name usage { flavor used borrowed } pendingCount } jobs(last: 5) { edges { node { name state position { inQueue } eta pendingReason { code message } } } } } }"}'`);
     }
-    if (config.demoTrickle) {
+    if (demo.trickle) {
       // Say what the background jobs are, so a first job that waits (or does not) makes sense.
-      console.log(`\nBackground demo jobs are submitted every few seconds (FAIRWAY_DEMO_TRICKLE=false stops them); Aurora's are 'experiment', the lowest class, so a 'training' job of yours goes ahead of them. The simulated cluster runs at ${config.simulatedTimeScale}x speed: a declared hour takes ${formatRealTime(3_600_000 / config.simulatedTimeScale)}.`);
+      console.log(`\nBackground demo jobs are submitted every few seconds (FAIRWAY_DEMO_TRICKLE=false stops them); Aurora's are 'experiment', the lowest class, so a 'training' job of yours goes ahead of them. The simulated cluster runs at ${config.backend.simulatedTimeScale}x speed: a declared hour takes ${formatRealTime(3_600_000 / config.backend.simulatedTimeScale)}.`);
     }
   }
-  if (!config.demo && (await systemEntityManager(app.orm).count(User, { isPlatformAdmin: true })) === 0) {
+  if (!demo.enabled && (await systemEntityManager(app.orm).count(User, { isPlatformAdmin: true })) === 0) {
     // Production starts empty: say how to get in rather than leave the operator guessing.
     console.log('\nNo platform admin yet: create one with  npm run bootstrap -- --email you@example.com');
   }
@@ -128,6 +131,11 @@ async function main() {
 }
 
 main().catch((error) => {
+  // A file the configuration names (the persisted-operations manifest, the Kubernetes settings) is read at start.
+  if (error instanceof ConfigError) {
+    console.error(error.message);
+    process.exit(1);
+  }
   if (error instanceof StartupError) {
     console.error(`[fairway] ${error.message}`);
     process.exit(1);

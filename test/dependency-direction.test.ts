@@ -1,42 +1,88 @@
-import fs from 'node:fs';
-import path from 'node:path';
+// Arrows point inward: the core is pure, services are use cases over persistence and the core, schema
+// and plugins sit on the services, src/server wires everything, config is a leaf. Read from the source.
 import { describe, expect, it } from 'vitest';
+import { cycles, graphOf, type ImportEdge, importsOf, packagesOf, tsFiles } from './helpers/import-graph.js';
 
-const root = path.resolve(import.meta.dirname, '..');
+const SOURCE_DIRS = ['src', 'schema', 'plugins'];
+const sourceFiles = SOURCE_DIRS.flatMap(tsFiles);
+const edges: ImportEdge[] = sourceFiles.flatMap(importsOf);
 
-function tsFiles(dir: string): string[] {
-  return fs.readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((entry) => {
-    const relative = path.join(dir, entry.name);
-    if (entry.isDirectory()) return tsFiles(relative);
-    return entry.name.endsWith('.ts') ? [relative] : [];
-  });
+function offending(fromDir: string, forbidden: string[], allowed: string[] = []): string[] {
+  return edges
+    .filter((e) => e.from.startsWith(fromDir))
+    .filter((e) => forbidden.some((f) => e.to.startsWith(f)) && !allowed.some((a) => e.to.startsWith(a)))
+    .map((e) => `${e.from} → ${e.to}`);
 }
 
-/** Every module a file imports (static `from '…'` and dynamic `import('…')`), resolved to a repository path. */
-function importsOf(file: string): string[] {
-  const text = fs.readFileSync(path.join(root, file), 'utf8');
-  const specifiers = [...text.matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)].map((m) => m[1]!);
-  return specifiers.filter((s) => s.startsWith('.')).map((s) => path.relative(root, path.resolve(root, path.dirname(file), s)));
-}
+/** The layer folders whose sub-folders are features; their top-level files are the layer's shared kernel. */
+const FEATURE_LAYERS = ['src/core', 'src/services', 'src/persistence', 'schema', 'src/backends', 'src/server'];
 
-function offending(files: string[], forbidden: string[]): string[] {
-  return files.flatMap((file) => importsOf(file).filter((target) => forbidden.some((f) => target.startsWith(f))).map((target) => `${file} → ${target}`));
+/** A file's feature folder (`src/services/jobs`), or null for a layer's kernel file or a file elsewhere. */
+export function featureOf(file: string): string | null {
+  for (const layer of FEATURE_LAYERS) {
+    if (!file.startsWith(`${layer}/`)) continue;
+    const rest = file.slice(layer.length + 1).split('/');
+    return rest.length > 1 ? `${layer}/${rest[0]}` : null;
+  }
+  return null;
 }
 
 describe('dependency direction', () => {
+  it('src/config is a leaf: it imports nothing of the application, only node builtins and zod', () => {
+    expect(offending('src/config/', ['src/', 'schema/', 'plugins/'], ['src/config/'])).toEqual([]);
+    const packages = tsFiles('src/config').flatMap((f) => packagesOf(f).map((p) => `${f}: ${p}`));
+    expect(packages.filter((p) => !/: (node:\w+|zod)$/.test(p))).toEqual([]);
+  });
+
+  it('the scheduler core is pure: it imports no other layer and no I/O module', () => {
+    expect(offending('src/core/', ['src/', 'schema/', 'plugins/'], ['src/core/'])).toEqual([]);
+    const packages = tsFiles('src/core').flatMap((f) => packagesOf(f).map((p) => `${f}: ${p}`));
+    expect(packages).toEqual([]);
+  });
+
+  it('plugins import no server, service, persistence or schema internals: they get ports through their options', () => {
+    expect(offending('plugins/', ['src/server/', 'src/services/', 'src/persistence/', 'schema/', 'src/backends/'])).toEqual([]);
+  });
+
+  it('services and persistence never reach up to the schema, plugins or the server', () => {
+    expect(offending('src/services/', ['schema/', 'plugins/', 'src/server/'])).toEqual([]);
+    expect(offending('src/persistence/', ['schema/', 'plugins/', 'src/server/', 'src/services/'])).toEqual([]);
+    expect(offending('src/backends/', ['schema/', 'plugins/', 'src/server/', 'src/services/'])).toEqual([]);
+  });
+
   it('src/auth does not import src/services (the client error type lives in src/shared)', () => {
-    expect(offending(tsFiles('src/auth'), ['src/services/'])).toEqual([]);
+    expect(offending('src/auth/', ['src/services/'])).toEqual([]);
   });
 
   it('the schema reaches the scheduler core and the capability rules only through services', () => {
-    expect(offending(tsFiles('schema'), ['src/core/', 'src/auth/'])).toEqual([]);
+    expect(offending('schema/', ['src/core/', 'src/auth/'])).toEqual([]);
   });
 
   it('src/shared imports no other layer', () => {
-    expect(offending(tsFiles('src/shared'), ['src/', 'schema/', 'plugins/'])).toEqual([]);
+    expect(offending('src/shared/', ['src/', 'schema/', 'plugins/'], ['src/shared/'])).toEqual([]);
   });
 
   it('the loaders do not import the service context (which holds them), nor does paging', () => {
-    expect(offending(['src/services/loaders.ts', 'src/services/paging.ts'], ['src/services/context'])).toEqual([]);
+    const files = ['src/services/loaders.ts', 'src/services/paging.ts'];
+    expect(edges.filter((e) => files.includes(e.from) && e.to === 'src/services/context.ts')).toEqual([]);
+  });
+
+  it('no import cycle between files at run time (type-only and dynamic imports are erased or deferred)', () => {
+    const runtime = edges.filter((e) => !e.typeOnly && !e.dynamic);
+    expect(cycles(graphOf(runtime, (f) => f))).toEqual([]);
+  });
+
+  it('no import cycle between feature folders, type imports included', () => {
+    expect(cycles(graphOf(edges, featureOf))).toEqual([]);
+  });
+
+  it('the cycle check itself finds a cycle', () => {
+    const graph = new Map([
+      ['a', new Set(['b'])],
+      ['b', new Set(['c'])],
+      ['c', new Set(['a'])],
+      ['d', new Set(['a'])],
+    ]);
+    expect(cycles(graph)).toEqual([['a', 'b', 'c']]);
   });
 });

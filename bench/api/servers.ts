@@ -173,7 +173,7 @@ export async function startFairway(timeScale: number, seed: SeedJob[] = [], opti
     FAIRWAY_SIM_TIME_SCALE: String(timeScale),
     // The bench measures capacity from a handful of tokens: the per-caller front-door limits
     // (issue 13), sized for many real clients, would refuse its load by design.
-    FAIRWAY_RATE_LIMITS: process.env.FAIRWAY_RATE_LIMITS ?? 'off',
+    FAIRWAY_RATE_LIMITS: process.env.FAIRWAY_RATE_LIMITS ?? 'false',
     FAIRWAY_WS_MAX_CONNECTIONS_PER_PRINCIPAL: '20000',
     FAIRWAY_WS_MAX_CONNECTIONS_PER_TENANT: '20000',
     FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL: '20000',

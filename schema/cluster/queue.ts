@@ -2,14 +2,13 @@ import { z } from 'zod';
 import { createQueue, getQueue, listQueues, queueUsage, setProjectQueue, setQuota, updateQueue } from '../../src/services/cluster/cluster.js';
 import { listJobs } from '../../src/services/jobs/jobs.js';
 import { builder } from '../builder.js';
-import { IsolationLevelEnum, JobStateEnum, WorkloadTypeEnum, decodeId } from '../common.js';
+import { IsolationLevelEnum, JobStateEnum, SlaClassEnum, WorkloadTypeEnum, decodeId } from '../common.js';
 import { QuotaInput, QuotaRef, ResourceEnum, TimeWindowInput, quotaLines, toQuotaSpec, toTimeWindows } from './quota.js';
 import { JobRef, ProjectRef, QueueRef, TenantRef } from '../refs.js';
 import { reloadingSubscription } from '../reloading-subscription.js';
 import { tenantConnection } from '../tenancy/tenant-connection.js';
 import { isEntity } from '../tenancy/tenant.js';
 import { getTenant } from '../../src/services/tenancy/tenants.js';
-import { SlaClassEnum } from '../governance/isolation-policy.js';
 
 const QueueingStrategyEnum = builder.enumType('QueueingStrategy', {
   values: {

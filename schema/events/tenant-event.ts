@@ -5,7 +5,7 @@ import { canSeeMoney } from '../../src/services/metering/access.js';
 import { builder } from '../builder.js';
 import { decodeId } from '../common.js';
 import { reloadingSubscription } from '../reloading-subscription.js';
-import { flagMessage, type StoredJobFlag } from '../../src/services/governance/job-flags.js';
+import { flagMessage, type StoredJobFlag } from '../../src/services/governance/idle-reclaim.js';
 import { GovernanceFlagRef } from '../governance/job-flag.js';
 
 const TenantEventKindEnum = builder.enumType('TenantEventKind', { values: ['ADMITTED', 'PREEMPTED', 'QUOTA_CHANGED', 'WINDOW_CHANGED', 'ADMITTED_NOT_RUNNING', 'BUDGET_ALERT', 'QUOTA_REQUEST', 'JOB_FLAGGED', 'LIMITS_ADJUSTED'] as const });

@@ -1,7 +1,8 @@
 import { encodeGlobalID } from '@pothos/plugin-relay';
 import { z } from 'zod';
 import { getQueue } from '../../src/services/cluster/cluster.js';
-import { previewJob, type Preview, type SubmitJobInput } from '../../src/services/jobs/jobs.js';
+import { previewJob, type Preview } from '../../src/services/jobs/jobs.js';
+import type { SubmitJobInput } from '../../src/services/jobs/submit-input.js';
 import { previewMessage } from '../../src/services/jobs/pending-reasons.js';
 import type { GraphQLContext } from '../context.js';
 import { builder } from '../builder.js';

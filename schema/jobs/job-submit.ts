@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { submitJob, type SubmitJobInput } from '../../src/services/jobs/jobs.js';
+import { submitJob } from '../../src/services/jobs/jobs.js';
+import { type SubmitJobInput } from '../../src/services/jobs/submit-input.js';
 import { ENFORCED_SECURITY, keptSecurityContext, type JobContainer } from '../../src/services/jobs/submit-policy.js';
 import { builder } from '../builder.js';
 import { decodeId, WorkloadTypeEnum } from '../common.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Membership } from '../../src/persistence/tenancy/entities.js';
-import { memberName } from '../../src/services/tenancy/members.js';
+import { memberName } from '../../src/services/tenancy/member-names.js';
 import { canSeeMoney, requirePlatformUsage, requireUsageRead } from '../../src/services/metering/access.js';
 import { estimateCost } from '../../src/services/metering/estimate.js';
 import { currencyOf } from '../../src/services/metering/price-book.js';

@@ -1,4 +1,5 @@
-import { acceptMembership, addMember, changeMemberRole, listMembers, memberName, removeMember, visibleEmail } from '../../src/services/tenancy/members.js';
+import { acceptMembership, addMember, changeMemberRole, listMembers, removeMember, visibleEmail } from '../../src/services/tenancy/members.js';
+import { memberName } from '../../src/services/tenancy/member-names.js';
 import { z } from 'zod';
 import { builder } from '../builder.js';
 import { TenantRoleEnum, decodeId, emailSchema, nameSchema } from '../common.js';

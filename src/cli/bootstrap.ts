@@ -12,7 +12,7 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { ConfigError, loadConfig } from '../config/index.js';
+import { ConfigError, load } from '../config/index.js';
 import { migrate, openDatabase } from '../persistence/orm.js';
 import { ApiToken, User } from '../persistence/tenancy/entities.js';
 import { AuditEvent } from '../persistence/audit/entities.js';
@@ -70,8 +70,8 @@ export function parseBootstrapArgs(argv: string[]): z.infer<typeof argsSchema> |
 export async function bootstrap(argv: string[], env: NodeJS.ProcessEnv = process.env, now: () => number = Date.now): Promise<BootstrapResult | 'help'> {
   const args = parseBootstrapArgs(argv);
   if (args === 'help') return 'help';
-  const config = loadConfig(env);
-  const orm = await openDatabase({ database: config.database, timeouts: config.databaseTimeouts });
+  const config = load(env);
+  const orm = await openDatabase({ database: config.database, timeouts: config.database.timeouts });
   try {
     await migrate(orm);
     // One transaction: two bootstraps racing cannot both see "no admin" and both commit on

@@ -5,6 +5,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { checkPhillyDir, convertPhilly, type PhillyDirSource } from '../simulator/philly.js';
 import { writeHetero } from '../simulator/hetero-gen.js';
 import { convertOpenb } from '../simulator/openb.js';
+import type { Io } from './io.js';
 import { runTenantCommand, TENANT_COMMANDS, TENANT_HELP } from './tenant/index.js';
 import { ALL_POLICIES, PLACEMENTS, POLICIES, type PlacementName, type PolicyName } from '../simulator/scheduling-policies.js';
 import { barProgress, lineProgress, NO_PROGRESS, type ProgressDisplay } from '../simulator/progress.js';
@@ -232,12 +233,7 @@ export function parseSimulateArgs(args: string[]): SimulateCommand | 'help' {
   return o;
 }
 
-export interface Io {
-  out(s: string): void;
-  err(s: string): void;
-  /** The stream behind `err`, when there is one: a terminal gets a redrawn progress bar. */
-  errStream?: NodeJS.WritableStream & { isTTY?: boolean };
-}
+export type { Io } from './io.js';
 
 const stdio: Io = { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n'), errStream: process.stderr };
 

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MikroORM } from '@mikro-orm/core';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
-import { DEFAULT_CURRENCY, DEFAULT_IDENTITY_CACHE_MS, type FairwayConfig } from '../config/index.js';
+import type { FairwayConfig } from '../config/index.js';
 import { IdentityResolver } from '../auth/identity.js';
 import { IdentityCache } from '../auth/identity-cache.js';
 import { OidcVerifier } from '../auth/oidc.js';
@@ -18,25 +18,27 @@ import { governanceLeaderTasks, type GovernanceTaskSettings } from '../services/
 import { ensurePriorityClasses } from '../services/scheduling/priority-classes.js';
 import { migrate, openDatabase } from '../persistence/orm.js';
 import { schema } from '../../schema/index.js';
+import { readsNothingStored } from '../../schema/reloading-subscription.js';
 import { useFairwayAuth } from '../../plugins/useFairwayAuth.js';
 import { useRequestId } from '../../plugins/useRequestId.js';
 import { useBreakGlassAudit } from '../../plugins/useBreakGlassAudit.js';
 import { useServiceContext } from '../../plugins/useServiceContext.js';
 import { useSubscriptionEventContext } from '../../plugins/useSubscriptionEventContext.js';
-import { useReadiness } from '../../plugins/useReadiness.js';
-import { useUsageExport } from '../../plugins/useUsageExport.js';
 import { useMetrics } from '../../plugins/useMetrics.js';
+import { useRoutes } from '../../plugins/useRoutes.js';
 import { createMetrics, type FairwayMetrics } from './metrics/registry.js';
-import { createMaskError } from './errors.js';
-import { resolveQueryLimits } from './query-limits/limits.js';
+import { createMaskError, errorCode } from './errors.js';
+import { isBreakGlassGrantEnded, serviceContexts, subscriptionEventStore } from './context/service-context.js';
+import { methodNotAllowed, serverRoutes } from './routes/route-table.js';
 import { useQueryLimits } from '../../plugins/useQueryLimits.js';
 import { useExecutionTimeout } from '../../plugins/useExecutionTimeout.js';
-import { clientIpOf, useRateLimits } from '../../plugins/useRateLimits.js';
+import { useRateLimits } from '../../plugins/useRateLimits.js';
+import { clientAddressBehind } from './rate-limits/client-address.js';
 import { useCallerConcurrency } from '../../plugins/useCallerConcurrency.js';
-import { createRateLimiter, rateLimitsFromEnv } from './rate-limits/limiter.js';
-import { httpSecurity, httpSecurityFromEnv, webSocketOperationCheck } from './http-security/http-security.js';
-import { createLogger, observabilityFromEnv, observabilityPlugins, yogaLogger, type FairwayLogger } from './observability/observability.js';
-import { attachWebSocket, webSocketFromEnv, type AttachedWebSocket } from './websocket/websocket.js';
+import { createRateLimiter } from './rate-limits/limiter.js';
+import { httpSecurity, httpSecurityFromConfig, webSocketOperationCheck } from './http-security/http-security.js';
+import { createLogger, observabilityPlugins, yogaLogger, type FairwayLogger } from './observability/observability.js';
+import { attachWebSocket, type AttachedWebSocket } from './websocket/websocket.js';
 
 export interface BuildAppOptions {
   config: FairwayConfig;
@@ -81,31 +83,22 @@ export interface FairwayApp {
   close(): Promise<void>;
 }
 
-/** Configs built by hand (tests) may leave out the sections below: they get their environment's defaults. */
-function withSectionDefaults(config: FairwayConfig): Required<Pick<FairwayConfig, 'rateLimits' | 'http' | 'observability' | 'webSocket'>> & FairwayConfig {
-  return {
-    ...config,
-    rateLimits: config.rateLimits ?? rateLimitsFromEnv({}, config.env),
-    http: config.http ?? httpSecurityFromEnv({}, config.env),
-    observability: config.observability ?? observabilityFromEnv({}, config.env),
-    webSocket: config.webSocket ?? webSocketFromEnv({}, config.env),
-  };
-}
-
 /** The one place that wires database, identity, events, schema, plugins and transports. */
 export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
-  const config = withSectionDefaults(options.config);
+  const config = options.config;
+  // The persisted-operations manifest is read and checked first: a broken one stops start-up before anything is opened.
+  const http = httpSecurityFromConfig(config.http);
   const now = options.now ?? Date.now;
   const logger = options.logger ?? createLogger(config.observability);
   const logError = options.logError ?? ((error: unknown) => logger.error({ err: error }, 'unexpected error'));
   const ownsOrm = !options.orm;
-  const orm = options.orm ?? (await openDatabase({ database: config.database, timeouts: config.databaseTimeouts, onQuery: options.onQuery }));
+  const orm = options.orm ?? (await openDatabase({ database: config.database, timeouts: config.database.timeouts, onQuery: options.onQuery }));
   if (ownsOrm) await migrate(orm);
 
   await ensurePriorityClasses(orm);
-  const redis = config.redisUrl && !options.events ? await createRedisEventTarget(config.redisUrl, (error) => logError(error)) : null;
+  const redis = config.server.redisUrl && !options.events ? await createRedisEventTarget(config.server.redisUrl, (error) => logError(error)) : null;
   const events = options.events ?? createEventBus(redis?.eventTarget);
-  const backend = options.backend ?? (await backendFromConfig(config, { now, logError }));
+  const backend = options.backend ?? (await backendFromConfig(config.backend, config.governance.probes, { now, logError }));
   const metrics = createMetrics({ timeScale: backend.timeScale });
   const scheduler = new SchedulerService({
     orm,
@@ -115,12 +108,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     now,
     leadership: leadershipFor(config.database),
     logError,
-    meteringIntervalMs: config.meteringIntervalMs,
-    cycleSliceMs: config.cycleSliceMs,
+    meteringIntervalMs: config.metering.intervalMs,
+    cycleSliceMs: config.scheduling.cycleSliceMs,
     // Budgets: thresholds are evaluated after each metering checkpoint; exhausted hard budgets hold admission.
-    metering: { currency: config.currency ?? DEFAULT_CURRENCY, afterCheckpoint: (em, nowMs, currency) => evaluateBudgets(em, null, nowMs, currency), holds: computeHolds },
+    metering: { currency: config.metering.currency, afterCheckpoint: (em, nowMs, currency) => evaluateBudgets(em, null, nowMs, currency), holds: computeHolds },
     observeCycle: metrics.observeCycle,
-    leaderTasks: governanceLeaderTasks({ now, quotaRequestIntervalMs: config.quotaRequestIntervalMs, idleCheckIntervalMs: config.idleCheckIntervalMs, controller: { windowMs: config.controllerWindowMs }, backend, probes: config.probes, ...options.governance }),
+    leaderTasks: governanceLeaderTasks({ now, quotaRequestIntervalMs: config.governance.quotaRequestIntervalMs, idleCheckIntervalMs: config.governance.idleCheckIntervalMs, controller: { windowMs: config.governance.controllerWindowMs }, backend, probes: config.governance.probes, ...options.governance }),
     ...options.scheduler,
   });
   // A backend that isolates tenants gets their namespaces before the scheduler reconciles runs;
@@ -132,15 +125,22 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   await backendSync?.start();
   await scheduler.start();
   await backendSync?.request();
-  metrics.watchScheduler({ scheduler, orm, logError });
-  const identityCache = new IdentityCache({ ttlMs: config.identityCacheMs ?? DEFAULT_IDENTITY_CACHE_MS, now });
+  metrics.watchScheduler({ stats: scheduler.stats(), logError });
+  const identityCache = new IdentityCache({ ttlMs: config.auth.identityCacheMs, now });
   const stopIdentityCache = identityCache.follow(events, logError);
-  const identity = new IdentityResolver({ orm, oidc: config.oidc ? new OidcVerifier(config.oidc) : undefined, now, cache: identityCache });
+  const identity = new IdentityResolver({ orm, oidc: config.auth.oidc ? new OidcVerifier(config.auth.oidc) : undefined, now, cache: identityCache });
 
-  const limits = resolveQueryLimits(config.env, config.limits);
-  const rateLimiter = await createRateLimiter(config.rateLimits, { redisUrl: config.redisUrl, logError });
-  const security = await httpSecurity(config.http);
+  const limits = config.limits;
+  const rateLimiter = await createRateLimiter(config.rateLimits, { redisUrl: config.server.redisUrl, logError });
+  const security = await httpSecurity(http);
   const observability = observabilityPlugins(config.observability, { logger });
+  const contexts = serviceContexts({ orm, events, scheduler, now, currency: config.metering.currency });
+  const clientAddress = clientAddressBehind(config.rateLimits.trustProxyHops);
+  const routes = serverRoutes({
+    readiness: { check: () => orm.em.getConnection().execute('select 1').then(() => undefined), timeoutMs: config.server.readyTimeoutMs },
+    usageExport: { identity, createContext: contexts.forRoute, logError },
+    metrics: { metrics, identity, token: config.observability.metricsToken, logError },
+  });
   const yoga = createYoga<Record<string, unknown>>({
     schema,
     // Query limits: body size and batching here, the rest in useQueryLimits (src/server/query-limits/limits.ts).
@@ -152,8 +152,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     landingPage: false,
     // Unexpected errors are logged by maskError; yoga's own messages go to the structured log.
     logging: yogaLogger(logger),
-    graphiql: config.graphiql
-      ? { title: 'Fairway', subscriptionsProtocol: 'WS', headers: JSON.stringify({ Authorization: `Bearer <paste a token from ${config.demo ? 'data/demo-credentials.json' : '`npm run bootstrap` or createApiToken'}>` }) }
+    graphiql: config.server.graphiql
+      ? { title: 'Fairway', subscriptionsProtocol: 'WS', headers: JSON.stringify({ Authorization: `Bearer <paste a token from ${config.demo.enabled ? 'data/demo-credentials.json' : '`npm run bootstrap` or createApiToken'}>` }) }
       : false,
     // GraphiQL's scripts and styles come from the installed package, inlined in the page, not
     // from a CDN: it works offline and where the CDN is blocked. Loaded on the first visit only
@@ -163,25 +163,24 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     plugins: [
       ...security.plugins,
       // Before anything is parsed or looked up: one caller's requests take turns.
-      ...(config.rateLimits.enabled ? [useCallerConcurrency({ ...config.rateLimits.concurrency, trustProxyHops: config.rateLimits.trustProxyHops, graphqlEndpoint: '/graphql' })] : []),
+      ...(config.rateLimits.enabled ? [useCallerConcurrency({ ...config.rateLimits.concurrency, clientAddress, graphqlEndpoint: '/graphql' })] : []),
       useQueryLimits(limits),
       useExecutionTimeout({ maxExecutionMs: limits.maxExecutionMs }),
-      useReadiness({ check: () => orm.em.getConnection().execute('select 1').then(() => undefined), timeoutMs: config.readyTimeoutMs }),
-      useUsageExport({ orm, identity, events, scheduler, now, currency: config.currency, logError }),
-      useMetrics({ metrics, identity, token: config.metricsToken, logError }),
+      // /ready, /usage/export.csv, /metrics (src/server/routes/): answered here, before anything GraphQL.
+      useRoutes({ routes, methodNotAllowed }),
+      useMetrics({ metrics, errorCode }),
       useRequestId(),
       useFairwayAuth({ identity, reauthCacheMs: options.reauthCacheMs }),
-      useRateLimits({ limiter: rateLimiter, logError }),
+      useRateLimits({ limiter: rateLimiter, clientAddress, logError }),
       ...observability.plugins,
-      useServiceContext({ orm, events, scheduler, now, currency: config.currency }),
-      useBreakGlassAudit({ logError }),
+      useServiceContext({ createContext: contexts.forOperation }),
+      useBreakGlassAudit({ isGrantEnded: isBreakGlassGrantEnded, logError }),
       // After the two above: each subscription event gets its own principal, EntityManager and loaders.
-      useSubscriptionEventContext({ orm }),
+      useSubscriptionEventContext({ store: subscriptionEventStore(orm), readsNothingStored }),
     ],
   });
 
   const httpServer = createServer(yoga);
-  const hops = config.rateLimits.trustProxyHops;
   const webSocket = attachWebSocket({
     httpServer,
     yoga: yoga as never,
@@ -189,13 +188,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     config: config.webSocket,
     metrics,
     logError,
-    operationCheck: webSocketOperationCheck(config.http),
-    addressOf: (req) => clientIpOf({ req }, hops),
+    operationCheck: webSocketOperationCheck(http),
+    addressOf: (req) => clientAddress({ req }),
     // Guessing tokens in connection_init counts against the same per-address budget as over HTTP.
     // (With the limits off the limiter allows every attempt.)
     credentialAttempts: {
-      refusedFor: async (req) => (await rateLimiter.credentialAttemptAllowed(clientIpOf({ req }, hops)))?.retryAfterSeconds ?? null,
-      failed: (req) => rateLimiter.credentialFailed(clientIpOf({ req }, hops)),
+      refusedFor: async (req) => (await rateLimiter.credentialAttemptAllowed(clientAddress({ req })))?.retryAfterSeconds ?? null,
+      failed: (req) => rateLimiter.credentialFailed(clientAddress({ req })),
     },
   });
 
@@ -211,7 +210,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     backendSync,
     httpServer,
     webSocket,
-    listen(port = config.port, host = config.host) {
+    listen(port = config.server.port, host = config.server.host) {
       return new Promise((resolve, reject) => {
         httpServer.once('error', reject);
         httpServer.listen(port, host, () => {

@@ -1,19 +1,22 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import type { FairwayConfig } from '../config/index.js';
-import { ConfigError } from '../config/index.js';
+import { ConfigError, type FairwayConfig } from '../config/index.js';
 import type { ExecutionBackend } from '../backends/port.js';
-import { SimulatedBackend } from '../backends/simulated.js';
+import { SimulatedBackend } from '../backends/simulated/simulated.js';
 import { KubernetesBackend } from '../backends/kubernetes/backend.js';
 import { DEFAULT_KUBERNETES_SETTINGS, parseKubernetesSettings, type KubernetesSettings } from '../backends/kubernetes/settings.js';
 
-/** The execution backend the configuration names: the simulated cluster, or Kubernetes (started and synced). */
-export async function backendFromConfig(config: FairwayConfig, deps: { now: () => number; logError: (error: unknown) => void }): Promise<ExecutionBackend> {
-  const chosen = config.backend ?? { kind: 'simulated' };
-  if (chosen.kind === 'simulated') return new SimulatedBackend({ timeScale: config.simulatedTimeScale, now: deps.now });
+/**
+ * The execution backend the configuration's backend section names: the simulated cluster, or
+ * Kubernetes (its settings file read now, then started and synced). `probes`: the governance
+ * section's, whose Prometheus URL wins over the settings file's.
+ */
+export async function backendFromConfig(config: FairwayConfig['backend'], probes: FairwayConfig['governance']['probes'], deps: { now: () => number; logError: (error: unknown) => void }): Promise<ExecutionBackend> {
+  if (config.kind === 'simulated') return new SimulatedBackend({ timeScale: config.simulatedTimeScale, now: deps.now });
+  const chosen = config.kubernetes;
   const fromFile = kubernetesSettings(chosen.settingsFile);
   // FAIRWAY_PROBES_PROMETHEUS_URL over the settings file's probes.prometheusUrl.
-  const settings = config.probes?.prometheusUrl ? { ...fromFile, probes: { ...fromFile.probes, prometheusUrl: config.probes.prometheusUrl } } : fromFile;
+  const settings = probes.prometheusUrl ? { ...fromFile, probes: { ...fromFile.probes, prometheusUrl: probes.prometheusUrl } } : fromFile;
   const backend = KubernetesBackend.fromKubeconfig(chosen.kubeconfigPath, { settings, now: deps.now, logError: deps.logError });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {

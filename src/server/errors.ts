@@ -35,6 +35,23 @@ function isGraphQLError(value: unknown): value is GraphQLError {
 }
 
 /**
+ * The code a caller sees for an error, before yoga's masking runs (the metrics, request log and
+ * tracing plugins run before it): the same decisions as createMaskError, without its logging.
+ */
+export function errorCode(error: GraphQLError): string {
+  const code = error.extensions?.code;
+  if (typeof code === 'string') return code;
+  const original = error.originalError;
+  if (original instanceof FairwayError) return original.code;
+  if (original instanceof PothosValidationError) return 'BAD_USER_INPUT';
+  if (original && isDatabaseUnavailable(original)) return 'SERVICE_UNAVAILABLE';
+  if (original && original.name === 'GraphQLError') return errorCode(original as GraphQLError);
+  // graphql-js's own argument and variable coercion errors: no cause, no code (the caller's input).
+  if (!original) return 'BAD_USER_INPUT';
+  return 'INTERNAL_SERVER_ERROR';
+}
+
+/**
  * What a client may see of an error: our typed errors with their code and message;
  * everything else becomes INTERNAL_SERVER_ERROR with no message or stack from inside.
  */

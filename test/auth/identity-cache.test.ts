@@ -5,6 +5,7 @@ import { encodeGlobalID } from '@pothos/plugin-relay';
 import { exportSPKI, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
+import type { FairwayConfig } from '../../src/config/index.js';
 import { createEventBus } from '../../src/events/bus.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
 import { Membership, Tenant, User } from '../../src/persistence/tenancy/entities.js';
@@ -44,7 +45,8 @@ const replicas: Replica[] = [];
 
 async function start(options: { identityCacheMs?: number; events?: FairwayApp['events']; redisUrl?: string }): Promise<Replica> {
   const statements: string[] = [];
-  const config = { ...testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(keys.publicKey) } }), identityCacheMs: options.identityCacheMs, redisUrl: options.redisUrl };
+  const base = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(keys.publicKey) } });
+  const config: FairwayConfig = { ...base, auth: { ...base.auth, identityCacheMs: options.identityCacheMs ?? base.auth.identityCacheMs }, server: { ...base.server, redisUrl: options.redisUrl } };
   const app = await buildApp({ config, now: () => now.value, reauthCacheMs: 0, onQuery: (sql) => statements.push(sql), events: options.events });
   const { url } = await app.listen(0, '127.0.0.1');
   const replica: Replica = {

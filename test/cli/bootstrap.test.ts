@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
+import { load } from '../../src/config/index.js';
 import { REPO_ROOT, freePort, gqlData, killAllServers, startServer } from '../helpers/process.js';
 
 /**
@@ -75,14 +75,14 @@ describe('demo defaults per NODE_ENV', () => {
     [{ NODE_ENV: 'production', FAIRWAY_DEMO: 'true', FAIRWAY_DEMO_TRICKLE: 'true' }, true],
     [{ NODE_ENV: 'development', FAIRWAY_DEMO: 'false', FAIRWAY_DEMO_TRICKLE: 'false' }, false],
   ])('%o: demo and its trickle %s', (env, on) => {
-    const config = loadConfig(env);
-    expect(config.demo).toBe(on);
-    expect(config.demoTrickle).toBe(on);
+    const config = load(env);
+    expect(config.demo.enabled).toBe(on);
+    expect(config.demo.trickle).toBe(on);
   });
 
   it('the trickle can be turned off alone, and production metering keeps its production interval', () => {
-    expect(loadConfig({ FAIRWAY_DEMO_TRICKLE: 'false' })).toMatchObject({ demo: true, demoTrickle: false, meteringIntervalMs: 15_000 });
-    expect(loadConfig({ NODE_ENV: 'production' }).meteringIntervalMs).toBe(60_000);
+    expect(load({ FAIRWAY_DEMO_TRICKLE: 'false' })).toMatchObject({ demo: { enabled: true, trickle: false }, metering: { intervalMs: 15_000 } });
+    expect(load({ NODE_ENV: 'production' }).metering.intervalMs).toBe(60_000);
   });
 });
 

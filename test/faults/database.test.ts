@@ -11,9 +11,11 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import { createTestDatabase, describeNeeding, type TestDatabase } from '../helpers/database.js';
 import { freePort, gqlData, killAllServers, startServer, tokenOf, waitFor, type ServerProcess } from '../helpers/process.js';
 import { startTcpProxy, type ProxyMode, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { NOT_READY_REASON, useReadiness } from '../../plugins/useReadiness.js';
+import { useRoutes } from '../../plugins/useRoutes.js';
+import { NOT_READY_REASON, readinessRoute } from '../../src/server/routes/readiness.js';
+import { methodNotAllowed } from '../../src/server/routes/route-errors.js';
 import { openDatabase, ormConfig } from '../../src/persistence/orm.js';
-import { ConfigError, DEFAULT_DATABASE_TIMEOUTS, loadConfig } from '../../src/config/index.js';
+import { ConfigError, DEFAULT_DATABASE_TIMEOUTS, load } from '../../src/config/index.js';
 import { isDatabaseUnavailable } from '../../src/persistence/database-unavailable.js';
 import { createMaskError, DATABASE_UNAVAILABLE_MESSAGE } from '../../src/server/errors.js';
 import type { DemoCredential } from '../../src/server/demo/seed.js';
@@ -338,7 +340,7 @@ describe('/ready never shows where the database is', () => {
       for (const [label, target, hidden] of [['refused', orm, port], ['black-holed', silentOrm, silentPort]] as const) {
         const failures: unknown[] = [];
         const yoga = createYoga({
-          plugins: [useReadiness({ check: () => target.em.getConnection().execute('select 1').then(() => undefined), timeoutMs: 300, onFailure: (e) => failures.push(e) })],
+          plugins: [useRoutes({ routes: [readinessRoute({ check: () => target.em.getConnection().execute('select 1').then(() => undefined), timeoutMs: 300, onFailure: (e) => failures.push(e) })], methodNotAllowed })],
         });
         const t0 = performance.now();
         const response = await yoga.fetch('http://gateway.test/ready');
@@ -384,11 +386,11 @@ describe('database errors reaching a client', () => {
 
 describe('database timeout settings', () => {
   it('default to a few seconds and are read from the environment', () => {
-    expect(loadConfig({}).databaseTimeouts).toEqual(DEFAULT_DATABASE_TIMEOUTS);
-    expect(loadConfig({}).readyTimeoutMs).toBeLessThan(1000);
-    const config = loadConfig({ FAIRWAY_DB_CONNECT_TIMEOUT_MS: '1500', FAIRWAY_DB_ACQUIRE_TIMEOUT_MS: '2500', FAIRWAY_DB_STATEMENT_TIMEOUT_MS: '9000', FAIRWAY_READY_TIMEOUT_MS: '400' });
-    expect(config.databaseTimeouts).toEqual({ connectMs: 1500, acquireMs: 2500, statementMs: 9000 });
-    expect(config.readyTimeoutMs).toBe(400);
+    expect(load({}).database.timeouts).toEqual(DEFAULT_DATABASE_TIMEOUTS);
+    expect(load({}).server.readyTimeoutMs).toBeLessThan(1000);
+    const config = load({ FAIRWAY_DB_CONNECT_TIMEOUT_MS: '1500', FAIRWAY_DB_ACQUIRE_TIMEOUT_MS: '2500', FAIRWAY_DB_STATEMENT_TIMEOUT_MS: '9000', FAIRWAY_READY_TIMEOUT_MS: '400' });
+    expect(config.database.timeouts).toEqual({ connectMs: 1500, acquireMs: 2500, statementMs: 9000 });
+    expect(config.server.readyTimeoutMs).toBe(400);
   });
 
   it.each([
@@ -397,8 +399,8 @@ describe('database timeout settings', () => {
     [{ FAIRWAY_DB_STATEMENT_TIMEOUT_MS: '2.5' }, /FAIRWAY_DB_STATEMENT_TIMEOUT_MS: must be a whole number/],
     [{ FAIRWAY_READY_TIMEOUT_MS: '120000' }, /FAIRWAY_READY_TIMEOUT_MS: must be at most/],
   ])('%o is refused with a message naming the setting', (env, message) => {
-    expect(() => loadConfig(env)).toThrow(ConfigError);
-    expect(() => loadConfig(env)).toThrow(message);
+    expect(() => load(env)).toThrow(ConfigError);
+    expect(() => load(env)).toThrow(message);
   });
 
   it('reach the PostgreSQL driver: connect, acquire, statement (server side) and read (client side) timeouts', () => {

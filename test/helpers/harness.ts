@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { buildApp, type BuildAppOptions, type FairwayApp } from '../../src/server/app.js';
-import type { FairwayConfig } from '../../src/config/index.js';
+import { load, type DatabaseConfig, type FairwayConfig } from '../../src/config/index.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
 import { Tenant, Project, Membership, ApiToken, User } from '../../src/persistence/tenancy/entities.js';
 import { AuditEvent } from '../../src/persistence/audit/entities.js';
@@ -13,24 +13,42 @@ import { Cohort, Flavor, NodePool, PriorityClassRow, Queue } from '../../src/per
 import { Job } from '../../src/persistence/jobs/entities.js';
 import { BreakGlassGrant, ProjectMembership } from '../../src/persistence/tenancy/access-entities.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
+import { testRateLimits } from './rate-limits.js';
 
 export const TEST_ISSUER = 'https://idp.test.fairway';
 export const TEST_AUDIENCE = 'fairway-gateway';
 
-/** The configuration tests run with: a random port, no demo, the test identity provider. */
-export function testConfig(parts: { dataDir: string; database: FairwayConfig['database']; oidc: { publicKeyPem: string } | { jwksUrl: string } }): FairwayConfig {
+/**
+ * The configuration tests run with, loaded like a server's: a random port, no demo, a fast
+ * simulated cluster, the test identity provider, and the test suite's rate-limit budgets
+ * (test/helpers/rate-limits.ts). `database` may leave out what the configuration adds (its
+ * timeouts, SQLite's synchronous mode): the defaults.
+ */
+export function testConfig(parts: { dataDir: string; database: DatabaseConfig | FairwayConfig['database']; oidc: { publicKeyPem: string } | { jwksUrl: string } }): FairwayConfig {
+  const base = load({
+    NODE_ENV: 'test',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    FAIRWAY_DATA_DIR: parts.dataDir,
+    FAIRWAY_DEMO: 'false',
+    FAIRWAY_DEMO_TRICKLE: 'false',
+    FAIRWAY_SIM_TIME_SCALE: '1000',
+    FAIRWAY_GRAPHIQL: 'false',
+  });
   return {
-    env: 'test',
-    port: 0,
-    host: '127.0.0.1',
-    dataDir: parts.dataDir,
-    database: parts.database,
-    demo: false,
-    demoTrickle: false,
-    simulatedTimeScale: 1000,
-    graphiql: false,
-    oidc: { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, userClaim: 'email', rolesClaim: 'fairway_roles', ...parts.oidc },
+    ...base,
+    database: testDatabaseSettings(parts.database),
+    auth: { ...base.auth, oidc: { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, userClaim: 'email', rolesClaim: 'fairway_roles', ...parts.oidc } },
+    rateLimits: testRateLimits(),
   };
+}
+
+/** A test database as the configuration's database section: loaded from its URL, so what it leaves out (timeouts, SQLite's synchronous mode) gets the defaults. */
+export function testDatabaseSettings(database: DatabaseConfig | FairwayConfig['database']): FairwayConfig['database'] {
+  if ('timeouts' in database) return database;
+  const url = database.dialect === 'postgresql' ? database.url : `sqlite:${database.file}`;
+  const synchronous = database.dialect === 'sqlite' && database.synchronous ? { FAIRWAY_SQLITE_SYNCHRONOUS: database.synchronous } : {};
+  return load({ DATABASE_URL: url, ...synchronous }).database;
 }
 
 export interface GqlResponse<T = Record<string, unknown>> {

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { exportSPKI, generateKeyPair } from 'jose';
-import { SimulatedBackend } from '../../src/backends/simulated.js';
+import { SimulatedBackend } from '../../src/backends/simulated/simulated.js';
 import type { BackendJob } from '../../src/backends/port.js';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { exportSPKI, generateKeyPair } from 'jose';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { buildApp, type BuildAppOptions, type FairwayApp } from '../../src/server/app.js';
+import type { FairwayConfig } from '../../src/config/index.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
 import { demoToken, testConfig } from './harness.js';
@@ -97,10 +98,11 @@ export async function startKubeApp(options: KubeTestAppOptions = {}): Promise<Ku
   const settingsFile = path.join(dataDir, 'kubernetes.yaml');
   fs.writeFileSync(settingsFile, toYaml({ ...TEST_KUBE_SETTINGS, ...options.settings }));
   const { publicKey } = await generateKeyPair('RS256');
-  const config = {
-    ...testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } }),
-    backend: { kind: 'kubernetes' as const, kubeconfigPath, settingsFile, startupTimeoutMs: 10_000 },
-    ...(options.redisUrl ? { redisUrl: options.redisUrl } : {}),
+  const base = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
+  const config: FairwayConfig = {
+    ...base,
+    backend: { ...base.backend, kind: 'kubernetes', kubernetes: { kubeconfigPath, settingsFile, startupTimeoutMs: 10_000 } },
+    ...(options.redisUrl ? { server: { ...base.server, redisUrl: options.redisUrl } } : {}),
   };
   const replicas: FairwayApp[] = [];
   const errors: unknown[] = [];

@@ -4,6 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DemoCredential } from '../../src/server/demo/seed.js';
+import { testRateLimitEnv } from './rate-limits.js';
 
 /** The repository root: the server is started from there, as `npm start` would. */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -73,6 +74,8 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
     if (v === undefined || k.startsWith('VITEST') || k === 'NODE_OPTIONS' || k === 'DATABASE_URL' || k === 'REDIS_URL') continue;
     env[k] = v;
   }
+  // The test suite's rate-limit budgets and a key prefix of this server's own (rate-limits.ts), unless the runner set them.
+  for (const [k, v] of Object.entries(testRateLimitEnv())) env[k] ??= v;
   Object.assign(env, {
     NODE_ENV: 'test',
     PORT: String(port),

@@ -6,7 +6,7 @@ import type { MikroORM } from '@mikro-orm/core';
 import { cachePreparedStatements, migrate, openDatabase } from '../../src/persistence/orm.js';
 import { Tenant } from '../../src/persistence/tenancy/entities.js';
 import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
-import { ConfigError, loadConfig } from '../../src/config/index.js';
+import { ConfigError, load } from '../../src/config/index.js';
 
 describe('SQLite connection: prepared-statement cache and synchronous level', () => {
   it('prepares a SQL text once, keeps the most recently used, and drops the oldest past its bound', () => {
@@ -68,8 +68,8 @@ describe('SQLite connection: prepared-statement cache and synchronous level', ()
     expect(await level()).toEqual([1, 'wal']);
     expect(await level('full')).toEqual([2, 'wal']);
     const env = { FAIRWAY_DATA_DIR: os.tmpdir() };
-    expect(loadConfig(env).database).toMatchObject({ dialect: 'sqlite', synchronous: 'normal' });
-    expect(loadConfig({ ...env, FAIRWAY_SQLITE_SYNCHRONOUS: 'full' }).database).toMatchObject({ synchronous: 'full' });
-    expect(() => loadConfig({ ...env, FAIRWAY_SQLITE_SYNCHRONOUS: 'off' })).toThrow(ConfigError);
+    expect(load(env).database).toMatchObject({ dialect: 'sqlite', synchronous: 'normal' });
+    expect(load({ ...env, FAIRWAY_SQLITE_SYNCHRONOUS: 'full' }).database).toMatchObject({ synchronous: 'full' });
+    expect(() => load({ ...env, FAIRWAY_SQLITE_SYNCHRONOUS: 'off' })).toThrow(ConfigError);
   });
 });

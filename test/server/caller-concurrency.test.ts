@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { createSchema, createYoga } from 'graphql-yoga';
 import { afterEach, expect, it } from 'vitest';
 import { useCallerConcurrency, type CallerConcurrencyOptions } from '../../plugins/useCallerConcurrency.js';
+import { clientAddressBehind } from '../../src/server/rate-limits/client-address.js';
 
 let server: Server | null = null;
 afterEach(async () => {
@@ -30,7 +31,7 @@ async function start(options: Partial<CallerConcurrencyOptions>) {
         },
       },
     }),
-    plugins: [useCallerConcurrency({ maxInFlight: 1, maxQueued: 1, maxWaitMs: 5_000, trustProxyHops: 0, graphqlEndpoint: '/graphql', ...options })],
+    plugins: [useCallerConcurrency({ maxInFlight: 1, maxQueued: 1, maxWaitMs: 5_000, clientAddress: clientAddressBehind(0), graphqlEndpoint: '/graphql', ...options })],
   });
   server = createServer(yoga);
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));

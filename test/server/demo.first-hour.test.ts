@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
+import { load } from '../../src/config/index.js';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { startDemoTrickle } from '../../src/server/demo/trickle.js';
 import { seedDemo, seedDemoBudgets, type DemoCredential } from '../../src/server/demo/seed.js';
@@ -46,7 +46,7 @@ interface Submitted {
 }
 
 let app: FairwayApp;
-let config: ReturnType<typeof loadConfig>;
+let config: ReturnType<typeof load>;
 let url: string;
 let credentials: DemoCredential[];
 let stopTrickle: () => void;
@@ -57,8 +57,8 @@ beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-first-hour-'));
   // As `npm start` runs it: the development defaults, the demo and its trickle on, the demo's
   // time scale (60×: the example's two declared hours run two real minutes).
-  config = loadConfig({ NODE_ENV: 'development', LOG_LEVEL: 'warn', FAIRWAY_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', FAIRWAY_SIM_TIME_SCALE: '60' });
-  expect(config.demo && config.demoTrickle).toBe(true);
+  config = load({ NODE_ENV: 'development', LOG_LEVEL: 'warn', FAIRWAY_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', FAIRWAY_SIM_TIME_SCALE: '60' });
+  expect(config.demo.enabled && config.demo.trickle).toBe(true);
   app = await buildApp({ config });
   credentials = (await seedDemo(app.orm, dataDir))!;
   await seedDemoBudgets(app.orm);
@@ -125,7 +125,7 @@ describe("the README's example job in a busy demo", () => {
     // Behind the first job's declared two hours: two real minutes at 60×.
     const etaMs = Date.parse(waiting!.eta!) - Date.now();
     expect(etaMs).toBeGreaterThan(0);
-    expect(etaMs).toBeLessThan(((7200 * 1000) / config.simulatedTimeScale) * 1.5);
+    expect(etaMs).toBeLessThan(((7200 * 1000) / config.backend.simulatedTimeScale) * 1.5);
 
     // Background jobs kept coming meanwhile; none of them took the first job's GPUs.
     const after = await postGraphql<{ data: { node: { state: string; events: { edges: { node: { type: string } }[] } } } }>(url, max, 'query($id: ID!) { node(id: $id) { ... on Job { state events { edges { node { type } } } } } }', { id: firstId });

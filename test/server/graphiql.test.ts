@@ -2,8 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { FairwayConfig } from '../../src/config/index.js';
+import { load, type FairwayConfig } from '../../src/config/index.js';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
+import { testRateLimits } from '../helpers/rate-limits.js';
 
 /**
  * GraphiQL is served from the installed package (@graphql-yoga/render-graphiql), so it works
@@ -21,17 +22,18 @@ afterAll(async () => {
 });
 
 async function serve(graphiql: boolean): Promise<string> {
-  const config: FairwayConfig = {
-    env: 'test',
-    port: 0,
-    host: '127.0.0.1',
-    dataDir,
-    database: { dialect: 'sqlite', file: ':memory:' },
-    demo: false,
-    demoTrickle: false,
-    graphiql,
-    simulatedTimeScale: 1000,
-  };
+  const loaded = load({
+    NODE_ENV: 'test',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    FAIRWAY_DATA_DIR: dataDir,
+    DATABASE_URL: 'sqlite::memory:',
+    FAIRWAY_DEMO: 'false',
+    FAIRWAY_DEMO_TRICKLE: 'false',
+    FAIRWAY_GRAPHIQL: String(graphiql),
+    FAIRWAY_SIM_TIME_SCALE: '1000',
+  });
+  const config: FairwayConfig = { ...loaded, rateLimits: testRateLimits() };
   const app = await buildApp({ config });
   apps.push(app);
   return (await app.listen(0, '127.0.0.1')).url;

@@ -5,10 +5,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSchema, createYoga } from 'graphql-yoga';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { ConfigError, loadConfig, type FairwayConfig } from '../../src/config/index.js';
+import { ConfigError, load, type FairwayConfig } from '../../src/config/index.js';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
-import { httpSecurityFromEnv, type HttpSecurityConfig } from '../../src/server/http-security/http-security.js';
+import { testRateLimits } from '../helpers/rate-limits.js';
 import { API_CSP } from '../../plugins/useSecurityHeaders.js';
 
 /**
@@ -30,9 +30,10 @@ interface Served {
 const apps: FairwayApp[] = [];
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-http-security-'));
 
-async function serve(http: HttpSecurityConfig, graphiql: boolean): Promise<Served> {
+async function serve(http: FairwayConfig['http'], graphiql: boolean): Promise<Served> {
   const dir = fs.mkdtempSync(path.join(dataDir, 'app-'));
-  const config: FairwayConfig = { env: 'test', port: 0, host: '127.0.0.1', dataDir: dir, database: { dialect: 'sqlite', file: ':memory:' }, demo: false, demoTrickle: false, graphiql, simulatedTimeScale: 1000, http };
+  const base = load({ NODE_ENV: 'test', PORT: '0', HOST: '127.0.0.1', FAIRWAY_DATA_DIR: dir, DATABASE_URL: 'sqlite::memory:', FAIRWAY_DEMO: 'false', FAIRWAY_DEMO_TRICKLE: 'false', FAIRWAY_SIM_TIME_SCALE: '1000' });
+  const config: FairwayConfig = { ...base, server: { ...base.server, graphiql }, rateLimits: testRateLimits(), http };
   const app = await buildApp({ config });
   apps.push(app);
   const credentials = (await seedDemo(app.orm, dir)) ?? [];
@@ -44,8 +45,8 @@ let strict: Served;
 let plain: Served;
 beforeAll(async () => {
   [strict, plain] = await Promise.all([
-    serve(httpSecurityFromEnv({ FAIRWAY_CORS_ORIGINS: `${PORTAL}, https://admin.example.com:8443`, FAIRWAY_HSTS: 'on' }, 'test'), true),
-    serve(httpSecurityFromEnv({}, 'test'), false),
+    serve(load({ NODE_ENV: 'test', FAIRWAY_CORS_ORIGINS: `${PORTAL}, https://admin.example.com:8443`, FAIRWAY_HSTS: 'on' }).http, true),
+    serve(load({ NODE_ENV: 'test' }).http, false),
   ]);
 }, 60_000);
 afterAll(async () => {
@@ -222,7 +223,7 @@ describe('security headers', () => {
 describe('configuration', () => {
   const problemOf = (env: NodeJS.ProcessEnv): string => {
     try {
-      httpSecurityFromEnv(env, 'production');
+      load({ NODE_ENV: 'production', ...env });
     } catch (error) {
       expect(error).toBeInstanceOf(ConfigError);
       return (error as Error).message;
@@ -232,9 +233,9 @@ describe('configuration', () => {
 
   it('defaults: no origin, the yoga CSRF header, no HSTS, no persisted operations, in every environment', () => {
     for (const nodeEnv of ['development', 'production', 'test'] as const) {
-      expect(httpSecurityFromEnv({}, nodeEnv)).toEqual({ corsOrigins: [], csrfHeaders: ['x-graphql-yoga-csrf'], hsts: false, persistedOperations: null });
+      expect(load({ NODE_ENV: nodeEnv }).http).toEqual({ corsOrigins: [], csrfHeaders: ['x-graphql-yoga-csrf'], hsts: false, persistedOperations: null });
     }
-    expect(httpSecurityFromEnv({ FAIRWAY_CSRF_HEADERS: 'Apollo-Require-Preflight, x-graphql-yoga-csrf', FAIRWAY_HSTS: 'off' }, 'test')).toMatchObject({ csrfHeaders: ['apollo-require-preflight', 'x-graphql-yoga-csrf'], hsts: false });
+    expect(load({ NODE_ENV: 'test', FAIRWAY_CSRF_HEADERS: 'Apollo-Require-Preflight, x-graphql-yoga-csrf', FAIRWAY_HSTS: 'off' }).http).toMatchObject({ csrfHeaders: ['apollo-require-preflight', 'x-graphql-yoga-csrf'], hsts: false });
   });
 
   it('bad values stop the start with a message naming the variable', () => {
@@ -247,8 +248,8 @@ describe('configuration', () => {
     expect(problemOf({ FAIRWAY_HSTS: 'yes please' })).toMatch(/FAIRWAY_HSTS/);
     expect(problemOf({ FAIRWAY_PERSISTED_OPERATIONS_MODE: 'only' })).toMatch(/FAIRWAY_PERSISTED_OPERATIONS_MODE: set FAIRWAY_PERSISTED_OPERATIONS/);
     expect(problemOf({ FAIRWAY_PERSISTED_OPERATIONS: 'x.json', FAIRWAY_PERSISTED_OPERATIONS_MODE: 'strict' })).toMatch(/FAIRWAY_PERSISTED_OPERATIONS_MODE/);
-    // And through the server's own configuration loader.
-    expect(() => loadConfig({ FAIRWAY_CORS_ORIGINS: '*' })).toThrow(/FAIRWAY_CORS_ORIGINS/);
-    expect(loadConfig({ FAIRWAY_CORS_ORIGINS: PORTAL }).http?.corsOrigins).toEqual([PORTAL]);
+    // And in any environment.
+    expect(() => load({ FAIRWAY_CORS_ORIGINS: '*' })).toThrow(/FAIRWAY_CORS_ORIGINS/);
+    expect(load({ FAIRWAY_CORS_ORIGINS: PORTAL }).http.corsOrigins).toEqual([PORTAL]);
   });
 });

@@ -2,12 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from 'graphql-ws';
 import { createYoga } from 'graphql-yoga';
 import WebSocket from 'ws';
-import { loadConfig } from '../../src/config/index.js';
+import { load } from '../../src/config/index.js';
 import { IdentityResolver } from '../../src/auth/identity.js';
 import { Queue } from '../../src/persistence/cluster/entities.js';
 import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
 import { createMetrics, MAX_OPERATION_NAMES, OTHER_OPERATION } from '../../src/server/metrics/registry.js';
-import { useMetrics } from '../../plugins/useMetrics.js';
+import { useRoutes } from '../../plugins/useRoutes.js';
+import { metricsRoute } from '../../src/server/routes/metrics.js';
+import { methodNotAllowed } from '../../src/server/routes/route-errors.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
 import { waitFor } from '../helpers/process.js';
 
@@ -153,7 +155,7 @@ describe('FAIRWAY_METRICS_TOKEN', () => {
   it('lets a scraper in with the shared token, and nothing else near it', async () => {
     const token = 'prometheus-scrape-secret-0123456789';
     // The app's own resolver is not exposed; one over the same database checks the same credentials.
-    const yoga = createYoga({ plugins: [useMetrics({ metrics: createMetrics(), identity: new IdentityResolver({ orm: t.app.orm, now: () => t.now.value }), token })], logging: false });
+    const yoga = createYoga({ plugins: [useRoutes({ routes: [metricsRoute({ metrics: createMetrics(), identity: new IdentityResolver({ orm: t.app.orm, now: () => t.now.value }), token })], methodNotAllowed })], logging: false });
     const get = (bearer?: string) => yoga.fetch('http://localhost/metrics', { headers: bearer ? { authorization: `Bearer ${bearer}` } : {} });
     const ok = await get(token);
     expect(ok.status).toBe(200);
@@ -168,9 +170,9 @@ describe('FAIRWAY_METRICS_TOKEN', () => {
 
 describe('FAIRWAY_METRICS_TOKEN configuration', () => {
   it('is optional, and a short secret stops the server with a message naming it', () => {
-    expect(loadConfig({ FAIRWAY_DEMO: 'false' }).metricsToken).toBeUndefined();
-    expect(loadConfig({ FAIRWAY_DEMO: 'false', FAIRWAY_METRICS_TOKEN: 'a-long-enough-secret' }).metricsToken).toBe('a-long-enough-secret');
-    expect(() => loadConfig({ FAIRWAY_METRICS_TOKEN: 'short' })).toThrow(/FAIRWAY_METRICS_TOKEN: must be at least 16 characters/);
+    expect(load({ FAIRWAY_DEMO: 'false' }).observability.metricsToken).toBeUndefined();
+    expect(load({ FAIRWAY_DEMO: 'false', FAIRWAY_METRICS_TOKEN: 'a-long-enough-secret' }).observability.metricsToken).toBe('a-long-enough-secret');
+    expect(() => load({ FAIRWAY_METRICS_TOKEN: 'short' })).toThrow(/FAIRWAY_METRICS_TOKEN: must be at least 16 characters/);
   });
 });
 

@@ -6,12 +6,12 @@ import { exportSPKI, generateKeyPair } from 'jose';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
-import { ConfigError, loadConfig } from '../../src/config/index.js';
+import { ConfigError, load } from '../../src/config/index.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
 import { Queue } from '../../src/persistence/cluster/entities.js';
 import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
 import { Tenant } from '../../src/persistence/tenancy/entities.js';
-import { createLogger, observabilityFromEnv, yogaLogger } from '../../src/server/observability/observability.js';
+import { createLogger, yogaLogger } from '../../src/server/observability/observability.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { demoToken, testConfig } from '../helpers/harness.js';
 
@@ -228,26 +228,26 @@ describe('createLogger', () => {
 
 describe('observability configuration', () => {
   it('defaults: info in production, warn in development (the demo terminal), error under tests; tracing off', () => {
-    expect(observabilityFromEnv({}, 'production')).toEqual({ logLevel: 'info', tracing: null });
-    expect(observabilityFromEnv({}, 'test').logLevel).toBe('error');
-    expect(observabilityFromEnv({}, 'development').logLevel).toBe('warn');
-    expect(observabilityFromEnv({ LOG_LEVEL: 'DEBUG' }, 'production').logLevel).toBe('debug');
-    expect(observabilityFromEnv({ LOG_LEVEL: 'silent' }, 'production').logLevel).toBe('silent');
+    expect(load({ NODE_ENV: 'production' }).observability).toEqual({ logLevel: 'info', tracing: null });
+    expect(load({ NODE_ENV: 'test' }).observability.logLevel).toBe('error');
+    expect(load({ NODE_ENV: 'development' }).observability.logLevel).toBe('warn');
+    expect(load({ NODE_ENV: 'production', LOG_LEVEL: 'DEBUG' }).observability.logLevel).toBe('debug');
+    expect(load({ NODE_ENV: 'production', LOG_LEVEL: 'silent' }).observability.logLevel).toBe('silent');
   });
 
   it('FAIRWAY_TRACING=otlp reads the standard OTEL_* variables', () => {
-    expect(observabilityFromEnv({ FAIRWAY_TRACING: 'otlp' }, 'production').tracing).toEqual({ url: 'http://localhost:4318/v1/traces', headers: {}, serviceName: 'fairway' });
+    expect(load({ NODE_ENV: 'production', FAIRWAY_TRACING: 'otlp' }).observability.tracing).toEqual({ url: 'http://localhost:4318/v1/traces', headers: {}, serviceName: 'fairway' });
     expect(
-      observabilityFromEnv({ FAIRWAY_TRACING: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example:4318/', OTEL_SERVICE_NAME: 'fairway-eu', OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=a%3Db, team=ml' }, 'production').tracing,
+      load({ NODE_ENV: 'production', FAIRWAY_TRACING: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example:4318/', OTEL_SERVICE_NAME: 'fairway-eu', OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=a%3Db, team=ml' }).observability.tracing,
     ).toEqual({ url: 'https://otel.example:4318/v1/traces', headers: { 'x-api-key': 'a=b', team: 'ml' }, serviceName: 'fairway-eu' });
-    expect(observabilityFromEnv({ FAIRWAY_TRACING: 'otlp', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/custom' }, 'production').tracing?.url).toBe('http://collector:4318/custom');
+    expect(load({ NODE_ENV: 'production', FAIRWAY_TRACING: 'otlp', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/custom' }).observability.tracing?.url).toBe('http://collector:4318/custom');
   });
 
   it('bad values stop the server with a message naming the variable', () => {
-    expect(() => observabilityFromEnv({ LOG_LEVEL: 'verbose' }, 'production')).toThrow(ConfigError);
-    expect(() => loadConfig({ LOG_LEVEL: 'verbose' })).toThrow(/LOG_LEVEL: "verbose" is not one of fatal, error, warn, info, debug, trace, silent/);
-    expect(() => observabilityFromEnv({ FAIRWAY_TRACING: 'jaeger' }, 'production')).toThrow(/FAIRWAY_TRACING: "jaeger" is not one of off, otlp/);
-    expect(() => observabilityFromEnv({ FAIRWAY_TRACING: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, 'production')).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
-    expect(() => observabilityFromEnv({ FAIRWAY_TRACING: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'novalue' }, 'production')).toThrow(/OTEL_EXPORTER_OTLP_HEADERS/);
+    expect(() => load({ NODE_ENV: 'production', LOG_LEVEL: 'verbose' }).observability).toThrow(ConfigError);
+    expect(() => load({ LOG_LEVEL: 'verbose' })).toThrow(/LOG_LEVEL: "verbose" is not one of fatal, error, warn, info, debug, trace, silent/);
+    expect(() => load({ NODE_ENV: 'production', FAIRWAY_TRACING: 'jaeger' }).observability).toThrow(/FAIRWAY_TRACING: "jaeger" is not one of off, otlp/);
+    expect(() => load({ NODE_ENV: 'production', FAIRWAY_TRACING: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }).observability).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
+    expect(() => load({ NODE_ENV: 'production', FAIRWAY_TRACING: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'novalue' }).observability).toThrow(/OTEL_EXPORTER_OTLP_HEADERS/);
   });
 });

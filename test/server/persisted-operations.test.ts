@@ -3,10 +3,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, type FairwayConfig } from '../../src/config/index.js';
+import { ConfigError, load, type FairwayConfig } from '../../src/config/index.js';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
-import { httpSecurityFromEnv, loadPersistedOperations, webSocketOperationCheck } from '../../src/server/http-security/http-security.js';
+import { httpSecurityFromConfig, loadPersistedOperations, webSocketOperationCheck } from '../../src/server/http-security/http-security.js';
+import { testRateLimits } from '../helpers/rate-limits.js';
 
 /**
  * Persisted operations from a manifest (FAIRWAY_PERSISTED_OPERATIONS) over a real port: `allow`
@@ -35,8 +36,9 @@ function writeManifest(name: string, content: unknown): string {
 
 async function serve(mode: 'allow' | 'only'): Promise<{ url: string; token: (tenant: string | null, role: DemoCredential['role']) => string }> {
   const dataDir = fs.mkdtempSync(path.join(tmp, `${mode}-`));
-  const http = httpSecurityFromEnv({ FAIRWAY_PERSISTED_OPERATIONS: EXAMPLE, FAIRWAY_PERSISTED_OPERATIONS_MODE: mode }, 'test');
-  const config: FairwayConfig = { env: 'test', port: 0, host: '127.0.0.1', dataDir, database: { dialect: 'sqlite', file: ':memory:' }, demo: false, demoTrickle: false, graphiql: false, simulatedTimeScale: 1000, http };
+  const env = { NODE_ENV: 'test', PORT: '0', HOST: '127.0.0.1', FAIRWAY_DATA_DIR: dataDir, DATABASE_URL: 'sqlite::memory:', FAIRWAY_DEMO: 'false', FAIRWAY_DEMO_TRICKLE: 'false', FAIRWAY_GRAPHIQL: 'false', FAIRWAY_SIM_TIME_SCALE: '1000' };
+  const loaded = load({ ...env, FAIRWAY_PERSISTED_OPERATIONS: EXAMPLE, FAIRWAY_PERSISTED_OPERATIONS_MODE: mode });
+  const config: FairwayConfig = { ...loaded, rateLimits: testRateLimits() };
   const app = await buildApp({ config });
   apps.push(app);
   const credentials = (await seedDemo(app.orm, dataDir)) ?? [];
@@ -74,7 +76,10 @@ describe('the manifest', () => {
   it('a bad manifest stops the start with a message naming the variable and the problem', () => {
     const problem = (file: string) => {
       try {
-        httpSecurityFromEnv({ FAIRWAY_PERSISTED_OPERATIONS: file, FAIRWAY_PERSISTED_OPERATIONS_MODE: 'only' }, 'production');
+        // The configuration only names the file; the server reads it when it starts.
+        const { http } = load({ NODE_ENV: 'production', FAIRWAY_PERSISTED_OPERATIONS: file, FAIRWAY_PERSISTED_OPERATIONS_MODE: 'only' });
+        expect(http.persistedOperations).toEqual({ file, mode: 'only' });
+        httpSecurityFromConfig(http);
       } catch (error) {
         expect(error).toBeInstanceOf(ConfigError);
         return (error as Error).message;
@@ -154,7 +159,7 @@ describe('over HTTP', () => {
 });
 
 describe('WebSocket operations (webSocketOperationCheck)', () => {
-  const config = (mode: 'allow' | 'only' | null) => httpSecurityFromEnv(mode ? { FAIRWAY_PERSISTED_OPERATIONS: EXAMPLE, FAIRWAY_PERSISTED_OPERATIONS_MODE: mode } : {}, 'test');
+  const config = (mode: 'allow' | 'only' | null) => httpSecurityFromConfig(load(mode ? { NODE_ENV: 'test', FAIRWAY_PERSISTED_OPERATIONS: EXAMPLE, FAIRWAY_PERSISTED_OPERATIONS_MODE: mode } : { NODE_ENV: 'test' }).http);
   const persisted = { query: '', extensions: { persistedQuery: { version: 1, sha256Hash: VIEWER } } };
   const unknown = { extensions: { persistedQuery: { version: 1, sha256Hash: UNKNOWN } } };
 

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportSPKI, generateKeyPair } from 'jose';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
-import { DEFAULT_QUERY_LIMITS, resolveQueryLimits } from '../../src/server/query-limits/limits.js';
-import { loadConfig } from '../../src/config/index.js';
+import { DEFAULT_QUERY_LIMITS } from '../../src/server/query-limits/limits.js';
+import { load } from '../../src/config/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { codesOf, expectOk, startTestApp, testConfig, type GqlResponse, type TestApp } from '../helpers/harness.js';
 
@@ -118,7 +118,8 @@ describe('query limits (introspection and suggestions disabled)', () => {
     db = await createTestDatabase('sqlite');
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-limits-'));
     const { publicKey } = await generateKeyPair('RS256');
-    const config = { ...testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } }), limits: { introspection: false, fieldSuggestions: false } };
+    const base = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
+    const config = { ...base, limits: { ...base.limits, introspection: false, fieldSuggestions: false } };
     app = await buildApp({ config });
     url = (await app.listen(0, '127.0.0.1')).url;
   }, 60_000);
@@ -152,9 +153,9 @@ describe('query limits (introspection and suggestions disabled)', () => {
 
 describe('limits configuration', () => {
   it('turns introspection and suggestions off in production, on elsewhere, and reads overrides', () => {
-    expect(resolveQueryLimits('production')).toMatchObject({ introspection: false, fieldSuggestions: false });
-    expect(resolveQueryLimits('development')).toMatchObject({ introspection: true, fieldSuggestions: true });
-    const config = loadConfig({ NODE_ENV: 'production', FAIRWAY_MAX_DEPTH: '20', FAIRWAY_INTROSPECTION: 'true', FAIRWAY_MAX_BODY_BYTES: '2048' });
-    expect(resolveQueryLimits(config.env, config.limits)).toMatchObject({ maxDepth: 20, introspection: true, fieldSuggestions: false, maxBodyBytes: 2048, maxAliases: DEFAULT_QUERY_LIMITS.maxAliases });
+    expect(load({ NODE_ENV: 'production' }).limits).toMatchObject({ introspection: false, fieldSuggestions: false });
+    expect(load({ NODE_ENV: 'development' }).limits).toMatchObject({ introspection: true, fieldSuggestions: true });
+    const config = load({ NODE_ENV: 'production', FAIRWAY_MAX_DEPTH: '20', FAIRWAY_INTROSPECTION: 'true', FAIRWAY_MAX_BODY_BYTES: '2048' });
+    expect(config.limits).toMatchObject({ maxDepth: 20, introspection: true, fieldSuggestions: false, maxBodyBytes: 2048, maxAliases: DEFAULT_QUERY_LIMITS.maxAliases });
   });
 });

@@ -7,9 +7,10 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
-import { rateLimitsFromEnv } from '../../src/server/rate-limits/limiter.js';
+import type { FairwayConfig } from '../../src/config/index.js';
 import { createTestDatabase, describeNeeding, serviceUrl, type TestDatabase } from '../helpers/database.js';
 import { demoToken, testConfig } from '../helpers/harness.js';
+import { testRateLimits } from '../helpers/rate-limits.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
@@ -43,10 +44,11 @@ describeNeeding(['redis'], 'rate limits shared through Redis', () => {
     db = await createTestDatabase('sqlite');
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-rate-redis-'));
     const { publicKey } = await generateKeyPair('RS256');
-    const config = {
-      ...testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } }),
-      redisUrl: `redis://127.0.0.1:${proxy.port}`,
-      rateLimits: { ...rateLimitsFromEnv({}, 'test'), principal: { perSecond: 1, burst: TOKEN_BUDGET }, keyPrefix },
+    const base = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
+    const config: FairwayConfig = {
+      ...base,
+      server: { ...base.server, redisUrl: `redis://127.0.0.1:${proxy.port}` },
+      rateLimits: { ...testRateLimits(), principal: { perSecond: 1, burst: TOKEN_BUDGET }, keyPrefix },
     };
     const appA = await buildApp({ config, logError: (e) => logged.a.push(String(e)) });
     credentials = (await seedDemo(appA.orm, dataDir)) ?? [];

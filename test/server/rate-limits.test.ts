@@ -8,10 +8,12 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
-import { rateLimitsFromEnv, type RateLimitConfig } from '../../src/server/rate-limits/limiter.js';
-import { clientIpOf } from '../../plugins/useRateLimits.js';
+import { load } from '../../src/config/index.js';
+import type { RateLimitConfig } from '../../src/server/rate-limits/limiter.js';
+import { clientIpOf } from '../../src/server/rate-limits/client-address.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { demoToken, testConfig } from '../helpers/harness.js';
+import { testRateLimits } from '../helpers/rate-limits.js';
 
 // Issue 13: one token sent 140 requests/s, 218 bad-token guesses/s and 110 previewJob/s and was
 // never slowed. Small budgets here, in windows long enough (8-10 s) that a flood lands in one
@@ -41,7 +43,7 @@ beforeAll(async () => {
   db = await createTestDatabase('sqlite');
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-rate-'));
   const { publicKey } = await generateKeyPair('RS256');
-  const config = { ...testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } }), rateLimits: { ...rateLimitsFromEnv({}, 'test'), ...LIMITS } };
+  const config = { ...testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } }), rateLimits: { ...testRateLimits(), ...LIMITS } };
   app = await buildApp({ config, logError: (e) => serverErrors.push(e), reauthCacheMs: 0 });
   credentials = (await seedDemo(app.orm, dataDir)) ?? [];
   await app.scheduler.rebuild();
@@ -242,17 +244,19 @@ describe('rate limits', () => {
 
 describe('rate limit configuration', () => {
   it('has defaults, can be turned off, and names a bad variable', () => {
-    const defaults = rateLimitsFromEnv({}, 'production');
+    const defaults = load({}).rateLimits;
     expect(defaults).toMatchObject({ enabled: true, principal: { perSecond: 50, burst: 200 }, tenant: { perSecond: 150, burst: 600 }, anonymousPerMinute: 300, authFailuresPerMinute: 20, trustProxyHops: 0, keyPrefix: 'fairway:rate' });
+    // NODE_ENV changes nothing: the test suite passes its own budgets (test/helpers/rate-limits.ts).
+    expect(load({ NODE_ENV: 'test' }).rateLimits).toEqual(defaults);
     // Tests run local loops far faster than any remote client: the same limits, 20× the budget.
-    expect(rateLimitsFromEnv({}, 'test')).toMatchObject({ enabled: true, principal: { perSecond: 1000, burst: 4000 }, tenant: { perSecond: 3000, burst: 12000 }, anonymousPerMinute: 6000, authFailuresPerMinute: 400 });
-    expect(rateLimitsFromEnv({ FAIRWAY_RATE_TOKEN_PER_SECOND: '500' }, 'production').principal).toEqual({ perSecond: 500, burst: 500 });
-    expect(rateLimitsFromEnv({ FAIRWAY_RATE_LIMITS: 'off' }, 'test').enabled).toBe(false);
-    expect(rateLimitsFromEnv({ FAIRWAY_RATE_TOKEN_PER_SECOND: '5', FAIRWAY_RATE_TOKEN_BURST: '20' }, 'test').principal).toEqual({ perSecond: 5, burst: 20 });
-    expect(() => rateLimitsFromEnv({ FAIRWAY_RATE_TOKEN_PER_SECOND: 'fast' }, 'test')).toThrow(/FAIRWAY_RATE_TOKEN_PER_SECOND/);
-    expect(() => rateLimitsFromEnv({ FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE: '0' }, 'test')).toThrow(/FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE: must be at least 1/);
-    expect(() => rateLimitsFromEnv({ FAIRWAY_RATE_TENANT_BURST: '10' }, 'test')).toThrow(/FAIRWAY_RATE_TENANT_BURST/);
-    expect(() => rateLimitsFromEnv({ FAIRWAY_RATE_LIMITS: 'maybe' }, 'test')).toThrow(/FAIRWAY_RATE_LIMITS/);
+    expect(testRateLimits()).toMatchObject({ enabled: true, principal: { perSecond: 1000, burst: 4000 }, tenant: { perSecond: 3000, burst: 12000 }, anonymousPerMinute: 6000, authFailuresPerMinute: 400 });
+    expect(load({ FAIRWAY_RATE_TOKEN_PER_SECOND: '500' }).rateLimits.principal).toEqual({ perSecond: 500, burst: 500 });
+    expect(load({ FAIRWAY_RATE_LIMITS: 'off' }).rateLimits.enabled).toBe(false);
+    expect(load({ FAIRWAY_RATE_TOKEN_PER_SECOND: '5', FAIRWAY_RATE_TOKEN_BURST: '20' }).rateLimits.principal).toEqual({ perSecond: 5, burst: 20 });
+    expect(() => load({ FAIRWAY_RATE_TOKEN_PER_SECOND: 'fast' }).rateLimits).toThrow(/FAIRWAY_RATE_TOKEN_PER_SECOND/);
+    expect(() => load({ FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE: '0' }).rateLimits).toThrow(/FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE: must be at least 1/);
+    expect(() => load({ FAIRWAY_RATE_TENANT_BURST: '10' }).rateLimits).toThrow(/FAIRWAY_RATE_TENANT_BURST/);
+    expect(() => load({ FAIRWAY_RATE_LIMITS: 'maybe' }).rateLimits).toThrow(/FAIRWAY_RATE_LIMITS/);
   });
 
   it('believes X-Forwarded-For only as far as FAIRWAY_TRUST_PROXY_HOPS', () => {

@@ -12,7 +12,8 @@ import { seedDemo } from '../../src/server/demo/seed.js';
 import { Queue } from '../../src/persistence/cluster/entities.js';
 import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
 import { Tenant } from '../../src/persistence/tenancy/entities.js';
-import { createLogger, observabilityFromEnv, observabilityPlugins } from '../../src/server/observability/observability.js';
+import { load } from '../../src/config/index.js';
+import { createLogger, observabilityPlugins } from '../../src/server/observability/observability.js';
 import { parseTraceparent } from '../../plugins/useTracing.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { demoToken, testConfig } from '../helpers/harness.js';
@@ -86,7 +87,7 @@ describe('tracing on (FAIRWAY_TRACING=otlp)', () => {
     db = await createTestDatabase('sqlite');
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-trace-'));
     const { publicKey } = await generateKeyPair('RS256');
-    const observability = observabilityFromEnv({ LOG_LEVEL: 'silent', FAIRWAY_TRACING: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl, OTEL_SERVICE_NAME: 'fairway-test', OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=collector-secret' }, 'test');
+    const observability = load({ NODE_ENV: 'test', LOG_LEVEL: 'silent', FAIRWAY_TRACING: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl, OTEL_SERVICE_NAME: 'fairway-test', OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=collector-secret' }).observability;
     const config = { ...testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } }), observability };
     app = await buildApp({ config, logger: createLogger(observability), reauthCacheMs: 0 });
     const credentials = (await seedDemo(app.orm, dataDir)) ?? [];
@@ -153,7 +154,7 @@ describe('tracing off (the default)', () => {
     const saved = process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = receiverUrl;
     try {
-      const config = observabilityFromEnv({ LOG_LEVEL: 'silent', OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl }, 'production');
+      const config = load({ NODE_ENV: 'production', LOG_LEVEL: 'silent', OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl }).observability;
       expect(config.tracing).toBeNull();
       const observability = observabilityPlugins(config, { logger: createLogger(config) });
       const yoga = createYoga({ schema: createSchema({ typeDefs: 'type Query { ping: String }', resolvers: { Query: { ping: () => 'pong' } } }), plugins: observability.plugins, logging: false });

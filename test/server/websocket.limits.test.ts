@@ -42,7 +42,7 @@ interface Limited {
 
 async function limited(caps: Partial<WebSocketConfig>, operationCheck?: AttachWebSocketOptions['operationCheck']): Promise<Limited> {
   const httpServer: Server = createServer(t.app.yoga);
-  const identity = new IdentityResolver({ orm: t.app.orm, oidc: new OidcVerifier(t.app.config.oidc!), now: () => t.now.value });
+  const identity = new IdentityResolver({ orm: t.app.orm, oidc: new OidcVerifier(t.app.config.auth.oidc!), now: () => t.now.value });
   const ws = attachWebSocket({ httpServer, yoga: t.app.yoga, identity, config: { ...DEFAULT_WEBSOCKET_CONFIG, ...caps }, metrics: t.app.metrics, logError: (e) => serverErrors.push(e), operationCheck });
   await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
   const url = `ws://127.0.0.1:${(httpServer.address() as AddressInfo).port}/graphql`;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
-import { DEFAULT_WEBSOCKET_CONFIG, webSocketFromEnv } from '../../src/server/websocket/websocket.js';
+import { DEFAULT_WEBSOCKET_CONFIG, load } from '../../src/config/index.js';
 
 /**
  * Subscriptions over graphql-ws on the same port as HTTP, authenticated by the
@@ -245,12 +245,12 @@ describe('auditEventRecorded over graphql-ws', () => {
   });
 });
 
-describe('webSocketFromEnv', () => {
+describe('the webSocket configuration section', () => {
   it('unset: the defaults; set: whole numbers of at least 1; anything else throws naming the variable', () => {
-    expect(webSocketFromEnv({}, 'production')).toEqual(DEFAULT_WEBSOCKET_CONFIG);
-    expect(webSocketFromEnv({ FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_TENANT: '5000', FAIRWAY_WS_MAX_BUFFERED_BYTES: ' 1048576 ' }, 'test')).toMatchObject({ maxSubscriptionsPerTenant: 5000, maxBufferedBytes: 1_048_576 });
+    expect(load({ NODE_ENV: 'production' }).webSocket).toEqual(DEFAULT_WEBSOCKET_CONFIG);
+    expect(load({ NODE_ENV: 'test', FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_TENANT: '5000', FAIRWAY_WS_MAX_BUFFERED_BYTES: ' 1048576 ' }).webSocket).toMatchObject({ maxSubscriptionsPerTenant: 5000, maxBufferedBytes: 1_048_576 });
     for (const bad of ['0', '-3', '1.5', 'lots', '1e6']) {
-      expect(() => webSocketFromEnv({ FAIRWAY_WS_MAX_CONNECTIONS_PER_TENANT: bad }, 'test'), bad).toThrow(/FAIRWAY_WS_MAX_CONNECTIONS_PER_TENANT/);
+      expect(() => load({ NODE_ENV: 'test', FAIRWAY_WS_MAX_CONNECTIONS_PER_TENANT: bad }), bad).toThrow(/FAIRWAY_WS_MAX_CONNECTIONS_PER_TENANT/);
     }
   });
 });

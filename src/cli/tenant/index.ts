@@ -1,6 +1,6 @@
 // The tenant CLI's entry: builds the CliContext and dispatches. Light on purpose (fairway.ts and
 // the simulator load it): each command module is imported only when that command runs.
-import type { Io } from '../fairway.js';
+import type { Io } from '../io.js';
 import { globalFlags } from './args.js';
 import { CliError, createCliContext, EXIT, type CliContext } from './context.js';
 

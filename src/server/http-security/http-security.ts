@@ -4,7 +4,7 @@ import { parse } from 'graphql';
 import type { Plugin, YogaServerOptions } from 'graphql-yoga';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { z } from 'zod';
-import { ConfigError } from '../../config/index.js';
+import { ConfigError, type DeepReadonly, type HttpConfig } from '../../config/index.js';
 import { useRefuseFormBodies } from '../../../plugins/useRefuseFormBodies.js';
 import { useSecurityHeaders } from '../../../plugins/useSecurityHeaders.js';
 import {
@@ -36,67 +36,17 @@ export interface HttpSecurityConfig {
   persistedOperations: PersistedOperations | null;
 }
 
-/** yoga's own name, so its documentation and clients configured for it work unchanged. */
-export const DEFAULT_CSRF_HEADER = 'x-graphql-yoga-csrf';
-
 /**
- * Headers a cross-site page can make a browser send without a preflight (CORS-safelisted), or
- * that a proxy in front may add by itself from a cookie (Authorization, Cookie): they prove
- * nothing about who built the request.
+ * The runtime settings from the configuration's section (src/config/sections/http.ts): the
+ * persisted-operations manifest it names is read and checked now, at start.
  */
-const USELESS_CSRF_HEADERS = new Set(['accept', 'accept-language', 'content-language', 'content-type', 'range', 'authorization', 'cookie', 'origin', 'referer']);
-
-const commaList = (value: string | undefined): string[] => (value ?? '').split(',').map((part) => part.trim()).filter(Boolean);
-
-const origin = z.string().superRefine((value, ctx) => {
-  let url: URL | null = null;
-  try {
-    url = new URL(value);
-  } catch {
-    url = null;
-  }
-  if (!url || !/^https?:$/.test(url.protocol) || url.origin !== value || !/^([a-z0-9-]+\.)*[a-z0-9-]+$|^\[[0-9a-f:.]+\]$/.test(url.hostname)) {
-    ctx.addIssue({ code: 'custom', message: `"${value}" is not an exact origin such as https://portal.example.com (scheme and host, optional port, lower case, no path or trailing slash; no wildcards)` });
-  }
-});
-
-const csrfHeader = z.string().superRefine((value, ctx) => {
-  if (!/^[a-z0-9][a-z0-9-]*$/.test(value)) ctx.addIssue({ code: 'custom', message: `"${value}" is not a header name (letters, digits, dashes)` });
-  else if (USELESS_CSRF_HEADERS.has(value)) ctx.addIssue({ code: 'custom', message: `"${value}" cannot prove a request is not cross-site (a browser or a proxy sends it without a preflight)` });
-});
-
-const envSchema = z.object({
-  FAIRWAY_CORS_ORIGINS: z
-    .string()
-    .optional()
-    .transform(commaList)
-    .pipe(z.array(origin)),
-  FAIRWAY_CSRF_HEADERS: z
-    .string()
-    .optional()
-    .transform((v) => commaList(v).map((h) => h.toLowerCase()))
-    .pipe(z.array(csrfHeader)),
-  FAIRWAY_HSTS: z.enum(['on', 'off', 'true', 'false', '1', '0']).optional(),
-  FAIRWAY_PERSISTED_OPERATIONS: z.string().min(1).optional(),
-  FAIRWAY_PERSISTED_OPERATIONS_MODE: z.enum(['allow', 'only']).optional(),
-});
-
-/** FAIRWAY_CORS_ORIGINS, FAIRWAY_CSRF_HEADERS, FAIRWAY_HSTS, FAIRWAY_PERSISTED_OPERATIONS(_MODE). The same defaults in every environment. */
-export function httpSecurityFromEnv(env: NodeJS.ProcessEnv, _nodeEnv: 'development' | 'production' | 'test'): HttpSecurityConfig {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((issue) => `${String(issue.path[0] ?? 'environment')}: ${issue.message}`));
-  }
-  const e = parsed.data;
-  if (e.FAIRWAY_PERSISTED_OPERATIONS_MODE && !e.FAIRWAY_PERSISTED_OPERATIONS) {
-    throw new ConfigError(['FAIRWAY_PERSISTED_OPERATIONS_MODE: set FAIRWAY_PERSISTED_OPERATIONS to the manifest file too']);
-  }
-  const csrfHeaders = e.FAIRWAY_CSRF_HEADERS.length ? e.FAIRWAY_CSRF_HEADERS : [DEFAULT_CSRF_HEADER];
+export function httpSecurityFromConfig(section: DeepReadonly<HttpConfig>): HttpSecurityConfig {
+  const manifest = section.persistedOperations;
   return {
-    corsOrigins: [...new Set(e.FAIRWAY_CORS_ORIGINS)],
-    csrfHeaders,
-    hsts: e.FAIRWAY_HSTS === 'on' || e.FAIRWAY_HSTS === 'true' || e.FAIRWAY_HSTS === '1',
-    persistedOperations: e.FAIRWAY_PERSISTED_OPERATIONS ? loadPersistedOperations(e.FAIRWAY_PERSISTED_OPERATIONS, e.FAIRWAY_PERSISTED_OPERATIONS_MODE ?? 'allow') : null,
+    corsOrigins: [...section.corsOrigins],
+    csrfHeaders: [...section.csrfHeaders],
+    hsts: section.hsts,
+    persistedOperations: manifest ? loadPersistedOperations(manifest.file, manifest.mode) : null,
   };
 }
 

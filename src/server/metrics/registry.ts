@@ -1,11 +1,6 @@
-import type { MikroORM } from '@mikro-orm/core';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Admission, Preemption, QueueStatus } from '../../core/scheduling/types.js';
-import { systemEntityManager } from '../../persistence/tenant-filter.js';
-import { OutboxEntry } from '../../persistence/scheduling/entities.js';
-import { Queue } from '../../persistence/cluster/entities.js';
-import { lostGpuHoursOf } from '../../services/scheduling/cycle-writer.js';
-import type { SchedulerService } from '../../services/scheduling/scheduler-service.js';
+import { lostGpuHoursOf, type SchedulerStats } from '../../services/scheduling/scheduler-service.js';
 
 /** Operation names longer than this are recorded as OTHER_OPERATION (label cardinality). */
 export const MAX_OPERATION_NAME_LENGTH = 64;
@@ -13,8 +8,6 @@ export const MAX_OPERATION_NAME_LENGTH = 64;
 export const MAX_OPERATION_NAMES = 200;
 export const OTHER_OPERATION = 'other';
 export const ANONYMOUS_OPERATION = 'anonymous';
-/** Operations that did not parse or validate (or were refused before): their names are the caller's free text and take no label. */
-export const INVALID_OPERATION = 'invalid';
 
 type OperationLabels = 'operation_type' | 'operation_name';
 
@@ -31,8 +24,8 @@ export interface FairwayMetrics {
   operationLabel(name: string | null | undefined): string;
   /** The scheduler's observer: one leader cycle took `seconds` and decided this. */
   observeCycle(seconds: number, admitted: readonly Admission[], preempted: readonly Preemption[]): void;
-  /** Gauges read at scrape time from the scheduler and the database (call once the scheduler exists). */
-  watchScheduler(sources: { scheduler: SchedulerService; orm: MikroORM; logError?: (error: unknown) => void }): void;
+  /** Gauges read at scrape time from the scheduler's figures (call once the scheduler exists). */
+  watchScheduler(sources: { stats: SchedulerStats; logError?: (error: unknown) => void }): void;
 }
 
 export interface MetricsOptions {
@@ -104,7 +97,7 @@ export function createMetrics(options: MetricsOptions = {}): FairwayMetrics {
         if (lost !== null && lost >= 0) lostGpuHoursTotal.inc({ queue: preemption.victimQueue, reason: preemption.reason }, lost);
       }
     },
-    watchScheduler({ scheduler, orm, logError }) {
+    watchScheduler({ stats, logError }) {
       // Read at scrape time (prom-client awaits collect): a scrape sees the current state, and
       // nothing is kept in step between scrapes. A failing database leaves these empty, and
       // the rest of the scrape still answers.
@@ -112,9 +105,8 @@ export function createMetrics(options: MetricsOptions = {}): FairwayMetrics {
       // of a scrape in parallel): they share one read of the queues while it is in flight.
       let inFlight: Promise<QueueStatus[]> | null = null;
       const statuses = (): Promise<QueueStatus[]> =>
-        (inFlight ??= systemEntityManager(orm)
-          .find(Queue, {}, { fields: ['name'], orderBy: { name: 'asc' } })
-          .then((queues) => queues.map(({ name }) => scheduler.queueStatus(name)).filter((s): s is QueueStatus => s !== null))
+        (inFlight ??= stats
+          .queueStatuses()
           .catch((error: unknown) => {
             logError?.(error);
             return [];
@@ -140,7 +132,7 @@ export function createMetrics(options: MetricsOptions = {}): FairwayMetrics {
         help: '1 when this replica leads the scheduler, else 0.',
         registers,
         collect() {
-          this.set(scheduler.isLeader ? 1 : 0);
+          this.set(stats.isLeader() ? 1 : 0);
         },
       });
       new Gauge({
@@ -149,9 +141,8 @@ export function createMetrics(options: MetricsOptions = {}): FairwayMetrics {
         registers,
         async collect() {
           try {
-            // The oldest by id (uuidv7, time-ordered) through the (performedAt, id) index.
-            const [oldest] = await systemEntityManager(orm).find(OutboxEntry, { performedAt: null }, { fields: ['createdAt'], orderBy: { id: 'asc' }, limit: 1 });
-            this.set(oldest ? Math.max(0, (Date.now() - new Date(oldest.createdAt).getTime()) / 1000) : 0);
+            const oldest = await stats.oldestUnperformedOutboxAt();
+            this.set(oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0);
           } catch (error) {
             this.reset();
             logError?.(error);
@@ -164,8 +155,7 @@ export function createMetrics(options: MetricsOptions = {}): FairwayMetrics {
         registers,
         async collect() {
           try {
-            // Counted through the (performedAt, id) index.
-            this.set(await systemEntityManager(orm).count(OutboxEntry, { performedAt: null }));
+            this.set(await stats.unperformedOutbox());
           } catch (error) {
             this.reset();
             logError?.(error);

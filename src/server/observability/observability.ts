@@ -1,76 +1,13 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { pino, stdSerializers, stdTimeFunctions, type DestinationStream } from 'pino';
 import type { Plugin } from 'graphql-yoga';
-import { ConfigError } from '../../config/index.js';
-import { requestLogContext, useRequestLogging } from '../../../plugins/useRequestLogging.js';
-import { startTracing, type TracingConfig } from '../../../plugins/useTracing.js';
+import type { ObservabilityConfig } from '../../config/index.js';
+import { useRequestLogging, type RequestLogStore } from '../../../plugins/useRequestLogging.js';
+import { errorCode } from '../errors.js';
+import { startTracing } from './tracing.js';
 
-export type { TracingConfig } from '../../../plugins/useTracing.js';
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-export interface ObservabilityConfig {
-  /** LOG_LEVEL (default info; tests: error, so suites do not print a line per request). */
-  logLevel: LogLevel;
-  /** FAIRWAY_TRACING=otlp: spans of GraphQL operations sent to an OTLP/HTTP collector; null when off. */
-  tracing: TracingConfig | null;
-}
-
-export const DEFAULT_OTLP_ENDPOINT = 'http://localhost:4318';
-
-/** LOG_LEVEL, FAIRWAY_TRACING, OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT), OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME. */
-export function observabilityFromEnv(env: NodeJS.ProcessEnv, nodeEnv: 'development' | 'production' | 'test'): ObservabilityConfig {
-  const problems: string[] = [];
-  const levelText = env.LOG_LEVEL?.trim().toLowerCase();
-  // Production logs every operation (info). A developer's terminal (the demo) shows warnings
-  // and errors only, so the demo's tokens and hints are not buried under a line per request.
-  let logLevel: LogLevel = nodeEnv === 'test' ? 'error' : nodeEnv === 'development' ? 'warn' : 'info';
-  if (levelText) {
-    if ((LOG_LEVELS as readonly string[]).includes(levelText)) logLevel = levelText as LogLevel;
-    else problems.push(`LOG_LEVEL: "${env.LOG_LEVEL}" is not one of ${LOG_LEVELS.join(', ')}`);
-  }
-
-  let tracing: TracingConfig | null = null;
-  const mode = env.FAIRWAY_TRACING?.trim().toLowerCase() || 'off';
-  if (mode === 'otlp') {
-    // The standard variables: a traces-specific URL is used as is; the base endpoint gets /v1/traces.
-    const specific = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
-    const base = (env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || DEFAULT_OTLP_ENDPOINT).replace(/\/+$/, '');
-    const url = specific || `${base}/v1/traces`;
-    const variable = specific ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
-    if (!isHttpUrl(url)) problems.push(`${variable}: "${specific || base}" is not an http(s) URL`);
-    const headers = parseHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS);
-    if (headers === null) problems.push('OTEL_EXPORTER_OTLP_HEADERS: expected key=value pairs separated by commas');
-    tracing = { url, headers: headers ?? {}, serviceName: env.OTEL_SERVICE_NAME?.trim() || 'fairway' };
-  } else if (mode !== 'off') {
-    problems.push(`FAIRWAY_TRACING: "${env.FAIRWAY_TRACING}" is not one of off, otlp`);
-  }
-  if (problems.length) throw new ConfigError(problems);
-  return { logLevel, tracing };
-}
-
-function isHttpUrl(value: string): boolean {
-  try {
-    return ['http:', 'https:'].includes(new URL(value).protocol);
-  } catch {
-    return false;
-  }
-}
-
-/** The OTLP headers format: `key=value,key2=value2`, values URL-encoded. Null when malformed. */
-function parseHeaders(text: string | undefined): Record<string, string> | null {
-  const headers: Record<string, string> = {};
-  for (const pair of (text ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
-    const at = pair.indexOf('=');
-    if (at <= 0) return null;
-    try {
-      headers[pair.slice(0, at).trim()] = decodeURIComponent(pair.slice(at + 1).trim());
-    } catch {
-      return null;
-    }
-  }
-  return headers;
-}
+/** The settings (LOG_LEVEL, FAIRWAY_TRACING, OTEL_*) and their defaults: src/config/sections/observability.ts. */
+export type { LogLevel, ObservabilityConfig } from '../../config/index.js';
 
 /** The process's structured logger (pino satisfies it). Kept minimal in the type so tests can pass their own. */
 export interface FairwayLogger {
@@ -89,6 +26,12 @@ export interface FairwayLogger {
  */
 const SENSITIVE_KEYS = ['authorization', 'Authorization', 'cookie', 'password', 'token', 'secret', 'apiKey', 'connectionParams', 'variables', 'variableValues'];
 export const REDACTED_PATHS = SENSITIVE_KEYS.flatMap((key) => [key, `*.${key}`, `*.*.${key}`]);
+
+/**
+ * The HTTP request being handled (plugins/useRequestLogging.ts fills it in), for every line
+ * logged while it is: createLogger's mixin adds it.
+ */
+export const requestLogContext = new AsyncLocalStorage<RequestLogStore>();
 
 /**
  * JSON lines on stdout (or `destination`: tests capture them). Errors under `err` carry their
@@ -153,7 +96,7 @@ export function yogaLogger(logger: FairwayLogger): YogaLoggerAdapter {
 export function observabilityPlugins(config: ObservabilityConfig, deps: { logger: FairwayLogger }): { plugins: Plugin[]; close(): Promise<void> } {
   const tracing = config.tracing ? startTracing(config.tracing, { logger: deps.logger }) : null;
   return {
-    plugins: [useRequestLogging({ logger: deps.logger.child({ component: 'graphql' }) }), ...(tracing?.plugins ?? [])],
+    plugins: [useRequestLogging({ logger: deps.logger.child({ component: 'graphql' }), requestContext: requestLogContext, errorCode }), ...(tracing?.plugins ?? [])],
     close: async () => {
       await tracing?.close();
     },

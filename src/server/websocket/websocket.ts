@@ -3,7 +3,6 @@ import { GraphQLError } from 'graphql';
 import type { YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
-import { z } from 'zod';
 import type { IdentityResolver } from '../../auth/identity.js';
 import type { Principal } from '../../auth/principal.js';
 import { FairwayError } from '../../shared/client-errors.js';
@@ -11,7 +10,8 @@ import { isDatabaseUnavailable } from '../../persistence/database-unavailable.js
 import type { FairwayMetrics } from '../metrics/registry.js';
 import type { WebSocketOperationCheck } from '../http-security/http-security.js';
 import { createMaskError } from '../errors.js';
-import { WebSocketLimits, type CapRefusal, type ConnectionSlot, type WebSocketCaps, type WebSocketStats } from './limits.js';
+import type { WebSocketConfig } from '../../config/index.js';
+import { WebSocketLimits, type CapRefusal, type ConnectionSlot, type WebSocketStats } from './limits.js';
 import { budgetedStream, OutboundBudget } from './stream.js';
 
 /** Counts against the caps, and slow readers closed since start. */
@@ -25,59 +25,8 @@ export interface AttachedWebSocketStats extends WebSocketStats {
  */
 const SLOW_READER_GRACE_MS = 5_000;
 
-/** Every cap is per server replica (counted in this process). */
-export interface WebSocketConfig extends WebSocketCaps {
-  /** Unsent bytes one socket may hold (events queued + ws's buffer) before it is closed as a slow reader. */
-  maxBufferedBytes: number;
-  /** Largest message a client may send (ws closes with 1009 above it). */
-  maxMessageBytes: number;
-  /** How long a socket may stay open without connection_init (graphql-ws closes with 4408). */
-  connectionInitTimeoutMs: number;
-}
-
-export const DEFAULT_WEBSOCKET_CONFIG: WebSocketConfig = {
-  maxSubscriptionsPerConnection: 100,
-  maxSubscriptionsPerPrincipal: 200,
-  maxSubscriptionsPerTenant: 1_000,
-  maxConnectionsPerPrincipal: 50,
-  maxConnectionsPerTenant: 200,
-  maxHalfOpenPerIp: 50,
-  maxBufferedBytes: 4 * 1024 * 1024,
-  maxMessageBytes: 1_000_000,
-  connectionInitTimeoutMs: 3_000,
-};
-
-const ENV_NAMES: Record<keyof WebSocketConfig, string> = {
-  maxSubscriptionsPerConnection: 'FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_CONNECTION',
-  maxSubscriptionsPerPrincipal: 'FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL',
-  maxSubscriptionsPerTenant: 'FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_TENANT',
-  maxConnectionsPerPrincipal: 'FAIRWAY_WS_MAX_CONNECTIONS_PER_PRINCIPAL',
-  maxConnectionsPerTenant: 'FAIRWAY_WS_MAX_CONNECTIONS_PER_TENANT',
-  maxHalfOpenPerIp: 'FAIRWAY_WS_MAX_HALF_OPEN_PER_IP',
-  maxBufferedBytes: 'FAIRWAY_WS_MAX_BUFFERED_BYTES',
-  maxMessageBytes: 'FAIRWAY_WS_MAX_MESSAGE_BYTES',
-  connectionInitTimeoutMs: 'FAIRWAY_WS_CONNECTION_INIT_TIMEOUT_MS',
-};
-
-const positiveInteger = z
-  .string()
-  .trim()
-  .regex(/^\d+$/, 'a whole number')
-  .transform(Number)
-  .pipe(z.number().int().min(1, 'at least 1').max(Number.MAX_SAFE_INTEGER));
-
-/** FAIRWAY_WS_* variables; unset: the defaults (the same in every environment). */
-export function webSocketFromEnv(env: NodeJS.ProcessEnv, _nodeEnv: 'development' | 'production' | 'test'): WebSocketConfig {
-  const config = { ...DEFAULT_WEBSOCKET_CONFIG };
-  for (const [key, name] of Object.entries(ENV_NAMES) as [keyof WebSocketConfig, string][]) {
-    const raw = env[name];
-    if (raw === undefined || raw.trim() === '') continue;
-    const parsed = positiveInteger.safeParse(raw);
-    if (!parsed.success) throw new Error(`${name} must be a whole number of at least 1 (got "${raw}"): ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-    config[key] = parsed.data;
-  }
-  return config;
-}
+/** The caps (FAIRWAY_WS_*) and their defaults, the same in every environment: src/config/sections/websocket.ts. */
+export { DEFAULT_WEBSOCKET_CONFIG, type WebSocketConfig } from '../../config/index.js';
 
 /**
  * Close codes this transport uses besides graphql-ws's own (4400, 4408, 4409, 4429 duplicate

@@ -1,14 +1,15 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import type { JobSpec } from '../../core/scheduling/types.js';
 import { Job } from '../../persistence/jobs/entities.js';
-import { jobEventRow } from '../scheduling/outbox.js';
+import { jobEventRow } from '../../persistence/scheduling/outbox-rows.js';
 import { allBound, insertRows, placeholders, tableOf } from '../../persistence/bound-sql.js';
 import { JobRow, type JobView } from '../../persistence/jobs/job-rows.js';
 import { auditedMutation } from '../audit/audit.js';
 import { requirePrincipal, type ServiceContext } from '../context.js';
 import { FairwayError, badInput, conflict } from '../../shared/client-errors.js';
 import { schedulerInputError } from '../errors.js';
-import { coreSpec, pendingJobFields, requestHash, resolveTarget, type SubmitJobInput } from './jobs.js';
+import { coreSpec, pendingJobFields, requestHash, resolveTarget } from './jobs.js';
+import { type SubmitJobInput } from './submit-input.js';
 import { totalGpus } from '../scheduling/specs.js';
 
 /** Slurm's default MaxArraySize is 1,001 tasks; a bigger sweep is several calls. */

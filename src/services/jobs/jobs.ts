@@ -18,24 +18,7 @@ import { defaultProjectOf, requireContributor, requireJobChanger } from '../tena
 import { enforceSubmitPolicy, submitAuditInput } from './submit-policy.js';
 import { checkpointSpec, totalGpus } from '../scheduling/specs.js';
 import type { WorkloadType } from '../../core/governance/types.js';
-
-export interface SubmitJobInput {
-  /** The queue; when omitted, the project's default queue. */
-  queueId?: string | null;
-  projectId?: string | null;
-  name: string;
-  priorityClass: string;
-  podSets: PodSetSpec[];
-  expectedDurationMs?: number | null;
-  maxRunMs?: number | null;
-  /** How the job saves progress (declared ms); absent: a preemption loses everything since admission. */
-  checkpoint?: CheckpointSpec | null;
-  idempotencyKey?: string | null;
-  workload?: Record<string, unknown> | null;
-  /** Probe signals (issue 16): what the job is (null: undeclared) and whether it serves latency-sensitive traffic (default false). */
-  workloadType?: WorkloadType | null;
-  latencySensitive?: boolean | null;
-}
+import type { SubmitJobInput } from './submit-input.js';
 
 export interface JobFilter {
   tenantId: string;

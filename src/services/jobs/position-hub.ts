@@ -124,3 +124,24 @@ export function jobPositionHub(sources: JobPositionSources): JobPositionHub {
   }
   return hub;
 }
+
+/**
+ * Where a job stands, as a stream: the current value first, then a new value only when
+ * its position, ETA, pending reason or state changed.
+ *
+ * Positions are sampled only when the scheduler says a cycle ended, synchronously in that
+ * callback: between two cycles the core holds inputs not yet scheduled (a job just
+ * submitted ranks ahead until the cycle admits it), and sampling then would show positions
+ * that no cycle produced — the 1→2→1 flip-flop. The state comes from the job's own
+ * `job-updated` events, which follow the database.
+ *
+ * Values the reader is too busy to take fold into the newest one, and a value equal to the
+ * last one read is not read again: a slow subscriber costs one value per read, never a backlog.
+ *
+ * The server shares one JobPositionHub (below) among all its subscribers: each
+ * job is sampled once per cycle however many watch it. This function opens a stream on a hub
+ * of its own (in-process callers and tests).
+ */
+export function jobPositionStream(sources: JobPositionSources, job: { id: string; state: JobStateName; tenantId?: string }): AsyncIterableIterator<JobPosition> {
+  return new JobPositionHub(sources).watch({ tenantId: null, ...job });
+}

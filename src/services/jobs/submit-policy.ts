@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { Tenant, type DataBoundaries, type Project } from '../../persistence/tenancy/entities.js';
 import { PriorityClassRow, type Queue } from '../../persistence/cluster/entities.js';
-import type { SubmitJobInput } from './jobs.js';
+import type { SubmitJobInput } from './submit-input.js';
 import { KIND_LABEL, firstViolation, type Violation } from '../tenancy/data-boundaries.js';
 import { grantedPoolsOf, grantedPriorityClassesOf } from '../tenancy/grants.js';
 import { badInput, forbidden } from '../../shared/client-errors.js';

@@ -7,7 +7,7 @@ import type { AdmissionHold } from '../../core/scheduling/types.js';
 import { AuditEvent } from '../../persistence/audit/entities.js';
 import { uuidv7 } from '../../persistence/ids.js';
 import { Budget, BudgetAlert } from '../../persistence/metering/entities.js';
-import { recordOutbox } from '../scheduling/outbox.js';
+import { recordOutbox } from '../../persistence/scheduling/outbox-rows.js';
 import { alertsFiredOf, periodOf, spendByTenant, spendOf } from './budget-spend.js';
 
 /** The audit log's request id for what metering writes by itself (no request behind it). */

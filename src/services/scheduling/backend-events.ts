@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import { Job, type JobEventType } from '../../persistence/jobs/entities.js';
 import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
 import { writeFenced, type FencedWriter } from './cycle-writer.js';
-import { jobEventRow, outboxRow, type OutboxKind } from './outbox.js';
+import { jobEventRow, outboxRow, type OutboxKind } from '../../persistence/scheduling/outbox-rows.js';
 
 export type WritableBackendEvent = Exclude<BackendEvent, { type: 'utilization' }>;
 

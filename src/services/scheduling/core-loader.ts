@@ -4,11 +4,12 @@ import type { AdmissionHold, RestoredAdmission } from '../../core/scheduling/typ
 import { ClusterNode, Cohort, Flavor, PriorityClassRow, Queue } from '../../persistence/cluster/entities.js';
 import { Job } from '../../persistence/jobs/entities.js';
 import { backToPending, writeFenced, type FencedWriter } from './cycle-writer.js';
-import { recordJobEvent, recordOutbox } from './outbox.js';
+import { recordJobEvent, recordOutbox } from '../../persistence/scheduling/outbox-rows.js';
 import { findDoubleBookings, type DoubleBooking } from './restore-check.js';
 import { cohortSpec, flavorSpec, jobSpec, nodeSpec, priorityClass, queueSpec } from './specs.js';
 import { Tenant } from '../../persistence/tenancy/entities.js';
-import { governanceInForce, isGoverned, loadPolicyLibrary } from '../governance/policy-library.js';
+import { governanceInForce, isGoverned } from '../../core/governance/library.js';
+import { loadPolicyLibrary } from '../../persistence/governance/policy-library.js';
 
 export interface CoreLoaderOptions {
   now: () => number;

@@ -5,8 +5,8 @@ import { Job } from '../../persistence/jobs/entities.js';
 import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
 import type { Metering } from '../metering/charging.js';
 import type { LeaderEpochs } from './leader-epoch.js';
-import { jobEventRow, outboxRow, recordJobEvent, recordOutbox } from './outbox.js';
-import { reclaimNotice } from '../governance/job-flags.js';
+import { jobEventRow, outboxRow, recordJobEvent, recordOutbox } from '../../persistence/scheduling/outbox-rows.js';
+import { reclaimNotice } from '../../core/governance/job-flags.js';
 
 export interface FencedWriter {
   em: EntityManager;

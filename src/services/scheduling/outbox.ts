@@ -3,27 +3,11 @@ import type { BackendJob, ExecutionBackend } from '../../backends/port.js';
 import type { EventBus, JobStateName } from '../../events/bus.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
 import { chunks, placeholders, runBound, tableOf } from '../../persistence/bound-sql.js';
-import { uuidv7 } from '../../persistence/ids.js';
-import { Job, JobEvent, type JobEventType } from '../../persistence/jobs/entities.js';
+import { Job } from '../../persistence/jobs/entities.js';
 import { OutboxEntry } from '../../persistence/scheduling/entities.js';
+import type { OutboxKind } from '../../persistence/scheduling/outbox-rows.js';
 import { checkpointSpec } from './specs.js';
 import type { JobFlag } from '../../core/governance/types.js';
-
-export type OutboxKind =
-  | 'job.admitted'
-  | 'job.preempted'
-  | 'job.requeued'
-  | 'job.cancelled'
-  | 'job.started'
-  | 'job.finished'
-  | 'job.not-running'
-  /** A budget threshold crossed (src/services/metering/budget-holds.ts): a tenant event and its audit entry, after commit. */
-  | 'tenant.budget-alert';
-
-/** Writes a job event in the caller's transaction. */
-export function recordJobEvent(em: EntityManager, job: Job, type: JobEventType, at: Date, reason: string | null, message: string, data: Record<string, unknown> | null = null): void {
-  em.create(JobEvent, { job, tenant: job.tenant, type, reason, message, data, at });
-}
 
 /** Outbox rows of distinct jobs performed at once (see `dispatch`). */
 export const OUTBOX_PARALLEL = 16;
@@ -45,21 +29,6 @@ export function backendJobOf(job: Job): BackendJob {
     ...(job.latencySensitive ? { latencySensitive: true } : {}),
     workload: job.workload ?? undefined,
   };
-}
-
-/** Writes a side effect to perform after the caller's transaction commits. */
-export function recordOutbox(em: EntityManager, kind: OutboxKind, payload: Record<string, unknown>): void {
-  em.create(OutboxEntry, { kind, payload, performedAt: null });
-}
-
-/** recordJobEvent's row for a bulk insert (bound-sql.ts insertRows), where no entity is loaded. */
-export function jobEventRow(jobId: string, tenantId: string, type: JobEventType, at: Date, reason: string | null, message: string, data: Record<string, unknown> | null = null): Record<string, unknown> {
-  return { id: uuidv7(), job: jobId, tenant: tenantId, type, reason, message, data, at };
-}
-
-/** recordOutbox's row for a bulk insert (bound-sql.ts insertRows). */
-export function outboxRow(kind: OutboxKind, payload: Record<string, unknown>): Record<string, unknown> {
-  return { id: uuidv7(), kind, payload, createdAt: new Date(), performedAt: null };
 }
 
 export interface OutboxOptions {

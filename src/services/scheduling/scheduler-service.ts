@@ -12,6 +12,22 @@ import type { Leadership } from './leadership.js';
 import { OutboxDispatcher } from './outbox.js';
 import { Metering, type MeteringSettings } from '../metering/charging.js';
 import { listenTo, WindowAnnouncer } from './service-helpers.js';
+import { Queue } from '../../persistence/cluster/entities.js';
+import { OutboxEntry } from '../../persistence/scheduling/entities.js';
+
+/** The preemption loss as the ledger counts it, for /metrics (src/server/metrics/registry.ts). */
+export { lostGpuHoursOf } from './cycle-writer.js';
+
+/** The figures /metrics reads at scrape time (src/server/metrics/registry.ts), which queries no table itself. */
+export interface SchedulerStats {
+  isLeader(): boolean;
+  /** Every stored queue's status, by name (queues the core does not know yet are left out). */
+  queueStatuses(): Promise<QueueStatus[]>;
+  /** Outbox rows not yet performed. */
+  unperformedOutbox(): Promise<number>;
+  /** When the oldest outbox row not yet performed was written; null when none. */
+  oldestUnperformedOutboxAt(): Promise<Date | null>;
+}
 
 export interface SchedulerServiceOptions {
   orm: MikroORM;
@@ -175,6 +191,22 @@ export class SchedulerService {
 
   nodeStatus() {
     return this.core.nodeStatus();
+  }
+
+  stats(): SchedulerStats {
+    const em = () => systemEntityManager(this.options.orm);
+    return {
+      isLeader: () => this.isLeader,
+      queueStatuses: async () =>
+        (await em().find(Queue, {}, { fields: ['name'], orderBy: { name: 'asc' } })).map(({ name }) => this.queueStatus(name)).filter((s): s is QueueStatus => s !== null),
+      // Counted through the (performedAt, id) index.
+      unperformedOutbox: () => em().count(OutboxEntry, { performedAt: null }),
+      oldestUnperformedOutboxAt: async () => {
+        // The oldest by id (uuidv7, time-ordered) through the (performedAt, id) index.
+        const [oldest] = await em().find(OutboxEntry, { performedAt: null }, { fields: ['createdAt'], orderBy: { id: 'asc' }, limit: 1 });
+        return oldest ? new Date(oldest.createdAt) : null;
+      },
+    };
   }
 
   lastUtilization(jobId: string): number | null {

@@ -32,7 +32,7 @@ export const cohortSpec = (c: Cohort, parentName: string | null): CohortSpec => 
 
 /**
  * `timeScale`: the minimum run before reclaim is declared time, the core's clock is the backend's (see `jobSpec`).
- * `governance`: a governed queue's policy and the coefficients in force (policy-library.ts governanceInForce);
+ * `governance`: a governed queue's policy and the coefficients in force (src/core/governance/library.ts governanceInForce);
  * its limits, isolation level and preemption come from them (applyPolicy), in declared time before scaling.
  * Without it (a queue outside governance) the spec is the queue as configured.
  */

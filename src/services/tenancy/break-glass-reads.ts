@@ -68,12 +68,3 @@ export class BreakGlassReads {
     for (const { tenantId, event } of written) parts.events.publish('audit-event', tenantId, { auditEventId: event.id });
   }
 }
-
-/**
- * An operator's own break-glass records in a tenant's log (breakglass.open/read/close by
- * them) tell them nothing about the tenant. Reading them is not noted: otherwise, on the
- * audit subscription, each breakglass.read record would be a read that writes the next one.
- */
-export function isOwnBreakGlassRecord(principal: Principal | null, event: { action: string; actor?: { id: string } | null }): boolean {
-  return !!principal && event.action.startsWith('breakglass.') && event.actor?.id === principal.userId;
-}

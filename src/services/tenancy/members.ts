@@ -48,14 +48,6 @@ export async function getMember(ctx: ServiceContext, id: string): Promise<Member
   return membership;
 }
 
-/**
- * A member's name as their tenant sees it: the name typed when they were added, until they
- * accept (acceptMembership); then their own profile name.
- */
-export function memberName(membership: Membership): string {
-  return membership.invitedName ?? membership.user.name;
-}
-
 /** How an address is stored, and the name a tenant shows for it until the person accepts (default: the part before the @). */
 export function invitation(email: string, typedName?: string | null): { email: string; invitedName: string } {
   const normalised = email.trim().toLowerCase();

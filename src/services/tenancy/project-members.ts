@@ -5,7 +5,7 @@ import { Membership, Project, type ProjectRole, type TenantRole } from '../../pe
 import { auditedMutation } from '../audit/audit.js';
 import { announceCredentialsChanged } from '../../events/bus.js';
 import { requireCapability, requirePrincipal, type ServiceContext } from '../context.js';
-import { memberName } from './members.js';
+import { memberName } from './member-names.js';
 import { findPage, type PageQuery } from '../paging.js';
 import { requireProjectManager } from './project-rights.js';
 import { badInput, conflict, notFound } from '../../shared/client-errors.js';

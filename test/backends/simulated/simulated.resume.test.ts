@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { BackendEvent, BackendJob } from '../../../src/backends/port.js';
-import { SimulatedBackend } from '../../../src/backends/simulated.js';
+import { SimulatedBackend } from '../../../src/backends/simulated/simulated.js';
 
 // A preempted job that checkpoints is suspended and later resumed from its last checkpoint: the
 // resumed run lasts only what remains of its declared duration.

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { BackendEvent, BackendJob } from '../../../src/backends/port.js';
-import { MAX_RUN_TIME_EXCEEDED, SIMULATED_FAILURE, SimulatedBackend, type SimulatedBackendOptions } from '../../../src/backends/simulated.js';
-import type { Timers } from '../../../src/backends/timers.js';
+import { MAX_RUN_TIME_EXCEEDED, SIMULATED_FAILURE, SimulatedBackend, type SimulatedBackendOptions } from '../../../src/backends/simulated/simulated.js';
+import type { Timers } from '../../../src/backends/simulated/timers.js';
 
 const S = 1000;
 const MIN = 60 * S;

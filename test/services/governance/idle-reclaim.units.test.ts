@@ -1,9 +1,9 @@
 // Idle reclaim's pieces without a database: the owner's sentence with its numbers, declared versus
 // backend time, the borrowing test, the task's period and FAIRWAY_IDLE_CHECK_INTERVAL_MS.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../../src/config/index.js';
+import { ConfigError, load } from '../../../src/config/index.js';
 import { borrowsGpus, DEFAULT_IDLE_CHECK_INTERVAL_MS, idleReclaimTask, inBackendTime } from '../../../src/services/governance/idle-reclaim.js';
-import { declaredFlag, durationText, flagMessage, reclaimNotice } from '../../../src/services/governance/job-flags.js';
+import { declaredFlag, durationText, flagMessage, reclaimNotice } from '../../../src/core/governance/job-flags.js';
 import { governanceLeaderTasks } from '../../../src/services/governance/governance-tasks.js';
 import type { JobFlag } from '../../../src/core/governance/types.js';
 import type { QueueStatus } from '../../../src/core/scheduling/types.js';
@@ -52,9 +52,9 @@ describe('idle reclaim pieces', () => {
     expect(names(0)).not.toContain('idle-reclaim');
     expect(governanceLeaderTasks({ now: Date.now }).find((task) => task.name === 'idle-reclaim')!.everyMs()).toBe(DEFAULT_IDLE_CHECK_INTERVAL_MS);
     expect(() => idleReclaimTask({ everyMs: 0 })).toThrow(RangeError);
-    expect(loadConfig({}).idleCheckIntervalMs).toBeUndefined();
-    expect(loadConfig({ FAIRWAY_IDLE_CHECK_INTERVAL_MS: '0' }).idleCheckIntervalMs).toBe(0);
-    expect(loadConfig({ FAIRWAY_IDLE_CHECK_INTERVAL_MS: '30000' }).idleCheckIntervalMs).toBe(30_000);
-    for (const bad of ['500', '-1', 'often', '7200000']) expect(() => loadConfig({ FAIRWAY_IDLE_CHECK_INTERVAL_MS: bad })).toThrow(ConfigError);
+    expect(load({}).governance.idleCheckIntervalMs).toBe(DEFAULT_IDLE_CHECK_INTERVAL_MS);
+    expect(load({ FAIRWAY_IDLE_CHECK_INTERVAL_MS: '0' }).governance.idleCheckIntervalMs).toBe(0);
+    expect(load({ FAIRWAY_IDLE_CHECK_INTERVAL_MS: '30000' }).governance.idleCheckIntervalMs).toBe(30_000);
+    for (const bad of ['500', '-1', 'often', '7200000']) expect(() => load({ FAIRWAY_IDLE_CHECK_INTERVAL_MS: bad })).toThrow(ConfigError);
   });
 });

@@ -5,7 +5,7 @@
 // the samples, and another tenant learning nothing (NOT_FOUND, no events).
 import { encodeGlobalID } from '@pothos/plugin-relay';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SimulatedBackend } from '../../../src/backends/simulated.js';
+import { SimulatedBackend } from '../../../src/backends/simulated/simulated.js';
 import { utilizationProfile } from '../../../src/core/governance/utilization-model.js';
 import { AuditEvent } from '../../../src/persistence/audit/entities.js';
 import { Tenant } from '../../../src/persistence/tenancy/entities.js';
@@ -307,14 +307,14 @@ describe('runtime probe signals in the CLI job file', () => {
 
 describe('runtime probe settings', () => {
   it('are read from the environment and validated', async () => {
-    const { loadConfig, ConfigError } = await import('../../../src/config/index.js');
-    expect(loadConfig({}).probes).toEqual({ intervalMs: 60_000, retentionHours: 168, pollMs: 30_000, prometheusUrl: undefined });
-    expect(loadConfig({ FAIRWAY_PROBE_INTERVAL_MS: '15000', FAIRWAY_PROBE_RETENTION_HOURS: '24', FAIRWAY_PROBES_PROMETHEUS_URL: 'http://prometheus:9090', FAIRWAY_PROBES_PROMETHEUS_INTERVAL_MS: '10000' }).probes).toEqual({
+    const { load, ConfigError } = await import('../../../src/config/index.js');
+    expect(load({}).governance.probes).toEqual({ intervalMs: 60_000, retentionHours: 168, pollMs: 30_000, prometheusUrl: undefined });
+    expect(load({ FAIRWAY_PROBE_INTERVAL_MS: '15000', FAIRWAY_PROBE_RETENTION_HOURS: '24', FAIRWAY_PROBES_PROMETHEUS_URL: 'http://prometheus:9090', FAIRWAY_PROBES_PROMETHEUS_INTERVAL_MS: '10000' }).governance.probes).toEqual({
       intervalMs: 15_000,
       retentionHours: 24,
       pollMs: 10_000,
       prometheusUrl: 'http://prometheus:9090',
     });
-    for (const bad of [{ FAIRWAY_PROBE_INTERVAL_MS: '10' }, { FAIRWAY_PROBE_RETENTION_HOURS: '0' }, { FAIRWAY_PROBES_PROMETHEUS_URL: 'ftp://x' }]) expect(() => loadConfig(bad)).toThrow(ConfigError);
+    for (const bad of [{ FAIRWAY_PROBE_INTERVAL_MS: '10' }, { FAIRWAY_PROBE_RETENTION_HOURS: '0' }, { FAIRWAY_PROBES_PROMETHEUS_URL: 'ftp://x' }]) expect(() => load(bad)).toThrow(ConfigError);
   });
 });

@@ -6,7 +6,7 @@
 import { encodeGlobalID } from '@pothos/plugin-relay';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { TenantEventPayload } from '../../../src/events/bus.js';
-import { SimulatedBackend } from '../../../src/backends/simulated.js';
+import { SimulatedBackend } from '../../../src/backends/simulated/simulated.js';
 import { Tenant } from '../../../src/persistence/tenancy/entities.js';
 import { TENANT_FILTER } from '../../../src/persistence/tenant-filter.js';
 import { Job } from '../../../src/persistence/jobs/entities.js';

@@ -2,7 +2,7 @@
 // simulated cluster at time scale 60, so the spec the core gets (and its expected ends and ETAs)
 // must say one minute.
 import { describe, expect, it } from 'vitest';
-import { SimulatedBackend } from '../../../src/backends/simulated.js';
+import { SimulatedBackend } from '../../../src/backends/simulated/simulated.js';
 import type { ExecutionBackend } from '../../../src/backends/port.js';
 import { jobSpec } from '../../../src/services/scheduling/specs.js';
 import type { Job } from '../../../src/persistence/jobs/entities.js';

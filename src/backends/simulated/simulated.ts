@@ -1,9 +1,9 @@
 // The simulated cluster: the embedded default execution backend. Runs each admitted job for
 // its declared duration (scaled), reports success or failure, samples GPU utilization and memory
 // from the seeded utilization model of the job's declared workload type (training when undeclared).
-import type { BackendEvent, BackendJob, ExecutionBackend } from './port.js';
+import type { BackendEvent, BackendJob, ExecutionBackend } from '../port.js';
 import { LongTimeout, systemTimers, type Timers } from './timers.js';
-import { utilizationAt, utilizationProfile, type UtilizationProfile } from '../core/governance/utilization-model.js';
+import { utilizationAt, utilizationProfile, type UtilizationProfile } from '../../core/governance/utilization-model.js';
 
 export type { Timers } from './timers.js';
 

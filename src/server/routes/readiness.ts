@@ -1,7 +1,8 @@
-import type { Plugin } from 'graphql-yoga';
+import type { Route } from '../../../plugins/useRoutes.js';
 
-export interface ReadinessOptions {
-  endpoint?: string;
+export interface ReadinessRouteOptions {
+  /** Default '/ready'. */
+  path?: string;
   /** Resolves when the database answers; rejects when it does not. */
   check: () => Promise<void>;
   /**
@@ -17,15 +18,14 @@ export interface ReadinessOptions {
 export const NOT_READY_REASON = 'database unavailable';
 
 /**
- * `/ready`: 200 when the database answers within the timeout, 503 with a fixed reason
- * otherwise. (`/health` is yoga's liveness check and never touches the database.)
+ * `/ready` (any method): 200 when the database answers within the timeout, 503 with a fixed
+ * reason otherwise. (`/health` is yoga's liveness check and never touches the database.)
  *
  * Probes share one check in flight: when the database does not answer, a burst of probes
  * must not take every pooled connection, each waiting for its own statement timeout; and a
  * probe that arrives when the shared check is already past the timeout answers 503 at once.
  */
-export function useReadiness(options: ReadinessOptions): Plugin {
-  const endpoint = options.endpoint ?? '/ready';
+export function readinessRoute(options: ReadinessRouteOptions): Route {
   const timeoutMs = options.timeoutMs ?? 500;
   let inFlight: { answer: Promise<boolean>; since: number } | null = null;
 
@@ -61,16 +61,15 @@ export function useReadiness(options: ReadinessOptions): Plugin {
   };
 
   return {
-    async onRequest({ url, endResponse, fetchAPI }) {
-      if (url.pathname !== endpoint) return;
+    method: '*',
+    path: options.path ?? '/ready',
+    async handler({ Response }) {
       const ready = await answered();
       const body = ready ? { status: 'ready' } : { status: 'not-ready', reason: NOT_READY_REASON };
-      endResponse(
-        new fetchAPI.Response(JSON.stringify(body), {
-          status: ready ? 200 : 503,
-          headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
-        }),
-      );
+      return new Response(JSON.stringify(body), {
+        status: ready ? 200 : 503,
+        headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
+      });
     },
   };
 }

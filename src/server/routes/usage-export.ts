@@ -1,32 +1,23 @@
-import type { MikroORM } from '@mikro-orm/core';
-import type { Plugin } from 'graphql-yoga';
 import { randomUUID } from 'node:crypto';
 import { stringify } from 'csv-stringify/sync';
-import type { IdentityResolver } from '../src/auth/identity.js';
-import { tenantFilterFor } from '../src/auth/principal.js';
-import type { EventBus } from '../src/events/bus.js';
-import { scopedEntityManager } from '../src/persistence/tenant-filter.js';
-import { createLoaders } from '../src/services/loaders.js';
-import type { ServiceContext } from '../src/services/context.js';
-import { memberName } from '../src/services/tenancy/members.js';
-import { currencyOf } from '../src/services/metering/price-book.js';
-import { monthRange, readUsage, type UsageDimension, type UsageRow } from '../src/services/metering/usage.js';
-import type { SchedulerService } from '../src/services/scheduling/scheduler-service.js';
-import { FairwayError, type ErrorCode } from '../src/shared/client-errors.js';
-import { decodeId } from '../schema/common.js';
-import { jsonRouteError } from '../src/server/routes/route-errors.js';
+import type { Route } from '../../../plugins/useRoutes.js';
+import type { IdentityResolver } from '../../auth/identity.js';
+import type { Principal } from '../../auth/principal.js';
+import type { ServiceContext } from '../../services/context.js';
+import { memberName } from '../../services/tenancy/member-names.js';
+import { currencyOf } from '../../services/metering/price-book.js';
+import { monthRange, readUsage, type UsageDimension, type UsageRow } from '../../services/metering/usage.js';
+import { FairwayError, type ErrorCode } from '../../shared/client-errors.js';
+import { decodeId } from '../../../schema/common.js';
+import { jsonRouteError } from './route-errors.js';
 
-export interface UsageExportOptions {
-  orm: MikroORM;
+export interface UsageExportRouteOptions {
   /** The same credential check as GraphQL (useFairwayAuth): API tokens and OIDC JWTs. */
-  identity: IdentityResolver;
-  events: EventBus;
-  scheduler: SchedulerService;
-  now: () => number;
-  /** The price book's currency (FAIRWAY_CURRENCY). */
-  currency?: string;
+  identity: Pick<IdentityResolver, 'resolveAuthorization'>;
+  /** The caller's service context (src/server/context/service-context.ts, `forRoute`). */
+  createContext: (principal: Principal, request: { requestId: string }) => ServiceContext;
   /** Default '/usage/export.csv'. */
-  endpoint?: string;
+  path?: string;
   /** Unexpected errors (server log only; the caller gets a fixed message). */
   logError?: (error: unknown) => void;
 }
@@ -43,30 +34,15 @@ const STATUS: Record<ErrorCode, number> = { BAD_USER_INPUT: 400, UNAUTHENTICATED
  * call as the graph's `usage` (MONTH granularity), so its totals are the graph's. Errors are
  * JSON `{ error: { code, message } }`; another tenant's id answers exactly as an unknown one.
  */
-export function useUsageExport(options: UsageExportOptions): Plugin {
-  const endpoint = options.endpoint ?? '/usage/export.csv';
-
+export function usageExportRoute(options: UsageExportRouteOptions): Route {
   return {
-    async onRequest({ request, url, endResponse, fetchAPI }) {
-      if (url.pathname !== endpoint) return;
-      if (request.method !== 'GET') {
-        endResponse(jsonRouteError(fetchAPI.Response, 405, 'METHOD_NOT_ALLOWED', 'Use GET.'));
-        return;
-      }
+    method: 'GET',
+    path: options.path ?? '/usage/export.csv',
+    async handler({ request, url, Response }) {
       try {
         const principal = await options.identity.resolveAuthorization(request.headers.get('authorization'));
         if (!principal) throw new FairwayError('UNAUTHENTICATED', 'Sign in first: send "Authorization: Bearer <API token or OIDC JWT>".');
-        const em = scopedEntityManager(options.orm, tenantFilterFor(principal));
-        const ctx: ServiceContext = {
-          em,
-          principal,
-          requestId: request.headers.get('x-request-id') ?? randomUUID(),
-          now: () => new Date(options.now()),
-          events: options.events,
-          scheduler: options.scheduler,
-          loaders: createLoaders(em),
-          currency: options.currency,
-        };
+        const ctx = options.createContext(principal, { requestId: request.headers.get('x-request-id') ?? randomUUID() });
         const month = url.searchParams.get('month') ?? '';
         const tenantParam = url.searchParams.get('tenantId');
         const tenantId = tenantParam ? decodeId(tenantParam, 'Tenant') : null;
@@ -77,18 +53,14 @@ export function useUsageExport(options: UsageExportOptions): Plugin {
         for (const row of report.rows) lines.push([month, ...(await names(ctx, row)), ...figures(row, currency)]);
         lines.push(['TOTAL', '', '', '', '', '', '', ...figures(report.total, currency)]);
         const who = tenantId ? ((await ctx.loaders.tenant.load(tenantId))?.slug ?? 'tenant') : 'platform';
-        endResponse(
-          new fetchAPI.Response(stringify(lines), {
-            status: 200,
-            headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="usage-${who}-${month}.csv"`, 'cache-control': 'no-store' },
-          }),
-        );
+        return new Response(stringify(lines), {
+          status: 200,
+          headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="usage-${who}-${month}.csv"`, 'cache-control': 'no-store' },
+        });
       } catch (error) {
-        if (error instanceof FairwayError) endResponse(jsonRouteError(fetchAPI.Response, STATUS[error.code], error.code, error.message));
-        else {
-          options.logError?.(error);
-          endResponse(jsonRouteError(fetchAPI.Response, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.'));
-        }
+        if (error instanceof FairwayError) return jsonRouteError(Response, STATUS[error.code], error.code, error.message);
+        options.logError?.(error);
+        return jsonRouteError(Response, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.');
       }
     },
   };
