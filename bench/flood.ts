@@ -1,11 +1,11 @@
-// Benchmark of the rate limits (issue 13; not a test: nothing here asserts a time).
+// Benchmark of the rate limits (not a test: nothing here asserts a time).
 // Run: npx tsx bench/flood.ts
 //
 // One real server (`src/main.ts` as a child process, NODE_ENV=production, the demo seeded with
 // 200 jobs in aurora-research's queue), once with the rate limits on (the defaults) and once
 // with FAIRWAY_RATE_LIMITS=off. Tenant aurora's dashboard (the api bench's query, a tenant
 // admin's token) is asked at a steady rate, first alone, then while tenant borealis's member
-// token floods the server from many concurrent connections with issue 13's mix (three small
+// token floods the server from many concurrent connections with the abuse mix once measured (three small
 // queries, then a previewJob, over and over). Printed
 // and written to bench/RESULTS.md: the dashboard's p50/p99 latency and refusals, the flood's
 // accepted and refused (429) requests, and the server's CPU per request (/proc, 10 ms ticks).
@@ -17,13 +17,13 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { DASHBOARD } from './api/dashboard-throughput.js';
 import { gql, post, sleep } from './api/load-client.js';
 import { cpuSeconds, gitDescribe, loadAvg } from './api/process-stats.js';
-import { ms, pct } from './api/report.js';
 import { ROOT } from './api/repo-root.js';
+import { ms, pct } from './api/report.js';
 import { startFairway } from './api/servers.js';
 import { writeResultsSection } from './results-section.js';
-import { DASHBOARD } from './api/dashboard-throughput.js';
 
 const START = '<!-- bench:flood -->';
 const END = '<!-- /bench:flood -->';
@@ -41,22 +41,47 @@ interface PhaseResult {
 
 const codeOf = (text: string) => {
   try {
-    return (JSON.parse(text) as { errors?: { extensions?: { code?: string } }[] }).errors?.[0]?.extensions?.code ?? 'OK';
+    return (
+      (JSON.parse(text) as { errors?: { extensions?: { code?: string } }[] }).errors?.[0]?.extensions?.code ??
+      'OK'
+    );
   } catch {
     return 'UNPARSEABLE';
   }
 };
 
-async function runPhase(limits: 'on' | 'off', phase: 'alone' | 'flood', server: { url: string; pid: number; tokens: Record<string, string>; floodQueueId: string }, o: { seconds: number; rate: number; concurrency: number }): Promise<PhaseResult> {
+async function runPhase(
+  limits: 'on' | 'off',
+  phase: 'alone' | 'flood',
+  server: { url: string; pid: number; tokens: Record<string, string>; floodQueueId: string },
+  o: { seconds: number; rate: number; concurrency: number },
+): Promise<PhaseResult> {
   const url = new URL(server.url);
   const dashboardBody = JSON.stringify({ query: DASHBOARD, variables: { slug: 'aurora-research' } });
   const victim = server.tokens['aurora-research/TENANT_ADMIN']!;
   const flooder = server.tokens['borealis-inference/MEMBER']!;
   const floodQuery = JSON.stringify({ query: `{ viewer { email } queues { name pendingCount } }` });
-  const floodPreview = JSON.stringify({ query: PREVIEW, variables: { in: { queueId: server.floodQueueId, name: 'flood preview', podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 3600 } } });
+  const floodPreview = JSON.stringify({
+    query: PREVIEW,
+    variables: {
+      in: {
+        queueId: server.floodQueueId,
+        name: 'flood preview',
+        podSets: [{ gpusPerPod: 1 }],
+        expectedDurationSeconds: 3600,
+      },
+    },
+  });
   const dashboardAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
   const floodAgent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
-  const result: PhaseResult = { limits, phase, dashboard: { latencies: [], refused: 0, failed: 0 }, flood: { sent: 0, accepted: 0, refused: 0, failed: 0 }, seconds: o.seconds, cpuSeconds: 0 };
+  const result: PhaseResult = {
+    limits,
+    phase,
+    dashboard: { latencies: [], refused: 0, failed: 0 },
+    flood: { sent: 0, accepted: 0, refused: 0, failed: 0 },
+    seconds: o.seconds,
+    cpuSeconds: 0,
+  };
   const cpuBefore = cpuSeconds(server.pid);
   const endAt = performance.now() + o.seconds * 1000;
 
@@ -81,7 +106,10 @@ async function runPhase(limits: 'on' | 'off', phase: 'alone' | 'flood', server: 
     asks.push(
       (async () => {
         const t0 = performance.now();
-        const res = await post(dashboardAgent, url, victim, dashboardBody).catch(() => ({ status: 0, text: '' }));
+        const res = await post(dashboardAgent, url, victim, dashboardBody).catch(() => ({
+          status: 0,
+          text: '',
+        }));
         const code = codeOf(res.text);
         if (code === 'OK') result.dashboard.latencies.push(performance.now() - t0);
         else if (code === 'RATE_LIMITED') result.dashboard.refused++;
@@ -113,17 +141,30 @@ function table(results: PhaseResult[]): string[] {
 
 async function main(): Promise<void> {
   const env = process.env;
-  const o = { seconds: Number(env.BENCH_SECONDS ?? 6), rate: Number(env.BENCH_DASHBOARD_RATE ?? 5), concurrency: Number(env.BENCH_FLOOD_CONCURRENCY ?? 32) };
+  const o = {
+    seconds: Number(env.BENCH_SECONDS ?? 6),
+    rate: Number(env.BENCH_DASHBOARD_RATE ?? 5),
+    concurrency: Number(env.BENCH_FLOOD_CONCURRENCY ?? 32),
+  };
   const resultsFile = env.BENCH_RESULTS ?? path.join(ROOT, 'bench', 'RESULTS.md');
   const started = Date.now();
   const loadStart = loadAvg();
   const results: PhaseResult[] = [];
   // 200 one-GPU jobs in aurora's queue, as the api bench's dashboard (150 H100: some pend; 50 MIG).
-  const seed = Array.from({ length: 200 }, (_, i) => ({ name: `dash-${i}`, flavor: i % 4 === 3 ? ('a100-1g.10gb' as const) : ('h100-80g' as const), gpus: 1, seconds: 1e6 }));
+  const seed = Array.from({ length: 200 }, (_, i) => ({
+    name: `dash-${i}`,
+    flavor: i % 4 === 3 ? ('a100-1g.10gb' as const) : ('h100-80g' as const),
+    gpus: 1,
+    seconds: 1e6,
+  }));
   for (const limits of ['on', 'off'] as const) {
     process.env.FAIRWAY_RATE_LIMITS = limits === 'on' ? 'true' : 'false'; // read by the server child (startFairway passes the environment on)
     const started = await startFairway(60, seed);
-    const server = { ...started, floodQueueId: (await gql(started, started.tokens['borealis-inference/MEMBER']!, `{ queues { id } }`)).queues[0].id as string };
+    const server = {
+      ...started,
+      floodQueueId: (await gql(started, started.tokens['borealis-inference/MEMBER']!, `{ queues { id } }`))
+        .queues[0].id as string,
+    };
     try {
       console.error(`[bench:flood] rate limits ${limits}: server pid ${server.pid}`);
       await runPhase(limits, 'alone', server, { ...o, seconds: 1 }); // warm-up, not reported
@@ -140,7 +181,9 @@ async function main(): Promise<void> {
   console.log(lines.join('\n'));
   if (resultsFile) {
     const cpus = os.cpus();
-    const knobs = Object.entries(env).filter(([key]) => key.startsWith('BENCH_') && key !== 'BENCH_RESULTS').map(([key, v]) => `${key}=${v}`);
+    const knobs = Object.entries(env)
+      .filter(([key]) => key.startsWith('BENCH_') && key !== 'BENCH_RESULTS')
+      .map(([key, v]) => `${key}=${v}`);
     const block = [
       START,
       '## Rate limits under a flood (`npm run bench:flood`)',

@@ -1,4 +1,4 @@
-// Benchmark of the Kubernetes execution backend (issue 11; not a test: nothing here asserts a
+// Benchmark of the Kubernetes execution backend (not a test: nothing here asserts a
 // time). Run: npm run bench:kube
 //
 // A burst of BENCH_JOBS one-GPU jobs (default 1,000) submitted through the graph as aurora's
@@ -31,7 +31,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gitDescribe, loadAvg } from './api/process-stats.js';
 import { ROOT } from './api/repo-root.js';
-import { runBurst, type BackendKind, type BurstResult } from './kube/burst.js';
+import { type BackendKind, type BurstResult, runBurst } from './kube/burst.js';
 import { writeResultsSection } from './results-section.js';
 
 const START = '<!-- bench:kube -->';
@@ -52,25 +52,47 @@ function table(results: BurstResult[]): string[] {
   const k = results.find((r) => r.backend === 'kubernetes');
   const s = results.find((r) => r.backend === 'simulated');
   const cols = [k, s].filter((r): r is BurstResult => !!r);
-  const head = cols.map((r) => (r.backend === 'kubernetes' ? 'Kubernetes (test API server)' : 'simulated cluster (baseline)'));
+  const head = cols.map((r) =>
+    r.backend === 'kubernetes' ? 'Kubernetes (test API server)' : 'simulated cluster (baseline)',
+  );
   const line = (what: string, f: (r: BurstResult) => string) => `| ${what} | ${cols.map(f).join(' | ')} |`;
   const perJob = (x: number, r: BurstResult) => (r.jobs ? x / r.jobs : NaN);
   return [
     `| measure | ${head.join(' | ')} |`,
     `| --- | ${cols.map(() => '---:').join(' | ')} |`,
     line('jobs submitted / reached the backend', (r) => `${r.jobs} / ${r.toBackendMs.length}`),
-    line('burst wall time: first submit → last Job created (simulated: started), s', (r) => (r.wallMs / 1000).toFixed(1)),
-    line('submits answered per second (concurrency as set)', (r) => (r.jobs / (r.submitMs / 1000)).toFixed(1)),
-    line('**admission → Job created** (simulated: → start), ms p50 / p95 / p99 / max', (r) => dist(r.toBackendMs)),
-    line('admission → STARTED event (Kubernetes: pods Running, seen by the informer), ms', (r) => dist(r.toStartedMs)),
+    line('burst wall time: first submit → last Job created (simulated: started), s', (r) =>
+      (r.wallMs / 1000).toFixed(1),
+    ),
+    line('submits answered per second (concurrency as set)', (r) =>
+      (r.jobs / (r.submitMs / 1000)).toFixed(1),
+    ),
+    line('**admission → Job created** (simulated: → start), ms p50 / p95 / p99 / max', (r) =>
+      dist(r.toBackendMs),
+    ),
+    line('admission → STARTED event (Kubernetes: pods Running, seen by the informer), ms', (r) =>
+      dist(r.toStartedMs),
+    ),
     line('submit answered → admission (jobs.admission.at), ms', (r) => dist(r.submitToAdmissionMs)),
     line('submit answered → Job created (simulated: started), ms', (r) => dist(r.submitToBackendMs)),
     line('gateway CPU time per job, ms', (r) => ms(perJob(r.gatewayCpuS * 1000, r))),
-    line('gateway JS thread on CPU / waiting for a CPU, % of burst wall time', (r) => `${((100 * r.gatewaySched.runNs) / 1e6 / r.wallMs).toFixed(0)}% / ${((100 * r.gatewaySched.waitNs) / 1e6 / r.wallMs).toFixed(0)}%`),
-    line('bench process CPU per job, ms (load client; Kubernetes: + API server and its controllers)', (r) => ms(perJob(r.benchCpuS * 1000, r))),
-    line('**API writes per job**: all / Job objects', (r) => (r.kube ? `${(r.kube.writes / r.jobs).toFixed(2)} / ${(r.kube.jobWrites / r.jobs).toFixed(2)}` : '–')),
-    line('API requests per job (reads and writes; watches are one request each)', (r) => (r.kube ? (r.kube.requests / r.jobs).toFixed(2) : '–')),
-    line('validation failures / refused writes / controller problems', (r) => (r.kube ? `${r.kube.invalid} / ${r.kube.refused} / ${r.kube.controllerProblems}` : '–')),
+    line(
+      'gateway JS thread on CPU / waiting for a CPU, % of burst wall time',
+      (r) =>
+        `${((100 * r.gatewaySched.runNs) / 1e6 / r.wallMs).toFixed(0)}% / ${((100 * r.gatewaySched.waitNs) / 1e6 / r.wallMs).toFixed(0)}%`,
+    ),
+    line('bench process CPU per job, ms (load client; Kubernetes: + API server and its controllers)', (r) =>
+      ms(perJob(r.benchCpuS * 1000, r)),
+    ),
+    line('**API writes per job**: all / Job objects', (r) =>
+      r.kube ? `${(r.kube.writes / r.jobs).toFixed(2)} / ${(r.kube.jobWrites / r.jobs).toFixed(2)}` : '–',
+    ),
+    line('API requests per job (reads and writes; watches are one request each)', (r) =>
+      r.kube ? (r.kube.requests / r.jobs).toFixed(2) : '–',
+    ),
+    line('validation failures / refused writes / controller problems', (r) =>
+      r.kube ? `${r.kube.invalid} / ${r.kube.refused} / ${r.kube.controllerProblems}` : '–',
+    ),
   ];
 }
 
@@ -80,18 +102,32 @@ async function main(): Promise<void> {
   const nodes = Number(process.env.BENCH_NODES ?? Math.ceil(jobs / 8));
   const timeoutMs = Number(process.env.BENCH_TIMEOUT_S ?? 150) * 1000;
   const controllerPaceMs = Number(process.env.BENCH_CONTROLLER_PACE_MS ?? 200);
-  const backends = (process.env.BENCH_BACKENDS ?? 'kubernetes,simulated').split(',').map((b) => b.trim()) as BackendKind[];
+  const backends = (process.env.BENCH_BACKENDS ?? 'kubernetes,simulated')
+    .split(',')
+    .map((b) => b.trim()) as BackendKind[];
   const resultsFile = process.env.BENCH_RESULTS ?? path.join(ROOT, 'bench', 'RESULTS.md');
   const started = Date.now();
   const loadStart = loadAvg();
   const results: BurstResult[] = [];
   for (const backend of backends) {
     console.error(`[bench:kube] ${backend}: ${jobs} jobs, concurrency ${concurrency}, ${nodes} × 8 H100 …`);
-    const r = await runBurst({ backend, jobs, concurrency, nodes, gpusPerNode: 8, timeoutMs, controllerPaceMs });
-    console.error(`[bench:kube] ${backend}: ${(r.wallMs / 1000).toFixed(1)} s, admission → backend p50 ${ms(quantiles(r.toBackendMs).p50)} ms${r.errors.length ? `; errors: ${r.errors.join(' | ')}` : ''}`);
+    const r = await runBurst({
+      backend,
+      jobs,
+      concurrency,
+      nodes,
+      gpusPerNode: 8,
+      timeoutMs,
+      controllerPaceMs,
+    });
+    console.error(
+      `[bench:kube] ${backend}: ${(r.wallMs / 1000).toFixed(1)} s, admission → backend p50 ${ms(quantiles(r.toBackendMs).p50)} ms${r.errors.length ? `; errors: ${r.errors.join(' | ')}` : ''}`,
+    );
     results.push(r);
   }
-  const knobs = Object.entries(process.env).filter(([key]) => key.startsWith('BENCH_') && key !== 'BENCH_RESULTS').map(([key, v]) => `${key}=${v}`);
+  const knobs = Object.entries(process.env)
+    .filter(([key]) => key.startsWith('BENCH_') && key !== 'BENCH_RESULTS')
+    .map(([key, v]) => `${key}=${v}`);
   const cpu = os.cpus();
   const k = results.find((r) => r.backend === 'kubernetes')?.kube;
   const lines = [
@@ -113,9 +149,15 @@ async function main(): Promise<void> {
     '',
     ...table(results),
     '',
-    ...(k ? [`Writes during the burst (kind verb status → count): ${Object.entries(k.writesByKindVerb).map(([kv, n]) => `${kv} → ${n}`).join(', ')}. ` +
-      `Tenant objects were written before it (${k.setupWrites} writes at startup: namespaces, quotas, limit ranges, network policies, service accounts, priority class). ` +
-      `Jobs on the server at the end: ${k.jobsExisting}; aurora's ResourceQuota requests.nvidia.com/gpu: ${k.resourceQuotaGpus}.`] : []),
+    ...(k
+      ? [
+          `Writes during the burst (kind verb status → count): ${Object.entries(k.writesByKindVerb)
+            .map(([kv, n]) => `${kv} → ${n}`)
+            .join(', ')}. ` +
+            `Tenant objects were written before it (${k.setupWrites} writes at startup: namespaces, quotas, limit ranges, network policies, service accounts, priority class). ` +
+            `Jobs on the server at the end: ${k.jobsExisting}; aurora's ResourceQuota requests.nvidia.com/gpu: ${k.resourceQuotaGpus}.`,
+        ]
+      : []),
     ...results.flatMap((r) => (r.errors.length ? [`Errors (${r.backend}): ${r.errors.join(' | ')}`] : [])),
     END,
   ];
@@ -123,7 +165,9 @@ async function main(): Promise<void> {
   console.log(section);
   if (resultsFile) {
     writeResultsSection(resultsFile, START, END, section);
-    console.error(`[bench:kube] wrote ${path.relative(ROOT, resultsFile)} (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
+    console.error(
+      `[bench:kube] wrote ${path.relative(ROOT, resultsFile)} (${((Date.now() - started) / 1000).toFixed(0)} s in all)`,
+    );
   }
 }
 

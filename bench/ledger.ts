@@ -1,4 +1,4 @@
-// Benchmark of the usage ledger's writer (issue 12; not a test: nothing here asserts a time,
+// Benchmark of the usage ledger's writer (not a test: nothing here asserts a time,
 // but it fails when the ledger does not hold exactly the GPU-seconds charged).
 // Run: npm run bench:ledger
 //
@@ -17,9 +17,9 @@
 import path from 'node:path';
 import { loadAvg } from './api/process-stats.js';
 import { ROOT } from './api/repo-root.js';
-import type { Dialect } from './usage/load.js';
 import { passTable, resultTable, section, writeSection } from './ledger/report.js';
 import { runLedgerBench } from './ledger/run.js';
+import type { Dialect } from './usage/load.js';
 
 async function main(): Promise<void> {
   const env = process.env;
@@ -43,14 +43,20 @@ async function main(): Promise<void> {
     progress: (line) => console.error(`[bench:ledger] ${line}`),
   });
   console.log([...resultTable(results), '', ...passTable(results)].join('\n'));
-  const knobs = Object.entries(env).filter(([key]) => key.startsWith('BENCH_') && key !== 'BENCH_RESULTS').map(([key, v]) => `${key}=${v}`);
+  const knobs = Object.entries(env)
+    .filter(([key]) => key.startsWith('BENCH_') && key !== 'BENCH_RESULTS')
+    .map(([key, v]) => `${key}=${v}`);
   if (resultsFile) {
     const command = `${knobs.length ? `${knobs.join(' ')} ` : ''}npm run bench:ledger`;
-    writeSection(resultsFile, section(results, { command, started, loadStart, loadEnd: loadAvg(), checkpoints, closes, batch }));
+    writeSection(
+      resultsFile,
+      section(results, { command, started, loadStart, loadEnd: loadAvg(), checkpoints, closes, batch }),
+    );
     console.error(`[bench:ledger] written to ${path.relative(process.cwd(), resultsFile)}`);
   }
   const failed = results.filter((r) => r.verification.problems.length);
-  for (const r of failed) console.error(`[bench:ledger] ${r.dialect}: THE LEDGER IS WRONG: ${r.verification.problems.join('; ')}`);
+  for (const r of failed)
+    console.error(`[bench:ledger] ${r.dialect}: THE LEDGER IS WRONG: ${r.verification.problems.join('; ')}`);
   if (failed.length) process.exitCode = 1;
 }
 

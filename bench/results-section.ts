@@ -7,6 +7,9 @@ export function writeResultsSection(file: string, start: string, end: string, bl
   const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
   const at = text.indexOf(start);
   const to = text.indexOf(end);
-  const next = at >= 0 && to > at ? text.slice(0, at) + block + text.slice(to + end.length) : `${text.replace(/\n*$/, '\n\n')}${block}\n`;
+  const next =
+    at >= 0 && to > at
+      ? text.slice(0, at) + block + text.slice(to + end.length)
+      : `${text.replace(/\n*$/, '\n\n')}${block}\n`;
   fs.writeFileSync(file, next);
 }

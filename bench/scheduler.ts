@@ -7,7 +7,7 @@
 // Baseline: the same scheduler with `rescanEveryCycle` (rebuilds usage and node capacity from all
 // running jobs and retries every pending job each cycle), measured in the same run.
 import { cpus, loadavg } from 'node:os';
-import { Scheduler, type JobSpec, type QueueSpec } from '../src/core/scheduling/index.js';
+import { type JobSpec, type QueueSpec, Scheduler } from '../src/core/scheduling/index.js';
 
 function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
@@ -42,20 +42,34 @@ for (let t = 0; t < TENANTS; t++) {
         'l4-ts': { gpu: { nominal: 32 } },
       },
       weight: kind === 'prod' ? 2 : 1,
-      preemption: kind === 'prod' ? { withinQueue: 'LowerPriority', reclaimWithinCohort: 'Any' } : { reclaimWithinCohort: 'LowerPriority' },
+      preemption:
+        kind === 'prod'
+          ? { withinQueue: 'LowerPriority', reclaimWithinCohort: 'Any' }
+          : { reclaimWithinCohort: 'LowerPriority' },
     });
   }
 }
 
 function buildCluster(rescanEveryCycle: boolean): { s: Scheduler; clock: BenchClock } {
   const clock = new BenchClock();
-  const s = new Scheduler({ clock, fairSharing: { enabled: true, usageHalfLifeMs: 3_600_000 }, rescanEveryCycle });
+  const s = new Scheduler({
+    clock,
+    fairSharing: { enabled: true, usageHalfLifeMs: 3_600_000 },
+    rescanEveryCycle,
+  });
   s.upsertFlavor({ name: 'h100', kind: 'gpu' });
   s.upsertFlavor({ name: 'a100', kind: 'gpu' });
   s.upsertFlavor({ name: 'l4-ts', kind: 'timeslice', slicesPerGpu: 4 });
   for (let i = 0; i < 1000; i++) {
     const flavor = i % 5 < 2 ? 'h100' : i % 5 < 4 ? 'a100' : 'l4-ts';
-    s.upsertNode({ name: `node-${String(i).padStart(4, '0')}`, pool: 'default', flavor, gpus: 8, cpu: 128_000, memory: 1_024_000 });
+    s.upsertNode({
+      name: `node-${String(i).padStart(4, '0')}`,
+      pool: 'default',
+      flavor,
+      gpus: 8,
+      cpu: 128_000,
+      memory: 1_024_000,
+    });
   }
   for (let c = 0; c < COHORTS; c++) s.upsertCohort({ name: `c${c}` });
   for (const q of QUEUES) s.upsertQueue(q);
@@ -77,7 +91,9 @@ function randomJob(rand: () => number, at: number, priority?: string): JobSpec {
     queue: q.name,
     priorityClass: priority ?? (p < 0.1 ? 'production' : p < 0.7 ? 'training' : 'experiment'),
     submitTime: at,
-    podSets: [{ name: 'main', count: pods, perPod: { gpu, cpu: 4000 * pods, memory: 16_000 }, flavors: [flavor] }],
+    podSets: [
+      { name: 'main', count: pods, perPod: { gpu, cpu: 4000 * pods, memory: 16_000 }, flavors: [flavor] },
+    ],
     expectedDurationMs: 600_000 + Math.floor(rand() * 7_200_000),
   };
 }
@@ -87,13 +103,28 @@ function fill(s: Scheduler, clock: BenchClock): string[] {
   const ids: string[] = [];
   for (const q of QUEUES) {
     const shapes: [string, number][] = [
-      ['h100', 4], ['h100', 4], ['h100', 4], ['h100', 4],
-      ['a100', 4], ['a100', 4], ['a100', 4], ['a100', 4],
-      ['l4-ts', 16], ['l4-ts', 16],
+      ['h100', 4],
+      ['h100', 4],
+      ['h100', 4],
+      ['h100', 4],
+      ['a100', 4],
+      ['a100', 4],
+      ['a100', 4],
+      ['a100', 4],
+      ['l4-ts', 16],
+      ['l4-ts', 16],
     ];
     for (const [flavor, gpu] of shapes) {
       const id = `run-${seq++}`;
-      s.submit({ id, tenant: q.tenant, queue: q.name, priorityClass: 'training', submitTime: clock.now(), podSets: [{ name: 'main', count: 1, perPod: { gpu, cpu: 8000, memory: 64_000 }, flavors: [flavor] }], expectedDurationMs: 3_600_000 });
+      s.submit({
+        id,
+        tenant: q.tenant,
+        queue: q.name,
+        priorityClass: 'training',
+        submitTime: clock.now(),
+        podSets: [{ name: 'main', count: 1, perPod: { gpu, cpu: 8000, memory: 64_000 }, flavors: [flavor] }],
+        expectedDurationMs: 3_600_000,
+      });
       ids.push(id);
     }
   }
@@ -129,8 +160,19 @@ function row(pending: string, op: string, xs: number[], naive?: number[], wall?:
   const st = stats(xs);
   const wl = wall ? stats(wall) : null;
   const nv = naive ? stats(naive) : null;
-  rows.push([pending, op, fmt(st.median), fmt(st.p99), wl ? fmt(wl.median) : '', String(st.n), nv ? fmt(nv.median) : '', nv ? `${(nv.median / st.median).toFixed(0)}×` : '']);
-  console.error(`  ${pending.padStart(7)} | ${op.padEnd(44)} | median ${fmt(st.median)} ms | p99 ${fmt(st.p99)} ms${nv ? ` | naive ${fmt(nv.median)} ms` : ''}`);
+  rows.push([
+    pending,
+    op,
+    fmt(st.median),
+    fmt(st.p99),
+    wl ? fmt(wl.median) : '',
+    String(st.n),
+    nv ? fmt(nv.median) : '',
+    nv ? `${(nv.median / st.median).toFixed(0)}×` : '',
+  ]);
+  console.error(
+    `  ${pending.padStart(7)} | ${op.padEnd(44)} | median ${fmt(st.median)} ms | p99 ${fmt(st.p99)} ms${nv ? ` | naive ${fmt(nv.median)} ms` : ''}`,
+  );
 }
 
 interface Scenario {
@@ -213,7 +255,10 @@ const started = Date.now();
   const wn = scenario(200, true, 7);
   for (let i = 0; i < 3; i++) finishAndCycle(wn);
 }
-const SCALES = (process.env.BENCH_SCALES ?? '1000,10000,100000').split(',').map(Number).filter((n) => n > 0);
+const SCALES = (process.env.BENCH_SCALES ?? '1000,10000,100000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 for (const pending of SCALES) {
   const label = pending >= 1000 ? `${pending / 1000}k` : String(pending);
   console.error(`pending ${label}: building…`);
@@ -237,14 +282,22 @@ for (const pending of SCALES) {
   // The first finishes after the initial cycle still trigger cascades of fair-share preemptions
   // (the cluster is settling); they are reported apart from the steady state that follows.
   const settling = measure(100, () => finishAndCycle(sc));
-  row(label, 'incremental cycle after one finish (first 100, settling)', settling.cpu, undefined, settling.wall);
+  row(
+    label,
+    'incremental cycle after one finish (first 100, settling)',
+    settling.cpu,
+    undefined,
+    settling.wall,
+  );
   const fin = measure(events, () => finishAndCycle(sc));
   const finNaive = measure(naiveEvents, () => finishAndCycle(nv));
   row(label, 'incremental cycle after one finish (steady state)', fin.cpu, finNaive.cpu, fin.wall);
 
   if (pending === 10_000) {
     // Burst: 10,000 submissions at once, then finishes free capacity until all of them run.
-    const burst: JobSpec[] = Array.from({ length: 10_000 }, () => randomJob(sc.rand, sc.clock.now() + 1, 'production'));
+    const burst: JobSpec[] = Array.from({ length: 10_000 }, () =>
+      randomJob(sc.rand, sc.clock.now() + 1, 'production'),
+    );
     const w0 = walls.length;
     const submits = burst.map((j) => time(() => sc.s.submit(j)));
     row(label, 'burst: one submit (10,000 submissions)', submits, undefined, walls.slice(w0));
@@ -263,11 +316,18 @@ for (const pending of SCALES) {
     while (left.size > 0 && sc.running.length > 0 && drain.length < 60_000 && Date.now() - t0 < 90_000) {
       drain.push(finishAndCycle(sc));
       // Admitted (or admitted and already finished again) burst jobs leave the set.
-      if (drain.length % 200 === 0) for (const id of [...left]) if (sc.s.jobState(id) !== 'pending') left.delete(id);
+      if (drain.length % 200 === 0)
+        for (const id of [...left]) if (sc.s.jobState(id) !== 'pending') left.delete(id);
     }
     for (const id of [...left]) if (sc.s.jobState(id) !== 'pending') left.delete(id);
     const admittedBurst = burst.length - left.size;
-    row(label, `burst: finish + cycle while it drains (${admittedBurst}/${burst.length} admitted in ${drain.length} finishes, ${((Date.now() - t0) / 1000).toFixed(1)} s wall)`, drain, undefined, walls.slice(w1));
+    row(
+      label,
+      `burst: finish + cycle while it drains (${admittedBurst}/${burst.length} admitted in ${drain.length} finishes, ${((Date.now() - t0) / 1000).toFixed(1)} s wall)`,
+      drain,
+      undefined,
+      walls.slice(w1),
+    );
     console.error(`  burst jobs still pending after ${drain.length} finishes: ${left.size}`);
   }
 }
@@ -286,14 +346,24 @@ function burstSlices(sliceSizes: number[]): void {
   };
   const rand = mulberry32(4242);
   const twin = make();
-  const burst: JobSpec[] = Array.from({ length: 10_000 }, () => randomJob(rand, twin.clock.now() + 1, 'production'));
-  const decisions = (rs: ReturnType<Scheduler['cycle']>[]) => JSON.stringify([rs.flatMap((r) => r.admitted.map((a) => a.jobId)), rs.flatMap((r) => r.preempted.map((p) => p.victimId))]);
+  const burst: JobSpec[] = Array.from({ length: 10_000 }, () =>
+    randomJob(rand, twin.clock.now() + 1, 'production'),
+  );
+  const decisions = (rs: ReturnType<Scheduler['cycle']>[]) =>
+    JSON.stringify([
+      rs.flatMap((r) => r.admitted.map((a) => a.jobId)),
+      rs.flatMap((r) => r.preempted.map((p) => p.victimId)),
+    ]);
   for (const j of burst) twin.s.submit(j);
   let whole: ReturnType<Scheduler['cycle']> | undefined;
   const wholeMs = time(() => {
     whole = twin.s.cycle();
   });
-  row('10k', `burst (fresh scenario): first cycle unsliced (${whole!.admitted.length} admitted, ${whole!.preempted.length} preempted)`, [wholeMs]);
+  row(
+    '10k',
+    `burst (fresh scenario): first cycle unsliced (${whole!.admitted.length} admitted, ${whole!.preempted.length} preempted)`,
+    [wholeMs],
+  );
   const reference = decisions([whole!]);
   for (const size of sliceSizes) {
     const sc = make();
@@ -313,14 +383,40 @@ function burstSlices(sliceSizes: number[]): void {
     const same = decisions(results) === reference;
     const total = slices.reduce((a, b) => a + b, 0);
     const max = Math.max(...slices);
-    row('10k', `burst: first cycle in slices of ${size} heads (${slices.length} slices, ${fmt(total)} ms CPU in all, max ${fmt(max)} ms; decisions ${same ? 'identical to unsliced' : 'DIFFER from unsliced'})`, slices, undefined, walls.slice(w0));
+    row(
+      '10k',
+      `burst: first cycle in slices of ${size} heads (${slices.length} slices, ${fmt(total)} ms CPU in all, max ${fmt(max)} ms; decisions ${same ? 'identical to unsliced' : 'DIFFER from unsliced'})`,
+      slices,
+      undefined,
+      walls.slice(w0),
+    );
   }
 }
 
-const burstSizes = (process.env.BENCH_BURST_SLICES ?? '8,50').split(',').map(Number).filter((n) => n > 0);
+const burstSizes = (process.env.BENCH_BURST_SLICES ?? '8,50')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 if (SCALES.includes(10_000) || process.env.BENCH_BURST_SLICES) burstSlices(burstSizes);
 
-const header = ['pending', 'operation', 'CPU median ms', 'CPU p99 ms', 'wall median ms', 'samples', 'naive CPU median ms', 'naive / incremental'];
-const lines = [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)];
+const header = [
+  'pending',
+  'operation',
+  'CPU median ms',
+  'CPU p99 ms',
+  'wall median ms',
+  'samples',
+  'naive CPU median ms',
+  'naive / incremental',
+];
+const lines = [
+  `| ${header.join(' | ')} |`,
+  `| ${header.map(() => '---').join(' | ')} |`,
+  ...rows.map((r) => `| ${r.join(' | ')} |`),
+];
 console.log(lines.join('\n'));
-console.log(`\nnode ${process.version}, ${((Date.now() - started) / 1000).toFixed(0)} s total, load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${cpus().length} cores`);
+console.log(
+  `\nnode ${process.version}, ${((Date.now() - started) / 1000).toFixed(0)} s total, load average at the end ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')} on ${cpus().length} cores`,
+);

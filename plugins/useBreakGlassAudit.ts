@@ -1,14 +1,18 @@
 import { isAsyncIterable, type Plugin } from '@envelop/core';
-import { GraphQLError, type ExecutionResult } from 'graphql';
+import { type ExecutionResult, GraphQLError } from 'graphql';
 
-/** What this plugin needs of the operation's context (ServiceContext.breakGlassReads, set by useServiceContext). */
+/** What this plugin needs of the operation's context (ServiceContext.breakGlassReads, set by
+ * useServiceContext).
+ */
 interface AuditedContext {
   /** The reads noted under break-glass grants during the operation; `flush` writes their audit records. */
   breakGlassReads?: { readonly size: number; flush(context: AuditedContext): Promise<void> };
 }
 
 export interface BreakGlassAuditOptions {
-  /** Whether a failed write means the grant the reads were made under has ended (answered FORBIDDEN, with its message). */
+  /** Whether a failed write means the grant the reads were made under has ended (answered FORBIDDEN, with
+   * its message).
+   */
   isGrantEnded: (error: unknown) => error is Error;
   /** Where a failed audit write is reported (the client only learns that nothing was returned). */
   logError?: (error: unknown) => void;
@@ -28,11 +32,27 @@ export function useBreakGlassAudit(options: BreakGlassAuditOptions): Plugin {
       await ctx.breakGlassReads.flush(ctx);
     } catch (error) {
       if (options.isGrantEnded(error)) {
-        setResult({ data: null, errors: [new GraphQLError(`This answer was withheld: ${error.message[0]!.toLowerCase()}${error.message.slice(1)} Open a new grant (openBreakGlass) if you still need it.`, { extensions: { code: 'FORBIDDEN' } })] });
+        setResult({
+          data: null,
+          errors: [
+            new GraphQLError(
+              `This answer was withheld: ${error.message[0]!.toLowerCase()}${error.message.slice(1)} Open a new grant (openBreakGlass) if you still need it.`,
+              { extensions: { code: 'FORBIDDEN' } },
+            ),
+          ],
+        });
         return;
       }
       options.logError?.(error);
-      setResult({ data: null, errors: [new GraphQLError('This answer was withheld: the audit record of a break-glass read could not be written. Try again.', { extensions: { code: 'SERVICE_UNAVAILABLE' } })] });
+      setResult({
+        data: null,
+        errors: [
+          new GraphQLError(
+            'This answer was withheld: the audit record of a break-glass read could not be written. Try again.',
+            { extensions: { code: 'SERVICE_UNAVAILABLE' } },
+          ),
+        ],
+      });
     }
   };
   return {

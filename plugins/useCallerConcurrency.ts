@@ -9,7 +9,9 @@ export interface CallerConcurrencyOptions {
   maxQueued: number;
   /** A request that waited this long is refused RATE_LIMITED. */
   maxWaitMs: number;
-  /** The client's address, the key of anonymous callers (src/server/rate-limits/client-address.ts: the trusted proxies' X-Forwarded-For). */
+  /** The client's address, the key of anonymous callers (src/server/rate-limits/client-address.ts: the
+   * trusted proxies' X-Forwarded-For).
+   */
   clientAddress: (source: { req?: IncomingMessage; request?: Request }) => string;
   /** Only requests to this path are counted (health, metrics and exports are not). */
   graphqlEndpoint: string;
@@ -51,7 +53,8 @@ export function useCallerConcurrency(options: CallerConcurrencyOptions): Plugin 
       if (released) return;
       released = true;
       const next = slots.waiting.shift();
-      if (next) next(true); // the slot passes to the next waiter
+      if (next)
+        next(true); // the slot passes to the next waiter
       else if (--slots.active === 0) callers.delete(key);
     };
   };
@@ -102,7 +105,15 @@ export function useCallerConcurrency(options: CallerConcurrencyOptions): Plugin 
 
 function refused(why: string): Response {
   const body = JSON.stringify({
-    errors: [{ message: `Rate limited: ${why}; retry in 1 s.`, extensions: { code: 'RATE_LIMITED', limit: 'concurrency', retryAfterSeconds: 1 } }],
+    errors: [
+      {
+        message: `Rate limited: ${why}; retry in 1 s.`,
+        extensions: { code: 'RATE_LIMITED', limit: 'concurrency', retryAfterSeconds: 1 },
+      },
+    ],
   });
-  return new Response(body, { status: 429, headers: { 'content-type': 'application/graphql-response+json; charset=utf-8', 'retry-after': '1' } });
+  return new Response(body, {
+    status: 429,
+    headers: { 'content-type': 'application/graphql-response+json; charset=utf-8', 'retry-after': '1' },
+  });
 }

@@ -1,5 +1,5 @@
 import type { Plugin } from '@envelop/core';
-import { GraphQLError, getOperationAST, type ExecutionResult } from 'graphql';
+import { type ExecutionResult, GraphQLError, getOperationAST } from 'graphql';
 
 export interface ExecutionTimeoutOptions {
   /** A query still executing after this long is answered with a typed error. */
@@ -7,9 +7,12 @@ export interface ExecutionTimeoutOptions {
 }
 
 function timeoutError(maxExecutionMs: number): GraphQLError {
-  return new GraphQLError(`The query took longer than ${maxExecutionMs} ms and was stopped; ask for less (a smaller page, fewer nested lists).`, {
-    extensions: { code: 'BAD_USER_INPUT', limit: 'execution-time' },
-  });
+  return new GraphQLError(
+    `The query took longer than ${maxExecutionMs} ms and was stopped; ask for less (a smaller page, fewer nested lists).`,
+    {
+      extensions: { code: 'BAD_USER_INPUT', limit: 'execution-time' },
+    },
+  );
 }
 
 /**
@@ -38,7 +41,8 @@ export function useExecutionTimeout(options: ExecutionTimeoutOptions): Plugin {
         // Finished without waiting (nothing asynchronous to bound): no timer, no promise.
         if (typeof (result as { then?: unknown }).then !== 'function') return result;
         const pending = result as PromiseLike<ExecutionResult>;
-        // One timer and one promise per query, settled by whichever comes first; the limit counts from the start of execution.
+        // One timer and one promise per query, settled by whichever comes first; the limit counts from the
+        // start of execution.
         const left = Math.max(0, options.maxExecutionMs - (performance.now() - started));
         return new Promise<ExecutionResult>((resolve, reject) => {
           const timer = setTimeout(() => resolve({ errors: [timeoutError(options.maxExecutionMs)] }), left);

@@ -1,8 +1,8 @@
-import { useGenericAuth } from '@envelop/generic-auth';
 import type { Plugin } from '@envelop/core';
+import { useGenericAuth } from '@envelop/generic-auth';
 import { GraphQLError } from 'graphql';
-import type { Principal } from '../src/auth/principal.js';
-import { FairwayError } from '../src/shared/client-errors.js';
+import type { Principal } from '../src/auth/index.js';
+import { FairwayError } from '../src/shared/index.js';
 
 /** Who a bearer credential is (src/auth/identity.ts's IdentityResolver is one). */
 export interface CredentialResolver {
@@ -12,7 +12,9 @@ export interface CredentialResolver {
 
 export interface FairwayAuthOptions {
   identity: CredentialResolver;
-  /** How long a subscription may rely on its last credential check (default 0: ask the identity resolver's cache before each event). */
+  /** How long a subscription may rely on its last credential check (default 0: ask the identity resolver's
+   * cache before each event).
+   */
   reauthCacheMs?: number;
 }
 
@@ -69,7 +71,8 @@ export function useFairwayAuth(options: FairwayAuthOptions): Plugin {
       let cached: { at: number; principal: Promise<Principal | null> } | null = null;
       const reauthenticate = () => {
         const now = Date.now();
-        if (!cached || now - cached.at >= (options.reauthCacheMs ?? REAUTH_CACHE_MS)) cached = { at: now, principal: options.identity.resolveAuthorization(header) };
+        if (!cached || now - cached.at >= (options.reauthCacheMs ?? REAUTH_CACHE_MS))
+          cached = { at: now, principal: options.identity.resolveAuthorization(header) };
         return cached.principal;
       };
       extendContext({ reauthenticate } as never);

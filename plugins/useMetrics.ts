@@ -1,4 +1,4 @@
-import { getOperationAST, type DocumentNode, type ExecutionResult, type GraphQLError } from 'graphql';
+import { type DocumentNode, type ExecutionResult, type GraphQLError, getOperationAST } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 
 type OperationLabels = { operation_type: string; operation_name: string };
@@ -18,7 +18,9 @@ export interface MetricsOptions {
   errorCode: (error: GraphQLError) => string;
 }
 
-/** Operations that did not parse or validate (or were refused before): their names are the caller's free text and take no label. */
+/** Operations that did not parse or validate (or were refused before): their names are the caller's free
+ * text and take no label.
+ */
 export const INVALID_OPERATION = 'invalid';
 
 interface Operation {
@@ -36,27 +38,43 @@ interface Operation {
 export function useMetrics(options: MetricsOptions): Plugin {
   const { metrics, errorCode } = options;
 
-  const operationOf = (document: DocumentNode | undefined | null, operationName: string | null | undefined): Operation => {
+  const operationOf = (
+    document: DocumentNode | undefined | null,
+    operationName: string | null | undefined,
+  ): Operation => {
     const operation = document ? getOperationAST(document, operationName) : null;
-    return { type: operation?.operation ?? 'unknown', name: metrics.operationLabel(operationName ?? operation?.name?.value) };
+    return {
+      type: operation?.operation ?? 'unknown',
+      name: metrics.operationLabel(operationName ?? operation?.name?.value),
+    };
   };
-  const countErrors = (operation: Operation, errors: readonly GraphQLError[] | undefined, fallback?: string) => {
+  const countErrors = (
+    operation: Operation,
+    errors: readonly GraphQLError[] | undefined,
+    fallback?: string,
+  ) => {
     for (const error of errors ?? []) {
-      const code = typeof error.extensions?.code === 'string' ? error.extensions.code : (fallback ?? errorCode(error));
+      const code =
+        typeof error.extensions?.code === 'string' ? error.extensions.code : (fallback ?? errorCode(error));
       metrics.operationErrors.inc({ operation_type: operation.type, operation_name: operation.name, code });
     }
   };
   /** Contexts whose errors the hooks below counted (the rest are counted from the final result). */
   const counted = new WeakSet<object>();
   /** yoga's request params (HTTP) or graphql-ws's payload (WebSocket): the requested operation's name. */
-  const requestedName = (context: unknown) => (context as { params?: { operationName?: string | null } } | undefined)?.params?.operationName;
+  const requestedName = (context: unknown) =>
+    (context as { params?: { operationName?: string | null } } | undefined)?.params?.operationName;
 
   return {
     onParse({ context }) {
       return ({ result }) => {
         if (result instanceof Error) {
           counted.add(context);
-          metrics.operationErrors.inc({ operation_type: 'unknown', operation_name: INVALID_OPERATION, code: 'GRAPHQL_PARSE_FAILED' });
+          metrics.operationErrors.inc({
+            operation_type: 'unknown',
+            operation_name: INVALID_OPERATION,
+            code: 'GRAPHQL_PARSE_FAILED',
+          });
         }
       };
     },
@@ -65,8 +83,14 @@ export function useMetrics(options: MetricsOptions): Plugin {
       return ({ valid, result }) => {
         if (valid) return;
         counted.add(context);
-        const type = (params.documentAST ? getOperationAST(params.documentAST, requestedName(context)) : null)?.operation ?? 'unknown';
-        countErrors({ type, name: INVALID_OPERATION }, result as readonly GraphQLError[], 'GRAPHQL_VALIDATION_FAILED');
+        const type =
+          (params.documentAST ? getOperationAST(params.documentAST, requestedName(context)) : null)
+            ?.operation ?? 'unknown';
+        countErrors(
+          { type, name: INVALID_OPERATION },
+          result as readonly GraphQLError[],
+          'GRAPHQL_VALIDATION_FAILED',
+        );
       };
     },
 
@@ -74,14 +98,21 @@ export function useMetrics(options: MetricsOptions): Plugin {
     // large): the errors reach the response without passing the hooks above.
     onExecutionResult({ result, context }) {
       if (counted.has(context) || isAsyncIterable(result) || Array.isArray(result)) return;
-      countErrors({ type: 'unknown', name: INVALID_OPERATION }, (result as ExecutionResult).errors as readonly GraphQLError[] | undefined);
+      countErrors(
+        { type: 'unknown', name: INVALID_OPERATION },
+        (result as ExecutionResult).errors as readonly GraphQLError[] | undefined,
+      );
     },
 
     onExecute({ args }) {
       counted.add(args.contextValue as object);
       const operation = operationOf(args.document, args.operationName);
       const started = performance.now();
-      const observe = () => metrics.operationDuration.observe({ operation_type: operation.type, operation_name: operation.name }, (performance.now() - started) / 1000);
+      const observe = () =>
+        metrics.operationDuration.observe(
+          { operation_type: operation.type, operation_name: operation.name },
+          (performance.now() - started) / 1000,
+        );
       return {
         onExecuteDone({ result }) {
           if (!isAsyncIterable(result)) {
@@ -115,8 +146,14 @@ export function useMetrics(options: MetricsOptions): Plugin {
           };
         },
         onSubscribeError({ error }) {
-          if (error && typeof error === 'object' && (error as Error).name === 'GraphQLError') countErrors(operation, [error as GraphQLError]);
-          else metrics.operationErrors.inc({ operation_type: operation.type, operation_name: operation.name, code: 'INTERNAL_SERVER_ERROR' });
+          if (error && typeof error === 'object' && (error as Error).name === 'GraphQLError')
+            countErrors(operation, [error as GraphQLError]);
+          else
+            metrics.operationErrors.inc({
+              operation_type: operation.type,
+              operation_name: operation.name,
+              code: 'INTERNAL_SERVER_ERROR',
+            });
         },
       };
     },

@@ -1,9 +1,16 @@
 import type { Plugin } from '@envelop/core';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { GraphQLArmorRejectCallback } from '@escape.tech/graphql-armor-types';
-import { GraphQLError, NoSchemaIntrospectionCustomRule, type ValidationContext, type ValidationRule } from 'graphql';
+import {
+  GraphQLError,
+  NoSchemaIntrospectionCustomRule,
+  type ValidationContext,
+  type ValidationRule,
+} from 'graphql';
 
-/** The limits this plugin applies (src/server/query-limits/limits.ts's QueryLimits has them, with their defaults). */
+/** The limits this plugin applies (src/server/query-limits/limits.ts's QueryLimits has them, with their
+ * defaults).
+ */
 export interface QueryLimitsOptions {
   maxDepth: number;
   maxAliases: number;
@@ -23,10 +30,14 @@ export type QueryLimitName = 'depth' | 'aliases' | 'cost' | 'tokens' | 'directiv
  * "Syntax Error:" prefix, so they are replaced.
  */
 function limitError(limit: QueryLimitName, message: string): GraphQLError {
-  return new GraphQLError(message.replace(/^Syntax Error: /, ''), { extensions: { code: 'BAD_USER_INPUT', limit } });
+  return new GraphQLError(message.replace(/^Syntax Error: /, ''), {
+    extensions: { code: 'BAD_USER_INPUT', limit },
+  });
 }
 
-/** Validation limits report on the context; the token limit runs inside the parser (no context) and throws. */
+/** Validation limits report on the context; the token limit runs inside the parser (no context) and throws.
+ *
+ */
 function rejectAs(limit: QueryLimitName): GraphQLArmorRejectCallback {
   return (context, error) => {
     const typed = limitError(limit, error.message);
@@ -39,7 +50,12 @@ function rejectAs(limit: QueryLimitName): GraphQLArmorRejectCallback {
 const noIntrospection: ValidationRule = (context) => {
   const typed = Object.create(context) as ValidationContext;
   typed.reportError = (error: GraphQLError) =>
-    context.reportError(limitError('introspection', `${error.message.replace(/\.$/, '')}: introspection is disabled on this server.`));
+    context.reportError(
+      limitError(
+        'introspection',
+        `${error.message.replace(/\.$/, '')}: introspection is disabled on this server.`,
+      ),
+    );
   return NoSchemaIntrospectionCustomRule(typed);
 };
 
@@ -51,9 +67,22 @@ const noIntrospection: ValidationRule = (context) => {
 export function useQueryLimits(options: QueryLimitsOptions): Plugin {
   const common = { exposeLimits: true, propagateOnRejection: false } as const;
   const armor = EnvelopArmorPlugin({
-    maxDepth: { enabled: true, n: options.maxDepth, flattenFragments: true, ignoreIntrospection: true, ...common, onReject: [rejectAs('depth')] },
+    maxDepth: {
+      enabled: true,
+      n: options.maxDepth,
+      flattenFragments: true,
+      ignoreIntrospection: true,
+      ...common,
+      onReject: [rejectAs('depth')],
+    },
     maxAliases: { enabled: true, n: options.maxAliases, ...common, onReject: [rejectAs('aliases')] },
-    costLimit: { enabled: true, maxCost: options.maxCost, ignoreIntrospection: true, ...common, onReject: [rejectAs('cost')] },
+    costLimit: {
+      enabled: true,
+      maxCost: options.maxCost,
+      ignoreIntrospection: true,
+      ...common,
+      onReject: [rejectAs('cost')],
+    },
     maxTokens: { enabled: true, n: options.maxTokens, ...common, onReject: [rejectAs('tokens')] },
     maxDirectives: { enabled: true, n: options.maxDirectives, ...common, onReject: [rejectAs('directives')] },
     blockFieldSuggestion: { enabled: !options.fieldSuggestions },

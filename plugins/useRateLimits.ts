@@ -1,7 +1,14 @@
 import type { IncomingMessage } from 'node:http';
-import { getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionResult, type SelectionNode } from 'graphql';
+import {
+  type DocumentNode,
+  type ExecutionResult,
+  GraphQLError,
+  getOperationAST,
+  Kind,
+  type SelectionNode,
+} from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Principal } from '../src/auth/principal.js';
+import type { Principal } from '../src/auth/index.js';
 import type { CredentialAttemptGate } from './useFairwayAuth.js';
 
 /** Which limit refused, for the message and `extensions.limit`. */
@@ -37,12 +44,16 @@ export interface RequestSource {
 
 export interface RateLimitsOptions {
   limiter: RateLimitBuckets;
-  /** The client's address, for anonymous callers and failed credentials (src/server/rate-limits/client-address.ts). */
+  /** The client's address, for anonymous callers and failed credentials
+   * (src/server/rate-limits/client-address.ts).
+   */
   clientAddress: (source: RequestSource) => string;
   logError: (error: unknown) => void;
 }
 
-/** What the envelop context holds that matters here (HTTP: yoga's node server context; WebSocket: see src/server/websocket/websocket.ts). */
+/** What the envelop context holds that matters here (HTTP: yoga's node server context; WebSocket: see
+ * src/server/websocket/websocket.ts).
+ */
 interface RateContext extends RequestSource {
   currentUser?: Principal | null;
 }
@@ -66,8 +77,16 @@ export function useRateLimits(options: RateLimitsOptions): Plugin {
   const { limiter, clientAddress } = options;
   if (!limiter.config.enabled) return {};
 
-  const chargeOrRefuse = async (context: RateContext, document: DocumentNode, operationName: string | null | undefined, variables?: Record<string, unknown> | null): Promise<ExecutionResult | null> => {
-    const refused = await limiter.charge(subjectOf(context, clientAddress), operationCost(document, operationName, variables));
+  const chargeOrRefuse = async (
+    context: RateContext,
+    document: DocumentNode,
+    operationName: string | null | undefined,
+    variables?: Record<string, unknown> | null,
+  ): Promise<ExecutionResult | null> => {
+    const refused = await limiter.charge(
+      subjectOf(context, clientAddress),
+      operationCost(document, operationName, variables),
+    );
     return refused ? { errors: [refusalError(refused, isHttp(context))] } : null;
   };
 
@@ -85,11 +104,20 @@ export function useRateLimits(options: RateLimitsOptions): Plugin {
       extendContext({ credentialAttempts: gate } as never);
     },
     async onExecute({ args, setResultAndStopExecution }) {
-      const refusal = await chargeOrRefuse(args.contextValue as RateContext, args.document, args.operationName, args.variableValues as Record<string, unknown> | undefined);
+      const refusal = await chargeOrRefuse(
+        args.contextValue as RateContext,
+        args.document,
+        args.operationName,
+        args.variableValues as Record<string, unknown> | undefined,
+      );
       if (refusal) setResultAndStopExecution(refusal);
     },
     async onSubscribe({ args, setResultAndStopExecution }) {
-      const refusal = await chargeOrRefuse(args.contextValue as RateContext, args.document, args.operationName);
+      const refusal = await chargeOrRefuse(
+        args.contextValue as RateContext,
+        args.document,
+        args.operationName,
+      );
       if (refusal) setResultAndStopExecution(refusal);
     },
   };
@@ -107,21 +135,35 @@ export const JOBS_PER_BATCH_POINT = 10;
  * fragments included) add their jobs' share, counted in the literal list or the variable
  * before the operation runs (a malformed one then fails validation, having paid this).
  */
-export function operationCost(document: DocumentNode, operationName: string | null | undefined, variables: Record<string, unknown> | null | undefined): number {
+export function operationCost(
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  variables: Record<string, unknown> | null | undefined,
+): number {
   const operation = getOperationAST(document, operationName);
   if (!operation) return OPERATION_COST.query;
   if (operation.operation !== 'mutation') return OPERATION_COST[operation.operation];
-  const fragments = new Map(document.definitions.flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d] as const] : [])));
+  const fragments = new Map(
+    document.definitions.flatMap((d) =>
+      d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d] as const] : [],
+    ),
+  );
   let jobs = 0;
   const walk = (selections: readonly SelectionNode[], seen: Set<string>): void => {
     for (const selection of selections) {
       if (selection.kind === Kind.INLINE_FRAGMENT) walk(selection.selectionSet.selections, seen);
       else if (selection.kind === Kind.FRAGMENT_SPREAD) {
         const fragment = fragments.get(selection.name.value);
-        if (fragment && !seen.has(fragment.name.value)) walk(fragment.selectionSet.selections, new Set([...seen, fragment.name.value]));
+        if (fragment && !seen.has(fragment.name.value))
+          walk(fragment.selectionSet.selections, new Set([...seen, fragment.name.value]));
       } else if (selection.name.value === 'submitJobs') {
         const arg = selection.arguments?.find((a) => a.name.value === 'jobs')?.value;
-        const value = arg?.kind === Kind.LIST ? arg.values : arg?.kind === Kind.VARIABLE ? variables?.[arg.name.value] : undefined;
+        const value =
+          arg?.kind === Kind.LIST
+            ? arg.values
+            : arg?.kind === Kind.VARIABLE
+              ? variables?.[arg.name.value]
+              : undefined;
         if (Array.isArray(value)) jobs += value.length;
       }
     }
@@ -139,7 +181,13 @@ export function operationCost(document: DocumentNode, operationName: string | nu
 function subjectOf(context: RateContext, clientAddress: (source: RequestSource) => string): ChargeSubject {
   const principal = context.currentUser;
   if (!principal) return { kind: 'anonymous', ip: clientAddress(context) };
-  const tenantIds = principal.token ? (principal.token.tenantId ? [principal.token.tenantId] : []) : principal.roles.size === 1 ? [...principal.roles.keys()] : [];
+  const tenantIds = principal.token
+    ? principal.token.tenantId
+      ? [principal.token.tenantId]
+      : []
+    : principal.roles.size === 1
+      ? [...principal.roles.keys()]
+      : [];
   return {
     kind: 'principal',
     principalKey: principal.token ? `token:${principal.token.id}` : `user:${principal.userId}`,

@@ -12,11 +12,16 @@ export function useRefuseFormBodies(): Plugin {
     onRequestParse({ request }) {
       if (request.method !== 'POST') return;
       const contentType = (request.headers.get('content-type') ?? '').split(',')[0]!.trim().toLowerCase();
-      const form = FORM_CONTENT_TYPES.find((type) => contentType === type || contentType.startsWith(`${type};`));
+      const form = FORM_CONTENT_TYPES.find(
+        (type) => contentType === type || contentType.startsWith(`${type};`),
+      );
       if (!form) return;
-      throw createGraphQLError(`Content-Type ${form} is not accepted: send the operation as application/json.`, {
-        extensions: { code: 'BAD_REQUEST', http: { status: 415 } },
-      });
+      throw createGraphQLError(
+        `Content-Type ${form} is not accepted: send the operation as application/json.`,
+        {
+          extensions: { code: 'BAD_REQUEST', http: { status: 415 } },
+        },
+      );
     },
   };
 }

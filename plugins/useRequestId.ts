@@ -1,5 +1,5 @@
-import type { Plugin } from 'graphql-yoga';
 import { randomUUID } from 'node:crypto';
+import type { Plugin } from 'graphql-yoga';
 
 export interface RequestIdOptions {
   /** Header read from the client (if it looks sane) and echoed on the response. */

@@ -1,6 +1,6 @@
-import { getOperationAST, type DocumentNode, type ExecutionResult, type GraphQLError } from 'graphql';
+import { type DocumentNode, type ExecutionResult, type GraphQLError, getOperationAST } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
-import type { Principal } from '../src/auth/principal.js';
+import type { Principal } from '../src/auth/index.js';
 
 /** Where the lines go (src/server/observability/observability.ts's FairwayLogger is one). */
 export interface RequestLogger {
@@ -72,9 +72,16 @@ export function useRequestLogging(options: RequestLoggingOptions): Plugin {
   const requests = new WeakMap<Request, { started: number; lines: OperationLine[] }>();
   const operations = new WeakMap<object, { type: string; name: string | null }>();
 
-  const remember = (context: OperationContext, document: DocumentNode, operationName: string | null | undefined) => {
+  const remember = (
+    context: OperationContext,
+    document: DocumentNode,
+    operationName: string | null | undefined,
+  ) => {
     const ast = getOperationAST(document, operationName);
-    operations.set(context, { type: ast?.operation ?? 'unknown', name: ast?.name?.value ?? operationName ?? null });
+    operations.set(context, {
+      type: ast?.operation ?? 'unknown',
+      name: ast?.name?.value ?? operationName ?? null,
+    });
   };
   const lineFor = (context: OperationContext, codes: string[]): OperationLine => {
     const validated = operations.get(context);
@@ -89,22 +96,35 @@ export function useRequestLogging(options: RequestLoggingOptions): Plugin {
       ...(context.traceId ? { traceId: context.traceId } : {}),
     };
   };
-  const emit = (line: Record<string, unknown> & { errorCodes?: string[] }, status: number | undefined, message: string) => {
+  const emit = (
+    line: Record<string, unknown> & { errorCodes?: string[] },
+    status: number | undefined,
+    message: string,
+  ) => {
     const codes = line.errorCodes ?? [];
-    if ((status ?? 0) >= 500 || codes.includes('INTERNAL_SERVER_ERROR') || codes.includes('SERVICE_UNAVAILABLE')) logger.error(line, message);
+    if (
+      (status ?? 0) >= 500 ||
+      codes.includes('INTERNAL_SERVER_ERROR') ||
+      codes.includes('SERVICE_UNAVAILABLE')
+    )
+      logger.error(line, message);
     else if ((status ?? 0) >= 400 || codes.length > 0) logger.warn(line, message);
     else logger.info(line, message);
   };
   const since = (started: number) => Math.round((performance.now() - started) * 10) / 10;
   const codesOf = (errors: readonly GraphQLError[] | undefined, fallback?: string): string[] =>
-    (errors ?? []).map((error) => (typeof error.extensions?.code === 'string' ? error.extensions.code : (fallback ?? errorCode(error))));
+    (errors ?? []).map((error) =>
+      typeof error.extensions?.code === 'string' ? error.extensions.code : (fallback ?? errorCode(error)),
+    );
 
   return {
     onRequest({ request, requestHandler, setRequestHandler }) {
       requests.set(request, { started: performance.now(), lines: [] });
       // The id is known once the context is built (useRequestId); the bag is filled then.
       const bag: RequestLogStore = {};
-      setRequestHandler((req, serverContext) => requestContext.run(bag, () => requestHandler(req, serverContext)));
+      setRequestHandler((req, serverContext) =>
+        requestContext.run(bag, () => requestHandler(req, serverContext)),
+      );
     },
 
     onContextBuilding({ context }) {
@@ -121,7 +141,11 @@ export function useRequestLogging(options: RequestLoggingOptions): Plugin {
       return {
         onExecuteDone({ result }) {
           if (isAsyncIterable(result)) return; // incremental delivery over a socket: not enabled
-          emit({ ...lineFor(context, codesOf(result.errors)), transport: 'ws', durationMs: since(started) }, undefined, 'graphql operation');
+          emit(
+            { ...lineFor(context, codesOf(result.errors)), transport: 'ws', durationMs: since(started) },
+            undefined,
+            'graphql operation',
+          );
         },
       };
     },
@@ -133,14 +157,26 @@ export function useRequestLogging(options: RequestLoggingOptions): Plugin {
       const started = performance.now();
       return {
         onSubscribeResult({ result }) {
-          const line = { ...lineFor(context, isAsyncIterable(result) ? [] : codesOf(result.errors)), transport: 'ws' };
+          const line = {
+            ...lineFor(context, isAsyncIterable(result) ? [] : codesOf(result.errors)),
+            transport: 'ws',
+          };
           emit({ ...line, durationMs: since(started) }, undefined, 'graphql subscription started');
           if (!isAsyncIterable(result)) return;
-          return { onEnd: () => logger.debug({ ...line, durationMs: since(started) }, 'graphql subscription ended') };
+          return {
+            onEnd: () => logger.debug({ ...line, durationMs: since(started) }, 'graphql subscription ended'),
+          };
         },
         onSubscribeError({ error }) {
-          const code = error && typeof error === 'object' && (error as Error).name === 'GraphQLError' ? errorCode(error as GraphQLError) : 'INTERNAL_SERVER_ERROR';
-          emit({ ...lineFor(context, [code]), transport: 'ws', durationMs: since(started) }, undefined, 'graphql subscription started');
+          const code =
+            error && typeof error === 'object' && (error as Error).name === 'GraphQLError'
+              ? errorCode(error as GraphQLError)
+              : 'INTERNAL_SERVER_ERROR';
+          emit(
+            { ...lineFor(context, [code]), transport: 'ws', durationMs: since(started) },
+            undefined,
+            'graphql subscription started',
+          );
         },
       };
     },
@@ -151,7 +187,16 @@ export function useRequestLogging(options: RequestLoggingOptions): Plugin {
       if (operation.request) return;
       const started = performance.now();
       return ({ valid, result }) => {
-        if (!valid) emit({ ...lineFor(operation, codesOf(result as readonly GraphQLError[], 'GRAPHQL_VALIDATION_FAILED')), transport: 'ws', durationMs: since(started) }, undefined, 'graphql operation');
+        if (!valid)
+          emit(
+            {
+              ...lineFor(operation, codesOf(result as readonly GraphQLError[], 'GRAPHQL_VALIDATION_FAILED')),
+              transport: 'ws',
+              durationMs: since(started),
+            },
+            undefined,
+            'graphql operation',
+          );
       };
     },
 
@@ -168,7 +213,12 @@ export function useRequestLogging(options: RequestLoggingOptions): Plugin {
       if (!state) return;
       requests.delete(request);
       const path = new URL(request.url, 'http://localhost').pathname;
-      const http = { transport: 'http', method: request.method, status: response.status, durationMs: since(state.started) };
+      const http = {
+        transport: 'http',
+        method: request.method,
+        status: response.status,
+        durationMs: since(state.started),
+      };
       if (path !== endpoint) {
         const line = { ...http, path, requestId: response.headers.get('x-request-id') ?? undefined };
         if (QUIET_PATHS.has(path)) logger.debug(line, 'http request');
@@ -176,18 +226,38 @@ export function useRequestLogging(options: RequestLoggingOptions): Plugin {
         return;
       }
       // Refused before any operation ran (unsupported media type, body too large, CSRF…): one line still.
-      if (state.lines.length === 0) emit({ ...http, requestId: response.headers.get('x-request-id') ?? undefined, operationName: null, errorCodes: [] }, response.status, 'graphql request');
+      if (state.lines.length === 0)
+        emit(
+          {
+            ...http,
+            requestId: response.headers.get('x-request-id') ?? undefined,
+            operationName: null,
+            errorCodes: [],
+          },
+          response.status,
+          'graphql request',
+        );
       for (const line of state.lines) emit({ ...line, ...http }, response.status, 'graphql operation');
     },
   };
 }
 
 /** Who called, by ids only (never an e-mail or a name): the kind, the user, the token, the tenants. */
-function callerOf(principal: Principal | null): Pick<OperationLine, 'principal' | 'tenantIds' | 'tenantCount' | 'platformAdmin'> {
+function callerOf(
+  principal: Principal | null,
+): Pick<OperationLine, 'principal' | 'tenantIds' | 'tenantCount' | 'platformAdmin'> {
   if (!principal) return { principal: { kind: 'anonymous' }, tenantIds: [], platformAdmin: false };
-  const tenants = principal.token ? (principal.token.tenantId ? [principal.token.tenantId] : []) : [...principal.roles.keys()];
+  const tenants = principal.token
+    ? principal.token.tenantId
+      ? [principal.token.tenantId]
+      : []
+    : [...principal.roles.keys()];
   return {
-    principal: { kind: principal.kind, userId: principal.userId, ...(principal.token ? { tokenId: principal.token.id } : {}) },
+    principal: {
+      kind: principal.kind,
+      userId: principal.userId,
+      ...(principal.token ? { tokenId: principal.token.id } : {}),
+    },
     tenantIds: tenants.slice(0, MAX_TENANT_IDS),
     ...(tenants.length > MAX_TENANT_IDS ? { tenantCount: tenants.length } : {}),
     platformAdmin: principal.isPlatformAdmin,

@@ -38,7 +38,12 @@ export function useRoutes(options: RoutesOptions): Plugin {
       if (!routes) return;
       const route = routes.find((r) => r.method === '*' || r.method === request.method);
       if (!route) {
-        endResponse(options.methodNotAllowed(routes.map((r) => r.method), fetchAPI.Response));
+        endResponse(
+          options.methodNotAllowed(
+            routes.map((r) => r.method),
+            fetchAPI.Response,
+          ),
+        );
         return;
       }
       return Promise.resolve(route.handler({ request, url, Response: fetchAPI.Response })).then(endResponse);

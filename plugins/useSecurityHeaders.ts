@@ -12,7 +12,12 @@ export interface UseSecurityHeadersOptions {
 export const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 const HSTS = 'max-age=31536000';
 /** Responses that carry GraphQL results: never stored by a browser or a shared cache. */
-const GRAPHQL_TYPES = ['application/json', 'application/graphql-response+json', 'text/event-stream', 'multipart/mixed'];
+const GRAPHQL_TYPES = [
+  'application/json',
+  'application/graphql-response+json',
+  'text/event-stream',
+  'multipart/mixed',
+];
 
 /** Inline <script> bodies as the browser sees them (scripts with a src have an empty body). */
 function inlineScripts(html: string): string[] {
@@ -25,7 +30,9 @@ function inlineScripts(html: string): string[] {
 
 /** CSP sources for a page's inline scripts. */
 export function scriptHashes(html: string): string[] {
-  return inlineScripts(html).map((body) => `'sha256-${createHash('sha256').update(body, 'utf8').digest('base64')}'`);
+  return inlineScripts(html).map(
+    (body) => `'sha256-${createHash('sha256').update(body, 'utf8').digest('base64')}'`,
+  );
 }
 
 /** A host as it may appear in a CSP source (no spaces, quotes or semicolons from a forged Host header). */
@@ -62,7 +69,8 @@ export function useSecurityHeaders(options: UseSecurityHeadersOptions): Plugin {
   // The page is large (~9 MB) and the same for every visit: hash it once per distinct text.
   let lastPage: { html: string; hashes: string[] } | null = null;
   return {
-    // Not async: only a GraphiQL page needs to wait (for its text); every other response is done synchronously, without a promise per request.
+    // Not async: only a GraphiQL page needs to wait (for its text); every other response is done
+    // synchronously, without a promise per request.
     onResponse({ request, response, setResponse, fetchAPI }) {
       const headers = response.headers;
       headers.set('x-content-type-options', 'nosniff');
@@ -70,9 +78,11 @@ export function useSecurityHeaders(options: UseSecurityHeadersOptions): Plugin {
       headers.set('x-frame-options', 'DENY');
       headers.set('cross-origin-resource-policy', 'same-origin');
       if (options.hsts) headers.set('strict-transport-security', HSTS);
-      if (options.varyOnOrigin && !/\borigin\b/i.test(headers.get('vary') ?? '')) headers.append('vary', 'Origin');
+      if (options.varyOnOrigin && !/\borigin\b/i.test(headers.get('vary') ?? ''))
+        headers.append('vary', 'Origin');
       const contentType = (headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-      if (GRAPHQL_TYPES.includes(contentType) || !headers.has('cache-control')) headers.set('cache-control', 'no-store');
+      if (GRAPHQL_TYPES.includes(contentType) || !headers.has('cache-control'))
+        headers.set('cache-control', 'no-store');
       if (contentType !== 'text/html' || !response.body) {
         headers.set('content-security-policy', API_CSP);
         return;
@@ -81,7 +91,9 @@ export function useSecurityHeaders(options: UseSecurityHeadersOptions): Plugin {
       return response.text().then((html) => {
         if (lastPage?.html !== html) lastPage = { html, hashes: scriptHashes(html) };
         headers.set('content-security-policy', htmlPagePolicy(lastPage.hashes, request.headers.get('host')));
-        setResponse(new fetchAPI.Response(html, { status: response.status, statusText: response.statusText, headers }));
+        setResponse(
+          new fetchAPI.Response(html, { status: response.status, statusText: response.statusText, headers }),
+        );
       });
     },
   };

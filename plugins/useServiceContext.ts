@@ -1,6 +1,6 @@
-import type { Plugin } from 'graphql-yoga';
 import { randomUUID } from 'node:crypto';
-import type { Principal } from '../src/auth/principal.js';
+import type { Plugin } from 'graphql-yoga';
+import type { Principal } from '../src/auth/index.js';
 
 export interface ServiceContextOptions {
   /**
@@ -18,7 +18,8 @@ export interface ServiceContextOptions {
 export function useServiceContext(options: ServiceContextOptions): Plugin {
   return {
     onContextBuilding({ context, extendContext }) {
-      const principal = ((context as { currentUser?: Principal | null }).currentUser ?? null) as Principal | null;
+      const principal = ((context as { currentUser?: Principal | null }).currentUser ??
+        null) as Principal | null;
       const requestId = (context as { requestId?: string }).requestId ?? randomUUID();
       extendContext(options.createContext(principal, { requestId }) as never);
     },

@@ -1,7 +1,7 @@
 import { isAsyncIterable, makeExecute, type Plugin } from '@envelop/core';
 import { subscribe } from '@envelop/execute-subscription-event/subscribe';
-import { execute, GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
-import type { Principal } from '../src/auth/principal.js';
+import { type ExecutionArgs, type ExecutionResult, execute, GraphQLError } from 'graphql';
+import type { Principal } from '../src/auth/index.js';
 
 /** Where an event's fields read the stored data (src/server/context/service-context.ts). */
 export interface SubscriptionEventStore<Em> {
@@ -80,13 +80,29 @@ export function useSubscriptionEventContext<Em>(options: SubscriptionEventContex
       // Errors of fields are in the result (graphql-js catches them), so the callback itself
       // fails only on a bug.
       return await store.snapshot(scoped, async (em) =>
-        execute({ ...args, contextValue: { ...(args.contextValue as object), principal, currentUser: principal, em, loaders: store.loaders(em) } }),
+        execute({
+          ...args,
+          contextValue: {
+            ...(args.contextValue as object),
+            principal,
+            currentUser: principal,
+            em,
+            loaders: store.loaders(em),
+          },
+        }),
       );
     } catch (error) {
       // The transaction could not begin or end (the database is unavailable, say). Sent as this
       // event's error, which the error mask types (SERVICE_UNAVAILABLE), not thrown: a throw
       // would end the subscription, and the next event may well find the database back.
-      return { data: null, errors: [new GraphQLError(error instanceof Error ? error.message : String(error), { originalError: error instanceof Error ? error : undefined })] };
+      return {
+        data: null,
+        errors: [
+          new GraphQLError(error instanceof Error ? error.message : String(error), {
+            originalError: error instanceof Error ? error : undefined,
+          }),
+        ],
+      };
     }
   });
   return {
@@ -101,7 +117,9 @@ export function useSubscriptionEventContext<Em>(options: SubscriptionEventContex
   };
 }
 
-/** The caller as they are now; null when the credential no longer verifies (revoked, expired, owner removed). */
+/** The caller as they are now; null when the credential no longer verifies (revoked, expired, owner
+ * removed).
+ */
 async function currentPrincipal(context: SubscriptionContext): Promise<Principal | null> {
   try {
     return (await context.reauthenticate?.()) ?? null;
@@ -118,14 +136,20 @@ function codeOf(error: GraphQLError): unknown {
 
 /** The root field failed and every error is a refusal: the caller may not see this event. */
 function refused(result: ExecutionResult): boolean {
-  return result.data == null && !!result.errors?.length && result.errors.every((error) => REFUSED.has(codeOf(error) as string));
+  return (
+    result.data == null &&
+    !!result.errors?.length &&
+    result.errors.every((error) => REFUSED.has(codeOf(error) as string))
+  );
 }
 
 /**
  * The stream without refused events. A plain iterator, not an async generator: `return()`
  * must reach the source at once when the client unsubscribes, not after the next event.
  */
-function withoutRefusedEvents(source: AsyncIterableIterator<ExecutionResult> | AsyncIterable<ExecutionResult>): AsyncIterableIterator<ExecutionResult> {
+function withoutRefusedEvents(
+  source: AsyncIterableIterator<ExecutionResult> | AsyncIterable<ExecutionResult>,
+): AsyncIterableIterator<ExecutionResult> {
   const iterator = source[Symbol.asyncIterator]();
   const filtered: AsyncIterableIterator<ExecutionResult> = {
     async next() {
@@ -134,7 +158,8 @@ function withoutRefusedEvents(source: AsyncIterableIterator<ExecutionResult> | A
         if (step.done || !refused(step.value)) return step;
       }
     },
-    return: (value?: unknown) => iterator.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
+    return: (value?: unknown) =>
+      iterator.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
     throw: (error?: unknown) => iterator.throw?.(error) ?? Promise.reject(error),
     [Symbol.asyncIterator]: () => filtered,
   };

@@ -1,8 +1,13 @@
+import {
+  getCurrentOtelContext,
+  otelContextMap,
+  setCurrentOtelContext,
+  useOpenTelemetry,
+} from '@envelop/opentelemetry';
+import { ROOT_CONTEXT, type Span, SpanKind, type TracerProvider, trace } from '@opentelemetry/api';
 import type { GraphQLError } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
-import { ROOT_CONTEXT, SpanKind, trace, type Span, type TracerProvider } from '@opentelemetry/api';
-import { getCurrentOtelContext, otelContextMap, setCurrentOtelContext, useOpenTelemetry } from '@envelop/opentelemetry';
-import type { Principal } from '../src/auth/principal.js';
+import type { Principal } from '../src/auth/index.js';
 
 export interface TracingOptions {
   /** The code a caller sees for an error, before yoga's masking (src/server/errors.ts). */
@@ -15,7 +20,16 @@ export interface TracingOptions {
  * @envelop/opentelemetry with resolvers, variables, result and document off.
  */
 export function useTracing(provider: TracerProvider, options: TracingOptions): Plugin[] {
-  return [useFairwaySpanAttributes(options.errorCode), useOpenTelemetry({ resolvers: false, variables: false, result: false, document: false }, provider, SpanKind.SERVER, {}, 'fairway') as Plugin];
+  return [
+    useFairwaySpanAttributes(options.errorCode),
+    useOpenTelemetry(
+      { resolvers: false, variables: false, result: false, document: false },
+      provider,
+      SpanKind.SERVER,
+      {},
+      'fairway',
+    ) as Plugin,
+  ];
 }
 
 interface TracedContext {
@@ -31,15 +45,28 @@ function useFairwaySpanAttributes(errorCode: (error: GraphQLError) => string): P
     const parent = parseTraceparent(context.request?.headers.get('traceparent'));
     if (parent) setCurrentOtelContext(context, trace.setSpanContext(ROOT_CONTEXT, parent));
   };
-  const annotate = (context: TracedContext, errors: readonly GraphQLError[] | undefined): Span | undefined => {
+  const annotate = (
+    context: TracedContext,
+    errors: readonly GraphQLError[] | undefined,
+  ): Span | undefined => {
     const span = trace.getSpan(getCurrentOtelContext(context));
     if (!span) return undefined;
     const principal = context.currentUser ?? null;
-    const tenants = principal?.token ? (principal.token.tenantId ? [principal.token.tenantId] : []) : [...(principal?.roles.keys() ?? [])];
+    const tenants = principal?.token
+      ? principal.token.tenantId
+        ? [principal.token.tenantId]
+        : []
+      : [...(principal?.roles.keys() ?? [])];
     span.setAttributes({
       'fairway.request_id': context.requestId ?? '',
       'fairway.principal.kind': principal?.kind ?? 'anonymous',
-      ...(principal ? { 'fairway.principal.user_id': principal.userId, 'fairway.platform_admin': principal.isPlatformAdmin, 'fairway.tenant_ids': tenants.slice(0, 20) } : {}),
+      ...(principal
+        ? {
+            'fairway.principal.user_id': principal.userId,
+            'fairway.platform_admin': principal.isPlatformAdmin,
+            'fairway.tenant_ids': tenants.slice(0, 20),
+          }
+        : {}),
       ...(principal?.token ? { 'fairway.principal.token_id': principal.token.id } : {}),
     });
     const codes = [...new Set((errors ?? []).map(errorCode))];
@@ -67,7 +94,12 @@ function useFairwaySpanAttributes(errorCode: (error: GraphQLError) => string): P
           annotate(context, isAsyncIterable(result) ? undefined : result.errors);
         },
         onSubscribeError({ error }) {
-          annotate(context, error && typeof error === 'object' && (error as Error).name === 'GraphQLError' ? [error as GraphQLError] : []);
+          annotate(
+            context,
+            error && typeof error === 'object' && (error as Error).name === 'GraphQLError'
+              ? [error as GraphQLError]
+              : [],
+          );
         },
       };
     },
@@ -75,7 +107,9 @@ function useFairwaySpanAttributes(errorCode: (error: GraphQLError) => string): P
 }
 
 /** W3C trace context (`traceparent: 00-<trace id>-<parent span id>-<flags>`); null when absent or malformed. */
-export function parseTraceparent(header: string | null | undefined): { traceId: string; spanId: string; traceFlags: number; isRemote: true } | null {
+export function parseTraceparent(
+  header: string | null | undefined,
+): { traceId: string; spanId: string; traceFlags: number; isRemote: true } | null {
   const match = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(header?.trim() ?? '');
   if (!match || /^0+$/.test(match[1]!) || /^0+$/.test(match[2]!)) return null;
   return { traceId: match[1]!, spanId: match[2]!, traceFlags: parseInt(match[3]!, 16), isRemote: true };

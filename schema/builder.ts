@@ -1,9 +1,9 @@
 import SchemaBuilder from '@pothos/core';
-import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import RelayPlugin from '@pothos/plugin-relay';
+import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import ValidationPlugin from '@pothos/plugin-validation';
 import { GraphQLError } from 'graphql';
-import { callerHasCapability, type Capability } from '../src/services/context.js';
+import { type Capability, callerHasCapability } from '../src/services/context.js';
 import type { GraphQLContext } from './context.js';
 
 export const builder = new SchemaBuilder<{
@@ -22,7 +22,8 @@ export const builder = new SchemaBuilder<{
     self: string;
   };
 }>({
-  // scope-auth first so nothing resolves before the check; relay before it would only matter for globalID args.
+  // scope-auth first so nothing resolves before the check; relay before it would only matter for globalID
+  // args.
   plugins: [ScopeAuthPlugin, RelayPlugin, ValidationPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
@@ -36,9 +37,12 @@ export const builder = new SchemaBuilder<{
     }),
     unauthorizedError: (_parent, ctx, info) =>
       ctx.principal
-        ? new GraphQLError(`Not allowed to read ${info.parentType.name}.${info.fieldName} with your role or token scopes.`, {
-            extensions: { code: 'FORBIDDEN' },
-          })
+        ? new GraphQLError(
+            `Not allowed to read ${info.parentType.name}.${info.fieldName} with your role or token scopes.`,
+            {
+              extensions: { code: 'FORBIDDEN' },
+            },
+          )
         : new GraphQLError('Sign in first: send "Authorization: Bearer <API token or OIDC JWT>".', {
             extensions: { code: 'UNAUTHENTICATED' },
           }),
@@ -53,7 +57,9 @@ export const builder = new SchemaBuilder<{
   validation: {
     validationError: (failure) => {
       const problems = failure.issues.map((issue) => {
-        const path = (issue.path ?? []).map((p) => (typeof p === 'object' ? String(p.key) : String(p))).join('.');
+        const path = (issue.path ?? [])
+          .map((p) => (typeof p === 'object' ? String(p.key) : String(p)))
+          .join('.');
         return path ? `${path}: ${issue.message}` : issue.message;
       });
       return new GraphQLError(`Invalid input: ${problems.join('; ')}`, {

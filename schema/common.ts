@@ -1,29 +1,40 @@
 import { decodeGlobalID, encodeGlobalID, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
 import { GraphQLError, Kind } from 'graphql';
 import { z } from 'zod';
+import { AUDIT_OUTCOMES } from '../src/persistence/audit/index.js';
 import { isUuid } from '../src/persistence/ids.js';
-import { badInput, notFound } from '../src/shared/client-errors.js';
+import {
+  type ISOLATION_LEVELS,
+  PROJECT_STATUSES,
+  type TENANT_ROLES,
+  TENANT_STATUSES,
+  TENANT_TIERS,
+} from '../src/persistence/tenancy/index.js';
+import { SLA_CLASSES, WORKLOAD_TYPES } from '../src/services/governance/index.js';
 import type { PageQuery } from '../src/services/paging.js';
-import { CAPABILITIES, PLATFORM_SCOPE } from '../src/services/tenancy/api-tokens.js';
-import { ISOLATION_LEVELS, PROJECT_STATUSES, TENANT_ROLES, TENANT_STATUSES, TENANT_TIERS } from '../src/persistence/tenancy/entities.js';
-import { AUDIT_OUTCOMES } from '../src/persistence/audit/entities.js';
-import { SLA_CLASSES, WORKLOAD_TYPES } from '../src/services/governance/policies.js';
+import { CAPABILITIES, PLATFORM_SCOPE } from '../src/services/tenancy/index.js';
+import { badInput, notFound } from '../src/shared/index.js';
 import { builder } from './builder.js';
 
 builder.scalarType('DateTime', {
   description: 'An instant in time, ISO-8601 with time zone (e.g. 2026-11-30T09:00:00Z).',
-  serialize: (value) => (value instanceof Date ? value.toISOString() : new Date(value as string).toISOString()),
+  serialize: (value) =>
+    value instanceof Date ? value.toISOString() : new Date(value as string).toISOString(),
   parseValue: (value) => {
     const date = typeof value === 'string' ? new Date(value) : null;
     if (!date || Number.isNaN(date.getTime())) {
-      throw new GraphQLError('DateTime must be an ISO-8601 string such as 2026-11-30T09:00:00Z', { extensions: { code: 'BAD_USER_INPUT' } });
+      throw new GraphQLError('DateTime must be an ISO-8601 string such as 2026-11-30T09:00:00Z', {
+        extensions: { code: 'BAD_USER_INPUT' },
+      });
     }
     return date;
   },
   parseLiteral: (ast) => {
     const date = ast.kind === Kind.STRING ? new Date(ast.value) : null;
     if (!date || Number.isNaN(date.getTime())) {
-      throw new GraphQLError('DateTime must be an ISO-8601 string such as 2026-11-30T09:00:00Z', { extensions: { code: 'BAD_USER_INPUT' } });
+      throw new GraphQLError('DateTime must be an ISO-8601 string such as 2026-11-30T09:00:00Z', {
+        extensions: { code: 'BAD_USER_INPUT' },
+      });
     }
     return date;
   },
@@ -37,7 +48,7 @@ builder.scalarType('JSON', {
 
 export const TenantTierEnum = builder.enumType('TenantTier', { values: TENANT_TIERS });
 export const IsolationLevelEnum = builder.enumType('IsolationLevel', {
-  description: 'One knob over a tenant\'s quota limits; see the scheduling design.',
+  description: "One knob over a tenant's quota limits; see the scheduling design.",
   values: {
     DEDICATED: { description: 'Own pool; lends and borrows nothing.' },
     GUARANTEED: { description: 'Lends idle nominal quota and reclaims it at once.' },
@@ -46,9 +57,13 @@ export const IsolationLevelEnum = builder.enumType('IsolationLevel', {
   } satisfies Record<(typeof ISOLATION_LEVELS)[number], unknown>,
 });
 export const TenantStatusEnum = builder.enumType('TenantStatus', { values: TENANT_STATUSES });
-/** Governance (issue 16): what a job (declared at submit) or a queue runs; shared by Job, Queue and the policy rules. */
+/** Governance: what a job (declared at submit) or a queue runs; shared by Job, Queue and the policy rules. */
 export const WorkloadTypeEnum = builder.enumType('WorkloadType', { values: WORKLOAD_TYPES });
-export const SlaClassEnum = builder.enumType('SlaClass', { values: SLA_CLASSES, description: "A queue's service level: with its workload type and its tenant's tier it chooses the queue's isolation policy." });
+export const SlaClassEnum = builder.enumType('SlaClass', {
+  values: SLA_CLASSES,
+  description:
+    "A queue's service level: with its workload type and its tenant's tier it chooses the queue's isolation policy.",
+});
 export const TenantRoleEnum = builder.enumType('TenantRole', {
   values: {
     TENANT_ADMIN: { description: 'Manages members, projects, tokens; reads the audit log.' },
@@ -64,15 +79,28 @@ export const AuditOutcomeEnum = builder.enumType('AuditOutcome', { values: AUDIT
 export const scopeToEnum = (scope: string) => scope.replace(':', '_').toUpperCase();
 export const ApiTokenScopeEnum = builder.enumType('ApiTokenScope', {
   description: `What an API token may do, always within its owner's role in the token's tenant. (A token without a tenant is a platform token; it has no scopes and acts as its platform-admin owner: "${PLATFORM_SCOPE}".)`,
-  values: Object.fromEntries(CAPABILITIES.map((c) => [scopeToEnum(c), { value: c }])) as Record<string, { value: (typeof CAPABILITIES)[number] }>,
+  values: Object.fromEntries(CAPABILITIES.map((c) => [scopeToEnum(c), { value: c }])) as Record<
+    string,
+    { value: (typeof CAPABILITIES)[number] }
+  >,
 });
 
 // Limits shared by inputs, phrased so a person can act on them.
 export const slugSchema = z
   .string()
-  .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'use 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit');
-export const nameSchema = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
-export const emailSchema = z.string().max(254, 'must be at most 254 characters').email('must be an e-mail address');
+  .regex(
+    /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/,
+    'use 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit',
+  );
+export const nameSchema = z
+  .string()
+  .trim()
+  .min(1, 'must not be empty')
+  .max(200, 'must be at most 200 characters');
+export const emailSchema = z
+  .string()
+  .max(254, 'must be at most 254 characters')
+  .email('must be an e-mail address');
 export const descriptionSchema = z.string().max(2000, 'must be at most 2000 characters');
 
 /**
@@ -101,7 +129,12 @@ function truncate(value: string): string {
 export const toCursor = (row: { id: string }) => Buffer.from(row.id, 'utf8').toString('base64url');
 
 export function pageFrom(args: ResolveCursorConnectionArgs): PageQuery {
-  return { after: decodeCursor(args.after), before: decodeCursor(args.before), limit: args.limit, inverted: args.inverted };
+  return {
+    after: decodeCursor(args.after),
+    before: decodeCursor(args.before),
+    limit: args.limit,
+    inverted: args.inverted,
+  };
 }
 
 function decodeCursor(cursor: string | undefined): string | undefined {

@@ -1,5 +1,5 @@
-import type { ApiToken, Membership, Project, Tenant } from '../src/persistence/tenancy/entities.js';
-import type { AuditEvent } from '../src/persistence/audit/entities.js';
+import type { AuditEvent } from '../src/persistence/audit/index.js';
+import type { ApiToken, Membership, Project, Tenant } from '../src/persistence/tenancy/index.js';
 import type { Principal } from '../src/services/context.js';
 import { builder } from './builder.js';
 
@@ -14,9 +14,15 @@ export const ApiTokenRef = builder.objectRef<ApiToken>('ApiToken');
 export const AuditEventRef = builder.objectRef<AuditEvent>('AuditEvent');
 export const ViewerRef = builder.objectRef<Principal>('Viewer');
 
-import type { JobView } from '../src/persistence/jobs/job-rows.js';
-import type { ClusterNode, Cohort, Flavor, NodePool, PriorityClassRow, Queue } from '../src/persistence/cluster/entities.js';
-import type { JobEvent } from '../src/persistence/jobs/entities.js';
+import type {
+  ClusterNode,
+  Cohort,
+  Flavor,
+  NodePool,
+  PriorityClassRow,
+  Queue,
+} from '../src/persistence/cluster/index.js';
+import type { JobEvent, JobView } from '../src/persistence/jobs/index.js';
 export const FlavorRef = builder.objectRef<Flavor>('Flavor');
 export const NodePoolRef = builder.objectRef<NodePool>('NodePool');
 export const ClusterNodeRef = builder.objectRef<ClusterNode>('ClusterNode');
@@ -27,7 +33,8 @@ export const QueueRef = builder.objectRef<Queue>('Queue');
 export const JobRef = builder.objectRef<JobView>('Job');
 export const JobEventRef = builder.objectRef<JobEvent>('JobEvent');
 
-import type { BreakGlassGrant } from '../src/persistence/tenancy/access-entities.js';
+import type { BreakGlassGrant } from '../src/persistence/tenancy/index.js';
 export const BreakGlassGrantRef = builder.objectRef<BreakGlassGrant>('BreakGlassGrant');
-import type { ProjectMembership } from '../src/services/tenancy/project-members.js';
+
+import type { ProjectMembership } from '../src/services/tenancy/index.js';
 export const ProjectMemberRef = builder.objectRef<ProjectMembership>('ProjectMember');

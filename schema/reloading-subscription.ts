@@ -1,4 +1,4 @@
-import { Kind, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import { type GraphQLResolveInfo, Kind, type SelectionSetNode } from 'graphql';
 import type { GraphQLContext } from './context.js';
 
 /** Marks a source event whose selected fields read nothing stored (see `storedFields` below). */
@@ -29,14 +29,22 @@ export function reloadingSubscription<Args, Watched, Event, Root>(steps: {
   storedFields?: readonly string[];
 }) {
   return {
-    subscribe: (_root: unknown, args: Args, ctx: GraphQLContext, info?: GraphQLResolveInfo): AsyncIterable<Event> | Promise<AsyncIterable<Event>> => {
-      const memoryOnly = steps.storedFields !== undefined && info !== undefined && !selectsAny(info, steps.storedFields);
-      const open = (watched: Watched) => (memoryOnly ? withoutStoredReads(steps.source(watched, ctx)) : steps.source(watched, ctx));
+    subscribe: (
+      _root: unknown,
+      args: Args,
+      ctx: GraphQLContext,
+      info?: GraphQLResolveInfo,
+    ): AsyncIterable<Event> | Promise<AsyncIterable<Event>> => {
+      const memoryOnly =
+        steps.storedFields !== undefined && info !== undefined && !selectsAny(info, steps.storedFields);
+      const open = (watched: Watched) =>
+        memoryOnly ? withoutStoredReads(steps.source(watched, ctx)) : steps.source(watched, ctx);
       const watched = steps.watch(args, ctx);
       // A synchronous check opens the source synchronously, as the fields did before this helper.
       return watched instanceof Promise ? watched.then(open) : open(watched);
     },
-    resolve: (event: Event | Marked<Event>, args: Args, ctx: GraphQLContext) => steps.reload(isMarked(event) ? event.event : event, args, ctx),
+    resolve: (event: Event | Marked<Event>, args: Args, ctx: GraphQLContext) =>
+      steps.reload(isMarked(event) ? event.event : event, args, ctx),
   };
 }
 
@@ -46,7 +54,8 @@ interface Marked<Event> {
   event: Event;
 }
 
-const isMarked = <Event>(value: Event | Marked<Event>): value is Marked<Event> => typeof value === 'object' && value !== null && NO_STORED_READS in value;
+const isMarked = <Event>(value: Event | Marked<Event>): value is Marked<Event> =>
+  typeof value === 'object' && value !== null && NO_STORED_READS in value;
 
 /** Whether an event root was marked as reading nothing stored (plugins/useSubscriptionEventContext's `readsNothingStored`). */
 export const readsNothingStored = (root: unknown): boolean => isMarked(root);
@@ -55,10 +64,19 @@ export const readsNothingStored = (root: unknown): boolean => isMarked(root);
 function withoutStoredReads<Event>(source: AsyncIterable<Event>): AsyncIterable<Event> {
   const iterator = source[Symbol.asyncIterator]();
   const marked: AsyncIterableIterator<Marked<Event>> = {
-    next: () => iterator.next().then((step) => (step.done ? step : { done: false, value: { [NO_STORED_READS]: true, event: step.value } })),
+    next: () =>
+      iterator
+        .next()
+        .then((step) =>
+          step.done ? step : { done: false, value: { [NO_STORED_READS]: true, event: step.value } },
+        ),
     // A finished step carries no event: nothing to mark.
-    return: (value?: unknown) => (iterator.return?.(value) ?? Promise.resolve({ done: true, value: undefined })) as Promise<IteratorResult<Marked<Event>>>,
-    throw: (error?: unknown) => (iterator.throw?.(error) ?? Promise.reject(error)) as Promise<IteratorResult<Marked<Event>>>,
+    return: (value?: unknown) =>
+      (iterator.return?.(value) ?? Promise.resolve({ done: true, value: undefined })) as Promise<
+        IteratorResult<Marked<Event>>
+      >,
+    throw: (error?: unknown) =>
+      (iterator.throw?.(error) ?? Promise.reject(error)) as Promise<IteratorResult<Marked<Event>>>,
     [Symbol.asyncIterator]: () => marked,
   };
   // The executor sees the marked values; resolve() above unwraps them.

@@ -1,11 +1,17 @@
 import net from 'node:net';
 import { ConfigError, load } from './config/index.js';
-import { buildApp } from './server/app.js';
-import { startDemoTrickle } from './server/demo/trickle.js';
-import { demoCredentialsPath, readDemoCredentials, seedDemo, seedDemoBudgets, type DemoCredential } from './server/demo/seed.js';
 import { isDatabaseUnavailable } from './persistence/database-unavailable.js';
-import { User } from './persistence/tenancy/entities.js';
+import { User } from './persistence/tenancy/index.js';
 import { systemEntityManager } from './persistence/tenant-filter.js';
+import { buildApp } from './server/app.js';
+import {
+  type DemoCredential,
+  demoCredentialsPath,
+  readDemoCredentials,
+  seedDemo,
+  seedDemoBudgets,
+  startDemoTrickle,
+} from './server/demo/index.js';
 
 /** A start-up problem the operator fixes in the environment: one line, no stack trace, exit 1. */
 class StartupError extends Error {}
@@ -13,8 +19,10 @@ class StartupError extends Error {}
 function portProblem(error: unknown, port: number, host: string): StartupError | null {
   const code = (error as NodeJS.ErrnoException | null)?.code;
   if (code === 'EADDRINUSE') return new StartupError(`port ${port} is already in use (set PORT)`);
-  if (code === 'EACCES') return new StartupError(`port ${port} needs privileges this process does not have (set PORT)`);
-  if (code === 'EADDRNOTAVAIL') return new StartupError(`host ${host} is not an address of this machine (set HOST)`);
+  if (code === 'EACCES')
+    return new StartupError(`port ${port} needs privileges this process does not have (set PORT)`);
+  if (code === 'EADDRNOTAVAIL')
+    return new StartupError(`host ${host} is not an address of this machine (set HOST)`);
   return null;
 }
 
@@ -54,7 +62,10 @@ function installLastResortHandlers(): void {
   });
   process.on('uncaughtException', (error) => {
     if (isDatabaseUnavailable(error)) {
-      console.error('[fairway] uncaught connection error from a driver (kept running; fix it at its source):', error);
+      console.error(
+        '[fairway] uncaught connection error from a driver (kept running; fix it at its source):',
+        error,
+      );
       return;
     }
     console.error('[fairway] uncaught exception: exiting, in-memory state may be inconsistent:', error);
@@ -102,18 +113,30 @@ async function main() {
   }
   const stopTrickle = demo.enabled && demo.trickle ? startDemoTrickle(app) : () => undefined;
   console.log(`Fairway is serving on ${url}  (database: ${where})`);
-  if (server.graphiql) console.log(`  GraphiQL: open ${url} in a browser; subscriptions use ws://${url.replace(/^https?:\/\//, '')}`);
-  console.log(`  Health: ${url.replace('/graphql', '/health')}   Readiness: ${url.replace('/graphql', '/ready')}`);
+  if (server.graphiql)
+    console.log(
+      `  GraphiQL: open ${url} in a browser; subscriptions use ws://${url.replace(/^https?:\/\//, '')}`,
+    );
+  console.log(
+    `  Health: ${url.replace('/graphql', '/health')}   Readiness: ${url.replace('/graphql', '/ready')}`,
+  );
   if (credentials) {
     console.log(`\nDemo API tokens (also in ${demoCredentialsPath(server.dataDir)}):`);
-    for (const c of credentials) console.log(`  ${c.role.padEnd(14)} ${(c.tenant ?? '(platform)').padEnd(20)} ${c.email.padEnd(24)} ${c.token}`);
+    for (const c of credentials)
+      console.log(
+        `  ${c.role.padEnd(14)} ${(c.tenant ?? '(platform)').padEnd(20)} ${c.email.padEnd(24)} ${c.token}`,
+      );
     const sample = credentials.find((c) => c.role === 'TENANT_ADMIN');
     if (sample) {
-      console.log(`\nTry:\n  curl -s ${url} -H 'content-type: application/json' -H 'authorization: Bearer ${sample.token}' \\\n    -d '{"query":"{ tenant(slug: \\"${sample.tenant}\\") { queues { name usage { flavor used borrowed } pendingCount } jobs(last: 5) { edges { node { name state position { inQueue } eta pendingReason { code message } } } } } }"}'`);
+      console.log(
+        `\nTry:\n  curl -s ${url} -H 'content-type: application/json' -H 'authorization: Bearer ${sample.token}' \\\n    -d '{"query":"{ tenant(slug: \\"${sample.tenant}\\") { queues { name usage { flavor used borrowed } pendingCount } jobs(last: 5) { edges { node { name state position { inQueue } eta pendingReason { code message } } } } } }"}'`,
+      );
     }
     if (demo.trickle) {
       // Say what the background jobs are, so a first job that waits (or does not) makes sense.
-      console.log(`\nBackground demo jobs are submitted every few seconds (FAIRWAY_DEMO_TRICKLE=false stops them); Aurora's are 'experiment', the lowest class, so a 'training' job of yours goes ahead of them. The simulated cluster runs at ${config.backend.simulatedTimeScale}x speed: a declared hour takes ${formatRealTime(3_600_000 / config.backend.simulatedTimeScale)}.`);
+      console.log(
+        `\nBackground demo jobs are submitted every few seconds (FAIRWAY_DEMO_TRICKLE=false stops them); Aurora's are 'experiment', the lowest class, so a 'training' job of yours goes ahead of them. The simulated cluster runs at ${config.backend.simulatedTimeScale}x speed: a declared hour takes ${formatRealTime(3_600_000 / config.backend.simulatedTimeScale)}.`,
+      );
     }
   }
   if (!demo.enabled && (await systemEntityManager(app.orm).count(User, { isPlatformAdmin: true })) === 0) {
@@ -131,7 +154,8 @@ async function main() {
 }
 
 main().catch((error) => {
-  // A file the configuration names (the persisted-operations manifest, the Kubernetes settings) is read at start.
+  // A file the configuration names (the persisted-operations manifest, the Kubernetes settings) is read at
+  // start.
   if (error instanceof ConfigError) {
     console.error(error.message);
     process.exit(1);

@@ -1,7 +1,17 @@
 // Arrows point inward: the core is pure, services are use cases over persistence and the core, schema
 // and plugins sit on the services, src/server wires everything, config is a leaf. Read from the source.
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cycles, graphOf, type ImportEdge, importsOf, packagesOf, tsFiles } from './helpers/import-graph.js';
+import {
+  cycles,
+  graphOf,
+  type ImportEdge,
+  importsOf,
+  packagesOf,
+  ROOT,
+  tsFiles,
+} from './helpers/import-graph.js';
 
 const SOURCE_DIRS = ['src', 'schema', 'plugins'];
 const sourceFiles = SOURCE_DIRS.flatMap(tsFiles);
@@ -15,16 +25,33 @@ function offending(fromDir: string, forbidden: string[], allowed: string[] = [])
 }
 
 /** The layer folders whose sub-folders are features; their top-level files are the layer's shared kernel. */
-const FEATURE_LAYERS = ['src/core', 'src/services', 'src/persistence', 'schema', 'src/backends', 'src/server'];
+const FEATURE_LAYERS = [
+  'src/core',
+  'src/services',
+  'src/persistence',
+  'schema',
+  'src/backends',
+  'src/server',
+];
 
 /** A file's feature folder (`src/services/jobs`), or null for a layer's kernel file or a file elsewhere. */
-export function featureOf(file: string): string | null {
+function featureOf(file: string): string | null {
   for (const layer of FEATURE_LAYERS) {
     if (!file.startsWith(`${layer}/`)) continue;
     const rest = file.slice(layer.length + 1).split('/');
     return rest.length > 1 ? `${layer}/${rest[0]}` : null;
   }
   return null;
+}
+
+/** Folders that are modules without being a layer's feature: the front door's shared pieces and the leaf
+ * config.
+ */
+const OTHER_MODULES = ['src/auth', 'src/events', 'src/shared', 'src/config', 'src/cli/tenant'];
+
+/** The module a file belongs to (a feature folder or one of OTHER_MODULES), or null. */
+function moduleOf(file: string): string | null {
+  return OTHER_MODULES.find((m) => file.startsWith(`${m}/`)) ?? featureOf(file);
 }
 
 describe('dependency direction', () => {
@@ -41,12 +68,16 @@ describe('dependency direction', () => {
   });
 
   it('plugins import no server, service, persistence or schema internals: they get ports through their options', () => {
-    expect(offending('plugins/', ['src/server/', 'src/services/', 'src/persistence/', 'schema/', 'src/backends/'])).toEqual([]);
+    expect(
+      offending('plugins/', ['src/server/', 'src/services/', 'src/persistence/', 'schema/', 'src/backends/']),
+    ).toEqual([]);
   });
 
   it('services and persistence never reach up to the schema, plugins or the server', () => {
     expect(offending('src/services/', ['schema/', 'plugins/', 'src/server/'])).toEqual([]);
-    expect(offending('src/persistence/', ['schema/', 'plugins/', 'src/server/', 'src/services/'])).toEqual([]);
+    expect(offending('src/persistence/', ['schema/', 'plugins/', 'src/server/', 'src/services/'])).toEqual(
+      [],
+    );
     expect(offending('src/backends/', ['schema/', 'plugins/', 'src/server/', 'src/services/'])).toEqual([]);
   });
 
@@ -74,6 +105,25 @@ describe('dependency direction', () => {
 
   it('no import cycle between feature folders, type imports included', () => {
     expect(cycles(graphOf(edges, featureOf))).toEqual([]);
+  });
+
+  it('modules import each other only through their index.ts', () => {
+    const around = edges.filter((e) => {
+      const target = moduleOf(e.to);
+      const source = moduleOf(e.from);
+      return target !== null && target !== source && e.to !== `${target}/index.ts`;
+    });
+    expect(around.map((e) => `${e.from} → ${e.to}`)).toEqual([]);
+  });
+
+  it('every feature folder has its index.ts and a README that says what it owns', () => {
+    const folders = [...new Set(sourceFiles.map(featureOf).filter((f): f is string => f !== null))];
+    const missing = folders.flatMap((f) =>
+      ['index.ts', 'README.md']
+        .filter((name) => !fs.existsSync(path.join(ROOT, f, name)))
+        .map((name) => `${f}/${name}`),
+    );
+    expect(missing).toEqual([]);
   });
 
   it('the cycle check itself finds a cycle', () => {

@@ -9,8 +9,18 @@ import http from 'node:http';
 export async function runBaselineServer(specFile: string): Promise<void> {
   const { createSchema, createYoga } = await import('graphql-yoga');
   const spec = JSON.parse(fs.readFileSync(specFile, 'utf8')) as BaselineSpec;
-  interface MemJob { name: string; state: string; project: { name: string } | null; seq: number }
-  const jobs: MemJob[] = spec.jobs.map((j, seq) => ({ name: j.name, state: j.state, project: j.project ? { name: j.project } : null, seq }));
+  interface MemJob {
+    name: string;
+    state: string;
+    project: { name: string } | null;
+    seq: number;
+  }
+  const jobs: MemJob[] = spec.jobs.map((j, seq) => ({
+    name: j.name,
+    state: j.state,
+    project: j.project ? { name: j.project } : null,
+    seq,
+  }));
   const queue = { name: spec.queueName, usage: spec.usage, jobs };
   const tenants = new Map([[spec.slug, { slug: spec.slug, queues: [queue] }]]);
   const schema = createSchema<Record<string, unknown>>({
@@ -39,7 +49,8 @@ export async function runBaselineServer(specFile: string): Promise<void> {
         pendingCount: (q: typeof queue) => q.jobs.filter((j) => j.state === 'PENDING').length,
         jobs: (q: typeof queue, { first, last }: { first?: number; last?: number }) => {
           const all = q.jobs;
-          const page = last != null ? all.slice(Math.max(0, all.length - last)) : all.slice(0, first ?? all.length);
+          const page =
+            last != null ? all.slice(Math.max(0, all.length - last)) : all.slice(0, first ?? all.length);
           return {
             edges: page.map((node) => ({ cursor: String(node.seq), node: { ...node, queue: q } })),
             pageInfo: { hasNextPage: false, hasPreviousPage: page.length < all.length },
@@ -51,12 +62,21 @@ export async function runBaselineServer(specFile: string): Promise<void> {
         position: (j: MemJob & { queue: typeof queue }) => {
           if (j.state !== 'PENDING') return null;
           const pending = j.queue.jobs.filter((o) => o.state === 'PENDING');
-          return { inQueue: 1 + pending.findIndex((o) => o === j || o.seq === j.seq), queueLength: pending.length };
+          return {
+            inQueue: 1 + pending.findIndex((o) => o === j || o.seq === j.seq),
+            queueLength: pending.length,
+          };
         },
       },
     },
   });
-  const yoga = createYoga({ schema, graphqlEndpoint: '/graphql', graphiql: false, landingPage: false, logging: false });
+  const yoga = createYoga({
+    schema,
+    graphqlEndpoint: '/graphql',
+    graphiql: false,
+    landingPage: false,
+    logging: false,
+  });
   const server = http.createServer(yoga);
   server.listen(0, '127.0.0.1', () => {
     const address = server.address();

@@ -12,7 +12,10 @@ export interface FdLimit {
 /** "Max open files" of a process (`self` = this one); Infinity for "unlimited", NaN if unreadable. */
 export function openFilesLimit(pid: number | 'self' = 'self'): FdLimit {
   try {
-    const line = fs.readFileSync(`/proc/${pid}/limits`, 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    const line = fs
+      .readFileSync(`/proc/${pid}/limits`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
     const [soft, hard] = (line ?? '').replace('Max open files', '').trim().split(/\s+/);
     const num = (s: string | undefined) => (s === 'unlimited' ? Infinity : Number(s));
     return { soft: num(soft), hard: num(hard) };
@@ -39,5 +42,8 @@ export function withRaisedFdLimit(nodeArgs: string[]): { file: string; args: str
   if (!(soft < hard)) return { file: process.execPath, args: nodeArgs };
   const limit = Number.isFinite(hard) ? String(hard) : 'unlimited';
   // exec keeps the pid, so /proc/<pid>/… readings are the server's own.
-  return { file: '/bin/sh', args: ['-c', `ulimit -n ${limit} 2>/dev/null || true; exec "$0" "$@"`, process.execPath, ...nodeArgs] };
+  return {
+    file: '/bin/sh',
+    args: ['-c', `ulimit -n ${limit} 2>/dev/null || true; exec "$0" "$@"`, process.execPath, ...nodeArgs],
+  };
 }

@@ -6,7 +6,7 @@
 // simulated cluster, in-memory events — with NODE_ENV=production and FAIRWAY_DEMO_TRICKLE=false,
 // a fresh server (fresh database) per part; part 2 also on PostgreSQL (a fresh database created
 // for the run and dropped after). Load comes from this (parent) process, which shares the
-// machine's cores with the server under test. Each part measures one of issue 14's targets
+// machine's cores with the server under test. Each part measures one target of the write and stream paths
 // against a baseline measured in the same run, with the server's CPU time per operation beside
 // each figure (/proc/<pid>/stat: less sensitive than wall-clock figures to a shared machine).
 //
@@ -25,7 +25,7 @@
 //        admitted. Target ≥ 5,000 of each. Says "submitJobs not available" on a server without it.
 //   (4)  A 10,000-job burst (submitJobs) with admission cycles in slices and in one piece: p99 of an
 //        authenticated `{ __typename }` meanwhile (open loop) and the time until all are admitted
-//        (bench/api/burst-stall.ts; issue 15). Target: p99 < 100 ms, admission time not worse.
+//        (bench/api/burst-stall.ts). Target: p99 < 100 ms, admission time not worse.
 //   (3)  N graphql-ws subscribers (one socket each) on one pending job's `jobPosition(id)` each;
 //        one running job is cancelled so the head is admitted and every position moves. Delivery
 //        latency from the head's ADMITTED, server memory per subscriber, CPU of the round.
@@ -55,8 +55,8 @@ import { dashboardThroughput } from './dashboard-throughput.js';
 import { sharedAgent } from './load-client.js';
 import { positionSubscribers } from './position-subscribers.js';
 import { gitDescribe, loadAvg } from './process-stats.js';
-import { out, writeReport } from './report.js';
 import { ROOT } from './repo-root.js';
+import { out, writeReport } from './report.js';
 import { live } from './servers.js';
 import { submitToAdmitted } from './submit-to-admitted.js';
 
@@ -64,8 +64,14 @@ async function main(): Promise<void> {
   const parts = new Set((process.env.BENCH_PARTS ?? '1,1b,2,2b,3,4').split(',').map((s) => s.trim()));
   const seconds = Number(process.env.BENCH_SECONDS ?? 5);
   const submitSeconds = Number(process.env.BENCH_SUBMIT_SECONDS ?? 10);
-  const rates = (process.env.BENCH_SUBMIT_RATES ?? '200,500,1000').split(',').map(Number).filter((n) => n > 0);
-  const sizes = (process.env.BENCH_SUBSCRIBERS ?? '1000,5000,10000').split(',').map(Number).filter((n) => n > 0);
+  const rates = (process.env.BENCH_SUBMIT_RATES ?? '200,500,1000')
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
+  const sizes = (process.env.BENCH_SUBSCRIBERS ?? '1000,5000,10000')
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
   const resultsFile = process.env.BENCH_RESULTS ?? path.join(ROOT, 'bench', 'RESULTS-api.md');
   const started = Date.now();
   // The whole run should stay under ~8 minutes on a 2-core machine. Parts 1, 1b, 2 and 2b have
@@ -75,14 +81,26 @@ async function main(): Promise<void> {
   const cpu = os.cpus();
   out('# Fairway API benchmark');
   out();
-  const knobs = Object.entries(process.env).filter(([k]) => k.startsWith('BENCH_') && k !== 'BENCH_RESULTS' && k !== 'BENCH_PG_URL');
-  out(`Command: \`npm run bench:api\`${knobs.length ? ` (${knobs.map(([k, v]) => `${k}=${v}`).join(' ')})` : ''}  `);
+  const knobs = Object.entries(process.env).filter(
+    ([k]) => k.startsWith('BENCH_') && k !== 'BENCH_RESULTS' && k !== 'BENCH_PG_URL',
+  );
+  out(
+    `Command: \`npm run bench:api\`${knobs.length ? ` (${knobs.map(([k, v]) => `${k}=${v}`).join(' ')})` : ''}  `,
+  );
   out(`Date: ${new Date().toISOString()}  `);
-  out(`Machine: ${cpu.length} × ${cpu[0]?.model ?? '?'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}  `);
-  out(`Load average at start (1/5/15 min): ${loadAvg()} — the machine is shared; other processes' CPU use inflates every latency below.  `);
+  out(
+    `Machine: ${cpu.length} × ${cpu[0]?.model ?? '?'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}  `,
+  );
+  out(
+    `Load average at start (1/5/15 min): ${loadAvg()} — the machine is shared; other processes' CPU use inflates every latency below.  `,
+  );
   out(`Code: ${gitDescribe()}  `);
-  out('Server: `node --import tsx src/main.ts` (what `npm start` runs), SQLite in a temp dir (part 2 also PostgreSQL), simulated cluster, in-memory events, NODE_ENV=production, FAIRWAY_DEMO_TRICKLE=false, rate limits off; a fresh server per part.  ');
-  out('Each table says which issue-14 target it measures; every target is a ratio against a baseline measured in the same run or an absolute figure with the server CPU per operation beside it, since the machine may be shared.');
+  out(
+    'Server: `node --import tsx src/main.ts` (what `npm start` runs), SQLite in a temp dir (part 2 also PostgreSQL), simulated cluster, in-memory events, NODE_ENV=production, FAIRWAY_DEMO_TRICKLE=false, rate limits off; a fresh server per part.  ',
+  );
+  out(
+    'Each table says which issue-14 target it measures; every target is a ratio against a baseline measured in the same run or an absolute figure with the server CPU per operation beside it, since the machine may be shared.',
+  );
   out();
   if (parts.has('1')) await dashboardThroughput(seconds);
   if (parts.has('1b')) await authOverhead(seconds);
@@ -90,7 +108,9 @@ async function main(): Promise<void> {
   if (parts.has('2b')) await batchSubmit();
   if (parts.has('3')) await positionSubscribers(sizes, deadline);
   if (parts.has('4')) await burstStall();
-  out(`Total bench time: ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end: ${loadAvg()}.`);
+  out(
+    `Total bench time: ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end: ${loadAvg()}.`,
+  );
   sharedAgent.destroy();
   if (resultsFile) writeReport(resultsFile);
 }
@@ -98,7 +118,11 @@ async function main(): Promise<void> {
 // The only command-line flag: `--baseline-server <spec.json>` turns this process into part 1's
 // bare-yoga baseline (servers.ts spawns this same entry with it). Not strict: other arguments were
 // always ignored, and still are; the bench's knobs are the environment variables above.
-const { values: flags } = parseArgs({ options: { 'baseline-server': { type: 'string' } }, strict: false, allowPositionals: true });
+const { values: flags } = parseArgs({
+  options: { 'baseline-server': { type: 'string' } },
+  strict: false,
+  allowPositionals: true,
+});
 const baselineSpecFile = flags['baseline-server'];
 
 if (baselineSpecFile !== undefined) {
@@ -119,7 +143,8 @@ if (baselineSpecFile !== undefined) {
   };
   process.on('uncaughtException', (error) => void abort(error, 1));
   process.on('unhandledRejection', (error) => void abort(error, 1));
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => void abort(`${signal}: stopping the servers`, 130));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+    process.once(signal, () => void abort(`${signal}: stopping the servers`, 130));
   main().then(
     () => process.exit(0),
     (error) => abort(error, 1),

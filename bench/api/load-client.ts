@@ -2,7 +2,7 @@
 // graphql-ws clients, and the closed-loop load generator of part 1.
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { createClient, type Client } from 'graphql-ws';
+import { type Client, createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { cpuSeconds, sched, schedShare } from './process-stats.js';
 import { pct } from './report.js';
@@ -12,7 +12,12 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 // ─────────────────────────── HTTP client ───────────────────────────
 
-export function post(agent: http.Agent, url: URL, token: string | null, body: string): Promise<{ status: number; text: string }> {
+export function post(
+  agent: http.Agent,
+  url: URL,
+  token: string | null,
+  body: string,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
@@ -31,7 +36,9 @@ export function post(agent: http.Agent, url: URL, token: string | null, body: st
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+        );
         res.on('error', reject);
       },
     );
@@ -43,10 +50,17 @@ export function post(agent: http.Agent, url: URL, token: string | null, body: st
 export const sharedAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function gql<T = any>(server: Started, token: string | null, query: string, variables: Record<string, unknown> = {}, agent = sharedAgent): Promise<T> {
+export async function gql<T = any>(
+  server: Started,
+  token: string | null,
+  query: string,
+  variables: Record<string, unknown> = {},
+  agent = sharedAgent,
+): Promise<T> {
   const res = await post(agent, new URL(server.url), token, JSON.stringify({ query, variables }));
   const body = JSON.parse(res.text) as { data?: T; errors?: unknown[] };
-  if (body.errors?.length || !body.data) throw new Error(`GraphQL error (${res.status}): ${res.text.slice(0, 500)}`);
+  if (body.errors?.length || !body.data)
+    throw new Error(`GraphQL error (${res.status}): ${res.text.slice(0, 500)}`);
   return body.data;
 }
 
@@ -80,7 +94,15 @@ export interface LoadResult {
  * answered. Counted: requests answered inside the measured window (after the warm-up); the
  * server's CPU time (`pid`) is read at the window's two ends, so CPU per request is exact.
  */
-export async function closedLoop(url: string, token: string | null, body: string, concurrency: number, warmupMs: number, durationMs: number, pid?: number): Promise<LoadResult> {
+export async function closedLoop(
+  url: string,
+  token: string | null,
+  body: string,
+  concurrency: number,
+  warmupMs: number,
+  durationMs: number,
+  pid?: number,
+): Promise<LoadResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const target = new URL(url);
   const latencies: number[] = [];
@@ -122,5 +144,13 @@ export async function closedLoop(url: string, token: string | null, body: string
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const seconds = (stopAt - measuredFrom) / 1000;
-  return { ok, errors, seconds, p50: pct(latencies, 0.5), p99: pct(latencies, 0.99), cpuMsPerRequest: (1000 * cpu) / Math.max(1, ok), share };
+  return {
+    ok,
+    errors,
+    seconds,
+    p50: pct(latencies, 0.5),
+    p99: pct(latencies, 0.99),
+    cpuMsPerRequest: (1000 * cpu) / Math.max(1, ok),
+    share,
+  };
 }

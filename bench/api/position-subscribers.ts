@@ -3,11 +3,11 @@
 // latency and server memory per subscriber. Sizes that would not fit the time budget are skipped.
 import { performance } from 'node:perf_hooks';
 import type { Client } from 'graphql-ws';
+import { type FdLimit, openFiles, openFilesLimit } from './fd-limits.js';
 import { gql, sleep, wsClient } from './load-client.js';
-import { openFiles, openFilesLimit, type FdLimit } from './fd-limits.js';
 import { cpuSeconds, rssKiB } from './process-stats.js';
 import { f0, f1, ms, out, pct, reportServerErrors, table, verdict } from './report.js';
-import { startFairway, type SeedJob } from './servers.js';
+import { type SeedJob, startFairway } from './servers.js';
 import { auroraIds, settle } from './tenant-setup.js';
 
 interface SubscriberRound {
@@ -31,7 +31,12 @@ async function subscriberRound(n: number, budgetMs: number): Promise<SubscriberR
   // 32 H100s in the cohort: the first 32 one-GPU jobs are admitted (aurora borrows borealis's
   // idle half), the other n wait in one queue. Seeded in the database before start.
   const t0 = performance.now();
-  const seed: SeedJob[] = Array.from({ length: n + 32 }, (_, i) => ({ name: `pos-${i}`, flavor: 'h100-80g', gpus: 1, seconds: 1e6 }));
+  const seed: SeedJob[] = Array.from({ length: n + 32 }, (_, i) => ({
+    name: `pos-${i}`,
+    flavor: 'h100-80g',
+    gpus: 1,
+    seconds: 1e6,
+  }));
   const server = await startFairway(60, seed);
   try {
     const serverFd = openFilesLimit(server.pid);
@@ -40,11 +45,18 @@ async function subscriberRound(n: number, budgetMs: number): Promise<SubscriberR
     const admin = server.tokens['aurora-research/TENANT_ADMIN']!;
     const counts = await settle(server, ids, admin, 60_000);
     const submitSeconds = (performance.now() - t0) / 1000;
-    const running = await gql(server, admin, `query($t: ID!) { jobs(tenantId: $t, filter: { states: [ADMITTED, RUNNING] }, first: 100) { edges { node { id } } } }`, { t: ids.tenantId });
+    const running = await gql(
+      server,
+      admin,
+      `query($t: ID!) { jobs(tenantId: $t, filter: { states: [ADMITTED, RUNNING] }, first: 100) { edges { node { id } } } }`,
+      { t: ids.tenantId },
+    );
     const admittedIds: string[] = running.jobs.edges.map((e: { node: { id: string } }) => e.node.id);
     const admittedSet = new Set(admittedIds);
     const watched = server.seeded.filter((id) => !admittedSet.has(id)).slice(0, n);
-    console.log(`  n=${n}: ${server.seeded.length} jobs seeded, server up and settled after ${submitSeconds.toFixed(1)} s (${counts.admitted} admitted, ${counts.pending} pending); subscribing ${watched.length}`);
+    console.log(
+      `  n=${n}: ${server.seeded.length} jobs seeded, server up and settled after ${submitSeconds.toFixed(1)} s (${counts.admitted} admitted, ${counts.pending} pending); subscribing ${watched.length}`,
+    );
     await sleep(500);
     const rssBefore = rssKiB(server.pid);
 
@@ -67,8 +79,13 @@ async function subscriberRound(n: number, budgetMs: number): Promise<SubscriberR
         batch.push(
           new Promise<void>((resolve) => {
             disposers.push(
-              client.subscribe<{ jobPosition: { state: string; position: { inQueue: number | null } | null } }>(
-                { query: `subscription($id: ID!) { jobPosition(id: $id) { state position { inQueue queueLength } } }`, variables: { id: watched[i] } },
+              client.subscribe<{
+                jobPosition: { state: string; position: { inQueue: number | null } | null };
+              }>(
+                {
+                  query: `subscription($id: ID!) { jobPosition(id: $id) { state position { inQueue queueLength } } }`,
+                  variables: { id: watched[i] },
+                },
                 {
                   next: (m) => {
                     const now = performance.timeOrigin + performance.now();
@@ -88,7 +105,11 @@ async function subscriberRound(n: number, budgetMs: number): Promise<SubscriberR
                   },
                   error: (e) => {
                     if (!initial.has(i)) {
-                      failed.push(e instanceof Error ? e.message : String((e as { reason?: string }).reason ?? (e as { code?: number }).code ?? e));
+                      failed.push(
+                        e instanceof Error
+                          ? e.message
+                          : String((e as { reason?: string }).reason ?? (e as { code?: number }).code ?? e),
+                      );
                       initial.set(i, null);
                     }
                     resolve();
@@ -108,15 +129,25 @@ async function subscriberRound(n: number, budgetMs: number): Promise<SubscriberR
     const cpuSubscribe = cpuSeconds(server.pid) - cpuSub0;
     await sleep(1000);
     const rssAfter = rssKiB(server.pid);
-    console.log(`  n=${n}: ${watched.length} subscribed in ${subscribeSeconds.toFixed(1)} s; RSS ${f0(rssBefore / 1024)} → ${f0(rssAfter / 1024)} MiB`);
+    console.log(
+      `  n=${n}: ${watched.length} subscribed in ${subscribeSeconds.toFixed(1)} s; RSS ${f0(rssBefore / 1024)} → ${f0(rssAfter / 1024)} MiB`,
+    );
 
     // Heads get admitted: watch the tenant's ADMITTED events for their timestamps.
     const watcher = wsClient(server, admin);
     const admitted: number[] = [];
     const watcherReady = new Promise<void>((r) => watcher.on('connected', () => r()));
     const disposeWatcher = watcher.subscribe<{ tenantEvents: { kind: string; at: string } }>(
-      { query: `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind at } }`, variables: { t: ids.tenantId } },
-      { next: (m) => m.data?.tenantEvents.kind === 'ADMITTED' && admitted.push(Date.parse(m.data.tenantEvents.at)), error: () => undefined, complete: () => undefined },
+      {
+        query: `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind at } }`,
+        variables: { t: ids.tenantId },
+      },
+      {
+        next: (m) =>
+          m.data?.tenantEvents.kind === 'ADMITTED' && admitted.push(Date.parse(m.data.tenantEvents.at)),
+        error: () => undefined,
+        complete: () => undefined,
+      },
     );
     await watcherReady;
     await sleep(200);
@@ -125,10 +156,16 @@ async function subscriberRound(n: number, budgetMs: number): Promise<SubscriberR
     const CANCEL = 1;
     const cpuDel0 = cpuSeconds(server.pid);
     triggerAt = performance.timeOrigin + performance.now();
-    await Promise.all(admittedIds.slice(0, CANCEL).map((id) => gql(server, admin, `mutation($id: ID!) { cancelJob(id: $id) { state } }`, { id })));
+    await Promise.all(
+      admittedIds
+        .slice(0, CANCEL)
+        .map((id) => gql(server, admin, `mutation($id: ID!) { cancelJob(id: $id) { state } }`, { id })),
+    );
     const waitStart = Date.now();
     const deadline = waitStart + budgetMs;
-    const liveIdx = watched.map((_, i) => i).filter((i) => initial.get(i) !== null && initial.get(i) !== undefined);
+    const liveIdx = watched
+      .map((_, i) => i)
+      .filter((i) => initial.get(i) !== null && initial.get(i) !== undefined);
     while (Date.now() < deadline && liveIdx.some((i) => Number.isNaN(changedAt[i]!))) await sleep(100);
     const waitedMs = Date.now() - waitStart;
     const cpuDelivery = cpuSeconds(server.pid) - cpuDel0;
@@ -136,7 +173,9 @@ async function subscriberRound(n: number, budgetMs: number): Promise<SubscriberR
     const got = liveIdx.map((i) => changedAt[i]!).filter((t) => !Number.isNaN(t));
     const fromTrigger = got.map((t) => t - triggerAt).sort((a, b) => a - b);
     const fromAdmit = got.map((t) => t - headAdmittedAt).sort((a, b) => a - b);
-    console.log(`  n=${n}: ${got.length}/${watched.length} saw their position change; p99 ${ms(pct(fromTrigger, 0.99))} ms after the trigger`);
+    console.log(
+      `  n=${n}: ${got.length}/${watched.length} saw their position change; p99 ${ms(pct(fromTrigger, 0.99))} ms after the trigger`,
+    );
 
     disposeWatcher();
     for (const d of disposers) d();
@@ -166,7 +205,9 @@ async function subscriberRound(n: number, budgetMs: number): Promise<SubscriberR
 export async function positionSubscribers(sizes: number[], deadline: number): Promise<void> {
   out('## 3. Concurrent `jobPosition` subscribers while the heads are admitted');
   out();
-  out('Targets (issue 14): with 10,000 subscribers on one server, delivery p99 ≤ 1 s after the head\'s admission ("from ADMITTED p99"), ≤ 30 KiB server memory per subscriber.');
+  out(
+    'Targets: with 10,000 subscribers on one server, delivery p99 ≤ 1 s after the head\'s admission ("from ADMITTED p99"), ≤ 30 KiB server memory per subscriber.',
+  );
   out();
   const rows: SubscriberRound[] = [];
   const skipped: string[] = [];
@@ -177,7 +218,9 @@ export async function positionSubscribers(sizes: number[], deadline: number): Pr
   for (const n of sizes) {
     const spare = benchFd.soft - openFiles() - 100;
     if (n > spare) {
-      skipped.push(`n=${n} not run: this process may open ${benchFd.soft} files (soft limit, /proc/self/limits; hard ${benchFd.hard}) and ${n} sockets do not fit; run \`ulimit -n ${n + 1000}\` in the shell before \`npm run bench:api\`.`);
+      skipped.push(
+        `n=${n} not run: this process may open ${benchFd.soft} files (soft limit, /proc/self/limits; hard ${benchFd.hard}) and ${n} sockets do not fit; run \`ulimit -n ${n + 1000}\` in the shell before \`npm run bench:api\`.`,
+      );
       continue;
     }
     const left = deadline - Date.now();
@@ -190,7 +233,11 @@ export async function positionSubscribers(sizes: number[], deadline: number): Pr
     let exponent = 1;
     if (last) {
       const before = done.at(-2);
-      if (before) exponent = Math.min(2, Math.max(1, Math.log(last.scaledMs / before.scaledMs) / Math.log(last.n / before.n)));
+      if (before)
+        exponent = Math.min(
+          2,
+          Math.max(1, Math.log(last.scaledMs / before.scaledMs) / Math.log(last.n / before.n)),
+        );
       estimate = last.setupMs * (0.5 + 0.5 * (n / last.n)) + last.scaledMs * (n / last.n) ** exponent;
     }
     if (last && estimate > left) {
@@ -209,16 +256,32 @@ export async function positionSubscribers(sizes: number[], deadline: number): Pr
   const serverFd = rows[0]?.serverFd;
   out(
     `Open-file limits (soft/hard): bench ${benchFd.soft}/${benchFd.hard}${serverFd ? `, server ${serverFd.soft}/${serverFd.hard}` : ''}. ` +
-    'One queue (aurora-training), n + 32 one-GPU H100 jobs seeded in the database before start (setup = seeding + server start + first cycle); 16 admitted (aurora\'s nominal), the rest pending. ' +
+      "One queue (aurora-training), n + 32 one-GPU H100 jobs seeded in the database before start (setup = seeding + server start + first cycle); 16 admitted (aurora's nominal), the rest pending. " +
       'One graphql-ws socket per subscriber (one client each; no multiplexing), each `jobPosition(id)` of its own pending job, subscribed 50 at a time. ' +
       'Trigger: cancel 1 running job, so the queue head is admitted and every watched position changes by one. ' +
-      'Latency to the first changed value each subscriber receives, from the trigger (cancel sent) and from the first head\'s ADMITTED timestamp. RSS = server VmRSS; KiB/subscriber = (RSS 1 s after the last subscribe − RSS before) / n. ' +
+      "Latency to the first changed value each subscriber receives, from the trigger (cancel sent) and from the first head's ADMITTED timestamp. RSS = server VmRSS; KiB/subscriber = (RSS 1 s after the last subscribe − RSS before) / n. " +
       'Server CPU: process CPU time while subscribing (all n) and from the trigger until every subscriber had its change (the delivery round); "delivery CPU ms/sub" = the latter / n.',
   );
   out();
   out(
     table(
-      ['subscribers', 'setup s', 'subscribe s', 'server CPU s', 'delivery CPU s', 'delivery CPU ms/sub', 'RSS before MiB', 'after MiB', 'KiB/subscriber', 'changed/n', 'from trigger p50 ms', 'p99 ms', 'max ms', 'from ADMITTED p50 ms', 'p99 ms'],
+      [
+        'subscribers',
+        'setup s',
+        'subscribe s',
+        'server CPU s',
+        'delivery CPU s',
+        'delivery CPU ms/sub',
+        'RSS before MiB',
+        'after MiB',
+        'KiB/subscriber',
+        'changed/n',
+        'from trigger p50 ms',
+        'p99 ms',
+        'max ms',
+        'from ADMITTED p50 ms',
+        'p99 ms',
+      ],
       rows.map((r) => [
         String(r.n),
         r.seconds.submit.toFixed(1),
@@ -245,7 +308,9 @@ export async function positionSubscribers(sizes: number[], deadline: number): Pr
   for (const r of rows) {
     const kib = (r.rssAfter - r.rssBefore) / r.n;
     const p99 = r.received < r.live ? Infinity : pct(r.fromAdmit, 0.99);
-    out(`- n=${r.n}: delivery p99 ${Number.isFinite(p99) ? `${ms(p99)} ms` : 'not all delivered'} after the head's ADMITTED (target ≤ 1,000 ms: ${p99 === Infinity ? 'NOT met' : verdict(p99, '<=', 1000)}), ${f1(kib)} KiB/subscriber (target ≤ 30: ${verdict(kib, '<=', 30)})${r.n < 10_000 ? ' — the targets are set at 10,000' : ''}.`);
+    out(
+      `- n=${r.n}: delivery p99 ${Number.isFinite(p99) ? `${ms(p99)} ms` : 'not all delivered'} after the head's ADMITTED (target ≤ 1,000 ms: ${p99 === Infinity ? 'NOT met' : verdict(p99, '<=', 1000)}), ${f1(kib)} KiB/subscriber (target ≤ 30: ${verdict(kib, '<=', 30)})${r.n < 10_000 ? ' — the targets are set at 10,000' : ''}.`,
+    );
   }
   for (const s of skipped) out(`- ${s}`);
   out();

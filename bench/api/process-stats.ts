@@ -20,15 +20,25 @@ export function sched(pid: number): { runNs: number; waitNs: number } {
 }
 
 /** "on-CPU % / waiting-for-CPU %" of the wall time between two schedstat readings. */
-export function schedShare(before: { runNs: number; waitNs: number }, after: { runNs: number; waitNs: number }, wallMs: number): string {
+export function schedShare(
+  before: { runNs: number; waitNs: number },
+  after: { runNs: number; waitNs: number },
+  wallMs: number,
+): string {
   return `${((100 * (after.runNs - before.runNs)) / 1e6 / wallMs).toFixed(0)}% / ${((100 * (after.waitNs - before.waitNs)) / 1e6 / wallMs).toFixed(0)}%`;
 }
 
 /** The commit the server code came from, and whether the working tree differed from it. */
 export function gitDescribe(): string {
   try {
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'schema', 'plugins'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'schema', 'plugins'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    }).trim();
     return `${head}${dirty ? ' with uncommitted changes under src/schema/plugins' : ''}`;
   } catch {
     return 'unknown (no git)';
@@ -36,7 +46,10 @@ export function gitDescribe(): string {
 }
 
 export function loadAvg(): string {
-  return os.loadavg().map((l) => l.toFixed(1)).join(' / ');
+  return os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' / ');
 }
 
 export function rssKiB(pid: number): number {

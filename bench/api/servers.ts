@@ -1,7 +1,7 @@
 // The servers under test as child processes: Fairway (`node --import tsx src/main.ts`, seeded
 // in its database before start) and the bare-yoga baseline; starting, waiting for them to
 // listen, and stopping them (also when a run fails).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,7 +29,13 @@ export interface Started {
 }
 
 /** Starts `node <args>` in the repository and waits for `pattern` on its stdout. */
-export function spawnAndWait(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp, what: string, timeoutMs = 60_000): Promise<{ child: ChildProcess; match: RegExpExecArray; stderr: string[] }> {
+export function spawnAndWait(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  pattern: RegExp,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<{ child: ChildProcess; match: RegExpExecArray; stderr: string[] }> {
   const command = withRaisedFdLimit(args);
   const child = spawn(command.file, command.args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const stderr: string[] = [];
@@ -38,7 +44,10 @@ export function spawnAndWait(args: string[], env: NodeJS.ProcessEnv, pattern: Re
   });
   return new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`${what} did not start in ${timeoutMs} ms:\n${out}\n${stderr.join('')}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`${what} did not start in ${timeoutMs} ms:\n${out}\n${stderr.join('')}`)),
+      timeoutMs,
+    );
     child.stdout!.setEncoding('utf8').on('data', (d: string) => {
       if (out.length < 100_000) out += d;
       const match = pattern.exec(out);
@@ -56,7 +65,9 @@ export function spawnAndWait(args: string[], env: NodeJS.ProcessEnv, pattern: Re
 
 /** The demo's API tokens a gateway wrote, by "<tenant slug or platform>/<role>". */
 export function demoTokens(dataDir: string): Record<string, string> {
-  const creds = JSON.parse(fs.readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as { credentials: { tenant: string | null; role: string; token: string }[] };
+  const creds = JSON.parse(fs.readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as {
+    credentials: { tenant: string | null; role: string; token: string }[];
+  };
   const tokens: Record<string, string> = {};
   for (const c of creds.credentials) tokens[`${c.tenant ?? 'platform'}/${c.role}`] = c.token;
   return tokens;
@@ -124,7 +135,9 @@ async function seedDatabase(dataDir: string, jobs: SeedJob[]): Promise<string[]>
           submittedBy: tx.getReference(User, user.id),
           name: j.name,
           priorityClass: 'training',
-          podSets: [{ name: 'main', count: 1, perPod: { gpu: j.gpus, cpu: 0, memory: 0 }, flavors: [j.flavor] }],
+          podSets: [
+            { name: 'main', count: 1, perPod: { gpu: j.gpus, cpu: 0, memory: 0 }, flavors: [j.flavor] },
+          ],
           expectedDurationMs: j.seconds * 1000,
           maxRunMs: null,
           workload: null,
@@ -141,7 +154,15 @@ async function seedDatabase(dataDir: string, jobs: SeedJob[]): Promise<string[]>
           startedAt: null,
           finishedAt: null,
         });
-        tx.create(JobEvent, { job, tenant: job.tenant, type: 'SUBMITTED', reason: null, message: `Submitted to queue ${queue.name}`, data: null, at: new Date(at) });
+        tx.create(JobEvent, {
+          job,
+          tenant: job.tenant,
+          type: 'SUBMITTED',
+          reason: null,
+          message: `Submitted to queue ${queue.name}`,
+          data: null,
+          at: new Date(at),
+        });
       });
     });
     return ids.map((id) => encodeGlobalID('Job', id));
@@ -154,13 +175,20 @@ async function seedDatabase(dataDir: string, jobs: SeedJob[]): Promise<string[]>
 export const METRICS_TOKEN = 'fairway-bench-metrics-token-0123456789';
 
 export interface FairwayOptions {
-  /** A PostgreSQL DATABASE_URL (an empty database: the server migrates it and seeds the demo); default: SQLite in the temp data dir. */
+  /** A PostgreSQL DATABASE_URL (an empty database: the server migrates it and seeds the demo); default:
+   * SQLite in the temp data dir.
+   */
   databaseUrl?: string;
 }
 
-export async function startFairway(timeScale: number, seed: SeedJob[] = [], options: FairwayOptions = {}): Promise<Started> {
+export async function startFairway(
+  timeScale: number,
+  seed: SeedJob[] = [],
+  options: FairwayOptions = {},
+): Promise<Started> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-bench-'));
-  if (seed.length && options.databaseUrl) throw new Error('seeding before start is implemented for SQLite only');
+  if (seed.length && options.databaseUrl)
+    throw new Error('seeding before start is implemented for SQLite only');
   const seeded = seed.length ? await seedDatabase(dataDir, seed) : [];
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -172,7 +200,7 @@ export async function startFairway(timeScale: number, seed: SeedJob[] = [], opti
     NODE_ENV: 'production',
     FAIRWAY_SIM_TIME_SCALE: String(timeScale),
     // The bench measures capacity from a handful of tokens: the per-caller front-door limits
-    // (issue 13), sized for many real clients, would refuse its load by design.
+    //, sized for many real clients, would refuse its load by design.
     FAIRWAY_RATE_LIMITS: process.env.FAIRWAY_RATE_LIMITS ?? 'false',
     FAIRWAY_WS_MAX_CONNECTIONS_PER_PRINCIPAL: '20000',
     FAIRWAY_WS_MAX_CONNECTIONS_PER_TENANT: '20000',
@@ -188,7 +216,12 @@ export async function startFairway(timeScale: number, seed: SeedJob[] = [], opti
   delete env.REDIS_URL;
   delete env.FAIRWAY_GRAPHIQL;
   const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const { child, match, stderr } = await spawnAndWait([...extra, '--import', 'tsx', 'src/main.ts'], env, /serving on (http:\/\/\S+\/graphql)/, 'fairway');
+  const { child, match, stderr } = await spawnAndWait(
+    [...extra, '--import', 'tsx', 'src/main.ts'],
+    env,
+    /serving on (http:\/\/\S+\/graphql)/,
+    'fairway',
+  );
   const tokens = demoTokens(dataDir);
   const stop = stopper(child);
   return {
@@ -210,7 +243,12 @@ export async function startBaseline(spec: BaselineSpec): Promise<Started> {
   const specFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-bench-bare-')), 'spec.json');
   fs.writeFileSync(specFile, JSON.stringify(spec));
   const env = { ...process.env, NODE_ENV: 'production' };
-  const { child, match, stderr } = await spawnAndWait(['--import', 'tsx', BENCH_ENTRY, '--baseline-server', specFile], env, /BASELINE_LISTENING (\S+)/, 'bare yoga');
+  const { child, match, stderr } = await spawnAndWait(
+    ['--import', 'tsx', BENCH_ENTRY, '--baseline-server', specFile],
+    env,
+    /BASELINE_LISTENING (\S+)/,
+    'bare yoga',
+  );
   const stop = stopper(child);
   return {
     child,

@@ -5,13 +5,17 @@ import { performance } from 'node:perf_hooks';
 import { post, sleep } from './load-client.js';
 import { cpuSeconds, sched, schedShare } from './process-stats.js';
 import type { Started } from './servers.js';
-import { SUBMIT, type Ids } from './tenant-setup.js';
+import { type Ids, SUBMIT } from './tenant-setup.js';
 
-/** The submitter's connections: enough that a server answering in ≤ 100 ms is never throttled by the client at 1,000/s. */
+/** The submitter's connections: enough that a server answering in ≤ 100 ms is never throttled by the client
+ * at 1,000/s.
+ */
 export const SUBMIT_SOCKETS = 128;
 /** After the last submit was due, how long answers and ADMITTED events are still waited for. */
 export const DRAIN_S = 10;
-/** Offering stops once this many seconds' worth of submits are unanswered (the server is behind: more only queues). */
+/** Offering stops once this many seconds' worth of submits are unanswered (the server is behind: more only
+ * queues).
+ */
 export const BACKLOG_S = 3;
 
 export interface Seen {
@@ -44,7 +48,15 @@ export interface RateResult {
 }
 
 /** Offers `rate` submits/s for `seconds` (submit i due at start + i/rate), then waits up to DRAIN_S. */
-export async function openLoopRate(server: Started, ids: Ids, token: string, rate: number, seconds: number, admittedAt: Map<string, Seen>, tag: string): Promise<RateResult> {
+export async function openLoopRate(
+  server: Started,
+  ids: Ids,
+  token: string,
+  rate: number,
+  seconds: number,
+  admittedAt: Map<string, Seen>,
+  tag: string,
+): Promise<RateResult> {
   const total = Math.round(rate * seconds);
   const agent = new http.Agent({ keepAlive: true, maxSockets: SUBMIT_SOCKETS });
   const target = new URL(server.url);
@@ -74,7 +86,16 @@ export async function openLoopRate(server: Started, ids: Ids, token: string, rat
       const scheduled = start + (i * 1000) / rate;
       const body = JSON.stringify({
         query: SUBMIT,
-        variables: { in: { queueId: ids.queueId, projectId: ids.projectId, name: `${tag}-${i}`, idempotencyKey: `${tag}-${i}`, podSets: [{ gpusPerPod: 1, flavors: ['a100-1g.10gb'] }], expectedDurationSeconds: 30 } },
+        variables: {
+          in: {
+            queueId: ids.queueId,
+            projectId: ids.projectId,
+            name: `${tag}-${i}`,
+            idempotencyKey: `${tag}-${i}`,
+            podSets: [{ gpusPerPod: 1, flavors: ['a100-1g.10gb'] }],
+            expectedDurationSeconds: 30,
+          },
+        },
       });
       outstanding++;
       post(agent, target, token, body).then(
@@ -116,7 +137,8 @@ export async function openLoopRate(server: Started, ids: Ids, token: string, rat
     if (seen.recv <= windowEnd) admittedInWindow++;
   }
   // Every offered submit counts: one not answered / not seen admitted is Infinity ("> drain").
-  const pad = (xs: number[]) => [...xs, ...new Array<number>(Math.max(0, total - xs.length)).fill(Infinity)].sort((x, y) => x - y);
+  const pad = (xs: number[]) =>
+    [...xs, ...new Array<number>(Math.max(0, total - xs.length)).fill(Infinity)].sort((x, y) => x - y);
   return {
     rate,
     offered: total,

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { post, sleep } from '../api/load-client.js';
 import { cpuSeconds, sched } from '../api/process-stats.js';
 import { startTestCluster, type TestCluster } from './cluster.js';
-import { GatewayDb, startGateway, type Gateway } from './gateway.js';
+import { type Gateway, GatewayDb, startGateway } from './gateway.js';
 
 export type BackendKind = 'kubernetes' | 'simulated';
 
@@ -20,7 +20,9 @@ export interface BurstOptions {
   nodes: number;
   gpusPerNode: number;
   timeoutMs: number;
-  /** At most one pass of the test server's control loop per this many ms (0: a pass after every change, as written). */
+  /** At most one pass of the test server's control loop per this many ms (0: a pass after every change, as
+   * written).
+   */
   controllerPaceMs: number;
 }
 
@@ -33,7 +35,9 @@ export interface BurstResult {
   submitMs: number;
   /** Admission (jobs.admission.at) → Job created (API server write log `at`); simulated: → STARTED event. */
   toBackendMs: number[];
-  /** Admission → STARTED event in the gateway's database (Kubernetes: its pods Running, seen by the informer). */
+  /** Admission → STARTED event in the gateway's database (Kubernetes: its pods Running, seen by the
+   * informer).
+   */
   toStartedMs: number[];
   /** Submit answered → Job created / started, per job. */
   submitToBackendMs: number[];
@@ -42,7 +46,9 @@ export interface BurstResult {
   gatewayCpuS: number;
   /** The JS thread's on-CPU and waiting-for-CPU ns over the burst (/proc/<pid>/schedstat). */
   gatewaySched: { runNs: number; waitNs: number };
-  /** This (bench) process: the load client, plus the test API server and its controllers for the Kubernetes run. */
+  /** This (bench) process: the load client, plus the test API server and its controllers for the Kubernetes
+   * run.
+   */
   benchCpuS: number;
   /** Kubernetes only. */
   kube?: {
@@ -63,10 +69,17 @@ export interface BurstResult {
 
 const decodeJobId = (globalId: string) => Buffer.from(globalId, 'base64').toString().split(':')[1]!;
 
-async function gql<T = any>(agent: http.Agent, url: string, token: string, query: string, variables: Record<string, unknown> = {}): Promise<T> {
+async function gql<T = any>(
+  agent: http.Agent,
+  url: string,
+  token: string,
+  query: string,
+  variables: Record<string, unknown> = {},
+): Promise<T> {
   const res = await post(agent, new URL(url), token, JSON.stringify({ query, variables }));
   const body = JSON.parse(res.text) as { data?: T; errors?: unknown[] };
-  if (body.errors?.length || !body.data) throw new Error(`GraphQL error (${res.status}): ${res.text.slice(0, 500)}`);
+  if (body.errors?.length || !body.data)
+    throw new Error(`GraphQL error (${res.status}): ${res.text.slice(0, 500)}`);
   return body.data;
 }
 
@@ -88,7 +101,11 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
   try {
     if (o.backend === 'kubernetes') {
       cluster = await startTestCluster(dir, o.nodes, o.gpusPerNode, o.controllerPaceMs);
-      gateway = await startGateway(dir, { FAIRWAY_BACKEND: 'kubernetes', FAIRWAY_KUBECONFIG: cluster.kubeconfigPath, FAIRWAY_KUBERNETES_SETTINGS: cluster.settingsPath });
+      gateway = await startGateway(dir, {
+        FAIRWAY_BACKEND: 'kubernetes',
+        FAIRWAY_KUBECONFIG: cluster.kubeconfigPath,
+        FAIRWAY_KUBERNETES_SETTINGS: cluster.settingsPath,
+      });
     } else {
       if (o.gpusPerNode !== 8) throw new Error('the simulated baseline uses the demo flavor’s 8-GPU nodes');
       // The demo has 4 simulated H100 nodes; the rest are added so both clusters have the same H100s.
@@ -99,12 +116,28 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
     const admin = gw.tokens['platform/PLATFORM_ADMIN']!;
     const member = gw.tokens['aurora-research/MEMBER']!;
     const pools = await gql(agent, gw.url, admin, `{ nodePools { nodes { flavor gpus } } }`);
-    const clusterGpus = (pools.nodePools as { nodes: { flavor: string; gpus: number }[] }[]).flatMap((p) => p.nodes).filter((n) => n.flavor === 'h100-80g').reduce((s, n) => s + n.gpus, 0);
-    if (clusterGpus < o.jobs) throw new Error(`${o.backend}: the cluster has ${clusterGpus} H100s for ${o.jobs} one-GPU jobs`);
-    const tenant = await gql(agent, gw.url, gw.tokens['aurora-research/TENANT_ADMIN']!, `{ tenant(slug: "aurora-research") { queues { id name } } }`);
+    const clusterGpus = (pools.nodePools as { nodes: { flavor: string; gpus: number }[] }[])
+      .flatMap((p) => p.nodes)
+      .filter((n) => n.flavor === 'h100-80g')
+      .reduce((s, n) => s + n.gpus, 0);
+    if (clusterGpus < o.jobs)
+      throw new Error(`${o.backend}: the cluster has ${clusterGpus} H100s for ${o.jobs} one-GPU jobs`);
+    const tenant = await gql(
+      agent,
+      gw.url,
+      gw.tokens['aurora-research/TENANT_ADMIN']!,
+      `{ tenant(slug: "aurora-research") { queues { id name } } }`,
+    );
     const queueId = tenant.tenant.queues[0].id as string;
-    // As a platform admin: aurora-training's nominal H100 quota covers the whole burst (the demo gives it 16).
-    await gql(agent, gw.url, admin, `mutation($q: ID!, $quota: QuotaInput!) { setQuota(queueId: $q, quota: $quota) { id } }`, { q: queueId, quota: { flavor: 'h100-80g', nominal: o.jobs } });
+    // As a platform admin: aurora-training's nominal H100 quota covers the whole burst (the demo gives it
+    // 16).
+    await gql(
+      agent,
+      gw.url,
+      admin,
+      `mutation($q: ID!, $quota: QuotaInput!) { setQuota(queueId: $q, quota: $quota) { id } }`,
+      { q: queueId, quota: { flavor: 'h100-80g', nominal: o.jobs } },
+    );
     let resourceQuotaGpus = '';
     if (cluster) {
       // The tenant's ResourceQuota (the most it can ever hold) must not cap the burst either.
@@ -134,7 +167,12 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
         for (;;) {
           const i = next++;
           if (i >= o.jobs) return;
-          const input = { name: `bench-${i}`, podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], expectedDurationSeconds: 3600, container: { image: IMAGE, command: ['python', 'train.py'] } };
+          const input = {
+            name: `bench-${i}`,
+            podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }],
+            expectedDurationSeconds: 3600,
+            container: { image: IMAGE, command: ['python', 'train.py'] },
+          };
           try {
             const d = await gql(agent, gw.url, member, SUBMIT, { in: input });
             answeredAt.set(decodeJobId(d.submitJob.id), Date.now());
@@ -146,7 +184,12 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
     ).then(() => Date.now());
 
     // Done when every job has its Job object (Kubernetes) or has started (simulated).
-    const jobCreates = () => (kube ? kube.writes.slice(writes0).filter((w) => w.kind === 'Job' && w.verb === 'create' && w.status === 201) : []);
+    const jobCreates = () =>
+      kube
+        ? kube.writes
+            .slice(writes0)
+            .filter((w) => w.kind === 'Job' && w.verb === 'create' && w.status === 201)
+        : [];
     const deadline = t0 + o.timeoutMs;
     let doneAt = NaN;
     for (;;) {
@@ -157,7 +200,9 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
         break;
       }
       if (Date.now() > deadline) {
-        errors.push(`timed out after ${o.timeoutMs} ms: ${kube ? `${creates.length} Jobs created` : `${db.count('STARTED')} started`} of ${o.jobs}`);
+        errors.push(
+          `timed out after ${o.timeoutMs} ms: ${kube ? `${creates.length} Jobs created` : `${db.count('STARTED')} started`} of ${o.jobs}`,
+        );
         doneAt = Date.now();
         break;
       }
@@ -166,7 +211,8 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
     const cpu1 = cpuSeconds(gw.pid);
     const sched1 = sched(gw.pid);
     const bench1 = cpuNow();
-    // Kubernetes: the pods start after the Jobs exist; wait for the STARTED events too, then let trailing writes land.
+    // Kubernetes: the pods start after the Jobs exist; wait for the STARTED events too, then let trailing
+    // writes land.
     if (kube) {
       const until = Date.now() + 30_000;
       while (db.count('STARTED') < o.jobs && Date.now() < until) await sleep(100);
@@ -206,7 +252,9 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
     if (kube) {
       const during = kube.writes.slice(writes0);
       const byKindVerb: Record<string, number> = {};
-      for (const w of during) byKindVerb[`${w.kind} ${w.verb} ${w.status}`] = (byKindVerb[`${w.kind} ${w.verb} ${w.status}`] ?? 0) + 1;
+      for (const w of during)
+        byKindVerb[`${w.kind} ${w.verb} ${w.status}`] =
+          (byKindVerb[`${w.kind} ${w.verb} ${w.status}`] ?? 0) + 1;
       result.kube = {
         writes: during.length,
         jobWrites: during.filter((w) => w.kind === 'Job').length,

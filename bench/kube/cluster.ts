@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { Controllers } from '../../test/helpers/kube-api-server/controllers.js';
-import { startKubeApiServer, type KubeApiServer } from '../../test/helpers/kube-api-server/index.js';
+import { type KubeApiServer, startKubeApiServer } from '../../test/helpers/kube-api-server/index.js';
 import { fieldMatcher, labelMatcher } from '../../test/helpers/kube-api-server/selectors.js';
 import { Store } from '../../test/helpers/kube-api-server/store.js';
 
@@ -29,13 +29,20 @@ let withinControllerPass = false;
  */
 function cheaperStoreList(): void {
   const proto = Store.prototype as unknown as StoreInternals & { list: Store['list'] };
-  proto.list = function (this: StoreInternals, kind: string, namespace?: string, labelSelector?: string | null, fieldSelector?: string | null) {
+  proto.list = function (
+    this: StoreInternals,
+    kind: string,
+    namespace?: string,
+    labelSelector?: string | null,
+    fieldSelector?: string | null,
+  ) {
     const t = this.type(kind);
     const labels = labelMatcher(labelSelector);
     const fields = fieldMatcher(fieldSelector);
     const keyed: [string, any][] = [];
     for (const o of this.objects.values()) {
-      if (o.kind === t.kind && (!namespace || o.metadata.namespace === namespace) && labels(o) && fields(o)) keyed.push([`${o.metadata.namespace}/${o.metadata.name}`, o]);
+      if (o.kind === t.kind && (!namespace || o.metadata.namespace === namespace) && labels(o) && fields(o))
+        keyed.push([`${o.metadata.namespace}/${o.metadata.name}`, o]);
     }
     keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     return withinControllerPass ? keyed.map(([, o]) => o) : keyed.map(([, o]) => structuredClone(o));
@@ -92,13 +99,22 @@ const SETTINGS = {
   ],
 };
 
-/** A GPU node as the NVIDIA device plugin and GPU feature discovery would label it (as gpuNode in kube-app.ts). */
+/** A GPU node as the NVIDIA device plugin and GPU feature discovery would label it (as gpuNode in
+ * kube-app.ts).
+ */
 function h100Node(name: string, gpus: number) {
   const allocatable = { cpu: '192', memory: '1Ti', pods: '110', 'nvidia.com/gpu': String(gpus) };
   return {
     apiVersion: 'v1',
     kind: 'Node',
-    metadata: { name, labels: { 'kubernetes.io/hostname': name, 'fairway.dev/pool': 'shared', 'nvidia.com/gpu.product': H100_PRODUCT } },
+    metadata: {
+      name,
+      labels: {
+        'kubernetes.io/hostname': name,
+        'fairway.dev/pool': 'shared',
+        'nvidia.com/gpu.product': H100_PRODUCT,
+      },
+    },
     spec: {},
     status: { allocatable, capacity: allocatable, conditions: [{ type: 'Ready', status: 'True' }] },
   };
@@ -115,10 +131,16 @@ export interface TestCluster {
  * run until deleted (no run-time annotation, no FAIRWAY_TEST_RUN_MS), so nothing finishes during
  * the burst and admission is never paced by completions.
  */
-export async function startTestCluster(dir: string, nodes: number, gpusPerNode: number, controllerPaceMs: number): Promise<TestCluster> {
+export async function startTestCluster(
+  dir: string,
+  nodes: number,
+  gpusPerNode: number,
+  controllerPaceMs: number,
+): Promise<TestCluster> {
   paceControllers(controllerPaceMs);
   const kube = await startKubeApiServer({ kubelet: { startDelayMs: 20 } });
-  for (let i = 0; i < nodes; i++) kube.put(h100Node(`gpu-h100-${String(i + 1).padStart(3, '0')}`, gpusPerNode));
+  for (let i = 0; i < nodes; i++)
+    kube.put(h100Node(`gpu-h100-${String(i + 1).padStart(3, '0')}`, gpusPerNode));
   const kubeconfigPath = path.join(dir, 'kubeconfig.yaml');
   kube.writeKubeconfig(kubeconfigPath);
   const settingsPath = path.join(dir, 'kubernetes.yaml');

@@ -32,7 +32,14 @@ async function seed(dataDir: string, extraSimulatedH100Nodes: number): Promise<v
       const flavor = await em.findOneOrFail(Flavor, { name: 'h100-80g' });
       const pool = await em.findOneOrFail(NodePool, { name: 'shared' });
       for (let i = 0; i < extraSimulatedH100Nodes; i++) {
-        em.create(ClusterNode, { name: `bench-h100-${String(i + 1).padStart(3, '0')}`, pool, flavor, gpus: 8, cpu: 192_000, memory: 1_048_576 });
+        em.create(ClusterNode, {
+          name: `bench-h100-${String(i + 1).padStart(3, '0')}`,
+          pool,
+          flavor,
+          gpus: 8,
+          cpu: 192_000,
+          memory: 1_048_576,
+        });
       }
     });
   } finally {
@@ -40,7 +47,11 @@ async function seed(dataDir: string, extraSimulatedH100Nodes: number): Promise<v
   }
 }
 
-export async function startGateway(dataDir: string, env: Record<string, string>, extraSimulatedH100Nodes = 0): Promise<Gateway> {
+export async function startGateway(
+  dataDir: string,
+  env: Record<string, string>,
+  extraSimulatedH100Nodes = 0,
+): Promise<Gateway> {
   await seed(dataDir, extraSimulatedH100Nodes);
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
@@ -55,13 +66,29 @@ export async function startGateway(dataDir: string, env: Record<string, string>,
   // The embedded default: no external database or Redis even if the caller's shell has them.
   delete childEnv.DATABASE_URL;
   delete childEnv.REDIS_URL;
-  const { child, match, stderr } = await spawnAndWait(['--import', 'tsx', 'src/main.ts'], childEnv, /serving on (http:\/\/\S+\/graphql)/, 'the gateway');
-  return { url: match[1]!, pid: child.pid!, dataDir, tokens: demoTokens(dataDir), stderr, stop: stopper(child) };
+  const { child, match, stderr } = await spawnAndWait(
+    ['--import', 'tsx', 'src/main.ts'],
+    childEnv,
+    /serving on (http:\/\/\S+\/graphql)/,
+    'the gateway',
+  );
+  return {
+    url: match[1]!,
+    pid: child.pid!,
+    dataDir,
+    tokens: demoTokens(dataDir),
+    stderr,
+    stop: stopper(child),
+  };
 }
 
 /** A MikroORM datetime column as SQLite holds it (ms epoch number or a date string) → ms epoch. */
 function ms(value: unknown): number {
-  return typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : new Date(String(value)).getTime();
+  return typeof value === 'number'
+    ? value
+    : typeof value === 'bigint'
+      ? Number(value)
+      : new Date(String(value)).getTime();
 }
 
 export interface JobTimes {
@@ -76,15 +103,23 @@ export class GatewayDb {
     this.db = new Database(path.join(dataDir, 'fairway.db'), { readonly: true, fileMustExist: true });
   }
   count(eventType: 'ADMITTED' | 'STARTED'): number {
-    return (this.db.prepare('select count(*) as n from job_events where type = ?').get(eventType) as { n: number }).n;
+    return (
+      this.db.prepare('select count(*) as n from job_events where type = ?').get(eventType) as { n: number }
+    ).n;
   }
   /** Per job: `jobs.admission.at` (the scheduler's decision time) and the STARTED event's time. */
   times(): Map<string, JobTimes> {
     const out = new Map<string, JobTimes>();
-    for (const row of this.db.prepare('select id, admission from jobs where admission is not null').all() as { id: string; admission: string }[]) {
+    for (const row of this.db.prepare('select id, admission from jobs where admission is not null').all() as {
+      id: string;
+      admission: string;
+    }[]) {
       out.set(row.id, { admittedAt: Number((JSON.parse(row.admission) as { at: number }).at) });
     }
-    for (const row of this.db.prepare(`select job_id, at from job_events where type = 'STARTED'`).all() as { job_id: string; at: unknown }[]) {
+    for (const row of this.db.prepare(`select job_id, at from job_events where type = 'STARTED'`).all() as {
+      job_id: string;
+      at: unknown;
+    }[]) {
       const t = out.get(row.job_id);
       if (t) t.startedAt = Math.min(t.startedAt ?? Infinity, ms(row.at));
     }

@@ -5,13 +5,19 @@
 // hour the same number of distinct keys, tenant 0 (the big one) first.
 import type { MikroORM } from '@mikro-orm/core';
 import { uuidv7 } from '../../src/persistence/ids.js';
+import { bulkWriter, type Dialect, HOURLY, knexOf } from '../usage/bulk.js';
 import { CLASSES, FLAVORS } from '../usage/scenario.js';
-import { bulkWriter, HOURLY, knexOf, type Dialect } from '../usage/bulk.js';
 import type { SeededIds } from './scenario.js';
 
 const HOUR_MS = 3_600_000;
 
-export async function seedRollupHistory(orm: MikroORM, dialect: Dialect, ids: SeededIds, rows: number, beforeMs: number): Promise<number> {
+export async function seedRollupHistory(
+  orm: MikroORM,
+  dialect: Dialect,
+  ids: SeededIds,
+  rows: number,
+  beforeMs: number,
+): Promise<number> {
   if (rows <= 0) return 0;
   const d = new Date(beforeMs);
   const monthStart = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
@@ -19,7 +25,14 @@ export async function seedRollupHistory(orm: MikroORM, dialect: Dialect, ids: Se
   if (hours < 1) return 0;
   const perHour = Math.ceil(rows / hours);
   // Key digits, slowest first: tenant, project ('' + ids), queue, user, class, flavor.
-  const radix = [ids.tenants.length, ids.projects[0]!.length + 1, ids.queues[0]!.length, ids.users.length, CLASSES.length, FLAVORS.length];
+  const radix = [
+    ids.tenants.length,
+    ids.projects[0]!.length + 1,
+    ids.queues[0]!.length,
+    ids.users.length,
+    CLASSES.length,
+    FLAVORS.length,
+  ];
   const keys = radix.reduce((a, b) => a * b, 1);
   if (perHour > keys) throw new Error(`history: ${perHour} rows an hour, but only ${keys} distinct keys`);
   const writer = await bulkWriter(orm, dialect);
@@ -38,7 +51,23 @@ export async function seedRollupHistory(orm: MikroORM, dialect: Dialect, ids: Se
       const flavor = FLAVORS[f]!;
       const gpuSeconds = 3600 / flavor.slicesPerGpu;
       const cost = flavor.price * CLASSES[c]!.multiplier;
-      batch.push([uuidv7(hour.getTime()), hour, ids.tenants[t]!, p === 0 ? '' : ids.projects[t]![p - 1]!, ids.queues[t]![q]!, ids.users[u]!, CLASSES[c]!.name, flavor.name, gpuSeconds, 0, 0, 8 * 3600, 64 * 3600, cost, 0]);
+      batch.push([
+        uuidv7(hour.getTime()),
+        hour,
+        ids.tenants[t]!,
+        p === 0 ? '' : ids.projects[t]![p - 1]!,
+        ids.queues[t]![q]!,
+        ids.users[u]!,
+        CLASSES[c]!.name,
+        flavor.name,
+        gpuSeconds,
+        0,
+        0,
+        8 * 3600,
+        64 * 3600,
+        cost,
+        0,
+      ]);
     }
     await writer.insert(HOURLY, batch);
     written += batch.length;

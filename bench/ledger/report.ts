@@ -2,15 +2,24 @@
 // (a rerun replaces it; the reading written below the end marker stays).
 import os from 'node:os';
 import { gitDescribe } from '../api/process-stats.js';
+import { writeResultsSection } from '../results-section.js';
 import { percentile } from '../usage/measure.js';
 import { median } from '../usage/run.js';
 import type { LedgerDialectResult, Samples } from './run.js';
-import { writeResultsSection } from '../results-section.js';
 
 export const START = '<!-- bench:ledger -->';
 export const END = '<!-- /bench:ledger -->';
 
-const fmt = (n: number) => (Number.isFinite(n) ? (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n >= 1 ? n.toFixed(2) : n.toFixed(3)) : '–');
+const fmt = (n: number) =>
+  Number.isFinite(n)
+    ? n >= 100
+      ? n.toFixed(0)
+      : n >= 10
+        ? n.toFixed(1)
+        : n >= 1
+          ? n.toFixed(2)
+          : n.toFixed(3)
+    : '–';
 const name = (d: LedgerDialectResult['dialect']) => (d === 'postgresql' ? 'PostgreSQL' : 'SQLite');
 const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
 
@@ -37,17 +46,33 @@ export function resultTable(results: LedgerDialectResult[]): string[] {
       const extraWall = median(perJob(s)) - median(perJob(base));
       const extraCpu = cpuPerJob(s).total - cpuPerJob(base).total;
       rows.push([
-        name(r.dialect), what, String(s.wallMs.length),
+        name(r.dialect),
+        what,
+        String(s.wallMs.length),
         `**${fmt(median(s.wallMs))}** / ${fmt(percentile(s.wallMs, 0.95))}`,
-        fmt(median(perJob(s))), cpuCell(s), rowsPerSecond,
-        `${fmt(median(base.wallMs))} / ${fmt(percentile(base.wallMs, 0.95))}`, fmt(median(perJob(base))), cpuCell(base),
+        fmt(median(perJob(s))),
+        cpuCell(s),
+        rowsPerSecond,
+        `${fmt(median(base.wallMs))} / ${fmt(percentile(base.wallMs, 0.95))}`,
+        fmt(median(perJob(base))),
+        cpuCell(base),
         `${fmt(extraWall)} / ${fmt(extraCpu)} (${(median(s.wallMs) / median(base.wallMs)).toFixed(1)}×)`,
       ]);
     };
     const perSecond = (rows: number, ms: number) => Math.round(rows / (ms / 1000)).toLocaleString('en');
     const { metered: cp, ledgerOnly: cpl } = r.checkpoint;
-    line(`checkpoint batch (${Math.max(...cp.jobs)} jobs, one transaction)`, cp, r.checkpoint.baseline, perSecond(sum(cp.passRows), sum(cp.passWallMs)));
-    line('… the same without the budget check', cpl, r.checkpoint.baseline, perSecond(sum(cpl.passRows), sum(cpl.passWallMs)));
+    line(
+      `checkpoint batch (${Math.max(...cp.jobs)} jobs, one transaction)`,
+      cp,
+      r.checkpoint.baseline,
+      perSecond(sum(cp.passRows), sum(cp.passWallMs)),
+    );
+    line(
+      '… the same without the budget check',
+      cpl,
+      r.checkpoint.baseline,
+      perSecond(sum(cpl.passRows), sum(cpl.passWallMs)),
+    );
     const { metered: cl, ledgerOnly: cll } = r.close;
     // Both metered kinds of close wrote the close rows: one rate over both.
     const closeRate = perSecond(r.closeRows, sum(cl.wallMs) + sum(cll.wallMs));
@@ -87,7 +112,9 @@ export interface SectionContext {
 
 const history = (results: LedgerDialectResult[]) => {
   const rows = [...new Set(results.map((r) => r.historyRows))];
-  return rows.length === 1 && rows[0] === 0 ? 'none (BENCH_HISTORY_ROWS=0)' : results.map((r) => `${name(r.dialect)} ${r.historyRows.toLocaleString('en')} rows`).join(', ');
+  return rows.length === 1 && rows[0] === 0
+    ? 'none (BENCH_HISTORY_ROWS=0)'
+    : results.map((r) => `${name(r.dialect)} ${r.historyRows.toLocaleString('en')} rows`).join(', ');
 };
 
 export function section(results: LedgerDialectResult[], c: SectionContext): string[] {

@@ -1,26 +1,27 @@
 // The ledger bench's harness, without the command line. Per database: seed N running jobs, then
 // checkpoint them as the leader does (fenced transactions of 500 jobs read FOR UPDATE on
 // PostgreSQL, `metering.charge(em, jobs, now, 'checkpoint')`, flush, commit) in turn with three
-// writers: the server's Metering (ledger rows, rollup; budgets checked once per checkpoint), the same without the budget
+// writers: the server's Metering (ledger rows, rollup; budgets checked once per checkpoint), the same
+// without the budget
 // check (ledger only), and the baseline (a Metering that only writes `meteredFrom = now`), the
 // clock a minute on each time; then close jobs one at a time through the backend report path
 // (applyBackendEvent 'succeeded') with the three in turn. Interleaving keeps the machine's load
 // drift out of the differences. A baseline checkpoint runs before each metered one, so each
 // metered checkpoint charges exactly 60 s (the baseline's minute is never charged).
 import type { EntityManager } from '@mikro-orm/core';
-import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
-import { UsageRecord, type UsageCloser } from '../../src/persistence/metering/entities.js';
 import { Job } from '../../src/persistence/jobs/entities.js';
+import { type UsageCloser, UsageRecord } from '../../src/persistence/metering/entities.js';
+import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
 import { evaluateBudgets } from '../../src/services/metering/budgets.js';
 import { Metering } from '../../src/services/metering/charging.js';
 import { applyBackendEvent } from '../../src/services/scheduling/backend-events.js';
-import { writeFenced, type FencedWriter } from '../../src/services/scheduling/cycle-writer.js';
+import { type FencedWriter, writeFenced } from '../../src/services/scheduling/cycle-writer.js';
 import { LeaderEpochs } from '../../src/services/scheduling/leader-epoch.js';
-import { openScratch, type Dialect } from '../usage/load.js';
+import { type Dialect, openScratch } from '../usage/load.js';
 import { backendCpu } from '../usage/measure.js';
 import { seedRollupHistory } from './history.js';
 import { planJobs, seedLedgerScenario, T0 } from './scenario.js';
-import { ExpectedCharges, verifyLedger, type Verification } from './verify.js';
+import { ExpectedCharges, type Verification, verifyLedger } from './verify.js';
 
 export interface LedgerBenchOptions {
   dialects: Dialect[];
@@ -86,20 +87,32 @@ export interface LedgerDialectResult {
 
 /** A Metering that writes only the state the real one would: the baseline's writer. */
 class StateOnly extends Metering {
-  override async charge(_em: EntityManager, jobs: readonly Job[], until: number, closedBy: UsageCloser): Promise<Set<string>> {
+  override async charge(
+    _em: EntityManager,
+    jobs: readonly Job[],
+    until: number,
+    closedBy: UsageCloser,
+  ): Promise<Set<string>> {
     for (const job of jobs) job.meteredFrom = closedBy === 'checkpoint' ? until : null;
     return new Set();
   }
 }
 
-export async function runLedgerBench(partial: Partial<LedgerBenchOptions> = {}): Promise<LedgerDialectResult[]> {
+export async function runLedgerBench(
+  partial: Partial<LedgerBenchOptions> = {},
+): Promise<LedgerDialectResult[]> {
   const opts = { ...DEFAULT_LEDGER_OPTIONS, ...partial };
-  if (3 * opts.closes > opts.jobs) throw new Error(`closes (${opts.closes}) × 3 must not exceed jobs (${opts.jobs})`);
+  if (3 * opts.closes > opts.jobs)
+    throw new Error(`closes (${opts.closes}) × 3 must not exceed jobs (${opts.jobs})`);
   const plan = planJobs(opts.jobs, opts.seed);
   const results: LedgerDialectResult[] = [];
   for (const dialect of opts.dialects) {
     const note = (line: string) => opts.progress(`${dialect}: ${line}`);
-    const db = await openScratch(dialect, { adminUrl: opts.postgresUrl, database: opts.postgresDatabase, keep: opts.keep });
+    const db = await openScratch(dialect, {
+      adminUrl: opts.postgresUrl,
+      database: opts.postgresDatabase,
+      keep: opts.keep,
+    });
     try {
       const seeded = await seedLedgerScenario(db.orm, plan);
       const ids = seeded.jobs;
@@ -110,9 +123,18 @@ export async function runLedgerBench(partial: Partial<LedgerBenchOptions> = {}):
       const epochs = new LeaderEpochs(dialect);
       const epoch = await epochs.takeOver(systemEntityManager(db.orm));
       const settings = { timeScale: 1, currency: 'USD', dialect };
-      const writer = (metering: Metering): FencedWriter => ({ em: systemEntityManager(db.orm), dialect, epochs, epoch, metering });
+      const writer = (metering: Metering): FencedWriter => ({
+        em: systemEntityManager(db.orm),
+        dialect,
+        epochs,
+        epoch,
+        metering,
+      });
       // As the server wires it: budgets evaluated once per checkpoint (app.ts).
-      const metered = new Metering({ ...settings, afterCheckpoint: (em, nowMs, currency) => evaluateBudgets(em, null, nowMs, currency) });
+      const metered = new Metering({
+        ...settings,
+        afterCheckpoint: (em, nowMs, currency) => evaluateBudgets(em, null, nowMs, currency),
+      });
       const ledgerOnly = new Metering(settings);
       const stateOnly = new StateOnly(settings);
       const expected = new ExpectedCharges();
@@ -122,7 +144,12 @@ export async function runLedgerBench(partial: Partial<LedgerBenchOptions> = {}):
       const countRows = async () => systemEntityManager(db.orm).count(UsageRecord, {});
 
       const result: LedgerDialectResult = {
-        dialect, where: db.where, jobs: ids.length, hourCrossings: 0, closeRows: 0, historyRows,
+        dialect,
+        where: db.where,
+        jobs: ids.length,
+        hourCrossings: 0,
+        closeRows: 0,
+        historyRows,
         checkpoint: { metered: new Samples(), ledgerOnly: new Samples(), baseline: new Samples() },
         close: { metered: new Samples(), ledgerOnly: new Samples(), baseline: new Samples() },
         verification: { rows: 0, gpuSeconds: 0, expectedGpuSeconds: 0, rollupRows: 0, problems: [] },
@@ -140,7 +167,11 @@ export async function runLedgerBench(partial: Partial<LedgerBenchOptions> = {}):
           const cpu = process.cpuUsage();
           const t = performance.now();
           await writeFenced(writer(metering), async (em, jobLock) => {
-            const jobs = await em.find(Job, after === null ? { state: 'RUNNING' } : { state: 'RUNNING', id: { $gt: after } }, { orderBy: { id: 'asc' }, limit: opts.batch, populate: ['queue'], ...jobLock });
+            const jobs = await em.find(
+              Job,
+              after === null ? { state: 'RUNNING' } : { state: 'RUNNING', id: { $gt: after } },
+              { orderBy: { id: 'asc' }, limit: opts.batch, populate: ['queue'], ...jobLock },
+            );
             await metering.charge(em, jobs, now, 'checkpoint');
             charged = jobs;
             last = jobs.length === opts.batch ? jobs[jobs.length - 1]!.id : null;
@@ -200,7 +231,10 @@ export async function runLedgerBench(partial: Partial<LedgerBenchOptions> = {}):
         const dbBefore = await cpuOf();
         const cpu = process.cpuUsage();
         const t = performance.now();
-        const { finished } = await applyBackendEvent(writer(kind === 'metered' ? metered : kind === 'ledgerOnly' ? ledgerOnly : stateOnly), { type: 'succeeded', jobId, at });
+        const { finished } = await applyBackendEvent(
+          writer(kind === 'metered' ? metered : kind === 'ledgerOnly' ? ledgerOnly : stateOnly),
+          { type: 'succeeded', jobId, at },
+        );
         into.wallMs.push(performance.now() - t);
         const used = process.cpuUsage(cpu);
         into.nodeCpuMs.push((used.user + used.system) / 1000);
@@ -213,9 +247,17 @@ export async function runLedgerBench(partial: Partial<LedgerBenchOptions> = {}):
       note(`${opts.closes} × 3 jobs closed one at a time`);
 
       result.hourCrossings = expected.crossings;
-      result.verification = await verifyLedger(db.orm, dialect, expected, ids.length, Math.floor(T0 / 3_600_000) * 3_600_000);
+      result.verification = await verifyLedger(
+        db.orm,
+        dialect,
+        expected,
+        ids.length,
+        Math.floor(T0 / 3_600_000) * 3_600_000,
+      );
       const v = result.verification;
-      note(`ledger ${v.rows} rows, Σ gpuSeconds ${v.gpuSeconds} (expected ${v.expectedGpuSeconds}); rollup ${v.rollupRows} rows; ${v.problems.length ? `PROBLEMS: ${v.problems.join('; ')}` : 'exact'}`);
+      note(
+        `ledger ${v.rows} rows, Σ gpuSeconds ${v.gpuSeconds} (expected ${v.expectedGpuSeconds}); rollup ${v.rollupRows} rows; ${v.problems.length ? `PROBLEMS: ${v.problems.join('; ')}` : 'exact'}`,
+      );
       results.push(result);
     } finally {
       await db.drop();
@@ -224,7 +266,11 @@ export async function runLedgerBench(partial: Partial<LedgerBenchOptions> = {}):
   return results;
 }
 
-function addDbCpu(into: Samples, before: Map<number, number> | null, after: Map<number, number> | null): void {
+function addDbCpu(
+  into: Samples,
+  before: Map<number, number> | null,
+  after: Map<number, number> | null,
+): void {
   if (!before || !after) return;
   let total = 0;
   for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);

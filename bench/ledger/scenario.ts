@@ -6,12 +6,12 @@
 import { createHash } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/core';
 import type { Admission, PodSetSpec } from '../../src/core/scheduling/types.js';
+import { Flavor, Queue } from '../../src/persistence/cluster/entities.js';
+import { uuidv7 } from '../../src/persistence/ids.js';
+import { Job } from '../../src/persistence/jobs/entities.js';
+import { Budget, FlavorPrice, PriceMultiplier } from '../../src/persistence/metering/entities.js';
 import { Project, Tenant, User } from '../../src/persistence/tenancy/entities.js';
 import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
-import { Budget, FlavorPrice, PriceMultiplier } from '../../src/persistence/metering/entities.js';
-import { Flavor, Queue } from '../../src/persistence/cluster/entities.js';
-import { Job } from '../../src/persistence/jobs/entities.js';
-import { uuidv7 } from '../../src/persistence/ids.js';
 import { Prng } from '../../src/simulator/prng.js';
 import { CLASSES, FLAVORS } from '../usage/scenario.js';
 
@@ -71,7 +71,14 @@ export function planJobs(count: number, seed: number): LedgerScenario {
       admitted = [{ name: 'main', flavor: H100.name, count: pods }];
     } else if (r < 0.85) {
       shape = 'mig';
-      podSets = [{ name: 'main', count: 1, perPod: { gpu: 1 + rng.int(3), cpu: 2000, memory: 16_384 }, flavors: [MIG.name] }];
+      podSets = [
+        {
+          name: 'main',
+          count: 1,
+          perPod: { gpu: 1 + rng.int(3), cpu: 2000, memory: 16_384 },
+          flavors: [MIG.name],
+        },
+      ];
       admitted = [{ name: 'main', flavor: MIG.name, count: 1 }];
     } else {
       // A launcher on an L40S beside 8-GPU workers: two pod sets on two flavors (two rows per interval).
@@ -81,11 +88,18 @@ export function planJobs(count: number, seed: number): LedgerScenario {
         { name: 'launcher', count: 1, perPod: pod(1), flavors: [L40S.name] },
         { name: 'workers', count: workers, perPod: pod(8), flavors: [H100.name] },
       ];
-      admitted = [{ name: 'launcher', flavor: L40S.name, count: 1 }, { name: 'workers', flavor: H100.name, count: workers }];
+      admitted = [
+        { name: 'launcher', flavor: L40S.name, count: 1 },
+        { name: 'workers', flavor: H100.name, count: workers },
+      ];
     }
     const tenant = rng.next() < 0.8 ? 0 : 1 + rng.int(2);
     jobs.push({
-      n, tenant, shape, podSets, admitted,
+      n,
+      tenant,
+      shape,
+      podSets,
+      admitted,
       project: rng.next() < 0.1 ? null : rng.int(s.projects),
       queue: rng.int(s.queues),
       user: rng.int(s.users),
@@ -123,22 +137,94 @@ export async function seedLedgerScenario(orm: MikroORM, scenario: LedgerScenario
   const users: string[] = [];
   await em.transactional(async (tx) => {
     for (const f of FLAVORS) {
-      tx.create(Flavor, { id: uuidv7(), name: f.name, kind: f.slicesPerGpu > 1 ? 'mig' : 'gpu', gpuModel: null, slicesPerGpu: f.slicesPerGpu > 1 ? f.slicesPerGpu : null, pricePerUnitHour: f.price });
-      tx.create(FlavorPrice, { id: uuidv7(), flavor: f.name, pricePerUnitHour: f.price, effectiveFrom: new Date(0) });
+      tx.create(Flavor, {
+        id: uuidv7(),
+        name: f.name,
+        kind: f.slicesPerGpu > 1 ? 'mig' : 'gpu',
+        gpuModel: null,
+        slicesPerGpu: f.slicesPerGpu > 1 ? f.slicesPerGpu : null,
+        pricePerUnitHour: f.price,
+      });
+      tx.create(FlavorPrice, {
+        id: uuidv7(),
+        flavor: f.name,
+        pricePerUnitHour: f.price,
+        effectiveFrom: new Date(0),
+      });
     }
-    for (const c of CLASSES) tx.create(PriceMultiplier, { id: uuidv7(), priorityClass: c.name, multiplier: c.multiplier, effectiveFrom: new Date(0) });
-    for (let u = 0; u < scenario.users; u++) users.push(tx.create(User, { id: uuidv7(), email: `ledger${u}@bench.example`, name: `User ${u}`, isPlatformAdmin: false, externalId: null }).id);
+    for (const c of CLASSES)
+      tx.create(PriceMultiplier, {
+        id: uuidv7(),
+        priorityClass: c.name,
+        multiplier: c.multiplier,
+        effectiveFrom: new Date(0),
+      });
+    for (let u = 0; u < scenario.users; u++)
+      users.push(
+        tx.create(User, {
+          id: uuidv7(),
+          email: `ledger${u}@bench.example`,
+          name: `User ${u}`,
+          isPlatformAdmin: false,
+          externalId: null,
+        }).id,
+      );
     for (let t = 0; t < scenario.tenants; t++) {
-      const tenant = tx.create(Tenant, { id: uuidv7(), slug: `ledger-${t}`, name: `Ledger tenant ${t}`, status: 'ACTIVE', projectsOpen: false });
+      const tenant = tx.create(Tenant, {
+        id: uuidv7(),
+        slug: `ledger-${t}`,
+        name: `Ledger tenant ${t}`,
+        status: 'ACTIVE',
+        projectsOpen: false,
+      });
       tenants.push(tenant.id);
-      queues.push(Array.from({ length: scenario.queues }, (_, q) => {
-        const name = `ledger-${t}-q${q}`;
-        return { id: tx.create(Queue, { id: uuidv7(), name, tenant, cohort: null, quotas: {}, weight: 1, queueingStrategy: 'BestEffortFIFO', preemption: {}, isolationLevel: null, timeWindows: [], dedicatedPool: null }).id, name };
-      }));
-      projects.push(Array.from({ length: scenario.projects }, (_, p) =>
-        tx.create(Project, { id: uuidv7(), tenant, slug: `p${p}`, name: `Project ${p}`, status: 'ACTIVE', archivedAt: null, defaultQueueId: null }).id));
+      queues.push(
+        Array.from({ length: scenario.queues }, (_, q) => {
+          const name = `ledger-${t}-q${q}`;
+          return {
+            id: tx.create(Queue, {
+              id: uuidv7(),
+              name,
+              tenant,
+              cohort: null,
+              quotas: {},
+              weight: 1,
+              queueingStrategy: 'BestEffortFIFO',
+              preemption: {},
+              isolationLevel: null,
+              timeWindows: [],
+              dedicatedPool: null,
+            }).id,
+            name,
+          };
+        }),
+      );
+      projects.push(
+        Array.from(
+          { length: scenario.projects },
+          (_, p) =>
+            tx.create(Project, {
+              id: uuidv7(),
+              tenant,
+              slug: `p${p}`,
+              name: `Project ${p}`,
+              status: 'ACTIVE',
+              archivedAt: null,
+              defaultQueueId: null,
+            }).id,
+        ),
+      );
       // Soft, and far above what the bench spends: evaluated once per checkpoint, never alerting.
-      tx.create(Budget, { id: uuidv7(), tenant, project: null, scopeKey: 'tenant', monthlyAmount: 1e12, thresholds: [50, 80, 100], hard: false, exemptPriorityClasses: ['inference-critical'] });
+      tx.create(Budget, {
+        id: uuidv7(),
+        tenant,
+        project: null,
+        scopeKey: 'tenant',
+        monthlyAmount: 1e12,
+        thresholds: [50, 80, 100],
+        hard: false,
+        exemptPriorityClasses: ['inference-critical'],
+      });
     }
   });
   const ids: string[] = [];
@@ -149,17 +235,43 @@ export async function seedLedgerScenario(orm: MikroORM, scenario: LedgerScenario
       const id = uuidv7(T0);
       const queue = queues[job.tenant]![job.queue]!;
       const admission: Admission = {
-        jobId: id, queue: queue.name, at: T0 - 1000, borrowed: false, mode: 'fit',
-        podSets: job.admitted.map((a) => ({ name: a.name, flavor: a.flavor, count: a.count, placements: [{ node: `node-${job.n % 250}`, pods: a.count }] })),
+        jobId: id,
+        queue: queue.name,
+        at: T0 - 1000,
+        borrowed: false,
+        mode: 'fit',
+        podSets: job.admitted.map((a) => ({
+          name: a.name,
+          flavor: a.flavor,
+          count: a.count,
+          placements: [{ node: `node-${job.n % 250}`, pods: a.count }],
+        })),
       };
       tx.create(Job, {
-        id, tenant: tenants[job.tenant]!, project: job.project === null ? null : projects[job.tenant]![job.project]!, queue: queue.id,
-        submittedBy: users[job.user]!, name: `ledger-${job.n}`, priorityClass: job.priorityClass, podSets: job.podSets,
-        expectedDurationMs: 3_600_000, maxRunMs: null, workload: null, state: 'RUNNING', admission, idempotencyKey: null,
-        requestHash: createHash('sha256').update(`ledger-${job.n}`).digest('hex'), submitTime: T0 - 2000,
+        id,
+        tenant: tenants[job.tenant]!,
+        project: job.project === null ? null : projects[job.tenant]![job.project]!,
+        queue: queue.id,
+        submittedBy: users[job.user]!,
+        name: `ledger-${job.n}`,
+        priorityClass: job.priorityClass,
+        podSets: job.podSets,
+        expectedDurationMs: 3_600_000,
+        maxRunMs: null,
+        workload: null,
+        state: 'RUNNING',
+        admission,
+        idempotencyKey: null,
+        requestHash: createHash('sha256').update(`ledger-${job.n}`).digest('hex'),
+        submitTime: T0 - 2000,
         gpusRequested: [...unitsByFlavor(job).entries()].reduce((a, [f, u]) => a + u / slicesOf(f), 0),
-        preemptionCount: 0, meteredFrom: T0, exitReason: null,
-        submittedAt: new Date(T0 - 2000), admittedAt: new Date(T0 - 1000), startedAt: new Date(T0), finishedAt: null,
+        preemptionCount: 0,
+        meteredFrom: T0,
+        exitReason: null,
+        submittedAt: new Date(T0 - 2000),
+        admittedAt: new Date(T0 - 1000),
+        startedAt: new Date(T0),
+        finishedAt: null,
       });
       ids.push(id);
     }

@@ -2,8 +2,8 @@
 // (not from the writer's code), and the checks against the database: the flavor-unit
 // milliseconds and the GPU-seconds per flavor, the rows, and the rollup against the ledger.
 import type { MikroORM } from '@mikro-orm/core';
-import { knexOf, type Dialect } from '../usage/load.js';
-import { slicesOf, unitsByFlavor, type PlannedJob } from './scenario.js';
+import { type Dialect, knexOf } from '../usage/load.js';
+import { type PlannedJob, slicesOf, unitsByFlavor } from './scenario.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -47,7 +47,13 @@ const num = (v: unknown) => Number(v ?? 0);
  * expected, one first row per job, and a rollup whose sums equal the ledger's per hour and flavor
  * (from `sinceHourMs`, the first hour charged).
  */
-export async function verifyLedger(orm: MikroORM, dialect: Dialect, expected: ExpectedCharges, jobs: number, sinceHourMs: number): Promise<Verification> {
+export async function verifyLedger(
+  orm: MikroORM,
+  dialect: Dialect,
+  expected: ExpectedCharges,
+  jobs: number,
+  sinceHourMs: number,
+): Promise<Verification> {
   const knex = knexOf(orm);
   const problems: string[] = [];
   const ledger = (await knex('usage_records')
@@ -71,29 +77,51 @@ export async function verifyLedger(orm: MikroORM, dialect: Dialect, expected: Ex
     expectedGpuSeconds += want;
     if (unitMs !== wantUnitMs) problems.push(`${flavor}: Σ units × ms ${unitMs} ≠ expected ${wantUnitMs}`);
     const exact = slicesOf(flavor) === 1;
-    if (exact ? gs !== want : Math.abs(gs - want) > 1e-9 * Math.max(1, want)) problems.push(`${flavor}: Σ gpuSeconds ${gs} ≠ expected ${want}`);
+    if (exact ? gs !== want : Math.abs(gs - want) > 1e-9 * Math.max(1, want))
+      problems.push(`${flavor}: Σ gpuSeconds ${gs} ≠ expected ${want}`);
   }
   if (rows !== expected.rows) problems.push(`ledger rows ${rows} ≠ expected ${expected.rows}`);
-  const firsts = num(((await knex('usage_records').where('first_of_job', true).count({ n: '*' })) as { n: unknown }[])[0]?.n);
+  const firsts = num(
+    ((await knex('usage_records').where('first_of_job', true).count({ n: '*' })) as { n: unknown }[])[0]?.n,
+  );
   if (firsts !== jobs) problems.push(`first rows ${firsts} ≠ jobs ${jobs}`);
 
   // The rollup against the ledger, per UTC hour and flavor (the ledger's hour is its start's).
   // Both as epoch ms (SQLite stores datetimes as ms integers; PostgreSQL as timestamptz).
   const pg = dialect === 'postgresql';
-  const hourOf = knex.raw(pg ? `floor(extract(epoch from started_at) / 3600) * ${HOUR_MS}` : `(started_at / ${HOUR_MS}) * ${HOUR_MS}`);
+  const hourOf = knex.raw(
+    pg
+      ? `floor(extract(epoch from started_at) / 3600) * ${HOUR_MS}`
+      : `(started_at / ${HOUR_MS}) * ${HOUR_MS}`,
+  );
   const rollupHour = knex.raw(pg ? 'extract(epoch from hour) * 1000' : 'hour');
   const fromLedger = (await knex('usage_records')
     .select({ hour: hourOf, flavor: 'flavor' })
     .sum({ g: 'gpu_seconds', c: 'cost', cpu: 'cpu_seconds' })
     .sum({ j: knex.raw(`case when first_of_job then 1 else 0 end`) })
-    .groupByRaw('1, 2')) as { hour: unknown; flavor: string; g: unknown; c: unknown; cpu: unknown; j: unknown }[];
+    .groupByRaw('1, 2')) as {
+    hour: unknown;
+    flavor: string;
+    g: unknown;
+    c: unknown;
+    cpu: unknown;
+    j: unknown;
+  }[];
   // Seeded history (earlier hours, no ledger rows) is left out.
   const fromRollup = (await knex('usage_hourly')
     .where('hour', '>=', pg ? new Date(sinceHourMs) : sinceHourMs)
     .select({ hour: rollupHour, flavor: 'flavor' })
     .sum({ g: 'gpu_seconds', c: 'cost', cpu: 'cpu_seconds', j: 'jobs' })
     .count({ n: '*' })
-    .groupByRaw('1, 2')) as { hour: unknown; flavor: string; g: unknown; c: unknown; cpu: unknown; j: unknown; n: unknown }[];
+    .groupByRaw('1, 2')) as {
+    hour: unknown;
+    flavor: string;
+    g: unknown;
+    c: unknown;
+    cpu: unknown;
+    j: unknown;
+    n: unknown;
+  }[];
   const key = (hour: unknown, flavor: string) => `${new Date(Number(hour)).toISOString()} ${flavor}`;
   const rollup = new Map(fromRollup.map((r) => [key(r.hour, r.flavor), r]));
   const close = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
@@ -102,7 +130,10 @@ export async function verifyLedger(orm: MikroORM, dialect: Dialect, expected: Ex
     const r = rollup.get(k);
     rollup.delete(k);
     if (!r) problems.push(`rollup: no row for ${k}`);
-    else for (const f of ['g', 'c', 'cpu', 'j'] as const) if (!close(num(l[f]), num(r[f]))) problems.push(`rollup ${k} ${f}: ${num(r[f])} ≠ ledger ${num(l[f])}`);
+    else
+      for (const f of ['g', 'c', 'cpu', 'j'] as const)
+        if (!close(num(l[f]), num(r[f])))
+          problems.push(`rollup ${k} ${f}: ${num(r[f])} ≠ ledger ${num(l[f])}`);
   }
   for (const k of rollup.keys()) problems.push(`rollup: ${k} has no ledger rows`);
   const rollupRows = fromRollup.reduce((a, r) => a + num(r.n), 0);

@@ -41,16 +41,48 @@ interface Run {
   quick?: boolean;
 }
 
-const convert = (gpus: number, extra: string[] = []): string[] =>
-  ['convert-philly', '--philly-dir', flags['philly-dir'], '--out', philly, '--gpus', String(gpus), ...extra];
+const convert = (gpus: number, extra: string[] = []): string[] => [
+  'convert-philly',
+  '--philly-dir',
+  flags['philly-dir'],
+  '--out',
+  philly,
+  '--gpus',
+  String(gpus),
+  ...extra,
+];
 
 // Conversions first (the runs read their files), then the runs.
 const conversions: Run[] = [
-  { name: 'convert-768', args: convert(768), files: ['philly/philly-trace.csv', 'philly/philly-cluster-768.csv', 'philly/philly-queues-768.json'], quick: true },
-  { name: 'convert-640', args: convert(640), files: ['philly/philly-cluster-640.csv', 'philly/philly-queues-640.json'] },
-  { name: 'convert-frac', args: convert(768, ['--fractional', '0.5', '--seed', '1']), files: ['philly/philly-trace-frac0.5-seed1.csv'], quick: true },
-  { name: 'generate-hetero', args: ['generate-hetero', '--seed', '1', '--out', join(out, 'hetero')],
-    files: ['hetero/hetero-trace.csv', 'hetero/hetero-cluster.csv', 'hetero/hetero-queues.json', 'hetero/hetero-trace-merged.csv', 'hetero/hetero-cluster-merged.csv', 'hetero/hetero-queues-merged.json'] },
+  {
+    name: 'convert-768',
+    args: convert(768),
+    files: ['philly/philly-trace.csv', 'philly/philly-cluster-768.csv', 'philly/philly-queues-768.json'],
+    quick: true,
+  },
+  {
+    name: 'convert-640',
+    args: convert(640),
+    files: ['philly/philly-cluster-640.csv', 'philly/philly-queues-640.json'],
+  },
+  {
+    name: 'convert-frac',
+    args: convert(768, ['--fractional', '0.5', '--seed', '1']),
+    files: ['philly/philly-trace-frac0.5-seed1.csv'],
+    quick: true,
+  },
+  {
+    name: 'generate-hetero',
+    args: ['generate-hetero', '--seed', '1', '--out', join(out, 'hetero')],
+    files: [
+      'hetero/hetero-trace.csv',
+      'hetero/hetero-cluster.csv',
+      'hetero/hetero-queues.json',
+      'hetero/hetero-trace-merged.csv',
+      'hetero/hetero-cluster-merged.csv',
+      'hetero/hetero-queues-merged.json',
+    ],
+  },
 ];
 
 const report = (name: string): string[] => [`reports/${name}.json`, `reports/${name}.md`];
@@ -68,8 +100,18 @@ for (const gpus of [768, 640]) {
       runs.push(
         simulate(
           `replay-${gpus}-${placement}-${policy}`,
-          ['--trace', join(philly, 'philly-trace.csv'), '--cluster', join(philly, `philly-cluster-${gpus}.csv`),
-            '--queues', join(philly, `philly-queues-${gpus}.json`), '--policy', policy, '--placement', placement],
+          [
+            '--trace',
+            join(philly, 'philly-trace.csv'),
+            '--cluster',
+            join(philly, `philly-cluster-${gpus}.csv`),
+            '--queues',
+            join(philly, `philly-queues-${gpus}.json`),
+            '--policy',
+            policy,
+            '--placement',
+            placement,
+          ],
           gpus === 768 && placement === 'best-fit' && policy === 'fairway',
         ),
       );
@@ -78,8 +120,19 @@ for (const gpus of [768, 640]) {
 }
 for (const policy of ['fairway', 'static', 'fifo']) {
   runs.push(
-    simulate(`replay-768-best-fit-${policy}-eta`, ['--trace', join(philly, 'philly-trace.csv'), '--cluster', join(philly, 'philly-cluster-768.csv'),
-      '--queues', join(philly, 'philly-queues-768.json'), '--policy', policy, '--placement', 'best-fit', '--eta']),
+    simulate(`replay-768-best-fit-${policy}-eta`, [
+      '--trace',
+      join(philly, 'philly-trace.csv'),
+      '--cluster',
+      join(philly, 'philly-cluster-768.csv'),
+      '--queues',
+      join(philly, 'philly-queues-768.json'),
+      '--policy',
+      policy,
+      '--placement',
+      'best-fit',
+      '--eta',
+    ]),
   );
 }
 const fillTraces: [string, string][] = [
@@ -92,9 +145,26 @@ for (const [label, trace] of fillTraces) {
   const seed = label.slice(-1);
   for (const policy of ['fairway', 'static', 'fifo']) {
     runs.push(
-      simulate(`fill-768-${label}-${policy}`, ['--mode', 'fill', '--seed', seed, '--trace', join(philly, trace),
-        '--cluster', join(philly, 'philly-cluster-768.csv'), '--queues', join(philly, 'philly-queues-768.json'),
-        '--policy', policy, '--placement', 'best-fit,fragmentation-aware'], label === 'frac0.5-seed1' && policy === 'fairway'),
+      simulate(
+        `fill-768-${label}-${policy}`,
+        [
+          '--mode',
+          'fill',
+          '--seed',
+          seed,
+          '--trace',
+          join(philly, trace),
+          '--cluster',
+          join(philly, 'philly-cluster-768.csv'),
+          '--queues',
+          join(philly, 'philly-queues-768.json'),
+          '--policy',
+          policy,
+          '--placement',
+          'best-fit,fragmentation-aware',
+        ],
+        label === 'frac0.5-seed1' && policy === 'fairway',
+      ),
     );
   }
 }
@@ -102,33 +172,106 @@ for (const [label, trace] of fillTraces) {
 for (const variant of ['', '-merged']) {
   const h = (f: string): string => join(out, 'hetero', `hetero-${f}${variant}`);
   runs.push(
-    simulate(`fill-hetero${variant}-seed1`, ['--mode', 'fill', '--seed', '1', '--trace', h('trace') + '.csv', '--cluster', h('cluster') + '.csv',
-      '--queues', h('queues') + '.json', '--policy', 'fairway', '--placement', 'best-fit,fragmentation-aware']),
+    simulate(`fill-hetero${variant}-seed1`, [
+      '--mode',
+      'fill',
+      '--seed',
+      '1',
+      '--trace',
+      `${h('trace')}.csv`,
+      '--cluster',
+      `${h('cluster')}.csv`,
+      '--queues',
+      `${h('queues')}.json`,
+      '--policy',
+      'fairway',
+      '--placement',
+      'best-fit,fragmentation-aware',
+    ]),
   );
 }
 // The bundled fixtures, including the YAML queues file (the Philly runs read JSON).
 runs.push(
-  simulate('fixture-reclaim', ['--trace', join(fixtures, 'reclaim-trace.csv'), '--cluster', join(fixtures, 'reclaim-cluster.csv'),
-    '--queues', join(fixtures, 'reclaim-queues.json'), '--window', 'last-finish', '--eta'], true),
-  simulate('fixture-fill-mixed', ['--mode', 'fill', '--trace', join(fixtures, 'fill-trace-mixed.csv'), '--cluster', join(fixtures, 'fill-cluster.csv'),
-    '--queues', join(fixtures, 'fill-queues.yaml'), '--placement', 'best-fit,fragmentation-aware'], true),
-  simulate('fixture-fill-3gpu', ['--mode', 'fill', '--trace', join(fixtures, 'fill-trace-3gpu.csv'), '--cluster', join(fixtures, 'fill-cluster.csv'),
-    '--queues', join(fixtures, 'fill-queues.yaml')], true),
-  simulate('fixture-window', ['--trace', join(fixtures, 'window-trace.csv'), '--cluster', join(fixtures, 'window-cluster.csv'),
-    '--queues', join(fixtures, 'window-queues.json'), '--window', 'last-finish', '--policy', 'fairway,static,fifo'], true),
+  simulate(
+    'fixture-reclaim',
+    [
+      '--trace',
+      join(fixtures, 'reclaim-trace.csv'),
+      '--cluster',
+      join(fixtures, 'reclaim-cluster.csv'),
+      '--queues',
+      join(fixtures, 'reclaim-queues.json'),
+      '--window',
+      'last-finish',
+      '--eta',
+    ],
+    true,
+  ),
+  simulate(
+    'fixture-fill-mixed',
+    [
+      '--mode',
+      'fill',
+      '--trace',
+      join(fixtures, 'fill-trace-mixed.csv'),
+      '--cluster',
+      join(fixtures, 'fill-cluster.csv'),
+      '--queues',
+      join(fixtures, 'fill-queues.yaml'),
+      '--placement',
+      'best-fit,fragmentation-aware',
+    ],
+    true,
+  ),
+  simulate(
+    'fixture-fill-3gpu',
+    [
+      '--mode',
+      'fill',
+      '--trace',
+      join(fixtures, 'fill-trace-3gpu.csv'),
+      '--cluster',
+      join(fixtures, 'fill-cluster.csv'),
+      '--queues',
+      join(fixtures, 'fill-queues.yaml'),
+    ],
+    true,
+  ),
+  simulate(
+    'fixture-window',
+    [
+      '--trace',
+      join(fixtures, 'window-trace.csv'),
+      '--cluster',
+      join(fixtures, 'window-cluster.csv'),
+      '--queues',
+      join(fixtures, 'window-queues.json'),
+      '--window',
+      'last-finish',
+      '--policy',
+      'fairway,static,fifo',
+    ],
+    true,
+  ),
 );
 
 const pick = (rs: Run[]): Run[] => (flags.quick ? rs.filter((r) => r.quick) : rs);
 
 function run(r: Run): Promise<void> {
   return new Promise((ok, fail) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'fairway.ts'), ...r.args], {
-      cwd: root,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(root, 'src', 'cli', 'fairway.ts'), ...r.args],
+      {
+        cwd: root,
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('exit', (code) => (code === 0 ? ok() : fail(new Error(`${r.name} exited ${code}: ${err.slice(-2000)}`))));
+    child.on('exit', (code) =>
+      code === 0 ? ok() : fail(new Error(`${r.name} exited ${code}: ${err.slice(-2000)}`)),
+    );
   });
 }
 
@@ -145,7 +288,10 @@ async function pool(rs: Run[], n: number): Promise<void> {
   await Promise.all(Array.from({ length: Math.min(n, rs.length) }, worker));
 }
 
-const sha256 = (file: string): string => createHash('sha256').update(readFileSync(join(out, file))).digest('hex');
+const sha256 = (file: string): string =>
+  createHash('sha256')
+    .update(readFileSync(join(out, file)))
+    .digest('hex');
 
 try {
   const jobs = Number(flags.jobs);
@@ -158,19 +304,24 @@ try {
 
   if (flags.record) {
     if (flags.quick) throw new Error('--record needs the full set (no --quick)');
-    writeFileSync(hashesFile, JSON.stringify(got, null, 2) + '\n');
+    writeFileSync(hashesFile, `${JSON.stringify(got, null, 2)}\n`);
     console.log(`recorded ${Object.keys(got).length} hashes in ${hashesFile}`);
   } else {
     if (!existsSync(hashesFile)) throw new Error(`${hashesFile} is missing: run with --record first`);
     const want = JSON.parse(readFileSync(hashesFile, 'utf8')) as Record<string, string>;
     const differ = Object.keys(got).filter((f) => want[f] !== got[f]);
-    for (const f of Object.keys(got)) console.log(`${want[f] === got[f] ? 'same   ' : want[f] ? 'CHANGED' : 'NEW    '} ${f}`);
+    for (const f of Object.keys(got))
+      console.log(`${want[f] === got[f] ? 'same   ' : want[f] ? 'CHANGED' : 'NEW    '} ${f}`);
     if (differ.length > 0) {
-      console.error(`\n${differ.length} of ${Object.keys(got).length} outputs differ from the golden results (outputs kept in ${out})`);
+      console.error(
+        `\n${differ.length} of ${Object.keys(got).length} outputs differ from the golden results (outputs kept in ${out})`,
+      );
       flags.keep = true;
       process.exitCode = 1;
     } else {
-      console.log(`\nall ${Object.keys(got).length} outputs byte-identical to the golden results${flags.quick ? ' (quick subset)' : ''}`);
+      console.log(
+        `\nall ${Object.keys(got).length} outputs byte-identical to the golden results${flags.quick ? ' (quick subset)' : ''}`,
+      );
     }
   }
 } finally {

@@ -20,19 +20,47 @@ export interface TableShape {
 export const RECORDS: TableShape = {
   table: 'usage_records',
   columns: [
-    ['id', 'uuid'], ['job_id', 'uuid'], ['tenant_id', 'uuid'], ['project_id', 'varchar'], ['queue_id', 'varchar'], ['user_id', 'varchar'],
-    ['priority_class', 'varchar'], ['flavor', 'varchar'], ['started_at', 'timestamptz'], ['ended_at', 'timestamptz'], ['duration_ms', 'bigint'],
-    ['gpu_units', 'float8'], ['gpu_seconds', 'float8'], ['cpu_seconds', 'float8'], ['memory_gib_seconds', 'float8'], ['used_gpu_seconds', 'float8'],
-    ['unit_price_per_hour', 'float8'], ['cost', 'float8'], ['closed_by', 'text'], ['first_of_job', 'boolean'],
+    ['id', 'uuid'],
+    ['job_id', 'uuid'],
+    ['tenant_id', 'uuid'],
+    ['project_id', 'varchar'],
+    ['queue_id', 'varchar'],
+    ['user_id', 'varchar'],
+    ['priority_class', 'varchar'],
+    ['flavor', 'varchar'],
+    ['started_at', 'timestamptz'],
+    ['ended_at', 'timestamptz'],
+    ['duration_ms', 'bigint'],
+    ['gpu_units', 'float8'],
+    ['gpu_seconds', 'float8'],
+    ['cpu_seconds', 'float8'],
+    ['memory_gib_seconds', 'float8'],
+    ['used_gpu_seconds', 'float8'],
+    ['unit_price_per_hour', 'float8'],
+    ['cost', 'float8'],
+    ['closed_by', 'text'],
+    ['first_of_job', 'boolean'],
   ],
 };
 
 export const HOURLY: TableShape = {
   table: 'usage_hourly',
   columns: [
-    ['id', 'uuid'], ['hour', 'timestamptz'], ['tenant_id', 'uuid'], ['project_id', 'varchar'], ['queue_id', 'varchar'], ['user_id', 'varchar'],
-    ['priority_class', 'varchar'], ['flavor', 'varchar'], ['gpu_seconds', 'float8'], ['used_gpu_seconds', 'float8'], ['measured_gpu_seconds', 'float8'],
-    ['cpu_seconds', 'float8'], ['memory_gib_seconds', 'float8'], ['cost', 'float8'], ['jobs', 'int'],
+    ['id', 'uuid'],
+    ['hour', 'timestamptz'],
+    ['tenant_id', 'uuid'],
+    ['project_id', 'varchar'],
+    ['queue_id', 'varchar'],
+    ['user_id', 'varchar'],
+    ['priority_class', 'varchar'],
+    ['flavor', 'varchar'],
+    ['gpu_seconds', 'float8'],
+    ['used_gpu_seconds', 'float8'],
+    ['measured_gpu_seconds', 'float8'],
+    ['cpu_seconds', 'float8'],
+    ['memory_gib_seconds', 'float8'],
+    ['cost', 'float8'],
+    ['jobs', 'int'],
   ],
 };
 
@@ -54,19 +82,25 @@ interface PgConnection {
 }
 
 export async function bulkWriter(orm: MikroORM, dialect: Dialect): Promise<BulkWriter> {
-  const client = knexOf(orm).client as { acquireConnection(): Promise<unknown>; releaseConnection(c: unknown): Promise<unknown> };
+  const client = knexOf(orm).client as {
+    acquireConnection(): Promise<unknown>;
+    releaseConnection(c: unknown): Promise<unknown>;
+  };
   const connection = await client.acquireConnection();
   if (dialect === 'sqlite') {
     const db = connection as SqliteConnection;
     const statements = new Map<string, { run(...values: unknown[]): unknown }>();
     // SQLite keeps datetimes as epoch ms (MikroORM's mapping there) and booleans as 0/1.
-    const value = (v: unknown) => (v instanceof Date ? v.getTime() : typeof v === 'boolean' ? (v ? 1 : 0) : v);
+    const value = (v: unknown) =>
+      v instanceof Date ? v.getTime() : typeof v === 'boolean' ? (v ? 1 : 0) : v;
     db.exec('begin');
     return {
       async insert(shape, rows) {
         let statement = statements.get(shape.table);
         if (!statement) {
-          statement = db.prepare(`insert into ${shape.table} (${shape.columns.map(([c]) => c).join(',')}) values (${shape.columns.map(() => '?').join(',')})`);
+          statement = db.prepare(
+            `insert into ${shape.table} (${shape.columns.map(([c]) => c).join(',')}) values (${shape.columns.map(() => '?').join(',')})`,
+          );
           statements.set(shape.table, statement);
         }
         for (const row of rows) statement.run(...row.map(value));
@@ -87,7 +121,10 @@ export async function bulkWriter(orm: MikroORM, dialect: Dialect): Promise<BulkW
     async insert(shape, rows) {
       const arrays = shape.columns.map((_, i) => rows.map((r) => r[i] ?? null));
       const unnest = shape.columns.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ');
-      await db.query(`insert into ${shape.table} (${shape.columns.map(([c]) => c).join(',')}) select * from unnest(${unnest})`, arrays);
+      await db.query(
+        `insert into ${shape.table} (${shape.columns.map(([c]) => c).join(',')}) select * from unnest(${unnest})`,
+        arrays,
+      );
     },
     async commit() {
       await db.query('commit');

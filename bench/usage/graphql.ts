@@ -7,8 +7,12 @@ import os from 'node:os';
 import path from 'node:path';
 import type { MikroORM } from '@mikro-orm/core';
 import { encodeGlobalID } from '@pothos/plugin-relay';
+import {
+  displayPrefix,
+  generateApiTokenSecret,
+  hashApiTokenSecret,
+} from '../../src/auth/api-token-secret.js';
 import { ROLE_CAPABILITIES } from '../../src/auth/capabilities.js';
-import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../../src/auth/api-token-secret.js';
 import { ApiToken, Membership } from '../../src/persistence/tenancy/entities.js';
 import { scopedEntityManager } from '../../src/persistence/tenant-filter.js';
 import { cpuSeconds } from '../api/process-stats.js';
@@ -58,7 +62,12 @@ export async function startGateway(databaseUrl: string): Promise<Gateway> {
   delete env.FAIRWAY_GRAPHIQL;
   // As bench:api: e.g. BENCH_SERVER_NODE_ARGS=--cpu-prof to see where the gateway's time goes.
   const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const { child, match } = await spawnAndWait([...extra, '--import', 'tsx', 'src/main.ts'], env, /serving on (http:\/\/\S+\/graphql)/, 'fairway');
+  const { child, match } = await spawnAndWait(
+    [...extra, '--import', 'tsx', 'src/main.ts'],
+    env,
+    /serving on (http:\/\/\S+\/graphql)/,
+    'fairway',
+  );
   const stop = stopper(child);
   return {
     url: match[1]!,
@@ -82,12 +91,24 @@ const QUERY = `query Usage($tenant: ID!, $from: DateTime!, $to: DateTime!) {
 export function graphqlQuery(gateway: Gateway, token: string, w: UsageWindow): () => Promise<number> {
   const body = JSON.stringify({
     query: QUERY,
-    variables: { tenant: encodeGlobalID('Tenant', w.tenantId), from: w.from.toISOString(), to: w.to.toISOString() },
+    variables: {
+      tenant: encodeGlobalID('Tenant', w.tenantId),
+      from: w.from.toISOString(),
+      to: w.to.toISOString(),
+    },
   });
   return async () => {
-    const res = await fetch(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body });
-    const json = (await res.json()) as { data?: { usage?: { rows: unknown[] } }; errors?: { message: string }[] };
-    if (json.errors?.length || !json.data?.usage) throw new Error(`usage over HTTP: ${res.status} ${JSON.stringify(json.errors ?? json)}`);
+    const res = await fetch(gateway.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body,
+    });
+    const json = (await res.json()) as {
+      data?: { usage?: { rows: unknown[] } };
+      errors?: { message: string }[];
+    };
+    if (json.errors?.length || !json.data?.usage)
+      throw new Error(`usage over HTTP: ${res.status} ${JSON.stringify(json.errors ?? json)}`);
     return json.data.usage.rows.length;
   };
 }

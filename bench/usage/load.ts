@@ -2,23 +2,24 @@
 // migrations; tenants, projects, queues, users and jobs go through the ORM (a few thousand
 // rows), the ledger and its rollup through bulk inserts (bulk.ts; MikroORM's unit of work
 // would take many minutes for a million rows).
+
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createHash } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/core';
 import pg from 'pg';
+import { Queue } from '../../src/persistence/cluster/entities.js';
+import { uuidv7 } from '../../src/persistence/ids.js';
+import { Job } from '../../src/persistence/jobs/entities.js';
 import { migrate, openDatabase } from '../../src/persistence/orm.js';
 import { Project, Tenant, User } from '../../src/persistence/tenancy/entities.js';
 import { scopedEntityManager } from '../../src/persistence/tenant-filter.js';
-import { Job } from '../../src/persistence/jobs/entities.js';
-import { Queue } from '../../src/persistence/cluster/entities.js';
-import { uuidv7 } from '../../src/persistence/ids.js';
 import { hourlyDeltas, type LedgerRow } from '../../src/services/metering/ledger.js';
+import { bulkWriter, type Dialect, HOURLY, knexOf, RECORDS } from './bulk.js';
 import { emitRows, type Scenario, type ScenarioRow } from './scenario.js';
-import { bulkWriter, HOURLY, knexOf, RECORDS, type Dialect } from './bulk.js';
 
-export { knexOf, type Dialect };
+export { type Dialect, knexOf };
 
 export interface ScratchDatabase {
   dialect: Dialect;
@@ -37,21 +38,28 @@ const TIMEOUTS = { connectMs: 5000, acquireMs: 60_000, statementMs: 600_000 };
  * A fresh database with the current schema. PostgreSQL: `database` is created on the server
  * of `adminUrl` (dropped first if a previous run left it) and dropped by drop() unless kept.
  */
-export async function openScratch(dialect: Dialect, opts: { adminUrl: string; database: string; keep: boolean }): Promise<ScratchDatabase> {
+export async function openScratch(
+  dialect: Dialect,
+  opts: { adminUrl: string; database: string; keep: boolean },
+): Promise<ScratchDatabase> {
   if (dialect === 'sqlite') {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fw-bench-usage-'));
     const file = path.join(dir, 'usage.db');
     const orm = await openDatabase({ database: { dialect, file }, timeouts: TIMEOUTS });
     await migrate(orm);
     return {
-      dialect, orm, where: file, url: `sqlite:${file}`,
+      dialect,
+      orm,
+      where: file,
+      url: `sqlite:${file}`,
       drop: async () => {
         await orm.close(true);
         if (!opts.keep) fs.rmSync(dir, { recursive: true, force: true });
       },
     };
   }
-  if (!/^[a-z_][a-z0-9_]*$/.test(opts.database)) throw new Error(`bad scratch database name: ${opts.database}`);
+  if (!/^[a-z_][a-z0-9_]*$/.test(opts.database))
+    throw new Error(`bad scratch database name: ${opts.database}`);
   await adminQuery(opts.adminUrl, `drop database if exists ${opts.database}`);
   await adminQuery(opts.adminUrl, `create database ${opts.database}`);
   const url = new URL(opts.adminUrl);
@@ -59,7 +67,10 @@ export async function openScratch(dialect: Dialect, opts: { adminUrl: string; da
   const orm = await openDatabase({ database: { dialect, url: url.toString() }, timeouts: TIMEOUTS });
   await migrate(orm);
   return {
-    dialect, orm, where: `${url.host}/${opts.database}`, url: url.toString(),
+    dialect,
+    orm,
+    where: `${url.host}/${opts.database}`,
+    url: url.toString(),
     drop: async () => {
       await orm.close(true);
       if (!opts.keep) await adminQuery(opts.adminUrl, `drop database if exists ${opts.database}`);
@@ -101,16 +112,58 @@ async function seedDimensions(orm: MikroORM, scenario: Scenario): Promise<Loaded
   const ids: LoadedIds = { tenants: [], projects: [], queues: [], users: [], jobs: [] };
   await em.transactional(async (tx) => {
     for (let u = 0; u < scenario.options.users; u++) {
-      const user = tx.create(User, { id: uuidv7(), email: `user${u}@bench.example`, name: `User ${u}`, isPlatformAdmin: false, externalId: null });
+      const user = tx.create(User, {
+        id: uuidv7(),
+        email: `user${u}@bench.example`,
+        name: `User ${u}`,
+        isPlatformAdmin: false,
+        externalId: null,
+      });
       ids.users.push(user.id);
     }
     for (const t of scenario.tenants) {
-      const tenant = tx.create(Tenant, { id: uuidv7(), slug: `bench-${t.index}`, name: `Bench tenant ${t.index}`, status: 'ACTIVE', projectsOpen: false });
+      const tenant = tx.create(Tenant, {
+        id: uuidv7(),
+        slug: `bench-${t.index}`,
+        name: `Bench tenant ${t.index}`,
+        status: 'ACTIVE',
+        projectsOpen: false,
+      });
       ids.tenants.push(tenant.id);
-      ids.queues.push(Array.from({ length: t.queues }, (_, q) =>
-        tx.create(Queue, { id: uuidv7(), name: `bench-${t.index}-q${q}`, tenant, cohort: null, quotas: {}, weight: 1, queueingStrategy: 'BestEffortFIFO', preemption: {}, isolationLevel: null, timeWindows: [], dedicatedPool: null }).id));
-      ids.projects.push(Array.from({ length: t.projects }, (_, p) =>
-        tx.create(Project, { id: uuidv7(), tenant, slug: `p${p}`, name: `Project ${p}`, status: 'ACTIVE', archivedAt: null, defaultQueueId: null }).id));
+      ids.queues.push(
+        Array.from(
+          { length: t.queues },
+          (_, q) =>
+            tx.create(Queue, {
+              id: uuidv7(),
+              name: `bench-${t.index}-q${q}`,
+              tenant,
+              cohort: null,
+              quotas: {},
+              weight: 1,
+              queueingStrategy: 'BestEffortFIFO',
+              preemption: {},
+              isolationLevel: null,
+              timeWindows: [],
+              dedicatedPool: null,
+            }).id,
+        ),
+      );
+      ids.projects.push(
+        Array.from(
+          { length: t.projects },
+          (_, p) =>
+            tx.create(Project, {
+              id: uuidv7(),
+              tenant,
+              slug: `p${p}`,
+              name: `Project ${p}`,
+              status: 'ACTIVE',
+              archivedAt: null,
+              defaultQueueId: null,
+            }).id,
+        ),
+      );
     }
   });
   // Jobs in chunks: one flush of thousands of entities is slow in the unit of work's change sets.
@@ -132,7 +185,12 @@ async function seedDimensions(orm: MikroORM, scenario: Scenario): Promise<Loaded
         workload: null,
         // All finished, the ones still running at the month's end included: a gateway started on
         // this database (the HTTP stage) must find nothing to restore or charge.
-        state: job.closedBy === 'failed' ? 'FAILED' : job.closedBy === 'cancelled' || job.closedBy === 'preempted' ? 'CANCELLED' : 'SUCCEEDED',
+        state:
+          job.closedBy === 'failed'
+            ? 'FAILED'
+            : job.closedBy === 'cancelled' || job.closedBy === 'preempted'
+              ? 'CANCELLED'
+              : 'SUCCEEDED',
         admission: null,
         idempotencyKey: null,
         requestHash: createHash('sha256').update(String(job.n)).digest('hex'),
@@ -158,11 +216,17 @@ async function seedDimensions(orm: MikroORM, scenario: Scenario): Promise<Loaded
  * TX_ROWS) while summing the rollup with the writer's own hourlyDeltas, then the rollup.
  * `progress` is told every few seconds.
  */
-export async function loadScenario(db: ScratchDatabase, scenario: Scenario, progress: (line: string) => void = () => {}): Promise<{ ids: LoadedIds; stats: LoadStats }> {
+export async function loadScenario(
+  db: ScratchDatabase,
+  scenario: Scenario,
+  progress: (line: string) => void = () => {},
+): Promise<{ ids: LoadedIds; stats: LoadStats }> {
   const { orm, dialect } = db;
   const started = performance.now();
   const ids = await seedDimensions(orm, scenario);
-  progress(`${scenario.jobs.length} jobs, ${ids.users.length} users, ${ids.projects.flat().length} projects seeded (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+  progress(
+    `${scenario.jobs.length} jobs, ${ids.users.length} users, ${ids.projects.flat().length} projects seeded (${((performance.now() - started) / 1000).toFixed(1)} s)`,
+  );
   const rollup = new Map<string, Delta>();
   const BATCH = 5000;
   const TX_ROWS = 100_000;
@@ -179,42 +243,105 @@ export async function loadScenario(db: ScratchDatabase, scenario: Scenario, prog
       queueId: ids.queues[job.tenant]![job.queue]!,
       userId: ids.users[job.user]!,
     }));
-    await writer.insert(RECORDS, ledger.map((r) => [
-      uuidv7(r.startedAt.getTime()), r.jobId, r.tenantId, r.projectId, r.queueId, r.userId, r.priorityClass, r.flavor,
-      r.startedAt, r.endedAt, r.durationMs, r.gpuUnits, r.gpuSeconds, r.cpuSeconds, r.memoryGibSeconds,
-      r.usedGpuSeconds, r.unitPricePerHour, r.cost, r.closedBy, r.firstOfJob,
-    ]));
+    await writer.insert(
+      RECORDS,
+      ledger.map((r) => [
+        uuidv7(r.startedAt.getTime()),
+        r.jobId,
+        r.tenantId,
+        r.projectId,
+        r.queueId,
+        r.userId,
+        r.priorityClass,
+        r.flavor,
+        r.startedAt,
+        r.endedAt,
+        r.durationMs,
+        r.gpuUnits,
+        r.gpuSeconds,
+        r.cpuSeconds,
+        r.memoryGibSeconds,
+        r.usedGpuSeconds,
+        r.unitPricePerHour,
+        r.cost,
+        r.closedBy,
+        r.firstOfJob,
+      ]),
+    );
     mergeRollup(rollup, hourlyDeltas(ledger));
     done += rows.length;
     if (done % TX_ROWS < rows.length) await writer.commit();
     if (performance.now() - lastNote > 5000) {
       lastNote = performance.now();
-      progress(`${done.toLocaleString('en')} / ${scenario.rows.toLocaleString('en')} ledger rows (${Math.round(done / ((lastNote - loadStart) / 1000)).toLocaleString('en')} rows/s)`);
+      progress(
+        `${done.toLocaleString('en')} / ${scenario.rows.toLocaleString('en')} ledger rows (${Math.round(done / ((lastNote - loadStart) / 1000)).toLocaleString('en')} rows/s)`,
+      );
     }
   });
   const hourly = [...rollup.values()];
   for (let i = 0; i < hourly.length; i += BATCH) {
-    await writer.insert(HOURLY, hourly.slice(i, i + BATCH).map((h) => [
-      uuidv7(h.hour.getTime()), h.hour, h.tenant, h.projectId, h.queueId, h.userId, h.priorityClass, h.flavor,
-      h.gpuSeconds, h.usedGpuSeconds, h.measuredGpuSeconds, h.cpuSeconds, h.memoryGibSeconds, h.cost, h.jobs,
-    ]));
+    await writer.insert(
+      HOURLY,
+      hourly
+        .slice(i, i + BATCH)
+        .map((h) => [
+          uuidv7(h.hour.getTime()),
+          h.hour,
+          h.tenant,
+          h.projectId,
+          h.queueId,
+          h.userId,
+          h.priorityClass,
+          h.flavor,
+          h.gpuSeconds,
+          h.usedGpuSeconds,
+          h.measuredGpuSeconds,
+          h.cpuSeconds,
+          h.memoryGibSeconds,
+          h.cost,
+          h.jobs,
+        ]),
+    );
   }
   await writer.close();
   // What autovacuum would have done by the time a month of ledger is there: statistics and
   // the visibility map (index-only scans). SQLite keeps none unless the app runs ANALYZE; it does not.
   if (dialect === 'postgresql') await knexOf(orm).raw('vacuum analyze usage_records, usage_hourly');
-  const stats: LoadStats = { records: done, rollupRows: rollup.size, jobs: scenario.jobs.length, loadMs: performance.now() - loadStart };
-  progress(`${done.toLocaleString('en')} ledger rows and ${rollup.size.toLocaleString('en')} rollup rows in ${(stats.loadMs / 1000).toFixed(1)} s`);
+  const stats: LoadStats = {
+    records: done,
+    rollupRows: rollup.size,
+    jobs: scenario.jobs.length,
+    loadMs: performance.now() - loadStart,
+  };
+  progress(
+    `${done.toLocaleString('en')} ledger rows and ${rollup.size.toLocaleString('en')} rollup rows in ${(stats.loadMs / 1000).toFixed(1)} s`,
+  );
   return { ids, stats };
 }
 
 type Delta = ReturnType<typeof hourlyDeltas>[number];
-const SUMMED = ['gpuSeconds', 'usedGpuSeconds', 'measuredGpuSeconds', 'cpuSeconds', 'memoryGibSeconds', 'cost', 'jobs'] as const;
+const SUMMED = [
+  'gpuSeconds',
+  'usedGpuSeconds',
+  'measuredGpuSeconds',
+  'cpuSeconds',
+  'memoryGibSeconds',
+  'cost',
+  'jobs',
+] as const;
 
 /** Adds one batch's deltas into the month's rollup, as the writer's upsert does row by row. */
 function mergeRollup(into: Map<string, Delta>, deltas: Delta[]): void {
   for (const d of deltas) {
-    const key = [d.hour.getTime(), d.tenant, d.projectId, d.queueId, d.userId, d.priorityClass, d.flavor].join('\u0000');
+    const key = [
+      d.hour.getTime(),
+      d.tenant,
+      d.projectId,
+      d.queueId,
+      d.userId,
+      d.priorityClass,
+      d.flavor,
+    ].join('\u0000');
     const cur = into.get(key);
     if (!cur) into.set(key, { ...d });
     else for (const f of SUMMED) cur[f] += d[f];

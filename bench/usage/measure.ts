@@ -4,7 +4,7 @@
 // clock ticks of 10 ms, so only the mean over the run is meaningful).
 import fs from 'node:fs';
 import type { MikroORM } from '@mikro-orm/core';
-import { knexOf, type Dialect } from './load.js';
+import { type Dialect, knexOf } from './load.js';
 
 export interface Timing {
   iterations: number;
@@ -25,7 +25,9 @@ export function percentile(xs: readonly number[], q: number): number {
 
 /** CPU ms of each PostgreSQL backend connected to this database (pid → ms); null when unreadable. */
 export async function backendCpu(orm: MikroORM): Promise<Map<number, number> | null> {
-  const result = (await knexOf(orm).raw('select pid from pg_stat_activity where datname = current_database()')) as { rows: { pid: number }[] };
+  const result = (await knexOf(orm).raw(
+    'select pid from pg_stat_activity where datname = current_database()',
+  )) as { rows: { pid: number }[] };
   const out = new Map<number, number>();
   for (const { pid } of result.rows) {
     try {
@@ -59,7 +61,8 @@ export async function measure(
     const used = process.cpuUsage(cpu);
     nodeCpuMs.push((used.user + used.system) / 1000);
   }
-  const serverCpuMsPerCall = serverBefore === null ? null : (opts.serverCpuMs!() - serverBefore) / opts.iterations;
+  const serverCpuMsPerCall =
+    serverBefore === null ? null : (opts.serverCpuMs!() - serverBefore) / opts.iterations;
   let dbCpuMsPerCall: number | null = null;
   if (before) {
     const after = await backendCpu(orm);

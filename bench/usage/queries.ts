@@ -3,10 +3,10 @@
 // the ledger with SQL, i.e. what a usage query would cost without the rollup.
 import type { MikroORM } from '@mikro-orm/core';
 import type { Principal } from '../../src/auth/principal.js';
-import type { ServiceContext } from '../../src/services/context.js';
 import { scopedEntityManager } from '../../src/persistence/tenant-filter.js';
+import type { ServiceContext } from '../../src/services/context.js';
 import { readUsage, type UsageRow } from '../../src/services/metering/usage.js';
-import { knexOf, type Dialect } from './load.js';
+import { type Dialect, knexOf } from './load.js';
 
 export interface UsageWindow {
   tenantId: string;
@@ -40,7 +40,12 @@ function tenantAdminContext(orm: MikroORM, tenantId: string, userId: string): Se
     breakGlass: new Map(),
   };
   const em = scopedEntityManager(orm, { tenantIds: [tenantId] });
-  return { em, principal, requestId: 'bench-usage', now: () => new Date() } as Partial<ServiceContext> as ServiceContext;
+  return {
+    em,
+    principal,
+    requestId: 'bench-usage',
+    now: () => new Date(),
+  } as Partial<ServiceContext> as ServiceContext;
 }
 
 /** The query under test: a fresh request context each call, as the API gives each request one. */
@@ -77,7 +82,9 @@ export function baselineQuery(orm: MikroORM, dialect: Dialect, w: UsageWindow): 
     `where tenant_id = ? and started_at >= ? and started_at < ? group by 1, 2 order by 1, 2`;
   const at = (d: Date) => (pg ? d : d.getTime());
   return async () => {
-    const result = (await knex.raw(sql, [w.tenantId, at(w.from), at(w.to)])) as { rows?: Record<string, unknown>[] } | Record<string, unknown>[];
+    const result = (await knex.raw(sql, [w.tenantId, at(w.from), at(w.to)])) as
+      | { rows?: Record<string, unknown>[] }
+      | Record<string, unknown>[];
     const rows = Array.isArray(result) ? result : (result.rows ?? []);
     return rows.map((r) => ({
       projectId: (r.project_id as string | null) ?? null,
@@ -94,7 +101,9 @@ export function baselineQuery(orm: MikroORM, dialect: Dialect, w: UsageWindow): 
  * string ('2026-11-01 00:00:00'); a plain pg client would make it a Date in local time.
  */
 const utcMidnight = (v: unknown) =>
-  v instanceof Date ? v.getTime() - v.getTimezoneOffset() * 60_000 : Date.parse(`${String(v).replace(' ', 'T')}Z`);
+  v instanceof Date
+    ? v.getTime() - v.getTimezoneOffset() * 60_000
+    : Date.parse(`${String(v).replace(' ', 'T')}Z`);
 
 /** Differences between two answers beyond float rounding (empty when they agree). */
 export function compareCells(a: Cell[], b: Cell[]): string[] {
@@ -107,7 +116,9 @@ export function compareCells(a: Cell[], b: Cell[]): string[] {
     const d = bm.get(key(c));
     if (!d) problems.push(`missing ${key(c)}`);
     else if (!close(c.gpuSeconds, d.gpuSeconds) || !close(c.cost, d.cost) || c.jobs !== d.jobs) {
-      problems.push(`${key(c)}: gpu ${c.gpuSeconds} vs ${d.gpuSeconds}, cost ${c.cost} vs ${d.cost}, jobs ${c.jobs} vs ${d.jobs}`);
+      problems.push(
+        `${key(c)}: gpu ${c.gpuSeconds} vs ${d.gpuSeconds}, cost ${c.cost} vs ${d.cost}, jobs ${c.jobs} vs ${d.jobs}`,
+      );
     }
     if (problems.length > 5) break;
   }

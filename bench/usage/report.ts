@@ -2,15 +2,16 @@
 // rerun replaces it, the reading written below the end marker stays).
 import os from 'node:os';
 import { gitDescribe } from '../api/process-stats.js';
-import { percentile } from './measure.js';
-import { median, type DialectResult } from './run.js';
-import type { Timing } from './measure.js';
 import { writeResultsSection } from '../results-section.js';
+import type { Timing } from './measure.js';
+import { percentile } from './measure.js';
+import { type DialectResult, median } from './run.js';
 
 export const START = '<!-- bench:usage -->';
 export const END = '<!-- /bench:usage -->';
 
-const ms = (n: number) => (Number.isFinite(n) ? (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2)) : '–');
+const ms = (n: number) =>
+  Number.isFinite(n) ? (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2)) : '–';
 const name = (d: DialectResult['dialect']) => (d === 'postgresql' ? 'PostgreSQL' : 'SQLite');
 
 /**
@@ -20,7 +21,9 @@ const name = (d: DialectResult['dialect']) => (d === 'postgresql' ? 'PostgreSQL'
 function cpu(t: Timing): string {
   const own = t.serverCpuMsPerCall ?? t.nodeCpuMs.reduce((a, b) => a + b, 0) / t.nodeCpuMs.length;
   const who = t.serverCpuMsPerCall === null ? '' : 'gateway ';
-  return t.dbCpuMsPerCall === null ? `${who}${ms(own)}` : `${ms(own + t.dbCpuMsPerCall)} (${who}${ms(own)} + server ${ms(t.dbCpuMsPerCall)})`;
+  return t.dbCpuMsPerCall === null
+    ? `${who}${ms(own)}`
+    : `${ms(own + t.dbCpuMsPerCall)} (${who}${ms(own)} + server ${ms(t.dbCpuMsPerCall)})`;
 }
 
 export function resultTable(results: DialectResult[]): string[] {
@@ -30,11 +33,31 @@ export function resultTable(results: DialectResult[]): string[] {
     const baseCell = `${ms(base)} / ${ms(percentile(r.baseline.wallMs, 0.95))}`;
     const line = (query: string, t: Timing, bold: boolean) => {
       const m = median(t.wallMs);
-      rows.push([name(r.dialect), `${r.load.records.toLocaleString('en')} (rollup ${r.load.rollupRows.toLocaleString('en')})`, query, bold ? `**${ms(m)}**` : ms(m), ms(percentile(t.wallMs, 0.95)), cpu(t), baseCell, `${(base / m).toFixed(base / m < 10 ? 1 : 0)}×`]);
+      rows.push([
+        name(r.dialect),
+        `${r.load.records.toLocaleString('en')} (rollup ${r.load.rollupRows.toLocaleString('en')})`,
+        query,
+        bold ? `**${ms(m)}**` : ms(m),
+        ms(percentile(t.wallMs, 0.95)),
+        cpu(t),
+        baseCell,
+        `${(base / m).toFixed(base / m < 10 ? 1 : 0)}×`,
+      ]);
     };
     line(`\`readUsage\` (service call), PROJECT × DAY, 30 days → ${r.cells} rows`, r.service, true);
-    if (r.graphql) line('GraphQL `usage` over HTTP (gateway, API token; rows with project names)', r.graphql, false);
-    else if (r.graphqlError) rows.push([name(r.dialect), '', `GraphQL over HTTP: failed (${r.graphqlError})`, '–', '–', '–', baseCell, '–']);
+    if (r.graphql)
+      line('GraphQL `usage` over HTTP (gateway, API token; rows with project names)', r.graphql, false);
+    else if (r.graphqlError)
+      rows.push([
+        name(r.dialect),
+        '',
+        `GraphQL over HTTP: failed (${r.graphqlError})`,
+        '–',
+        '–',
+        '–',
+        baseCell,
+        '–',
+      ]);
     line('baseline: `usage_records` GROUP BY project, UTC day (SQL)', r.baseline, false);
   }
   return [
@@ -72,12 +95,16 @@ export function section(results: DialectResult[], c: SectionContext): string[] {
     '',
     `Query: \`readUsage\` (src/services/metering/usage.ts) as a tenant admin, groupBy [PROJECT], granularity DAY, the whole month; a fresh request context per call; ` +
       `${c.warmup} untimed calls, then ${c.iterations} timed (baseline: ${c.baselineIterations}), one at a time. Baseline: the same grouping (project, UTC day) straight from \`usage_records\` with SQL, in the same run. ` +
-      'The GraphQL row asks a gateway started as `npm start` runs it (NODE_ENV=production) on the same database, with a tenant admin\'s API token, over HTTP on localhost. ' +
+      "The GraphQL row asks a gateway started as `npm start` runs it (NODE_ENV=production) on the same database, with a tenant admin's API token, over HTTP on localhost. " +
       'CPU per query: this process (ORM, driver, and on SQLite the database itself; over HTTP: the gateway process instead) + on PostgreSQL the server backends (/proc; 10 ms ticks, so the mean over the run). ' +
       'Both answers are compared cell by cell (GPU-seconds, cost, jobs) before timing.',
     '',
     ...resultTable(results),
-    ...results.flatMap((r) => (r.mismatches.length ? ['', `**${name(r.dialect)}: rollup and ledger disagree**: ${r.mismatches.join('; ')}`] : [])),
+    ...results.flatMap((r) =>
+      r.mismatches.length
+        ? ['', `**${name(r.dialect)}: rollup and ledger disagree**: ${r.mismatches.join('; ')}`]
+        : [],
+    ),
     '',
     `Load (generation + INSERTs, ${results.map((r) => `${name(r.dialect)} ${(r.load.loadMs / 1000).toFixed(0)} s = ${Math.round(r.load.records / (r.load.loadMs / 1000)).toLocaleString('en')} ledger rows/s`).join(', ')}) goes through the drivers' bulk paths (bench/usage/bulk.ts), not the ledger writer's.`,
     END,

@@ -1,11 +1,12 @@
 // The usage bench's harness, without the command line: build the scenario once, load it into
 // each database, check the rollup read and the raw-ledger baseline agree, time both, and (on
 // PostgreSQL) keep the plans. test/bench/usage-bench.test.ts runs it on a tiny scenario.
-import { buildScenario, DEFAULT_SCENARIO, DAY_MS, type ScenarioOptions } from './scenario.js';
-import { knexOf, loadScenario, openScratch, type Dialect, type LoadStats } from './load.js';
-import { baselineQuery, compareCells, serviceQuery, type UsageWindow } from './queries.js';
-import { measure, type Timing } from './measure.js';
+
 import { gatewayCpuMs, graphqlQuery, startGateway, tenantAdminToken } from './graphql.js';
+import { type Dialect, knexOf, type LoadStats, loadScenario, openScratch } from './load.js';
+import { measure, type Timing } from './measure.js';
+import { baselineQuery, compareCells, serviceQuery, type UsageWindow } from './queries.js';
+import { buildScenario, DAY_MS, DEFAULT_SCENARIO, type ScenarioOptions } from './scenario.js';
 
 export interface UsageBenchOptions {
   dialects: Dialect[];
@@ -59,11 +60,17 @@ export async function runUsageBench(partial: Partial<UsageBenchOptions> = {}): P
   const scenarioOptions = { ...DEFAULT_SCENARIO, ...opts.scenario };
   const t = performance.now();
   const scenario = buildScenario(scenarioOptions);
-  opts.progress(`scenario: ${scenario.jobs.length} jobs, ${scenario.rows.toLocaleString('en')} ledger rows (${(performance.now() - t).toFixed(0)} ms)`);
+  opts.progress(
+    `scenario: ${scenario.jobs.length} jobs, ${scenario.rows.toLocaleString('en')} ledger rows (${(performance.now() - t).toFixed(0)} ms)`,
+  );
   const results: DialectResult[] = [];
   for (const dialect of opts.dialects) {
     const note = (line: string) => opts.progress(`${dialect}: ${line}`);
-    const db = await openScratch(dialect, { adminUrl: opts.postgresUrl, database: opts.postgresDatabase, keep: opts.keep });
+    const db = await openScratch(dialect, {
+      adminUrl: opts.postgresUrl,
+      database: opts.postgresDatabase,
+      keep: opts.keep,
+    });
     try {
       note(`schema migrated in ${db.where}`);
       const { ids, stats } = await loadScenario(db, scenario, note);
@@ -76,10 +83,18 @@ export async function runUsageBench(partial: Partial<UsageBenchOptions> = {}): P
       const baseline = baselineQuery(db.orm, dialect, window);
       const served = await service();
       const mismatches = compareCells(served, await baseline());
-      note(`${served.length} (project, day) cells; rollup and ledger ${mismatches.length ? `DISAGREE: ${mismatches.join('; ')}` : 'agree'}`);
-      const serviceTiming = await measure(db.orm, dialect, service, { warmup: opts.warmup, iterations: opts.iterations });
+      note(
+        `${served.length} (project, day) cells; rollup and ledger ${mismatches.length ? `DISAGREE: ${mismatches.join('; ')}` : 'agree'}`,
+      );
+      const serviceTiming = await measure(db.orm, dialect, service, {
+        warmup: opts.warmup,
+        iterations: opts.iterations,
+      });
       note(`readUsage median ${median(serviceTiming.wallMs).toFixed(2)} ms`);
-      const baselineTiming = await measure(db.orm, dialect, baseline, { warmup: Math.min(1, opts.warmup), iterations: opts.baselineIterations });
+      const baselineTiming = await measure(db.orm, dialect, baseline, {
+        warmup: Math.min(1, opts.warmup),
+        iterations: opts.baselineIterations,
+      });
       note(`baseline median ${median(baselineTiming.wallMs).toFixed(1)} ms`);
       const plans = dialect === 'postgresql' ? await explainBoth(db.orm, service, baseline) : null;
       let graphql: Timing | null = null;
@@ -93,7 +108,18 @@ export async function runUsageBench(partial: Partial<UsageBenchOptions> = {}): P
           note(`GraphQL over HTTP failed: ${graphqlError}`);
         }
       }
-      results.push({ dialect, where: db.where, load: stats, cells: served.length, mismatches, service: serviceTiming, baseline: baselineTiming, graphql, graphqlError, plans });
+      results.push({
+        dialect,
+        where: db.where,
+        load: stats,
+        cells: served.length,
+        mismatches,
+        service: serviceTiming,
+        baseline: baselineTiming,
+        graphql,
+        graphqlError,
+        plans,
+      });
     } finally {
       await db.drop();
     }
@@ -102,14 +128,26 @@ export async function runUsageBench(partial: Partial<UsageBenchOptions> = {}): P
 }
 
 /** Starts a gateway on the database, checks it answers the same number of rows, and times it. */
-async function overHttp(orm: Parameters<typeof knexOf>[0], dialect: Dialect, url: string, w: UsageWindow, userId: string, cells: number, opts: UsageBenchOptions): Promise<Timing> {
+async function overHttp(
+  orm: Parameters<typeof knexOf>[0],
+  dialect: Dialect,
+  url: string,
+  w: UsageWindow,
+  userId: string,
+  cells: number,
+  opts: UsageBenchOptions,
+): Promise<Timing> {
   const token = await tenantAdminToken(orm, w.tenantId, userId);
   const gateway = await startGateway(url);
   try {
     const call = graphqlQuery(gateway, token, w);
     const rows = await call();
     if (rows !== cells) throw new Error(`the graph answered ${rows} rows, readUsage ${cells}`);
-    return await measure(orm, dialect, call, { warmup: opts.warmup, iterations: opts.iterations, serverCpuMs: () => gatewayCpuMs(gateway) });
+    return await measure(orm, dialect, call, {
+      warmup: opts.warmup,
+      iterations: opts.iterations,
+      serverCpuMs: () => gatewayCpuMs(gateway),
+    });
   } finally {
     await gateway.stop();
   }
@@ -117,11 +155,19 @@ async function overHttp(orm: Parameters<typeof knexOf>[0], dialect: Dialect, url
 
 export const median = (xs: readonly number[]) => {
   const s = [...xs].sort((a, b) => a - b);
-  return s.length ? (s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2) : NaN;
+  return s.length
+    ? s.length % 2
+      ? s[(s.length - 1) / 2]!
+      : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
+    : NaN;
 };
 
 /** The statements each query sends (caught on knex's query event), explained with ANALYZE. */
-async function explainBoth(orm: Parameters<typeof knexOf>[0], service: () => Promise<unknown>, baseline: () => Promise<unknown>): Promise<{ service: string; baseline: string }> {
+async function explainBoth(
+  orm: Parameters<typeof knexOf>[0],
+  service: () => Promise<unknown>,
+  baseline: () => Promise<unknown>,
+): Promise<{ service: string; baseline: string }> {
   const knex = knexOf(orm);
   const lastSelect = async (call: () => Promise<unknown>): Promise<{ sql: string; bindings: unknown[] }> => {
     const seen: { sql: string; bindings: unknown[] }[] = [];
@@ -140,7 +186,9 @@ async function explainBoth(orm: Parameters<typeof knexOf>[0], service: () => Pro
     const q = await lastSelect(call);
     // knex reports PostgreSQL's $n placeholders; knex.raw wants its own ? ones (in the same order).
     const sql = q.sql.replace(/\$\d+/g, '?');
-    const result = (await knex.raw(`explain (analyze, buffers) ${sql}`, q.bindings as never[])) as { rows: { 'QUERY PLAN': string }[] };
+    const result = (await knex.raw(`explain (analyze, buffers) ${sql}`, q.bindings as never[])) as {
+      rows: { 'QUERY PLAN': string }[];
+    };
     return result.rows.map((r) => r['QUERY PLAN']).join('\n');
   };
   return { service: await explain(service), baseline: await explain(baseline) };

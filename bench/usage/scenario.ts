@@ -9,7 +9,6 @@ import { Prng } from '../../src/simulator/prng.js';
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
 
-
 export interface ScenarioOptions {
   /** Ledger rows to produce, exactly (the last job is cut short to hit it). */
   rows: number;
@@ -85,7 +84,12 @@ export interface Scenario {
 }
 
 /** Ledger rows of [start, end): checkpoint intervals, each cut at the UTC hours it crosses. */
-export function intervalsOf(start: number, end: number, checkpointMs: number, phase: number): [number, number][] {
+export function intervalsOf(
+  start: number,
+  end: number,
+  checkpointMs: number,
+  phase: number,
+): [number, number][] {
   const out: [number, number][] = [];
   let a = start;
   while (a < end) {
@@ -150,7 +154,16 @@ export function buildScenario(options: ScenarioOptions = DEFAULT_SCENARIO): Scen
       start,
       end,
       // Still running at the end of the data: its last row was a checkpoint.
-      closedBy: end < wanted ? 'checkpoint' : outcome < 0.8 ? 'succeeded' : outcome < 0.9 ? 'failed' : outcome < 0.95 ? 'cancelled' : 'preempted',
+      closedBy:
+        end < wanted
+          ? 'checkpoint'
+          : outcome < 0.8
+            ? 'succeeded'
+            : outcome < 0.9
+              ? 'failed'
+              : outcome < 0.95
+                ? 'cancelled'
+                : 'preempted',
     };
     const intervals = intervalsOf(job.start, job.end, options.checkpointMs, PHASE_MS);
     if (rows + intervals.length > options.rows) {
@@ -165,13 +178,19 @@ export function buildScenario(options: ScenarioOptions = DEFAULT_SCENARIO): Scen
 }
 
 /** A generated row, before the loader gives it ids: `job` indexes Scenario.jobs. */
-export type ScenarioRow = Omit<LedgerRow, 'jobId' | 'tenantId' | 'projectId' | 'queueId' | 'userId'> & { job: ScenarioJob };
+export type ScenarioRow = Omit<LedgerRow, 'jobId' | 'tenantId' | 'projectId' | 'queueId' | 'userId'> & {
+  job: ScenarioJob;
+};
 
 /**
  * Calls `sink` with the ledger rows in time order (checkpoint by checkpoint, as the writer
  * would), in batches of at most `batch` rows. Returns the number of rows.
  */
-export async function emitRows(scenario: Scenario, batch: number, sink: (rows: ScenarioRow[]) => Promise<void>): Promise<number> {
+export async function emitRows(
+  scenario: Scenario,
+  batch: number,
+  sink: (rows: ScenarioRow[]) => Promise<void>,
+): Promise<number> {
   const { checkpointMs } = scenario.options;
   const byStart = [...scenario.jobs].sort((a, b) => a.start - b.start);
   const last = Math.max(...scenario.jobs.map((j) => j.end));
@@ -202,7 +221,8 @@ export async function emitRows(scenario: Scenario, batch: number, sink: (rows: S
 
 function rowOf(job: ScenarioJob, start: number, end: number): ScenarioRow {
   const seconds = (end - start) / 1000;
-  const unitPricePerHour = job.flavor.price * (CLASSES.find((c) => c.name === job.priorityClass)?.multiplier ?? 1);
+  const unitPricePerHour =
+    job.flavor.price * (CLASSES.find((c) => c.name === job.priorityClass)?.multiplier ?? 1);
   const gpuSeconds = (job.gpuUnits / job.flavor.slicesPerGpu) * seconds;
   return {
     job,

@@ -1,12 +1,20 @@
 import { z } from 'zod';
-import { createCohort, createFlavor, createNodePool, listCohorts, listFlavors, listNodePools, listNodes } from '../../src/services/cluster/cluster.js';
-import { listPriorityClasses } from '../../src/services/jobs/jobs.js';
-import { updatePriorityClass } from '../../src/services/tenancy/grants.js';
+import {
+  createCohort,
+  createFlavor,
+  createNodePool,
+  listCohorts,
+  listFlavors,
+  listNodePools,
+  listNodes,
+} from '../../src/services/cluster/index.js';
+import { listPriorityClasses } from '../../src/services/jobs/index.js';
+import { updatePriorityClass } from '../../src/services/tenancy/index.js';
 import { builder } from '../builder.js';
 import { decodeId } from '../common.js';
-import { QuotaInput, QuotaRef, quotaLines, toQuotaSpec } from './quota.js';
 import { ClusterNodeRef, CohortRef, FlavorRef, NodePoolRef, PriorityClassRef } from '../refs.js';
-import { isEntity } from '../tenancy/tenant.js';
+import { isEntity } from '../tenancy/index.js';
+import { QuotaInput, QuotaRef, quotaLines, toQuotaSpec } from './quota.js';
 
 const FlavorKindEnum = builder.enumType('FlavorKind', {
   values: {
@@ -17,7 +25,14 @@ const FlavorKindEnum = builder.enumType('FlavorKind', {
 });
 
 const PreemptibleEnum = builder.enumType('Preemptible', {
-  values: { YES: { value: 'yes' }, NO: { value: 'no' }, RECLAIM_ONLY: { value: 'reclaim-only', description: 'Only by a queue reclaiming what this job\'s queue borrowed' } } as const,
+  values: {
+    YES: { value: 'yes' },
+    NO: { value: 'no' },
+    RECLAIM_ONLY: {
+      value: 'reclaim-only',
+      description: "Only by a queue reclaiming what this job's queue borrowed",
+    },
+  } as const,
 });
 
 builder.node(FlavorRef, {
@@ -29,7 +44,10 @@ builder.node(FlavorRef, {
     kind: t.field({ type: FlavorKindEnum, resolve: (f) => f.kind }),
     gpuModel: t.string({ nullable: true, resolve: (f) => f.gpuModel ?? null }),
     slicesPerGpu: t.int({ nullable: true, resolve: (f) => f.slicesPerGpu ?? null }),
-    pricePerUnitHour: t.float({ description: 'Price of one unit (GPU, slice or share) for one hour.', resolve: (f) => f.pricePerUnitHour }),
+    pricePerUnitHour: t.float({
+      description: 'Price of one unit (GPU, slice or share) for one hour.',
+      resolve: (f) => f.pricePerUnitHour,
+    }),
   }),
 });
 
@@ -55,7 +73,8 @@ builder.node(ClusterNodeRef, {
     cpuMillis: t.int({ resolve: (n) => n.cpu }),
     memoryMiB: t.int({ resolve: (n) => n.memory }),
     unschedulable: t.exposeBoolean('unschedulable', {
-      description: 'Cordoned, not ready, or gone from the cluster while jobs still hold it: nothing new is placed here.',
+      description:
+        'Cordoned, not ready, or gone from the cluster while jobs still hold it: nothing new is placed here.',
     }),
     freeGpus: t.float({
       description: 'Free GPU units (slices or shares for those flavors), from the scheduler.',
@@ -82,36 +101,73 @@ PriorityClassRef.implement({
     preemptible: t.field({ type: PreemptibleEnum, resolve: (p) => p.preemptible }),
     description: t.string({ nullable: true, resolve: (p) => p.description ?? null }),
     requiresGrant: t.boolean({
-      description: 'Only projects granted it may use it (platform admins grant it to tenants, tenant admins to projects).',
+      description:
+        'Only projects granted it may use it (platform admins grant it to tenants, tenant admins to projects).',
       resolve: (p) => p.requiresGrant,
     }),
   }),
 });
 
 builder.queryFields((t) => ({
-  flavors: t.field({ type: [FlavorRef], authScopes: { authenticated: true }, resolve: (_r, _a, ctx) => listFlavors(ctx) }),
-  priorityClasses: t.field({ type: [PriorityClassRef], authScopes: { authenticated: true }, resolve: (_r, _a, ctx) => listPriorityClasses(ctx) }),
-  nodePools: t.field({ type: [NodePoolRef], description: 'Platform admins.', authScopes: { platformAdmin: true }, resolve: (_r, _a, ctx) => listNodePools(ctx) }),
-  cohorts: t.field({ type: [CohortRef], description: 'Platform admins.', authScopes: { platformAdmin: true }, resolve: (_r, _a, ctx) => listCohorts(ctx) }),
+  flavors: t.field({
+    type: [FlavorRef],
+    authScopes: { authenticated: true },
+    resolve: (_r, _a, ctx) => listFlavors(ctx),
+  }),
+  priorityClasses: t.field({
+    type: [PriorityClassRef],
+    authScopes: { authenticated: true },
+    resolve: (_r, _a, ctx) => listPriorityClasses(ctx),
+  }),
+  nodePools: t.field({
+    type: [NodePoolRef],
+    description: 'Platform admins.',
+    authScopes: { platformAdmin: true },
+    resolve: (_r, _a, ctx) => listNodePools(ctx),
+  }),
+  cohorts: t.field({
+    type: [CohortRef],
+    description: 'Platform admins.',
+    authScopes: { platformAdmin: true },
+    resolve: (_r, _a, ctx) => listCohorts(ctx),
+  }),
 }));
 
-const flavorName = z.string().regex(/^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/, 'use lowercase letters, digits, dots and dashes (e.g. h100-80g, a100-1g.10gb)');
+const flavorName = z
+  .string()
+  .regex(
+    /^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/,
+    'use lowercase letters, digits, dots and dashes (e.g. h100-80g, a100-1g.10gb)',
+  );
 
 const CreateFlavorInput = builder.inputType('CreateFlavorInput', {
   fields: (t) => ({
     name: t.string({ required: true, validate: flavorName }),
     kind: t.field({ type: FlavorKindEnum, required: true }),
     gpuModel: t.string({ validate: z.string().max(100) }),
-    slicesPerGpu: t.int({ validate: z.number().int().min(1, 'must be at least 1').max(1000, 'must be at most 1000') }),
-    pricePerUnitHour: t.float({ required: true, validate: z.number().min(0, 'must not be negative').max(1e6) }),
+    slicesPerGpu: t.int({
+      validate: z.number().int().min(1, 'must be at least 1').max(1000, 'must be at most 1000'),
+    }),
+    pricePerUnitHour: t.float({
+      required: true,
+      validate: z.number().min(0, 'must not be negative').max(1e6),
+    }),
   }),
 });
 
 const NodeInput = builder.inputType('NodeInput', {
   fields: (t) => ({
-    name: t.string({ required: true, validate: z.string().regex(/^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/, 'use lowercase letters, digits, dots and dashes') }),
+    name: t.string({
+      required: true,
+      validate: z
+        .string()
+        .regex(/^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/, 'use lowercase letters, digits, dots and dashes'),
+    }),
     flavor: t.string({ required: true, validate: flavorName }),
-    gpus: t.int({ required: true, validate: z.number().int().min(0, 'must not be negative').max(64, 'at most 64 GPUs per node') }),
+    gpus: t.int({
+      required: true,
+      validate: z.number().int().min(0, 'must not be negative').max(64, 'at most 64 GPUs per node'),
+    }),
     cpuMillis: t.int({ required: true, validate: z.number().int().min(0, 'must not be negative') }),
     memoryMiB: t.int({ required: true, validate: z.number().int().min(0, 'must not be negative') }),
   }),
@@ -120,8 +176,12 @@ const NodeInput = builder.inputType('NodeInput', {
 const CreateNodePoolInput = builder.inputType('CreateNodePoolInput', {
   fields: (t) => ({
     name: t.string({ required: true, validate: flavorName }),
-    dedicatedTenantId: t.id({ description: 'Only this tenant\'s jobs may run here.' }),
-    nodes: t.field({ type: [NodeInput], required: true, validate: z.array(z.any()).max(5000, 'at most 5000 nodes per call') }),
+    dedicatedTenantId: t.id({ description: "Only this tenant's jobs may run here." }),
+    nodes: t.field({
+      type: [NodeInput],
+      required: true,
+      validate: z.array(z.any()).max(5000, 'at most 5000 nodes per call'),
+    }),
   }),
 });
 
@@ -129,7 +189,10 @@ const CreateCohortInput = builder.inputType('CreateCohortInput', {
   fields: (t) => ({
     name: t.string({ required: true, validate: flavorName }),
     parentId: t.id(),
-    quotas: t.field({ type: [QuotaInput], description: 'Capacity the cohort itself holds, lendable to its children.' }),
+    quotas: t.field({
+      type: [QuotaInput],
+      description: 'Capacity the cohort itself holds, lendable to its children.',
+    }),
   }),
 });
 
@@ -143,10 +206,12 @@ const UpdatePriorityClassInput = builder.inputType('UpdatePriorityClassInput', {
 builder.mutationFields((t) => ({
   updatePriorityClass: t.field({
     type: PriorityClassRef,
-    description: 'Platform admins. Whether the class needs a grant (grantTenantPriorityClass, then grantProjectAccess).',
+    description:
+      'Platform admins. Whether the class needs a grant (grantTenantPriorityClass, then grantProjectAccess).',
     authScopes: { platformAdmin: true },
     args: { input: t.arg({ type: UpdatePriorityClassInput, required: true }) },
-    resolve: (_r, { input }, ctx) => updatePriorityClass(ctx, { name: input.name, requiresGrant: input.requiresGrant }),
+    resolve: (_r, { input }, ctx) =>
+      updatePriorityClass(ctx, { name: input.name, requiresGrant: input.requiresGrant }),
   }),
   createFlavor: t.field({
     type: FlavorRef,
@@ -154,7 +219,13 @@ builder.mutationFields((t) => ({
     authScopes: { platformAdmin: true },
     args: { input: t.arg({ type: CreateFlavorInput, required: true }) },
     resolve: (_r, { input }, ctx) =>
-      createFlavor(ctx, { name: input.name, kind: input.kind, gpuModel: input.gpuModel, slicesPerGpu: input.slicesPerGpu, pricePerUnitHour: input.pricePerUnitHour }),
+      createFlavor(ctx, {
+        name: input.name,
+        kind: input.kind,
+        gpuModel: input.gpuModel,
+        slicesPerGpu: input.slicesPerGpu,
+        pricePerUnitHour: input.pricePerUnitHour,
+      }),
   }),
   createNodePool: t.field({
     type: NodePoolRef,
@@ -164,8 +235,16 @@ builder.mutationFields((t) => ({
     resolve: (_r, { input }, ctx) =>
       createNodePool(ctx, {
         name: input.name,
-        dedicatedTenantId: input.dedicatedTenantId ? decodeId(String(input.dedicatedTenantId), 'Tenant') : null,
-        nodes: input.nodes.map((n) => ({ name: n.name, flavor: n.flavor, gpus: n.gpus, cpu: n.cpuMillis, memory: n.memoryMiB })),
+        dedicatedTenantId: input.dedicatedTenantId
+          ? decodeId(String(input.dedicatedTenantId), 'Tenant')
+          : null,
+        nodes: input.nodes.map((n) => ({
+          name: n.name,
+          flavor: n.flavor,
+          gpus: n.gpus,
+          cpu: n.cpuMillis,
+          memory: n.memoryMiB,
+        })),
       }),
   }),
   createCohort: t.field({
@@ -181,4 +260,3 @@ builder.mutationFields((t) => ({
       }),
   }),
 }));
-

@@ -1,19 +1,21 @@
 import { decodeGlobalID } from '@pothos/plugin-relay';
-import { getApiToken } from '../../src/services/tenancy/api-tokens.js';
-import { getAuditEvent } from '../../src/services/audit/audit-events.js';
-import { getBreakGlassGrant } from '../../src/services/tenancy/break-glass.js';
-import { getMember } from '../../src/services/tenancy/members.js';
-import { getProject } from '../../src/services/tenancy/projects.js';
-import { getProjectMember } from '../../src/services/tenancy/project-members.js';
-import { getTenant } from '../../src/services/tenancy/tenants.js';
-import { getJob } from '../../src/services/jobs/jobs.js';
-import { getQueue } from '../../src/services/cluster/cluster.js';
-import { getBudget } from '../../src/services/metering/budgets.js';
-import { getQuotaRequest } from '../../src/services/governance/quota-requests.js';
+import { getAuditEvent } from '../../src/services/audit/index.js';
+import { getQueue } from '../../src/services/cluster/index.js';
 import type { ServiceContext } from '../../src/services/context.js';
+import { getQuotaRequest } from '../../src/services/governance/index.js';
+import { getJob } from '../../src/services/jobs/index.js';
+import { getBudget } from '../../src/services/metering/index.js';
+import {
+  getApiToken,
+  getBreakGlassGrant,
+  getMember,
+  getProject,
+  getProjectMember,
+  getTenant,
+} from '../../src/services/tenancy/index.js';
+import { badInput, notFound } from '../../src/shared/index.js';
 import { builder } from '../builder.js';
 import { decodeId } from '../common.js';
-import { badInput, notFound } from '../../src/shared/client-errors.js';
 
 /** Typename → loader. A node type without an entry here cannot be fetched by id. */
 const loaders: Record<string, (ctx: ServiceContext, id: string) => Promise<object>> = {
@@ -47,7 +49,8 @@ async function loadNode(ctx: ServiceContext, globalId: string): Promise<object> 
 builder.queryFields((t) => ({
   node: t.field({
     type: builder.nodeInterfaceRef(),
-    description: "Anything with an ID. Another tenant's ID answers NOT_FOUND, exactly like one that never existed.",
+    description:
+      "Anything with an ID. Another tenant's ID answers NOT_FOUND, exactly like one that never existed.",
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, { id }, ctx) => loadNode(ctx, String(id)) as never,

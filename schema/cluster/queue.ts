@@ -1,26 +1,52 @@
 import { z } from 'zod';
-import { createQueue, getQueue, listQueues, queueUsage, setProjectQueue, setQuota, updateQueue } from '../../src/services/cluster/cluster.js';
-import { listJobs } from '../../src/services/jobs/jobs.js';
+import {
+  createQueue,
+  getQueue,
+  listQueues,
+  queueUsage,
+  setProjectQueue,
+  setQuota,
+  updateQueue,
+} from '../../src/services/cluster/index.js';
+import { listJobs } from '../../src/services/jobs/index.js';
+import { getTenant } from '../../src/services/tenancy/index.js';
 import { builder } from '../builder.js';
-import { IsolationLevelEnum, JobStateEnum, SlaClassEnum, WorkloadTypeEnum, decodeId } from '../common.js';
-import { QuotaInput, QuotaRef, ResourceEnum, TimeWindowInput, quotaLines, toQuotaSpec, toTimeWindows } from './quota.js';
+import { decodeId, IsolationLevelEnum, JobStateEnum, SlaClassEnum, WorkloadTypeEnum } from '../common.js';
 import { JobRef, ProjectRef, QueueRef, TenantRef } from '../refs.js';
 import { reloadingSubscription } from '../reloading-subscription.js';
-import { tenantConnection } from '../tenancy/tenant-connection.js';
-import { isEntity } from '../tenancy/tenant.js';
-import { getTenant } from '../../src/services/tenancy/tenants.js';
+import { isEntity, tenantConnection } from '../tenancy/index.js';
+import {
+  QuotaInput,
+  QuotaRef,
+  quotaLines,
+  ResourceEnum,
+  TimeWindowInput,
+  toQuotaSpec,
+  toTimeWindows,
+} from './quota.js';
 
 const QueueingStrategyEnum = builder.enumType('QueueingStrategy', {
   values: {
     STRICT_FIFO: { value: 'StrictFIFO', description: 'The head blocks the queue until it is admitted.' },
-    BEST_EFFORT_FIFO: { value: 'BestEffortFIFO', description: 'A head that cannot fit steps aside for the next.' },
+    BEST_EFFORT_FIFO: {
+      value: 'BestEffortFIFO',
+      description: 'A head that cannot fit steps aside for the next.',
+    },
   } as const,
 });
 const WithinQueueEnum = builder.enumType('WithinQueuePreemption', {
-  values: { NEVER: { value: 'Never' }, LOWER_PRIORITY: { value: 'LowerPriority' }, LOWER_OR_NEWER_EQUAL_PRIORITY: { value: 'LowerOrNewerEqualPriority' } } as const,
+  values: {
+    NEVER: { value: 'Never' },
+    LOWER_PRIORITY: { value: 'LowerPriority' },
+    LOWER_OR_NEWER_EQUAL_PRIORITY: { value: 'LowerOrNewerEqualPriority' },
+  } as const,
 });
 const ReclaimEnum = builder.enumType('ReclaimWithinCohort', {
-  values: { NEVER: { value: 'Never' }, LOWER_PRIORITY: { value: 'LowerPriority' }, ANY: { value: 'Any' } } as const,
+  values: {
+    NEVER: { value: 'Never' },
+    LOWER_PRIORITY: { value: 'LowerPriority' },
+    ANY: { value: 'Any' },
+  } as const,
 });
 
 interface UsageLine {
@@ -55,56 +81,103 @@ builder.node(QueueRef, {
   fields: (t) => ({
     name: t.exposeString('name'),
     tenant: t.field({ type: TenantRef, resolve: (q, _a, ctx) => getTenant(ctx, q.tenant.id) }),
-    cohortName: t.string({ nullable: true, resolve: async (q, _a, ctx) => ctx.scheduler.queueStatus(q.name)?.cohort ?? null }),
+    cohortName: t.string({
+      nullable: true,
+      resolve: async (q, _a, ctx) => ctx.scheduler.queueStatus(q.name)?.cohort ?? null,
+    }),
     weight: t.float({ resolve: (q) => q.weight }),
     queueingStrategy: t.field({ type: QueueingStrategyEnum, resolve: (q) => q.queueingStrategy }),
-    isolationLevel: t.field({ type: IsolationLevelEnum, nullable: true, resolve: (q) => (q.isolationLevel as never) ?? null }),
+    isolationLevel: t.field({
+      type: IsolationLevelEnum,
+      nullable: true,
+      resolve: (q) => (q.isolationLevel as never) ?? null,
+    }),
     minRunBeforeReclaimSeconds: t.int({
       nullable: true,
-      description: 'How long a job of this queue on borrowed quota runs before another queue may reclaim it; null: no minimum.',
-      resolve: (q) => (q.preemption?.minRunBeforeReclaimMs ? Math.round(q.preemption.minRunBeforeReclaimMs / 1000) : null),
+      description:
+        'How long a job of this queue on borrowed quota runs before another queue may reclaim it; null: no minimum.',
+      resolve: (q) =>
+        q.preemption?.minRunBeforeReclaimMs ? Math.round(q.preemption.minRunBeforeReclaimMs / 1000) : null,
     }),
     fairShareMaxLostRunSeconds: t.int({
       nullable: true,
-      description: "The most run time (since its last checkpoint) a job of this queue may lose to another queue's fair-share preemption; null: no limit.",
-      resolve: (q) => (q.preemption?.fairShareMaxLostRunMs != null ? Math.round(q.preemption.fairShareMaxLostRunMs / 1000) : null),
+      description:
+        "The most run time (since its last checkpoint) a job of this queue may lose to another queue's fair-share preemption; null: no limit.",
+      resolve: (q) =>
+        q.preemption?.fairShareMaxLostRunMs != null
+          ? Math.round(q.preemption.fairShareMaxLostRunMs / 1000)
+          : null,
     }),
-    quotas: t.field({ type: [QuotaRef], description: 'Configured base quotas (time windows may change them).', resolve: (q) => quotaLines(q.quotas) }),
-    windowOpen: t.boolean({ description: 'True while one of the queue\'s time windows applies.', resolve: (q, _a, ctx) => ctx.scheduler.queueStatus(q.name)?.activeWindow != null }),
-    // Live usage needs usage:read (queueUsage); without it each of these is null with a FORBIDDEN error, like Member.email.
+    quotas: t.field({
+      type: [QuotaRef],
+      description: 'Configured base quotas (time windows may change them).',
+      resolve: (q) => quotaLines(q.quotas),
+    }),
+    windowOpen: t.boolean({
+      description: "True while one of the queue's time windows applies.",
+      resolve: (q, _a, ctx) => ctx.scheduler.queueStatus(q.name)?.activeWindow != null,
+    }),
+    // Live usage needs usage:read (queueUsage); without it each of these is null with a FORBIDDEN error,
+    // like Member.email.
     usage: t.field({
       type: [QueueUsageRef],
       nullable: true,
       description: 'Needs usage:read.',
       resolve: (q, _a, ctx) =>
-        (queueUsage(ctx, q)?.resources ?? []).map((r) => ({ ...r, borrowingLimit: r.borrowingLimit ?? null, lendingLimit: r.lendingLimit ?? null })),
+        (queueUsage(ctx, q)?.resources ?? []).map((r) => ({
+          ...r,
+          borrowingLimit: r.borrowingLimit ?? null,
+          lendingLimit: r.lendingLimit ?? null,
+        })),
     }),
     weightedShare: t.float({
       nullable: true,
-      description: 'Weighted dominant resource share of what it borrows (0 when not borrowing; very large when borrowing with weight 0). Needs usage:read.',
+      description:
+        'Weighted dominant resource share of what it borrows (0 when not borrowing; very large when borrowing with weight 0). Needs usage:read.',
       resolve: (q, _a, ctx) => {
         const share = queueUsage(ctx, q)?.weightedShare ?? 0;
         return Number.isFinite(share) ? share : Number.MAX_VALUE;
       },
     }),
-    pendingCount: t.int({ nullable: true, description: 'Needs usage:read.', resolve: (q, _a, ctx) => queueUsage(ctx, q)?.pendingCount ?? 0 }),
-    admittedCount: t.int({ nullable: true, description: 'Needs usage:read.', resolve: (q, _a, ctx) => queueUsage(ctx, q)?.admittedCount ?? 0 }),
+    pendingCount: t.int({
+      nullable: true,
+      description: 'Needs usage:read.',
+      resolve: (q, _a, ctx) => queueUsage(ctx, q)?.pendingCount ?? 0,
+    }),
+    admittedCount: t.int({
+      nullable: true,
+      description: 'Needs usage:read.',
+      resolve: (q, _a, ctx) => queueUsage(ctx, q)?.admittedCount ?? 0,
+    }),
     jobs: t.connection({
       type: JobRef,
       description: "This queue's jobs, newest last; filter by state.",
       args: { states: t.arg({ type: [JobStateEnum] }) },
       authScopes: (q) => ({ capability: { tenantId: q.tenant.id, capability: 'jobs:read' } }),
-      resolve: (q, args, ctx) => tenantConnection(args, q.tenant, (tenantId) => (page) => listJobs(ctx, { tenantId, queueId: q.id, states: args.states ?? null }, page)),
+      resolve: (q, args, ctx) =>
+        tenantConnection(
+          args,
+          q.tenant,
+          (tenantId) => (page) =>
+            listJobs(ctx, { tenantId, queueId: q.id, states: args.states ?? null }, page),
+        ),
     }),
     pendingJobs: t.field({
       type: [JobRef],
-      description: 'Pending jobs in admission order within the queue (see each job\'s position).',
+      description: "Pending jobs in admission order within the queue (see each job's position).",
       authScopes: (q) => ({ capability: { tenantId: q.tenant.id, capability: 'jobs:read' } }),
       args: { first: t.arg.int({ defaultValue: 50, validate: z.number().int().min(1).max(500) }) },
       resolve: async (q, args, ctx) => {
-        const page = await listJobs(ctx, { tenantId: q.tenant.id, queueId: q.id, states: ['PENDING'] }, { limit: 5000, inverted: false });
-        const position = (id: string) => ctx.scheduler.explain(id)?.positionInQueue ?? Number.MAX_SAFE_INTEGER;
-        return page.sort((a, b) => position(a.id) - position(b.id) || a.submitTime - b.submitTime).slice(0, args.first ?? 50);
+        const page = await listJobs(
+          ctx,
+          { tenantId: q.tenant.id, queueId: q.id, states: ['PENDING'] },
+          { limit: 5000, inverted: false },
+        );
+        const position = (id: string) =>
+          ctx.scheduler.explain(id)?.positionInQueue ?? Number.MAX_SAFE_INTEGER;
+        return page
+          .sort((a, b) => position(a.id) - position(b.id) || a.submitTime - b.submitTime)
+          .slice(0, args.first ?? 50);
       },
     }),
   }),
@@ -126,10 +199,11 @@ builder.objectFields(TenantRef, (t) => ({
 builder.queryFields((t) => ({
   queues: t.field({
     type: [QueueRef],
-    description: 'Platform admins: every queue (or one tenant\'s). Others: the queues of their tenants.',
+    description: "Platform admins: every queue (or one tenant's). Others: the queues of their tenants.",
     authScopes: { authenticated: true },
     args: { tenantId: t.arg.id() },
-    resolve: (_r, args, ctx) => listQueues(ctx, args.tenantId ? decodeId(String(args.tenantId), 'Tenant') : null),
+    resolve: (_r, args, ctx) =>
+      listQueues(ctx, args.tenantId ? decodeId(String(args.tenantId), 'Tenant') : null),
   }),
 }));
 
@@ -137,17 +211,29 @@ const PreemptionInput = builder.inputType('PreemptionInput', {
   fields: (t) => ({
     withinQueue: t.field({ type: WithinQueueEnum }),
     reclaimWithinCohort: t.field({ type: ReclaimEnum }),
-    borrowWithinCohort: t.boolean({ description: 'May preempt lower-priority jobs in the cohort while borrowing.' }),
-    borrowWithinCohortMaxPriority: t.int({ description: 'Only jobs below this priority value may be preempted that way.' }),
+    borrowWithinCohort: t.boolean({
+      description: 'May preempt lower-priority jobs in the cohort while borrowing.',
+    }),
+    borrowWithinCohortMaxPriority: t.int({
+      description: 'Only jobs below this priority value may be preempted that way.',
+    }),
     minRunBeforeReclaimSeconds: t.int({
       description:
-        "A job of this queue running on borrowed quota is not reclaimed by another queue (reclaim, fair share) before it has run this long (0 or absent: at once). Trade-off: a lender may wait up to this long for its lent nominal quota.",
-      validate: z.number().int().min(0, 'must not be negative').max(MAX_MIN_RUN_BEFORE_RECLAIM_SECONDS, 'at most 7 days'),
+        'A job of this queue running on borrowed quota is not reclaimed by another queue (reclaim, fair share) before it has run this long (0 or absent: at once). Trade-off: a lender may wait up to this long for its lent nominal quota.',
+      validate: z
+        .number()
+        .int()
+        .min(0, 'must not be negative')
+        .max(MAX_MIN_RUN_BEFORE_RECLAIM_SECONDS, 'at most 7 days'),
     }),
     fairShareMaxLostRunSeconds: t.int({
       description:
         "With fair sharing: a job of this queue is taken by another queue's fair-share preemption only while it would lose at most this many seconds of run since its last checkpoint (resumable jobs lose none). Reclaim of nominal quota is not limited. Absent: no limit.",
-      validate: z.number().int().min(0, 'must not be negative').max(MAX_MIN_RUN_BEFORE_RECLAIM_SECONDS, 'at most 7 days'),
+      validate: z
+        .number()
+        .int()
+        .min(0, 'must not be negative')
+        .max(MAX_MIN_RUN_BEFORE_RECLAIM_SECONDS, 'at most 7 days'),
     }),
   }),
 });
@@ -155,14 +241,25 @@ const PreemptionInput = builder.inputType('PreemptionInput', {
 /** Longest minimum run before reclaim: a lender never waits more than a week for its quota. */
 export const MAX_MIN_RUN_BEFORE_RECLAIM_SECONDS = 7 * 86_400;
 
-const queueName = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'use 1-63 lowercase letters, digits and dashes');
+const queueName = z
+  .string()
+  .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'use 1-63 lowercase letters, digits and dashes');
 
-/** Governance (issue 16): the fields that choose a queue's isolation policy (null clears one on update). */
-function governanceInputFields(t: Parameters<NonNullable<Parameters<typeof builder.inputType>[1]['fields']>>[0]) {
+/** Governance: the fields that choose a queue's isolation policy (null clears one on update). */
+function governanceInputFields(
+  t: Parameters<NonNullable<Parameters<typeof builder.inputType>[1]['fields']>>[0],
+) {
   return {
-    workloadType: t.field({ type: WorkloadTypeEnum, description: "What the queue runs; with the SLA class and the tenant's tier it chooses the isolation policy." }),
+    workloadType: t.field({
+      type: WorkloadTypeEnum,
+      description:
+        "What the queue runs; with the SLA class and the tenant's tier it chooses the isolation policy.",
+    }),
     slaClass: t.field({ type: SlaClassEnum }),
-    isolationPolicy: t.string({ description: 'A policy of the library named for this queue, over the rules (null: the rules choose).', validate: z.string().max(63) }),
+    isolationPolicy: t.string({
+      description: 'A policy of the library named for this queue, over the rules (null: the rules choose).',
+      validate: z.string().max(63),
+    }),
   };
 }
 
@@ -211,12 +308,23 @@ function preemptionSpec(
 ) {
   if (!input) return undefined;
   return {
-    ...(input.minRunBeforeReclaimSeconds ? { minRunBeforeReclaimMs: input.minRunBeforeReclaimSeconds * 1000 } : {}),
-    ...(input.fairShareMaxLostRunSeconds != null ? { fairShareMaxLostRunMs: input.fairShareMaxLostRunSeconds * 1000 } : {}),
+    ...(input.minRunBeforeReclaimSeconds
+      ? { minRunBeforeReclaimMs: input.minRunBeforeReclaimSeconds * 1000 }
+      : {}),
+    ...(input.fairShareMaxLostRunSeconds != null
+      ? { fairShareMaxLostRunMs: input.fairShareMaxLostRunSeconds * 1000 }
+      : {}),
     ...(input.withinQueue ? { withinQueue: input.withinQueue as never } : {}),
     ...(input.reclaimWithinCohort ? { reclaimWithinCohort: input.reclaimWithinCohort as never } : {}),
     ...(input.borrowWithinCohort != null
-      ? { borrowWithinCohort: { policy: input.borrowWithinCohort ? ('LowerPriority' as const) : ('Never' as const), ...(input.borrowWithinCohortMaxPriority != null ? { maxPriorityThreshold: input.borrowWithinCohortMaxPriority } : {}) } }
+      ? {
+          borrowWithinCohort: {
+            policy: input.borrowWithinCohort ? ('LowerPriority' as const) : ('Never' as const),
+            ...(input.borrowWithinCohortMaxPriority != null
+              ? { maxPriorityThreshold: input.borrowWithinCohortMaxPriority }
+              : {}),
+          },
+        }
       : {}),
   };
 }
@@ -252,7 +360,9 @@ builder.mutationFields((t) => ({
     resolve: (_r, { input }, ctx) =>
       updateQueue(ctx, {
         id: decodeId(String(input.id), 'Queue'),
-        ...(input.cohortId !== undefined ? { cohortId: input.cohortId ? decodeId(String(input.cohortId), 'Cohort') : null } : {}),
+        ...(input.cohortId !== undefined
+          ? { cohortId: input.cohortId ? decodeId(String(input.cohortId), 'Cohort') : null }
+          : {}),
         ...(input.quotas ? { quotas: toQuotaSpec(input.quotas) } : {}),
         weight: input.weight,
         queueingStrategy: input.queueingStrategy,
@@ -266,7 +376,7 @@ builder.mutationFields((t) => ({
   }),
   setQuota: t.field({
     type: QueueRef,
-    description: "Platform admins: set one flavor/resource quota of a queue.",
+    description: 'Platform admins: set one flavor/resource quota of a queue.',
     authScopes: { platformAdmin: true },
     args: { queueId: t.arg.id({ required: true }), quota: t.arg({ type: QuotaInput, required: true }) },
     resolve: (_r, { queueId, quota }, ctx) =>
@@ -285,7 +395,11 @@ builder.mutationFields((t) => ({
     authScopes: { authenticated: true },
     args: { projectId: t.arg.id({ required: true }), queueId: t.arg.id() },
     resolve: (_r, { projectId, queueId }, ctx) =>
-      setProjectQueue(ctx, decodeId(String(projectId), 'Project'), queueId ? decodeId(String(queueId), 'Queue') : null),
+      setProjectQueue(
+        ctx,
+        decodeId(String(projectId), 'Project'),
+        queueId ? decodeId(String(queueId), 'Queue') : null,
+      ),
   }),
 }));
 
@@ -300,7 +414,8 @@ builder.objectFields(ProjectRef, (t) => ({
 builder.subscriptionFields((t) => ({
   queueUpdated: t.field({
     type: QueueRef,
-    description: 'The queue (usage, counts) whenever jobs are admitted, finish or are preempted in it, or its quota changes.',
+    description:
+      'The queue (usage, counts) whenever jobs are admitted, finish or are preempted in it, or its quota changes.',
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
     ...reloadingSubscription({

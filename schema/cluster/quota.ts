@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { QuotaSpec, ResourceName, TimeWindowSpec } from '../../src/services/cluster/cluster.js';
+import type { QuotaSpec, ResourceName, TimeWindowSpec } from '../../src/services/cluster/index.js';
 import { builder } from '../builder.js';
 
 /** Shared input and output types for quotas (queues and cohorts). */
@@ -14,7 +14,8 @@ export const ResourceEnum = builder.enumType('Resource', {
 const quantity = z.number().min(0, 'must not be negative').max(1e9, 'is too large');
 
 export const QuotaInput = builder.inputType('QuotaInput', {
-  description: 'One flavor/resource limit. Unset borrowingLimit = no limit; unset lendingLimit = all unused nominal may be lent.',
+  description:
+    'One flavor/resource limit. Unset borrowingLimit = no limit; unset lendingLimit = all unused nominal may be lent.',
   fields: (t) => ({
     flavor: t.string({ required: true, validate: z.string().min(1).max(63) }),
     resource: t.field({ type: ResourceEnum, defaultValue: 'gpu' }),
@@ -28,7 +29,12 @@ const HH_MM = /^([01]\d|2[0-3]):[0-5]\d$/;
 export const TimeWindowInput = builder.inputType('TimeWindowInput', {
   description: 'Quotas that apply while the window is open (e.g. weekdays 08:00–20:00 Europe/Berlin).',
   fields: (t) => ({
-    days: t.intList({ required: true, validate: z.array(z.number().int().min(0, 'days are 0 (Sunday) to 6').max(6, 'days are 0 (Sunday) to 6')).min(1, 'name at least one day') }),
+    days: t.intList({
+      required: true,
+      validate: z
+        .array(z.number().int().min(0, 'days are 0 (Sunday) to 6').max(6, 'days are 0 (Sunday) to 6'))
+        .min(1, 'name at least one day'),
+    }),
     start: t.string({ required: true, validate: z.string().regex(HH_MM, 'use HH:MM, 00:00 to 23:59') }),
     end: t.string({ required: true, validate: z.string().regex(HH_MM, 'use HH:MM, 00:00 to 23:59') }),
     timeZone: t.string({
@@ -46,7 +52,13 @@ export const TimeWindowInput = builder.inputType('TimeWindowInput', {
   }),
 });
 
-type QuotaRow = { flavor: string; resource?: ResourceName | null; nominal: number; borrowingLimit?: number | null; lendingLimit?: number | null };
+type QuotaRow = {
+  flavor: string;
+  resource?: ResourceName | null;
+  nominal: number;
+  borrowingLimit?: number | null;
+  lendingLimit?: number | null;
+};
 
 export function toQuotaSpec(rows: readonly QuotaRow[]): QuotaSpec {
   const spec: QuotaSpec = {};
@@ -62,8 +74,22 @@ export function toQuotaSpec(rows: readonly QuotaRow[]): QuotaSpec {
   return spec;
 }
 
-export function toTimeWindows(rows: readonly { days: number[]; start: string; end: string; timeZone: string; quotas: readonly QuotaRow[] }[]): TimeWindowSpec[] {
-  return rows.map((w) => ({ days: w.days, start: w.start, end: w.end, timeZone: w.timeZone, quotas: toQuotaSpec(w.quotas) }));
+export function toTimeWindows(
+  rows: readonly {
+    days: number[];
+    start: string;
+    end: string;
+    timeZone: string;
+    quotas: readonly QuotaRow[];
+  }[],
+): TimeWindowSpec[] {
+  return rows.map((w) => ({
+    days: w.days,
+    start: w.start,
+    end: w.end,
+    timeZone: w.timeZone,
+    quotas: toQuotaSpec(w.quotas),
+  }));
 }
 
 export interface QuotaLine {

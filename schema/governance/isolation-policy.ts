@@ -1,30 +1,32 @@
 import { z } from 'zod';
 import {
-  IDLE_ACTIONS,
-  PREEMPTIBILITIES,
   type CoefficientRange,
-  type PolicyRule,
   deleteIsolationPolicy,
+  type EffectiveGpuLimit,
+  type IDLE_ACTIONS,
+  type IsolationPolicyView,
   listIsolationPolicies,
   listIsolationPolicyRules,
+  type PolicyRule,
+  type PREEMPTIBILITIES,
+  type QueueGovernanceView,
   queueGovernance,
   setIsolationPolicy,
   setIsolationPolicyRules,
-  type EffectiveGpuLimit,
-  type IsolationPolicyView,
-  type QueueGovernanceView,
-} from '../../src/services/governance/policies.js';
+} from '../../src/services/governance/index.js';
 import { builder } from '../builder.js';
 import { IsolationLevelEnum, SlaClassEnum, TenantTierEnum, WorkloadTypeEnum } from '../common.js';
 import { QueueRef } from '../refs.js';
 
-// Governance (issue 16): the isolation-strength policy library (platform policy: any signed-in
+// Governance: the isolation-strength policy library (platform policy: any signed-in
 // caller reads it, platform admins change it) and how each queue is governed.
 
 export const IdleActionEnum = builder.enumType('IdleAction', {
   values: {
     NOTIFY: { description: 'Flag the job and tell its owner.' },
-    RECLAIM_IF_BORROWING: { description: "Reclaim the job's GPUs while its queue holds more than its nominal; otherwise notify." },
+    RECLAIM_IF_BORROWING: {
+      description: "Reclaim the job's GPUs while its queue holds more than its nominal; otherwise notify.",
+    },
     RECLAIM: { description: "Reclaim the job's GPUs." },
   } satisfies Record<(typeof IDLE_ACTIONS)[number], unknown>,
 });
@@ -36,48 +38,94 @@ const PreemptibilityEnum = builder.enumType('Preemptibility', {
   } satisfies Record<(typeof PREEMPTIBILITIES)[number], unknown>,
 });
 const ChoiceEnum = builder.enumType('IsolationPolicyChoice', {
-  values: { QUEUE: { description: 'Named on the queue.' }, RULE: { description: "Chosen by a rule from the tenant's tier, the queue's workload type and SLA class." } } as const,
+  values: {
+    QUEUE: { description: 'Named on the queue.' },
+    RULE: {
+      description: "Chosen by a rule from the tenant's tier, the queue's workload type and SLA class.",
+    },
+  } as const,
 });
 const LimitsSourceEnum = builder.enumType('LimitsSource', {
-  values: { STATIC: { description: "The policy's base coefficients." }, CONTROLLER: { description: 'Set by the governance controller, within the policy\'s bounds.' } } as const,
+  values: {
+    STATIC: { description: "The policy's base coefficients." },
+    CONTROLLER: { description: "Set by the governance controller, within the policy's bounds." },
+  } as const,
 });
 
 const seconds = (ms: number) => Math.round(ms / 1000);
 
 const CoefficientRangeRef = builder.objectRef<CoefficientRange>('CoefficientRange').implement({
-  description: 'A coefficient the controller may move: it starts at base (the static setting) and stays within [min, max].',
+  description:
+    'A coefficient the controller may move: it starts at base (the static setting) and stays within [min, max].',
   fields: (t) => ({ min: t.exposeFloat('min'), base: t.exposeFloat('base'), max: t.exposeFloat('max') }),
 });
 
 const IdlePolicyRef = builder.objectRef<IsolationPolicyView['idle']>('IdlePolicy').implement({
   description: 'When a job of a queue under this policy is flagged, and what then happens.',
   fields: (t) => ({
-    utilizationBelow: t.float({ description: 'A running job whose mean GPU utilization (0..1) stays below this …', resolve: (i) => i.utilizationBelow }),
-    idleForSeconds: t.int({ description: '… for this long is flagged IDLE.', resolve: (i) => seconds(i.idleForMs) }),
-    notRunningForSeconds: t.int({ description: 'An admitted job not running after this long is flagged NOT_RUNNING.', resolve: (i) => seconds(i.notRunningForMs) }),
+    utilizationBelow: t.float({
+      description: 'A running job whose mean GPU utilization (0..1) stays below this …',
+      resolve: (i) => i.utilizationBelow,
+    }),
+    idleForSeconds: t.int({
+      description: '… for this long is flagged IDLE.',
+      resolve: (i) => seconds(i.idleForMs),
+    }),
+    notRunningForSeconds: t.int({
+      description: 'An admitted job not running after this long is flagged NOT_RUNNING.',
+      resolve: (i) => seconds(i.notRunningForMs),
+    }),
     action: t.field({ type: IdleActionEnum, resolve: (i) => i.action }),
   }),
 });
 
 export const IsolationPolicyRef = builder.objectRef<IsolationPolicyView>('IsolationPolicy').implement({
-  description: "A named isolation strength. A governed queue's floor is its nominal quota: never lowered, always reachable (at once for what is never lent, by reclaim for what is).",
+  description:
+    "A named isolation strength. A governed queue's floor is its nominal quota: never lowered, always reachable (at once for what is never lent, by reclaim for what is).",
   fields: (t) => ({
     name: t.exposeString('name'),
     description: t.exposeString('description'),
-    level: t.field({ type: IsolationLevelEnum, description: "The core's isolation knob the limits start from.", resolve: (p) => p.level }),
-    lend: t.field({ type: CoefficientRangeRef, description: "Share of the queue's unused nominal the cohort may borrow: lendingLimit = nominal × lend.", resolve: (p) => p.lend }),
-    borrow: t.field({ type: CoefficientRangeRef, nullable: true, description: 'Borrowing limit as a multiple of nominal; null: unlimited.', resolve: (p) => p.borrow }),
-    minRunBeforeReclaimSeconds: t.int({ description: 'A job on borrowed capacity is not reclaimed before it has run this long.', resolve: (p) => seconds(p.minRunBeforeReclaimMs) }),
-    reclaimGraceSeconds: t.int({ description: 'A preempted job gets this long to checkpoint and stop.', resolve: (p) => seconds(p.reclaimGraceMs) }),
+    level: t.field({
+      type: IsolationLevelEnum,
+      description: "The core's isolation knob the limits start from.",
+      resolve: (p) => p.level,
+    }),
+    lend: t.field({
+      type: CoefficientRangeRef,
+      description:
+        "Share of the queue's unused nominal the cohort may borrow: lendingLimit = nominal × lend.",
+      resolve: (p) => p.lend,
+    }),
+    borrow: t.field({
+      type: CoefficientRangeRef,
+      nullable: true,
+      description: 'Borrowing limit as a multiple of nominal; null: unlimited.',
+      resolve: (p) => p.borrow,
+    }),
+    minRunBeforeReclaimSeconds: t.int({
+      description: 'A job on borrowed capacity is not reclaimed before it has run this long.',
+      resolve: (p) => seconds(p.minRunBeforeReclaimMs),
+    }),
+    reclaimGraceSeconds: t.int({
+      description: 'A preempted job gets this long to checkpoint and stop.',
+      resolve: (p) => seconds(p.reclaimGraceMs),
+    }),
     preemptible: t.field({ type: PreemptibilityEnum, resolve: (p) => p.preemptible }),
     idle: t.field({ type: IdlePolicyRef, resolve: (p) => p.idle }),
-    builtIn: t.exposeBoolean('builtIn', { description: 'One of the four built-ins (dedicated, guaranteed, elastic, best-effort): it can be overridden and reset, never removed.' }),
-    overridden: t.exposeBoolean('overridden', { description: "A built-in whose coefficients a platform admin changed (deleteIsolationPolicy resets it)." }),
+    builtIn: t.exposeBoolean('builtIn', {
+      description:
+        'One of the four built-ins (dedicated, guaranteed, elastic, best-effort): it can be overridden and reset, never removed.',
+    }),
+    overridden: t.exposeBoolean('overridden', {
+      description:
+        'A built-in whose coefficients a platform admin changed (deleteIsolationPolicy resets it).',
+    }),
   }),
 });
 
 const IsolationPolicyRuleRef = builder.objectRef<PolicyRule>('IsolationPolicyRule').implement({
-  description: 'Chooses a policy for the queues it matches (null fields match anything); the most specific matching rule wins, then the earliest.',
+  description:
+    'Chooses a policy for the queues it matches (null fields match anything); the most specific matching rule wins, then the earliest.',
   fields: (t) => ({
     tier: t.field({ type: TenantTierEnum, nullable: true, resolve: (r) => (r.tier as never) ?? null }),
     workloadType: t.field({ type: WorkloadTypeEnum, nullable: true, resolve: (r) => r.workloadType }),
@@ -89,18 +137,31 @@ const IsolationPolicyRuleRef = builder.objectRef<PolicyRule>('IsolationPolicyRul
 const LimitsInForceRef = builder.objectRef<QueueGovernanceView['limitsInForce']>('LimitsInForce').implement({
   fields: (t) => ({
     lend: t.exposeFloat('lend', { description: 'Share of unused nominal lent (0..1).' }),
-    borrow: t.float({ nullable: true, description: 'Borrowing limit as a multiple of nominal; null: unlimited.', resolve: (l) => l.borrow }),
+    borrow: t.float({
+      nullable: true,
+      description: 'Borrowing limit as a multiple of nominal; null: unlimited.',
+      resolve: (l) => l.borrow,
+    }),
     source: t.field({ type: LimitsSourceEnum, resolve: (l) => l.source }),
   }),
 });
 
 const EffectiveGpuLimitRef = builder.objectRef<EffectiveGpuLimit>('EffectiveGpuLimit').implement({
-  description: "One flavor's GPU limits the scheduler applies to the queue under its policy (time windows may change them while open).",
+  description:
+    "One flavor's GPU limits the scheduler applies to the queue under its policy (time windows may change them while open).",
   fields: (t) => ({
     flavor: t.exposeString('flavor'),
     nominal: t.exposeFloat('nominal'),
-    lendingLimit: t.float({ nullable: true, description: 'Null: all unused nominal may be lent.', resolve: (l) => l.lendingLimit }),
-    borrowingLimit: t.float({ nullable: true, description: 'Null: unlimited.', resolve: (l) => l.borrowingLimit }),
+    lendingLimit: t.float({
+      nullable: true,
+      description: 'Null: all unused nominal may be lent.',
+      resolve: (l) => l.lendingLimit,
+    }),
+    borrowingLimit: t.float({
+      nullable: true,
+      description: 'Null: unlimited.',
+      resolve: (l) => l.borrowingLimit,
+    }),
   }),
 });
 
@@ -109,20 +170,34 @@ const QueueGovernanceRef = builder.objectRef<QueueGovernanceView>('QueueGovernan
   fields: (t) => ({
     policy: t.field({ type: IsolationPolicyRef, resolve: (g) => g.policy }),
     chosenBy: t.field({ type: ChoiceEnum, resolve: (g) => g.chosenBy }),
-    rule: t.field({ type: IsolationPolicyRuleRef, nullable: true, description: 'The rule that chose it (RULE).', resolve: (g) => g.rule }),
+    rule: t.field({
+      type: IsolationPolicyRuleRef,
+      nullable: true,
+      description: 'The rule that chose it (RULE).',
+      resolve: (g) => g.rule,
+    }),
     limitsInForce: t.field({ type: LimitsInForceRef, resolve: (g) => g.limitsInForce }),
     effective: t.field({ type: [EffectiveGpuLimitRef], resolve: (g) => g.effective }),
   }),
 });
 
 builder.objectFields(QueueRef, (t) => ({
-  workloadType: t.field({ type: WorkloadTypeEnum, nullable: true, resolve: (q) => (q.workloadType as never) ?? null }),
+  workloadType: t.field({
+    type: WorkloadTypeEnum,
+    nullable: true,
+    resolve: (q) => (q.workloadType as never) ?? null,
+  }),
   slaClass: t.field({ type: SlaClassEnum, nullable: true, resolve: (q) => (q.slaClass as never) ?? null }),
-  isolationPolicy: t.string({ nullable: true, description: 'The isolation policy named on the queue (over the rules); null: the rules choose.', resolve: (q) => q.isolationPolicy ?? null }),
+  isolationPolicy: t.string({
+    nullable: true,
+    description: 'The isolation policy named on the queue (over the rules); null: the rules choose.',
+    resolve: (q) => q.isolationPolicy ?? null,
+  }),
   governance: t.field({
     type: QueueGovernanceRef,
     nullable: true,
-    description: 'Null for a queue outside governance (no isolation policy, workload type nor SLA class): its limits are as configured.',
+    description:
+      'Null for a queue outside governance (no isolation policy, workload type nor SLA class): its limits are as configured.',
     resolve: (q, _a, ctx) => queueGovernance(ctx, q),
   }),
 }));
@@ -130,22 +205,32 @@ builder.objectFields(QueueRef, (t) => ({
 builder.queryFields((t) => ({
   isolationPolicies: t.field({
     type: [IsolationPolicyRef],
-    description: 'The isolation-policy library (platform policy; any signed-in caller): built-ins first, then those platform admins added.',
+    description:
+      'The isolation-policy library (platform policy; any signed-in caller): built-ins first, then those platform admins added.',
     authScopes: { authenticated: true },
     resolve: (_r, _a, ctx) => listIsolationPolicies(ctx),
   }),
   isolationPolicyRules: t.field({
     type: [IsolationPolicyRuleRef],
-    description: 'The rules that choose a policy by tenant tier × workload type × SLA class, in order (the defaults until platform admins set a list).',
+    description:
+      'The rules that choose a policy by tenant tier × workload type × SLA class, in order (the defaults until platform admins set a list).',
     authScopes: { authenticated: true },
     resolve: async (_r, _a, ctx) => (await listIsolationPolicyRules(ctx)).rules,
   }),
 }));
 
 const RangeInput = builder.inputType('CoefficientRangeInput', {
-  fields: (t) => ({ min: t.float({ required: true }), base: t.float({ required: true }), max: t.float({ required: true }) }),
+  fields: (t) => ({
+    min: t.float({ required: true }),
+    base: t.float({ required: true }),
+    max: t.float({ required: true }),
+  }),
 });
-const toRange = (r: { min: number; base: number; max: number }): CoefficientRange => ({ min: r.min, base: r.base, max: r.max });
+const toRange = (r: { min: number; base: number; max: number }): CoefficientRange => ({
+  min: r.min,
+  base: r.base,
+  max: r.max,
+});
 
 const IdlePolicyInput = builder.inputType('IdlePolicyInput', {
   fields: (t) => ({
@@ -158,11 +243,21 @@ const IdlePolicyInput = builder.inputType('IdlePolicyInput', {
 
 const SetIsolationPolicyInput = builder.inputType('SetIsolationPolicyInput', {
   fields: (t) => ({
-    name: t.string({ required: true, description: "A built-in's name overrides its coefficients (its level stays); a new name adds a policy." }),
+    name: t.string({
+      required: true,
+      description:
+        "A built-in's name overrides its coefficients (its level stays); a new name adds a policy.",
+    }),
     description: t.string({ description: 'Left out: unchanged (a new policy: empty).' }),
-    level: t.field({ type: IsolationLevelEnum, description: "Required for a new policy; a built-in's must be its own." }),
+    level: t.field({
+      type: IsolationLevelEnum,
+      description: "Required for a new policy; a built-in's must be its own.",
+    }),
     lend: t.field({ type: RangeInput, required: true, description: 'Share of unused nominal lent, 0..1.' }),
-    borrow: t.field({ type: RangeInput, description: 'Multiple of nominal, 0..100; null or left out: unlimited.' }),
+    borrow: t.field({
+      type: RangeInput,
+      description: 'Multiple of nominal, 0..100; null or left out: unlimited.',
+    }),
     minRunBeforeReclaimSeconds: t.int({ required: true }),
     reclaimGraceSeconds: t.int({ required: true }),
     preemptible: t.field({ type: PreemptibilityEnum, required: true }),
@@ -179,18 +274,24 @@ const IsolationPolicyRuleInput = builder.inputType('IsolationPolicyRuleInput', {
   }),
 });
 
-const DeleteIsolationPolicyPayload = builder.objectRef<{ name: string; reset: boolean }>('DeleteIsolationPolicyPayload').implement({
-  fields: (t) => ({
-    name: t.exposeString('name'),
-    reset: t.exposeBoolean('reset', { description: 'True for a built-in: it is back to its own coefficients.' }),
-  }),
-});
+const DeleteIsolationPolicyPayload = builder
+  .objectRef<{ name: string; reset: boolean }>('DeleteIsolationPolicyPayload')
+  .implement({
+    fields: (t) => ({
+      name: t.exposeString('name'),
+      reset: t.exposeBoolean('reset', {
+        description: 'True for a built-in: it is back to its own coefficients.',
+      }),
+    }),
+  });
 
-// The service checks the caller (platform admins) inside the audited transaction, so refusals are audited too.
+// The service checks the caller (platform admins) inside the audited transaction, so refusals are audited
+// too.
 builder.mutationFields((t) => ({
   setIsolationPolicy: t.field({
     type: IsolationPolicyRef,
-    description: 'Platform admins. Adds a policy or changes one; audited. Queues it governs get their new limits at once.',
+    description:
+      'Platform admins. Adds a policy or changes one; audited. Queues it governs get their new limits at once.',
     authScopes: { authenticated: true },
     args: { input: t.arg({ type: SetIsolationPolicyInput, required: true }) },
     resolve: (_r, { input }, ctx) =>
@@ -203,19 +304,26 @@ builder.mutationFields((t) => ({
         minRunBeforeReclaimMs: input.minRunBeforeReclaimSeconds * 1000,
         reclaimGraceMs: input.reclaimGraceSeconds * 1000,
         preemptible: input.preemptible,
-        idle: { utilizationBelow: input.idle.utilizationBelow, idleForMs: input.idle.idleForSeconds * 1000, notRunningForMs: input.idle.notRunningForSeconds * 1000, action: input.idle.action },
+        idle: {
+          utilizationBelow: input.idle.utilizationBelow,
+          idleForMs: input.idle.idleForSeconds * 1000,
+          notRunningForMs: input.idle.notRunningForSeconds * 1000,
+          action: input.idle.action,
+        },
       }),
   }),
   deleteIsolationPolicy: t.field({
     type: DeleteIsolationPolicyPayload,
-    description: 'Platform admins. Removes a policy they added (CONFLICT while a queue or rule names it) or resets a built-in; audited.',
+    description:
+      'Platform admins. Removes a policy they added (CONFLICT while a queue or rule names it) or resets a built-in; audited.',
     authScopes: { authenticated: true },
     args: { name: t.arg.string({ required: true, validate: z.string().max(63) }) },
     resolve: (_r, { name }, ctx) => deleteIsolationPolicy(ctx, name),
   }),
   setIsolationPolicyRules: t.field({
     type: [IsolationPolicyRuleRef],
-    description: 'Platform admins. Replaces the rules (each must name an existing policy); an empty list restores the defaults. Audited.',
+    description:
+      'Platform admins. Replaces the rules (each must name an existing policy); an empty list restores the defaults. Audited.',
     authScopes: { authenticated: true },
     args: { rules: t.arg({ type: [IsolationPolicyRuleInput], required: true }) },
     resolve: async (_r, { rules }, ctx) => (await setIsolationPolicyRules(ctx, rules)).rules,

@@ -1,5 +1,9 @@
-import { getQueue } from '../../src/services/cluster/cluster.js';
-import { DEFAULT_RECOMMENDATION_DAYS, quotaRecommendations, type RecommendationView } from '../../src/services/governance/recommendations.js';
+import { getQueue } from '../../src/services/cluster/index.js';
+import {
+  DEFAULT_RECOMMENDATION_DAYS,
+  quotaRecommendations,
+  type RecommendationView,
+} from '../../src/services/governance/index.js';
 import { builder } from '../builder.js';
 import { QueueRef } from '../refs.js';
 
@@ -11,7 +15,9 @@ const RecommendationKindEnum = builder.enumType('RecommendationKind', {
 });
 const RecommendationSuggestionEnum = builder.enumType('RecommendationSuggestion', {
   values: {
-    SHARED_POOL: { description: 'Lower the nominal and let the queue use a shared pool (its peak still fits).' },
+    SHARED_POOL: {
+      description: 'Lower the nominal and let the queue use a shared pool (its peak still fits).',
+    },
     DEDICATED_POOL: { description: 'Raise the nominal to what it uses, or give it a dedicated pool.' },
   } as const,
 });
@@ -22,9 +28,15 @@ const RecommendationRef = builder.objectRef<RecommendationView>('Recommendation'
     queue: t.field({ type: QueueRef, resolve: (r, _args, ctx) => getQueue(ctx, r.queueRow.id) }),
     kind: t.field({ type: RecommendationKindEnum, resolve: (r) => r.kind }),
     suggestion: t.field({ type: RecommendationSuggestionEnum, resolve: (r) => r.suggestion }),
-    currentNominalGpus: t.float({ description: "The queue's GPU nominal now (MIG and time-slice flavors in device equivalents).", resolve: (r) => r.currentNominalGpus }),
+    currentNominalGpus: t.float({
+      description: "The queue's GPU nominal now (MIG and time-slice flavors in device equivalents).",
+      resolve: (r) => r.currentNominalGpus,
+    }),
     suggestedNominalGpus: t.float({ resolve: (r) => r.suggestedNominalGpus }),
-    evidence: t.string({ description: 'The figures behind it: hours, mean and peak use, share of hours borrowing.', resolve: (r) => r.evidence }),
+    evidence: t.string({
+      description: 'The figures behind it: hours, mean and peak use, share of hours borrowing.',
+      resolve: (r) => r.evidence,
+    }),
   }),
 });
 
@@ -32,7 +44,7 @@ builder.queryFields((t) => ({
   quotaRecommendations: t.field({
     type: [RecommendationRef],
     description:
-      'Queues that under-use their GPU nominal (candidates for a shared pool) and queues that borrow nearly all the time (candidates for more nominal or a dedicated pool), from the last `days` of usage (1 to 90). Platform admins: every queue; tenant admins and auditors: their tenant\'s; others FORBIDDEN.',
+      "Queues that under-use their GPU nominal (candidates for a shared pool) and queues that borrow nearly all the time (candidates for more nominal or a dedicated pool), from the last `days` of usage (1 to 90). Platform admins: every queue; tenant admins and auditors: their tenant's; others FORBIDDEN.",
     authScopes: { authenticated: true },
     args: { days: t.arg.int({ defaultValue: DEFAULT_RECOMMENDATION_DAYS }) },
     resolve: (_root, { days }, ctx) => quotaRecommendations(ctx, days ?? DEFAULT_RECOMMENDATION_DAYS),

@@ -1,21 +1,27 @@
-import { getJob } from '../../src/services/jobs/jobs.js';
 import { requireCapability } from '../../src/services/context.js';
-import { type JobPosition } from '../../src/services/jobs/position-stream.js';
-import { jobPositionHub } from '../../src/services/jobs/position-hub.js';
-import type { JobExplanation } from '../../src/services/jobs/pending-reasons.js';
+import type { JobExplanation, JobPosition } from '../../src/services/jobs/index.js';
+import { getJob, jobPositionHub } from '../../src/services/jobs/index.js';
+import { notFound } from '../../src/shared/index.js';
 import { builder } from '../builder.js';
-import { JobStateEnum, decodeId } from '../common.js';
-import { PendingReasonRef } from './pending-reason.js';
-import { reloadingSubscription } from '../reloading-subscription.js';
+import { decodeId, JobStateEnum } from '../common.js';
 import { JobRef } from '../refs.js';
-import { notFound } from '../../src/shared/client-errors.js';
+import { reloadingSubscription } from '../reloading-subscription.js';
+import { PendingReasonRef } from './pending-reason.js';
 
 export const JobPositionRef = builder.objectRef<JobExplanation>('JobPosition').implement({
   description: "Where a pending job stands. Counts only: other tenants' jobs ahead are never named.",
   fields: (t) => ({
-    inQueue: t.int({ nullable: true, description: '1-based, in its queue.', resolve: (e) => e.positionInQueue ?? null }),
+    inQueue: t.int({
+      nullable: true,
+      description: '1-based, in its queue.',
+      resolve: (e) => e.positionInQueue ?? null,
+    }),
     queueLength: t.int({ nullable: true, resolve: (e) => e.queuePending ?? null }),
-    inCohort: t.int({ nullable: true, description: "1-based, in the cohort's admission order (fair share and borrowing included).", resolve: (e) => e.positionInCohort ?? null }),
+    inCohort: t.int({
+      nullable: true,
+      description: "1-based, in the cohort's admission order (fair share and borrowing included).",
+      resolve: (e) => e.positionInCohort ?? null,
+    }),
     cohortLength: t.int({ nullable: true, resolve: (e) => e.cohortPending ?? null }),
   }),
 });
@@ -26,10 +32,18 @@ export const JobPositionRef = builder.objectRef<JobExplanation>('JobPosition').i
  */
 const JobPositionUpdateRef = builder.objectRef<JobPosition>('JobPositionUpdate').implement({
   fields: (t) => ({
-    job: t.field({ type: JobRef, description: 'The job as stored when this update was sent.', resolve: (u, _args, ctx) => getJob(ctx, u.jobId) }),
+    job: t.field({
+      type: JobRef,
+      description: 'The job as stored when this update was sent.',
+      resolve: (u, _args, ctx) => getJob(ctx, u.jobId),
+    }),
     state: t.field({ type: JobStateEnum, resolve: (u) => u.state }),
     position: t.field({ type: JobPositionRef, nullable: true, resolve: (u) => u.explanation }),
-    eta: t.field({ type: 'DateTime', nullable: true, resolve: (u) => (u.explanation?.eta == null ? null : new Date(u.explanation.eta)) }),
+    eta: t.field({
+      type: 'DateTime',
+      nullable: true,
+      resolve: (u) => (u.explanation?.eta == null ? null : new Date(u.explanation.eta)),
+    }),
     pendingReason: t.field({ type: PendingReasonRef, nullable: true, resolve: (u) => u.explanation }),
   }),
 });

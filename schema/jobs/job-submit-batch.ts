@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { MAX_BATCH_JOBS, atIndex, requireBatchSize, submitJobs } from '../../src/services/jobs/jobs-batch.js';
+import { atIndex, MAX_BATCH_JOBS, requireBatchSize, submitJobs } from '../../src/services/jobs/index.js';
 import { builder } from '../builder.js';
-import { SubmitJobInputRef, toSubmitInput, validateSubmit } from './job-submit.js';
 import { JobRef } from '../refs.js';
+import { SubmitJobInputRef, toSubmitInput, validateSubmit } from './job-submit.js';
 
 builder.mutationFields((t) => ({
   submitJobs: t.field({
@@ -16,7 +16,8 @@ builder.mutationFields((t) => ({
       jobs: t.arg({
         type: [SubmitJobInputRef],
         required: true,
-        // The count is checked by the service (its message names the limit); here each job's own cross-field rule.
+        // The count is checked by the service (its message names the limit); here each job's own cross-field
+        // rule.
         validate: z.array(z.any().refine(validateSubmit, 'minCount must not exceed count')),
       }),
     },

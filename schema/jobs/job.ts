@@ -1,35 +1,50 @@
-import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
+import { type ResolveCursorConnectionArgs, resolveCursorConnection } from '@pothos/plugin-relay';
 import { z } from 'zod';
-import { cancelJob, getJob, listJobs } from '../../src/services/jobs/jobs.js';
-import type { JobExplanation } from '../../src/services/jobs/pending-reasons.js';
+import { JobRow } from '../../src/persistence/jobs/index.js';
 import { requireCapability } from '../../src/services/context.js';
-import { pageInMemory, type PageQuery } from '../../src/services/paging.js';
-import type { GraphQLContext } from '../context.js';
+import type { JobExplanation } from '../../src/services/jobs/index.js';
+import { cancelJob, getJob, listJobs } from '../../src/services/jobs/index.js';
+import { type PageQuery, pageInMemory } from '../../src/services/paging.js';
 import { builder } from '../builder.js';
-import { JobStateEnum, decodeId, pageFrom, toCursor } from '../common.js';
+import { decodeId, JobStateEnum, pageFrom, toCursor } from '../common.js';
+import type { GraphQLContext } from '../context.js';
+import { JobEventRef, JobRef, ProjectRef, QueueRef, TenantRef } from '../refs.js';
+import { reloadingSubscription } from '../reloading-subscription.js';
+import { isEntity, tenantConnection } from '../tenancy/index.js';
 import { JobPositionRef } from './job-position.js';
 import { PendingReasonRef } from './pending-reason.js';
 import { PlacementRef, placementLines } from './placement.js';
 import { PodSetRef } from './pod-set.js';
-import { JobEventRef, JobRef, ProjectRef, QueueRef, TenantRef } from '../refs.js';
-import { reloadingSubscription } from '../reloading-subscription.js';
-import { tenantConnection } from '../tenancy/tenant-connection.js';
-import { isEntity } from '../tenancy/tenant.js';
-import { JobRow } from '../../src/persistence/jobs/job-rows.js';
 
 // Submitting, previewing and following a job's position live beside this file:
 // job-submit.ts, job-preview.ts, job-position.ts (and tenant-event.ts for a tenant's stream).
 
-const JobCheckpointRef = builder.objectRef<{ intervalMs: number | null; resumable: boolean }>('JobCheckpoint').implement({
-  description: 'How the job declared it saves progress (submitJob\'s checkpoint).',
-  fields: (t) => ({
-    intervalSeconds: t.int({ nullable: true, resolve: (c) => (c.intervalMs == null ? null : Math.round(c.intervalMs / 1000)) }),
-    resumable: t.exposeBoolean('resumable'),
-  }),
-});
+const JobCheckpointRef = builder
+  .objectRef<{ intervalMs: number | null; resumable: boolean }>('JobCheckpoint')
+  .implement({
+    description: "How the job declared it saves progress (submitJob's checkpoint).",
+    fields: (t) => ({
+      intervalSeconds: t.int({
+        nullable: true,
+        resolve: (c) => (c.intervalMs == null ? null : Math.round(c.intervalMs / 1000)),
+      }),
+      resumable: t.exposeBoolean('resumable'),
+    }),
+  });
 
-const pendingExplanation = (job: { id: string; state: string }, ctx: GraphQLContext): JobExplanation | null =>
-  job.state === 'PENDING' ? (ctx.scheduler.explain(job.id) ?? { jobId: job.id, queue: '', state: 'pending', reason: 'NotYetEvaluated', preemptions: 0 }) : null;
+const pendingExplanation = (
+  job: { id: string; state: string },
+  ctx: GraphQLContext,
+): JobExplanation | null =>
+  job.state === 'PENDING'
+    ? (ctx.scheduler.explain(job.id) ?? {
+        jobId: job.id,
+        queue: '',
+        state: 'pending',
+        reason: 'NotYetEvaluated',
+        preemptions: 0,
+      })
+    : null;
 
 builder.node(JobRef, {
   description: 'A unit of GPU work: one or more pod sets that start together.',
@@ -40,16 +55,30 @@ builder.node(JobRef, {
     name: t.exposeString('name'),
     state: t.field({ type: JobStateEnum, resolve: (j) => j.state }),
     priorityClass: t.exposeString('priorityClass'),
-    queue: t.field({ type: QueueRef, resolve: async (j, _a, ctx) => (await ctx.loaders.queue.load(j.queue.id))! }),
-    project: t.field({ type: ProjectRef, nullable: true, resolve: (j, _a, ctx) => (j.project ? ctx.loaders.project.load(j.project.id) : null) }),
+    queue: t.field({
+      type: QueueRef,
+      resolve: async (j, _a, ctx) => (await ctx.loaders.queue.load(j.queue.id))!,
+    }),
+    project: t.field({
+      type: ProjectRef,
+      nullable: true,
+      resolve: (j, _a, ctx) => (j.project ? ctx.loaders.project.load(j.project.id) : null),
+    }),
     podSets: t.field({ type: [PodSetRef], resolve: (j) => j.podSets }),
     gpus: t.float({ description: 'GPU units requested over all pods.', resolve: (j) => j.gpusRequested }),
-    expectedDurationSeconds: t.float({ nullable: true, resolve: (j) => (j.expectedDurationMs == null ? null : j.expectedDurationMs / 1000) }),
+    expectedDurationSeconds: t.float({
+      nullable: true,
+      resolve: (j) => (j.expectedDurationMs == null ? null : j.expectedDurationMs / 1000),
+    }),
     checkpoint: t.field({
       type: JobCheckpointRef,
       nullable: true,
-      description: 'Null when the job declared no checkpointing (a preemption loses all its work since admission).',
-      resolve: (j) => (j.checkpointIntervalMs == null && !j.checkpointResumable ? null : { intervalMs: j.checkpointIntervalMs ?? null, resumable: Boolean(j.checkpointResumable) }),
+      description:
+        'Null when the job declared no checkpointing (a preemption loses all its work since admission).',
+      resolve: (j) =>
+        j.checkpointIntervalMs == null && !j.checkpointResumable
+          ? null
+          : { intervalMs: j.checkpointIntervalMs ?? null, resumable: Boolean(j.checkpointResumable) },
     }),
     submittedAt: t.field({ type: 'DateTime', resolve: (j) => j.submittedAt }),
     admittedAt: t.field({ type: 'DateTime', nullable: true, resolve: (j) => j.admittedAt ?? null }),
@@ -58,17 +87,31 @@ builder.node(JobRef, {
     exitReason: t.string({ nullable: true, resolve: (j) => j.exitReason ?? null }),
     preemptionCount: t.exposeInt('preemptionCount'),
     lostGpuHours: t.float({
-      description: "GPU-hours of this job's work thrown away by its preemptions (each: its GPUs × its run since its last checkpoint); 0 when never preempted.",
+      description:
+        "GPU-hours of this job's work thrown away by its preemptions (each: its GPUs × its run since its last checkpoint); 0 when never preempted.",
       // One query for the events of every job in the response, and none for a job never preempted.
       resolve: async (j, _a, ctx) => {
         if (!j.preemptionCount) return 0;
         requireCapability(ctx, j.tenant.id, 'jobs:read', 'Job');
-        return (await ctx.loaders.jobEvents.load(j.id)).reduce((sum, e) => sum + (e.type === 'PREEMPTED' && typeof e.data?.lostGpuHours === 'number' ? e.data.lostGpuHours : 0), 0);
+        return (await ctx.loaders.jobEvents.load(j.id)).reduce(
+          (sum, e) =>
+            sum +
+            (e.type === 'PREEMPTED' && typeof e.data?.lostGpuHours === 'number' ? e.data.lostGpuHours : 0),
+          0,
+        );
       },
     }),
-    borrowed: t.boolean({ description: 'Admitted on quota borrowed from the cohort (first to be reclaimed).', resolve: (j) => j.admission?.borrowed ?? false }),
+    borrowed: t.boolean({
+      description: 'Admitted on quota borrowed from the cohort (first to be reclaimed).',
+      resolve: (j) => j.admission?.borrowed ?? false,
+    }),
     placement: t.field({ type: [PlacementRef], resolve: (j) => placementLines(j.admission) }),
-    position: t.field({ type: JobPositionRef, nullable: true, description: 'Pending jobs only.', resolve: (j, _a, ctx) => pendingExplanation(j, ctx) }),
+    position: t.field({
+      type: JobPositionRef,
+      nullable: true,
+      description: 'Pending jobs only.',
+      resolve: (j, _a, ctx) => pendingExplanation(j, ctx),
+    }),
     eta: t.field({
       type: 'DateTime',
       nullable: true,
@@ -78,9 +121,21 @@ builder.node(JobRef, {
         return eta == null ? null : new Date(eta);
       },
     }),
-    pendingReason: t.field({ type: PendingReasonRef, nullable: true, resolve: (j, _a, ctx) => pendingExplanation(j, ctx) }),
-    gpuUtilization: t.float({ nullable: true, description: 'Last sampled GPU utilization, 0..1 (running jobs).', resolve: (j, _a, ctx) => (j.state === 'RUNNING' ? ctx.scheduler.lastUtilization(j.id) : null) }),
-    submittedByName: t.string({ nullable: true, resolve: async (j, _a, ctx) => (j.submittedBy ? ((await ctx.loaders.user.load(j.submittedBy.id))?.name ?? null) : null) }),
+    pendingReason: t.field({
+      type: PendingReasonRef,
+      nullable: true,
+      resolve: (j, _a, ctx) => pendingExplanation(j, ctx),
+    }),
+    gpuUtilization: t.float({
+      nullable: true,
+      description: 'Last sampled GPU utilization, 0..1 (running jobs).',
+      resolve: (j, _a, ctx) => (j.state === 'RUNNING' ? ctx.scheduler.lastUtilization(j.id) : null),
+    }),
+    submittedByName: t.string({
+      nullable: true,
+      resolve: async (j, _a, ctx) =>
+        j.submittedBy ? ((await ctx.loaders.user.load(j.submittedBy.id))?.name ?? null) : null,
+    }),
     events: t.connection({
       type: JobEventRef,
       // One query for the events of every job in the response (a list of jobs must not cost a query per job).
@@ -97,13 +152,18 @@ builder.node(JobEventRef, {
   id: { resolve: (e) => e.id },
   isTypeOf: (v) => isEntity(v, 'JobEvent'),
   fields: (t) => ({
-    type: t.exposeString('type', { description: 'SUBMITTED, ADMITTED, STARTED, PREEMPTED, SUCCEEDED, FAILED, CANCELLED, ADMITTED_NOT_RUNNING, FLAGGED' }),
+    type: t.exposeString('type', {
+      description:
+        'SUBMITTED, ADMITTED, STARTED, PREEMPTED, SUCCEEDED, FAILED, CANCELLED, ADMITTED_NOT_RUNNING, FLAGGED',
+    }),
     reason: t.string({ nullable: true, resolve: (e) => e.reason ?? null }),
     message: t.string({ nullable: true, resolve: (e) => e.message ?? null }),
     lostGpuHours: t.float({
       nullable: true,
-      description: 'PREEMPTED: GPU-hours of work the job lost (since its last checkpoint, or since admission); null for other events or when unknown.',
-      resolve: (e) => (e.type === 'PREEMPTED' && typeof e.data?.lostGpuHours === 'number' ? e.data.lostGpuHours : null),
+      description:
+        'PREEMPTED: GPU-hours of work the job lost (since its last checkpoint, or since admission); null for other events or when unknown.',
+      resolve: (e) =>
+        e.type === 'PREEMPTED' && typeof e.data?.lostGpuHours === 'number' ? e.data.lostGpuHours : null,
     }),
     at: t.field({ type: 'DateTime', resolve: (e) => e.at }),
   }),
@@ -126,11 +186,22 @@ builder.objectFields(TenantRef, (t) => ({
     description: 'Oldest first; page backwards with `last` for the newest.',
     args: { filter: t.arg({ type: JobFilterInput }) },
     authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'jobs:read' } }),
-    resolve: (tenant, args, ctx) => tenantConnection(args, tenant, (tenantId) => jobsReader(ctx, tenantId, args.filter)),
+    resolve: (tenant, args, ctx) =>
+      tenantConnection(args, tenant, (tenantId) => jobsReader(ctx, tenantId, args.filter)),
   }),
 }));
 
-type JobFilterArgs = { states?: readonly string[] | null; projectId?: string | number | null; queueId?: string | number | null; priorityClass?: string | null; submittedAfter?: Date | null; submittedBefore?: Date | null } | null | undefined;
+type JobFilterArgs =
+  | {
+      states?: readonly string[] | null;
+      projectId?: string | number | null;
+      queueId?: string | number | null;
+      priorityClass?: string | null;
+      submittedAfter?: Date | null;
+      submittedBefore?: Date | null;
+    }
+  | null
+  | undefined;
 
 /** Decodes the filter's ids now (before the cursor), then reads pages of the filtered jobs. */
 function jobsReader(ctx: GraphQLContext, tenantId: string, filter: JobFilterArgs) {
@@ -156,7 +227,10 @@ builder.queryFields((t) => ({
     description: "A tenant's jobs, filtered; oldest first (use `last` for the newest).",
     authScopes: { authenticated: true },
     args: { tenantId: t.arg.id({ required: true }), filter: t.arg({ type: JobFilterInput }) },
-    resolve: (_r, args, ctx) => tenantConnection(args, { globalId: args.tenantId }, (tenantId) => jobsReader(ctx, tenantId, args.filter)),
+    resolve: (_r, args, ctx) =>
+      tenantConnection(args, { globalId: args.tenantId }, (tenantId) =>
+        jobsReader(ctx, tenantId, args.filter),
+      ),
   }),
 }));
 
@@ -172,7 +246,7 @@ builder.mutationFields((t) => ({
 builder.subscriptionFields((t) => ({
   jobUpdated: t.field({
     type: JobRef,
-    description: "The job each time its state changes.",
+    description: 'The job each time its state changes.',
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
     ...reloadingSubscription({

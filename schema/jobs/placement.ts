@@ -15,13 +15,29 @@ export const PlacementRef = builder.objectRef<PlacementLine>('Placement').implem
     flavor: t.exposeString('flavor'),
     node: t.exposeString('node'),
     pods: t.exposeInt('pods'),
-    gpuIndices: t.exposeIntList('gpuIndices', { description: 'GPU (or slice) indices on the node, in pod order.' }),
+    gpuIndices: t.exposeIntList('gpuIndices', {
+      description: 'GPU (or slice) indices on the node, in pod order.',
+    }),
   }),
 });
 
-type AdmittedPodSets = { podSets: readonly { name: string; flavor: string; placements: readonly { node: string; pods: number; gpuIndices?: number[] }[] }[] };
+type AdmittedPodSets = {
+  podSets: readonly {
+    name: string;
+    flavor: string;
+    placements: readonly { node: string; pods: number; gpuIndices?: number[] }[];
+  }[];
+};
 
 /** The placement lines of an admission; none before admission. */
 export function placementLines(admission: AdmittedPodSets | null | undefined): PlacementLine[] {
-  return (admission?.podSets ?? []).flatMap((ps) => ps.placements.map((p) => ({ podSet: ps.name, flavor: ps.flavor, node: p.node, pods: p.pods, gpuIndices: p.gpuIndices ?? [] })));
+  return (admission?.podSets ?? []).flatMap((ps) =>
+    ps.placements.map((p) => ({
+      podSet: ps.name,
+      flavor: ps.flavor,
+      node: p.node,
+      pods: p.pods,
+      gpuIndices: p.gpuIndices ?? [],
+    })),
+  );
 }

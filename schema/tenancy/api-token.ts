@@ -1,19 +1,29 @@
 import { z } from 'zod';
-import { MAX_TOKEN_LIFETIME_DAYS, type CreatedApiToken, createApiToken, listApiTokens, revokeApiToken } from '../../src/services/tenancy/api-tokens.js';
+import {
+  type CreatedApiToken,
+  createApiToken,
+  getTenant,
+  listApiTokens,
+  MAX_TOKEN_LIFETIME_DAYS,
+  revokeApiToken,
+} from '../../src/services/tenancy/index.js';
 import { builder } from '../builder.js';
 import { ApiTokenScopeEnum, decodeId } from '../common.js';
 import { ApiTokenRef, TenantRef } from '../refs.js';
-import { tenantConnection } from './tenant-connection.js';
 import { isEntity } from './tenant.js';
-import { getTenant } from '../../src/services/tenancy/tenants.js';
+import { tenantConnection } from './tenant-connection.js';
 
 builder.node(ApiTokenRef, {
-  description: 'A credential for automation, acting for its creator within one tenant and its scopes. The secret is never readable here.',
+  description:
+    'A credential for automation, acting for its creator within one tenant and its scopes. The secret is never readable here.',
   id: { resolve: (token) => token.id },
   isTypeOf: (value) => isEntity(value, 'ApiToken'),
   fields: (t) => ({
     name: t.exposeString('name'),
-    prefix: t.string({ description: 'The first characters of the secret, to tell tokens apart.', resolve: (token) => token.prefix }),
+    prefix: t.string({
+      description: 'The first characters of the secret, to tell tokens apart.',
+      resolve: (token) => token.prefix,
+    }),
     scopes: t.field({ type: [ApiTokenScopeEnum], resolve: (token) => token.scopes as never }),
     isPlatformToken: t.boolean({ resolve: (token) => token.tenant === null }),
     createdByName: t.string({ resolve: (token) => token.createdBy.name }),
@@ -21,7 +31,11 @@ builder.node(ApiTokenRef, {
     expiresAt: t.field({ type: 'DateTime', resolve: (token) => token.expiresAt }),
     revokedAt: t.field({ type: 'DateTime', nullable: true, resolve: (token) => token.revokedAt ?? null }),
     lastUsedAt: t.field({ type: 'DateTime', nullable: true, resolve: (token) => token.lastUsedAt ?? null }),
-    tenant: t.field({ type: TenantRef, nullable: true, resolve: (token, _args, ctx) => (token.tenant ? getTenant(ctx, token.tenant.id) : null) }),
+    tenant: t.field({
+      type: TenantRef,
+      nullable: true,
+      resolve: (token, _args, ctx) => (token.tenant ? getTenant(ctx, token.tenant.id) : null),
+    }),
   }),
 });
 
@@ -30,7 +44,8 @@ builder.objectFields(TenantRef, (t) => ({
     type: ApiTokenRef,
     description: 'Tenant admins see every token; others see their own.',
     authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'tenant:read' } }),
-    resolve: (tenant, args, ctx) => tenantConnection(args, tenant, (tenantId) => (page) => listApiTokens(ctx, tenantId, page)),
+    resolve: (tenant, args, ctx) =>
+      tenantConnection(args, tenant, (tenantId) => (page) => listApiTokens(ctx, tenantId, page)),
   }),
 }));
 
@@ -40,22 +55,39 @@ builder.queryFields((t) => ({
     description: "A tenant's API tokens: all of them for tenant admins, your own otherwise.",
     authScopes: { authenticated: true },
     args: { tenantId: t.arg.id({ required: true }) },
-    resolve: (_root, args, ctx) => tenantConnection(args, { globalId: args.tenantId }, (tenantId) => (page) => listApiTokens(ctx, tenantId, page)),
+    resolve: (_root, args, ctx) =>
+      tenantConnection(
+        args,
+        { globalId: args.tenantId },
+        (tenantId) => (page) => listApiTokens(ctx, tenantId, page),
+      ),
   }),
 }));
 
 const CreateApiTokenInput = builder.inputType('CreateApiTokenInput', {
   fields: (t) => ({
-    tenantId: t.id({ description: 'The tenant the token acts in. Omit for a platform token (platform admins only).' }),
-    name: t.string({ required: true, validate: z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters') }),
+    tenantId: t.id({
+      description: 'The tenant the token acts in. Omit for a platform token (platform admins only).',
+    }),
+    name: t.string({
+      required: true,
+      validate: z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'),
+    }),
     scopes: t.field({
       type: [ApiTokenScopeEnum],
       required: true,
-      validate: z.array(z.string()).max(20).refine((s) => new Set(s).size === s.length, 'list each scope once'),
+      validate: z
+        .array(z.string())
+        .max(20)
+        .refine((s) => new Set(s).size === s.length, 'list each scope once'),
     }),
     expiresInDays: t.int({
       defaultValue: 90,
-      validate: z.number().int().min(1, 'must be at least 1 day').max(MAX_TOKEN_LIFETIME_DAYS, `must be at most ${MAX_TOKEN_LIFETIME_DAYS} days`),
+      validate: z
+        .number()
+        .int()
+        .min(1, 'must be at least 1 day')
+        .max(MAX_TOKEN_LIFETIME_DAYS, `must be at most ${MAX_TOKEN_LIFETIME_DAYS} days`),
     }),
   }),
 });
@@ -71,7 +103,8 @@ const CreateApiTokenPayload = builder.objectRef<CreatedApiToken>('CreateApiToken
 builder.mutationFields((t) => ({
   createApiToken: t.field({
     type: CreateApiTokenPayload,
-    description: 'Members and tenant admins, for a tenant they belong to, with scopes their role allows. Signed-in users only: a token cannot mint tokens.',
+    description:
+      'Members and tenant admins, for a tenant they belong to, with scopes their role allows. Signed-in users only: a token cannot mint tokens.',
     authScopes: { authenticated: true },
     args: { input: t.arg({ type: CreateApiTokenInput, required: true }) },
     resolve: (_root, { input }, ctx) =>

@@ -1,17 +1,17 @@
 import { z } from 'zod';
 import {
-  DEFAULT_DURATION_MINUTES,
-  MAX_DURATION_MINUTES,
-  MIN_DURATION_MINUTES,
-  REASON_MAX_CHARS,
-  REASON_MIN_CHARS,
   closeBreakGlass,
+  DEFAULT_DURATION_MINUTES,
+  getTenant,
   isGrantActive,
   listBreakGlassGrants,
+  MAX_DURATION_MINUTES,
+  MIN_DURATION_MINUTES,
   myOpenBreakGlassGrants,
   openBreakGlass,
-} from '../../src/services/tenancy/break-glass.js';
-import { getTenant } from '../../src/services/tenancy/tenants.js';
+  REASON_MAX_CHARS,
+  REASON_MIN_CHARS,
+} from '../../src/services/tenancy/index.js';
 import { builder } from '../builder.js';
 import { decodeId } from '../common.js';
 import { BreakGlassGrantRef, TenantRef, ViewerRef } from '../refs.js';
@@ -25,21 +25,31 @@ builder.node(BreakGlassGrantRef, {
   fields: (t) => ({
     tenant: t.field({ type: TenantRef, resolve: (grant, _args, ctx) => getTenant(ctx, grant.tenant.id) }),
     operatorName: t.string({
-      description: 'The platform admin who opened it: shown to the tenant on purpose, so its auditors know who looked.',
+      description:
+        'The platform admin who opened it: shown to the tenant on purpose, so its auditors know who looked.',
       resolve: (grant) => grant.operator.name,
     }),
     reason: t.exposeString('reason'),
     expiresAt: t.field({ type: 'DateTime', resolve: (grant) => grant.expiresAt }),
-    closedAt: t.field({ type: 'DateTime', nullable: true, description: 'When it was closed early; null if it ran (or runs) its full time.', resolve: (grant) => grant.closedAt ?? null }),
+    closedAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When it was closed early; null if it ran (or runs) its full time.',
+      resolve: (grant) => grant.closedAt ?? null,
+    }),
     createdAt: t.field({ type: 'DateTime', resolve: (grant) => grant.createdAt }),
-    active: t.boolean({ description: 'Neither closed nor expired.', resolve: (grant, _args, ctx) => isGrantActive(grant, ctx.now()) }),
+    active: t.boolean({
+      description: 'Neither closed nor expired.',
+      resolve: (grant, _args, ctx) => isGrantActive(grant, ctx.now()),
+    }),
   }),
 });
 
 builder.objectFields(TenantRef, (t) => ({
   breakGlassGrants: t.field({
     type: [BreakGlassGrantRef],
-    description: "Every break-glass grant for this tenant, newest first: its admins and auditors, and platform admins.",
+    description:
+      'Every break-glass grant for this tenant, newest first: its admins and auditors, and platform admins.',
     resolve: (tenant, _args, ctx) => listBreakGlassGrants(ctx, tenant.id),
   }),
 }));
@@ -67,7 +77,7 @@ const OpenBreakGlassInput = builder.inputType('OpenBreakGlassInput', {
     tenantId: t.id({ required: true }),
     reason: t.string({
       required: true,
-      description: "Why you need to look inside the tenant; its auditors read this.",
+      description: 'Why you need to look inside the tenant; its auditors read this.',
       validate: z
         .string()
         .trim()
@@ -88,7 +98,8 @@ const OpenBreakGlassInput = builder.inputType('OpenBreakGlassInput', {
 builder.mutationFields((t) => ({
   openBreakGlass: t.field({
     type: BreakGlassGrantRef,
-    description: "Platform admins: open a time-limited grant to look inside one tenant. Audited in the tenant's log (breakglass.open) with the reason.",
+    description:
+      "Platform admins: open a time-limited grant to look inside one tenant. Audited in the tenant's log (breakglass.open) with the reason.",
     authScopes: { authenticated: true },
     args: { input: t.arg({ type: OpenBreakGlassInput, required: true }) },
     resolve: (_root, { input }, ctx) =>
@@ -100,7 +111,8 @@ builder.mutationFields((t) => ({
   }),
   closeBreakGlass: t.field({
     type: BreakGlassGrantRef,
-    description: "End a grant at once: its operator, any platform admin, or the tenant's admins. CONFLICT if it already ended.",
+    description:
+      "End a grant at once: its operator, any platform admin, or the tenant's admins. CONFLICT if it already ended.",
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, { id }, ctx) => closeBreakGlass(ctx, decodeId(String(id), 'BreakGlassGrant')),

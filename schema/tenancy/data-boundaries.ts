@@ -1,6 +1,10 @@
 import { z } from 'zod';
-import { effectiveBoundaries, type DataBoundaries } from '../../src/services/tenancy/data-boundaries.js';
-import { setProjectDataBoundaries, setTenantDataBoundaries } from '../../src/services/tenancy/grants.js';
+import {
+  type DataBoundaries,
+  effectiveBoundaries,
+  setProjectDataBoundaries,
+  setTenantDataBoundaries,
+} from '../../src/services/tenancy/index.js';
 import { builder } from '../builder.js';
 import { decodeId } from '../common.js';
 import { ProjectRef, TenantRef } from '../refs.js';
@@ -15,13 +19,22 @@ const DataBoundariesRef = builder.objectRef<DataBoundaries>('DataBoundaries').im
   }),
 });
 
-const entryList = z.array(z.string().max(2048, 'each entry must be at most 2048 characters')).max(64, 'at most 64 entries');
+const entryList = z
+  .array(z.string().max(2048, 'each entry must be at most 2048 characters'))
+  .max(64, 'at most 64 entries');
 
 const DataBoundariesInput = builder.inputType('DataBoundariesInput', {
   description: 'Replaces all three lists; a list left out (or null) is not restricted, [] allows nothing.',
   fields: (t) => ({
-    imageRegistries: t.stringList({ description: 'Registry hosts, optionally with a path: nvcr.io/nvidia, docker.io/library, registry.example.com.', validate: entryList }),
-    datasetLocations: t.stringList({ description: 'URIs: s3://bucket/prefix, gs://bucket, pvc://claim/dir, nfs://server/export.', validate: entryList }),
+    imageRegistries: t.stringList({
+      description:
+        'Registry hosts, optionally with a path: nvcr.io/nvidia, docker.io/library, registry.example.com.',
+      validate: entryList,
+    }),
+    datasetLocations: t.stringList({
+      description: 'URIs: s3://bucket/prefix, gs://bucket, pvc://claim/dir, nfs://server/export.',
+      validate: entryList,
+    }),
     artifactStores: t.stringList({ description: 'URIs, as dataset locations.', validate: entryList }),
   }),
 });
@@ -46,9 +59,14 @@ builder.objectFields(ProjectRef, (t) => ({
   }),
   effectiveDataBoundaries: t.field({
     type: DataBoundariesRef,
-    description: "What the project's jobs may actually use: the tenant's boundaries narrowed by the project's.",
+    description:
+      "What the project's jobs may actually use: the tenant's boundaries narrowed by the project's.",
     authScopes: (project) => ({ capability: { tenantId: project.tenant.id, capability: 'tenant:read' } }),
-    resolve: async (project, _args, ctx) => effectiveBoundaries((await ctx.loaders.tenant.load(project.tenant.id))?.dataBoundaries ?? null, project.dataBoundaries ?? null),
+    resolve: async (project, _args, ctx) =>
+      effectiveBoundaries(
+        (await ctx.loaders.tenant.load(project.tenant.id))?.dataBoundaries ?? null,
+        project.dataBoundaries ?? null,
+      ),
   }),
 }));
 
@@ -63,14 +81,26 @@ builder.mutationFields((t) => ({
     type: TenantRef,
     description: 'Platform admins.',
     authScopes: { authenticated: true },
-    args: { tenantId: t.arg.id({ required: true }), boundaries: t.arg({ type: DataBoundariesInput, required: true }) },
-    resolve: (_r, args, ctx) => setTenantDataBoundaries(ctx, decodeId(String(args.tenantId), 'Tenant'), boundariesOf(args.boundaries)),
+    args: {
+      tenantId: t.arg.id({ required: true }),
+      boundaries: t.arg({ type: DataBoundariesInput, required: true }),
+    },
+    resolve: (_r, args, ctx) =>
+      setTenantDataBoundaries(ctx, decodeId(String(args.tenantId), 'Tenant'), boundariesOf(args.boundaries)),
   }),
   setProjectDataBoundaries: t.field({
     type: ProjectRef,
     description: "The project's admins (and tenant admins). Every entry must lie within the tenant's list.",
     authScopes: { authenticated: true },
-    args: { projectId: t.arg.id({ required: true }), boundaries: t.arg({ type: DataBoundariesInput, required: true }) },
-    resolve: (_r, args, ctx) => setProjectDataBoundaries(ctx, decodeId(String(args.projectId), 'Project'), boundariesOf(args.boundaries)),
+    args: {
+      projectId: t.arg.id({ required: true }),
+      boundaries: t.arg({ type: DataBoundariesInput, required: true }),
+    },
+    resolve: (_r, args, ctx) =>
+      setProjectDataBoundaries(
+        ctx,
+        decodeId(String(args.projectId), 'Project'),
+        boundariesOf(args.boundaries),
+      ),
   }),
 }));

@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import {
-  grantProjectAccess,
-  grantTenantPriorityClass,
   grantedPoolsOf,
   grantedPriorityClassesOf,
+  grantProjectAccess,
+  grantTenantPriorityClass,
   revokeProjectAccess,
   revokeTenantPriorityClass,
   tenantDedicatedPools,
-} from '../../src/services/tenancy/grants.js';
+} from '../../src/services/tenancy/index.js';
 import { builder } from '../builder.js';
 import { decodeId } from '../common.js';
 import { ProjectRef, TenantRef } from '../refs.js';
@@ -18,18 +18,20 @@ import { ProjectRef, TenantRef } from '../refs.js';
 const GrantKindEnum = builder.enumType('GrantKind', {
   values: {
     PRIORITY_CLASS: { description: 'A priority class that needs a grant (PriorityClass.requiresGrant).' },
-    POOL: { description: "A node pool dedicated to the tenant (Tenant.dedicatedPools)." },
+    POOL: { description: 'A node pool dedicated to the tenant (Tenant.dedicatedPools).' },
   } as const,
 });
 
 builder.objectFields(TenantRef, (t) => ({
   grantedPriorityClasses: t.stringList({
-    description: 'Priority classes needing a grant that platform admins gave this tenant; its admins pass them on to projects.',
+    description:
+      'Priority classes needing a grant that platform admins gave this tenant; its admins pass them on to projects.',
     authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'tenant:read' } }),
     resolve: (tenant) => grantedPriorityClassesOf(tenant),
   }),
   dedicatedPools: t.stringList({
-    description: "Node pools dedicated to this tenant (its queues' dedicated pools and pools dedicated to it); its admins grant them to projects.",
+    description:
+      "Node pools dedicated to this tenant (its queues' dedicated pools and pools dedicated to it); its admins grant them to projects.",
     authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'tenant:read' } }),
     resolve: (tenant, _args, ctx) => tenantDedicatedPools(ctx.em, tenant.id),
   }),
@@ -54,37 +56,61 @@ const ProjectAccessInput = builder.inputType('ProjectAccessInput', {
   fields: (t) => ({
     projectId: t.id({ required: true }),
     kind: t.field({ type: GrantKindEnum, required: true }),
-    name: t.string({ required: true, description: 'The priority class or pool.', validate: priorityClassName }),
+    name: t.string({
+      required: true,
+      description: 'The priority class or pool.',
+      validate: priorityClassName,
+    }),
   }),
 });
 
 builder.mutationFields((t) => ({
   grantTenantPriorityClass: t.field({
     type: TenantRef,
-    description: 'Platform admins. Lets the tenant (and, once its admins pass it on, its projects) use a priority class that needs a grant.',
+    description:
+      'Platform admins. Lets the tenant (and, once its admins pass it on, its projects) use a priority class that needs a grant.',
     authScopes: { authenticated: true },
-    args: { tenantId: t.arg.id({ required: true }), priorityClass: t.arg.string({ required: true, validate: priorityClassName }) },
-    resolve: (_r, args, ctx) => grantTenantPriorityClass(ctx, decodeId(String(args.tenantId), 'Tenant'), args.priorityClass),
+    args: {
+      tenantId: t.arg.id({ required: true }),
+      priorityClass: t.arg.string({ required: true, validate: priorityClassName }),
+    },
+    resolve: (_r, args, ctx) =>
+      grantTenantPriorityClass(ctx, decodeId(String(args.tenantId), 'Tenant'), args.priorityClass),
   }),
   revokeTenantPriorityClass: t.field({
     type: TenantRef,
     description: 'Platform admins. Takes the class from the tenant and from each of its projects.',
     authScopes: { authenticated: true },
-    args: { tenantId: t.arg.id({ required: true }), priorityClass: t.arg.string({ required: true, validate: priorityClassName }) },
-    resolve: (_r, args, ctx) => revokeTenantPriorityClass(ctx, decodeId(String(args.tenantId), 'Tenant'), args.priorityClass),
+    args: {
+      tenantId: t.arg.id({ required: true }),
+      priorityClass: t.arg.string({ required: true, validate: priorityClassName }),
+    },
+    resolve: (_r, args, ctx) =>
+      revokeTenantPriorityClass(ctx, decodeId(String(args.tenantId), 'Tenant'), args.priorityClass),
   }),
   grantProjectAccess: t.field({
     type: ProjectRef,
-    description: "Tenant admins. Only within what the tenant holds: a priority class granted to the tenant, a pool dedicated to it.",
+    description:
+      'Tenant admins. Only within what the tenant holds: a priority class granted to the tenant, a pool dedicated to it.',
     authScopes: { authenticated: true },
     args: { input: t.arg({ type: ProjectAccessInput, required: true }) },
-    resolve: (_r, { input }, ctx) => grantProjectAccess(ctx, { projectId: decodeId(String(input.projectId), 'Project'), kind: input.kind, name: input.name }),
+    resolve: (_r, { input }, ctx) =>
+      grantProjectAccess(ctx, {
+        projectId: decodeId(String(input.projectId), 'Project'),
+        kind: input.kind,
+        name: input.name,
+      }),
   }),
   revokeProjectAccess: t.field({
     type: ProjectRef,
     description: 'Tenant admins. Jobs already queued keep their place; new submits are refused.',
     authScopes: { authenticated: true },
     args: { input: t.arg({ type: ProjectAccessInput, required: true }) },
-    resolve: (_r, { input }, ctx) => revokeProjectAccess(ctx, { projectId: decodeId(String(input.projectId), 'Project'), kind: input.kind, name: input.name }),
+    resolve: (_r, { input }, ctx) =>
+      revokeProjectAccess(ctx, {
+        projectId: decodeId(String(input.projectId), 'Project'),
+        kind: input.kind,
+        name: input.name,
+      }),
   }),
 }));

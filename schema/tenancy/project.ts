@@ -1,14 +1,22 @@
-import { archiveProject, callerProjectRole, createProject, isDefaultProject, listProjects, updateProject } from '../../src/services/tenancy/projects.js';
+import {
+  archiveProject,
+  callerProjectRole,
+  createProject,
+  getTenant,
+  isDefaultProject,
+  listProjects,
+  updateProject,
+} from '../../src/services/tenancy/index.js';
 import { builder } from '../builder.js';
-import { ProjectStatusEnum, decodeId, descriptionSchema, nameSchema, slugSchema } from '../common.js';
+import { decodeId, descriptionSchema, nameSchema, ProjectStatusEnum, slugSchema } from '../common.js';
 import { ProjectRef, TenantRef } from '../refs.js';
-import { tenantConnection } from './tenant-connection.js';
-import { isEntity } from './tenant.js';
-import { getTenant } from '../../src/services/tenancy/tenants.js';
 import { JobVisibilityEnum, ProjectRoleEnum } from './project-member.js';
+import { isEntity } from './tenant.js';
+import { tenantConnection } from './tenant-connection.js';
 
 builder.node(ProjectRef, {
-  description: "A unit of work inside a tenant (a team, product or experiment line); jobs and cost roll up to it.",
+  description:
+    'A unit of work inside a tenant (a team, product or experiment line); jobs and cost roll up to it.',
   id: { resolve: (project) => project.id },
   isTypeOf: (value) => isEntity(value, 'Project'),
   fields: (t) => ({
@@ -17,7 +25,11 @@ builder.node(ProjectRef, {
     description: t.string({ nullable: true, resolve: (project) => project.description ?? null }),
     status: t.field({ type: ProjectStatusEnum, resolve: (project) => project.status }),
     createdAt: t.field({ type: 'DateTime', resolve: (project) => project.createdAt }),
-    archivedAt: t.field({ type: 'DateTime', nullable: true, resolve: (project) => project.archivedAt ?? null }),
+    archivedAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      resolve: (project) => project.archivedAt ?? null,
+    }),
     tenant: t.field({ type: TenantRef, resolve: (project, _args, ctx) => getTenant(ctx, project.tenant.id) }),
     viewerRole: t.field({
       type: ProjectRoleEnum,
@@ -26,17 +38,20 @@ builder.node(ProjectRef, {
       resolve: (project, _args, ctx) => callerProjectRole(ctx, project),
     }),
     jobVisibility: t.field({ type: JobVisibilityEnum, resolve: (project) => project.jobVisibility }),
-    isDefault: t.boolean({ description: "Submits that name no project land here (the tenant's defaultProject).", resolve: (project, _args, ctx) => isDefaultProject(ctx, project) }),
+    isDefault: t.boolean({
+      description: "Submits that name no project land here (the tenant's defaultProject).",
+      resolve: (project, _args, ctx) => isDefaultProject(ctx, project),
+    }),
   }),
 });
-
 
 builder.objectFields(TenantRef, (t) => ({
   projects: t.connection({
     type: ProjectRef,
     args: { status: t.arg({ type: ProjectStatusEnum }) },
     authScopes: (tenant) => ({ capability: { tenantId: tenant.id, capability: 'tenant:read' } }),
-    resolve: (tenant, args, ctx) => tenantConnection(args, tenant, (tenantId) => (page) => listProjects(ctx, tenantId, page, args.status)),
+    resolve: (tenant, args, ctx) =>
+      tenantConnection(args, tenant, (tenantId) => (page) => listProjects(ctx, tenantId, page, args.status)),
   }),
 }));
 
@@ -46,7 +61,12 @@ builder.queryFields((t) => ({
     description: "A tenant's projects (every member may read them).",
     authScopes: { authenticated: true },
     args: { tenantId: t.arg.id({ required: true }), status: t.arg({ type: ProjectStatusEnum }) },
-    resolve: (_root, args, ctx) => tenantConnection(args, { globalId: args.tenantId }, (tenantId) => (page) => listProjects(ctx, tenantId, page, args.status)),
+    resolve: (_root, args, ctx) =>
+      tenantConnection(
+        args,
+        { globalId: args.tenantId },
+        (tenantId) => (page) => listProjects(ctx, tenantId, page, args.status),
+      ),
   }),
 }));
 

@@ -1,4 +1,8 @@
-import { resolveCursorConnection, type DefaultConnectionArguments, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
+import {
+  type DefaultConnectionArguments,
+  type ResolveCursorConnectionArgs,
+  resolveCursorConnection,
+} from '@pothos/plugin-relay';
 import type { PageQuery } from '../../src/services/paging.js';
 import { decodeId, pageFrom, toCursor } from '../common.js';
 

@@ -1,10 +1,27 @@
-import { resolveCursorConnection, type ResolveCursorConnectionArgs } from '@pothos/plugin-relay';
+import { type ResolveCursorConnectionArgs, resolveCursorConnection } from '@pothos/plugin-relay';
 import { z } from 'zod';
-import type { Tenant } from '../../src/persistence/tenancy/entities.js';
-import { createTenant, defaultProjectOfTenant, getTenantBySlug, listTenants, updateTenant, updateTenantSettings } from '../../src/services/tenancy/tenants.js';
+import type { Tenant } from '../../src/persistence/tenancy/index.js';
 import { callerRoleIn } from '../../src/services/context.js';
+import {
+  createTenant,
+  defaultProjectOfTenant,
+  getTenantBySlug,
+  listTenants,
+  updateTenant,
+  updateTenantSettings,
+} from '../../src/services/tenancy/index.js';
 import { builder } from '../builder.js';
-import { IsolationLevelEnum, TenantRoleEnum, TenantStatusEnum, TenantTierEnum, decodeId, nameSchema, pageFrom, slugSchema, toCursor } from '../common.js';
+import {
+  decodeId,
+  IsolationLevelEnum,
+  nameSchema,
+  pageFrom,
+  slugSchema,
+  TenantRoleEnum,
+  TenantStatusEnum,
+  TenantTierEnum,
+  toCursor,
+} from '../common.js';
 import { ProjectRef, TenantRef } from '../refs.js';
 
 builder.node(TenantRef, {
@@ -25,7 +42,8 @@ builder.node(TenantRef, {
       resolve: (tenant, _args, ctx) => callerRoleIn(ctx, tenant.id) ?? null,
     }),
     projectsOpen: t.boolean({
-      description: "When true, every member reads the job content of every project whose visibility is PROJECT; when false, only each project's own people.",
+      description:
+        "When true, every member reads the job content of every project whose visibility is PROJECT; when false, only each project's own people.",
       resolve: (tenant) => tenant.projectsOpen,
     }),
     defaultProject: t.field({
@@ -39,7 +57,11 @@ builder.node(TenantRef, {
 
 /** Defined on the class MikroORM generates for each defineEntity schema. */
 export function isEntity(value: unknown, entityName: string): boolean {
-  return typeof value === 'object' && value !== null && (value as { constructor?: { name?: string } }).constructor?.name === entityName;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { constructor?: { name?: string } }).constructor?.name === entityName
+  );
 }
 
 builder.queryFields((t) => ({
@@ -50,7 +72,8 @@ builder.queryFields((t) => ({
     args: { slug: t.arg.string({ required: true, validate: z.string().max(63) }) },
     resolve: async (_root, { slug }, ctx) => {
       const tenant = await getTenantBySlug(ctx, slug);
-      // Loaded by id again further down (project and queue tenants, job content rights): the request's loader has it now.
+      // Loaded by id again further down (project and queue tenants, job content rights): the request's
+      // loader has it now.
       ctx.loaders.tenant.prime(tenant.id, tenant);
       return tenant;
     },
@@ -60,7 +83,9 @@ builder.queryFields((t) => ({
     description: 'Platform admins: every tenant. Everyone else: the tenants you belong to.',
     authScopes: { authenticated: true },
     resolve: (_root, args, ctx) =>
-      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) => listTenants(ctx, pageFrom(page))),
+      resolveCursorConnection({ args, toCursor }, (page: ResolveCursorConnectionArgs) =>
+        listTenants(ctx, pageFrom(page)),
+      ),
   }),
 }));
 
@@ -70,7 +95,10 @@ const CreateTenantInput = builder.inputType('CreateTenantInput', {
     name: t.string({ required: true, validate: nameSchema }),
     tier: t.field({ type: TenantTierEnum }),
     isolationLevel: t.field({ type: IsolationLevelEnum }),
-    adminEmail: t.string({ description: "The tenant's first admin. Platform admins set a tenant up; its admins run it.", validate: z.string().trim().email('must be an e-mail address').max(254) }),
+    adminEmail: t.string({
+      description: "The tenant's first admin. Platform admins set a tenant up; its admins run it.",
+      validate: z.string().trim().email('must be an e-mail address').max(254),
+    }),
   }),
 });
 
@@ -101,7 +129,9 @@ builder.mutationFields((t) => ({
     resolve: (_root, { input }, ctx) =>
       updateTenantSettings(ctx, decodeId(String(input.tenantId), 'Tenant'), {
         projectsOpen: input.projectsOpen ?? undefined,
-        defaultProjectId: input.defaultProjectId ? decodeId(String(input.defaultProjectId), 'Project') : undefined,
+        defaultProjectId: input.defaultProjectId
+          ? decodeId(String(input.defaultProjectId), 'Project')
+          : undefined,
       }),
   }),
   createTenant: t.field({
@@ -110,7 +140,13 @@ builder.mutationFields((t) => ({
     authScopes: { platformAdmin: true },
     args: { input: t.arg({ type: CreateTenantInput, required: true }) },
     resolve: (_root, { input }, ctx) =>
-      createTenant(ctx, { slug: input.slug, name: input.name, tier: input.tier ?? undefined, isolationLevel: input.isolationLevel ?? undefined, adminEmail: input.adminEmail ?? null }),
+      createTenant(ctx, {
+        slug: input.slug,
+        name: input.name,
+        tier: input.tier ?? undefined,
+        isolationLevel: input.isolationLevel ?? undefined,
+        adminEmail: input.adminEmail ?? null,
+      }),
   }),
   updateTenant: t.field({
     type: TenantRef,

@@ -1,7 +1,7 @@
+import { getTenant } from '../../src/services/tenancy/index.js';
 import { builder } from '../builder.js';
 import { ApiTokenScopeEnum, TenantRoleEnum } from '../common.js';
 import { TenantRef, ViewerRef } from '../refs.js';
-import { getTenant } from '../../src/services/tenancy/tenants.js';
 
 const ViewerMembership = builder.objectRef<{ tenantId: string; role: string }>('ViewerMembership').implement({
   fields: (t) => ({
@@ -22,7 +22,7 @@ ViewerRef.implement({
     tokenScopes: t.field({
       type: [ApiTokenScopeEnum],
       nullable: true,
-      description: 'For an API token: the scopes it actually holds (its grant narrowed by its owner\'s role).',
+      description: "For an API token: the scopes it actually holds (its grant narrowed by its owner's role).",
       resolve: (p) => (p.token ? ([...p.token.scopes] as never) : null),
     }),
     memberships: t.field({

@@ -1,4 +1,4 @@
-import type { TenantRole } from '../persistence/tenancy/entities.js';
+import type { TenantRole } from '../persistence/tenancy/index.js';
 
 /**
  * What a caller may do inside one tenant. Roles grant capabilities; an API token can
@@ -44,7 +44,12 @@ export const ROLE_CAPABILITIES: Record<TenantRole, ReadonlySet<Capability>> = {
  * its tokens (to revoke a leaked one). Not members:read (e-mails), not audit:read (audit
  * details), no writes: those take a break-glass grant.
  */
-export const PLATFORM_CAPABILITIES: ReadonlySet<Capability> = new Set<Capability>(['tenant:read', 'jobs:read', 'usage:read', 'tokens:read']);
+export const PLATFORM_CAPABILITIES: ReadonlySet<Capability> = new Set<Capability>([
+  'tenant:read',
+  'jobs:read',
+  'usage:read',
+  'tokens:read',
+]);
 
 /** The one scope of a platform token (no tenant): platform-admin automation. */
 export const PLATFORM_SCOPE = 'platform:admin';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { onCredentialsChangedHere, type CredentialsChanged, type EventBus } from '../events/bus.js';
+import { type CredentialsChanged, type EventBus, onCredentialsChangedHere } from '../events/index.js';
 import type { Principal } from './principal.js';
 
 /** Distinct credentials kept; the least recently used go first. */
@@ -65,7 +65,13 @@ export class IdentityCache {
     if (this.ttlMs <= 0) return lookup().then((found) => found.principal);
     const entry = this.entries.get(key);
     if (entry && (entry.principal === null || this.usable(entry))) return entry.promise;
-    const fresh: Entry = { promise: null as never, principal: null, freshUntil: performance.now() + this.ttlMs, expiresAt: Infinity, wallExpiresAt: Infinity };
+    const fresh: Entry = {
+      promise: null as never,
+      principal: null,
+      freshUntil: performance.now() + this.ttlMs,
+      expiresAt: Infinity,
+      wallExpiresAt: Infinity,
+    };
     fresh.promise = lookup().then(
       (found) => {
         const principal = freeze(found.principal);
@@ -85,7 +91,9 @@ export class IdentityCache {
   }
 
   private usable(entry: Entry): boolean {
-    return performance.now() < entry.freshUntil && this.now() < entry.expiresAt && Date.now() < entry.wallExpiresAt;
+    return (
+      performance.now() < entry.freshUntil && this.now() < entry.expiresAt && Date.now() < entry.wallExpiresAt
+    );
   }
 
   /**
@@ -101,7 +109,12 @@ export class IdentityCache {
     const stale: string[] = [];
     this.entries.forEach((entry, key) => {
       const p = entry.principal;
-      if (!p || p.userId === change.userId || (change.tokenId !== undefined && p.token?.id === change.tokenId)) stale.push(key);
+      if (
+        !p ||
+        p.userId === change.userId ||
+        (change.tokenId !== undefined && p.token?.id === change.tokenId)
+      )
+        stale.push(key);
     });
     for (const key of stale) this.entries.delete(key);
   }

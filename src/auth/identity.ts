@@ -1,13 +1,22 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import { ApiToken, Membership, Tenant, User, TENANT_ROLES, type ProjectRole, type TenantRole } from '../persistence/tenancy/entities.js';
+import {
+  ApiToken,
+  BreakGlassGrant,
+  Membership,
+  ProjectMembership,
+  type ProjectRole,
+  TENANT_ROLES,
+  Tenant,
+  type TenantRole,
+  User,
+} from '../persistence/tenancy/index.js';
 import { systemEntityManager } from '../persistence/tenant-filter.js';
-import { BreakGlassGrant, ProjectMembership } from '../persistence/tenancy/access-entities.js';
-import { unauthenticated } from '../shared/client-errors.js';
-import { CAPABILITIES, ROLE_CAPABILITIES, type Capability } from './capabilities.js';
+import { unauthenticated } from '../shared/index.js';
 import { hashApiTokenSecret, looksLikeApiToken } from './api-token-secret.js';
+import { CAPABILITIES, type Capability, ROLE_CAPABILITIES } from './capabilities.js';
+import { type CachedLookup, credentialKey, type IdentityCache, sha256 } from './identity-cache.js';
 import type { OidcVerifier } from './oidc.js';
 import type { Principal } from './principal.js';
-import { credentialKey, sha256, type CachedLookup, type IdentityCache } from './identity-cache.js';
 
 /** Entry in the roles claim that makes a JWT's subject a platform admin. */
 export const PLATFORM_ADMIN_CLAIM = 'fairway:PLATFORM_ADMIN';
@@ -18,7 +27,9 @@ export interface IdentityOptions {
   orm: MikroORM;
   oidc?: OidcVerifier;
   now?: () => number;
-  /** Principals by credential hash for a few seconds (src/auth/identity-cache.ts); absent: every request looks up. */
+  /** Principals by credential hash for a few seconds (src/auth/identity-cache.ts); absent: every request
+   * looks up.
+   */
   cache?: IdentityCache;
 }
 
@@ -52,7 +63,9 @@ export class IdentityResolver {
   }
 
   private cached(key: string, lookup: () => Promise<CachedLookup>): Promise<Principal> {
-    return this.options.cache ? this.options.cache.resolve(key, lookup) : lookup().then((found) => found.principal);
+    return this.options.cache
+      ? this.options.cache.resolve(key, lookup)
+      : lookup().then((found) => found.principal);
   }
 
   private systemEm(): EntityManager {
@@ -65,14 +78,16 @@ export class IdentityResolver {
     if (!token) throw unauthenticated('The API token is not valid.');
     if (token.revokedAt) throw unauthenticated('The API token has been revoked.');
     const now = this.now();
-    if (token.expiresAt.getTime() <= now) throw unauthenticated('The API token has expired: create a new one.');
+    if (token.expiresAt.getTime() <= now)
+      throw unauthenticated('The API token has expired: create a new one.');
     if (!token.lastUsedAt || now - token.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
       await em.nativeUpdate(ApiToken, { id: token.id }, { lastUsedAt: new Date(now) });
     }
     const user = token.createdBy;
     const expiresAt = token.expiresAt.getTime();
     if (!token.tenant) {
-      if (!user.isPlatformAdmin) throw unauthenticated("The platform token's owner is no longer a platform admin.");
+      if (!user.isPlatformAdmin)
+        throw unauthenticated("The platform token's owner is no longer a platform admin.");
       const principal: Principal = {
         kind: 'api-token',
         userId: user.id,
@@ -90,7 +105,12 @@ export class IdentityResolver {
     if (!membership) throw unauthenticated("The API token's owner is no longer a member of its tenant.");
     // A token never carries more than its owner's current role allows.
     const roleCapabilities = ROLE_CAPABILITIES[membership.role];
-    const scopes = new Set(token.scopes.filter((s): s is Capability => (CAPABILITIES as readonly string[]).includes(s) && roleCapabilities.has(s as Capability)));
+    const scopes = new Set(
+      token.scopes.filter(
+        (s): s is Capability =>
+          (CAPABILITIES as readonly string[]).includes(s) && roleCapabilities.has(s as Capability),
+      ),
+    );
     const principal: Principal = {
       kind: 'api-token',
       userId: user.id,
@@ -115,7 +135,11 @@ export class IdentityResolver {
     let user = await em.findOne(User, byEmail ? { email: subject.toLowerCase() } : { externalId: subject });
     if (!user) {
       // First sign-in through the portal: provision the user just in time.
-      const email = byEmail ? subject.toLowerCase() : typeof claims.email === 'string' ? claims.email.toLowerCase() : `${subject}@oidc.invalid`;
+      const email = byEmail
+        ? subject.toLowerCase()
+        : typeof claims.email === 'string'
+          ? claims.email.toLowerCase()
+          : `${subject}@oidc.invalid`;
       const name = typeof claims.name === 'string' ? claims.name.slice(0, 200) : email;
       user = em.create(User, { email, name, externalId: byEmail ? null : subject, isPlatformAdmin: false });
       await em.flush();
@@ -131,7 +155,8 @@ export class IdentityResolver {
         if (entry === PLATFORM_ADMIN_CLAIM) claimAdmin = true;
         if (typeof entry !== 'string') continue;
         const [slug, role] = entry.split(':');
-        if (slug && role && (TENANT_ROLES as readonly string[]).includes(role)) wanted.set(slug, role as TenantRole);
+        if (slug && role && (TENANT_ROLES as readonly string[]).includes(role))
+          wanted.set(slug, role as TenantRole);
       }
       if (wanted.size > 0) {
         const tenants = await em.find(Tenant, { slug: { $in: [...wanted.keys()] } });
@@ -141,7 +166,15 @@ export class IdentityResolver {
       roles = await this.membershipRoles(em, user.id);
     }
     const isPlatformAdmin = user.isPlatformAdmin || claimAdmin;
-    const principal: Principal = { kind: 'user', userId: user.id, email: user.email, name: user.name, isPlatformAdmin, roles, ...(await loadAccess(em, user.id, [...roles.keys()], isPlatformAdmin, this.now())) };
+    const principal: Principal = {
+      kind: 'user',
+      userId: user.id,
+      email: user.email,
+      name: user.name,
+      isPlatformAdmin,
+      roles,
+      ...(await loadAccess(em, user.id, [...roles.keys()], isPlatformAdmin, this.now())),
+    };
     // The verifier checks exp against the wall clock, so the cache does too.
     return { principal, wallExpiresAt: typeof claims.exp === 'number' ? claims.exp * 1000 : undefined };
   }
@@ -162,23 +195,45 @@ async function membershipRoles(em: EntityManager, userId: string): Promise<Map<s
  * principal, so a closed or expired grant stops working on the next request (a
  * subscription re-checks before each event).
  */
-async function loadAccess(em: EntityManager, userId: string, tenantIds: string[], isPlatformAdmin: boolean, now: number): Promise<Pick<Principal, 'projectRoles' | 'breakGlass'>> {
+async function loadAccess(
+  em: EntityManager,
+  userId: string,
+  tenantIds: string[],
+  isPlatformAdmin: boolean,
+  now: number,
+): Promise<Pick<Principal, 'projectRoles' | 'breakGlass'>> {
   const projectRoles = new Map<string, { tenantId: string; role: ProjectRole }>();
   if (tenantIds.length > 0) {
-    for (const row of await em.find(ProjectMembership, { user: userId, tenant: { $in: tenantIds } })) projectRoles.set(row.project.id, { tenantId: row.tenant.id, role: row.role });
+    for (const row of await em.find(ProjectMembership, { user: userId, tenant: { $in: tenantIds } }))
+      projectRoles.set(row.project.id, { tenantId: row.tenant.id, role: row.role });
   }
   const breakGlass = new Map<string, { grantId: string; expiresAt: number }>();
   if (isPlatformAdmin) {
-    for (const grant of await em.find(BreakGlassGrant, { operator: userId, closedAt: null, expiresAt: { $gt: new Date(now) } })) {
+    for (const grant of await em.find(BreakGlassGrant, {
+      operator: userId,
+      closedAt: null,
+      expiresAt: { $gt: new Date(now) },
+    })) {
       const expiresAt = grant.expiresAt.getTime();
-      if ((breakGlass.get(grant.tenant.id)?.expiresAt ?? 0) < expiresAt) breakGlass.set(grant.tenant.id, { grantId: grant.id, expiresAt });
+      if ((breakGlass.get(grant.tenant.id)?.expiresAt ?? 0) < expiresAt)
+        breakGlass.set(grant.tenant.id, { grantId: grant.id, expiresAt });
     }
   }
   return { projectRoles, breakGlass };
 }
 
-/** The principal of a signed-in user as stored (no identity-provider claims): for in-process callers such as the demo trickle. */
+/** The principal of a signed-in user as stored (no identity-provider claims): for in-process callers such as
+ * the demo trickle.
+ */
 export async function principalForUser(em: EntityManager, user: User, now: number): Promise<Principal> {
   const roles = await membershipRoles(em, user.id);
-  return { kind: 'user', userId: user.id, email: user.email, name: user.name, isPlatformAdmin: user.isPlatformAdmin, roles, ...(await loadAccess(em, user.id, [...roles.keys()], user.isPlatformAdmin, now)) };
+  return {
+    kind: 'user',
+    userId: user.id,
+    email: user.email,
+    name: user.name,
+    isPlatformAdmin: user.isPlatformAdmin,
+    roles,
+    ...(await loadAccess(em, user.id, [...roles.keys()], user.isPlatformAdmin, now)),
+  };
 }

@@ -1,6 +1,14 @@
-import { createRemoteJWKSet, importSPKI, jwtVerify, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey, type CryptoKey } from 'jose';
+import {
+  type CryptoKey,
+  createRemoteJWKSet,
+  importSPKI,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+  errors as joseErrors,
+  jwtVerify,
+} from 'jose';
 import type { OidcConfig } from '../config/index.js';
-import { unauthenticated } from '../shared/client-errors.js';
+import { unauthenticated } from '../shared/index.js';
 
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384', 'EdDSA'];
 
@@ -10,7 +18,9 @@ export class OidcVerifier {
 
   constructor(private readonly config: OidcConfig) {
     this.keyPromise = config.jwksUrl
-      ? Promise.resolve(createRemoteJWKSet(new URL(config.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 }))
+      ? Promise.resolve(
+          createRemoteJWKSet(new URL(config.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 }),
+        )
       : importPublicKey(config.publicKeyPem!);
   }
 
@@ -26,7 +36,9 @@ export class OidcVerifier {
     try {
       const options = { issuer: this.config.issuer, audience: this.config.audience, algorithms: ALGORITHMS };
       const { payload } =
-        typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, key, options);
+        typeof key === 'function'
+          ? await jwtVerify(token, key, options)
+          : await jwtVerify(token, key, options);
       return payload;
     } catch (error) {
       throw unauthenticated(describeJwtFailure(error));
@@ -53,8 +65,11 @@ function describeJwtFailure(error: unknown): string {
     return `The JWT's "${error.claim}" claim is not acceptable.`;
   }
   if (error instanceof joseErrors.JWSSignatureVerificationFailed) return 'The JWT signature does not verify.';
-  if (error instanceof joseErrors.JWKSNoMatchingKey) return 'The JWT was signed with a key the issuer does not publish.';
-  if (error instanceof joseErrors.JOSEAlgNotAllowed) return 'The JWT uses a signing algorithm that is not allowed.';
-  if (error instanceof joseErrors.JWKSTimeout) return "The identity provider's keys could not be fetched in time.";
+  if (error instanceof joseErrors.JWKSNoMatchingKey)
+    return 'The JWT was signed with a key the issuer does not publish.';
+  if (error instanceof joseErrors.JOSEAlgNotAllowed)
+    return 'The JWT uses a signing algorithm that is not allowed.';
+  if (error instanceof joseErrors.JWKSTimeout)
+    return "The identity provider's keys could not be fetched in time.";
   return 'The JWT could not be verified.';
 }

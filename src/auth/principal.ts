@@ -1,6 +1,6 @@
-import type { ProjectRole, TenantRole } from '../persistence/tenancy/entities.js';
+import type { ProjectRole, TenantRole } from '../persistence/tenancy/index.js';
 import type { TenantFilterParams } from '../persistence/tenant-filter.js';
-import { PLATFORM_CAPABILITIES, ROLE_CAPABILITIES, type Capability } from './capabilities.js';
+import { type Capability, PLATFORM_CAPABILITIES, ROLE_CAPABILITIES } from './capabilities.js';
 
 /** Who is calling, resolved once per request (HTTP) or connection (WebSocket). */
 export interface Principal {
@@ -8,13 +8,17 @@ export interface Principal {
   userId: string;
   email: string;
   name: string;
-  /** A platform operator: configures the platform, sees every tenant's capacity and queues, not their content. */
+  /** A platform operator: configures the platform, sees every tenant's capacity and queues, not their
+   * content.
+   */
   isPlatformAdmin: boolean;
   /** tenant id → role. For an API token: only the token's tenant. */
   roles: ReadonlyMap<string, TenantRole>;
   /** project id → the person's own role there (tenant admins need none: they administer every project). */
   projectRoles: ReadonlyMap<string, { tenantId: string; role: ProjectRole }>;
-  /** tenant id → the platform admin's open break-glass grant there (only unexpired, unclosed ones are loaded). */
+  /** tenant id → the platform admin's open break-glass grant there (only unexpired, unclosed ones are
+   * loaded).
+   */
   breakGlass: ReadonlyMap<string, { grantId: string; expiresAt: number }>;
   /** Present for API tokens: the token's id, tenant (null for a platform token) and granted scopes. */
   token?: { id: string; tenantId: string | null; scopes: ReadonlySet<Capability> };
@@ -22,7 +26,9 @@ export interface Principal {
 
 /** The ORM tenant filter for this caller: every tenant for platform admins, else their own. */
 export function tenantFilterFor(principal: Principal | null): TenantFilterParams {
-  return principal?.isPlatformAdmin ? { all: true } : { tenantIds: principal ? [...principal.roles.keys()] : [] };
+  return principal?.isPlatformAdmin
+    ? { all: true }
+    : { tenantIds: principal ? [...principal.roles.keys()] : [] };
 }
 
 export function roleIn(principal: Principal | null, tenantId: string): TenantRole | undefined {
@@ -44,7 +50,11 @@ export function canSeeTenant(principal: Principal | null, tenantId: string): boo
  */
 export type Access = 'role' | 'platform' | 'break-glass';
 
-export function accessFor(principal: Principal | null, tenantId: string, capability: Capability): Access | null {
+export function accessFor(
+  principal: Principal | null,
+  tenantId: string,
+  capability: Capability,
+): Access | null {
   if (!principal) return null;
   if (principal.token && principal.token.tenantId !== null) {
     if (principal.token.tenantId !== tenantId || !principal.token.scopes.has(capability)) return null;
@@ -56,6 +66,10 @@ export function accessFor(principal: Principal | null, tenantId: string, capabil
   return principal.breakGlass.has(tenantId) ? 'break-glass' : null;
 }
 
-export function hasCapability(principal: Principal | null, tenantId: string, capability: Capability): boolean {
+export function hasCapability(
+  principal: Principal | null,
+  tenantId: string,
+  capability: Capability,
+): boolean {
   return accessFor(principal, tenantId, capability) !== null;
 }

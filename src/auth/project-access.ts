@@ -1,6 +1,6 @@
+import type { JobVisibility, ProjectRole } from '../persistence/tenancy/index.js';
 import { MUTATING_ROLES } from './capabilities.js';
-import type { JobVisibility, ProjectRole } from '../persistence/tenancy/entities.js';
-import { accessFor, type Access, type Principal } from './principal.js';
+import { type Access, accessFor, type Principal } from './principal.js';
 
 /**
  * Rights below the tenant: a person's role in a project, and what it lets them do with the
@@ -26,16 +26,21 @@ export interface EffectiveProjectRole {
 
 const RANK: Record<ProjectRole, number> = { VIEWER: 1, CONTRIBUTOR: 2, PROJECT_ADMIN: 3 };
 
-export function projectRoleOf(principal: Principal | null, project: ProjectScope): EffectiveProjectRole | null {
+export function projectRoleOf(
+  principal: Principal | null,
+  project: ProjectScope,
+): EffectiveProjectRole | null {
   if (!principal) return null;
-  if (principal.token && principal.token.tenantId !== null && principal.token.tenantId !== project.tenantId) return null;
+  if (principal.token && principal.token.tenantId !== null && principal.token.tenantId !== project.tenantId)
+    return null;
   const tenantRole = principal.roles.get(project.tenantId);
   if (tenantRole === 'TENANT_ADMIN') return { role: 'PROJECT_ADMIN', via: 'role' };
   const own = principal.projectRoles.get(project.id);
   if (tenantRole !== undefined && own && own.tenantId === project.tenantId) {
     return { role: MUTATING_ROLES.has(tenantRole) ? own.role : 'VIEWER', via: 'role' };
   }
-  if (principal.isPlatformAdmin && principal.breakGlass.has(project.tenantId)) return { role: 'PROJECT_ADMIN', via: 'break-glass' };
+  if (principal.isPlatformAdmin && principal.breakGlass.has(project.tenantId))
+    return { role: 'PROJECT_ADMIN', via: 'break-glass' };
   return null;
 }
 
@@ -66,10 +71,14 @@ export interface JobScope {
 /** Cancel or change a job: its submitter (while still a contributor) and the project's admins. */
 export function mayChangeJob(principal: Principal | null, job: JobScope): Access | null {
   if (!principal || !accessFor(principal, job.tenantId, 'jobs:write')) return null;
-  const effective = job.projectId ? projectRoleOf(principal, { id: job.projectId, tenantId: job.tenantId }) : tenantAdminRole(principal, job.tenantId);
+  const effective = job.projectId
+    ? projectRoleOf(principal, { id: job.projectId, tenantId: job.tenantId })
+    : tenantAdminRole(principal, job.tenantId);
   if (!effective) return null;
   if (atLeast(effective.role, 'PROJECT_ADMIN')) return effective.via;
-  return atLeast(effective.role, 'CONTRIBUTOR') && job.submittedById === principal.userId ? effective.via : null;
+  return atLeast(effective.role, 'CONTRIBUTOR') && job.submittedById === principal.userId
+    ? effective.via
+    : null;
 }
 
 export interface ContentSettings {
@@ -84,7 +93,11 @@ export interface ContentSettings {
  * backend has them). Job metadata (name, state, resources, position) stays readable by
  * everyone with jobs:read in the tenant, platform admins included.
  */
-export function mayReadJobContent(principal: Principal | null, job: JobScope, settings: ContentSettings): Access | null {
+export function mayReadJobContent(
+  principal: Principal | null,
+  job: JobScope,
+  settings: ContentSettings,
+): Access | null {
   if (!principal) return null;
   const access = accessFor(principal, job.tenantId, 'jobs:read');
   if (!access) return null;
@@ -92,7 +105,9 @@ export function mayReadJobContent(principal: Principal | null, job: JobScope, se
   if (access === 'break-glass') return access;
   if (principal.roles.get(job.tenantId) === 'TENANT_ADMIN') return 'role';
   if (job.submittedById === principal.userId) return 'role';
-  const effective = job.projectId ? projectRoleOf(principal, { id: job.projectId, tenantId: job.tenantId }) : null;
+  const effective = job.projectId
+    ? projectRoleOf(principal, { id: job.projectId, tenantId: job.tenantId })
+    : null;
   if (effective && atLeast(effective.role, 'PROJECT_ADMIN')) return effective.via;
   if (settings.jobVisibility === 'SUBMITTER') return null;
   if (effective) return effective.via;
@@ -101,6 +116,7 @@ export function mayReadJobContent(principal: Principal | null, job: JobScope, se
 
 function tenantAdminRole(principal: Principal, tenantId: string): EffectiveProjectRole | null {
   if (principal.roles.get(tenantId) === 'TENANT_ADMIN') return { role: 'PROJECT_ADMIN', via: 'role' };
-  if (principal.isPlatformAdmin && principal.breakGlass.has(tenantId)) return { role: 'PROJECT_ADMIN', via: 'break-glass' };
+  if (principal.isPlatformAdmin && principal.breakGlass.has(tenantId))
+    return { role: 'PROJECT_ADMIN', via: 'break-glass' };
   return null;
 }

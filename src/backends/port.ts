@@ -1,7 +1,8 @@
 // The execution-backend port: what a backend (simulated, Kubernetes) implements for the
 // scheduling service. Types only; it lives beside its adapters, and the core knows nothing of it.
-import type { Admission, CheckpointSpec, NodeSpec, PodSetSpec } from '../core/scheduling/types.js';
-import type { WorkloadType } from '../core/governance/types.js';
+
+import type { WorkloadType } from '../core/governance/index.js';
+import type { Admission, CheckpointSpec, NodeSpec, PodSetSpec } from '../core/scheduling/index.js';
 
 /** What an execution backend needs to run one admitted job. */
 export interface BackendJob {
@@ -21,7 +22,9 @@ export interface BackendJob {
    * the next `start` runs only what remains; others pass it to the workload.
    */
   checkpoint?: CheckpointSpec;
-  /** What the job declared it is (null/absent: undeclared); the simulated cluster models its utilization by it, Kubernetes annotates its pods. */
+  /** What the job declared it is (null/absent: undeclared); the simulated cluster models its utilization by
+   * it, Kubernetes annotates its pods.
+   */
   workloadType?: WorkloadType | null;
   /** Declared as serving latency-sensitive traffic. */
   latencySensitive?: boolean;
@@ -33,7 +36,9 @@ export type BackendEvent =
   | { type: 'started'; jobId: string; at: number }
   | { type: 'succeeded'; jobId: string; at: number }
   | { type: 'failed'; jobId: string; at: number; reason: string }
-  /** GPU utilization of a running job, 0..1 averaged over its GPUs; GPU memory in use over GPU memory (0..1) when the source says. */
+  /** GPU utilization of a running job, 0..1 averaged over its GPUs; GPU memory in use over GPU memory (0..1)
+   * when the source says.
+   */
   | { type: 'utilization'; jobId: string; at: number; gpuUtilization: number; memoryUtilization?: number }
   /**
    * Admitted, but its pods are not all running after the backend's limit (unschedulable,
@@ -46,7 +51,10 @@ export type BackendEvent =
  * `unschedulable` always said (cordoned, not ready, or tainted against Fairway's pods) and
  * `dedicatedTenant` null when the node is not tainted for one tenant.
  */
-export type BackendNode = Omit<NodeSpec, 'unschedulable' | 'dedicatedTenant'> & { unschedulable: boolean; dedicatedTenant: string | null };
+export type BackendNode = Omit<NodeSpec, 'unschedulable' | 'dedicatedTenant'> & {
+  unschedulable: boolean;
+  dedicatedTenant: string | null;
+};
 
 /** A flavor as the backend counts it: whole GPUs, or MIG slices / time-slice shares per GPU. */
 export interface BackendFlavor {

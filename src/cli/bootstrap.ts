@@ -12,14 +12,14 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../auth/index.js';
 import { ConfigError, load } from '../config/index.js';
-import { migrate, openDatabase } from '../persistence/orm.js';
-import { ApiToken, User } from '../persistence/tenancy/entities.js';
-import { AuditEvent } from '../persistence/audit/entities.js';
-import { systemEntityManager } from '../persistence/tenant-filter.js';
-import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../auth/api-token-secret.js';
-import { MAX_TOKEN_LIFETIME_DAYS } from '../services/tenancy/api-tokens.js';
+import { AuditEvent } from '../persistence/audit/index.js';
 import { uuidv7 } from '../persistence/ids.js';
+import { migrate, openDatabase } from '../persistence/orm.js';
+import { ApiToken, User } from '../persistence/tenancy/index.js';
+import { systemEntityManager } from '../persistence/tenant-filter.js';
+import { MAX_TOKEN_LIFETIME_DAYS } from '../services/tenancy/index.js';
 
 const HELP = `usage: npm run bootstrap -- --email EMAIL [--name NAME] [--expires-in-days N]
 
@@ -36,9 +36,24 @@ Refuses when a platform admin already exists.
 export class BootstrapRefused extends Error {}
 
 const argsSchema = z.object({
-  email: z.string({ error: '--email is required' }).trim().toLowerCase().pipe(z.email('--email must be an email address')).refine((e) => e.length <= 254, '--email is too long'),
-  name: z.string().trim().min(1, '--name must not be empty').max(200, '--name is too long').default('Platform Admin'),
-  expiresInDays: z.coerce.number().int('--expires-in-days must be a whole number').min(1).max(MAX_TOKEN_LIFETIME_DAYS, `--expires-in-days must be at most ${MAX_TOKEN_LIFETIME_DAYS}`).default(MAX_TOKEN_LIFETIME_DAYS),
+  email: z
+    .string({ error: '--email is required' })
+    .trim()
+    .toLowerCase()
+    .pipe(z.email('--email must be an email address'))
+    .refine((e) => e.length <= 254, '--email is too long'),
+  name: z
+    .string()
+    .trim()
+    .min(1, '--name must not be empty')
+    .max(200, '--name is too long')
+    .default('Platform Admin'),
+  expiresInDays: z.coerce
+    .number()
+    .int('--expires-in-days must be a whole number')
+    .min(1)
+    .max(MAX_TOKEN_LIFETIME_DAYS, `--expires-in-days must be at most ${MAX_TOKEN_LIFETIME_DAYS}`)
+    .default(MAX_TOKEN_LIFETIME_DAYS),
 });
 
 export interface BootstrapResult {
@@ -54,7 +69,12 @@ export function parseBootstrapArgs(argv: string[]): z.infer<typeof argsSchema> |
   try {
     ({ values } = parseArgs({
       args: argv,
-      options: { email: { type: 'string' }, name: { type: 'string' }, 'expires-in-days': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        email: { type: 'string' },
+        name: { type: 'string' },
+        'expires-in-days': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
       strict: true,
       allowPositionals: false,
     }));
@@ -62,12 +82,21 @@ export function parseBootstrapArgs(argv: string[]): z.infer<typeof argsSchema> |
     throw new BootstrapRefused(`${(error as Error).message}\n\n${HELP}`);
   }
   if (values.help) return 'help';
-  const parsed = argsSchema.safeParse({ email: values.email, name: values.name, expiresInDays: values['expires-in-days'] });
-  if (!parsed.success) throw new BootstrapRefused(`${parsed.error.issues.map((i) => i.message).join('; ')}\n\n${HELP}`);
+  const parsed = argsSchema.safeParse({
+    email: values.email,
+    name: values.name,
+    expiresInDays: values['expires-in-days'],
+  });
+  if (!parsed.success)
+    throw new BootstrapRefused(`${parsed.error.issues.map((i) => i.message).join('; ')}\n\n${HELP}`);
   return parsed.data;
 }
 
-export async function bootstrap(argv: string[], env: NodeJS.ProcessEnv = process.env, now: () => number = Date.now): Promise<BootstrapResult | 'help'> {
+export async function bootstrap(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  now: () => number = Date.now,
+): Promise<BootstrapResult | 'help'> {
   const args = parseBootstrapArgs(argv);
   if (args === 'help') return 'help';
   const config = load(env);
@@ -79,17 +108,48 @@ export async function bootstrap(argv: string[], env: NodeJS.ProcessEnv = process
     return await systemEntityManager(orm).transactional(async (em) => {
       const existing = await em.find(User, { isPlatformAdmin: true }, { limit: 1 });
       if (existing.length > 0) {
-        throw new BootstrapRefused(`a platform admin already exists (${existing[0]!.email}); nothing was changed. Further admins and tokens are created through the API by an admin.`);
+        throw new BootstrapRefused(
+          `a platform admin already exists (${existing[0]!.email}); nothing was changed. Further admins and tokens are created through the API by an admin.`,
+        );
       }
       let user = await em.findOne(User, { email: args.email });
       const promoted = !!user;
       if (user) user.isPlatformAdmin = true;
-      else user = em.create(User, { id: uuidv7(), email: args.email, name: args.name, isPlatformAdmin: true, externalId: null });
+      else
+        user = em.create(User, {
+          id: uuidv7(),
+          email: args.email,
+          name: args.name,
+          isPlatformAdmin: true,
+          externalId: null,
+        });
       const secret = generateApiTokenSecret();
       const expiresAt = new Date(now() + args.expiresInDays * 86_400_000);
-      const token = em.create(ApiToken, { id: uuidv7(), tenant: null, createdBy: user, name: 'bootstrap platform token', scopes: [], tokenHash: hashApiTokenSecret(secret), prefix: displayPrefix(secret), expiresAt, revokedAt: null, lastUsedAt: null });
+      const token = em.create(ApiToken, {
+        id: uuidv7(),
+        tenant: null,
+        createdBy: user,
+        name: 'bootstrap platform token',
+        scopes: [],
+        tokenHash: hashApiTokenSecret(secret),
+        prefix: displayPrefix(secret),
+        expiresAt,
+        revokedAt: null,
+        lastUsedAt: null,
+      });
       // Visible to platform admins like any platform-level change; the secret never is.
-      em.create(AuditEvent, { tenant: null, actor: user, actorTokenId: null, action: 'platform.bootstrap', targetType: 'User', targetId: user.id, input: { email: args.email, promoted, tokenId: token.id }, outcome: 'SUCCESS', errorCode: null, requestId: 'bootstrap-cli' });
+      em.create(AuditEvent, {
+        tenant: null,
+        actor: user,
+        actorTokenId: null,
+        action: 'platform.bootstrap',
+        targetType: 'User',
+        targetId: user.id,
+        input: { email: args.email, promoted, tokenId: token.id },
+        outcome: 'SUCCESS',
+        errorCode: null,
+        requestId: 'bootstrap-cli',
+      });
       return { email: args.email, token: secret, expiresAt, promoted };
     });
   } finally {
@@ -105,9 +165,13 @@ async function main(): Promise<void> {
       return;
     }
     // The token alone on stdout (scripts capture it); the explanation on stderr.
-    console.error(`${result.promoted ? 'Made the existing user' : 'Created platform admin'} ${result.email}. Platform API token (shown once; expires ${result.expiresAt.toISOString().slice(0, 10)}):`);
+    console.error(
+      `${result.promoted ? 'Made the existing user' : 'Created platform admin'} ${result.email}. Platform API token (shown once; expires ${result.expiresAt.toISOString().slice(0, 10)}):`,
+    );
     console.log(result.token);
-    console.error('Send it as "Authorization: Bearer <token>". It is not stored anywhere in clear: keep it now.');
+    console.error(
+      'Send it as "Authorization: Bearer <token>". It is not stored anywhere in clear: keep it now.',
+    );
   } catch (error) {
     if (error instanceof BootstrapRefused || error instanceof ConfigError) {
       console.error(`bootstrap: ${error.message}`);

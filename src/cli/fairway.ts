@@ -1,15 +1,28 @@
 #!/usr/bin/env node
-// The project CLI. Subcommands: simulate, convert-philly, generate-hetero, convert-openb. Flags by node:util parseArgs.
+// The project CLI. Subcommands: simulate, convert-philly, generate-hetero, convert-openb. Flags by node:util
+// parseArgs.
 import { fileURLToPath } from 'node:url';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { checkPhillyDir, convertPhilly, type PhillyDirSource } from '../simulator/philly.js';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { writeHetero } from '../simulator/hetero-gen.js';
 import { convertOpenb } from '../simulator/openb.js';
+import { checkPhillyDir, convertPhilly, type PhillyDirSource } from '../simulator/philly.js';
+import { barProgress, lineProgress, NO_PROGRESS, type ProgressDisplay } from '../simulator/progress.js';
+import {
+  type RunTiming,
+  type SimulateOptions,
+  simulate,
+  terminalReport,
+  writeReport,
+} from '../simulator/run.js';
+import {
+  ALL_POLICIES,
+  PLACEMENTS,
+  type PlacementName,
+  POLICIES,
+  type PolicyName,
+} from '../simulator/scheduling-policies.js';
 import type { Io } from './io.js';
 import { runTenantCommand, TENANT_COMMANDS, TENANT_HELP } from './tenant/index.js';
-import { ALL_POLICIES, PLACEMENTS, POLICIES, type PlacementName, type PolicyName } from '../simulator/scheduling-policies.js';
-import { barProgress, lineProgress, NO_PROGRESS, type ProgressDisplay } from '../simulator/progress.js';
-import { simulate, terminalReport, writeReport, type RunTiming, type SimulateOptions } from '../simulator/run.js';
 
 export class UsageError extends Error {}
 
@@ -96,10 +109,16 @@ type Flags = Map<string, string | true>;
 /** `../shared/traces/philly` beside the repository (where the shared traces are checked out), whatever the working directory. */
 export const DEFAULT_PHILLY_DIR = fileURLToPath(new URL('../../../shared/traces/philly', import.meta.url));
 
-/** Where convert-philly reads: --philly-dir, else FAIRWAY_PHILLY_DIR, else the default beside the repository. */
-export function phillyDir(flag: string | undefined, env: Record<string, string | undefined>, dflt: string): { dir: string; source: PhillyDirSource } {
+/** Where convert-philly reads: --philly-dir, else FAIRWAY_PHILLY_DIR, else the default beside the
+ * repository.
+ */
+export function phillyDir(
+  flag: string | undefined,
+  env: Record<string, string | undefined>,
+  dflt: string,
+): { dir: string; source: PhillyDirSource } {
   if (flag !== undefined) return { dir: flag, source: '--philly-dir' };
-  const fromEnv = env['FAIRWAY_PHILLY_DIR'];
+  const fromEnv = env.FAIRWAY_PHILLY_DIR;
   if (fromEnv) return { dir: fromEnv, source: 'FAIRWAY_PHILLY_DIR' };
   return { dir: dflt, source: 'default' };
 }
@@ -115,7 +134,7 @@ export function parseFlags(args: string[], strings: readonly string[], booleans:
   const options: NonNullable<ParseArgsConfig['options']> = {};
   for (const k of strings) options[k] = { type: 'string' };
   for (const k of booleans) options[k] = { type: 'boolean' };
-  options['help'] = { type: 'boolean', short: 'h' };
+  options.help = { type: 'boolean', short: 'h' };
   // strict off: parseArgs would refuse `--seed -5` as ambiguous and word errors its own way
   const { tokens } = parseArgs({ args, options, strict: false, allowPositionals: true, tokens: true });
   const m: Flags = new Map();
@@ -134,14 +153,16 @@ export function parseFlags(args: string[], strings: readonly string[], booleans:
       i++;
       continue;
     }
-    if (t.rawName !== '-h' && !t.rawName.startsWith('--')) throw new UsageError(`unexpected argument '${t.rawName}'`);
+    if (t.rawName !== '-h' && !t.rawName.startsWith('--'))
+      throw new UsageError(`unexpected argument '${t.rawName}'`);
     const key = t.name;
     const type = options[key]?.type;
     if (type === 'boolean') {
       if (t.inlineValue) throw new UsageError(`--${key} takes no value`);
       m.set(key, true);
     } else if (type === 'string') {
-      if (t.value === undefined || (!t.inlineValue && t.value.startsWith('--'))) throw new UsageError(`--${key} needs a value`);
+      if (t.value === undefined || (!t.inlineValue && t.value.startsWith('--')))
+        throw new UsageError(`--${key} needs a value`);
       set(key, t.value);
     } else if (t.value !== undefined) {
       set(key, t.value); // unknown, `--key=value`
@@ -164,8 +185,13 @@ function str(f: Flags, k: string): string | undefined {
 function list<T extends string>(f: Flags, k: string, allowed: readonly T[], dflt: T[]): T[] {
   const v = str(f, k);
   if (v === undefined) return dflt;
-  const items = v.split(',').map((s) => s.trim()).filter(Boolean);
-  for (const it of items) if (!(allowed as readonly string[]).includes(it)) throw new UsageError(`--${k}: '${it}' is not one of ${allowed.join(', ')}`);
+  const items = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const it of items)
+    if (!(allowed as readonly string[]).includes(it))
+      throw new UsageError(`--${k}: '${it}' is not one of ${allowed.join(', ')}`);
   if (items.length === 0) throw new UsageError(`--${k} is empty`);
   return [...new Set(items)] as T[];
 }
@@ -177,7 +203,22 @@ function int(f: Flags, k: string, dflt: number): number {
   return Number(v);
 }
 
-const SIM_STRINGS = ['trace', 'cluster', 'queues', 'policy', 'placement', 'mode', 'seed', 'fill-targets', 'window', 'sla-seconds', 'out', 'name', 'idle-reclaim', 'controller-window-min'];
+const SIM_STRINGS = [
+  'trace',
+  'cluster',
+  'queues',
+  'policy',
+  'placement',
+  'mode',
+  'seed',
+  'fill-targets',
+  'window',
+  'sla-seconds',
+  'out',
+  'name',
+  'idle-reclaim',
+  'controller-window-min',
+];
 const SIM_BOOLEANS = ['no-preview', 'eta', 'no-tenants', 'quiet', 'help', 'probes'];
 const SIM_KNOWN = [...SIM_STRINGS, ...SIM_BOOLEANS];
 const PHILLY_STRINGS = ['philly-dir', 'out', 'gpus', 'quota', 'fractional', 'seed'];
@@ -194,9 +235,11 @@ export function parseSimulateArgs(args: string[]): SimulateCommand | 'help' {
     return v;
   };
   const mode = str(f, 'mode') ?? 'replay';
-  if (mode !== 'replay' && mode !== 'fill') throw new UsageError(`--mode must be replay or fill, got '${mode}'`);
+  if (mode !== 'replay' && mode !== 'fill')
+    throw new UsageError(`--mode must be replay or fill, got '${mode}'`);
   const win = str(f, 'window');
-  if (win !== undefined && win !== 'last-submit' && win !== 'last-finish') throw new UsageError(`--window must be last-submit or last-finish`);
+  if (win !== undefined && win !== 'last-submit' && win !== 'last-finish')
+    throw new UsageError(`--window must be last-submit or last-finish`);
   const o: SimulateCommand = {
     trace: need('trace'),
     cluster: need('cluster'),
@@ -216,7 +259,8 @@ export function parseSimulateArgs(args: string[]): SimulateCommand | 'help' {
   if (f.has('eta')) o.eta = true;
   if (f.has('probes')) o.probes = true;
   const idle = str(f, 'idle-reclaim');
-  if (idle !== undefined && idle !== 'on' && idle !== 'off') throw new UsageError(`--idle-reclaim must be on or off, got '${idle}'`);
+  if (idle !== undefined && idle !== 'on' && idle !== 'off')
+    throw new UsageError(`--idle-reclaim must be on or off, got '${idle}'`);
   if (idle === 'on') o.idleReclaim = true;
   if (f.has('controller-window-min')) {
     const m = int(f, 'controller-window-min', 5);
@@ -226,24 +270,35 @@ export function parseSimulateArgs(args: string[]): SimulateCommand | 'help' {
   const ft = str(f, 'fill-targets');
   if (ft !== undefined) {
     const xs = ft.split(',').map((s) => Number(s.trim()));
-    if (xs.some((x) => !(x > 0) || !Number.isFinite(x))) throw new UsageError(`--fill-targets must be positive numbers, got '${ft}'`);
+    if (xs.some((x) => !(x > 0) || !Number.isFinite(x)))
+      throw new UsageError(`--fill-targets must be positive numbers, got '${ft}'`);
     o.fillTargets = xs;
   }
-  if (!/^[\w.-]+$/.test(o.name)) throw new UsageError(`--name may use letters, digits, '.', '_' and '-' only`);
+  if (!/^[\w.-]+$/.test(o.name))
+    throw new UsageError(`--name may use letters, digits, '.', '_' and '-' only`);
   return o;
 }
 
 export type { Io } from './io.js';
 
-const stdio: Io = { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n'), errStream: process.stderr };
+const stdio: Io = {
+  out: (s) => process.stdout.write(`${s}\n`),
+  err: (s) => process.stderr.write(`${s}\n`),
+  errStream: process.stderr,
+};
 
 /** The simulate progress display: a bar on a terminal, plain lines (at most one per interval) elsewhere. */
 function progressDisplay(io: Io, options: CliOptions): ProgressDisplay {
   if (io.errStream?.isTTY) return barProgress(io.errStream);
-  return lineProgress(io.err, options.progressIntervalMs !== undefined ? { intervalMs: options.progressIntervalMs } : {});
+  return lineProgress(
+    io.err,
+    options.progressIntervalMs !== undefined ? { intervalMs: options.progressIntervalMs } : {},
+  );
 }
 
-/** What tests may replace: the environment, the default Philly folder, how often simulate reports progress. */
+/** What tests may replace: the environment, the default Philly folder, how often simulate reports progress.
+ *
+ */
 export interface CliOptions {
   env?: Record<string, string | undefined>;
   phillyDefaultDir?: string;
@@ -259,7 +314,17 @@ export async function main(argv: string[], io: Io = stdio, options: CliOptions =
   try {
     if (cmd === undefined || cmd === 'help' || cmd === '--help' || cmd === '-h') {
       const sub = rest[0];
-      io.out(sub === 'simulate' ? SIMULATE_HELP : sub === 'convert-philly' ? PHILLY_HELP : sub === 'generate-hetero' ? HETERO_HELP : sub === 'convert-openb' ? OPENB_HELP : MAIN_HELP);
+      io.out(
+        sub === 'simulate'
+          ? SIMULATE_HELP
+          : sub === 'convert-philly'
+            ? PHILLY_HELP
+            : sub === 'generate-hetero'
+              ? HETERO_HELP
+              : sub === 'convert-openb'
+                ? OPENB_HELP
+                : MAIN_HELP,
+      );
       return 0;
     }
     if (cmd === 'simulate') {
@@ -273,8 +338,12 @@ export async function main(argv: string[], io: Io = stdio, options: CliOptions =
       const onRun = (t: RunTiming) => {
         display.runDone();
         const rate = t.jobs / Math.max(t.ms / 1000, 1e-9);
-        const eta = t.explains ? `; ETA sampling ${(t.explainMs! / 1000).toFixed(2)} s of it, ${t.explains} explain calls` : '';
-        io.err(`${o.mode} ${t.policy}/${t.placement}: ${t.jobs} jobs in ${(t.ms / 1000).toFixed(2)} s (${Math.round(rate)} jobs/s${eta})`);
+        const eta = t.explains
+          ? `; ETA sampling ${(t.explainMs! / 1000).toFixed(2)} s of it, ${t.explains} explain calls`
+          : '';
+        io.err(
+          `${o.mode} ${t.policy}/${t.placement}: ${t.jobs} jobs in ${(t.ms / 1000).toFixed(2)} s (${Math.round(rate)} jobs/s${eta})`,
+        );
       };
       let res;
       try {
@@ -293,17 +362,33 @@ export async function main(argv: string[], io: Io = stdio, options: CliOptions =
         io.out(PHILLY_HELP);
         return 0;
       }
-      for (const k of f.keys()) if (!PHILLY_STRINGS.includes(k)) throw new UsageError(`unknown option --${k}`);
+      for (const k of f.keys())
+        if (!PHILLY_STRINGS.includes(k)) throw new UsageError(`unknown option --${k}`);
       const quota = str(f, 'quota') ?? 'scaled';
       if (quota !== 'scaled' && quota !== 'raw') throw new UsageError(`--quota must be scaled or raw`);
       const fr = str(f, 'fractional');
       const fractional = fr === undefined ? 0 : Number(fr);
-      if (!(fractional >= 0 && fractional <= 1)) throw new UsageError(`--fractional must be a probability within 0…1, got '${fr}'`);
-      const { dir, source } = phillyDir(str(f, 'philly-dir'), options.env ?? process.env, options.phillyDefaultDir ?? DEFAULT_PHILLY_DIR);
+      if (!(fractional >= 0 && fractional <= 1))
+        throw new UsageError(`--fractional must be a probability within 0…1, got '${fr}'`);
+      const { dir, source } = phillyDir(
+        str(f, 'philly-dir'),
+        options.env ?? process.env,
+        options.phillyDefaultDir ?? DEFAULT_PHILLY_DIR,
+      );
       checkPhillyDir(dir, source, '../shared/traces/philly next to the repository');
-      const r = convertPhilly({ dir, outDir: str(f, 'out') ?? 'sim-out/philly', gpus: int(f, 'gpus', 768), quota, fractional, seed: int(f, 'seed', 1) });
-      io.out(`${r.jobs} jobs (${r.fractionalJobs} made fractional) → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}\ngoverned queues → ${r.governedQueues}`);
-      for (const t of r.tenants) io.out(`  ${t.vc}: ${t.jobs} jobs, VC nodes ${t.nodes ?? '-'}, nominal ${t.nominalGpus} GPUs`);
+      const r = convertPhilly({
+        dir,
+        outDir: str(f, 'out') ?? 'sim-out/philly',
+        gpus: int(f, 'gpus', 768),
+        quota,
+        fractional,
+        seed: int(f, 'seed', 1),
+      });
+      io.out(
+        `${r.jobs} jobs (${r.fractionalJobs} made fractional) → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}\ngoverned queues → ${r.governedQueues}`,
+      );
+      for (const t of r.tenants)
+        io.out(`  ${t.vc}: ${t.jobs} jobs, VC nodes ${t.nodes ?? '-'}, nominal ${t.nominalGpus} GPUs`);
       return 0;
     }
     if (cmd === 'generate-hetero') {
@@ -312,12 +397,16 @@ export async function main(argv: string[], io: Io = stdio, options: CliOptions =
         io.out(HETERO_HELP);
         return 0;
       }
-      for (const k of f.keys()) if (!HETERO_STRINGS.includes(k)) throw new UsageError(`unknown option --${k}`);
+      for (const k of f.keys())
+        if (!HETERO_STRINGS.includes(k)) throw new UsageError(`unknown option --${k}`);
       const sc = str(f, 'scale');
       const scale = sc === undefined ? 1 : Number(sc);
-      if (!(scale > 0) || !Number.isFinite(scale)) throw new UsageError(`--scale must be a positive number, got '${sc}'`);
+      if (!(scale > 0) || !Number.isFinite(scale))
+        throw new UsageError(`--scale must be a positive number, got '${sc}'`);
       const r = writeHetero({ seed: int(f, 'seed', 1), scale, outDir: str(f, 'out') ?? 'sim-out/hetero' });
-      io.out(`${r.nodes} nodes, ${r.gpus} GPUs, ${r.pods} pods\ntrace → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}\nmerged → ${r.traceMerged}, ${r.clusterMerged}, ${r.queuesMerged}`);
+      io.out(
+        `${r.nodes} nodes, ${r.gpus} GPUs, ${r.pods} pods\ntrace → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}\nmerged → ${r.traceMerged}, ${r.clusterMerged}, ${r.queuesMerged}`,
+      );
       return 0;
     }
     if (cmd === 'convert-openb') {
@@ -332,8 +421,14 @@ export async function main(argv: string[], io: Io = stdio, options: CliOptions =
         if (v === undefined) throw new UsageError(`--${k} FILE is required`);
         return v;
       };
-      const r = convertOpenb({ nodeList: need('node-list'), podList: need('pod-list'), outDir: str(f, 'out') ?? 'sim-out/openb' });
-      io.out(`${r.nodes} nodes, ${r.gpus} GPUs, ${r.pods} pods (${r.multiModelPins} multi-model pins written unpinned)\ntrace → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}\nmerged → ${r.traceMerged}, ${r.clusterMerged}, ${r.queuesMerged}`);
+      const r = convertOpenb({
+        nodeList: need('node-list'),
+        podList: need('pod-list'),
+        outDir: str(f, 'out') ?? 'sim-out/openb',
+      });
+      io.out(
+        `${r.nodes} nodes, ${r.gpus} GPUs, ${r.pods} pods (${r.multiModelPins} multi-model pins written unpinned)\ntrace → ${r.trace}\ncluster → ${r.cluster}\nqueues → ${r.queues}\nmerged → ${r.traceMerged}, ${r.clusterMerged}, ${r.queuesMerged}`,
+      );
       return 0;
     }
     if ((TENANT_COMMANDS as readonly string[]).includes(cmd)) return await runTenantCommand(cmd, rest, io);

@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openDatabase, migrate } from '../persistence/orm.js';
+import { migrate, openDatabase } from '../persistence/orm.js';
 
 const [dialect, url] = process.argv.slice(2);
 if (dialect !== 'sqlite' && dialect !== 'postgresql') {
@@ -24,8 +24,11 @@ if (dialect === 'postgresql' && !url) {
 }
 const database =
   dialect === 'sqlite'
-    ? { dialect, file: path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-mig-')), 'scratch.db') } as const
-    : { dialect, url: url! } as const;
+    ? ({
+        dialect,
+        file: path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-mig-')), 'scratch.db'),
+      } as const)
+    : ({ dialect, url: url! } as const);
 
 const orm = await openDatabase({ database });
 await migrate(orm);
@@ -39,7 +42,9 @@ if (!result.fileName) {
   if (result.code.includes('__temp_alter')) {
     // MikroORM 6's SQLite comparator cannot read back enum CHECK constraints and proposes
     // rebuilding unchanged tables; a rebuild drops the table, which cascades deletes.
-    console.warn('WARNING: it rebuilds tables (`__temp_alter`). Remove rebuilds of tables you did not change before committing.');
+    console.warn(
+      'WARNING: it rebuilds tables (`__temp_alter`). Remove rebuilds of tables you did not change before committing.',
+    );
   }
   writeIndex(folder, dialect);
 }
@@ -50,7 +55,9 @@ function writeIndex(dir: string, name: string) {
     .readdirSync(dir)
     .filter((f) => /^Migration\d+.*\.ts$/.test(f))
     .sort();
-  const imports = files.map((f, i) => `import { ${className(dir, f)} as M${i} } from '../persistence/${f.replace(/\.ts$/, '.js')}';`);
+  const imports = files.map(
+    (f, i) => `import { ${className(dir, f)} as M${i} } from '../persistence/${f.replace(/\.ts$/, '.js')}';`,
+  );
   const entries = files.map((f, i) => `  { name: '${f.replace(/\.ts$/, '')}', class: M${i} },`);
   fs.writeFileSync(
     path.join(dir, 'index.ts'),

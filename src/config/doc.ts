@@ -10,7 +10,10 @@ import { z } from 'zod';
 import { DOCUMENTED_SECTIONS } from './index.js';
 import { docOf, type Section } from './section.js';
 
-export const configurationDocFile = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../docs/configuration.md');
+export const configurationDocFile = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '../../docs/configuration.md',
+);
 
 interface JsonSchema {
   type?: string;
@@ -30,7 +33,8 @@ function typeOf(json: JsonSchema): string {
   if (json.enum) return json.enum.map(code).join(', ');
   if (json.type === 'integer' || json.type === 'number') {
     const bounds: string[] = [];
-    if (json.minimum !== undefined && json.maximum !== undefined) bounds.push(`${json.minimum}–${json.maximum}`);
+    if (json.minimum !== undefined && json.maximum !== undefined)
+      bounds.push(`${json.minimum}–${json.maximum}`);
     else {
       if (json.minimum !== undefined) bounds.push(`≥ ${json.minimum}`);
       if (json.exclusiveMinimum !== undefined) bounds.push(`> ${json.exclusiveMinimum}`);

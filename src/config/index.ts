@@ -13,37 +13,45 @@
 import path from 'node:path';
 import type { z } from 'zod';
 import { ConfigError } from './errors.js';
-import { deepFreeze, DEPRECATED_FLAG_SPELLINGS, docOf, flagSpellingWarning, type DeepReadonly, type LoadContext, type Section } from './section.js';
-import { serverSection, type ServerConfig } from './sections/server.js';
-import { databaseSection, type DatabaseSettings } from './sections/database.js';
-import { authSection, type AuthConfig } from './sections/auth.js';
-import { limitsSection, type QueryLimits } from './sections/limits.js';
-import { rateLimitsSection, type RateLimitConfig } from './sections/rate-limits.js';
-import { webSocketSection, type WebSocketConfig } from './sections/websocket.js';
-import { httpSection, type HttpConfig } from './sections/http.js';
-import { observabilitySection, type ObservabilityConfig } from './sections/observability.js';
-import { schedulingSection, type SchedulingConfig } from './sections/scheduling.js';
-import { meteringSection, type MeteringConfig } from './sections/metering.js';
-import { governanceSection, type GovernanceConfig } from './sections/governance.js';
-import { backendSection, type BackendConfig } from './sections/backend.js';
-import { demoEnabled, demoSection, type DemoConfig } from './sections/demo.js';
+import {
+  DEPRECATED_FLAG_SPELLINGS,
+  type DeepReadonly,
+  deepFreeze,
+  docOf,
+  flagSpellingWarning,
+  type LoadContext,
+  type Section,
+} from './section.js';
+import { type AuthConfig, authSection } from './sections/auth.js';
+import { type BackendConfig, backendSection } from './sections/backend.js';
 import { cliSection } from './sections/cli.js';
+import { type DatabaseSettings, databaseSection } from './sections/database.js';
+import { type DemoConfig, demoEnabled, demoSection } from './sections/demo.js';
+import { type GovernanceConfig, governanceSection } from './sections/governance.js';
+import { type HttpConfig, httpSection } from './sections/http.js';
+import { limitsSection, type QueryLimits } from './sections/limits.js';
+import { type MeteringConfig, meteringSection } from './sections/metering.js';
+import { type ObservabilityConfig, observabilitySection } from './sections/observability.js';
+import { type RateLimitConfig, rateLimitsSection } from './sections/rate-limits.js';
+import { type SchedulingConfig, schedulingSection } from './sections/scheduling.js';
+import { type ServerConfig, serverSection } from './sections/server.js';
+import { type WebSocketConfig, webSocketSection } from './sections/websocket.js';
 
 export { ConfigError } from './errors.js';
 export type { DeepReadonly, NodeEnv } from './section.js';
-export * from './sections/server.js';
-export * from './sections/database.js';
 export * from './sections/auth.js';
-export * from './sections/limits.js';
-export * from './sections/rate-limits.js';
-export * from './sections/websocket.js';
-export * from './sections/http.js';
-export * from './sections/observability.js';
-export * from './sections/scheduling.js';
-export * from './sections/metering.js';
-export * from './sections/governance.js';
 export * from './sections/backend.js';
+export * from './sections/database.js';
 export * from './sections/demo.js';
+export * from './sections/governance.js';
+export * from './sections/http.js';
+export * from './sections/limits.js';
+export * from './sections/metering.js';
+export * from './sections/observability.js';
+export * from './sections/rate-limits.js';
+export * from './sections/scheduling.js';
+export * from './sections/server.js';
+export * from './sections/websocket.js';
 
 /** The configuration before it is frozen: one key per section, plus the warnings. */
 export interface ResolvedConfig {
@@ -60,7 +68,9 @@ export interface ResolvedConfig {
   governance: GovernanceConfig;
   backend: BackendConfig;
   demo: DemoConfig;
-  /** Settings that work but will not for long (deprecated boolean spellings): src/main.ts prints them once at start. */
+  /** Settings that work but will not for long (deprecated boolean spellings): src/main.ts prints them once
+   * at start.
+   */
   warnings: string[];
 }
 
@@ -84,7 +94,9 @@ export const SECTIONS: readonly Section[] = [
   demoSection,
 ];
 
-/** Everything docs/configuration.md lists: the server's sections, then the command-line tools' variables (never loaded by the server). */
+/** Everything docs/configuration.md lists: the server's sections, then the command-line tools' variables
+ * (never loaded by the server).
+ */
 export const DOCUMENTED_SECTIONS: readonly Section[] = [...SECTIONS, cliSection];
 
 const issueText = (issue: z.core.$ZodIssue) => `${String(issue.path[0] ?? 'environment')}: ${issue.message}`;
@@ -93,7 +105,9 @@ const issueText = (issue: z.core.$ZodIssue) => `${String(issue.path[0] ?? 'envir
 function flagWarnings(section: Section, env: NodeJS.ProcessEnv): string[] {
   return Object.entries(section.variables).flatMap(([name, schema]) => {
     const raw = env[name];
-    return docOf(schema).flag && raw !== undefined && DEPRECATED_FLAG_SPELLINGS.has(raw) ? [flagSpellingWarning(name, raw)] : [];
+    return docOf(schema).flag && raw !== undefined && DEPRECATED_FLAG_SPELLINGS.has(raw)
+      ? [flagSpellingWarning(name, raw)]
+      : [];
   });
 }
 
@@ -104,9 +118,16 @@ export function load(env: NodeJS.ProcessEnv = process.env): FairwayConfig {
   // What other sections' defaults depend on, from the same variables (their own problems are reported below).
   const server = serverSection.variables;
   const nodeEnv = server.NODE_ENV.safeParse(env.NODE_ENV).data ?? server.NODE_ENV.parse(undefined);
-  const dataDir = path.resolve(server.FAIRWAY_DATA_DIR.safeParse(env.FAIRWAY_DATA_DIR).data ?? server.FAIRWAY_DATA_DIR.parse(undefined));
+  const dataDir = path.resolve(
+    server.FAIRWAY_DATA_DIR.safeParse(env.FAIRWAY_DATA_DIR).data ?? server.FAIRWAY_DATA_DIR.parse(undefined),
+  );
   const demo = demoEnabled(demoSection.variables.FAIRWAY_DEMO.safeParse(env.FAIRWAY_DEMO).data, nodeEnv);
-  const ctx: LoadContext = { nodeEnv, dataDir, demo, problem: (variable, message) => problems.push(`${variable}: ${message}`) };
+  const ctx: LoadContext = {
+    nodeEnv,
+    dataDir,
+    demo,
+    problem: (variable, message) => problems.push(`${variable}: ${message}`),
+  };
 
   const resolved: Record<string, unknown> = {};
   for (const section of SECTIONS) {

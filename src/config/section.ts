@@ -65,16 +65,24 @@ const FALSE_SPELLINGS = ['false', '0', 'no', 'off'] as const;
 export const DEPRECATED_FLAG_SPELLINGS: ReadonlySet<string> = new Set(['1', '0', 'yes', 'no', 'on', 'off']);
 
 const flagValue = () =>
-  z.enum([...TRUE_SPELLINGS, ...FALSE_SPELLINGS], { error: 'must be true or false' }).transform((v) => (TRUE_SPELLINGS as readonly string[]).includes(v));
+  z
+    .enum([...TRUE_SPELLINGS, ...FALSE_SPELLINGS], { error: 'must be true or false' })
+    .transform((v) => (TRUE_SPELLINGS as readonly string[]).includes(v));
 
 /** A boolean variable with a fixed default. */
 export function flag(description: string, fallback: boolean) {
-  return flagValue().default(fallback).describe(description).meta({ flag: true, typeText: '`true`, `false`' } satisfies VariableDoc);
+  return flagValue()
+    .default(fallback)
+    .describe(description)
+    .meta({ flag: true, typeText: '`true`, `false`' } satisfies VariableDoc);
 }
 
 /** A boolean variable whose default depends on something else (NODE_ENV): `resolve` applies it. */
 export function optionalFlag(description: string, defaultText: string) {
-  return flagValue().optional().describe(description).meta({ flag: true, typeText: '`true`, `false`', defaultText } satisfies VariableDoc);
+  return flagValue()
+    .optional()
+    .describe(description)
+    .meta({ flag: true, typeText: '`true`, `false`', defaultText } satisfies VariableDoc);
 }
 
 /** What the deprecated spelling of a boolean means, for the warning. */
@@ -85,7 +93,11 @@ export function flagSpellingWarning(variable: string, raw: string): string {
 
 /** A duration in milliseconds: long enough to be meaningful, short enough to still fail fast. */
 export const millis = (min: number, max: number) =>
-  z.coerce.number().int('must be a whole number of milliseconds').min(min, `must be at least ${min} ms`).max(max, `must be at most ${max} ms`);
+  z.coerce
+    .number()
+    .int('must be a whole number of milliseconds')
+    .min(min, `must be at least ${min} ms`)
+    .max(max, `must be at most ${max} ms`);
 
 /** The configuration as every module gets it: nothing in it can be changed. */
 export type DeepReadonly<T> = T extends (...args: never[]) => unknown

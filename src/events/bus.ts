@@ -1,6 +1,6 @@
-import { createPubSub, type PubSub } from 'graphql-yoga';
 import type { TypedEventTarget } from '@graphql-yoga/typed-event-target';
-import type { JobFlag } from '../core/governance/types.js';
+import { createPubSub, type PubSub } from 'graphql-yoga';
+import type { JobFlag } from '../core/governance/index.js';
 
 export type JobStateName = 'PENDING' | 'ADMITTED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
 
@@ -17,18 +17,29 @@ export type TenantEventPayload =
       preemptorJobId: string | null;
       /** Declared GPU-hours of the victim's work lost (since its last checkpoint); null when unknown. */
       lostGpuHours?: number | null;
-      /** Governance reclaims ('idle', 'not-running'): the flag's sentence and the flag (declared durations) behind it. */
+      /** Governance reclaims ('idle', 'not-running'): the flag's sentence and the flag (declared durations)
+       * behind it.
+       */
       message?: string | null;
       flag?: JobFlag | null;
     }
   | { kind: 'QUOTA_CHANGED'; queueId: string; at: number }
   | { kind: 'WINDOW_CHANGED'; queueId: string; at: number }
-  /** Governance (issue 16): a quota request of the tenant was made or changed status (PENDING, APPROVED, ACTIVE, EXPIRED, REJECTED, CANCELLED). */
+  /** Governance: a quota request of the tenant was made or changed status (PENDING, APPROVED, ACTIVE,
+   * EXPIRED, REJECTED, CANCELLED).
+   */
   | { kind: 'QUOTA_REQUEST'; requestId: string; queueId: string; status: string; at: number }
   /** Governance: a job was flagged IDLE or NOT_RUNNING; `flag` is core/governance's JobFlag with its numbers. */
   | { kind: 'JOB_FLAGGED'; jobId: string; queueId: string; at: number; flag: JobFlag }
   /** Governance: the controller moved the queue's lending/borrowing coefficients (borrow null: unlimited). */
-  | { kind: 'LIMITS_ADJUSTED'; queueId: string; at: number; lend: number; borrow: number | null; reasons: string[] }
+  | {
+      kind: 'LIMITS_ADJUSTED';
+      queueId: string;
+      at: number;
+      lend: number;
+      borrow: number | null;
+      reasons: string[];
+    }
   /** Admitted, but the backend has not got its pods running within its limit (a candidate for reclaim). */
   | { kind: 'ADMITTED_NOT_RUNNING'; jobId: string; queueId: string; at: number; message: string }
   /**
@@ -57,7 +68,9 @@ export type SchedulerInput =
   | { kind: 'config' }
   /** A budget changed: the leader recomputes its admission holds. */
   | { kind: 'budgets' }
-  /** Governance: policies, rules, or the controller's switch changed: the leader reloads them (queue specs follow with 'config'). */
+  /** Governance: policies, rules, or the controller's switch changed: the leader reloads them (queue specs
+   * follow with 'config').
+   */
   | { kind: 'governance' };
 
 /**
@@ -71,13 +84,17 @@ export type FairwayTopics = {
   'job-updated': [jobId: string, payload: { jobId: string; state: JobStateName; at: number }];
   'tenant-event': [tenantId: string, payload: TenantEventPayload];
   'queue-updated': [queueId: string, payload: { queueId: string; at: number }];
-  /** Governance: a quota request changed (any tenant): platform admins' stream; each subscriber reloads it under its own rights. */
+  /** Governance: a quota request changed (any tenant): platform admins' stream; each subscriber reloads it
+   * under its own rights.
+   */
   'quota-request': [payload: { requestId: string; tenantId: string; status: string; at: number }];
   /** Input for the scheduling leader. */
   'scheduler-input': [payload: SchedulerInput];
   /** The scheduler committed a cycle (or a job finished): positions may have moved. */
   'scheduler-state': [payload: { at: number }];
-  /** What a caller's principal holds changed: identity caches drop it (src/auth/identity-cache.ts). Use announceCredentialsChanged. */
+  /** What a caller's principal holds changed: identity caches drop it (src/auth/identity-cache.ts). Use
+   * announceCredentialsChanged.
+   */
   'credentials-changed': [payload: CredentialsChanged];
 };
 

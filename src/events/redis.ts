@@ -19,7 +19,11 @@ type CreateTargetArgs = Parameters<typeof createTarget>[0];
  */
 export async function createRedisEventTarget(url: string, reportError: (error: unknown) => void = () => {}) {
   const publishClient = new Redis(url, { maxRetriesPerRequest: 3, lazyConnect: true });
-  const subscribeClient = new Redis(url, { maxRetriesPerRequest: null, lazyConnect: true, enableReadyCheck: false });
+  const subscribeClient = new Redis(url, {
+    maxRetriesPerRequest: null,
+    lazyConnect: true,
+    enableReadyCheck: false,
+  });
   await Promise.all([publishClient.connect(), subscribeClient.connect()]);
   let closing = false;
   const report = (error: unknown) => {
@@ -39,7 +43,8 @@ export async function createRedisEventTarget(url: string, reportError: (error: u
     publish: (channel: string, message: string) => publishClient.publish(channel, message).catch(report),
   };
   const subscriber = {
-    on: (event: 'message', listener: (channel: string, message: string) => void) => subscribeClient.on(event, listener),
+    on: (event: 'message', listener: (channel: string, message: string) => void) =>
+      subscribeClient.on(event, listener),
     subscribe: (channel: string) => subscribeClient.subscribe(channel).catch(report),
     unsubscribe: (channel: string) => subscribeClient.unsubscribe(channel).catch(report),
   };

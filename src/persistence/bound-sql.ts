@@ -25,7 +25,12 @@ function connectionOf(em: EntityManager): SqlConnection {
   return em.getConnection() as unknown as SqlConnection;
 }
 
-async function execute<T>(em: EntityManager, sql: string, params: readonly unknown[], method: 'all' | 'run'): Promise<T> {
+async function execute<T>(
+  em: EntityManager,
+  sql: string,
+  params: readonly unknown[],
+  method: 'all' | 'run',
+): Promise<T> {
   const connection = connectionOf(em);
   const trx = em.getTransactionContext<Knex.Transaction>();
   try {
@@ -57,7 +62,9 @@ export function allBound<T>(em: EntityManager, sql: string, params: readonly unk
 /** A property's value as the ORM stores it: JSON as text, bigints as text, dates as ms on SQLite. */
 export function toColumnValue(platform: Platform, prop: EntityProperty, value: unknown): unknown {
   if (value == null) return null;
-  let v = prop.customType ? prop.customType.convertToDatabaseValue(value, platform, { mode: 'query-data', fromQuery: true }) : value;
+  let v = prop.customType
+    ? prop.customType.convertToDatabaseValue(value, platform, { mode: 'query-data', fromQuery: true })
+    : value;
   if (v instanceof Date) v = platform.processDateProperty(v);
   return v;
 }
@@ -116,7 +123,12 @@ export function placeholders(n: number): string {
  * same order) into an entity's table, in chunks of INSERT_CHUNKS rows, in the rows' order.
  * `suffix` follows each statement's values (an `on conflict …` clause).
  */
-export async function insertRows(em: EntityManager, entityName: string, rows: readonly Record<string, unknown>[], suffix = ''): Promise<void> {
+export async function insertRows(
+  em: EntityManager,
+  entityName: string,
+  rows: readonly Record<string, unknown>[],
+  suffix = '',
+): Promise<void> {
   if (!rows.length) return;
   const t = tableOf(em, entityName);
   const properties = Object.keys(rows[0]!);
@@ -124,7 +136,8 @@ export async function insertRows(em: EntityManager, entityName: string, rows: re
   const tuple = placeholders(properties.length);
   for (const [start, size] of chunks(rows.length)) {
     const params: unknown[] = [];
-    for (const row of rows.slice(start, start + size)) for (const p of properties) params.push(t.value(p, row[p]));
+    for (const row of rows.slice(start, start + size))
+      for (const p of properties) params.push(t.value(p, row[p]));
     await runBound(em, head + Array.from({ length: size }, () => tuple).join(', ') + suffix, params);
   }
 }

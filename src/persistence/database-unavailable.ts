@@ -33,7 +33,12 @@ const NETWORK_CODES = new Set([
 const SERVER_UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
 
 /** SQLite: another process holds the write lock longer than the busy timeout. */
-const SQLITE_BUSY_CODES = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_RECOVERY', 'SQLITE_BUSY_TIMEOUT']);
+const SQLITE_BUSY_CODES = new Set([
+  'SQLITE_BUSY',
+  'SQLITE_BUSY_SNAPSHOT',
+  'SQLITE_BUSY_RECOVERY',
+  'SQLITE_BUSY_TIMEOUT',
+]);
 
 /**
  * Messages of errors that carry no code: pg's own timeouts and broken clients, knex's pool.
@@ -59,17 +64,25 @@ function driverMessage(message: string): string {
 
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (depth > 5 || error === null || typeof error !== 'object') return false;
-  const e = error as { code?: unknown; message?: unknown; cause?: unknown; originalError?: unknown; errors?: unknown };
+  const e = error as {
+    code?: unknown;
+    message?: unknown;
+    cause?: unknown;
+    originalError?: unknown;
+    errors?: unknown;
+  };
   const code = typeof e.code === 'string' ? e.code : undefined;
   if (code && (NETWORK_CODES.has(code) || SQLITE_BUSY_CODES.has(code))) return true;
   // pg puts the SQLSTATE in `code`; class 08 is "connection exception" as a whole.
-  if (code && /^[0-9A-Z]{5}$/.test(code) && (code.startsWith('08') || SERVER_UNAVAILABLE_STATES.has(code))) return true;
+  if (code && /^[0-9A-Z]{5}$/.test(code) && (code.startsWith('08') || SERVER_UNAVAILABLE_STATES.has(code)))
+    return true;
   if (typeof e.message === 'string') {
     const whole = e.message.split('\n')[0]!;
     const last = driverMessage(e.message);
     if (MESSAGES.some((m) => m.test(whole) || m.test(last))) return true;
   }
-  if (Array.isArray(e.errors) && e.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
+  if (Array.isArray(e.errors) && e.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1)))
+    return true;
   // GraphQLError keeps what a resolver threw in `originalError`; other wrappers use `cause`.
   return isDatabaseUnavailable(e.originalError, depth + 1) || isDatabaseUnavailable(e.cause, depth + 1);
 }

@@ -1,20 +1,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { MikroORM, type Options } from '@mikro-orm/core';
 import { BetterSqliteDriver } from '@mikro-orm/better-sqlite';
-import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
-import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseConfig, type DatabaseTimeouts } from '../config/index.js';
-import { auditEntities } from './audit/entities.js';
-import { clusterEntities } from './cluster/entities.js';
-import { jobEntities } from './jobs/entities.js';
-import { schedulingEntities } from './scheduling/entities.js';
-import { tenancyEntities } from './tenancy/entities.js';
-import { accessEntities } from './tenancy/access-entities.js';
-import { meteringEntities } from './metering/entities.js';
-import { governanceEntities } from './governance/entities.js';
-import { sqliteMigrations } from '../../migrations/sqlite/index.js';
+import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { postgresqlMigrations } from '../../migrations/postgresql/index.js';
+import { sqliteMigrations } from '../../migrations/sqlite/index.js';
+import { type DatabaseConfig, type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from '../config/index.js';
+import { auditEntities } from './audit/index.js';
+import { clusterEntities } from './cluster/index.js';
+import { governanceEntities } from './governance/index.js';
+import { jobEntities } from './jobs/index.js';
+import { meteringEntities } from './metering/index.js';
+import { schedulingEntities } from './scheduling/index.js';
+import { accessEntities, tenancyEntities } from './tenancy/index.js';
 
 export interface OrmOptions {
   database: DatabaseConfig;
@@ -77,7 +76,10 @@ function postgresTimeouts(t: DatabaseTimeouts): Partial<Options> {
       acquireTimeoutMillis: t.acquireMs,
       // Opening a connection is bounded by connectionTimeoutMillis below; this is a backstop.
       createTimeoutMillis: t.connectMs + 1000,
-      afterCreate: (connection: PgConnection, done: (error: Error | null, connection: PgConnection) => void) => {
+      afterCreate: (
+        connection: PgConnection,
+        done: (error: Error | null, connection: PgConnection) => void,
+      ) => {
         discardOnReadTimeout(connection);
         done(null, connection);
       },
@@ -135,7 +137,10 @@ function sqliteConnectionSetup(t: DatabaseTimeouts, synchronous: 'normal' | 'ful
   return {
     pool: {
       // better-sqlite3 blocks the event loop while it waits for a lock: keep the wait bounded.
-      afterCreate: (connection: SqliteConnection, done: (error: Error | null, connection: unknown) => void) => {
+      afterCreate: (
+        connection: SqliteConnection,
+        done: (error: Error | null, connection: unknown) => void,
+      ) => {
         try {
           connection.pragma(`busy_timeout = ${Math.floor(t.acquireMs)}`);
           // better-sqlite3 builds default to FULL, an fsync per commit (the submit benchmark's

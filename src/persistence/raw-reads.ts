@@ -40,10 +40,16 @@ export interface RawFindOptions {
  * `em.find(entity, where, { orderBy, limit })` for simple equality/`in` conditions, as managed
  * entities of `em` (the identity map and change tracking work as after a find).
  */
-export async function findMapped<T extends object>(em: EntityManager, entity: EntityName<T>, where: Columns, options: RawFindOptions = {}): Promise<T[]> {
+export async function findMapped<T extends object>(
+  em: EntityManager,
+  entity: EntityName<T>,
+  where: Columns,
+  options: RawFindOptions = {},
+): Promise<T[]> {
   const meta = em.getMetadata().find(entity as never);
   if (!meta) throw new Error(`findMapped: unknown entity ${String(entity)}`);
-  // Quoted as the ORM quotes them (backticks in SQLite, double quotes in PostgreSQL): the statement reads like the ORM's own in the logs.
+  // Quoted as the ORM quotes them (backticks in SQLite, double quotes in PostgreSQL): the statement reads
+  // like the ORM's own in the logs.
   const q = (id: string) => em.getPlatform().quoteIdentifier(id);
   const conditions: string[] = [];
   const params: unknown[] = [];

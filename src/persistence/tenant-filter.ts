@@ -29,7 +29,9 @@ export const tenantFilter = {
   },
 };
 
-/** The tenants the filter lets through with these parameters: null for all of them. Raw SQL readers (raw-reads.ts) apply the same. */
+/** The tenants the filter lets through with these parameters: null for all of them. Raw SQL readers
+ * (raw-reads.ts) apply the same.
+ */
 export function filteredTenantIds(params: TenantFilterParams): string[] | null {
   if (params.all) return null;
   return params.tenantIds?.length ? [...params.tenantIds] : [NO_TENANT];

@@ -2,43 +2,41 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MikroORM } from '@mikro-orm/core';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
-import type { FairwayConfig } from '../config/index.js';
-import { IdentityResolver } from '../auth/identity.js';
-import { IdentityCache } from '../auth/identity-cache.js';
-import { OidcVerifier } from '../auth/oidc.js';
-import { createEventBus, type EventBus } from '../events/bus.js';
-import { createRedisEventTarget } from '../events/redis.js';
-import type { ExecutionBackend } from '../backends/port.js';
-import { backendFromConfig } from './backend-from-config.js';
-import { computeHolds, evaluateBudgets } from '../services/metering/budgets.js';
-import { BackendSync } from '../services/scheduling/backend-sync.js';
-import { SchedulerService } from '../services/scheduling/scheduler-service.js';
-import { leadershipFor } from '../services/scheduling/leadership.js';
-import { governanceLeaderTasks, type GovernanceTaskSettings } from '../services/governance/governance-tasks.js';
-import { ensurePriorityClasses } from '../services/scheduling/priority-classes.js';
-import { migrate, openDatabase } from '../persistence/orm.js';
-import { schema } from '../../schema/index.js';
-import { readsNothingStored } from '../../schema/reloading-subscription.js';
-import { useFairwayAuth } from '../../plugins/useFairwayAuth.js';
-import { useRequestId } from '../../plugins/useRequestId.js';
 import { useBreakGlassAudit } from '../../plugins/useBreakGlassAudit.js';
+import { useCallerConcurrency } from '../../plugins/useCallerConcurrency.js';
+import { useExecutionTimeout } from '../../plugins/useExecutionTimeout.js';
+import { useFairwayAuth } from '../../plugins/useFairwayAuth.js';
+import { useMetrics } from '../../plugins/useMetrics.js';
+import { useQueryLimits } from '../../plugins/useQueryLimits.js';
+import { useRateLimits } from '../../plugins/useRateLimits.js';
+import { useRequestId } from '../../plugins/useRequestId.js';
+import { useRoutes } from '../../plugins/useRoutes.js';
 import { useServiceContext } from '../../plugins/useServiceContext.js';
 import { useSubscriptionEventContext } from '../../plugins/useSubscriptionEventContext.js';
-import { useMetrics } from '../../plugins/useMetrics.js';
-import { useRoutes } from '../../plugins/useRoutes.js';
-import { createMetrics, type FairwayMetrics } from './metrics/registry.js';
+import { schema } from '../../schema/index.js';
+import { readsNothingStored } from '../../schema/reloading-subscription.js';
+import { IdentityCache, IdentityResolver, OidcVerifier } from '../auth/index.js';
+import type { ExecutionBackend } from '../backends/port.js';
+import type { FairwayConfig } from '../config/index.js';
+import { createEventBus, createRedisEventTarget, type EventBus } from '../events/index.js';
+import { migrate, openDatabase } from '../persistence/orm.js';
+import { type GovernanceTaskSettings, governanceLeaderTasks } from '../services/governance/index.js';
+import { computeHolds, evaluateBudgets } from '../services/metering/index.js';
+import {
+  BackendSync,
+  ensurePriorityClasses,
+  leadershipFor,
+  SchedulerService,
+} from '../services/scheduling/index.js';
+import { backendFromConfig } from './backend-from-config.js';
+import { isBreakGlassGrantEnded, serviceContexts, subscriptionEventStore } from './context/index.js';
 import { createMaskError, errorCode } from './errors.js';
-import { isBreakGlassGrantEnded, serviceContexts, subscriptionEventStore } from './context/service-context.js';
-import { methodNotAllowed, serverRoutes } from './routes/route-table.js';
-import { useQueryLimits } from '../../plugins/useQueryLimits.js';
-import { useExecutionTimeout } from '../../plugins/useExecutionTimeout.js';
-import { useRateLimits } from '../../plugins/useRateLimits.js';
-import { clientAddressBehind } from './rate-limits/client-address.js';
-import { useCallerConcurrency } from '../../plugins/useCallerConcurrency.js';
-import { createRateLimiter } from './rate-limits/limiter.js';
-import { httpSecurity, httpSecurityFromConfig, webSocketOperationCheck } from './http-security/http-security.js';
-import { createLogger, observabilityPlugins, yogaLogger, type FairwayLogger } from './observability/observability.js';
-import { attachWebSocket, type AttachedWebSocket } from './websocket/websocket.js';
+import { httpSecurity, httpSecurityFromConfig, webSocketOperationCheck } from './http-security/index.js';
+import { createMetrics, type FairwayMetrics } from './metrics/index.js';
+import { createLogger, type FairwayLogger, observabilityPlugins, yogaLogger } from './observability/index.js';
+import { clientAddressBehind, createRateLimiter } from './rate-limits/index.js';
+import { methodNotAllowed, serverRoutes } from './routes/index.js';
+import { type AttachedWebSocket, attachWebSocket } from './websocket/index.js';
 
 export interface BuildAppOptions {
   config: FairwayConfig;
@@ -56,7 +54,9 @@ export interface BuildAppOptions {
   backend?: ExecutionBackend;
   /** How long a subscription may rely on its last credential check (tests: 0). */
   reauthCacheMs?: number;
-  /** An event bus shared with other apps in this process (tests: two replicas without Redis); default: one of its own. */
+  /** An event bus shared with other apps in this process (tests: two replicas without Redis); default: one
+   * of its own.
+   */
   events?: EventBus;
   /** Scheduler tuning for tests. */
   scheduler?: { debounceMs?: number; resyncIntervalMs?: number; leaderRetryMs?: number };
@@ -73,7 +73,9 @@ export interface FairwayApp {
   /** This app's Prometheus registry and instruments (served at /metrics). */
   metrics: FairwayMetrics;
   backend: ExecutionBackend;
-  /** Node inventory and tenant isolation between the backend and the database (Kubernetes); null for the simulated cluster. */
+  /** Node inventory and tenant isolation between the backend and the database (Kubernetes); null for the
+   * simulated cluster.
+   */
   backendSync: BackendSync | null;
   httpServer: Server;
   /** graphql-ws on the same port: open sockets and operations (stats) under their caps. */
@@ -86,19 +88,30 @@ export interface FairwayApp {
 /** The one place that wires database, identity, events, schema, plugins and transports. */
 export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   const config = options.config;
-  // The persisted-operations manifest is read and checked first: a broken one stops start-up before anything is opened.
+  // The persisted-operations manifest is read and checked first: a broken one stops start-up before anything
+  // is opened.
   const http = httpSecurityFromConfig(config.http);
   const now = options.now ?? Date.now;
   const logger = options.logger ?? createLogger(config.observability);
   const logError = options.logError ?? ((error: unknown) => logger.error({ err: error }, 'unexpected error'));
   const ownsOrm = !options.orm;
-  const orm = options.orm ?? (await openDatabase({ database: config.database, timeouts: config.database.timeouts, onQuery: options.onQuery }));
+  const orm =
+    options.orm ??
+    (await openDatabase({
+      database: config.database,
+      timeouts: config.database.timeouts,
+      onQuery: options.onQuery,
+    }));
   if (ownsOrm) await migrate(orm);
 
   await ensurePriorityClasses(orm);
-  const redis = config.server.redisUrl && !options.events ? await createRedisEventTarget(config.server.redisUrl, (error) => logError(error)) : null;
+  const redis =
+    config.server.redisUrl && !options.events
+      ? await createRedisEventTarget(config.server.redisUrl, (error) => logError(error))
+      : null;
   const events = options.events ?? createEventBus(redis?.eventTarget);
-  const backend = options.backend ?? (await backendFromConfig(config.backend, config.governance.probes, { now, logError }));
+  const backend =
+    options.backend ?? (await backendFromConfig(config.backend, config.governance.probes, { now, logError }));
   const metrics = createMetrics({ timeScale: backend.timeScale });
   const scheduler = new SchedulerService({
     orm,
@@ -110,17 +123,38 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     logError,
     meteringIntervalMs: config.metering.intervalMs,
     cycleSliceMs: config.scheduling.cycleSliceMs,
-    // Budgets: thresholds are evaluated after each metering checkpoint; exhausted hard budgets hold admission.
-    metering: { currency: config.metering.currency, afterCheckpoint: (em, nowMs, currency) => evaluateBudgets(em, null, nowMs, currency), holds: computeHolds },
+    // Budgets: thresholds are evaluated after each metering checkpoint; exhausted hard budgets hold
+    // admission.
+    metering: {
+      currency: config.metering.currency,
+      afterCheckpoint: (em, nowMs, currency) => evaluateBudgets(em, null, nowMs, currency),
+      holds: computeHolds,
+    },
     observeCycle: metrics.observeCycle,
-    leaderTasks: governanceLeaderTasks({ now, quotaRequestIntervalMs: config.governance.quotaRequestIntervalMs, idleCheckIntervalMs: config.governance.idleCheckIntervalMs, controller: { windowMs: config.governance.controllerWindowMs }, backend, probes: config.governance.probes, ...options.governance }),
+    leaderTasks: governanceLeaderTasks({
+      now,
+      quotaRequestIntervalMs: config.governance.quotaRequestIntervalMs,
+      idleCheckIntervalMs: config.governance.idleCheckIntervalMs,
+      controller: { windowMs: config.governance.controllerWindowMs },
+      backend,
+      probes: config.governance.probes,
+      ...options.governance,
+    }),
     ...options.scheduler,
   });
   // A backend that isolates tenants gets their namespaces before the scheduler reconciles runs;
   // its node inventory is written by the leader once the scheduler has started.
   const backendSync =
     backend.onInventory || backend.syncTenants
-      ? new BackendSync({ orm, backend, events, isLeader: () => scheduler.isLeader, announce: (input) => scheduler.announce(input), logError, log: (m) => logger.info({ component: 'backend-sync' }, m) })
+      ? new BackendSync({
+          orm,
+          backend,
+          events,
+          isLeader: () => scheduler.isLeader,
+          announce: (input) => scheduler.announce(input),
+          logError,
+          log: (m) => logger.info({ component: 'backend-sync' }, m),
+        })
       : null;
   await backendSync?.start();
   await scheduler.start();
@@ -128,22 +162,38 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   metrics.watchScheduler({ stats: scheduler.stats(), logError });
   const identityCache = new IdentityCache({ ttlMs: config.auth.identityCacheMs, now });
   const stopIdentityCache = identityCache.follow(events, logError);
-  const identity = new IdentityResolver({ orm, oidc: config.auth.oidc ? new OidcVerifier(config.auth.oidc) : undefined, now, cache: identityCache });
+  const identity = new IdentityResolver({
+    orm,
+    oidc: config.auth.oidc ? new OidcVerifier(config.auth.oidc) : undefined,
+    now,
+    cache: identityCache,
+  });
 
   const limits = config.limits;
-  const rateLimiter = await createRateLimiter(config.rateLimits, { redisUrl: config.server.redisUrl, logError });
+  const rateLimiter = await createRateLimiter(config.rateLimits, {
+    redisUrl: config.server.redisUrl,
+    logError,
+  });
   const security = await httpSecurity(http);
   const observability = observabilityPlugins(config.observability, { logger });
   const contexts = serviceContexts({ orm, events, scheduler, now, currency: config.metering.currency });
   const clientAddress = clientAddressBehind(config.rateLimits.trustProxyHops);
   const routes = serverRoutes({
-    readiness: { check: () => orm.em.getConnection().execute('select 1').then(() => undefined), timeoutMs: config.server.readyTimeoutMs },
+    readiness: {
+      check: () =>
+        orm.em
+          .getConnection()
+          .execute('select 1')
+          .then(() => undefined),
+      timeoutMs: config.server.readyTimeoutMs,
+    },
     usageExport: { identity, createContext: contexts.forRoute, logError },
     metrics: { metrics, identity, token: config.observability.metricsToken, logError },
   });
   const yoga = createYoga<Record<string, unknown>>({
     schema,
-    // Query limits: body size and batching here, the rest in useQueryLimits (src/server/query-limits/limits.ts).
+    // Query limits: body size and batching here, the rest in useQueryLimits
+    // (src/server/query-limits/limits.ts).
     maxRequestBodySize: limits.maxBodyBytes,
     batching: limits.maxBatch > 0 ? { limit: limits.maxBatch } : false,
     graphqlEndpoint: '/graphql',
@@ -153,17 +203,32 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     // Unexpected errors are logged by maskError; yoga's own messages go to the structured log.
     logging: yogaLogger(logger),
     graphiql: config.server.graphiql
-      ? { title: 'Fairway', subscriptionsProtocol: 'WS', headers: JSON.stringify({ Authorization: `Bearer <paste a token from ${config.demo.enabled ? 'data/demo-credentials.json' : '`npm run bootstrap` or createApiToken'}>` }) }
+      ? {
+          title: 'Fairway',
+          subscriptionsProtocol: 'WS',
+          headers: JSON.stringify({
+            Authorization: `Bearer <paste a token from ${config.demo.enabled ? 'data/demo-credentials.json' : '`npm run bootstrap` or createApiToken'}>`,
+          }),
+        }
       : false,
     // GraphiQL's scripts and styles come from the installed package, inlined in the page, not
     // from a CDN: it works offline and where the CDN is blocked. Loaded on the first visit only
     // (the bundle is ~9 MB), so servers and tests that never open it do not pay for it.
-    renderGraphiQL: (options) => import('@graphql-yoga/render-graphiql').then((m) => m.renderGraphiQL(options)),
+    renderGraphiQL: (options) =>
+      import('@graphql-yoga/render-graphiql').then((m) => m.renderGraphiQL(options)),
     maskedErrors: { maskError: createMaskError(logError) },
     plugins: [
       ...security.plugins,
       // Before anything is parsed or looked up: one caller's requests take turns.
-      ...(config.rateLimits.enabled ? [useCallerConcurrency({ ...config.rateLimits.concurrency, clientAddress, graphqlEndpoint: '/graphql' })] : []),
+      ...(config.rateLimits.enabled
+        ? [
+            useCallerConcurrency({
+              ...config.rateLimits.concurrency,
+              clientAddress,
+              graphqlEndpoint: '/graphql',
+            }),
+          ]
+        : []),
       useQueryLimits(limits),
       useExecutionTimeout({ maxExecutionMs: limits.maxExecutionMs }),
       // /ready, /usage/export.csv, /metrics (src/server/routes/): answered here, before anything GraphQL.
@@ -193,7 +258,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     // Guessing tokens in connection_init counts against the same per-address budget as over HTTP.
     // (With the limits off the limiter allows every attempt.)
     credentialAttempts: {
-      refusedFor: async (req) => (await rateLimiter.credentialAttemptAllowed(clientAddress({ req })))?.retryAfterSeconds ?? null,
+      refusedFor: async (req) =>
+        (await rateLimiter.credentialAttemptAllowed(clientAddress({ req })))?.retryAfterSeconds ?? null,
       failed: (req) => rateLimiter.credentialFailed(clientAddress({ req })),
     },
   });
@@ -229,7 +295,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       await webSocket.close();
       stopIdentityCache();
       httpServer.closeAllConnections?.();
-      await new Promise<void>((resolve) => (httpServer.listening ? httpServer.close(() => resolve()) : resolve()));
+      await new Promise<void>((resolve) =>
+        httpServer.listening ? httpServer.close(() => resolve()) : resolve(),
+      );
       await redis?.close();
       await rateLimiter.close();
       await observability.close();

@@ -1,7 +1,7 @@
-import { GraphQLError } from 'graphql';
 import { PothosValidationError } from '@pothos/core';
-import { FairwayError } from '../shared/client-errors.js';
+import { GraphQLError } from 'graphql';
 import { isDatabaseUnavailable } from '../persistence/database-unavailable.js';
+import { FairwayError } from '../shared/index.js';
 
 const PUBLIC_CODES = new Set([
   'BAD_USER_INPUT',
@@ -17,11 +17,15 @@ const PUBLIC_CODES = new Set([
   'SERVICE_UNAVAILABLE',
 ]);
 
-/** What a client is told when the database is down or does not answer in time: nothing of its address, SQL or driver text. */
+/** What a client is told when the database is down or does not answer in time: nothing of its address, SQL
+ * or driver text.
+ */
 export const DATABASE_UNAVAILABLE_MESSAGE = 'The database is unavailable; try again shortly.';
 /** Seconds a client should wait before retrying (the `Retry-After` header where HTTP allows it). */
 const RETRY_AFTER_SECONDS = 5;
-/** During an outage every request fails the same way: log the first failure, then a count at most this often. */
+/** During an outage every request fails the same way: log the first failure, then a count at most this
+ * often.
+ */
 const OUTAGE_LOG_EVERY_MS = 10_000;
 
 export type ErrorLogger = (error: unknown) => void;
@@ -60,9 +64,19 @@ export function createMaskError(log: ErrorLogger) {
   return (error: unknown): Error => {
     const graphQLError = isGraphQLError(error) ? error : null;
     const original: unknown = graphQLError?.originalError ?? error;
-    const location = graphQLError ? { nodes: graphQLError.nodes, source: graphQLError.source, positions: graphQLError.positions, path: graphQLError.path } : {};
+    const location = graphQLError
+      ? {
+          nodes: graphQLError.nodes,
+          source: graphQLError.source,
+          positions: graphQLError.positions,
+          path: graphQLError.path,
+        }
+      : {};
     if (original instanceof FairwayError) {
-      return new GraphQLError(original.message, { ...location, extensions: { code: original.code, ...(original.details ?? {}) } });
+      return new GraphQLError(original.message, {
+        ...location,
+        extensions: { code: original.code, ...(original.details ?? {}) },
+      });
     }
     if (original instanceof PothosValidationError) {
       return new GraphQLError(original.message, { ...location, extensions: { code: 'BAD_USER_INPUT' } });
@@ -71,13 +85,19 @@ export function createMaskError(log: ErrorLogger) {
       const code = original.extensions?.code;
       const status = (original.extensions?.http as { status?: number } | undefined)?.status;
       // Our codes, and anything yoga itself marked as the client's fault (4xx).
-      if ((typeof code === 'string' && PUBLIC_CODES.has(code)) || (typeof status === 'number' && status >= 400 && status < 500)) {
+      if (
+        (typeof code === 'string' && PUBLIC_CODES.has(code)) ||
+        (typeof status === 'number' && status >= 400 && status < 500)
+      ) {
         return new GraphQLError(original.message, { ...location, extensions: original.extensions });
       }
       if (code === undefined && !original.originalError) {
         // Raised by graphql-js itself while coercing arguments and variables (no cause
         // underneath, no code): the caller's input. The outer message names the variable.
-        return new GraphQLError((graphQLError ?? original).message, { ...location, extensions: { code: 'BAD_USER_INPUT' } });
+        return new GraphQLError((graphQLError ?? original).message, {
+          ...location,
+          extensions: { code: 'BAD_USER_INPUT' },
+        });
       }
     }
     if (isDatabaseUnavailable(original)) {
@@ -85,11 +105,17 @@ export function createMaskError(log: ErrorLogger) {
       return new GraphQLError(DATABASE_UNAVAILABLE_MESSAGE, {
         ...location,
         // yoga turns `http` into the response status and headers (503 when no data came back) and strips it from the body.
-        extensions: { code: 'SERVICE_UNAVAILABLE', http: { status: 503, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } } },
+        extensions: {
+          code: 'SERVICE_UNAVAILABLE',
+          http: { status: 503, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } },
+        },
       });
     }
     log(original);
-    return new GraphQLError('Unexpected error.', { ...location, extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+    return new GraphQLError('Unexpected error.', {
+      ...location,
+      extensions: { code: 'INTERNAL_SERVER_ERROR' },
+    });
   };
 }
 
@@ -103,7 +129,12 @@ function outageLogger(log: ErrorLogger, now: () => number = Date.now): ErrorLogg
       suppressed++;
       return;
     }
-    if (suppressed > 0) log(new Error(`database unavailable: ${suppressed} more request(s) failed in the last ${Math.round((at - lastLoggedAt) / 1000)} s`));
+    if (suppressed > 0)
+      log(
+        new Error(
+          `database unavailable: ${suppressed} more request(s) failed in the last ${Math.round((at - lastLoggedAt) / 1000)} s`,
+        ),
+      );
     log(error);
     lastLoggedAt = at;
     suppressed = 0;

@@ -1,9 +1,9 @@
-import DataLoader from 'dataloader';
 import type { EntityManager, EntityName } from '@mikro-orm/core';
-import { Membership, Project, Tenant, User } from '../persistence/tenancy/entities.js';
-import { JobEvent } from '../persistence/jobs/entities.js';
-import { Queue } from '../persistence/cluster/entities.js';
+import DataLoader from 'dataloader';
+import { Queue } from '../persistence/cluster/index.js';
+import { JobEvent } from '../persistence/jobs/index.js';
 import { findMapped } from '../persistence/raw-reads.js';
+import { Membership, Project, Tenant, User } from '../persistence/tenancy/index.js';
 
 /**
  * Per-request batch loaders: a list that resolves relations costs one query per relation,
@@ -42,12 +42,26 @@ function eventsByJob(em: EntityManager) {
 function membershipByTenantAndUser(em: EntityManager) {
   return new DataLoader<string, Membership | null>(async (keys) => {
     const pairs = keys.map((key) => key.split(':') as [string, string]);
-    const rows = await em.find(Membership, { tenant: { $in: [...new Set(pairs.map(([t]) => t))] }, user: { $in: [...new Set(pairs.map(([, u]) => u))] } }, { populate: ['user'] });
+    const rows = await em.find(
+      Membership,
+      {
+        tenant: { $in: [...new Set(pairs.map(([t]) => t))] },
+        user: { $in: [...new Set(pairs.map(([, u]) => u))] },
+      },
+      { populate: ['user'] },
+    );
     const found = new Map(rows.map((m) => [`${m.tenant.id}:${m.user.id}`, m]));
     return keys.map((key) => found.get(key) ?? null);
   });
 }
 
 export function createLoaders(em: EntityManager): Loaders {
-  return { project: byId(em, Project), queue: byId(em, Queue), tenant: byId(em, Tenant), user: byId(em, User), membership: membershipByTenantAndUser(em), jobEvents: eventsByJob(em) };
+  return {
+    project: byId(em, Project),
+    queue: byId(em, Queue),
+    tenant: byId(em, Tenant),
+    user: byId(em, User),
+    membership: membershipByTenantAndUser(em),
+    jobEvents: eventsByJob(em),
+  };
 }

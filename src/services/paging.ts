@@ -29,6 +29,8 @@ export async function findPage<T extends { id: string }>(
 
 /** The keyset page `findPage` would read (ids ascending, `inverted` walks back), taken from rows already loaded. */
 export function pageInMemory<T extends { id: string }>(rows: readonly T[], page: PageQuery): T[] {
-  const inRange = rows.filter((row) => (!page.after || row.id > page.after) && (!page.before || row.id < page.before));
+  const inRange = rows.filter(
+    (row) => (!page.after || row.id > page.after) && (!page.before || row.id < page.before),
+  );
   return (page.inverted ? inRange.reverse() : inRange).slice(0, page.limit);
 }

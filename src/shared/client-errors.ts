@@ -4,7 +4,13 @@
  * Shared by every layer that answers a client (auth, services, schema, server), so none
  * of them has to import another for its error type.
  */
-export type ErrorCode = 'BAD_USER_INPUT' | 'UNAUTHENTICATED' | 'FORBIDDEN' | 'NOT_FOUND' | 'CONFLICT' | 'RATE_LIMITED';
+export type ErrorCode =
+  | 'BAD_USER_INPUT'
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'RATE_LIMITED';
 
 export class FairwayError extends Error {
   constructor(
@@ -19,8 +25,9 @@ export class FairwayError extends Error {
 
 export const badInput = (message: string, details?: Record<string, unknown>) =>
   new FairwayError('BAD_USER_INPUT', message, details);
-export const unauthenticated = (message = 'Sign in first: send "Authorization: Bearer <API token or OIDC JWT>".') =>
-  new FairwayError('UNAUTHENTICATED', message);
+export const unauthenticated = (
+  message = 'Sign in first: send "Authorization: Bearer <API token or OIDC JWT>".',
+) => new FairwayError('UNAUTHENTICATED', message);
 export const forbidden = (message: string) => new FairwayError('FORBIDDEN', message);
 /** The same answer whether the thing does not exist or belongs to another tenant. */
 export const notFound = (what: string) => new FairwayError('NOT_FOUND', `${what} not found`);

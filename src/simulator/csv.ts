@@ -75,7 +75,10 @@ export function parseCsvRecords(text: string, file = '<csv>'): CsvRecord[] {
     const message = SYNTAX_MESSAGES[e.code];
     if (message === undefined) throw new CsvError(file, start, e.message);
     // an unterminated quote is reported at its record; other errors at their own line
-    const offset = e.code === 'CSV_QUOTE_NOT_CLOSED' ? 0 : Math.max(0, (e as unknown as { lines: number }).lines - parserLinesAtStart);
+    const offset =
+      e.code === 'CSV_QUOTE_NOT_CLOSED'
+        ? 0
+        : Math.max(0, (e as unknown as { lines: number }).lines - parserLinesAtStart);
     throw new CsvError(file, start + offset, message);
   }
   return out;
@@ -112,7 +115,11 @@ export class Columns {
     header.forEach((h, i) => this.idx.set(h, i));
     const missing = required.filter((r) => !this.idx.has(r));
     if (missing.length > 0) {
-      throw new CsvError(file, headerLine, `missing required column(s): ${missing.join(', ')} (header: ${header.join(',')})`);
+      throw new CsvError(
+        file,
+        headerLine,
+        `missing required column(s): ${missing.join(', ')} (header: ${header.join(',')})`,
+      );
     }
   }
   has(name: string): boolean {
@@ -132,14 +139,19 @@ export class Columns {
     if (v === undefined) throw new CsvError(this.file, rec.line, `column '${name}' is empty`);
     return v;
   }
-  number(rec: CsvRecord, name: string, opts: { min?: number; integer?: boolean; dflt?: number } = {}): number {
+  number(
+    rec: CsvRecord,
+    name: string,
+    opts: { min?: number; integer?: boolean; dflt?: number } = {},
+  ): number {
     const v = this.get(rec, name);
     if (v === undefined) {
       if (opts.dflt !== undefined) return opts.dflt;
       throw new CsvError(this.file, rec.line, `column '${name}' is empty`);
     }
     const x = Number(v);
-    if (!Number.isFinite(x)) throw new CsvError(this.file, rec.line, `column '${name}': '${v}' is not a number`);
+    if (!Number.isFinite(x))
+      throw new CsvError(this.file, rec.line, `column '${name}': '${v}' is not a number`);
     if (opts.integer && !Number.isInteger(x)) {
       throw new CsvError(this.file, rec.line, `column '${name}': '${v}' must be a whole number`);
     }

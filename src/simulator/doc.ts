@@ -11,7 +11,18 @@
  *   does not need them;
  * - duplicate keys are refused at the line of the second key.
  */
-import { CST, isAlias, isMap, isScalar, isSeq, LineCounter, Lexer, parseDocument, type Node, type Pair } from 'yaml';
+import {
+  CST,
+  isAlias,
+  isMap,
+  isScalar,
+  isSeq,
+  Lexer,
+  LineCounter,
+  type Node,
+  type Pair,
+  parseDocument,
+} from 'yaml';
 
 export type Value = null | boolean | number | string | Value[] | { [k: string]: Value };
 
@@ -49,7 +60,12 @@ function parse(text: string, file: string, json: boolean): Doc {
     throw new DocError(file, line, m, withColumn ? col : undefined);
   };
   const err = ydoc.errors[0];
-  if (err) failAt(err.pos[0], err.code === 'MULTIPLE_DOCS' ? 'multi-document YAML is not supported' : lowerFirst(err.message), true);
+  if (err)
+    failAt(
+      err.pos[0],
+      err.code === 'MULTIPLE_DOCS' ? 'multi-document YAML is not supported' : lowerFirst(err.message),
+      true,
+    );
   if (json) checkJsonTokens(text, failAt);
 
   const lines = new WeakMap<object, number>();
@@ -65,10 +81,16 @@ function parse(text: string, file: string, json: boolean): Doc {
     if (n === null || n === undefined) return null; // `key:` with nothing after it
     if (isAlias(n)) return failAt(start(n), 'anchors, aliases and tags are not supported');
     const node = n as Node;
-    if (node.anchor !== undefined || node.tag !== undefined) return failAt(start(node), 'anchors, aliases and tags are not supported');
+    if (node.anchor !== undefined || node.tag !== undefined)
+      return failAt(start(node), 'anchors, aliases and tags are not supported');
     if (isScalar(node)) {
-      if (node.type === 'BLOCK_LITERAL' || node.type === 'BLOCK_FOLDED') return failAt(start(node), 'block scalars (| and >) are not supported');
-      if (json && node.type !== 'QUOTE_DOUBLE' && !(node.type === 'PLAIN' && JSON_LITERAL.test(node.source ?? ''))) {
+      if (node.type === 'BLOCK_LITERAL' || node.type === 'BLOCK_FOLDED')
+        return failAt(start(node), 'block scalars (| and >) are not supported');
+      if (
+        json &&
+        node.type !== 'QUOTE_DOUBLE' &&
+        !(node.type === 'PLAIN' && JSON_LITERAL.test(node.source ?? ''))
+      ) {
         return failAt(start(node), `unexpected character '${text[start(node)] ?? ''}'`);
       }
       return node.value as Value;
@@ -87,7 +109,7 @@ function parse(text: string, file: string, json: boolean): Doc {
       for (const p of node.items) {
         const k = keyOf(p, node);
         const at = isScalar(p.key) ? start(p.key) : start(node);
-        if (Object.prototype.hasOwnProperty.call(obj, k)) failAt(at, json ? `duplicate key "${k}"` : `duplicate key '${k}'`);
+        if (Object.hasOwn(obj, k)) failAt(at, json ? `duplicate key "${k}"` : `duplicate key '${k}'`);
         if (json && p.value === null) failAt(at, `expected a value after key "${k}"`);
         obj[k] = build(p.value);
       }
@@ -97,14 +119,21 @@ function parse(text: string, file: string, json: boolean): Doc {
   };
   if (json && ydoc.contents === null) failAt(text.length, 'unexpected end of input');
   const root = build(ydoc.contents);
-  return { file, root, lineOf: (v: unknown) => (v !== null && typeof v === 'object' ? (lines.get(v) ?? 1) : 1) };
+  return {
+    file,
+    root,
+    lineOf: (v: unknown) => (v !== null && typeof v === 'object' ? (lines.get(v) ?? 1) : 1),
+  };
 }
 
 /**
  * What YAML allows in flow collections but JSON does not, found on the token stream:
  * comments, and commas with no value before or after them (`[1,,2]`, `[1, 2,]`).
  */
-function checkJsonTokens(text: string, failAt: (offset: number, m: string, withColumn?: boolean) => never): void {
+function checkJsonTokens(
+  text: string,
+  failAt: (offset: number, m: string, withColumn?: boolean) => never,
+): void {
   let offset = 0;
   let prev: string | null = null; // type of the previous significant token
   for (const tok of new Lexer().lex(text)) {
@@ -114,8 +143,10 @@ function checkJsonTokens(text: string, failAt: (offset: number, m: string, withC
     if (type === 'comment') failAt(offset, 'comments are not allowed in JSON', true);
     const closes = type === 'flow-map-end' || type === 'flow-seq-end';
     // after `[`, `{`, `,` or `:` a value must come
-    const wantsValue = prev === 'flow-map-start' || prev === 'flow-seq-start' || prev === 'comma' || prev === 'map-value-ind';
-    if ((type === 'comma' && wantsValue) || (closes && (prev === 'comma' || prev === 'map-value-ind'))) failAt(offset, `unexpected character '${tok}'`, true);
+    const wantsValue =
+      prev === 'flow-map-start' || prev === 'flow-seq-start' || prev === 'comma' || prev === 'map-value-ind';
+    if ((type === 'comma' && wantsValue) || (closes && (prev === 'comma' || prev === 'map-value-ind')))
+      failAt(offset, `unexpected character '${tok}'`, true);
     if (type !== 'space' && type !== 'newline') prev = type;
     offset += tok.length;
   }

@@ -1,13 +1,13 @@
 // The simulator engine's shared part: what a replay or a fill reads (SimInput) and
 // produces (ReplayOutcome, FillOutcome), and how a trace job becomes the core's job spec.
 // The loops live in replay.ts and fill.ts.
-import { SchedulerInputError, type JobSpec } from '../core/scheduling/index.js';
+import { type JobSpec, SchedulerInputError } from '../core/scheduling/index.js';
 import type { SimCluster } from './cluster.js';
 import type { PodShape } from './fragmentation.js';
-import type { BuiltScheduler, PlacementName, PolicyName } from './scheduling-policies.js';
-import { nominalGpus, type SimQueue, type SimQueues } from './queues.js';
-import type { TraceJob } from './trace.js';
 import type { GovernanceOutcome } from './governance/types.js';
+import { nominalGpus, type SimQueue, type SimQueues } from './queues.js';
+import type { BuiltScheduler, PlacementName, PolicyName } from './scheduling-policies.js';
+import type { TraceJob } from './trace.js';
 
 export interface SimInput {
   trace: TraceJob[];
@@ -107,7 +107,9 @@ export interface FillPoint {
   allocationRatio: number;
   /** Free GPU capacity no pending pod shape can use / free capacity (0 when nothing is pending). */
   fragmentationRatio: number;
-  /** FGD-style: Σ over the trace's pod shapes of (share of pods with that shape × free capacity that shape cannot use) / free capacity. */
+  /** FGD-style: Σ over the trace's pod shapes of (share of pods with that shape × free capacity that shape
+   * cannot use) / free capacity.
+   */
   expectedFragmentationRatio: number;
   freeGpus: number;
   unusableGpus: number;
@@ -140,11 +142,15 @@ export function resolveQueues(input: SimInput): SimQueue[] {
     if (j.queue !== undefined) {
       const q = byName.get(j.queue);
       if (!q) throw new Error(`trace line ${j.line}: queue '${j.queue}' is not in ${input.queues.file}`);
-      if (q.tenant !== j.tenant) throw new Error(`trace line ${j.line}: queue '${j.queue}' belongs to tenant '${q.tenant}', not '${j.tenant}'`);
+      if (q.tenant !== j.tenant)
+        throw new Error(
+          `trace line ${j.line}: queue '${j.queue}' belongs to tenant '${q.tenant}', not '${j.tenant}'`,
+        );
       return q;
     }
     const q = byTenant.get(j.tenant);
-    if (!q) throw new Error(`trace line ${j.line}: tenant '${j.tenant}' has no queue in ${input.queues.file}`);
+    if (!q)
+      throw new Error(`trace line ${j.line}: tenant '${j.tenant}' has no queue in ${input.queues.file}`);
     return q;
   });
 }
@@ -174,7 +180,14 @@ export function toSpec(j: TraceJob, id: string, submitMs: number, b: BuiltSchedu
   if (j.memoryMib) perPod.memory = j.memoryMib;
   const ps: JobSpec['podSets'][number] = { name: 'main', count: j.pods, perPod };
   if (j.gpuType !== undefined) ps.flavors = [j.gpuType];
-  const spec: JobSpec = { id, tenant: r.tenant, queue: r.queue, priorityClass: b.priorityOf(j), submitTime: submitMs, podSets: [ps] };
+  const spec: JobSpec = {
+    id,
+    tenant: r.tenant,
+    queue: r.queue,
+    priorityClass: b.priorityOf(j),
+    submitTime: submitMs,
+    podSets: [ps],
+  };
   const declared = j.declaredDurationMs === undefined ? j.durationMs : j.declaredDurationMs;
   if (declared !== null) spec.expectedDurationMs = declared;
   if (j.resumable) spec.checkpoint = { resumable: true };
@@ -184,7 +197,9 @@ export function toSpec(j: TraceJob, id: string, submitMs: number, b: BuiltSchedu
 
 /** The core refused the job itself (larger than any quota, bad quantity): it never runs, the run goes on. */
 export function isRefusal(e: unknown): e is SchedulerInputError {
-  return e instanceof SchedulerInputError && (e.code === 'REQUEST_TOO_LARGE' || e.code === 'INVALID_QUANTITY');
+  return (
+    e instanceof SchedulerInputError && (e.code === 'REQUEST_TOO_LARGE' || e.code === 'INVALID_QUANTITY')
+  );
 }
 
 export function round6(x: number): number {

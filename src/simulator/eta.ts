@@ -37,7 +37,17 @@ export function etaStats(jobs: readonly SimJob[], sampled: boolean): EtaStats {
   const byReason: Record<string, number> = {};
   const abs: number[] = [];
   const signed: number[] = [];
-  const s = { admittedAtSubmit: 0, pendingAtSubmit: 0, withEta: 0, unknown: 0, measured: 0, neverStarted: 0, late: 0, early: 0, exact: 0 };
+  const s = {
+    admittedAtSubmit: 0,
+    pendingAtSubmit: 0,
+    withEta: 0,
+    unknown: 0,
+    measured: 0,
+    neverStarted: 0,
+    late: 0,
+    early: 0,
+    exact: 0,
+  };
   for (const j of jobs) {
     if (j.rejected || j.pendingAfterSubmit === undefined) continue;
     if (!j.pendingAfterSubmit) {

@@ -23,7 +23,7 @@ export function jain(xs: readonly number[]): number | null {
 export function waterFill(caps: readonly number[], weights: readonly number[], amount: number): number[] {
   const out = caps.map(() => 0);
   let left = amount;
-  let active = caps.map((c, i) => i).filter((i) => caps[i]! > 1e-12 && weights[i]! > 0);
+  let active = caps.map((_c, i) => i).filter((i) => caps[i]! > 1e-12 && weights[i]! > 0);
   while (left > 1e-12 && active.length > 0) {
     const wsum = active.reduce((s, i) => s + weights[i]!, 0);
     const level = left / wsum;
@@ -52,7 +52,11 @@ export function waterFill(caps: readonly number[], weights: readonly number[], a
  * 3. anything still left goes, equally, to unmet demand of zero-weight tenants.
  * So Σ entitlement = min(Σ demand, C) and no tenant is entitled to more than it demands.
  */
-export function entitlement(demand: readonly number[], tenants: readonly TenantInfo[], capacity: number): number[] {
+export function entitlement(
+  demand: readonly number[],
+  tenants: readonly TenantInfo[],
+  capacity: number,
+): number[] {
   const n = demand.length;
   const caps1 = demand.map((d, i) => Math.min(d, tenants[i]!.nominalGpus));
   const sum1 = caps1.reduce((s, x) => s + x, 0);

@@ -1,10 +1,19 @@
 import type { WorkloadShape } from '../core/scheduling/index.js';
 import { totalGpus } from './cluster.js';
-import { isRefusal, podShape, resolveQueues, round6, toSpec, type FillOutcome, type FillPoint, type SimInput } from './engine.js';
-import { fragmentation, shapeKey, unitsInUse, type PodShape } from './fragmentation.js';
+import {
+  type FillOutcome,
+  type FillPoint,
+  isRefusal,
+  podShape,
+  resolveQueues,
+  round6,
+  type SimInput,
+  toSpec,
+} from './engine.js';
+import { fragmentation, type PodShape, shapeKey, unitsInUse } from './fragmentation.js';
 import { PendingShapes } from './pending-shapes.js';
-import { buildScheduler, type PlacementName, type PolicyName } from './scheduling-policies.js';
 import { Prng } from './prng.js';
+import { buildScheduler, type PlacementName, type PolicyName } from './scheduling-policies.js';
 import { jobGpus } from './trace.js';
 
 export interface FillOptions {
@@ -80,7 +89,8 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
   const maxDraws = 1_000_000;
   if (!trace.some((j) => jobGpus(j) > 0)) throw new Error('fill needs a trace with GPU jobs');
   while (ti < targets.length) {
-    if (submitted >= maxDraws) throw new Error(`fill did not reach ${targets[ti]}% requested after ${maxDraws} jobs`);
+    if (submitted >= maxDraws)
+      throw new Error(`fill did not reach ${targets[ti]}% requested after ${maxDraws} jobs`);
     const k = rng.int(trace.length);
     const j = trace[k]!;
     sample.push(j.line);
@@ -97,7 +107,7 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
     try {
       sched.submit(spec);
     } catch (e) {
-      if (!(isRefusal(e))) {
+      if (!isRefusal(e)) {
         throw new Error(`trace line ${j.line}: the scheduler refused job: ${(e as Error).message}`);
       }
       bump(id, -1); // refused: it will never be pending in the core
@@ -123,12 +133,18 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
       }
       if (r.admitted.length === 0 && r.preempted.length === 0) break;
     }
-    if (opts.onProgress && submitted % progressEvery === 0) opts.onProgress({ submitted, requestedGpus: requested, targetGpus: (targets[targets.length - 1]! / 100) * capacity });
+    if (opts.onProgress && submitted % progressEvery === 0)
+      opts.onProgress({
+        submitted,
+        requestedGpus: requested,
+        targetGpus: (targets[targets.length - 1]! / 100) * capacity,
+      });
     while (ti < targets.length && requested >= (targets[ti]! / 100) * capacity - 1e-9) {
       const nodes = sched.nodeStatus();
       // cross-check the simulator's books against the core's node state
       const used = unitsInUse(nodes);
-      if (Math.abs(used - allocated) > 1e-6) throw new Error(`fill: ${allocated} GPUs admitted but the nodes show ${used} in use`);
+      if (Math.abs(used - allocated) > 1e-6)
+        throw new Error(`fill: ${allocated} GPUs admitted but the nodes show ${used} in use`);
       const f = fragmentation(nodes, pendingShapes.shapes());
       let expUnusable = 0;
       for (const e of shapeList) expUnusable += (e.pods / allPods) * fragmentation(nodes, [e.shape]).unusable;
@@ -148,14 +164,25 @@ export function runFill(input: SimInput, opts: FillOptions): FillOutcome {
       ti++;
     }
   }
-  return { kind: 'fill', policy: opts.policy, placement: opts.placement, seed: opts.seed, capacityGpus: capacity, points, sample, stats: { cycles } };
-
+  return {
+    kind: 'fill',
+    policy: opts.policy,
+    placement: opts.placement,
+    seed: opts.seed,
+    capacityGpus: capacity,
+    points,
+    sample,
+    stats: { cycles },
+  };
 }
 
 /** The trace's pod shapes as the core's expected workload (weight = pods of that shape). */
 export function workloadOf(shapes: readonly { shape: PodShape; pods: number }[]): WorkloadShape[] {
   return shapes.map(({ shape, pods }) => {
-    const w: WorkloadShape = { perPod: { gpu: shape.gpu, cpu: shape.cpu, memory: shape.memory }, weight: pods };
+    const w: WorkloadShape = {
+      perPod: { gpu: shape.gpu, cpu: shape.cpu, memory: shape.memory },
+      weight: pods,
+    };
     if (shape.flavors) w.flavors = [...shape.flavors];
     return w;
   });

@@ -27,7 +27,10 @@ const EPS = 1e-9;
  *  - mig/timeslice flavors: the node has at least `gpu` free slices in all.
  * Shapes asking for no GPU never make a GPU usable.
  */
-export function fragmentation(nodes: readonly NodeStatus[], shapes: readonly PodShape[]): { free: number; unusable: number } {
+export function fragmentation(
+  nodes: readonly NodeStatus[],
+  shapes: readonly PodShape[],
+): { free: number; unusable: number } {
   let free = 0;
   let unusable = 0;
   const gpuShapes = shapes.filter((s) => s.gpu > 0);

@@ -54,27 +54,89 @@ export const POD_CLASSES: Weighted<0 | 'frac' | 1 | 2 | 4 | 8> = [
 
 /** Fractional shares in milli-GPU (the trace's shares cluster on a few values). */
 export const FRACTIONS: Weighted<number> = [
-  [50, 2], [100, 3], [110, 3], [160, 4], [200, 4], [220, 8], [230, 4], [250, 5], [270, 3], [300, 4],
-  [320, 8], [400, 5], [440, 3], [460, 10], [470, 8], [480, 3], [500, 8], [550, 4], [590, 2], [600, 3],
-  [650, 3], [700, 2], [750, 2], [810, 4], [900, 2],
+  [50, 2],
+  [100, 3],
+  [110, 3],
+  [160, 4],
+  [200, 4],
+  [220, 8],
+  [230, 4],
+  [250, 5],
+  [270, 3],
+  [300, 4],
+  [320, 8],
+  [400, 5],
+  [440, 3],
+  [460, 10],
+  [470, 8],
+  [480, 3],
+  [500, 8],
+  [550, 4],
+  [590, 2],
+  [600, 3],
+  [650, 3],
+  [700, 2],
+  [750, 2],
+  [810, 4],
+  [900, 2],
 ];
 
 /** Per-pod [cpu milli, memory MiB] profiles by pod class, with weights. */
 export const PROFILES: Record<string, Weighted<readonly [number, number]>> = {
-  '0': [[[8000, 30517], 8], [[12500, 65536], 3], [[20000, 65536], 3], [[32000, 65536], 3], [[4000, 8192], 3], [[16000, 131072], 2]],
+  '0': [
+    [[8000, 30517], 8],
+    [[12500, 65536], 3],
+    [[20000, 65536], 3],
+    [[32000, 65536], 3],
+    [[4000, 8192], 3],
+    [[16000, 131072], 2],
+  ],
   frac: [
-    [[1000, 2048], 3], [[3152, 5600], 8], [[4000, 15258], 20], [[4152, 10600], 8], [[6000, 12288], 12],
-    [[6000, 18432], 5], [[8000, 30517], 22], [[11908, 47104], 6], [[4000, 30517], 6], [[6000, 22888], 4],
+    [[1000, 2048], 3],
+    [[3152, 5600], 8],
+    [[4000, 15258], 20],
+    [[4152, 10600], 8],
+    [[6000, 12288], 12],
+    [[6000, 18432], 5],
+    [[8000, 30517], 22],
+    [[11908, 47104], 6],
+    [[4000, 30517], 6],
+    [[6000, 22888], 4],
   ],
   '1': [
-    [[3152, 5600], 9], [[4000, 16384], 6], [[4000, 24576], 5], [[4000, 31250], 4], [[8000, 16384], 10],
-    [[8000, 32768], 6], [[8000, 65536], 5], [[12000, 16384], 12], [[12000, 24576], 8], [[12000, 49152], 4],
-    [[16000, 32768], 17], [[16000, 49152], 5], [[16000, 65536], 7], [[18708, 64512], 11], [[11908, 47104], 4],
-    [[9810, 41560], 2], [[15700, 58368], 2],
+    [[3152, 5600], 9],
+    [[4000, 16384], 6],
+    [[4000, 24576], 5],
+    [[4000, 31250], 4],
+    [[8000, 16384], 10],
+    [[8000, 32768], 6],
+    [[8000, 65536], 5],
+    [[12000, 16384], 12],
+    [[12000, 24576], 8],
+    [[12000, 49152], 4],
+    [[16000, 32768], 17],
+    [[16000, 49152], 5],
+    [[16000, 65536], 7],
+    [[18708, 64512], 11],
+    [[11908, 47104], 4],
+    [[9810, 41560], 2],
+    [[15700, 58368], 2],
   ],
-  '2': [[[16000, 65536], 3], [[24000, 98304], 2], [[32000, 131072], 2]],
-  '4': [[[32000, 131072], 2], [[48000, 196608], 2], [[24000, 98304], 1]],
-  '8': [[[88000, 327680], 3], [[64000, 262144], 2], [[96000, 393216], 1]],
+  '2': [
+    [[16000, 65536], 3],
+    [[24000, 98304], 2],
+    [[32000, 131072], 2],
+  ],
+  '4': [
+    [[32000, 131072], 2],
+    [[48000, 196608], 2],
+    [[24000, 98304], 1],
+  ],
+  '8': [
+    [[88000, 327680], 3],
+    [[64000, 262144], 2],
+    [[96000, 393216], 1],
+  ],
 };
 
 export interface HeteroOptions {
@@ -120,7 +182,11 @@ export function generateHetero(o: HeteroOptions): HeteroInput {
   if (!(scale > 0)) throw new Error(`scale must be positive, got ${scale}`);
   const pinned = o.pinned ?? 0.05;
   const rng = new Prng(o.seed);
-  const nodes = NODE_TYPES.map((t, i) => ({ ...t, count: Math.max(1, Math.round(t.count * scale)), name: `${t.model.toLowerCase()}-${t.gpus}g-${i}` }));
+  const nodes = NODE_TYPES.map((t, i) => ({
+    ...t,
+    count: Math.max(1, Math.round(t.count * scale)),
+    name: `${t.model.toLowerCase()}-${t.gpus}g-${i}`,
+  }));
   const nPods = Math.max(1, Math.round((o.pods ?? 8000) * scale));
   const pods: HeteroPod[] = [];
   let t = 0;
@@ -134,7 +200,13 @@ export function generateHetero(o: HeteroOptions): HeteroInput {
     const modelPick = rng.next();
     if (gpus > 0 && u < pinned) {
       // a model with a node type that can hold the pod, weighted by its GPUs
-      const fits = nodes.filter((n) => n.model !== 'cpu' && n.gpus >= Math.max(1, gpus) && n.cpuMilli >= cpuMilli && n.memoryMib >= memoryMib);
+      const fits = nodes.filter(
+        (n) =>
+          n.model !== 'cpu' &&
+          n.gpus >= Math.max(1, gpus) &&
+          n.cpuMilli >= cpuMilli &&
+          n.memoryMib >= memoryMib,
+      );
       const byModel = new Map<string, number>();
       for (const n of fits) byModel.set(n.model, (byModel.get(n.model) ?? 0) + n.gpus * n.count);
       const table = [...byModel.entries()];
@@ -171,13 +243,16 @@ export interface HeteroFiles {
 export const MERGED_FLAVOR = 'gpu';
 const TENANT = 'openb';
 
-function queuesJson(capacity: Map<string, { gpu: number; cpu: number; memory: number }>, order: string[]): string {
+function queuesJson(
+  capacity: Map<string, { gpu: number; cpu: number; memory: number }>,
+  order: string[],
+): string {
   const quotas: Record<string, unknown> = {};
   for (const f of order) {
     const c = capacity.get(f);
     if (c) quotas[f] = { gpu: { nominal: c.gpu }, cpu: { nominal: c.cpu }, memory: { nominal: c.memory } };
   }
-  return JSON.stringify({ queues: [{ name: TENANT, tenant: TENANT, queueingStrategy: 'BestEffortFIFO', quotas }] }, null, 2) + '\n';
+  return `${JSON.stringify({ queues: [{ name: TENANT, tenant: TENANT, queueingStrategy: 'BestEffortFIFO', quotas }] }, null, 2)}\n`;
 }
 
 /**
@@ -193,7 +268,12 @@ export function writeHetero(o: HeteroOptions & { outDir: string }): HeteroFiles 
  * Writes PREFIX-{trace,cluster}.csv and PREFIX-queues.json (one flavor per model, declared in
  * `order`, models not in it after them by name) and the merged variants PREFIX-*-merged.*.
  */
-export function writeFillInput(g: HeteroInput, outDir: string, prefix: string, order: readonly string[]): HeteroFiles {
+export function writeFillInput(
+  g: HeteroInput,
+  outDir: string,
+  prefix: string,
+  order: readonly string[],
+): HeteroFiles {
   mkdirSync(outDir, { recursive: true });
   const header = 'name,pool,gpu_type,gpus,cpu_milli,memory_mib,count';
   const cl = [header];
@@ -235,12 +315,15 @@ export function writeFillInput(g: HeteroInput, outDir: string, prefix: string, o
     pods: g.pods.length,
   };
   const models = [...new Set(g.nodes.map((n) => n.model))];
-  const declared = [...order.filter((m) => models.includes(m)), ...models.filter((m) => !order.includes(m)).sort()];
-  writeFileSync(files.trace, tr.join('\n') + '\n');
-  writeFileSync(files.cluster, cl.join('\n') + '\n');
+  const declared = [
+    ...order.filter((m) => models.includes(m)),
+    ...models.filter((m) => !order.includes(m)).sort(),
+  ];
+  writeFileSync(files.trace, `${tr.join('\n')}\n`);
+  writeFileSync(files.cluster, `${cl.join('\n')}\n`);
   writeFileSync(files.queues, queuesJson(cap, declared));
-  writeFileSync(files.traceMerged, trm.join('\n') + '\n');
-  writeFileSync(files.clusterMerged, clm.join('\n') + '\n');
+  writeFileSync(files.traceMerged, `${trm.join('\n')}\n`);
+  writeFileSync(files.clusterMerged, `${clm.join('\n')}\n`);
   writeFileSync(files.queuesMerged, queuesJson(cap, [MERGED_FLAVOR]));
   return files;
 }

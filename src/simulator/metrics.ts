@@ -3,12 +3,18 @@ import { round6 } from './engine.js';
 import { etaStats } from './eta.js';
 import { entitlement, jain } from './fairness.js';
 import { computeGovernanceMetrics } from './governance/metrics.js';
-import { WAIT_BUCKETS, type PreemptionStats, type ReplayMetrics, type TenantMetrics, type WaitStats } from './metrics-types.js';
+import {
+  type PreemptionStats,
+  type ReplayMetrics,
+  type TenantMetrics,
+  WAIT_BUCKETS,
+  type WaitStats,
+} from './metrics-types.js';
 import { percentile } from './percentile.js';
 
-export { percentile };
 export { entitlement, jain, waterFill } from './fairness.js';
 export * from './metrics-types.js';
+export { percentile };
 
 export function waitStats(waitsS: number[]): WaitStats {
   const a = [...waitsS].sort((x, y) => x - y);
@@ -202,7 +208,15 @@ export function computeReplayMetrics(o: ReplayOutcome, opts: MetricsOptions = {}
   });
   const slaE = sla.reduce((s, x) => s + x.eligible, 0);
   const slaM = sla.reduce((s, x) => s + x.met, 0);
-  const tot = cnt.reduce((s, c) => ({ jobs: s.jobs + c.jobs, started: s.started + c.started, unstarted: s.unstarted + c.unstarted, rejected: s.rejected + c.rejected }), { jobs: 0, started: 0, unstarted: 0, rejected: 0 });
+  const tot = cnt.reduce(
+    (s, c) => ({
+      jobs: s.jobs + c.jobs,
+      started: s.started + c.started,
+      unstarted: s.unstarted + c.unstarted,
+      rejected: s.rejected + c.rejected,
+    }),
+    { jobs: 0, started: 0, unstarted: 0, rejected: 0 },
+  );
   const j = jain(ratios);
   const pa: Record<string, number> = {};
   for (const k of Object.keys(previewAtSubmit).sort()) pa[k] = previewAtSubmit[k]!;
@@ -225,7 +239,13 @@ export function computeReplayMetrics(o: ReplayOutcome, opts: MetricsOptions = {}
     previewAtSubmit: pa,
     etaAtSubmit: etaStats(o.jobs, o.etaSampled),
     tenants: tms,
-    timeline: { startMs: w0, bucketMs, tenants: tenants.map((t) => t.name), allocation: alloc, preemptions: preTl },
+    timeline: {
+      startMs: w0,
+      bucketMs,
+      tenants: tenants.map((t) => t.name),
+      allocation: alloc,
+      preemptions: preTl,
+    },
     ...(governance ? { governance } : {}),
   };
 }

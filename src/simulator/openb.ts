@@ -3,7 +3,13 @@
 // num_gpu,gpu_milli,gpu_spec,...`) into the same fill inputs as generate-hetero writes.
 import { readFileSync } from 'node:fs';
 import { Columns, CsvError, parseCsvTable } from './csv.js';
-import { type HeteroFiles, type HeteroInput, type HeteroPod, type NodeType, writeFillInput } from './hetero-gen.js';
+import {
+  type HeteroFiles,
+  type HeteroInput,
+  type HeteroPod,
+  type NodeType,
+  writeFillInput,
+} from './hetero-gen.js';
 
 export interface OpenbOptions {
   nodeList: string;
@@ -39,7 +45,14 @@ export function convertOpenb(o: OpenbOptions): OpenbResult {
     const m = nc.get(r, 'model');
     const model = gpus === 0 || absent(m) ? 'cpu' : (m as string);
     if (gpus > 0 && absent(m)) throw new CsvError(o.nodeList, r.line, `node '${name}' has GPUs but no model`);
-    nodes.push({ name, model, gpus, cpuMilli: nc.number(r, 'cpu_milli', { min: 0 }), memoryMib: nc.number(r, 'memory_mib', { min: 0 }), count: 1 });
+    nodes.push({
+      name,
+      model,
+      gpus,
+      cpuMilli: nc.number(r, 'cpu_milli', { min: 0 }),
+      memoryMib: nc.number(r, 'memory_mib', { min: 0 }),
+      count: 1,
+    });
   }
   const models = new Set(nodes.map((n) => n.model));
   const pt = parseCsvTable(readFileSync(o.podList, 'utf8'), o.podList);
@@ -66,7 +79,9 @@ export function convertOpenb(o: OpenbOptions): OpenbResult {
     const spec = pc.get(r, 'gpu_spec');
     if (gpus > 0 && !absent(spec)) {
       const ms = (spec as string).split('|').filter((x) => x !== '');
-      for (const m of ms) if (!models.has(m)) throw new CsvError(o.podList, r.line, `gpu_spec '${spec}' names a model no node has`);
+      for (const m of ms)
+        if (!models.has(m))
+          throw new CsvError(o.podList, r.line, `gpu_spec '${spec}' names a model no node has`);
       if (ms.length === 1) pod.model = ms[0];
       else multi++;
     }
@@ -74,7 +89,9 @@ export function convertOpenb(o: OpenbOptions): OpenbResult {
   }
   const gpuOf = new Map<string, number>();
   for (const n of nodes) gpuOf.set(n.model, (gpuOf.get(n.model) ?? 0) + n.gpus);
-  const order = [...gpuOf.keys()].filter((m) => m !== 'cpu').sort((a, b) => (gpuOf.get(b) as number) - (gpuOf.get(a) as number) || (a < b ? -1 : 1));
+  const order = [...gpuOf.keys()]
+    .filter((m) => m !== 'cpu')
+    .sort((a, b) => (gpuOf.get(b) as number) - (gpuOf.get(a) as number) || (a < b ? -1 : 1));
   order.push('cpu');
   const input: HeteroInput = { nodes, pods };
   return { ...writeFillInput(input, o.outDir, o.prefix ?? 'openb', order), multiModelPins: multi };

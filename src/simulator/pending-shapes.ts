@@ -1,4 +1,4 @@
-import { shapeKey, type PodShape } from './fragmentation.js';
+import { type PodShape, shapeKey } from './fragmentation.js';
 
 /**
  * The pod shapes of the pending jobs, as a multiset keyed by `shapeKey`: fragmentation

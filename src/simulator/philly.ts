@@ -61,13 +61,18 @@ export function checkPhillyDir(dir: string, source: PhillyDirSource, defaultHint
   const abs = resolve(dir);
   const how = 'pass --philly-dir DIR or set FAIRWAY_PHILLY_DIR to a folder that holds them';
   const where =
-    source === 'default' ? `the default folder ${abs} (${defaultHint})` : source === 'FAIRWAY_PHILLY_DIR' ? `FAIRWAY_PHILLY_DIR=${dir} (${abs})` : `--philly-dir ${dir} (${abs})`;
+    source === 'default'
+      ? `the default folder ${abs} (${defaultHint})`
+      : source === 'FAIRWAY_PHILLY_DIR'
+        ? `FAIRWAY_PHILLY_DIR=${dir} (${abs})`
+        : `--philly-dir ${dir} (${abs})`;
   const need = `convert-philly needs ${PHILLY_FILES.join(' and ')}`;
   if (!existsSync(abs) || !statSync(abs).isDirectory()) {
     throw new PhillyInputError(`${need}, but ${where} does not exist; ${how}`);
   }
   const missing = PHILLY_FILES.filter((f) => !existsSync(join(abs, f)));
-  if (missing.length > 0) throw new PhillyInputError(`${need}, but ${where} has no ${missing.join(' and no ')}; ${how}`);
+  if (missing.length > 0)
+    throw new PhillyInputError(`${need}, but ${where} has no ${missing.join(' and no ')}; ${how}`);
 }
 
 /** Split n GPUs into identical pods of at most perNode GPUs: fewest pods that divide n. */
@@ -101,12 +106,23 @@ export const PHILLY_CRITICAL_VCS = 3;
  * (ties by name) are CRITICAL (→ guaranteed: lends half its idle share statically, never borrows),
  * a VC with nominal 0 is BEST_EFFORT (→ best-effort), the rest STANDARD (→ elastic).
  */
-export function governedPhilly<Q extends { name: string; tenant: string }>(queues: Q[], nominal: ReadonlyMap<string, number>): (Q & { workloadType: string; slaClass: string })[] {
+export function governedPhilly<Q extends { name: string; tenant: string }>(
+  queues: Q[],
+  nominal: ReadonlyMap<string, number>,
+): (Q & { workloadType: string; slaClass: string })[] {
   const nom = (q: Q): number => nominal.get(q.tenant) ?? 0;
   const critical = new Set(
-    [...queues].filter((q) => nom(q) > 0).sort((a, b) => nom(b) - nom(a) || (a.name < b.name ? -1 : 1)).slice(0, PHILLY_CRITICAL_VCS).map((q) => q.name),
+    [...queues]
+      .filter((q) => nom(q) > 0)
+      .sort((a, b) => nom(b) - nom(a) || (a.name < b.name ? -1 : 1))
+      .slice(0, PHILLY_CRITICAL_VCS)
+      .map((q) => q.name),
   );
-  return queues.map((q) => ({ ...q, workloadType: 'TRAINING', slaClass: critical.has(q.name) ? 'CRITICAL' : nom(q) === 0 ? 'BEST_EFFORT' : 'STANDARD' }));
+  return queues.map((q) => ({
+    ...q,
+    workloadType: 'TRAINING',
+    slaClass: critical.has(q.name) ? 'CRITICAL' : nom(q) === 0 ? 'BEST_EFFORT' : 'STANDARD',
+  }));
 }
 
 export function convertPhilly(o: PhillyOptions): PhillyResult {
@@ -136,7 +152,8 @@ export function convertPhilly(o: PhillyOptions): PhillyResult {
   let fractionalJobs = 0;
   for (const r of tT.rows) {
     const ts = tc.required(r, 'timestamp');
-    if (!/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/.test(ts)) throw new CsvError(traceFile, r.line, `timestamp '${ts}' is not YYYY-MM-DD HH:MM:SS`);
+    if (!/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/.test(ts))
+      throw new CsvError(traceFile, r.line, `timestamp '${ts}' is not YYYY-MM-DD HH:MM:SS`);
     const dur = tc.number(r, 'duration', { min: 0 });
     const n = tc.number(r, 'num_gpus', { min: 1, integer: true });
     const vc = tc.required(r, 'cluster');
@@ -151,7 +168,16 @@ export function convertPhilly(o: PhillyOptions): PhillyResult {
       }
     }
     jobsPerVc.set(vc, (jobsPerVc.get(vc) ?? 0) + 1);
-    rows.push([`philly-${r.line}`, `${ts.replace(' ', 'T')}Z`, String(dur), csvCell(vc), String(p.gpus), String(p.pods)].join(','));
+    rows.push(
+      [
+        `philly-${r.line}`,
+        `${ts.replace(' ', 'T')}Z`,
+        String(dur),
+        csvCell(vc),
+        String(p.gpus),
+        String(p.pods),
+      ].join(','),
+    );
   }
 
   const vcs = [...new Set([...vcNodes.keys(), ...jobsPerVc.keys()])].sort();
@@ -175,17 +201,23 @@ export function convertPhilly(o: PhillyOptions): PhillyResult {
     })),
   };
   mkdirSync(o.outDir, { recursive: true });
-  const traceOut = join(o.outDir, frac > 0 ? `philly-trace-frac${frac}-seed${o.seed ?? 1}.csv` : 'philly-trace.csv');
+  const traceOut = join(
+    o.outDir,
+    frac > 0 ? `philly-trace-frac${frac}-seed${o.seed ?? 1}.csv` : 'philly-trace.csv',
+  );
   const clusterOut = join(o.outDir, `philly-cluster-${gpus}.csv`);
   const queuesOut = join(o.outDir, `philly-queues-${gpus}${o.quota === 'raw' ? '-raw' : ''}.json`);
-  writeFileSync(traceOut, rows.join('\n') + '\n');
+  writeFileSync(traceOut, `${rows.join('\n')}\n`);
   writeFileSync(
     clusterOut,
     `name,pool,gpu_type,gpus,cpu_milli,memory_mib,count\nphilly,default,${PHILLY_FLAVOR},${per},${o.nodeCpuMilli ?? 64000},${o.nodeMemoryMib ?? 512 * 1024},${nodes}\n`,
   );
-  writeFileSync(queuesOut, JSON.stringify(queues, null, 2) + '\n');
+  writeFileSync(queuesOut, `${JSON.stringify(queues, null, 2)}\n`);
   const governedOut = queuesOut.replace(/\.json$/, '-governed.json');
-  writeFileSync(governedOut, JSON.stringify({ ...queues, queues: governedPhilly(queues.queues, nominal) }, null, 2) + '\n');
+  writeFileSync(
+    governedOut,
+    `${JSON.stringify({ ...queues, queues: governedPhilly(queues.queues, nominal) }, null, 2)}\n`,
+  );
   return {
     trace: traceOut,
     cluster: clusterOut,
@@ -193,6 +225,11 @@ export function convertPhilly(o: PhillyOptions): PhillyResult {
     governedQueues: governedOut,
     jobs: rows.length - 1,
     fractionalJobs,
-    tenants: vcs.map((v) => ({ vc: v, nodes: vcNodes.get(v) ?? null, nominalGpus: nominal.get(v) ?? 0, jobs: jobsPerVc.get(v) ?? 0 })),
+    tenants: vcs.map((v) => ({
+      vc: v,
+      nodes: vcNodes.get(v) ?? null,
+      nominalGpus: nominal.get(v) ?? 0,
+      jobs: jobsPerVc.get(v) ?? 0,
+    })),
   };
 }

@@ -30,7 +30,10 @@ const runName = (p: RunProgress) => `${p.mode} ${p.policy}/${p.placement}`;
  * Plain lines for a stderr that is not a terminal: at most one per `intervalMs` (the first
  * one `intervalMs` after the start, so a short run prints none), each complete in itself.
  */
-export function lineProgress(write: (line: string) => void, options: { intervalMs?: number; now?: () => number } = {}): ProgressDisplay {
+export function lineProgress(
+  write: (line: string) => void,
+  options: { intervalMs?: number; now?: () => number } = {},
+): ProgressDisplay {
   const intervalMs = options.intervalMs ?? 5000;
   const now = options.now ?? (() => performance.now());
   let lastLine = now();
@@ -50,8 +53,13 @@ export function lineProgress(write: (line: string) => void, options: { intervalM
       lastLine = t;
       const elapsedMs = t - base.t;
       const rate = elapsedMs > 0 ? Math.round(((p.jobs - base.jobs) * 1000) / elapsedMs) : 0;
-      const eta = p.fraction > base.fraction ? etaSeconds((p.fraction - base.fraction) / (1 - base.fraction), elapsedMs) : null;
-      write(`progress ${run}: ${(p.fraction * 100).toFixed(0)}% (${p.detail}), ${rate} jobs/s, ETA ${formatSeconds(eta)}`);
+      const eta =
+        p.fraction > base.fraction
+          ? etaSeconds((p.fraction - base.fraction) / (1 - base.fraction), elapsedMs)
+          : null;
+      write(
+        `progress ${run}: ${(p.fraction * 100).toFixed(0)}% (${p.detail}), ${rate} jobs/s, ETA ${formatSeconds(eta)}`,
+      );
     },
     runDone() {
       run = '';
@@ -93,7 +101,11 @@ export function barProgress(stream: NodeJS.WritableStream): ProgressDisplay {
         bar.start(scale, Math.round(p.fraction * scale), { run, detail: p.detail, rate: 0 });
       }
       const elapsedMs = t - base.t;
-      bar!.update(Math.round(p.fraction * scale), { run, detail: p.detail, rate: elapsedMs > 0 ? Math.round(((p.jobs - base.jobs) * 1000) / elapsedMs) : 0 });
+      bar!.update(Math.round(p.fraction * scale), {
+        run,
+        detail: p.detail,
+        rate: elapsedMs > 0 ? Math.round(((p.jobs - base.jobs) * 1000) / elapsedMs) : 0,
+      });
     },
     runDone: stop,
   };

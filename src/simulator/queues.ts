@@ -1,10 +1,16 @@
 import { readFileSync } from 'node:fs';
-import type { PreemptionSpec, QuotaLimits, QuotaSpec, ResourceName, TimeWindowSpec } from '../core/scheduling/index.js';
-import { parseClock, windowOpen } from '../core/scheduling/windows.js';
-import type { SimCluster } from './cluster.js';
 import { z } from 'zod';
-import { DocError, parseDoc, type Doc, type Value } from './doc.js';
-import { SLA_CLASSES, WORKLOAD_TYPES, type SlaClass, type WorkloadType } from '../core/governance/types.js';
+import { SLA_CLASSES, type SlaClass, WORKLOAD_TYPES, type WorkloadType } from '../core/governance/index.js';
+import type {
+  PreemptionSpec,
+  QuotaLimits,
+  QuotaSpec,
+  ResourceName,
+  TimeWindowSpec,
+} from '../core/scheduling/index.js';
+import { parseClock, windowOpen } from '../core/scheduling/index.js';
+import type { SimCluster } from './cluster.js';
+import { type Doc, DocError, parseDoc, type Value } from './doc.js';
 
 export type Resource = ResourceName;
 export const RESOURCES: readonly Resource[] = ['gpu', 'cpu', 'memory'];
@@ -27,7 +33,9 @@ export interface SimQueue {
   dedicatedPool?: string;
   /** Time-window quotas, as the core's QueueSpec.timeWindows (the first open window's quotas lie over `quotas`). */
   timeWindows?: SimTimeWindow[];
-  /** Governance (issue 16; used by the governed and controller policies): a queue naming any of these three is governed. */
+  /** Governance (used by the governed and controller policies): a queue naming any of these three is
+   * governed.
+   */
   isolationPolicy?: string;
   workloadType?: WorkloadType;
   slaClass?: SlaClass;
@@ -57,7 +65,8 @@ export interface SimQueues {
 // adds the file, the line of the object holding the value and the value's path.
 
 /** An optional value: null counts as absent, as it always did in these files. */
-const optional = <T extends z.ZodType>(s: T) => z.preprocess((v) => (v === null ? undefined : v), s.optional());
+const optional = <T extends z.ZodType>(s: T) =>
+  z.preprocess((v) => (v === null ? undefined : v), s.optional());
 /** A required value that may not be null either. */
 const required = <T extends z.ZodType>(s: T) => z.preprocess((v) => (v === null ? undefined : v), s);
 const nonEmpty = z.string().min(1);
@@ -76,12 +85,21 @@ const quoteList = (keys: readonly PropertyKey[]): string => keys.map((k) => `'${
 const resourceQuota = z.preprocess(
   (v) => (typeof v === 'number' ? { nominal: v } : v), // a number is the nominal
   strict(
-    { nominal: required(z.number().min(0)), borrowingLimit: optional(z.number().min(0)), lendingLimit: optional(z.number().min(0)) },
+    {
+      nominal: required(z.number().min(0)),
+      borrowingLimit: optional(z.number().min(0)),
+      lendingLimit: optional(z.number().min(0)),
+    },
     'must be a number (nominal) or {nominal, borrowingLimit?, lendingLimit?}',
   ).check((ctx) => {
     const q = ctx.value;
     if (q.lendingLimit !== undefined && q.lendingLimit > q.nominal) {
-      ctx.issues.push({ code: 'custom', input: q, path: ['lendingLimit'], message: `${q.lendingLimit} exceeds nominal ${q.nominal}` });
+      ctx.issues.push({
+        code: 'custom',
+        input: q,
+        path: ['lendingLimit'],
+        message: `${q.lendingLimit} exceeds nominal ${q.nominal}`,
+      });
     }
   }),
 );
@@ -91,7 +109,8 @@ const quotas = z.record(
     error: (raw) => {
       // a partial record reports keys outside the enum as unrecognized_keys, which its types omit
       const iss = raw as { code: string; keys?: PropertyKey[] };
-      if (iss.code === 'unrecognized_keys') return `unknown resource ${quoteList(iss.keys ?? [])} (gpu, cpu, memory)`;
+      if (iss.code === 'unrecognized_keys')
+        return `unknown resource ${quoteList(iss.keys ?? [])} (gpu, cpu, memory)`;
       return iss.code === 'invalid_type' ? 'must map resource (gpu, cpu, memory) → quota' : undefined;
     },
   }),
@@ -101,7 +120,12 @@ const cohort = strict({ name: required(nonEmpty), parent: optional(nonEmpty), qu
 const preemption = strict({
   withinQueue: optional(z.enum(['Never', 'LowerPriority', 'LowerOrNewerEqualPriority'])),
   reclaimWithinCohort: optional(z.enum(['Never', 'LowerPriority', 'Any'])),
-  borrowWithinCohort: optional(strict({ policy: optional(z.enum(['Never', 'LowerPriority'])), maxPriorityThreshold: optional(z.number()) })),
+  borrowWithinCohort: optional(
+    strict({
+      policy: optional(z.enum(['Never', 'LowerPriority'])),
+      maxPriorityThreshold: optional(z.number()),
+    }),
+  ),
   minRunBeforeReclaimMs: optional(z.number().min(0)),
   fairShareMaxLostRunMs: optional(z.number().min(0)),
 });
@@ -110,14 +134,22 @@ const clockTime = z.string().check((ctx) => {
   try {
     parseClock(ctx.value);
   } catch {
-    ctx.issues.push({ code: 'custom', input: ctx.value, message: `must be a time 'HH:MM' (00:00..24:00), got '${ctx.value}'` });
+    ctx.issues.push({
+      code: 'custom',
+      input: ctx.value,
+      message: `must be a time 'HH:MM' (00:00..24:00), got '${ctx.value}'`,
+    });
   }
 });
 const timeZone = z.string().check((ctx) => {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: ctx.value });
   } catch {
-    ctx.issues.push({ code: 'custom', input: ctx.value, message: `'${ctx.value}' is not an IANA time zone (e.g. Europe/Berlin, UTC)` });
+    ctx.issues.push({
+      code: 'custom',
+      input: ctx.value,
+      message: `'${ctx.value}' is not an IANA time zone (e.g. Europe/Berlin, UTC)`,
+    });
   }
 });
 const timeWindow = strict({
@@ -147,9 +179,18 @@ const queuesFile = z.strictObject(
   {
     cohorts: optional(z.array(cohort)),
     queues: z.array(queue).min(1),
-    fairSharing: optional(strict({ usageHalfLifeMs: optional(z.number().min(0)), entryPenalty: optional(z.number().min(0)) })),
+    fairSharing: optional(
+      strict({ usageHalfLifeMs: optional(z.number().min(0)), entryPenalty: optional(z.number().min(0)) }),
+    ),
   },
-  { error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown top-level key ${quoteList(iss.keys)} (known: cohorts, queues, fairSharing)` : iss.code === 'invalid_type' ? 'the queues file must be an object with a `queues` list' : undefined) },
+  {
+    error: (iss) =>
+      iss.code === 'unrecognized_keys'
+        ? `unknown top-level key ${quoteList(iss.keys)} (known: cohorts, queues, fairSharing)`
+        : iss.code === 'invalid_type'
+          ? 'the queues file must be an object with a `queues` list'
+          : undefined,
+  },
 );
 
 /** Messages for what the schemas above do not word themselves. */
@@ -158,7 +199,8 @@ const message: z.core.$ZodErrorMap = (iss) => {
   switch (iss.code) {
     case 'invalid_type': {
       if (iss.input === undefined) return 'is required';
-      const a = iss.expected === 'array' ? 'a list' : iss.expected === 'object' ? 'an object' : `a ${iss.expected}`;
+      const a =
+        iss.expected === 'array' ? 'a list' : iss.expected === 'object' ? 'an object' : `a ${iss.expected}`;
       return `must be ${a}, got ${got(iss.input)}`;
     }
     case 'too_small':
@@ -186,7 +228,9 @@ function formatPath(path: readonly PropertyKey[]): string {
 type Obj = { [k: string]: Value };
 const isObj = (v: Value | undefined): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The first schema issue as a DocError: line of the object holding the value (or, for unknown keys, of the object itself). */
+/** The first schema issue as a DocError: line of the object holding the value (or, for unknown keys, of the
+ * object itself).
+ */
 function issueError(doc: Doc, iss: z.core.$ZodIssue): DocError {
   const holderDepth = iss.code === 'unrecognized_keys' ? iss.path.length : iss.path.length - 1;
   let holder: Value = doc.root;
@@ -198,10 +242,23 @@ function issueError(doc: Doc, iss: z.core.$ZodIssue): DocError {
   }
   // name the queue or cohort too: an index is hard to find in a long file
   const [list, i] = iss.path;
-  const entry = (list === 'queues' || list === 'cohorts') && typeof i === 'number' && isObj(doc.root) && Array.isArray(doc.root[list]) ? doc.root[list][i] : undefined;
-  const named = isObj(entry) && typeof entry['name'] === 'string' && entry['name'] !== '' ? ` (${list === 'queues' ? 'queue' : 'cohort'} '${entry['name']}')` : '';
+  const entry =
+    (list === 'queues' || list === 'cohorts') &&
+    typeof i === 'number' &&
+    isObj(doc.root) &&
+    Array.isArray(doc.root[list])
+      ? doc.root[list][i]
+      : undefined;
+  const named =
+    isObj(entry) && typeof entry.name === 'string' && entry.name !== ''
+      ? ` (${list === 'queues' ? 'queue' : 'cohort'} '${entry.name}')`
+      : '';
   const path = formatPath(iss.path);
-  return new DocError(doc.file, doc.lineOf(holder), `${path === '' ? '' : `${path}: `}${iss.message}${named}`);
+  return new DocError(
+    doc.file,
+    doc.lineOf(holder),
+    `${path === '' ? '' : `${path}: `}${iss.message}${named}`,
+  );
 }
 
 export function parseQueues(text: string, file = '<queues>'): SimQueues {
@@ -237,7 +294,8 @@ function validateQueues(doc: Doc): SimQueues {
   const data = parsed.data;
   const root = doc.root as Obj;
   // lines of the list entries (the schema's output is a copy)
-  const lineOfEntry = (list: 'cohorts' | 'queues', i: number): number => doc.lineOf((root[list] as Value[])[i]);
+  const lineOfEntry = (list: 'cohorts' | 'queues', i: number): number =>
+    doc.lineOf((root[list] as Value[])[i]);
 
   const cohorts: SimCohort[] = [];
   const cohortNames = new Set<string>();
@@ -253,7 +311,11 @@ function validateQueues(doc: Doc): SimQueues {
   });
   for (const co of cohorts) {
     if (co.parent !== undefined && !cohortNames.has(co.parent)) {
-      throw new DocError(file, co.line, `cohort '${co.name}': parent '${co.parent}' is not a declared cohort`);
+      throw new DocError(
+        file,
+        co.line,
+        `cohort '${co.name}': parent '${co.parent}' is not a declared cohort`,
+      );
     }
   }
   // cycles
@@ -262,7 +324,8 @@ function validateQueues(doc: Doc): SimQueues {
     const seen = new Set<string>();
     let cur: string | undefined = co.name;
     while (cur !== undefined) {
-      if (seen.has(cur)) throw new DocError(file, co.line, `cohort '${co.name}': its parent chain has a cycle`);
+      if (seen.has(cur))
+        throw new DocError(file, co.line, `cohort '${co.name}': its parent chain has a cycle`);
       seen.add(cur);
       cur = parentOf.get(cur);
     }
@@ -277,7 +340,8 @@ function validateQueues(doc: Doc): SimQueues {
     qNames.add(q.name);
     const sq: SimQueue = { line, name: q.name, tenant: q.tenant ?? q.name, quotas: toQuotas(q.quotas) };
     if (q.cohort !== undefined) {
-      if (!cohortNames.has(q.cohort)) throw new DocError(file, line, `${what}: cohort '${q.cohort}' is not declared in 'cohorts'`);
+      if (!cohortNames.has(q.cohort))
+        throw new DocError(file, line, `${what}: cohort '${q.cohort}' is not declared in 'cohorts'`);
       sq.cohort = q.cohort;
     }
     if (q.weight !== undefined) sq.weight = q.weight;
@@ -288,7 +352,14 @@ function validateQueues(doc: Doc): SimQueues {
     if (q.slaClass !== undefined) sq.slaClass = q.slaClass;
     if (q.tier !== undefined) sq.tier = q.tier;
     if (q.queueingStrategy !== undefined) sq.queueingStrategy = q.queueingStrategy;
-    if (q.timeWindows !== undefined) sq.timeWindows = q.timeWindows.map((w) => ({ days: [...w.days], start: w.start, end: w.end, timeZone: w.timeZone, quotas: toQuotas(w.quotas) }));
+    if (q.timeWindows !== undefined)
+      sq.timeWindows = q.timeWindows.map((w) => ({
+        days: [...w.days],
+        start: w.start,
+        end: w.end,
+        timeZone: w.timeZone,
+        quotas: toQuotas(w.quotas),
+      }));
     const p = q.preemption;
     if (p !== undefined) {
       const pre: SimPreemption = {};
@@ -299,7 +370,8 @@ function validateQueues(doc: Doc): SimQueues {
       const bw = p.borrowWithinCohort;
       if (bw !== undefined) {
         pre.borrowWithinCohort = { policy: bw.policy ?? 'Never' };
-        if (bw.maxPriorityThreshold !== undefined) pre.borrowWithinCohort.maxPriorityThreshold = bw.maxPriorityThreshold;
+        if (bw.maxPriorityThreshold !== undefined)
+          pre.borrowWithinCohort.maxPriorityThreshold = bw.maxPriorityThreshold;
       }
       sq.preemption = pre;
     }
@@ -320,13 +392,20 @@ export function checkQueuesAgainstCluster(q: SimQueues, c: SimCluster): void {
   const flavors = new Set(c.flavors.map((f) => f.name));
   const check = (quotas: SimQuotas | undefined, line: number, what: string): void => {
     for (const f of Object.keys(quotas ?? {})) {
-      if (!flavors.has(f)) throw new DocError(q.file, line, `${what}: flavor '${f}' is not in the cluster (flavors: ${[...flavors].join(', ')})`);
+      if (!flavors.has(f))
+        throw new DocError(
+          q.file,
+          line,
+          `${what}: flavor '${f}' is not in the cluster (flavors: ${[...flavors].join(', ')})`,
+        );
     }
   };
   for (const co of q.cohorts) check(co.quotas, co.line, `cohort '${co.name}'`);
   for (const qu of q.queues) {
     check(qu.quotas, qu.line, `queue '${qu.name}'`);
-    (qu.timeWindows ?? []).forEach((w, i) => check(w.quotas, qu.line, `queue '${qu.name}' timeWindows[${i}]`));
+    (qu.timeWindows ?? []).forEach((w, i) =>
+      check(w.quotas, qu.line, `queue '${qu.name}' timeWindows[${i}]`),
+    );
   }
 }
 
@@ -357,7 +436,8 @@ export function coreTimeWindows(q: SimQueue, noBorrowing: boolean): TimeWindowSp
     const quotas: SimQuotas = {};
     for (const [f, res] of Object.entries(w.quotas)) {
       const fq: SimQuotas[string] = {};
-      for (const [r, lim] of Object.entries(res) as [Resource, ResourceQuota | undefined][]) if (lim) fq[r] = { nominal: lim.nominal, borrowingLimit: 0 };
+      for (const [r, lim] of Object.entries(res) as [Resource, ResourceQuota | undefined][])
+        if (lim) fq[r] = { nominal: lim.nominal, borrowingLimit: 0 };
       quotas[f] = fq;
     }
     return { ...w, days: [...w.days], quotas };

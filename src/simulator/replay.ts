@@ -1,14 +1,26 @@
-import { IndexedHeap } from '../core/scheduling/heap.js';
 import type { Admission, NodeStatus, Preemption } from '../core/scheduling/index.js';
+import { IndexedHeap } from '../core/scheduling/index.js';
 import { totalGpus } from './cluster.js';
-import { isRefusal, podShape, resolveQueues, tenantInfos, toSpec, type PreemptionRecord, type ReplayOutcome, type RunSegment, type SimInput, type SimJob, type WindowEnd } from './engine.js';
+import {
+  isRefusal,
+  type PreemptionRecord,
+  podShape,
+  type ReplayOutcome,
+  type RunSegment,
+  resolveQueues,
+  type SimInput,
+  type SimJob,
+  tenantInfos,
+  toSpec,
+  type WindowEnd,
+} from './engine.js';
 import { fragmentation, shapeKey, unitsInUse } from './fragmentation.js';
 import { GovernanceRun } from './governance/governance.js';
 import type { GovernanceOptions } from './governance/types.js';
 import { NominalBook } from './nominal-book.js';
 import { PendingShapes } from './pending-shapes.js';
-import { buildScheduler, type PlacementName, type PolicyName } from './scheduling-policies.js';
 import { queueAt } from './queues.js';
+import { buildScheduler, type PlacementName, type PolicyName } from './scheduling-policies.js';
 import { jobGpus, savedRunMs } from './trace.js';
 
 export interface ReplayOptions {
@@ -50,7 +62,9 @@ const MAX_CYCLES_PER_EVENT = 1_000_000;
 /** A running job's finish, due at `t`; stale once the job was preempted (its `gen` moved on). */
 interface Finish {
   t: number;
-  /** Push order: finishes due at the same instant pop in the order they were scheduled, so runs are deterministic. */
+  /** Push order: finishes due at the same instant pop in the order they were scheduled, so runs are
+   * deterministic.
+   */
   seq: number;
   job: number;
   gen: number;
@@ -74,7 +88,9 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   const sched = b.sched;
   const capacity = totalGpus(input.cluster);
   const book = new NominalBook();
-  const gov = opts.governance ? new GovernanceRun(trace, tq, input.queues.queues, b, opts.governance, now) : undefined;
+  const gov = opts.governance
+    ? new GovernanceRun(trace, tq, input.queues.queues, b, opts.governance, now)
+    : undefined;
   const firstSubmit = trace[0]!.submitMs;
   const lastSubmit = trace[trace.length - 1]!.submitMs;
 
@@ -122,7 +138,8 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   let fragActive = false;
   let freeGpuMs = 0;
   let unusableGpuMs = 0;
-  let windowEnd = opts.windowEnd === 'last-finish' || lastSubmit === firstSubmit ? Number.POSITIVE_INFINITY : lastSubmit;
+  let windowEnd =
+    opts.windowEnd === 'last-finish' || lastSubmit === firstSubmit ? Number.POSITIVE_INFINITY : lastSubmit;
 
   const accrueFrag = (t: number): void => {
     const hi = Math.min(t, windowEnd);
@@ -140,8 +157,23 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
     nodesVer++;
     // a preempted run counts as useful up to its last checkpoint, lost after it
     const cut = runStart[i]! + savedMs;
-    if (preempted && savedMs > 0) segments.push({ job: i, tenant: j.tenant, start: runStart[i]!, end: cut, gpus: jobGpus(j), preempted: false });
-    segments.push({ job: i, tenant: j.tenant, start: preempted ? cut : runStart[i]!, end: t, gpus: jobGpus(j), preempted });
+    if (preempted && savedMs > 0)
+      segments.push({
+        job: i,
+        tenant: j.tenant,
+        start: runStart[i]!,
+        end: cut,
+        gpus: jobGpus(j),
+        preempted: false,
+      });
+    segments.push({
+      job: i,
+      tenant: j.tenant,
+      start: preempted ? cut : runStart[i]!,
+      end: t,
+      gpus: jobGpus(j),
+      preempted,
+    });
     book.add(tq[i]!, runFlavor[i]!, j, -1);
     gov?.stopped(i, t, preempted, savedMs);
     runStart[i] = -1;
@@ -150,7 +182,8 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
 
   const applyPreemption = (p: Preemption): void => {
     const v = idx.get(p.victimId);
-    if (v === undefined || runStart[v]! < 0) throw new Error(`core preempted unknown or idle job ${p.victimId}`);
+    if (v === undefined || runStart[v]! < 0)
+      throw new Error(`core preempted unknown or idle job ${p.victimId}`);
     const j = trace[v]!;
     const run = now - runStart[v]!;
     const saved = savedRunMs(j, run);
@@ -197,7 +230,8 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
 
   const runCycles = (): void => {
     for (let k = 0; ; k++) {
-      if (k > MAX_CYCLES_PER_EVENT) throw new Error(`no fixed point after ${MAX_CYCLES_PER_EVENT} cycles at t=${now}`);
+      if (k > MAX_CYCLES_PER_EVENT)
+        throw new Error(`no fixed point after ${MAX_CYCLES_PER_EVENT} cycles at t=${now}`);
       const r = sched.cycle();
       cycles++;
       // a job admitted earlier in a cycle can be chosen as a victim later in the same
@@ -227,7 +261,10 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
   let lastEvent = now;
   const windowStop = (): number | undefined => {
     const w = sched.nextWindowChange(now);
-    return w !== undefined && (next < n || heap.size > 0 || (pendingShapes.size > 0 && w <= lastEvent + 8 * 86_400_000)) ? w : undefined;
+    return w !== undefined &&
+      (next < n || heap.size > 0 || (pendingShapes.size > 0 && w <= lastEvent + 8 * 86_400_000))
+      ? w
+      : undefined;
   };
   const n = trace.length;
   for (let w = windowStop(); next < n || heap.size > 0 || w !== undefined; w = windowStop()) {
@@ -304,7 +341,8 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
         explains++;
         rec.etaAtSubmit = typeof e.eta === 'number' ? e.eta : null;
         // read without depending on the field's declaration (older cores have no reason)
-        if (rec.etaAtSubmit === null) rec.etaUnknownReason = (e as { etaUnknownReason?: string }).etaUnknownReason ?? 'none';
+        if (rec.etaAtSubmit === null)
+          rec.etaUnknownReason = (e as { etaUnknownReason?: string }).etaUnknownReason ?? 'none';
         rec.startAfterEtaMs = null;
       }
       progressed();
@@ -316,7 +354,8 @@ export function runReplay(input: SimInput, opts: ReplayOptions): ReplayOutcome {
         sampledNodesVer = nodesVer;
         sampledShapesVer = -1;
         const used = unitsInUse(nodes);
-        if (Math.abs(used - runningGpus) > 1e-6) throw new Error(`replay at ${now}: ${runningGpus} GPUs admitted but the nodes show ${used} in use`);
+        if (Math.abs(used - runningGpus) > 1e-6)
+          throw new Error(`replay at ${now}: ${runningGpus} GPUs admitted but the nodes show ${used} in use`);
       }
       if (pendingShapes.version !== sampledShapesVer) {
         const f = fragmentation(nodes, pendingShapes.shapes());

@@ -4,10 +4,23 @@ import { readCluster, totalGpus } from './cluster.js';
 import { resolveQueues, type SimInput, type WindowEnd } from './engine.js';
 import { DEFAULT_FILL_TARGETS, runFill } from './fill.js';
 import { computeReplayMetrics } from './metrics.js';
-import { isGovernedPolicy, type PlacementName, type PolicyName } from './scheduling-policies.js';
 import { checkQueuesAgainstCluster, readQueues } from './queues.js';
 import { runReplay } from './replay.js';
-import { fillHtml, fillMarkdown, fillRun, fillTerminal, replayHtml, replayMarkdown, replayTerminal, reportJson, type FillReport, type Report, type ReplayReport, type ReportInputs } from './report.js';
+import {
+  type FillReport,
+  fillHtml,
+  fillMarkdown,
+  fillRun,
+  fillTerminal,
+  type ReplayReport,
+  type Report,
+  type ReportInputs,
+  replayHtml,
+  replayMarkdown,
+  replayTerminal,
+  reportJson,
+} from './report.js';
+import { isGovernedPolicy, type PlacementName, type PolicyName } from './scheduling-policies.js';
 import { readTrace } from './trace.js';
 
 export interface SimulateOptions {
@@ -26,7 +39,9 @@ export interface SimulateOptions {
   eta?: boolean;
   /** How many jobs (replay: submits and finishes) between two progress callbacks. */
   progressEvery?: number;
-  /** Probes (seeded utilization per job) for every run; the governed and controller policies always have them. */
+  /** Probes (seeded utilization per job) for every run; the governed and controller policies always have
+   * them.
+   */
   probes?: boolean;
   /** Idle reclaim in the governed and controller runs (default off). */
   idleReclaim?: boolean;
@@ -34,8 +49,13 @@ export interface SimulateOptions {
   controllerWindowMs?: number;
 }
 
-/** The governance options of one replay run, or undefined when it has none (its report keeps its earlier shape). */
-export function governanceFor(o: SimulateOptions, policy: PolicyName): NonNullable<Parameters<typeof runReplay>[1]['governance']> | undefined {
+/** The governance options of one replay run, or undefined when it has none (its report keeps its earlier
+ * shape).
+ */
+export function governanceFor(
+  o: SimulateOptions,
+  policy: PolicyName,
+): NonNullable<Parameters<typeof runReplay>[1]['governance']> | undefined {
   const governed = isGovernedPolicy(policy);
   if (!governed && !o.probes) return undefined;
   return {
@@ -85,7 +105,12 @@ export function loadInput(o: Pick<SimulateOptions, 'trace' | 'cluster' | 'queues
   return input;
 }
 
-export function simulate(o: SimulateOptions, input: SimInput = loadInput(o), onRun?: (t: RunTiming) => void, onProgress?: (p: RunProgress) => void): SimulationResult {
+export function simulate(
+  o: SimulateOptions,
+  input: SimInput = loadInput(o),
+  onRun?: (t: RunTiming) => void,
+  onProgress?: (p: RunProgress) => void,
+): SimulationResult {
   const inputs: ReportInputs = {
     trace: basename(o.trace),
     cluster: basename(o.cluster),
@@ -127,8 +152,17 @@ export function simulate(o: SimulateOptions, input: SimInput = loadInput(o), onR
         }
         const out = runReplay(input, ro);
         const ms = performance.now() - t0;
-        report.runs.push(computeReplayMetrics(out, o.slaSeconds !== undefined ? { slaSeconds: o.slaSeconds } : {}));
-        const t: RunTiming = { policy, placement, jobs: input.trace.length, ms, explains: out.stats.explains, explainMs: out.stats.explainMs };
+        report.runs.push(
+          computeReplayMetrics(out, o.slaSeconds !== undefined ? { slaSeconds: o.slaSeconds } : {}),
+        );
+        const t: RunTiming = {
+          policy,
+          placement,
+          jobs: input.trace.length,
+          ms,
+          explains: out.stats.explains,
+          explainMs: out.stats.explainMs,
+        };
         timings.push(t);
         onRun?.(t);
       }
@@ -139,7 +173,12 @@ export function simulate(o: SimulateOptions, input: SimInput = loadInput(o), onR
   for (const policy of o.policies) {
     for (const placement of o.placements) {
       const t0 = performance.now();
-      const fo: Parameters<typeof runFill>[1] = { policy, placement, seed: o.seed, targetsPct: o.fillTargets ?? DEFAULT_FILL_TARGETS };
+      const fo: Parameters<typeof runFill>[1] = {
+        policy,
+        placement,
+        seed: o.seed,
+        targetsPct: o.fillTargets ?? DEFAULT_FILL_TARGETS,
+      };
       if (onProgress) {
         fo.onProgress = (p) =>
           onProgress({
@@ -168,7 +207,11 @@ export function terminalReport(r: Report, perTenant = true): string {
 }
 
 /** Async: the HTML page's charts are rendered by vega, which is asynchronous. */
-export async function writeReport(r: Report, outDir: string, name = 'report'): Promise<{ json: string; html: string; md: string }> {
+export async function writeReport(
+  r: Report,
+  outDir: string,
+  name = 'report',
+): Promise<{ json: string; html: string; md: string }> {
   mkdirSync(outDir, { recursive: true });
   const json = join(outDir, `${name}.json`);
   const html = join(outDir, `${name}.html`);

@@ -1,5 +1,10 @@
-import { Scheduler, type Clock, type QueueSpec, type QuotaSpec } from '../core/scheduling/index.js';
-import { applyPolicy, baseSetting, type IsolationPolicy, type LimitSetting } from '../core/governance/index.js';
+import {
+  applyPolicy,
+  baseSetting,
+  type IsolationPolicy,
+  type LimitSetting,
+} from '../core/governance/index.js';
+import { type Clock, type QueueSpec, type QuotaSpec, Scheduler } from '../core/scheduling/index.js';
 import { flavorCapacity, type SimCluster } from './cluster.js';
 import { policyOfQueue } from './governance/policy.js';
 import { coreTimeWindows, type SimQueue, type SimQueues } from './queues.js';
@@ -8,9 +13,11 @@ import type { TraceJob } from './trace.js';
 export type PolicyName = 'fairway' | 'static' | 'fifo' | 'governed' | 'controller';
 /** The policies run by default. */
 export const POLICIES: readonly PolicyName[] = ['fairway', 'static', 'fifo'];
-/** Every policy: the defaults plus the governance ones (issue 16), which read the queues' governance fields. */
+/** Every policy: the defaults plus the governance ones, which read the queues' governance fields. */
 export const ALL_POLICIES: readonly PolicyName[] = [...POLICIES, 'governed', 'controller'];
-/** fairway with each governed queue's isolation policy applied (static coefficients, or moved by the controller). */
+/** fairway with each governed queue's isolation policy applied (static coefficients, or moved by the
+ * controller).
+ */
 export const isGovernedPolicy = (p: PolicyName): boolean => p === 'governed' || p === 'controller';
 export type PlacementName = 'best-fit' | 'fragmentation-aware';
 export const PLACEMENTS: readonly PlacementName[] = ['best-fit', 'fragmentation-aware'];
@@ -28,7 +35,9 @@ export interface BuiltScheduler {
   governed: Map<string, { queue: SimQueue; policy: IsolationPolicy }>;
 }
 
-/** The fairway policy's spec of a queue (its cohort, isolation and preemption as written, or the default preemption). */
+/** The fairway policy's spec of a queue (its cohort, isolation and preemption as written, or the default
+ * preemption).
+ */
 function fairwayQueueSpec(q: SimQueue): QueueSpec {
   const spec: QueueSpec = { name: q.name, tenant: q.tenant, quotas: q.quotas };
   if (q.weight !== undefined) spec.weight = q.weight;
@@ -97,7 +106,11 @@ export function buildScheduler(
   if (policy === 'fifo') {
     const quotas: QuotaSpec = {};
     for (const [flavor, cap] of flavorCapacity(cluster)) {
-      quotas[flavor] = { gpu: { nominal: cap.gpu }, cpu: { nominal: cap.cpu }, memory: { nominal: cap.memory } };
+      quotas[flavor] = {
+        gpu: { nominal: cap.gpu },
+        cpu: { nominal: cap.cpu },
+        memory: { nominal: cap.memory },
+      };
     }
     sched.upsertQueue({
       name: FIFO_QUEUE,
@@ -128,7 +141,11 @@ export function buildScheduler(
       if (done.has(name)) return;
       const c = byName.get(name)!;
       if (c.parent !== undefined) add(c.parent);
-      sched.upsertCohort({ name: c.name, ...(c.parent !== undefined ? { parent: c.parent } : {}), ...(c.quotas ? { quotas: c.quotas } : {}) });
+      sched.upsertCohort({
+        name: c.name,
+        ...(c.parent !== undefined ? { parent: c.parent } : {}),
+        ...(c.quotas ? { quotas: c.quotas } : {}),
+      });
       done.add(name);
     };
     for (const c of queues.cohorts) add(c.name);

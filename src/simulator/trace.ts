@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { WORKLOAD_TYPES, type WorkloadType } from '../core/governance/index.js';
 import { Columns, CsvError, parseCsvTable } from './csv.js';
-import { WORKLOAD_TYPES, type WorkloadType } from '../core/governance/types.js';
 
 /** One job of a trace, normalised. Times are in milliseconds. */
 export interface TraceJob {
@@ -34,7 +34,12 @@ export interface TraceJob {
   workloadType?: WorkloadType;
 }
 
-export const DEFAULT_PRIORITY_CLASSES = ['inference-critical', 'production', 'training', 'experiment'] as const;
+export const DEFAULT_PRIORITY_CLASSES = [
+  'inference-critical',
+  'production',
+  'training',
+  'experiment',
+] as const;
 
 export interface TraceParseOptions {
   /** Allowed priority class names; default: the four default classes. */
@@ -92,17 +97,32 @@ export function parseTrace(text: string, file = '<trace>', opts: TraceParseOptio
     const gErr = checkGpuAmount(gpus);
     if (gErr) err(`gpus ${gpus}: ${gErr}`);
     const pods = cols.number(rec, 'pods', { min: 1, integer: true, dflt: 1 });
-    const cpuMilli = cols.has('cpu_milli') && cols.get(rec, 'cpu_milli') !== undefined ? cols.number(rec, 'cpu_milli', { min: 0 }) : undefined;
-    const memoryMib = cols.has('memory_mib') && cols.get(rec, 'memory_mib') !== undefined ? cols.number(rec, 'memory_mib', { min: 0 }) : undefined;
-    if (gpus === 0 && !cpuMilli && !memoryMib) err('the job requests no resources (gpus 0 and no cpu_milli/memory_mib)');
+    const cpuMilli =
+      cols.has('cpu_milli') && cols.get(rec, 'cpu_milli') !== undefined
+        ? cols.number(rec, 'cpu_milli', { min: 0 })
+        : undefined;
+    const memoryMib =
+      cols.has('memory_mib') && cols.get(rec, 'memory_mib') !== undefined
+        ? cols.number(rec, 'memory_mib', { min: 0 })
+        : undefined;
+    if (gpus === 0 && !cpuMilli && !memoryMib)
+      err('the job requests no resources (gpus 0 and no cpu_milli/memory_mib)');
     const priority = cols.get(rec, 'priority');
     if (priority !== undefined && !classes.has(priority)) {
       err(`unknown priority class '${priority}' (known: ${[...classes].join(', ')})`);
     }
-    let id = cols.get(rec, 'id') ?? cols.get(rec, 'job_id') ?? `L${rec.line}`;
+    const id = cols.get(rec, 'id') ?? cols.get(rec, 'job_id') ?? `L${rec.line}`;
     if (ids.has(id)) err(`duplicate job id '${id}'`);
     ids.add(id);
-    const job: TraceJob = { line: rec.line, id, submitMs, durationMs: Math.round(duration * 1000), tenant, gpus, pods };
+    const job: TraceJob = {
+      line: rec.line,
+      id,
+      submitMs,
+      durationMs: Math.round(duration * 1000),
+      tenant,
+      gpus,
+      pods,
+    };
     const q = cols.get(rec, 'queue');
     if (q !== undefined) job.queue = q;
     const gt = cols.get(rec, 'gpu_type');
@@ -111,7 +131,10 @@ export function parseTrace(text: string, file = '<trace>', opts: TraceParseOptio
     if (memoryMib !== undefined) job.memoryMib = memoryMib;
     if (priority !== undefined) job.priority = priority;
     if (cols.has('declared_duration_s')) {
-      job.declaredDurationMs = cols.get(rec, 'declared_duration_s') === undefined ? null : Math.round(cols.number(rec, 'declared_duration_s', { min: 0 }) * 1000);
+      job.declaredDurationMs =
+        cols.get(rec, 'declared_duration_s') === undefined
+          ? null
+          : Math.round(cols.number(rec, 'declared_duration_s', { min: 0 }) * 1000);
     }
     if (cols.has('checkpoint_interval_s') && cols.get(rec, 'checkpoint_interval_s') !== undefined) {
       const ci = cols.number(rec, 'checkpoint_interval_s', { min: 0 });
@@ -122,12 +145,14 @@ export function parseTrace(text: string, file = '<trace>', opts: TraceParseOptio
     if (res !== undefined) {
       const v = res.toLowerCase();
       if (['true', '1', 'yes'].includes(v)) job.resumable = true;
-      else if (!['false', '0', 'no'].includes(v)) err(`resumable '${res}' must be true/false (or 1/0, yes/no)`);
+      else if (!['false', '0', 'no'].includes(v))
+        err(`resumable '${res}' must be true/false (or 1/0, yes/no)`);
     }
     const wt = cols.has('workload_type') ? cols.get(rec, 'workload_type') : undefined;
     if (wt !== undefined) {
       const v = wt.toUpperCase().replace(/-/g, '_');
-      if (!(WORKLOAD_TYPES as readonly string[]).includes(v)) err(`workload_type '${wt}' must be one of ${WORKLOAD_TYPES.join(', ')}`);
+      if (!(WORKLOAD_TYPES as readonly string[]).includes(v))
+        err(`workload_type '${wt}' must be one of ${WORKLOAD_TYPES.join(', ')}`);
       job.workloadType = v as WorkloadType;
     }
     jobs.push(job);
@@ -153,6 +178,7 @@ export function jobGpus(j: TraceJob): number {
  */
 export function savedRunMs(j: TraceJob, runMs: number): number {
   if (j.resumable) return runMs;
-  if (j.checkpointIntervalMs !== undefined && j.checkpointIntervalMs > 0) return runMs - (runMs % j.checkpointIntervalMs);
+  if (j.checkpointIntervalMs !== undefined && j.checkpointIntervalMs > 0)
+    return runMs - (runMs % j.checkpointIntervalMs);
   return 0;
 }

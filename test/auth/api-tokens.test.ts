@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashApiTokenSecret } from '../../src/auth/api-token-secret.js';
 import { ApiToken } from '../../src/persistence/tenancy/entities.js';
 import { TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
-import { hashApiTokenSecret } from '../../src/auth/api-token-secret.js';
-import { codesOf, startTestApp, type GqlResponse, type TestApp } from '../helpers/harness.js';
+import { codesOf, type GqlResponse, startTestApp, type TestApp } from '../helpers/harness.js';
 
 /** API tokens (`fwt_…`): refusal of bad ones, secret handling, who may mint what, visibility. */
 let t: TestApp;
@@ -27,11 +27,17 @@ async function session(email: string, roles?: string[]): Promise<string> {
   return t.jwt(email, roles ? { roles } : {});
 }
 
-async function createToken(bearer: string, input: Record<string, unknown>): Promise<GqlResponse<Record<string, any>>> {
+async function createToken(
+  bearer: string,
+  input: Record<string, unknown>,
+): Promise<GqlResponse<Record<string, any>>> {
   return t.gql(bearer, CREATE, { in: { tenantId: aurora.Tenant, name: 'test token', ...input } });
 }
 
-async function mint(email: string, input: Record<string, unknown> = {}): Promise<{ secret: string; id: string; prefix: string }> {
+async function mint(
+  email: string,
+  input: Record<string, unknown> = {},
+): Promise<{ secret: string; id: string; prefix: string }> {
   const res = await createToken(await session(email), { scopes: ['JOBS_READ'], ...input });
   expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
   const payload = res.body.data!.createApiToken;
@@ -79,7 +85,11 @@ describe('refused API tokens', () => {
   it('a revoked token is UNAUTHENTICATED on the next request', async () => {
     const { secret, id } = await mint('ada@aurora.example');
     expect((await t.gql(secret, VIEWER)).body.errors).toBeUndefined();
-    const revoke = await t.gql(await session('ada@aurora.example'), `mutation($id: ID!) { revokeApiToken(id: $id) { id revokedAt } }`, { id });
+    const revoke = await t.gql(
+      await session('ada@aurora.example'),
+      `mutation($id: ID!) { revokeApiToken(id: $id) { id revokedAt } }`,
+      { id },
+    );
     expect(revoke.body.errors).toBeUndefined();
     expect(revoke.body.data!.revokeApiToken.revokedAt).toBeTruthy();
     expectUnauthenticated(await t.gql(secret, VIEWER), /revoked/);
@@ -92,14 +102,22 @@ describe('refused API tokens', () => {
     expect(viewer.body.errors).toBeUndefined();
     expect(viewer.body.data!.viewer.tokenScopes).toEqual(['JOBS_READ']);
 
-    const audit = await t.gql(secret, `query($id: ID!) { auditEvents(tenantId: $id, last: 1) { edges { node { action } } } }`, { id: aurora.Tenant });
+    const audit = await t.gql(
+      secret,
+      `query($id: ID!) { auditEvents(tenantId: $id, last: 1) { edges { node { action } } } }`,
+      { id: aurora.Tenant },
+    );
     expect(codesOf(audit)).toEqual(['FORBIDDEN']);
     expect(audit.body.errors![0]!.message).toMatch(/audit:read/);
 
     const counts = await t.rowCounts({ ignoreAudit: true });
-    const create = await t.gql(secret, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, {
-      in: { tenantId: aurora.Tenant, slug: 'scoped-out', name: 'Scoped out' },
-    });
+    const create = await t.gql(
+      secret,
+      `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`,
+      {
+        in: { tenantId: aurora.Tenant, slug: 'scoped-out', name: 'Scoped out' },
+      },
+    );
     expect(codesOf(create)).toEqual(['FORBIDDEN']);
     expect(await t.rowCounts({ ignoreAudit: true })).toEqual(counts);
   });
@@ -107,7 +125,10 @@ describe('refused API tokens', () => {
 
 describe('the secret', () => {
   it('is returned once by createApiToken, stored only as its SHA-256 hash, and readable nowhere later', async () => {
-    const res = await createToken(await session('ada@aurora.example'), { name: 'once', scopes: ['TENANT_READ'] });
+    const res = await createToken(await session('ada@aurora.example'), {
+      name: 'once',
+      scopes: ['TENANT_READ'],
+    });
     expect(res.body.errors).toBeUndefined();
     const { secret, token } = res.body.data!.createApiToken;
     expect(secret).toMatch(/^fwt_[A-Za-z0-9_-]{43}$/);
@@ -115,7 +136,10 @@ describe('the secret', () => {
     expect(secret.startsWith(token.prefix)).toBe(true);
 
     // No field of ApiToken (or anything else) exposes it.
-    const type = await t.gql(await session('ada@aurora.example'), `{ __type(name: "ApiToken") { fields { name } } }`);
+    const type = await t.gql(
+      await session('ada@aurora.example'),
+      `{ __type(name: "ApiToken") { fields { name } } }`,
+    );
     const fields = type.body.data!.__type.fields.map((f: { name: string }) => f.name);
     expect(fields).toContain('prefix');
     expect(fields.filter((f: string) => /secret|hash/i.test(f))).toEqual([]);
@@ -131,8 +155,14 @@ describe('the secret', () => {
     expect(JSON.stringify(list.body)).not.toContain(secret);
 
     // Nor does the audit log of its creation.
-    const audit = await t.gql(t.token('aurora-research', 'AUDITOR'), `query($id: ID!) { auditEvents(tenantId: $id, last: 100) { edges { node { action input targetId } } } }`, { id: aurora.Tenant });
-    const created = audit.body.data!.auditEvents.edges.map((e: any) => e.node).find((n: any) => n.targetId === token.id);
+    const audit = await t.gql(
+      t.token('aurora-research', 'AUDITOR'),
+      `query($id: ID!) { auditEvents(tenantId: $id, last: 100) { edges { node { action input targetId } } } }`,
+      { id: aurora.Tenant },
+    );
+    const created = audit.body
+      .data!.auditEvents.edges.map((e: any) => e.node)
+      .find((n: any) => n.targetId === token.id);
     expect(created).toMatchObject({ action: 'apiToken.create' });
     expect(JSON.stringify(audit.body)).not.toContain(secret);
 
@@ -142,7 +172,9 @@ describe('the secret', () => {
     expect(row.tokenHash).toBe(hashApiTokenSecret(secret));
     expect(row.tokenHash).toMatch(/^[0-9a-f]{64}$/);
     expect(JSON.stringify(row)).not.toContain(secret);
-    const raw = await t.app.orm.em.getConnection().execute(`select * from api_tokens where id = ?`, [rawId(token.id)]);
+    const raw = await t.app.orm.em
+      .getConnection()
+      .execute(`select * from api_tokens where id = ?`, [rawId(token.id)]);
     expect(raw).toHaveLength(1);
     expect(JSON.stringify(raw)).not.toContain(secret);
   });
@@ -177,7 +209,11 @@ describe('token lifecycle', () => {
   it('lastUsedAt is empty until the token is used, then set to the time of use', async () => {
     const { secret, id } = await mint('ada@aurora.example');
     const readBack = async () => {
-      const res = await t.gql(await session('ada@aurora.example'), `query($id: ID!) { apiTokens(tenantId: $id, first: 100) { edges { node { id lastUsedAt } } } }`, { id: aurora.Tenant });
+      const res = await t.gql(
+        await session('ada@aurora.example'),
+        `query($id: ID!) { apiTokens(tenantId: $id, first: 100) { edges { node { id lastUsedAt } } } }`,
+        { id: aurora.Tenant },
+      );
       expect(res.body.errors).toBeUndefined();
       return res.body.data!.apiTokens.edges.map((e: any) => e.node).find((n: any) => n.id === id);
     };
@@ -190,17 +226,23 @@ describe('token lifecycle', () => {
     expect(usedAt - lastUsedAt).toBeLessThan(1000);
   });
 
-  it("a token stops working when its owner is removed from the tenant", async () => {
+  it('a token stops working when its owner is removed from the tenant', async () => {
     const ada = await session('ada@aurora.example');
     const added = await t.gql(ada, `mutation($in: AddMemberInput!) { addMember(input: $in) { id } }`, {
       in: { tenantId: aurora.Tenant, email: 'nina@aurora.example', name: 'Nina Leaver', role: 'MEMBER' },
     });
     expect(added.body.errors).toBeUndefined();
     const { secret } = await mint('nina@aurora.example', { scopes: ['TENANT_READ', 'JOBS_READ'] });
-    const before = await t.gql(secret, `query($id: ID!) { projects(tenantId: $id) { edges { node { slug } } } }`, { id: aurora.Tenant });
+    const before = await t.gql(
+      secret,
+      `query($id: ID!) { projects(tenantId: $id) { edges { node { slug } } } }`,
+      { id: aurora.Tenant },
+    );
     expect(before.body.errors).toBeUndefined();
 
-    const removed = await t.gql(ada, `mutation($id: ID!) { removeMember(id: $id) { removedMemberId } }`, { id: added.body.data!.addMember.id });
+    const removed = await t.gql(ada, `mutation($id: ID!) { removeMember(id: $id) { removedMemberId } }`, {
+      id: added.body.data!.addMember.id,
+    });
     expect(removed.body.errors).toBeUndefined();
     expectUnauthenticated(await t.gql(secret, VIEWER), /no longer a member/);
   });
@@ -218,7 +260,10 @@ describe('platform tokens', () => {
     const used = await t.gql(res.body.data!.createApiToken.secret, LIST_TENANTS);
     expect(used.body.errors).toBeUndefined();
     expect(used.body.data!.viewer).toEqual({ isPlatformAdmin: true, authKind: 'API_TOKEN' });
-    expect(used.body.data!.tenants.edges.map((e: any) => e.node.slug).sort()).toEqual(['aurora-research', 'borealis-inference']);
+    expect(used.body.data!.tenants.edges.map((e: any) => e.node.slug).sort()).toEqual([
+      'aurora-research',
+      'borealis-inference',
+    ]);
   });
 
   it('a platform token handed out to a claim-only platform admin works (or is refused up front, never dead on arrival)', async () => {
@@ -233,14 +278,26 @@ describe('platform tokens', () => {
     }
     // The secret was handed out as a working credential: it must authenticate.
     const used = await t.gql(res.body.data!.createApiToken.secret, LIST_TENANTS);
-    expect(used.body.errors, 'createApiToken returned a platform token that the gateway then refuses').toBeUndefined();
-    expect(used.body.data!.tenants.edges.map((e: any) => e.node.slug).sort()).toEqual(['aurora-research', 'borealis-inference']);
+    expect(
+      used.body.errors,
+      'createApiToken returned a platform token that the gateway then refuses',
+    ).toBeUndefined();
+    expect(used.body.data!.tenants.edges.map((e: any) => e.node.slug).sort()).toEqual([
+      'aurora-research',
+      'borealis-inference',
+    ]);
   });
 
   it('a platform token cannot be minted by a non-admin, nor carry scopes', async () => {
-    const noTenant = await t.gql(await session('ada@aurora.example'), CREATE, { in: { name: 'sneaky', scopes: [] } });
+    const noTenant = await t.gql(await session('ada@aurora.example'), CREATE, {
+      in: { name: 'sneaky', scopes: [] },
+    });
     expect(codesOf(noTenant)).toEqual(['FORBIDDEN']);
-    const withScopes = await t.gql(await session('admin@fairway.example', ['fairway:PLATFORM_ADMIN']), CREATE, { in: { name: 'scoped', scopes: ['JOBS_READ'] } });
+    const withScopes = await t.gql(
+      await session('admin@fairway.example', ['fairway:PLATFORM_ADMIN']),
+      CREATE,
+      { in: { name: 'scoped', scopes: ['JOBS_READ'] } },
+    );
     expect(codesOf(withScopes)).toEqual(['BAD_USER_INPUT']);
   });
 });

@@ -4,15 +4,22 @@ import path from 'node:path';
 import { encodeGlobalID } from '@pothos/plugin-relay';
 import { exportSPKI, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import type { FairwayConfig } from '../../src/config/index.js';
 import { createEventBus } from '../../src/events/bus.js';
-import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
+import { ProjectMembership } from '../../src/persistence/tenancy/access-entities.js';
 import { Membership, Tenant, User } from '../../src/persistence/tenancy/entities.js';
 import { TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
-import { ProjectMembership } from '../../src/persistence/tenancy/access-entities.js';
-import { codesOf, demoToken, testConfig, TEST_AUDIENCE, TEST_ISSUER, type GqlResponse } from '../helpers/harness.js';
+import { buildApp, type FairwayApp } from '../../src/server/app.js';
+import { type DemoCredential, seedDemo } from '../../src/server/demo/seed.js';
 import { createTestDatabase, describeNeeding, serviceUrl, type TestDatabase } from '../helpers/database.js';
+import {
+  codesOf,
+  demoToken,
+  type GqlResponse,
+  TEST_AUDIENCE,
+  TEST_ISSUER,
+  testConfig,
+} from '../helpers/harness.js';
 import { waitFor } from '../helpers/process.js';
 
 /**
@@ -28,7 +35,11 @@ interface Replica {
   app: FairwayApp;
   /** SQL statements run since the last take(). */
   take(): string[];
-  gql(bearer: string, query: string, variables?: Record<string, unknown>): Promise<GqlResponse<Record<string, any>>>;
+  gql(
+    bearer: string,
+    query: string,
+    variables?: Record<string, unknown>,
+  ): Promise<GqlResponse<Record<string, any>>>;
 }
 
 let db: TestDatabase;
@@ -37,17 +48,37 @@ let keys: Awaited<ReturnType<typeof generateKeyPair>>;
 const now = { value: Date.now() };
 let credentials: DemoCredential[];
 let a: Replica;
-/** Shares a's database and hears a's events through a shared event target (as replicas through Redis); TTL one minute. */
+/** Shares a's database and hears a's events through a shared event target (as replicas through Redis); TTL
+ * one minute.
+ */
 let b: Replica;
 /** Same database, no cache. */
 let off: Replica;
 const replicas: Replica[] = [];
 
-async function start(options: { identityCacheMs?: number; events?: FairwayApp['events']; redisUrl?: string }): Promise<Replica> {
+async function start(options: {
+  identityCacheMs?: number;
+  events?: FairwayApp['events'];
+  redisUrl?: string;
+}): Promise<Replica> {
   const statements: string[] = [];
-  const base = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(keys.publicKey) } });
-  const config: FairwayConfig = { ...base, auth: { ...base.auth, identityCacheMs: options.identityCacheMs ?? base.auth.identityCacheMs }, server: { ...base.server, redisUrl: options.redisUrl } };
-  const app = await buildApp({ config, now: () => now.value, reauthCacheMs: 0, onQuery: (sql) => statements.push(sql), events: options.events });
+  const base = testConfig({
+    dataDir,
+    database: db.database,
+    oidc: { publicKeyPem: await exportSPKI(keys.publicKey) },
+  });
+  const config: FairwayConfig = {
+    ...base,
+    auth: { ...base.auth, identityCacheMs: options.identityCacheMs ?? base.auth.identityCacheMs },
+    server: { ...base.server, redisUrl: options.redisUrl },
+  };
+  const app = await buildApp({
+    config,
+    now: () => now.value,
+    reauthCacheMs: 0,
+    onQuery: (sql) => statements.push(sql),
+    events: options.events,
+  });
   const { url } = await app.listen(0, '127.0.0.1');
   const replica: Replica = {
     app,
@@ -55,10 +86,18 @@ async function start(options: { identityCacheMs?: number; events?: FairwayApp['e
     async gql(bearer, query, variables) {
       const response = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', authorization: `Bearer ${bearer}` },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json',
+          authorization: `Bearer ${bearer}`,
+        },
         body: JSON.stringify({ query, variables }),
       });
-      return { status: response.status, headers: response.headers, body: (await response.json()) as GqlResponse['body'] };
+      return {
+        status: response.status,
+        headers: response.headers,
+        body: (await response.json()) as GqlResponse['body'],
+      };
     },
   };
   replicas.push(replica);
@@ -76,7 +115,12 @@ function session(email: string, roles?: string[]): Promise<string> {
     .sign(keys.privateKey);
 }
 
-async function ok(r: Replica, bearer: string, query: string, variables?: Record<string, unknown>): Promise<Record<string, any>> {
+async function ok(
+  r: Replica,
+  bearer: string,
+  query: string,
+  variables?: Record<string, unknown>,
+): Promise<Record<string, any>> {
   const res = await r.gql(bearer, query, variables);
   expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
   return res.body.data!;
@@ -89,7 +133,10 @@ async function expectUnauthenticated(r: Replica, bearer: string, message: RegExp
 }
 
 /** Statements that read or write what a principal is made of. */
-const identitySql = (statements: string[]) => statements.filter((s) => /(from|update) [`"](api_tokens|users|memberships|project_memberships|break_glass_grants)[`"]/.test(s));
+const identitySql = (statements: string[]) =>
+  statements.filter((s) =>
+    /(from|update) [`"](api_tokens|users|memberships|project_memberships|break_glass_grants)[`"]/.test(s),
+  );
 
 function systemEm() {
   const em = a.app.orm.em.fork({ clear: true });
@@ -97,11 +144,28 @@ function systemEm() {
   return em;
 }
 
-async function mint(r: Replica, email: string, input: { scopes?: string[]; expiresInDays?: number } = {}): Promise<{ secret: string; id: string }> {
-  const tenantId = encodeGlobalID('Tenant', (await systemEm().findOneOrFail(Tenant, { slug: 'aurora-research' })).id);
-  const data = await ok(r, await session(email), `mutation($in: CreateApiTokenInput!) { createApiToken(input: $in) { secret token { id } } }`, {
-    in: { tenantId, name: `cache test ${Math.random()}`, scopes: input.scopes ?? ['TENANT_READ', 'JOBS_READ'], expiresInDays: input.expiresInDays ?? 30 },
-  });
+async function mint(
+  r: Replica,
+  email: string,
+  input: { scopes?: string[]; expiresInDays?: number } = {},
+): Promise<{ secret: string; id: string }> {
+  const tenantId = encodeGlobalID(
+    'Tenant',
+    (await systemEm().findOneOrFail(Tenant, { slug: 'aurora-research' })).id,
+  );
+  const data = await ok(
+    r,
+    await session(email),
+    `mutation($in: CreateApiTokenInput!) { createApiToken(input: $in) { secret token { id } } }`,
+    {
+      in: {
+        tenantId,
+        name: `cache test ${Math.random()}`,
+        scopes: input.scopes ?? ['TENANT_READ', 'JOBS_READ'],
+        expiresInDays: input.expiresInDays ?? 30,
+      },
+    },
+  );
   return { secret: data.createApiToken.secret, id: data.createApiToken.token.id };
 }
 
@@ -179,7 +243,12 @@ describe('a change of rights reaches the next request', () => {
       await ok(r, secret, VIEWER);
       expect(identitySql(r.take())).toEqual([]);
     }
-    await ok(a, await session('ada@aurora.example'), `mutation($id: ID!) { revokeApiToken(id: $id) { revokedAt } }`, { id });
+    await ok(
+      a,
+      await session('ada@aurora.example'),
+      `mutation($id: ID!) { revokeApiToken(id: $id) { revokedAt } }`,
+      { id },
+    );
     await expectUnauthenticated(a, secret, /revoked/);
     // b's entry had a minute to live: only the event can have dropped it.
     await expectUnauthenticated(b, secret, /revoked/);
@@ -195,7 +264,9 @@ describe('a change of rights reaches the next request', () => {
     const before = (await ok(b, token, VIEWER)).viewer;
     expect(before.tokenScopes).toContain('JOBS_WRITE');
     await ok(a, jwt, VIEWER);
-    await ok(a, ada, `mutation($id: ID!) { changeMemberRole(id: $id, role: VIEWER) { role } }`, { id: memberId });
+    await ok(a, ada, `mutation($id: ID!) { changeMemberRole(id: $id, role: VIEWER) { role } }`, {
+      id: memberId,
+    });
     try {
       const narrowed = (await ok(a, token, VIEWER)).viewer;
       expect(narrowed.memberships).toEqual([{ role: 'VIEWER' }]);
@@ -203,20 +274,29 @@ describe('a change of rights reaches the next request', () => {
       expect((await ok(a, jwt, VIEWER)).viewer.memberships).toEqual([{ role: 'VIEWER' }]);
       expect((await ok(b, token, VIEWER)).viewer.memberships).toEqual([{ role: 'VIEWER' }]);
     } finally {
-      await ok(a, ada, `mutation($id: ID!) { changeMemberRole(id: $id, role: MEMBER) { role } }`, { id: memberId });
+      await ok(a, ada, `mutation($id: ID!) { changeMemberRole(id: $id, role: MEMBER) { role } }`, {
+        id: memberId,
+      });
     }
     expect((await ok(a, token, VIEWER)).viewer).toEqual(before);
   });
 
   it("a removed member's token and session lose the tenant on the next request", async () => {
     const ada = await session('ada@aurora.example');
-    const tenantId = encodeGlobalID('Tenant', (await systemEm().findOneOrFail(Tenant, { slug: 'aurora-research' })).id);
-    const added = await ok(a, ada, `mutation($in: AddMemberInput!) { addMember(input: $in) { id } }`, { in: { tenantId, email: 'nina@aurora.example', role: 'MEMBER' } });
+    const tenantId = encodeGlobalID(
+      'Tenant',
+      (await systemEm().findOneOrFail(Tenant, { slug: 'aurora-research' })).id,
+    );
+    const added = await ok(a, ada, `mutation($in: AddMemberInput!) { addMember(input: $in) { id } }`, {
+      in: { tenantId, email: 'nina@aurora.example', role: 'MEMBER' },
+    });
     const nina = await session('nina@aurora.example');
     const { secret } = await mint(a, 'nina@aurora.example');
     await ok(a, secret, VIEWER);
     expect((await ok(a, nina, VIEWER)).viewer.memberships).toEqual([{ role: 'MEMBER' }]);
-    await ok(a, ada, `mutation($id: ID!) { removeMember(id: $id) { removedMemberId } }`, { id: added.addMember.id });
+    await ok(a, ada, `mutation($id: ID!) { removeMember(id: $id) { removedMemberId } }`, {
+      id: added.addMember.id,
+    });
     await expectUnauthenticated(a, secret, /no longer a member/);
     expect((await ok(a, nina, VIEWER)).viewer.memberships).toEqual([]);
   });
@@ -229,31 +309,54 @@ describe('a change of rights reaches the next request', () => {
     const rowId = encodeGlobalID('ProjectMember', row.id);
     const jwt = await session('max@aurora.example');
     const ada = await session('ada@aurora.example');
-    const role = async () => (await ok(a, jwt, `query($id: ID!) { node(id: $id) { ... on Project { viewerRole } } }`, { id: projectId })).node.viewerRole;
+    const role = async () =>
+      (
+        await ok(a, jwt, `query($id: ID!) { node(id: $id) { ... on Project { viewerRole } } }`, {
+          id: projectId,
+        })
+      ).node.viewerRole;
     expect(await role()).toBe('CONTRIBUTOR');
-    await ok(a, ada, `mutation($id: ID!) { changeProjectMemberRole(id: $id, role: VIEWER) { role } }`, { id: rowId });
+    await ok(a, ada, `mutation($id: ID!) { changeProjectMemberRole(id: $id, role: VIEWER) { role } }`, {
+      id: rowId,
+    });
     try {
       expect(await role()).toBe('VIEWER');
     } finally {
-      await ok(a, ada, `mutation($id: ID!) { changeProjectMemberRole(id: $id, role: CONTRIBUTOR) { role } }`, { id: rowId });
+      await ok(
+        a,
+        ada,
+        `mutation($id: ID!) { changeProjectMemberRole(id: $id, role: CONTRIBUTOR) { role } }`,
+        { id: rowId },
+      );
     }
     expect(await role()).toBe('CONTRIBUTOR');
   });
 
   it('a break-glass grant works from its opening, stops when closed, and at its expiry while cached', async () => {
     const operator = await session('admin@fairway.example', ['fairway:PLATFORM_ADMIN']);
-    const tenantId = encodeGlobalID('Tenant', (await systemEm().findOneOrFail(Tenant, { slug: 'aurora-research' })).id);
+    const tenantId = encodeGlobalID(
+      'Tenant',
+      (await systemEm().findOneOrFail(Tenant, { slug: 'aurora-research' })).id,
+    );
     const AUDIT = `query($id: ID!) { auditEvents(tenantId: $id, last: 1) { edges { node { action } } } }`;
     const OPEN = `mutation($in: OpenBreakGlassInput!) { openBreakGlass(input: $in) { id expiresAt } }`;
     expect(codesOf(await a.gql(operator, AUDIT, { id: tenantId }))).toEqual(['FORBIDDEN']);
-    const grant = (await ok(a, operator, OPEN, { in: { tenantId, reason: 'identity cache test: first look', durationMinutes: 30 } })).openBreakGlass;
+    const grant = (
+      await ok(a, operator, OPEN, {
+        in: { tenantId, reason: 'identity cache test: first look', durationMinutes: 30 },
+      })
+    ).openBreakGlass;
     await ok(a, operator, AUDIT, { id: tenantId });
     await ok(a, operator, `mutation($id: ID!) { closeBreakGlass(id: $id) { id } }`, { id: grant.id });
     expect(codesOf(await a.gql(operator, AUDIT, { id: tenantId }))).toEqual(['FORBIDDEN']);
 
     const start = now.value;
     try {
-      const second = (await ok(a, operator, OPEN, { in: { tenantId, reason: 'identity cache test: second look', durationMinutes: 1 } })).openBreakGlass;
+      const second = (
+        await ok(a, operator, OPEN, {
+          in: { tenantId, reason: 'identity cache test: second look', durationMinutes: 1 },
+        })
+      ).openBreakGlass;
       await ok(a, operator, AUDIT, { id: tenantId });
       now.value = new Date(second.expiresAt).getTime() + 1;
       expect(codesOf(await a.gql(operator, AUDIT, { id: tenantId }))).toEqual(['FORBIDDEN']);
@@ -266,7 +369,10 @@ describe('a change of rights reaches the next request', () => {
 describeNeeding(['redis'], 'through Redis', () => {
   it('a token revoked on one replica is refused on the other within the bus latency, not the TTL', async () => {
     const redisUrl = serviceUrl('redis')!;
-    const [r1, r2] = [await start({ identityCacheMs: 60_000, redisUrl }), await start({ identityCacheMs: 60_000, redisUrl })];
+    const [r1, r2] = [
+      await start({ identityCacheMs: 60_000, redisUrl }),
+      await start({ identityCacheMs: 60_000, redisUrl }),
+    ];
     const { secret, id } = await mint(r1, 'ada@aurora.example');
     for (const r of [r1, r2]) {
       await ok(r, secret, VIEWER);
@@ -274,8 +380,18 @@ describeNeeding(['redis'], 'through Redis', () => {
       await ok(r, secret, VIEWER);
       expect(identitySql(r.take())).toEqual([]);
     }
-    await ok(r1, await session('ada@aurora.example'), `mutation($id: ID!) { revokeApiToken(id: $id) { revokedAt } }`, { id });
+    await ok(
+      r1,
+      await session('ada@aurora.example'),
+      `mutation($id: ID!) { revokeApiToken(id: $id) { revokedAt } }`,
+      { id },
+    );
     await expectUnauthenticated(r1, secret, /revoked/);
-    await waitFor('the revocation to reach the other replica', async () => codesOf(await r2.gql(secret, VIEWER))[0] === 'UNAUTHENTICATED', 2000, 20);
+    await waitFor(
+      'the revocation to reach the other replica',
+      async () => codesOf(await r2.gql(secret, VIEWER))[0] === 'UNAUTHENTICATED',
+      2000,
+      20,
+    );
   });
 });

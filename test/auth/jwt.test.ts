@@ -1,13 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import os from 'node:os';
+import path from 'node:path';
+import { type CryptoKey, exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
-import { codesOf, startTestApp, testConfig, TEST_AUDIENCE, TEST_ISSUER, type GqlResponse, type TestApp } from '../helpers/harness.js';
+import {
+  codesOf,
+  type GqlResponse,
+  startTestApp,
+  TEST_AUDIENCE,
+  TEST_ISSUER,
+  type TestApp,
+  testConfig,
+} from '../helpers/harness.js';
 
 /** OIDC JWT sessions: refusals with actionable 401s, roles from DB or claim, provisioning, JWKS. */
 let t: TestApp;
@@ -21,16 +29,26 @@ afterAll(async () => {
 
 const VIEWER = `{ viewer { email name authKind isPlatformAdmin tokenScopes memberships { role tenant { slug } } } }`;
 
-async function post(url: string, authorization: string | null, query = VIEWER): Promise<GqlResponse<Record<string, any>>> {
+async function post(
+  url: string,
+  authorization: string | null,
+  query = VIEWER,
+): Promise<GqlResponse<Record<string, any>>> {
   const response = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...(authorization ? { authorization } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/graphql-response+json',
+      ...(authorization ? { authorization } : {}),
+    },
     body: JSON.stringify({ query }),
   });
   const text = await response.text();
   // Nothing from inside the server: no stack frames, no source paths.
   expect(text).not.toMatch(/\n\s+at |\bat [\w.<>]+ \(|node_modules|\.ts:\d+|\.js:\d+|"stack"/);
-  return { status: response.status, headers: response.headers, body: JSON.parse(text) } as GqlResponse<Record<string, any>>;
+  return { status: response.status, headers: response.headers, body: JSON.parse(text) } as GqlResponse<
+    Record<string, any>
+  >;
 }
 
 /** 401, one UNAUTHENTICATED error, no data, and a message that says what to do. */
@@ -45,7 +63,11 @@ function expectRefused(res: GqlResponse<Record<string, any>>, message: RegExp) {
   expect(res.body.errors![0]!.extensions).not.toHaveProperty('originalError');
 }
 
-function sign(claims: Record<string, unknown>, key: CryptoKey, options: { kid?: string; issuer?: string; audience?: string; iat?: number; exp?: number | string } = {}) {
+function sign(
+  claims: Record<string, unknown>,
+  key: CryptoKey,
+  options: { kid?: string; issuer?: string; audience?: string; iat?: number; exp?: number | string } = {},
+) {
   const jwt = new SignJWT(claims)
     .setProtectedHeader({ alg: 'RS256', ...(options.kid ? { kid: options.kid } : {}) })
     .setIssuer(options.issuer ?? TEST_ISSUER)
@@ -85,20 +107,38 @@ describe('refused JWTs and headers: 401 UNAUTHENTICATED with an actionable messa
     // A tampered payload of a good token: the signature no longer matches.
     const good = await t.jwt('ada@aurora.example');
     const [h, , s] = good.split('.');
-    const forged = Buffer.from(JSON.stringify({ email: 'admin@fairway.example', iss: TEST_ISSUER, aud: TEST_AUDIENCE, exp: 9_999_999_999, fairway_roles: ['fairway:PLATFORM_ADMIN'] })).toString('base64url');
+    const forged = Buffer.from(
+      JSON.stringify({
+        email: 'admin@fairway.example',
+        iss: TEST_ISSUER,
+        aud: TEST_AUDIENCE,
+        exp: 9_999_999_999,
+        fairway_roles: ['fairway:PLATFORM_ADMIN'],
+      }),
+    ).toString('base64url');
     expectRefused(await post(t.url, `Bearer ${h}.${forged}.${s}`), /signature does not verify/);
   });
 
   it('an alg=none JWT', async () => {
     const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
-    const payload = Buffer.from(JSON.stringify({ email: 'ada@aurora.example', iss: TEST_ISSUER, aud: TEST_AUDIENCE, exp: Math.floor(Date.now() / 1000) + 3600 })).toString('base64url');
+    const payload = Buffer.from(
+      JSON.stringify({
+        email: 'ada@aurora.example',
+        iss: TEST_ISSUER,
+        aud: TEST_AUDIENCE,
+        exp: Math.floor(Date.now() / 1000) + 3600,
+      }),
+    ).toString('base64url');
     const res = await post(t.url, `Bearer ${header}.${payload}.`);
     // Three parts with an empty signature: looks like a JWT, must never be accepted unsigned.
     expectRefused(res, /signing algorithm that is not allowed/);
   });
 
   it('Authorization: Basic …', async () => {
-    expectRefused(await post(t.url, `Basic ${Buffer.from('ada:secret').toString('base64')}`), /Authorization: Bearer/);
+    expectRefused(
+      await post(t.url, `Basic ${Buffer.from('ada:secret').toString('base64')}`),
+      /Authorization: Bearer/,
+    );
   });
 
   it('a JWT without the user claim', async () => {
@@ -131,18 +171,30 @@ describe('accepted JWTs', () => {
   });
 
   it('a fairway_roles claim replaces the database roles', async () => {
-    const jwt = await t.jwt('ada@aurora.example', { roles: ['borealis-inference:VIEWER', 'no-such-tenant:TENANT_ADMIN', 'aurora-research:NOT_A_ROLE'] });
+    const jwt = await t.jwt('ada@aurora.example', {
+      roles: ['borealis-inference:VIEWER', 'no-such-tenant:TENANT_ADMIN', 'aurora-research:NOT_A_ROLE'],
+    });
     const res = await post(t.url, `Bearer ${jwt}`);
     expect(res.body.errors).toBeUndefined();
-    expect(res.body.data!.viewer.memberships).toEqual([{ role: 'VIEWER', tenant: { slug: 'borealis-inference' } }]);
+    expect(res.body.data!.viewer.memberships).toEqual([
+      { role: 'VIEWER', tenant: { slug: 'borealis-inference' } },
+    ]);
     expect(res.body.data!.viewer.isPlatformAdmin).toBe(false);
 
     // And they are what is enforced: aurora is now invisible, borealis is read-only.
     const ids = await t.idsOf('aurora-research');
-    const auroraProjects = await t.gql(jwt, `query($id: ID!) { projects(tenantId: $id) { edges { node { slug } } } }`, { id: ids.Tenant });
+    const auroraProjects = await t.gql(
+      jwt,
+      `query($id: ID!) { projects(tenantId: $id) { edges { node { slug } } } }`,
+      { id: ids.Tenant },
+    );
     expect(codesOf(auroraProjects)).toEqual(['NOT_FOUND']);
     const b = await t.idsOf('borealis-inference');
-    const create = await t.gql(jwt, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: b.Tenant, slug: 'nope', name: 'Nope' } });
+    const create = await t.gql(
+      jwt,
+      `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`,
+      { in: { tenantId: b.Tenant, slug: 'nope', name: 'Nope' } },
+    );
     expect(codesOf(create)).toEqual(['FORBIDDEN']);
   });
 
@@ -154,10 +206,17 @@ describe('accepted JWTs', () => {
 
   it('the fairway:PLATFORM_ADMIN claim makes a platform admin', async () => {
     const jwt = await t.jwt('ops@fairway.example', { roles: ['fairway:PLATFORM_ADMIN'] });
-    const res = await post(t.url, `Bearer ${jwt}`, `{ viewer { isPlatformAdmin } tenants { edges { node { slug } } } }`);
+    const res = await post(
+      t.url,
+      `Bearer ${jwt}`,
+      `{ viewer { isPlatformAdmin } tenants { edges { node { slug } } } }`,
+    );
     expect(res.body.errors).toBeUndefined();
     expect(res.body.data!.viewer.isPlatformAdmin).toBe(true);
-    expect((res.body.data as any).tenants.edges.map((e: any) => e.node.slug).sort()).toEqual(['aurora-research', 'borealis-inference']);
+    expect((res.body.data as any).tenants.edges.map((e: any) => e.node.slug).sort()).toEqual([
+      'aurora-research',
+      'borealis-inference',
+    ]);
   });
 
   it('the first sign-in of an unknown e-mail provisions a user, once', async () => {
@@ -165,7 +224,13 @@ describe('accepted JWTs', () => {
     const jwt = await t.jwt('newcomer@example.org');
     const first = await post(t.url, `Bearer ${jwt}`);
     expect(first.body.errors).toBeUndefined();
-    expect(first.body.data!.viewer).toMatchObject({ email: 'newcomer@example.org', name: 'newcomer', authKind: 'USER', isPlatformAdmin: false, memberships: [] });
+    expect(first.body.data!.viewer).toMatchObject({
+      email: 'newcomer@example.org',
+      name: 'newcomer',
+      authKind: 'USER',
+      isPlatformAdmin: false,
+      memberships: [],
+    });
     const after = await t.rowCounts({ ignoreAudit: true });
     expect(after.User).toBe(before.User! + 1);
     expect({ ...after, User: before.User }).toEqual(before);
@@ -210,7 +275,11 @@ describe('JWKS: keys fetched from the identity provider', () => {
 
     db = await createTestDatabase('sqlite');
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-jwks-'));
-    const config = testConfig({ dataDir, database: db.database, oidc: { jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json` } });
+    const config = testConfig({
+      dataDir,
+      database: db.database,
+      oidc: { jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json` },
+    });
     app = await buildApp({ config, logError: (e) => errors.push(e) });
     url = (await app.listen(0, '127.0.0.1')).url;
   });
@@ -224,10 +293,17 @@ describe('JWKS: keys fetched from the identity provider', () => {
   });
 
   it('accepts a JWT signed with the published key (kid matches)', async () => {
-    const jwt = await sign({ email: 'jwks-user@example.org', name: 'Jay Dubs' }, signingKey, { kid: 'fairway-test-1' });
+    const jwt = await sign({ email: 'jwks-user@example.org', name: 'Jay Dubs' }, signingKey, {
+      kid: 'fairway-test-1',
+    });
     const res = await post(url, `Bearer ${jwt}`);
     expect(res.body.errors).toBeUndefined();
-    expect(res.body.data!.viewer).toMatchObject({ email: 'jwks-user@example.org', name: 'Jay Dubs', authKind: 'USER', memberships: [] });
+    expect(res.body.data!.viewer).toMatchObject({
+      email: 'jwks-user@example.org',
+      name: 'Jay Dubs',
+      authKind: 'USER',
+      memberships: [],
+    });
     expect(jwksHits).toBeGreaterThan(0);
   });
 
@@ -243,7 +319,19 @@ describe('JWKS: keys fetched from the identity provider', () => {
   });
 
   it('still checks issuer and audience with JWKS keys', async () => {
-    expectRefused(await post(url, `Bearer ${await sign({ email: 'a@example.org' }, signingKey, { kid: 'fairway-test-1', issuer: 'https://other.example' })}`), /issuer/);
-    expectRefused(await post(url, `Bearer ${await sign({ email: 'a@example.org' }, signingKey, { kid: 'fairway-test-1', audience: 'other' })}`), /audience/);
+    expectRefused(
+      await post(
+        url,
+        `Bearer ${await sign({ email: 'a@example.org' }, signingKey, { kid: 'fairway-test-1', issuer: 'https://other.example' })}`,
+      ),
+      /issuer/,
+    );
+    expectRefused(
+      await post(
+        url,
+        `Bearer ${await sign({ email: 'a@example.org' }, signingKey, { kid: 'fairway-test-1', audience: 'other' })}`,
+      ),
+      /audience/,
+    );
   });
 });

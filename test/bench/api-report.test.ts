@@ -26,8 +26,14 @@ describe('bench/api report helpers', () => {
   });
 
   it('table right-aligns every column to its widest cell, header included', () => {
-    expect(table(['n', 'p50 ms'], [['1', '0.86'], ['128', '73.1']])).toBe(
-      ['|   n | p50 ms |', '|----:|-------:|', '|   1 |   0.86 |', '| 128 |   73.1 |'].join('\n'),
-    );
+    expect(
+      table(
+        ['n', 'p50 ms'],
+        [
+          ['1', '0.86'],
+          ['128', '73.1'],
+        ],
+      ),
+    ).toBe(['|   n | p50 ms |', '|----:|-------:|', '|   1 |   0.86 |', '| 128 |   73.1 |'].join('\n'));
   });
 });

@@ -4,14 +4,20 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { END, resultTable, section, START, writeSection } from '../../bench/ledger/report.js';
+import { END, resultTable, START, section, writeSection } from '../../bench/ledger/report.js';
 import { runLedgerBench } from '../../bench/ledger/run.js';
-import { ExpectedCharges } from '../../bench/ledger/verify.js';
 import { planJobs, unitsByFlavor } from '../../bench/ledger/scenario.js';
+import { ExpectedCharges } from '../../bench/ledger/verify.js';
 
 describe('bench:ledger harness', () => {
   it('charges 50 running jobs over 2 rounds of checkpoints on SQLite, the ledger exact and the rollup its sum', async () => {
-    const results = await runLedgerBench({ dialects: ['sqlite'], jobs: 50, checkpoints: 2, closes: 5, batch: 20 });
+    const results = await runLedgerBench({
+      dialects: ['sqlite'],
+      jobs: 50,
+      checkpoints: 2,
+      closes: 5,
+      batch: 20,
+    });
     expect(results).toHaveLength(1);
     const [r] = results;
     expect(r!.verification.problems).toEqual([]);
@@ -29,7 +35,15 @@ describe('bench:ledger harness', () => {
     expect(table).toHaveLength(6);
     expect(table[2]).toMatch(/^\| SQLite \| checkpoint batch \(20 jobs/);
     expect(table[4]).toMatch(/close one job/);
-    const lines = section(results, { command: 'npm run bench:ledger', started: 0, loadStart: '1', loadEnd: '1', checkpoints: 2, closes: 5, batch: 20 });
+    const lines = section(results, {
+      command: 'npm run bench:ledger',
+      started: 0,
+      loadStart: '1',
+      loadEnd: '1',
+      checkpoints: 2,
+      closes: 5,
+      batch: 20,
+    });
     expect(lines.join('\n')).not.toMatch(/FAILED/);
   }, 120_000);
 
@@ -49,6 +63,8 @@ describe('bench:ledger harness', () => {
     writeSection(file, [START, 'first', END]);
     fs.appendFileSync(file, '\nreading\n');
     writeSection(file, [START, 'second', END]);
-    expect(fs.readFileSync(file, 'utf8')).toBe(`# Results\n\nbefore\n\n${START}\nsecond\n${END}\n\nreading\n`);
+    expect(fs.readFileSync(file, 'utf8')).toBe(
+      `# Results\n\nbefore\n\n${START}\nsecond\n${END}\n\nreading\n`,
+    );
   });
 });

@@ -4,13 +4,26 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildScenario, DEFAULT_SCENARIO, emitRows, HOUR_MS, intervalsOf } from '../../bench/usage/scenario.js';
 import { END, resultTable, START, writeSection } from '../../bench/usage/report.js';
 import { runUsageBench } from '../../bench/usage/run.js';
+import {
+  buildScenario,
+  DEFAULT_SCENARIO,
+  emitRows,
+  HOUR_MS,
+  intervalsOf,
+} from '../../bench/usage/scenario.js';
 
 describe('bench:usage harness', () => {
   it('loads 2,000 ledger rows into SQLite, and readUsage over the rollup agrees with the raw ledger', async () => {
-    const results = await runUsageBench({ dialects: ['sqlite'], scenario: { rows: 2000 }, iterations: 2, baselineIterations: 1, warmup: 0, graphql: false });
+    const results = await runUsageBench({
+      dialects: ['sqlite'],
+      scenario: { rows: 2000 },
+      iterations: 2,
+      baselineIterations: 1,
+      warmup: 0,
+      graphql: false,
+    });
     expect(results).toHaveLength(1);
     const [r] = results;
     expect(r!.load.records).toBe(2000);
@@ -59,6 +72,8 @@ describe('bench:usage harness', () => {
     writeSection(file, [START, 'first', END]);
     fs.appendFileSync(file, '\nreading\n');
     writeSection(file, [START, 'second', END]);
-    expect(fs.readFileSync(file, 'utf8')).toBe(`# Results\n\nbefore\n\n${START}\nsecond\n${END}\n\nreading\n`);
+    expect(fs.readFileSync(file, 'utf8')).toBe(
+      `# Results\n\nbefore\n\n${START}\nsecond\n${END}\n\nreading\n`,
+    );
   });
 });

@@ -6,12 +6,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, expectOk, type TestApp } from '../helpers/harness.js';
+import {
+  displayPrefix,
+  generateApiTokenSecret,
+  hashApiTokenSecret,
+} from '../../src/auth/api-token-secret.js';
 import { runApply } from '../../src/cli/tenant/apply.js';
 import { createCliContext, EXIT } from '../../src/cli/tenant/context.js';
 import { ApiToken, User } from '../../src/persistence/tenancy/entities.js';
 import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
-import { displayPrefix, generateApiTokenSecret, hashApiTokenSecret } from '../../src/auth/api-token-secret.js';
+import { expectOk, startTestApp, type TestApp } from '../helpers/harness.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-apply-'));
 const EXAMPLE = path.resolve('examples/platform.yaml');
@@ -52,7 +56,10 @@ function writeSpec(name: string, text: string): string {
 /** The example with one queue's H100 nominal quota changed. */
 function exampleWithAuroraH100(nominal: number): string {
   const text = fs.readFileSync(EXAMPLE, 'utf8');
-  const changed = text.replace('- { flavor: h100-80g, nominal: 16 }', `- { flavor: h100-80g, nominal: ${nominal} }`);
+  const changed = text.replace(
+    '- { flavor: h100-80g, nominal: 16 }',
+    `- { flavor: h100-80g, nominal: ${nominal} }`,
+  );
   expect(changed).not.toBe(text);
   return writeSpec(`example-${nominal}.yaml`, changed);
 }
@@ -75,8 +82,23 @@ describe('fairway apply', () => {
     [empty, demo] = await Promise.all([startTestApp({ seed: false }), startTestApp()]);
     adminToken = generateApiTokenSecret();
     await systemEntityManager(empty.app.orm).transactional(async (em) => {
-      const user = em.create(User, { email: 'root@platform.example', name: 'Root', isPlatformAdmin: true, externalId: null });
-      em.create(ApiToken, { tenant: null, createdBy: user, name: 'apply test', scopes: [], tokenHash: hashApiTokenSecret(adminToken), prefix: displayPrefix(adminToken), expiresAt: new Date(Date.now() + 86_400_000), revokedAt: null, lastUsedAt: null });
+      const user = em.create(User, {
+        email: 'root@platform.example',
+        name: 'Root',
+        isPlatformAdmin: true,
+        externalId: null,
+      });
+      em.create(ApiToken, {
+        tenant: null,
+        createdBy: user,
+        name: 'apply test',
+        scopes: [],
+        tokenHash: hashApiTokenSecret(adminToken),
+        prefix: displayPrefix(adminToken),
+        expiresAt: new Date(Date.now() + 86_400_000),
+        revokedAt: null,
+        lastUsedAt: null,
+      });
     });
   });
   afterAll(async () => {
@@ -107,7 +129,12 @@ describe('fairway apply', () => {
     expect(data.cohorts).toEqual([{ name: 'research-pool', parentName: null }]);
     expect(data.nodePools[0].nodes).toHaveLength(6);
     const aurora = data.queues.find((q: { name: string }) => q.name === 'aurora-training');
-    expect(aurora).toMatchObject({ cohortName: 'research-pool', weight: 1, isolationLevel: 'GUARANTEED', tenant: { slug: 'aurora-research' } });
+    expect(aurora).toMatchObject({
+      cohortName: 'research-pool',
+      weight: 1,
+      isolationLevel: 'GUARANTEED',
+      tenant: { slug: 'aurora-research' },
+    });
     expect(aurora.quotas).toEqual(
       expect.arrayContaining([
         { flavor: 'h100-80g', resource: 'GPU', nominal: 16, borrowingLimit: null, lendingLimit: null },
@@ -117,8 +144,20 @@ describe('fairway apply', () => {
     const tenants = data.tenants.edges.map((e: { node: unknown }) => e.node);
     expect(tenants).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ slug: 'borealis-inference', tier: 'ENTERPRISE', isolationLevel: 'ELASTIC', grantedPriorityClasses: ['inference-critical'] }),
-        expect.objectContaining({ slug: 'aurora-research', dataBoundaries: { imageRegistries: ['nvcr.io/nvidia', 'registry.aurora.example'], datasetLocations: ['s3://aurora-datasets'], artifactStores: ['s3://aurora-models'] } }),
+        expect.objectContaining({
+          slug: 'borealis-inference',
+          tier: 'ENTERPRISE',
+          isolationLevel: 'ELASTIC',
+          grantedPriorityClasses: ['inference-critical'],
+        }),
+        expect.objectContaining({
+          slug: 'aurora-research',
+          dataBoundaries: {
+            imageRegistries: ['nvcr.io/nvidia', 'registry.aurora.example'],
+            datasetLocations: ['s3://aurora-datasets'],
+            artifactStores: ['s3://aurora-models'],
+          },
+        }),
       ]),
     );
 
@@ -138,7 +177,16 @@ describe('fairway apply', () => {
     expect(check.mutations).toBe(0);
     const plan = JSON.parse(check.out.join('\n'));
     const changed = plan.objects.filter((o: { action: string }) => o.action !== 'unchanged');
-    expect(changed).toEqual([{ kind: 'queue', name: 'aurora-training', action: 'update', changes: [{ field: 'quotas[h100-80g/GPU].nominal', old: 16, new: 24 }], notes: [], notCompared: ['preemption'] }]);
+    expect(changed).toEqual([
+      {
+        kind: 'queue',
+        name: 'aurora-training',
+        action: 'update',
+        changes: [{ field: 'quotas[h100-80g/GPU].nominal', old: 16, new: 24 }],
+        notes: [],
+        notCompared: ['preemption'],
+      },
+    ]);
 
     const human = await apply(empty.url, adminToken, ['-f', file, '--dry-run']);
     expect(human.out).toContain('    quotas[h100-80g/GPU].nominal: 16 → 24');
@@ -148,7 +196,12 @@ describe('fairway apply', () => {
     expect(done.mutations).toBe(1);
     expect(done.out).toContain('updated queue aurora-training');
     const { queues } = await expectOk(empty, adminToken, '{ queues { name quotas { flavor nominal } } }');
-    expect(queues.find((q: { name: string }) => q.name === 'aurora-training').quotas).toEqual(expect.arrayContaining([{ flavor: 'h100-80g', nominal: 24 }, { flavor: 'a100-1g.10gb', nominal: 56 }]));
+    expect(queues.find((q: { name: string }) => q.name === 'aurora-training').quotas).toEqual(
+      expect.arrayContaining([
+        { flavor: 'h100-80g', nominal: 24 },
+        { flavor: 'a100-1g.10gb', nominal: 56 },
+      ]),
+    );
     expect((await apply(empty.url, adminToken, ['-f', file, '--check'])).code).toBe(EXIT.OK);
     // Back to the example for the other cases.
     expect((await apply(empty.url, adminToken, ['-f', EXAMPLE])).mutations).toBe(1);
@@ -164,11 +217,18 @@ describe('fairway apply', () => {
     expect(run.mutations).toBe(1);
     expect((await apply(empty.url, adminToken, ['-f', priced, '--check'])).code).toBe(EXIT.OK);
 
-    const kind = writeSpec('kind.yaml', text.replace('pricePerUnitHour: 2.49', 'pricePerUnitHour: 3.49').replace('kind: GPU ', 'kind: TIMESLICE '));
+    const kind = writeSpec(
+      'kind.yaml',
+      text
+        .replace('pricePerUnitHour: 2.49', 'pricePerUnitHour: 3.49')
+        .replace('kind: GPU ', 'kind: TIMESLICE '),
+    );
     const blocked = await apply(empty.url, adminToken, ['-f', kind]);
     expect(blocked.code).toBe(EXIT.CONFLICT);
     expect(blocked.mutations).toBe(0);
-    expect(blocked.out.join('\n')).toMatch(/! flavor h100-80g\n {4}kind: GPU → TIMESLICE\n {4}pricePerUnitHour: 2.99 → 3.49\n {4}cannot apply: kind cannot be changed: the API has no updateFlavor/);
+    expect(blocked.out.join('\n')).toMatch(
+      /! flavor h100-80g\n {4}kind: GPU → TIMESLICE\n {4}pricePerUnitHour: 2.99 → 3.49\n {4}cannot apply: kind cannot be changed: the API has no updateFlavor/,
+    );
   });
 
   it('a refusal midway names the object and its typed error; running again completes the rest', async () => {
@@ -188,13 +248,23 @@ tenants:
     expect(run.out).toContain('created tenant cyan-labs');
     expect(run.err[0]).toMatch(/^fairway apply: queue cyan-batch failed: .*l40s-48g.* \[BAD_USER_INPUT\]$/);
     expect(run.err[1]).toMatch(/1 of 2 change\(s\) applied/);
-    const { tenant } = await expectOk(empty, adminToken, '{ tenant(slug: "cyan-labs") { grantedPriorityClasses egressAllowlist queues { name } } }');
-    expect(tenant).toEqual({ grantedPriorityClasses: ['inference-critical'], egressAllowlist: ['10.20.0.7/32', '2001:db8::/32'], queues: [] });
+    const { tenant } = await expectOk(
+      empty,
+      adminToken,
+      '{ tenant(slug: "cyan-labs") { grantedPriorityClasses egressAllowlist queues { name } } }',
+    );
+    expect(tenant).toEqual({
+      grantedPriorityClasses: ['inference-critical'],
+      egressAllowlist: ['10.20.0.7/32', '2001:db8::/32'],
+      queues: [],
+    });
 
     const fixed = `flavors:\n  - { name: l40s-48g, kind: GPU, pricePerUnitHour: 1.2 }\n${broken}`;
     const rerun = await apply(empty.url, adminToken, ['-f', writeSpec('fixed.yaml', fixed)]);
     expect(rerun.code, rerun.err.join('\n')).toBe(EXIT.OK);
-    expect(rerun.out).toEqual(expect.arrayContaining(['created flavor l40s-48g', 'created queue cyan-batch']));
+    expect(rerun.out).toEqual(
+      expect.arrayContaining(['created flavor l40s-48g', 'created queue cyan-batch']),
+    );
     expect(rerun.out).not.toContain('created tenant cyan-labs');
     expect(rerun.mutations).toBe(2);
     // Objects of the example are on the server but not in this file: reported, left alone.
@@ -204,12 +274,26 @@ tenants:
 
   it('a bad file exits 2 with file:line and sends nothing', async () => {
     const cases: [string, RegExp][] = [
-      ['flavors:\n  - name: h100-80g\n    kind: GPU\n    pricePerUnitHour: 2.49\n    colour: green\n', /bad-1\.yaml:5: flavors\.0: unknown field "colour"/],
+      [
+        'flavors:\n  - name: h100-80g\n    kind: GPU\n    pricePerUnitHour: 2.49\n    colour: green\n',
+        /bad-1\.yaml:5: flavors\.0: unknown field "colour"/,
+      ],
       ['tenants:\n  - slug: x\n    name: [unclosed\n', /bad-2\.yaml:\d+: /],
-      ['cohorts:\n  - name: a\n\n  - name: b\n    quotas:\n      - { flavor: h100-80g, nominal: -1 }\n', /bad-3\.yaml:6: cohorts\.1\.quotas\.0\.nominal: must not be negative/],
-      ['tenants:\n  - slug: a\n    name: A\n    queues: [{ name: q, quotas: [] }]\n  - slug: b\n    name: B\n    queues: [{ name: q, quotas: [] }]\n', /bad-4\.yaml:7: tenants\.1\.queues\.0\.name: queue "q" is declared twice/],
+      [
+        'cohorts:\n  - name: a\n\n  - name: b\n    quotas:\n      - { flavor: h100-80g, nominal: -1 }\n',
+        /bad-3\.yaml:6: cohorts\.1\.quotas\.0\.nominal: must not be negative/,
+      ],
+      [
+        'tenants:\n  - slug: a\n    name: A\n    queues: [{ name: q, quotas: [] }]\n  - slug: b\n    name: B\n    queues: [{ name: q, quotas: [] }]\n',
+        /bad-4\.yaml:7: tenants\.1\.queues\.0\.name: queue "q" is declared twice/,
+      ],
     ];
-    const fromStdin = await apply(empty.url, adminToken, ['-f', '-'], 'cohorts:\n  - name: a\n    parentId: b\n');
+    const fromStdin = await apply(
+      empty.url,
+      adminToken,
+      ['-f', '-'],
+      'cohorts:\n  - name: a\n    parentId: b\n',
+    );
     expect(fromStdin.code).toBe(EXIT.USAGE);
     expect(fromStdin.err.join('\n')).toMatch(/^<stdin>:3: cohorts\.0: unknown field "parentId"$/);
     expect(fromStdin.requests).toBe(0);
@@ -232,7 +316,10 @@ tenants:
 
   it('a tenant admin (or anyone not a platform admin) exits 3 and changes nothing', async () => {
     const file = writeSpec('cyan.yaml', 'tenants:\n  - { slug: cyan-labs, name: Cyan Labs }\n');
-    for (const token of [demo.token('aurora-research', 'TENANT_ADMIN'), demo.token('borealis-inference', 'MEMBER')]) {
+    for (const token of [
+      demo.token('aurora-research', 'TENANT_ADMIN'),
+      demo.token('borealis-inference', 'MEMBER'),
+    ]) {
       const before = await demo.rowCounts({ ignoreAudit: true });
       const run = await apply(demo.url, token, ['-f', file]);
       expect(run.code).toBe(EXIT.AUTH);

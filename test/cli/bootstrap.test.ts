@@ -6,7 +6,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { load } from '../../src/config/index.js';
-import { REPO_ROOT, freePort, gqlData, killAllServers, startServer } from '../helpers/process.js';
+import { freePort, gqlData, killAllServers, REPO_ROOT, startServer } from '../helpers/process.js';
 
 /**
  * Production defaults and the first hour: in production the server seeds no demo and prints
@@ -24,7 +24,15 @@ interface Run {
 function cleanEnv(extra: Record<string, string | undefined>): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (v === undefined || k.startsWith('VITEST') || k === 'NODE_OPTIONS' || k === 'DATABASE_URL' || k === 'REDIS_URL' || k.startsWith('FAIRWAY_')) continue;
+    if (
+      v === undefined ||
+      k.startsWith('VITEST') ||
+      k === 'NODE_OPTIONS' ||
+      k === 'DATABASE_URL' ||
+      k === 'REDIS_URL' ||
+      k.startsWith('FAIRWAY_')
+    )
+      continue;
     env[k] = v;
   }
   for (const [k, v] of Object.entries(extra)) {
@@ -34,9 +42,18 @@ function cleanEnv(extra: Record<string, string | undefined>): Record<string, str
   return env;
 }
 
-function run(script: string, args: string[], env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<Run> {
+function run(
+  script: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  timeoutMs = 30_000,
+): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: REPO_ROOT, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+      cwd: REPO_ROOT,
+      env: cleanEnv(env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -81,7 +98,10 @@ describe('demo defaults per NODE_ENV', () => {
   });
 
   it('the trickle can be turned off alone, and production metering keeps its production interval', () => {
-    expect(load({ FAIRWAY_DEMO_TRICKLE: 'false' })).toMatchObject({ demo: { enabled: true, trickle: false }, metering: { intervalMs: 15_000 } });
+    expect(load({ FAIRWAY_DEMO_TRICKLE: 'false' })).toMatchObject({
+      demo: { enabled: true, trickle: false },
+      metering: { intervalMs: 15_000 },
+    });
     expect(load({ NODE_ENV: 'production' }).metering.intervalMs).toBe(60_000);
   });
 });
@@ -90,7 +110,11 @@ describe('bootstrap: the first platform admin of a production installation', () 
   it('creates one admin whose token works against a production server that seeded nothing; a second run refuses', async () => {
     const dataDir = freshDir('bootstrap');
     const env = { NODE_ENV: 'production', FAIRWAY_DATA_DIR: dataDir };
-    const first = await run('src/cli/bootstrap.ts', ['--email', 'Root@Example.com', '--name', 'Rita Root'], env);
+    const first = await run(
+      'src/cli/bootstrap.ts',
+      ['--email', 'Root@Example.com', '--name', 'Rita Root'],
+      env,
+    );
     expect(first.code, first.stderr).toBe(0);
     const token = first.stdout.trim();
     // Only the token on stdout, so `TOKEN=$(npm run -s bootstrap -- ...)` works.
@@ -98,7 +122,9 @@ describe('bootstrap: the first platform admin of a production installation', () 
 
     const db = new Database(path.join(dataDir, 'fairway.db'), { readonly: true });
     try {
-      expect(db.prepare('select email, name from users where is_platform_admin = 1').all()).toEqual([{ email: 'root@example.com', name: 'Rita Root' }]);
+      expect(db.prepare('select email, name from users where is_platform_admin = 1').all()).toEqual([
+        { email: 'root@example.com', name: 'Rita Root' },
+      ]);
       const tokens = db.prepare('select token_hash from api_tokens').all() as { token_hash: string }[];
       expect(tokens).toHaveLength(1);
       expect(tokens[0]!.token_hash).not.toContain(token);
@@ -106,13 +132,21 @@ describe('bootstrap: the first platform admin of a production installation', () 
       db.close();
     }
 
-    const server = await startServer({ dataDir, label: 'production', env: { NODE_ENV: 'production', FAIRWAY_DEMO: undefined, FAIRWAY_DEMO_TRICKLE: undefined } });
+    const server = await startServer({
+      dataDir,
+      label: 'production',
+      env: { NODE_ENV: 'production', FAIRWAY_DEMO: undefined, FAIRWAY_DEMO_TRICKLE: undefined },
+    });
     try {
       const output = server.output();
       expect(output).not.toMatch(/Demo API tokens/);
       expect(output).not.toContain('fwt_');
       expect(fs.existsSync(path.join(dataDir, 'demo-credentials.json'))).toBe(false);
-      const data = await gqlData(server.url, token, '{ viewer { name email isPlatformAdmin } tenants(first: 5) { edges { node { slug } } } flavors { name } }');
+      const data = await gqlData(
+        server.url,
+        token,
+        '{ viewer { name email isPlatformAdmin } tenants(first: 5) { edges { node { slug } } } flavors { name } }',
+      );
       expect(data.viewer).toEqual({ name: 'Rita Root', email: 'root@example.com', isPlatformAdmin: true });
       expect(data.tenants.edges).toEqual([]);
       expect(data.flavors).toEqual([]);
@@ -139,16 +173,23 @@ describe('bootstrap: the first platform admin of a production installation', () 
     [['--email', 'not-an-email'], /--email must be an email address/],
     [['--email', 'a@example.com', '--expires-in-days', 'forever'], /--expires-in-days/],
     [['--email', 'a@example.com', '--bogus'], /Unknown option '--bogus'/],
-  ])('%o: refused with a message and the usage, no stack trace, nothing written', async (args, message) => {
-    const dataDir = freshDir('bootstrap-bad');
-    const result = await run('src/cli/bootstrap.ts', args, { NODE_ENV: 'production', FAIRWAY_DATA_DIR: dataDir });
-    expect(result.code).toBe(1);
-    expect(result.stdout).toBe('');
-    expect(result.stderr).toMatch(message);
-    expect(result.stderr).toMatch(/usage: npm run bootstrap/);
-    expect(result.stderr).not.toMatch(STACK_LINE);
-    expect(fs.existsSync(path.join(dataDir, 'fairway.db'))).toBe(false);
-  }, 30_000);
+  ])(
+    '%o: refused with a message and the usage, no stack trace, nothing written',
+    async (args, message) => {
+      const dataDir = freshDir('bootstrap-bad');
+      const result = await run('src/cli/bootstrap.ts', args, {
+        NODE_ENV: 'production',
+        FAIRWAY_DATA_DIR: dataDir,
+      });
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(message);
+      expect(result.stderr).toMatch(/usage: npm run bootstrap/);
+      expect(result.stderr).not.toMatch(STACK_LINE);
+      expect(fs.existsSync(path.join(dataDir, 'fairway.db'))).toBe(false);
+    },
+    30_000,
+  );
 });
 
 describe('a busy port', () => {
@@ -159,7 +200,14 @@ describe('a busy port', () => {
     try {
       const dataDir = freshDir('busy-port');
       // The demo on (as in development): it must not be seeded into a database nobody serves.
-      const result = await run('src/main.ts', [], { NODE_ENV: 'development', PORT: String(port), HOST: '127.0.0.1', FAIRWAY_DATA_DIR: dataDir, FAIRWAY_DEMO: 'true', FAIRWAY_DEMO_TRICKLE: 'false' });
+      const result = await run('src/main.ts', [], {
+        NODE_ENV: 'development',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        FAIRWAY_DATA_DIR: dataDir,
+        FAIRWAY_DEMO: 'true',
+        FAIRWAY_DEMO_TRICKLE: 'false',
+      });
       const output = result.stdout + result.stderr;
       expect(result.code, output).toBe(1);
       expect(result.stderr.trim()).toBe(`[fairway] port ${port} is already in use (set PORT)`);

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { buildSchema, validate, type DocumentNode } from 'graphql';
+import { buildSchema, type DocumentNode, validate } from 'graphql';
 import { expect, it } from 'vitest';
 import * as operations from '../../src/cli/tenant/operations.js';
 
@@ -14,9 +14,18 @@ it('graphql-env.d.ts matches schema/schema.graphql (else: npm run graphql:env)',
   try {
     const fresh = path.join(dir, 'graphql-env.d.ts');
     // The same command as the npm script, with the output redirected (tsconfig.json names the schema).
-    await promisify(execFile)(process.execPath, ['node_modules/gql.tada/bin/cli.js', 'generate', 'output', '--output', fresh]);
+    await promisify(execFile)(process.execPath, [
+      'node_modules/gql.tada/bin/cli.js',
+      'generate',
+      'output',
+      '--output',
+      fresh,
+    ]);
     const committed = fs.readFileSync('src/cli/tenant/graphql-env.d.ts', 'utf8');
-    expect(committed === fs.readFileSync(fresh, 'utf8'), 'src/cli/tenant/graphql-env.d.ts is stale: run `npm run graphql:env`').toBe(true);
+    expect(
+      committed === fs.readFileSync(fresh, 'utf8'),
+      'src/cli/tenant/graphql-env.d.ts is stale: run `npm run graphql:env`',
+    ).toBe(true);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -25,10 +34,15 @@ it('graphql-env.d.ts matches schema/schema.graphql (else: npm run graphql:env)',
 it('every operation of the CLI is valid against schema/schema.graphql', () => {
   // gql.tada types what a document selects; an unknown field nobody reads would still pass tsc.
   const schema = buildSchema(fs.readFileSync('schema/schema.graphql', 'utf8'));
-  const documents = Object.entries(operations).filter((e): e is [string, DocumentNode] => (e[1] as DocumentNode)?.kind === 'Document');
+  const documents = Object.entries(operations).filter(
+    (e): e is [string, DocumentNode] => (e[1] as DocumentNode)?.kind === 'Document',
+  );
   expect(documents.length).toBeGreaterThanOrEqual(9);
   for (const [name, document] of documents) {
     if (document.definitions.every((d) => d.kind === 'FragmentDefinition')) continue; // checked where it is spread
-    expect(validate(schema, document).map((e) => e.message), name).toEqual([]);
+    expect(
+      validate(schema, document).map((e) => e.message),
+      name,
+    ).toEqual([]);
   }
 });

@@ -1,11 +1,12 @@
 // `fairway submit -f job.yaml`: the checkpoint declaration is checked in the file and sent as is.
 import { describe, expect, it } from 'vitest';
-import { parseJobFile } from '../../src/cli/tenant/job-file.js';
-import { toSubmitInput } from '../../src/cli/tenant/submit.js';
 import { CliError, EXIT } from '../../src/cli/tenant/context.js';
 import { standing } from '../../src/cli/tenant/format.js';
+import { parseJobFile } from '../../src/cli/tenant/job-file.js';
+import { toSubmitInput } from '../../src/cli/tenant/submit.js';
 
-const file = (checkpoint: string) => `name: train\npodSets:\n  - gpusPerPod: 1\nexpectedDurationSeconds: 3600\n${checkpoint}`;
+const file = (checkpoint: string) =>
+  `name: train\npodSets:\n  - gpusPerPod: 1\nexpectedDurationSeconds: 3600\n${checkpoint}`;
 
 describe('job file: checkpoint', () => {
   it('is sent to submitJob as declared', () => {
@@ -16,9 +17,15 @@ describe('job file: checkpoint', () => {
 
   it('ls/watch lines show the GPU-hours lost beside the preemption count', () => {
     const base = { state: 'RUNNING' as const, eta: null, position: null, pendingReason: null };
-    expect(standing({ ...base, preemptionCount: 2, lostGpuHours: 44.444 })).toBe('RUNNING  preempted 2× (44.4 GPU-h lost)');
-    expect(standing({ ...base, preemptionCount: 1, lostGpuHours: 0.25 })).toBe('RUNNING  preempted 1× (0.25 GPU-h lost)');
-    expect(standing({ ...base, preemptionCount: 1, lostGpuHours: 0 })).toBe('RUNNING  preempted 1× (0 GPU-h lost)');
+    expect(standing({ ...base, preemptionCount: 2, lostGpuHours: 44.444 })).toBe(
+      'RUNNING  preempted 2× (44.4 GPU-h lost)',
+    );
+    expect(standing({ ...base, preemptionCount: 1, lostGpuHours: 0.25 })).toBe(
+      'RUNNING  preempted 1× (0.25 GPU-h lost)',
+    );
+    expect(standing({ ...base, preemptionCount: 1, lostGpuHours: 0 })).toBe(
+      'RUNNING  preempted 1× (0 GPU-h lost)',
+    );
     expect(standing({ ...base, preemptionCount: 0, lostGpuHours: 0 })).toBe('RUNNING');
   });
 
@@ -33,7 +40,9 @@ describe('job file: checkpoint', () => {
       }
       throw new Error('accepted');
     };
-    expect(refused('checkpoint:\n  intervalSeconds: 0\n')).toMatch(/job\.yaml:6: checkpoint\.intervalSeconds: /);
+    expect(refused('checkpoint:\n  intervalSeconds: 0\n')).toMatch(
+      /job\.yaml:6: checkpoint\.intervalSeconds: /,
+    );
     expect(refused('checkpoint:\n  intervalSeconds: 1.5\n')).toMatch(/checkpoint\.intervalSeconds/);
     expect(refused('checkpoint:\n  intervalSeconds: 8000000\n')).toMatch(/at most 90 days/);
     expect(refused('checkpoint:\n  every: 5\n')).toMatch(/job\.yaml:6: checkpoint\.every: unknown field/);

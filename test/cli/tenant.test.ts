@@ -7,10 +7,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runTenantCommand } from '../../src/cli/tenant/index.js';
-import { EXIT, exitCodeFor } from '../../src/cli/tenant/context.js';
-import { startTestApp, type TestApp } from '../helpers/harness.js';
 import { listMyJobs } from '../../examples/typed-client/list-jobs.js';
+import { EXIT, exitCodeFor } from '../../src/cli/tenant/context.js';
+import { runTenantCommand } from '../../src/cli/tenant/index.js';
+import { startTestApp, type TestApp } from '../helpers/harness.js';
 
 let t: TestApp;
 let work: string;
@@ -23,7 +23,15 @@ interface Run {
 }
 
 /** One CLI run; the environment has the server and a member's token unless `env` says otherwise. */
-async function cli(args: string[], options: { env?: NodeJS.ProcessEnv; stdin?: string; signal?: AbortSignal; onOut?: (line: string) => void } = {}): Promise<Run> {
+async function cli(
+  args: string[],
+  options: {
+    env?: NodeJS.ProcessEnv;
+    stdin?: string;
+    signal?: AbortSignal;
+    onOut?: (line: string) => void;
+  } = {},
+): Promise<Run> {
   const out: string[] = [];
   const err: string[] = [];
   const [cmd, ...rest] = args;
@@ -32,7 +40,12 @@ async function cli(args: string[], options: { env?: NodeJS.ProcessEnv; stdin?: s
     rest,
     { out: (s) => (out.push(s), options.onOut?.(s)), err: (s) => err.push(s) },
     {
-      env: { FAIRWAY_CONFIG_DIR: path.join(work, 'config'), FAIRWAY_SERVER: t.url, FAIRWAY_TOKEN: member, ...options.env },
+      env: {
+        FAIRWAY_CONFIG_DIR: path.join(work, 'config'),
+        FAIRWAY_SERVER: t.url,
+        FAIRWAY_TOKEN: member,
+        ...options.env,
+      },
       stdout: null,
       stdin: Readable.from(options.stdin === undefined ? [] : [options.stdin]),
       ...(options.signal ? { signal: options.signal } : {}),
@@ -47,9 +60,11 @@ function jobFile(name: string, body: string): string {
   return file;
 }
 
-const shortJob = (name: string, extra = '') => `name: ${name}\nqueue: aurora-training\nexpectedDurationSeconds: 200\npodSets:\n  - gpusPerPod: 1\n${extra}`;
+const shortJob = (name: string, extra = '') =>
+  `name: ${name}\nqueue: aurora-training\nexpectedDurationSeconds: 200\npodSets:\n  - gpusPerPod: 1\n${extra}`;
 // 36000 declared seconds at the tests' time scale (1000×): 36 s of real time, longer than any test here.
-const longJob = (name: string) => `name: ${name}\nexpectedDurationSeconds: 36000\npodSets:\n  - gpusPerPod: 1\n`;
+const longJob = (name: string) =>
+  `name: ${name}\nexpectedDurationSeconds: 36000\npodSets:\n  - gpusPerPod: 1\n`;
 
 async function jobCount(): Promise<number> {
   return (await t.rowCounts({ ignoreAudit: true })).Job!;
@@ -69,7 +84,10 @@ describe('login, whoami, logout', () => {
   it('checks the token, stores it 0600 in a 0700 directory, and later commands use it', async () => {
     const dir = path.join(work, 'login-home');
     const env = { FAIRWAY_CONFIG_DIR: dir, FAIRWAY_SERVER: '', FAIRWAY_TOKEN: '' };
-    const login = await cli(['login', '--server', t.url.replace('/graphql', ''), '--token-stdin'], { env, stdin: `${member}\n` });
+    const login = await cli(['login', '--server', t.url.replace('/graphql', ''), '--token-stdin'], {
+      env,
+      stdin: `${member}\n`,
+    });
     expect(login, login.err).toMatchObject({ code: 0 });
     expect(login.out).toContain('Max Member');
     expect(login.out).toContain('MEMBER in aurora-research');
@@ -91,7 +109,9 @@ describe('login, whoami, logout', () => {
 
   it('refuses a bad token with exit 3 and stores nothing', async () => {
     const dir = path.join(work, 'bad-login');
-    const res = await cli(['login', '--server', t.url, '--token', 'fw_not-a-real-token'], { env: { FAIRWAY_CONFIG_DIR: dir } });
+    const res = await cli(['login', '--server', t.url, '--token', 'fw_not-a-real-token'], {
+      env: { FAIRWAY_CONFIG_DIR: dir },
+    });
     expect(res.code).toBe(EXIT.AUTH);
     expect(res.err).toMatch(/UNAUTHENTICATED/);
     expect(fs.existsSync(path.join(dir, 'credentials.json'))).toBe(false);
@@ -104,8 +124,17 @@ describe('submit', () => {
     const first = await cli(['submit', '-f', 'examples/job.yaml', '--json']);
     expect(first.code, first.err).toBe(0);
     const job = JSON.parse(first.out);
-    const stored = await t.gql(member, `query($id: ID!) { node(id: $id) { ... on Job { name queue { name } podSets { count gpusPerPod } container { image env { name } } } } }`, { id: job.id });
-    expect(stored.body.data?.node).toMatchObject({ name: 'llama-ft-demo', queue: { name: 'aurora-training' }, podSets: [{ count: 1, gpusPerPod: 2 }], container: { image: 'nvcr.io/nvidia/pytorch:24.01-py3', env: [{ name: 'EPOCHS' }] } });
+    const stored = await t.gql(
+      member,
+      `query($id: ID!) { node(id: $id) { ... on Job { name queue { name } podSets { count gpusPerPod } container { image env { name } } } } }`,
+      { id: job.id },
+    );
+    expect(stored.body.data?.node).toMatchObject({
+      name: 'llama-ft-demo',
+      queue: { name: 'aurora-training' },
+      podSets: [{ count: 1, gpusPerPod: 2 }],
+      container: { image: 'nvcr.io/nvidia/pytorch:24.01-py3', env: [{ name: 'EPOCHS' }] },
+    });
     const again = await cli(['submit', '-f', 'examples/job.yaml']);
     expect(again.code, again.err).toBe(0);
     expect(again.out).toContain(`job ${job.id}`);
@@ -114,8 +143,16 @@ describe('submit', () => {
 
   it.each([
     ['broken YAML', 'name: x\npodSets:\n  - gpusPerPod: 1\n   count: [\n', /bad\.yaml:4: /],
-    ['a wrong type', 'name: x\npodSets:\n  - count: 1\n    gpusPerPod: two\n', /bad\.yaml:4: podSets\[0\]\.gpusPerPod: /],
-    ['an unknown field', 'name: x\npodSets:\n  - gpusPerPod: 1\ngpus: 4\n', /bad\.yaml:4: gpus: unknown field/],
+    [
+      'a wrong type',
+      'name: x\npodSets:\n  - count: 1\n    gpusPerPod: two\n',
+      /bad\.yaml:4: podSets\[0\]\.gpusPerPod: /,
+    ],
+    [
+      'an unknown field',
+      'name: x\npodSets:\n  - gpusPerPod: 1\ngpus: 4\n',
+      /bad\.yaml:4: gpus: unknown field/,
+    ],
     ['no pod sets', 'name: x\n', /bad\.yaml:1: podSets: /],
   ])('a file with %s exits 2 naming file:line, and sends nothing', async (_what, body, message) => {
     const before = await jobCount();
@@ -126,10 +163,21 @@ describe('submit', () => {
   });
 
   it('the same explicit key with another file is a CONFLICT (5); a viewer is FORBIDDEN (3)', async () => {
-    expect((await cli(['submit', '-f', jobFile('a.yaml', longJob('conflict-a')), '--idempotency-key', 'k-1'])).code).toBe(0);
-    const conflict = await cli(['submit', '-f', jobFile('b.yaml', longJob('conflict-b')), '--idempotency-key', 'k-1']);
+    expect(
+      (await cli(['submit', '-f', jobFile('a.yaml', longJob('conflict-a')), '--idempotency-key', 'k-1']))
+        .code,
+    ).toBe(0);
+    const conflict = await cli([
+      'submit',
+      '-f',
+      jobFile('b.yaml', longJob('conflict-b')),
+      '--idempotency-key',
+      'k-1',
+    ]);
     expect(conflict.code, conflict.err).toBe(EXIT.CONFLICT);
-    const viewer = await cli(['submit', '-f', jobFile('c.yaml', longJob('by-viewer'))], { env: { FAIRWAY_TOKEN: t.token('aurora-research', 'VIEWER') } });
+    const viewer = await cli(['submit', '-f', jobFile('c.yaml', longJob('by-viewer'))], {
+      env: { FAIRWAY_TOKEN: t.token('aurora-research', 'VIEWER') },
+    });
     expect(viewer.code, viewer.err).toBe(EXIT.AUTH);
     expect(viewer.err).toMatch(/FORBIDDEN/);
   });
@@ -137,7 +185,9 @@ describe('submit', () => {
 
 describe('ls, watch, cancel, usage', () => {
   it('ls --json lists a submitted job; the table has its columns', async () => {
-    const { id } = JSON.parse((await cli(['submit', '-f', jobFile('ls.yaml', longJob('listed-job')), '--json'])).out);
+    const { id } = JSON.parse(
+      (await cli(['submit', '-f', jobFile('ls.yaml', longJob('listed-job')), '--json'])).out,
+    );
     const ls = await cli(['ls', '--json', '--limit', '50']);
     expect(ls.code, ls.err).toBe(0);
     expect(JSON.parse(ls.out).map((j: { id: string }) => j.id)).toContain(id);
@@ -146,11 +196,15 @@ describe('ls, watch, cancel, usage', () => {
     expect(table.out).toContain('listed-job');
     expect((await cli(['ls', '--state', 'DONE'])).code).toBe(EXIT.USAGE);
     // The typed-client example (type-checked through this import) reads the same list.
-    expect(await listMyJobs(t.url, member, 50)).toContainEqual(expect.stringMatching(/^(PENDING|ADMITTED|RUNNING) +listed-job \(aurora-training\)/));
+    expect(await listMyJobs(t.url, member, 50)).toContainEqual(
+      expect.stringMatching(/^(PENDING|ADMITTED|RUNNING) +listed-job \(aurora-training\)/),
+    );
   });
 
   it('watch follows a short job over graphql-ws to SUCCEEDED and exits 0', async () => {
-    const { id } = JSON.parse((await cli(['submit', '-f', jobFile('short.yaml', shortJob('short-job')), '--json'])).out);
+    const { id } = JSON.parse(
+      (await cli(['submit', '-f', jobFile('short.yaml', shortJob('short-job')), '--json'])).out,
+    );
     const watch = await cli(['watch', id]);
     expect(watch.code, watch.err).toBe(0);
     const lines = watch.out.split('\n');
@@ -159,14 +213,25 @@ describe('ls, watch, cancel, usage', () => {
   });
 
   it('watch --json exits 1 when the job fails', async () => {
-    const { id } = JSON.parse((await cli(['submit', '-f', jobFile('fail.yaml', shortJob('failing-job', 'simulate:\n  fail: true\n')), '--json'])).out);
+    const { id } = JSON.parse(
+      (
+        await cli([
+          'submit',
+          '-f',
+          jobFile('fail.yaml', shortJob('failing-job', 'simulate:\n  fail: true\n')),
+          '--json',
+        ])
+      ).out,
+    );
     const watch = await cli(['watch', id, '--json']);
     expect(watch.code, watch.err).toBe(EXIT.FAILURE);
     expect(JSON.parse(watch.out.split('\n').at(-1)!)).toMatchObject({ id, state: 'FAILED' });
   });
 
   it('cancel → CANCELLED, and a watch of that job exits 1', async () => {
-    const { id } = JSON.parse((await cli(['submit', '-f', jobFile('cancel.yaml', longJob('to-cancel')), '--json'])).out);
+    const { id } = JSON.parse(
+      (await cli(['submit', '-f', jobFile('cancel.yaml', longJob('to-cancel')), '--json'])).out,
+    );
     let firstLine!: () => void;
     const watching = new Promise<void>((resolve) => (firstLine = resolve));
     const watch = cli(['watch', id], { onOut: () => firstLine() });
@@ -180,7 +245,9 @@ describe('ls, watch, cancel, usage', () => {
   });
 
   it('usage: a tenant admin gets GPU-hours and cost grouped; a member no cost column', async () => {
-    const admin = await cli(['usage', '--group-by', 'project,user', '--from', '2026-01-01'], { env: { FAIRWAY_TOKEN: t.token('aurora-research', 'TENANT_ADMIN') } });
+    const admin = await cli(['usage', '--group-by', 'project,user', '--from', '2026-01-01'], {
+      env: { FAIRWAY_TOKEN: t.token('aurora-research', 'TENANT_ADMIN') },
+    });
     expect(admin.code, admin.err).toBe(0);
     expect(admin.out).toMatch(/PERIOD\s+PROJECT\s+USER\s+GPU-HOURS\s+CPU-HOURS\s+JOBS\s+COST \(\w+\)/);
     const mine = await cli(['usage']);
@@ -193,7 +260,16 @@ describe('ls, watch, cancel, usage', () => {
 
 describe('errors', () => {
   it('maps each error code to its exit status', () => {
-    const codes = ['UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE', 'BAD_USER_INPUT', undefined];
+    const codes = [
+      'UNAUTHENTICATED',
+      'FORBIDDEN',
+      'NOT_FOUND',
+      'CONFLICT',
+      'RATE_LIMITED',
+      'SERVICE_UNAVAILABLE',
+      'BAD_USER_INPUT',
+      undefined,
+    ];
     expect(codes.map(exitCodeFor)).toEqual([3, 3, 4, 5, 6, 7, 1, 1]);
   });
 
@@ -211,11 +287,23 @@ describe('errors', () => {
 
   it('an unknown token exits 3, an unknown job 4, a bad flag 2; --help exits 0', async () => {
     expect((await cli(['ls'], { env: { FAIRWAY_TOKEN: 'fw_nope' } })).code).toBe(EXIT.AUTH);
-    const missing = await cli(['watch', Buffer.from('Job:00000000-0000-4000-8000-000000000000').toString('base64')]);
+    const missing = await cli([
+      'watch',
+      Buffer.from('Job:00000000-0000-4000-8000-000000000000').toString('base64'),
+    ]);
     expect(missing.code, missing.err).toBe(EXIT.NOT_FOUND);
     expect((await cli(['ls', '--colour'])).code).toBe(EXIT.USAGE);
     // apply's own parser does not know --server/--token: the dispatcher takes them out of its argv
-    const apply = await cli(['apply', '--server', t.url, '--token', member, '-f', path.join(work, 'missing.yaml'), '--check']);
+    const apply = await cli([
+      'apply',
+      '--server',
+      t.url,
+      '--token',
+      member,
+      '-f',
+      path.join(work, 'missing.yaml'),
+      '--check',
+    ]);
     expect(apply.err).not.toMatch(/unknown option/i);
     expect(apply.err).toMatch(/missing\.yaml/);
     const help = await cli(['submit', '--help']);
@@ -226,9 +314,16 @@ describe('errors', () => {
 
 describe('as a program', () => {
   it('node bin/fairway.js watch prints a line per change and Ctrl-C exits 130', async () => {
-    const { id } = JSON.parse((await cli(['submit', '-f', jobFile('sigint.yaml', longJob('interrupted-watch')), '--json'])).out);
+    const { id } = JSON.parse(
+      (await cli(['submit', '-f', jobFile('sigint.yaml', longJob('interrupted-watch')), '--json'])).out,
+    );
     const child = spawn(process.execPath, ['bin/fairway.js', 'watch', id], {
-      env: { ...process.env, FAIRWAY_CONFIG_DIR: path.join(work, 'none'), FAIRWAY_SERVER: t.url, FAIRWAY_TOKEN: member },
+      env: {
+        ...process.env,
+        FAIRWAY_CONFIG_DIR: path.join(work, 'none'),
+        FAIRWAY_SERVER: t.url,
+        FAIRWAY_TOKEN: member,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { builtinModules } from 'node:module';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -30,7 +30,8 @@ describe('src/config is a leaf', () => {
         .filter((specifier) => {
           if (specifier === 'zod') return false;
           if (specifier.startsWith('node:') || builtins.has(specifier)) return false;
-          if (specifier.startsWith('.')) return !path.resolve(path.dirname(file), specifier).startsWith(configDir + path.sep);
+          if (specifier.startsWith('.'))
+            return !path.resolve(path.dirname(file), specifier).startsWith(configDir + path.sep);
           return true;
         })
         .map((specifier) => `${path.relative(root, file)} → ${specifier}`),

@@ -16,10 +16,13 @@ import {
   SECTIONS,
 } from '../../src/config/index.js';
 import { docOf } from '../../src/config/section.js';
-import { DEFAULT_CYCLE_SLICE_MS as SERVICE_CYCLE_SLICE_MS } from '../../src/services/scheduling/leader-cycles.js';
-import { DEFAULT_QUOTA_REQUEST_INTERVAL_MS as SERVICE_QUOTA_REQUEST_INTERVAL_MS } from '../../src/services/governance/quota-expiry.js';
-import { DEFAULT_PROBE_INTERVAL_MS as SERVICE_PROBE_INTERVAL_MS, DEFAULT_PROBE_RETENTION_HOURS as SERVICE_PROBE_RETENTION_HOURS } from '../../src/services/governance/probes.js';
 import { DEFAULT_CONTROLLER_WINDOW_MS as SERVICE_CONTROLLER_WINDOW_MS } from '../../src/services/governance/controller-settings.js';
+import {
+  DEFAULT_PROBE_INTERVAL_MS as SERVICE_PROBE_INTERVAL_MS,
+  DEFAULT_PROBE_RETENTION_HOURS as SERVICE_PROBE_RETENTION_HOURS,
+} from '../../src/services/governance/probes.js';
+import { DEFAULT_QUOTA_REQUEST_INTERVAL_MS as SERVICE_QUOTA_REQUEST_INTERVAL_MS } from '../../src/services/governance/quota-expiry.js';
+import { DEFAULT_CYCLE_SLICE_MS as SERVICE_CYCLE_SLICE_MS } from '../../src/services/scheduling/leader-cycles.js';
 
 const problemsOf = (env: NodeJS.ProcessEnv): string[] => {
   try {
@@ -35,13 +38,22 @@ describe('configuration from the environment', () => {
   it('defaults to SQLite in ./data on port 4000 with the demo on', () => {
     const config = load({});
     expect(config.server.port).toBe(4000);
-    expect(config.database).toEqual({ dialect: 'sqlite', file: path.resolve('data/fairway.db'), synchronous: 'normal', timeouts: DEFAULT_DATABASE_TIMEOUTS });
+    expect(config.database).toEqual({
+      dialect: 'sqlite',
+      file: path.resolve('data/fairway.db'),
+      synchronous: 'normal',
+      timeouts: DEFAULT_DATABASE_TIMEOUTS,
+    });
     expect(config.demo.enabled).toBe(true);
     expect(config.auth.oidc).toBeUndefined();
   });
 
   it('picks PostgreSQL from a postgres URL', () => {
-    expect(load({ DATABASE_URL: 'postgres://u@h:5432/db' }).database).toEqual({ dialect: 'postgresql', url: 'postgres://u@h:5432/db', timeouts: DEFAULT_DATABASE_TIMEOUTS });
+    expect(load({ DATABASE_URL: 'postgres://u@h:5432/db' }).database).toEqual({
+      dialect: 'postgresql',
+      url: 'postgres://u@h:5432/db',
+      timeouts: DEFAULT_DATABASE_TIMEOUTS,
+    });
   });
 
   it.each([
@@ -66,8 +78,21 @@ describe('every section resolved, defaults applied once', () => {
   it('development (NODE_ENV unset)', () => {
     const dataDir = path.resolve('data');
     expect(load({})).toEqual({
-      server: { env: 'development', port: 4000, host: '0.0.0.0', dataDir, graphiql: true, readyTimeoutMs: 500, redisUrl: undefined },
-      database: { dialect: 'sqlite', file: path.join(dataDir, 'fairway.db'), synchronous: 'normal', timeouts: { connectMs: 3000, acquireMs: 3000, statementMs: 4000 } },
+      server: {
+        env: 'development',
+        port: 4000,
+        host: '0.0.0.0',
+        dataDir,
+        graphiql: true,
+        readyTimeoutMs: 500,
+        redisUrl: undefined,
+      },
+      database: {
+        dialect: 'sqlite',
+        file: path.join(dataDir, 'fairway.db'),
+        synchronous: 'normal',
+        timeouts: { connectMs: 3000, acquireMs: 3000, statementMs: 4000 },
+      },
       auth: { oidc: undefined, identityCacheMs: 5000 },
       limits: { ...DEFAULT_QUERY_LIMITS, introspection: true, fieldSuggestions: true },
       rateLimits: {
@@ -90,9 +115,18 @@ describe('every section resolved, defaults applied once', () => {
         quotaRequestIntervalMs: DEFAULT_QUOTA_REQUEST_INTERVAL_MS,
         idleCheckIntervalMs: 60_000,
         controllerWindowMs: DEFAULT_CONTROLLER_WINDOW_MS,
-        probes: { intervalMs: DEFAULT_PROBE_INTERVAL_MS, retentionHours: DEFAULT_PROBE_RETENTION_HOURS, pollMs: 30_000, prometheusUrl: undefined },
+        probes: {
+          intervalMs: DEFAULT_PROBE_INTERVAL_MS,
+          retentionHours: DEFAULT_PROBE_RETENTION_HOURS,
+          pollMs: 30_000,
+          prometheusUrl: undefined,
+        },
       },
-      backend: { kind: 'simulated', simulatedTimeScale: 60, kubernetes: { kubeconfigPath: undefined, settingsFile: undefined, startupTimeoutMs: 30_000 } },
+      backend: {
+        kind: 'simulated',
+        simulatedTimeScale: 60,
+        kubernetes: { kubeconfigPath: undefined, settingsFile: undefined, startupTimeoutMs: 30_000 },
+      },
       demo: { enabled: true, trickle: true },
       warnings: [],
     });
@@ -102,11 +136,25 @@ describe('every section resolved, defaults applied once', () => {
     const production = load({ NODE_ENV: 'production' });
     const development = load({});
     expect(production.server).toEqual({ ...development.server, env: 'production', graphiql: false });
-    expect(production.limits).toEqual({ ...development.limits, introspection: false, fieldSuggestions: false });
+    expect(production.limits).toEqual({
+      ...development.limits,
+      introspection: false,
+      fieldSuggestions: false,
+    });
     expect(production.observability.logLevel).toBe('info');
     expect(production.metering.intervalMs).toBe(60_000);
     expect(production.demo).toEqual({ enabled: false, trickle: false });
-    for (const key of ['database', 'auth', 'rateLimits', 'webSocket', 'http', 'scheduling', 'governance', 'backend'] as const) expect(production[key], key).toEqual(development[key]);
+    for (const key of [
+      'database',
+      'auth',
+      'rateLimits',
+      'webSocket',
+      'http',
+      'scheduling',
+      'governance',
+      'backend',
+    ] as const)
+      expect(production[key], key).toEqual(development[key]);
   });
 
   it('NODE_ENV=test only lowers the log level: the rate limits and every other section are production-like', () => {
@@ -136,34 +184,60 @@ describe('problems', () => {
     const problems = problemsOf({ PORT: 'eighty', FAIRWAY_WS_MAX_BUFFERED_BYTES: 'lots' });
     expect(problems).toHaveLength(2);
     expect(problems[0]).toMatch(/^PORT: /);
-    expect(problems[1]).toBe('FAIRWAY_WS_MAX_BUFFERED_BYTES: must be a whole number of at least 1 (got "lots")');
+    expect(problems[1]).toBe(
+      'FAIRWAY_WS_MAX_BUFFERED_BYTES: must be a whole number of at least 1 (got "lots")',
+    );
   });
 
   it('found across variables are reported with the others', () => {
-    const problems = problemsOf({ FAIRWAY_RATE_TENANT_BURST: '10', OIDC_ISSUER: 'https://idp.example', LOG_LEVEL: 'verbose', FAIRWAY_PERSISTED_OPERATIONS_MODE: 'only' });
+    const problems = problemsOf({
+      FAIRWAY_RATE_TENANT_BURST: '10',
+      OIDC_ISSUER: 'https://idp.example',
+      LOG_LEVEL: 'verbose',
+      FAIRWAY_PERSISTED_OPERATIONS_MODE: 'only',
+    });
     expect(problems).toEqual([
       'OIDC_JWKS_URL: OIDC_ISSUER is set: also set OIDC_JWKS_URL or OIDC_PUBLIC_KEY so tokens can be verified',
       'FAIRWAY_RATE_TENANT_BURST: must be at least FAIRWAY_RATE_TENANT_PER_SECOND (150)',
       'FAIRWAY_PERSISTED_OPERATIONS_MODE: set FAIRWAY_PERSISTED_OPERATIONS to the manifest file too',
       'LOG_LEVEL: "verbose" is not one of fatal, error, warn, info, debug, trace, silent',
     ]);
-    expect(() => load({ PORT: 'x', LOG_LEVEL: 'y' })).toThrow(/^Invalid configuration:\n {2}- PORT: .*\n {2}- LOG_LEVEL: /);
+    expect(() => load({ PORT: 'x', LOG_LEVEL: 'y' })).toThrow(
+      /^Invalid configuration:\n {2}- PORT: .*\n {2}- LOG_LEVEL: /,
+    );
   });
 
   it('are not the files the configuration names: those are read by the module that uses them, at start', () => {
     const missing = path.join(import.meta.dirname, 'no-such-file.json');
     expect(fs.existsSync(missing)).toBe(false);
-    const config = load({ FAIRWAY_PERSISTED_OPERATIONS: missing, FAIRWAY_BACKEND: 'kubernetes', FAIRWAY_KUBERNETES_SETTINGS: missing, FAIRWAY_KUBECONFIG: missing });
+    const config = load({
+      FAIRWAY_PERSISTED_OPERATIONS: missing,
+      FAIRWAY_BACKEND: 'kubernetes',
+      FAIRWAY_KUBERNETES_SETTINGS: missing,
+      FAIRWAY_KUBECONFIG: missing,
+    });
     expect(config.http.persistedOperations).toEqual({ file: missing, mode: 'allow' });
     expect(config.backend.kubernetes).toMatchObject({ settingsFile: missing, kubeconfigPath: missing });
   });
 });
 
 describe('booleans', () => {
-  const flags = SECTIONS.flatMap((s) => Object.entries(s.variables).filter(([, schema]) => docOf(schema).flag).map(([name]) => name));
+  const flags = SECTIONS.flatMap((s) =>
+    Object.entries(s.variables)
+      .filter(([, schema]) => docOf(schema).flag)
+      .map(([name]) => name),
+  );
 
   it('are every flag the sections declare', () => {
-    expect(flags.sort()).toEqual(['FAIRWAY_DEMO', 'FAIRWAY_DEMO_TRICKLE', 'FAIRWAY_FIELD_SUGGESTIONS', 'FAIRWAY_GRAPHIQL', 'FAIRWAY_HSTS', 'FAIRWAY_INTROSPECTION', 'FAIRWAY_RATE_LIMITS']);
+    expect(flags.sort()).toEqual([
+      'FAIRWAY_DEMO',
+      'FAIRWAY_DEMO_TRICKLE',
+      'FAIRWAY_FIELD_SUGGESTIONS',
+      'FAIRWAY_GRAPHIQL',
+      'FAIRWAY_HSTS',
+      'FAIRWAY_INTROSPECTION',
+      'FAIRWAY_RATE_LIMITS',
+    ]);
   });
 
   it('are spelled true or false, without a warning', () => {
@@ -182,31 +256,51 @@ describe('booleans', () => {
     ['0', false],
     ['no', false],
     ['off', false],
-  ])('%s is still accepted (%s), with a deprecation warning naming the variable and the spelling to use', (spelling, meaning) => {
-    const warn = vi.spyOn(console, 'warn');
-    try {
-      for (const name of flags) {
-        const config = load({ [name]: spelling });
-        expect(config.warnings, name).toEqual([`${name}: "${spelling}" is deprecated, write ${name}=${meaning} (booleans are true or false; 1/0, yes/no and on/off will stop being accepted)`]);
+  ])(
+    '%s is still accepted (%s), with a deprecation warning naming the variable and the spelling to use',
+    (spelling, meaning) => {
+      const warn = vi.spyOn(console, 'warn');
+      try {
+        for (const name of flags) {
+          const config = load({ [name]: spelling });
+          expect(config.warnings, name).toEqual([
+            `${name}: "${spelling}" is deprecated, write ${name}=${meaning} (booleans are true or false; 1/0, yes/no and on/off will stop being accepted)`,
+          ]);
+        }
+        const config = load({
+          FAIRWAY_HSTS: spelling,
+          FAIRWAY_RATE_LIMITS: spelling,
+          FAIRWAY_DEMO: spelling,
+          FAIRWAY_INTROSPECTION: spelling,
+        });
+        expect([
+          config.http.hsts,
+          config.rateLimits.enabled,
+          config.demo.enabled,
+          config.limits.introspection,
+        ]).toEqual([meaning, meaning, meaning, meaning]);
+        expect(config.warnings).toHaveLength(4);
+        // load() only collects them: src/main.ts prints them once.
+        expect(warn).not.toHaveBeenCalled();
+      } finally {
+        warn.mockRestore();
       }
-      const config = load({ FAIRWAY_HSTS: spelling, FAIRWAY_RATE_LIMITS: spelling, FAIRWAY_DEMO: spelling, FAIRWAY_INTROSPECTION: spelling });
-      expect([config.http.hsts, config.rateLimits.enabled, config.demo.enabled, config.limits.introspection]).toEqual([meaning, meaning, meaning, meaning]);
-      expect(config.warnings).toHaveLength(4);
-      // load() only collects them: src/main.ts prints them once.
-      expect(warn).not.toHaveBeenCalled();
-    } finally {
-      warn.mockRestore();
-    }
-  });
+    },
+  );
 
   it('anything else is refused', () => {
-    for (const bad of ['TRUE', 'maybe', 'y', '']) expect(problemsOf({ FAIRWAY_HSTS: bad }), bad).toEqual(['FAIRWAY_HSTS: must be true or false']);
+    for (const bad of ['TRUE', 'maybe', 'y', ''])
+      expect(problemsOf({ FAIRWAY_HSTS: bad }), bad).toEqual(['FAIRWAY_HSTS: must be true or false']);
   });
 });
 
 describe('the loaded configuration', () => {
   it('is frozen, all the way down', () => {
-    const config = load({ FAIRWAY_CORS_ORIGINS: 'https://portal.example.com', OIDC_ISSUER: 'https://idp.example', OIDC_JWKS_URL: 'https://idp.example/jwks' });
+    const config = load({
+      FAIRWAY_CORS_ORIGINS: 'https://portal.example.com',
+      OIDC_ISSUER: 'https://idp.example',
+      OIDC_JWKS_URL: 'https://idp.example/jwks',
+    });
     const unfrozen: string[] = [];
     const walk = (value: unknown, at: string) => {
       if (!value || typeof value !== 'object') return;

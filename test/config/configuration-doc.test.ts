@@ -12,6 +12,7 @@ describe('docs/configuration.md', () => {
     const text = configurationDoc();
     const names = DOCUMENTED_SECTIONS.flatMap((s) => Object.keys(s.variables));
     expect(new Set(names).size).toBe(names.length);
-    for (const name of names) expect(text.match(new RegExp(`^\\| \`${name}\` \\|`, 'gm')), name).toHaveLength(1);
+    for (const name of names)
+      expect(text.match(new RegExp(`^\\| \`${name}\` \\|`, 'gm')), name).toHaveLength(1);
   });
 });

@@ -1,18 +1,18 @@
 // Test builders for the scheduler core: short, readable cluster and job descriptions.
 import {
-  Scheduler,
   type CohortSpec,
   type FlavorSpec,
+  type IsolationLevel,
   type JobSpec,
   type NodeSpec,
   type PodSetSpec,
   type PreemptionSpec,
   type QueueSpec,
+  type QuotaSpec,
   type ResourceName,
+  Scheduler,
   type SchedulerOptions,
   type TimeWindowSpec,
-  type IsolationLevel,
-  type QuotaSpec,
 } from '../../src/core/scheduling/index.js';
 
 export class ManualClock {
@@ -222,14 +222,18 @@ export interface ClusterSetup {
   clock?: ManualClock;
 }
 
-/** A scheduler with the standard flavors, then the given nodes, cohorts (created from queue references if not given) and queues. */
+/** A scheduler with the standard flavors, then the given nodes, cohorts (created from queue references if
+ * not given) and queues.
+ */
 export function makeCluster(setup: ClusterSetup): { s: Scheduler; clock: ManualClock } {
   const clock = setup.clock ?? new ManualClock();
   const s = new Scheduler({ clock, ...(setup.options ?? {}) });
   for (const f of FLAVORS) s.upsertFlavor(f);
   for (const n of setup.nodes ?? []) s.upsertNode(n instanceof NodeBuilder ? n.build() : n);
   const queues = setup.queues.map((q) => (q instanceof QueueBuilder ? q.build() : q));
-  const cohorts = setup.cohorts ?? [...new Set(queues.flatMap((q) => (q.cohort ? [q.cohort] : [])))].map((name) => ({ name }));
+  const cohorts =
+    setup.cohorts ??
+    [...new Set(queues.flatMap((q) => (q.cohort ? [q.cohort] : [])))].map((name) => ({ name }));
   for (const c of cohorts) s.upsertCohort(c);
   for (const q of queues) s.upsertQueue(q);
   return { s, clock };
@@ -248,5 +252,6 @@ export function submitAll(s: Scheduler, jobs: (JobBuilder | JobSpec)[]): JobSpec
   });
 }
 
-export const admittedIds = (r: { admitted: { jobId: string }[] }): string[] => r.admitted.map((a) => a.jobId).sort();
+export const admittedIds = (r: { admitted: { jobId: string }[] }): string[] =>
+  r.admitted.map((a) => a.jobId).sort();
 export type { QuotaSpec };

@@ -2,16 +2,23 @@ import fs from 'node:fs';
 import { builtinModules } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import ts from 'typescript';
-import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ClusterRole, ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { ConfigMap, Namespace, Service, ServiceAccount } from 'kubernetes-models/v1';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { FAIRWAY_RBAC_RULES } from '../../src/backends/kubernetes/rbac.js';
 import { parseKubernetesSettings } from '../../src/backends/kubernetes/settings.js';
-import { ChartSubsetError, parseManifests, renderChart, renderChartObjects, renderTemplate, type TemplateScope } from '../helpers/chart-render.js';
+import {
+  ChartSubsetError,
+  parseManifests,
+  renderChart,
+  renderChartObjects,
+  renderTemplate,
+  type TemplateScope,
+} from '../helpers/chart-render.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const manifestsDir = path.join(root, 'deploy/kubernetes');
@@ -58,7 +65,8 @@ const OVERRIDE = {
     redis: { secretKey: '', url: 'redis://redis.platform:6379' },
     podDisruptionBudget: { enabled: false },
     resources: { limits: { memory: '4Gi' } },
-    kubernetesSettings: 'namespacePrefix: tenant-\nflavors:\n  - flavor: h100\n    resource: nvidia.com/gpu\n',
+    kubernetesSettings:
+      'namespacePrefix: tenant-\nflavors:\n  - flavor: h100\n    resource: nvidia.com/gpu\n',
   },
 };
 
@@ -77,14 +85,26 @@ function expectRestrictedPodSecurity(podSpec: K8sObject): void {
   expect(podSpec.securityContext?.runAsUser).not.toBe(0);
   for (const volume of podSpec.volumes ?? []) {
     const types = Object.keys(volume).filter((k) => k !== 'name');
-    expect(['configMap', 'emptyDir', 'secret', 'projected', 'downwardAPI', 'persistentVolumeClaim', 'ephemeral', 'csi']).toEqual(expect.arrayContaining(types));
+    expect([
+      'configMap',
+      'emptyDir',
+      'secret',
+      'projected',
+      'downwardAPI',
+      'persistentVolumeClaim',
+      'ephemeral',
+      'csi',
+    ]).toEqual(expect.arrayContaining(types));
   }
   for (const container of [...(podSpec.initContainers ?? []), ...podSpec.containers]) {
     const sc = container.securityContext ?? {};
     expect(sc.allowPrivilegeEscalation, container.name).toBe(false);
     expect(sc.privileged ?? false, container.name).toBe(false);
     expect(sc.capabilities?.drop, container.name).toContain('ALL');
-    expect((sc.capabilities?.add ?? []).filter((c: string) => c !== 'NET_BIND_SERVICE'), container.name).toEqual([]);
+    expect(
+      (sc.capabilities?.add ?? []).filter((c: string) => c !== 'NET_BIND_SERVICE'),
+      container.name,
+    ).toEqual([]);
     expect(sc.runAsNonRoot ?? podSpec.securityContext?.runAsNonRoot, container.name).toBe(true);
     const seccomp = sc.seccompProfile?.type ?? podSpec.securityContext?.seccompProfile?.type;
     expect(['RuntimeDefault', 'Localhost'], container.name).toContain(seccomp);
@@ -103,8 +123,18 @@ function expectConsistentDeployment(objects: K8sObject[]): void {
   expect(one(objects, 'ClusterRole').rules).toEqual(FAIRWAY_RBAC_RULES);
   const serviceAccount = one(objects, 'ServiceAccount');
   const binding = one(objects, 'ClusterRoleBinding');
-  expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: one(objects, 'ClusterRole').metadata.name });
-  expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: serviceAccount.metadata.name, namespace: serviceAccount.metadata.namespace }]);
+  expect(binding.roleRef).toEqual({
+    apiGroup: 'rbac.authorization.k8s.io',
+    kind: 'ClusterRole',
+    name: one(objects, 'ClusterRole').metadata.name,
+  });
+  expect(binding.subjects).toEqual([
+    {
+      kind: 'ServiceAccount',
+      name: serviceAccount.metadata.name,
+      namespace: serviceAccount.metadata.namespace,
+    },
+  ]);
   expect(podSpec.serviceAccountName).toBe(serviceAccount.metadata.name);
   expect(deployment.metadata.namespace).toBe(serviceAccount.metadata.namespace);
 
@@ -131,15 +161,27 @@ function expectConsistentDeployment(objects: K8sObject[]): void {
   expect(env.get('DATABASE_URL')?.valueFrom?.secretKeyRef).toBeDefined();
   expect(env.has('REDIS_URL')).toBe(true);
   expect(env.has('FAIRWAY_KUBECONFIG'), 'in-cluster: the service account is used').toBe(false);
-  expect(objects.some((o) => o.kind === 'Secret'), 'the operator creates the Secret').toBe(false);
-  expect(configMap.data).toMatchObject({ NODE_ENV: 'production', FAIRWAY_DEMO: 'false', FAIRWAY_BACKEND: 'kubernetes', FAIRWAY_KUBERNETES_SETTINGS: '/etc/fairway/kubernetes.yaml' });
+  expect(
+    objects.some((o) => o.kind === 'Secret'),
+    'the operator creates the Secret',
+  ).toBe(false);
+  expect(configMap.data).toMatchObject({
+    NODE_ENV: 'production',
+    FAIRWAY_DEMO: 'false',
+    FAIRWAY_BACKEND: 'kubernetes',
+    FAIRWAY_KUBERNETES_SETTINGS: '/etc/fairway/kubernetes.yaml',
+  });
 
-  // The settings file is mounted where FAIRWAY_KUBERNETES_SETTINGS points; /tmp and the data dir are writable.
+  // The settings file is mounted where FAIRWAY_KUBERNETES_SETTINGS points; /tmp and the data dir are
+  // writable.
   const mounts = new Map<string, K8sObject>(container.volumeMounts.map((m: K8sObject) => [m.mountPath, m]));
   const volumes = new Map<string, K8sObject>(podSpec.volumes.map((v: K8sObject) => [v.name, v]));
   const settingsPath = path.posix.parse(configMap.data.FAIRWAY_KUBERNETES_SETTINGS);
   const settingsVolume = volumes.get(mounts.get(settingsPath.dir)?.name);
-  expect(settingsVolume?.configMap).toEqual({ name: configMap.metadata.name, items: [{ key: settingsPath.base, path: settingsPath.base }] });
+  expect(settingsVolume?.configMap).toEqual({
+    name: configMap.metadata.name,
+    items: [{ key: settingsPath.base, path: settingsPath.base }],
+  });
   for (const writable of ['/tmp', configMap.data.FAIRWAY_DATA_DIR]) {
     expect(volumes.get(mounts.get(writable)?.name)?.emptyDir, writable).toBeDefined();
   }
@@ -152,13 +194,26 @@ describe('deploy/kubernetes manifests', () => {
 
   it('are valid Kubernetes objects, consistent with each other, least privilege and restricted', () => {
     expect(objects.map((o) => o.kind).sort()).toEqual(
-      ['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'Deployment', 'Namespace', 'PodDisruptionBudget', 'Service', 'ServiceAccount'].sort(),
+      [
+        'ClusterRole',
+        'ClusterRoleBinding',
+        'ConfigMap',
+        'Deployment',
+        'Namespace',
+        'PodDisruptionBudget',
+        'Service',
+        'ServiceAccount',
+      ].sort(),
     );
     expectConsistentDeployment(objects);
-    for (const o of objects.filter((o) => !['Namespace', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind))) {
+    for (const o of objects.filter(
+      (o) => !['Namespace', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind),
+    )) {
       expect(o.metadata.namespace, `${o.kind} ${o.metadata.name}`).toBe('fairway-system');
     }
-    expect(one(objects, 'Namespace').metadata.labels['pod-security.kubernetes.io/enforce']).toBe('restricted');
+    expect(one(objects, 'Namespace').metadata.labels['pod-security.kubernetes.io/enforce']).toBe(
+      'restricted',
+    );
     expect(one(objects, 'Deployment').spec.replicas).toBe(2);
   });
 
@@ -188,7 +243,9 @@ describe('deploy/helm/fairway chart', () => {
     delete plainData['kubernetes.yaml'];
     expect(renderedData).toEqual(plainData);
     const chart = parse(fs.readFileSync(path.join(chartDir, 'Chart.yaml'), 'utf8'));
-    expect(one(rendered, 'Deployment').spec.template.spec.containers[0].image).toBe(`registry.example.com/fairway:${chart.appVersion}`);
+    expect(one(rendered, 'Deployment').spec.template.spec.containers[0].image).toBe(
+      `registry.example.com/fairway:${chart.appVersion}`,
+    );
   });
 
   it('renders an override: replicas, image, secret, Redis as a value, resources, settings, no PDB', () => {
@@ -200,11 +257,17 @@ describe('deploy/helm/fairway chart', () => {
     expect(deployment.spec.replicas).toBe(3);
     expect(container.image).toBe('ghcr.io/acme/fairway:1.2.3');
     expect(container.imagePullPolicy).toBe('Always');
-    expect(container.resources).toEqual({ requests: { cpu: '250m', memory: '512Mi' }, limits: { cpu: '2', memory: '4Gi' } });
+    expect(container.resources).toEqual({
+      requests: { cpu: '250m', memory: '512Mi' },
+      limits: { cpu: '2', memory: '4Gi' },
+    });
     const env = Object.fromEntries(container.env.map((e: K8sObject) => [e.name, e]));
     expect(env.DATABASE_URL.valueFrom.secretKeyRef).toEqual({ name: 'pg-credentials', key: 'url' });
     expect(env.REDIS_URL).toEqual({ name: 'REDIS_URL', value: 'redis://redis.platform:6379' });
-    expect(parse(one(rendered, 'ConfigMap').data['kubernetes.yaml'])).toEqual({ namespacePrefix: 'tenant-', flavors: [{ flavor: 'h100', resource: 'nvidia.com/gpu' }] });
+    expect(parse(one(rendered, 'ConfigMap').data['kubernetes.yaml'])).toEqual({
+      namespacePrefix: 'tenant-',
+      flavors: [{ flavor: 'h100', resource: 'nvidia.com/gpu' }],
+    });
     expect(one(rendered, 'ClusterRole').metadata.name).toBe('platform-gpu-gateway');
     for (const o of rendered.filter((o) => !['ClusterRole', 'ClusterRoleBinding'].includes(o.kind))) {
       expect(o.metadata.namespace, o.kind).toBe('platform');
@@ -227,7 +290,9 @@ describe('chart renderer (test/helpers/chart-render.ts)', () => {
   const render = (source: string) => renderTemplate(source, scope, 'inline');
 
   it('renders the supported subset like Helm', () => {
-    expect(render('a: {{ .Values.name | quote }} {{ .Release.Namespace }} {{ .Values.n }}')).toBe('a: "x" ns 2');
+    expect(render('a: {{ .Values.name | quote }} {{ .Release.Namespace }} {{ .Values.n }}')).toBe(
+      'a: "x" ns 2',
+    );
     expect(render('data: |{{ .Values.block | nindent 2 }}')).toBe('data: |\n  a: 1\n  b: 2');
     expect(render('a\n{{- if .Values.flag }}\nb\n{{- end }}\nc')).toBe('a\nc');
     expect(render('a\n{{- if .Values.map }}\nb\n{{- end }}\nc')).toBe('a\nb\nc');
@@ -289,9 +354,26 @@ function runtimeImports(file: string): string[] {
   const source = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const specifiers: string[] = [];
   const visit = (node: ts.Node): void => {
-    if (ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly && ts.isStringLiteral(node.moduleSpecifier)) specifiers.push(node.moduleSpecifier.text);
-    if (ts.isExportDeclaration(node) && !node.isTypeOnly && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) specifiers.push(node.moduleSpecifier.text);
-    if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) specifiers.push(node.arguments[0].text);
+    if (
+      ts.isImportDeclaration(node) &&
+      !node.importClause?.isTypeOnly &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    )
+      specifiers.push(node.moduleSpecifier.text);
+    if (
+      ts.isExportDeclaration(node) &&
+      !node.isTypeOnly &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    )
+      specifiers.push(node.moduleSpecifier.text);
+    if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] &&
+      ts.isStringLiteral(node.arguments[0])
+    )
+      specifiers.push(node.arguments[0].text);
     ts.forEachChild(node, visit);
   };
   visit(source);
@@ -307,7 +389,10 @@ describe('deploy/Dockerfile', () => {
   it('is multi-stage on node:20-bookworm-slim and ends as a non-root user running tsx src/main.ts', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
     for (const stage of stages) expect(stage.args).toMatch(/^node:20-bookworm-slim\b/);
-    const build = instructions.slice(0, lastFrom).map((i) => i.args).join('\n');
+    const build = instructions
+      .slice(0, lastFrom)
+      .map((i) => i.args)
+      .join('\n');
     expect(build).toMatch(/python3/);
     expect(build).toMatch(/npm prune --omit=dev/);
     const users = runtime.filter((i) => i.op === 'USER');
@@ -315,10 +400,15 @@ describe('deploy/Dockerfile', () => {
     const user = users[users.length - 1]!.args;
     expect(user.split(':')[0]).not.toMatch(/^(0|root)$/);
     expect(user).toBe('1000:1000');
-    expect(runtime.some((i) => i.op === 'COPY' && /--from=build\s+\/app\/node_modules/.test(i.args))).toBe(true);
+    expect(runtime.some((i) => i.op === 'COPY' && /--from=build\s+\/app\/node_modules/.test(i.args))).toBe(
+      true,
+    );
     expect(runtime.some((i) => i.op === 'ENV' && /\bNODE_ENV=production\b/.test(i.args))).toBe(true);
     expect(runtime.some((i) => i.op === 'EXPOSE' && i.args === '4000')).toBe(true);
-    expect(runtime[runtime.length - 1]).toEqual({ op: 'CMD', args: '["node_modules/.bin/tsx", "src/main.ts"]' });
+    expect(runtime[runtime.length - 1]).toEqual({
+      op: 'CMD',
+      args: '["node_modules/.bin/tsx", "src/main.ts"]',
+    });
   });
 
   it('copies every file the server and the CLI import, and .dockerignore lets each copied path through', () => {
@@ -329,7 +419,10 @@ describe('deploy/Dockerfile', () => {
     expect(ignore).toContain('*');
     for (const source of copied) {
       expect(fs.existsSync(path.join(root, source)), source).toBe(true);
-      expect(ignore.some((line) => line === `!${source}` || line === `!${source}/`), `.dockerignore lets ${source} through`).toBe(true);
+      expect(
+        ignore.some((line) => line === `!${source}` || line === `!${source}/`),
+        `.dockerignore lets ${source} through`,
+      ).toBe(true);
     }
     const copiedDirs = copied.map((s) => path.join(root, s));
     const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
@@ -339,7 +432,10 @@ describe('deploy/Dockerfile', () => {
       const file = queue.pop()!;
       if (seen.has(file)) continue;
       seen.add(file);
-      expect(copiedDirs.some((d) => file === d || file.startsWith(d + path.sep)), `${path.relative(root, file)} is in the image`).toBe(true);
+      expect(
+        copiedDirs.some((d) => file === d || file.startsWith(d + path.sep)),
+        `${path.relative(root, file)} is in the image`,
+      ).toBe(true);
       for (const spec of runtimeImports(file)) {
         if (spec.startsWith('.')) {
           const target = path.resolve(path.dirname(file), spec);
@@ -349,7 +445,10 @@ describe('deploy/Dockerfile', () => {
         } else if (!spec.startsWith('node:') && !builtinModules.includes(spec)) {
           const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
           // Dev dependencies are pruned from the image: a run-time import of one breaks it.
-          expect(pkg.dependencies, `${path.relative(root, file)} imports ${name}, which must be a dependency`).toHaveProperty([name]);
+          expect(
+            pkg.dependencies,
+            `${path.relative(root, file)} imports ${name}, which must be a dependency`,
+          ).toHaveProperty([name]);
         }
       }
     }

@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
-/** Every Markdown file of the repository: git's tracked and untracked-but-not-ignored files, or a walk of the tree without git. */
+/** Every Markdown file of the repository: git's tracked and untracked-but-not-ignored files, or a walk of
+ * the tree without git.
+ */
 function markdownFiles(): string[] {
   try {
     const out = execFileSync(

@@ -18,7 +18,9 @@ describeNeeding(['redis'], 'Redis event target', () => {
     const [a, b] = await Promise.all([createRedisEventTarget(url), createRedisEventTarget(url)]);
     try {
       const topic = `fairway-test-${process.pid}-${Date.now()}`;
-      const heard = new Promise<unknown>((resolve) => b.eventTarget.addEventListener(topic, (event) => resolve((event as CustomEvent).detail)));
+      const heard = new Promise<unknown>((resolve) =>
+        b.eventTarget.addEventListener(topic, (event) => resolve((event as CustomEvent).detail)),
+      );
       await new Promise((resolve) => setTimeout(resolve, 100)); // SUBSCRIBE reaches Redis
       a.eventTarget.dispatchEvent(new CustomEvent(topic, { detail: { kind: 'hello' } }));
       expect(await heard).toEqual({ kind: 'hello' });

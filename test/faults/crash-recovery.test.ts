@@ -1,13 +1,26 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, expect, it } from 'vitest';
-import { createTestDatabase, describeEachDialect, type Dialect, type TestDatabase } from '../helpers/database.js';
-import { gql, gqlData, killAllServers, startServer, tokenOf, waitFor, type ServerProcess } from '../helpers/process.js';
 import type { DemoCredential } from '../../src/server/demo/seed.js';
+import {
+  createTestDatabase,
+  type Dialect,
+  describeEachDialect,
+  type TestDatabase,
+} from '../helpers/database.js';
+import {
+  gql,
+  gqlData,
+  killAllServers,
+  type ServerProcess,
+  startServer,
+  tokenOf,
+  waitFor,
+} from '../helpers/process.js';
 
 /**
  * The real server, killed with SIGKILL in the middle of a burst of submissions and
@@ -37,7 +50,14 @@ interface JobRow {
   key: string | null;
   state: string;
   podSets: { name: string; perPod: { gpu?: number } }[];
-  admission: { podSets: { name: string; flavor: string; count: number; placements: { node: string; pods: number; gpuIndices?: number[] }[] }[] } | null;
+  admission: {
+    podSets: {
+      name: string;
+      flavor: string;
+      count: number;
+      placements: { node: string; pods: number; gpuIndices?: number[] }[];
+    }[];
+  } | null;
 }
 
 /** Read-only SQL straight against the server's database (SQLite file or PostgreSQL). */
@@ -105,12 +125,19 @@ function overbooked(rows: JobRow[], unitsPerGpu: (node: string) => number): stri
   const held = new Map<string, string[]>();
   for (const r of rows) {
     if (r.state !== 'ADMITTED' && r.state !== 'RUNNING') continue;
-    for (const ps of r.admission?.podSets ?? []) for (const pl of ps.placements) for (const i of pl.gpuIndices ?? []) {
-      const k = `${pl.node}#${i}`;
-      held.set(k, [...(held.get(k) ?? []), `${r.id} (${(r.admission as { mode?: string }).mode}, ${r.queue})`]);
-    }
+    for (const ps of r.admission?.podSets ?? [])
+      for (const pl of ps.placements)
+        for (const i of pl.gpuIndices ?? []) {
+          const k = `${pl.node}#${i}`;
+          held.set(k, [
+            ...(held.get(k) ?? []),
+            `${r.id} (${(r.admission as { mode?: string }).mode}, ${r.queue})`,
+          ]);
+        }
   }
-  return [...held].filter(([k, ids]) => ids.length > unitsPerGpu(k.split('#')[0]!)).map(([k, ids]) => `${k}: ${ids.join(', ')}`);
+  return [...held]
+    .filter(([k, ids]) => ids.length > unitsPerGpu(k.split('#')[0]!))
+    .map(([k, ids]) => `${k}: ${ids.join(', ')}`);
 }
 const unitsPerGpu = (node: string) => (node.startsWith('a100-mig') ? 7 : 1);
 
@@ -137,18 +164,37 @@ describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (
   const tenantAdmin = (t: string) => tokenOf(creds, t, 'TENANT_ADMIN');
 
   async function allJobsViaGraph(tenant: string) {
-    const out: { id: string; state: string; gpus: number; placement: { node: string; flavor: string; pods: number; gpuIndices: number[] }[] }[] = [];
+    const out: {
+      id: string;
+      state: string;
+      gpus: number;
+      placement: { node: string; flavor: string; pods: number; gpuIndices: number[] }[];
+    }[] = [];
     let after: string | null = null;
     for (;;) {
-      const data: any = await gqlData(server.url, tenantAdmin(tenant), `query($t: ID!, $after: String) { jobs(tenantId: $t, first: 100, after: $after) { edges { node { id state gpus placement { node flavor pods gpuIndices } } } pageInfo { hasNextPage endCursor } } }`, { t: tenantIds.get(tenant), after });
-      out.push(...data.jobs.edges.map((e: any) => ({ ...e.node, id: Buffer.from(e.node.id, 'base64').toString('utf8').replace(/^Job:/, '') })));
+      const data: any = await gqlData(
+        server.url,
+        tenantAdmin(tenant),
+        `query($t: ID!, $after: String) { jobs(tenantId: $t, first: 100, after: $after) { edges { node { id state gpus placement { node flavor pods gpuIndices } } } pageInfo { hasNextPage endCursor } } }`,
+        { t: tenantIds.get(tenant), after },
+      );
+      out.push(
+        ...data.jobs.edges.map((e: any) => ({
+          ...e.node,
+          id: Buffer.from(e.node.id, 'base64').toString('utf8').replace(/^Job:/, ''),
+        })),
+      );
       if (!data.jobs.pageInfo.hasNextPage) return out;
       after = data.jobs.pageInfo.endCursor;
     }
   }
 
   async function snapshot() {
-    const data: any = await gqlData(server.url, admin(), `{ queues { name pendingCount admittedCount usage { flavor used borrowed } } nodePools { nodes { name freeGpus } } }`);
+    const data: any = await gqlData(
+      server.url,
+      admin(),
+      `{ queues { name pendingCount admittedCount usage { flavor used borrowed } } nodePools { nodes { name freeGpus } } }`,
+    );
     const sql = await openSql(db.database);
     try {
       const states: Record<string, number> = {};
@@ -164,11 +210,19 @@ describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (
     databases.push(db);
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-crash-'));
     dirs.push(dataDir);
-    env = db.database.dialect === 'postgresql' ? { DATABASE_URL: db.database.url } : { DATABASE_URL: `sqlite:${db.database.file}` };
+    env =
+      db.database.dialect === 'postgresql'
+        ? { DATABASE_URL: db.database.url }
+        : { DATABASE_URL: `sqlite:${db.database.file}` };
     server = await startServer({ dataDir, env, label: `server (${dialect})` });
     creds = server.credentials();
     for (const t of ['aurora-research', 'borealis-inference'] as const) {
-      const data: any = await gqlData(server.url, tokenOf(creds, t, 'MEMBER'), `query($s: String!) { tenant(slug: $s) { id } queues { id name } }`, { s: t });
+      const data: any = await gqlData(
+        server.url,
+        tokenOf(creds, t, 'MEMBER'),
+        `query($s: String!) { tenant(slug: $s) { id } queues { id name } }`,
+        { s: t },
+      );
       tenantIds.set(t, data.tenant.id);
       for (const q of data.queues) queueIds.set(t, q.id);
     }
@@ -210,7 +264,7 @@ describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (
             a.outcome = 'error';
             a.error = JSON.stringify(res.errors);
           }
-        } catch (error) {
+        } catch {
           // The connection died with the process: the submit may or may not have been stored.
           a.outcome = 'in-flight';
         }
@@ -233,9 +287,13 @@ describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (
     const crashed = await openSql(db.database);
     try {
       const rows = await crashed.jobs();
-      console.log(`[crash-recovery ${dialect}] at the kill: ${rows.length} jobs stored, ${rows.filter((r) => r.state !== 'PENDING').length} admitted`);
+      console.log(
+        `[crash-recovery ${dialect}] at the kill: ${rows.length} jobs stored, ${rows.filter((r) => r.state !== 'PENDING').length} admitted`,
+      );
       // Soft: a violation here is reported, and the restart below is still exercised.
-      expect.soft(overbooked(rows, unitsPerGpu), 'overbooked GPUs in the database right after the kill').toEqual([]);
+      expect
+        .soft(overbooked(rows, unitsPerGpu), 'overbooked GPUs in the database right after the kill')
+        .toEqual([]);
     } finally {
       await crashed.close();
     }
@@ -247,20 +305,32 @@ describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (
     const t1 = Date.now();
     let last = '';
     let stable = 0;
-    await waitFor('the restarted scheduler settles', async () => {
-      const now = await snapshot();
-      stable = now === last ? stable + 1 : 0;
-      last = now;
-      return stable >= 4;
-    }, 20_000, 200);
+    await waitFor(
+      'the restarted scheduler settles',
+      async () => {
+        const now = await snapshot();
+        stable = now === last ? stable + 1 : 0;
+        last = now;
+        return stable >= 4;
+      },
+      20_000,
+      200,
+    );
     const settleMs = Date.now() - t1;
     const settled = await openSql(db.database);
     try {
-      expect.soft(overbooked(await settled.jobs(), unitsPerGpu), 'overbooked GPUs in the database after the restart settled').toEqual([]);
+      expect
+        .soft(
+          overbooked(await settled.jobs(), unitsPerGpu),
+          'overbooked GPUs in the database after the restart settled',
+        )
+        .toEqual([]);
     } finally {
       await settled.close();
     }
-    console.log(`[crash-recovery ${dialect}] acked before kill: ${acked.length}, in flight at kill: ${inFlight.length}, never sent: ${attempts.filter((a) => a.outcome === 'not-sent').length}; burst until the kill ${burstMs} ms; restart to "serving": ${restartMs} ms; settled ${settleMs} ms later; ${last}`);
+    console.log(
+      `[crash-recovery ${dialect}] acked before kill: ${acked.length}, in flight at kill: ${inFlight.length}, never sent: ${attempts.filter((a) => a.outcome === 'not-sent').length}; burst until the kill ${burstMs} ms; restart to "serving": ${restartMs} ms; settled ${settleMs} ms later; ${last}`,
+    );
   }, 60_000);
 
   it('every acknowledged job exists exactly once, by id and by idempotency key', async () => {
@@ -285,21 +355,27 @@ describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (
       expect(row, `acknowledged job ${a.jobId} (${a.key}) is missing after the restart`).toBeDefined();
       expect(row!.key).toBe(a.key);
     }
-    for (const a of attempts.filter((x) => x.outcome === 'not-sent')) expect(rows.some((r) => r.key === a.key)).toBe(false);
+    for (const a of attempts.filter((x) => x.outcome === 'not-sent'))
+      expect(rows.some((r) => r.key === a.key)).toBe(false);
 
     // The graph agrees: each acknowledged id is listed exactly once for its tenant.
     for (const tenant of ['aurora-research', 'borealis-inference']) {
       const listed = await allJobsViaGraph(tenant);
       const counts = new Map<string, number>();
       for (const j of listed) counts.set(j.id, (counts.get(j.id) ?? 0) + 1);
-      for (const a of attempts.filter((x) => x.outcome === 'acked' && x.tenant === tenant)) expect(counts.get(a.jobId!), a.key).toBe(1);
+      for (const a of attempts.filter((x) => x.outcome === 'acked' && x.tenant === tenant))
+        expect(counts.get(a.jobId!), a.key).toBe(1);
       expect(listed.length).toBe(rows.filter((r) => r.tenant === tenant).length);
     }
 
     // Retries after the restart: acknowledged ones answer with the same job; the ones in
     // flight at the kill answer with the stored job if there is one, else make exactly one.
     const acked = attempts.filter((x) => x.outcome === 'acked');
-    const retries = [...acked.slice(0, 5), ...acked.slice(-5), ...attempts.filter((x) => x.outcome === 'in-flight')];
+    const retries = [
+      ...acked.slice(0, 5),
+      ...acked.slice(-5),
+      ...attempts.filter((x) => x.outcome === 'in-flight'),
+    ];
     for (const a of retries) {
       const res = await gql(server.url, tokenOf(creds, a.tenant, 'MEMBER'), SUBMIT, { in: a.input });
       expect(res.errors, a.key).toBeUndefined();
@@ -311,7 +387,11 @@ describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (
     try {
       const again = await after.jobs();
       expect(new Set(again.map((r) => r.key)).size).toBe(again.length);
-      for (const a of retries) expect(again.filter((r) => r.key === a.key), a.key).toHaveLength(1);
+      for (const a of retries)
+        expect(
+          again.filter((r) => r.key === a.key),
+          a.key,
+        ).toHaveLength(1);
     } finally {
       await after.close();
     }
@@ -346,9 +426,14 @@ describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (
     // GPU indices per node, from the graph's placements. An entry is one unit: a whole H100,
     // or one MIG slice of the physical GPU it names (7 slices per A100). No GPU may hold more
     // units than it has, and every index names a GPU of the node.
-    const nodes: any = await gqlData(server.url, admin(), `{ nodePools { nodes { name flavor gpus freeGpus } } flavors { name slicesPerGpu } }`);
+    const nodes: any = await gqlData(
+      server.url,
+      admin(),
+      `{ nodePools { nodes { name flavor gpus freeGpus } } flavors { name slicesPerGpu } }`,
+    );
     const slices = new Map<string, number>(nodes.flavors.map((f: any) => [f.name, f.slicesPerGpu ?? 1]));
-    const allNodes: { name: string; flavor: string; gpus: number; freeGpus: number }[] = nodes.nodePools.flatMap((p: any) => p.nodes);
+    const allNodes: { name: string; flavor: string; gpus: number; freeGpus: number }[] =
+      nodes.nodePools.flatMap((p: any) => p.nodes);
     const nodeInfo = new Map(allNodes.map((n) => [n.name, n]));
     const units = new Map<string, Map<number, string[]>>(); // node → GPU index → holders (one per unit)
     for (const tenant of ['aurora-research', 'borealis-inference']) {
@@ -365,7 +450,10 @@ describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (
           const onNode = units.get(p.node) ?? new Map<number, string[]>();
           units.set(p.node, onNode);
           for (const index of p.gpuIndices) {
-            expect(Number.isInteger(index) && index >= 0 && index < node!.gpus, `${p.node} has no GPU ${index}`).toBe(true);
+            expect(
+              Number.isInteger(index) && index >= 0 && index < node!.gpus,
+              `${p.node} has no GPU ${index}`,
+            ).toBe(true);
             onNode.set(index, [...(onNode.get(index) ?? []), job.id]);
           }
         }
@@ -375,7 +463,10 @@ describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (
     for (const [name, onNode] of units) {
       const perGpu = slices.get(nodeInfo.get(name)!.flavor)!;
       for (const [index, holders] of onNode) {
-        expect(holders.length, `${name} GPU ${index} holds ${holders.length} units (max ${perGpu}): ${holders.join(', ')}`).toBeLessThanOrEqual(perGpu);
+        expect(
+          holders.length,
+          `${name} GPU ${index} holds ${holders.length} units (max ${perGpu}): ${holders.join(', ')}`,
+        ).toBeLessThanOrEqual(perGpu);
         unitsInUse += holders.length;
       }
     }
@@ -404,13 +495,21 @@ describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (
         perFlavor.set(flavor, (perFlavor.get(flavor) ?? 0) + units);
       }
     }
-    const data: any = await gqlData(server.url, admin(), `{ queues { name usage { flavor resource used nominal borrowingLimit borrowed } } }`);
+    const data: any = await gqlData(
+      server.url,
+      admin(),
+      `{ queues { name usage { flavor resource used nominal borrowingLimit borrowed } } }`,
+    );
     expect(data.queues.map((q: any) => q.name).sort()).toEqual(['aurora-training', 'borealis-serving']);
     for (const q of data.queues) {
       for (const u of q.usage.filter((x: any) => x.resource === 'GPU')) {
         const stored = used.get(`${q.name}/${u.flavor}`) ?? 0;
-        expect(u.used, `${q.name}/${u.flavor}: scheduler says ${u.used}, stored admissions hold ${stored}`).toBeCloseTo(stored, 6);
-        if (u.borrowingLimit != null) expect(stored, `${q.name}/${u.flavor}`).toBeLessThanOrEqual(u.nominal + u.borrowingLimit);
+        expect(
+          u.used,
+          `${q.name}/${u.flavor}: scheduler says ${u.used}, stored admissions hold ${stored}`,
+        ).toBeCloseTo(stored, 6);
+        if (u.borrowingLimit != null)
+          expect(stored, `${q.name}/${u.flavor}`).toBeLessThanOrEqual(u.nominal + u.borrowingLimit);
         if (q.name === 'aurora-training') {
           // GUARANTEED: never borrows, never above its nominal.
           expect(stored, `aurora-training/${u.flavor}`).toBeLessThanOrEqual(u.nominal);
@@ -432,28 +531,59 @@ describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (
     for (const tenant of ['aurora-research', 'borealis-inference']) {
       const pending = (await allJobsViaGraph(tenant)).filter((j) => j.state === 'PENDING');
       for (let i = 0; i < pending.length; i += 50) {
-        await Promise.all(pending.slice(i, i + 50).map(async (j) => {
-          const res = await gql(server.url, tenantAdmin(tenant), `mutation($id: ID!) { cancelJob(id: $id) { state } }`, { id: Buffer.from(`Job:${j.id}`).toString('base64') });
-          // A pending job may have been admitted meanwhile; either way it is cancelled.
-          expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
-        }));
+        await Promise.all(
+          pending.slice(i, i + 50).map(async (j) => {
+            const res = await gql(
+              server.url,
+              tenantAdmin(tenant),
+              `mutation($id: ID!) { cancelJob(id: $id) { state } }`,
+              { id: Buffer.from(`Job:${j.id}`).toString('base64') },
+            );
+            // A pending job may have been admitted meanwhile; either way it is cancelled.
+            expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
+          }),
+        );
       }
     }
-    const auroraLive = (await allJobsViaGraph('aurora-research')).filter((j) => (j.state === 'ADMITTED' || j.state === 'RUNNING') && j.placement.some((p) => p.flavor === 'h100-80g'));
+    const auroraLive = (await allJobsViaGraph('aurora-research')).filter(
+      (j) =>
+        (j.state === 'ADMITTED' || j.state === 'RUNNING') && j.placement.some((p) => p.flavor === 'h100-80g'),
+    );
     if (auroraLive.length) {
-      const res = await gql(server.url, tenantAdmin('aurora-research'), `mutation($id: ID!) { cancelJob(id: $id) { state } }`, { id: Buffer.from(`Job:${auroraLive[0]!.id}`).toString('base64') });
+      const res = await gql(
+        server.url,
+        tenantAdmin('aurora-research'),
+        `mutation($id: ID!) { cancelJob(id: $id) { state } }`,
+        { id: Buffer.from(`Job:${auroraLive[0]!.id}`).toString('base64') },
+      );
       expect(res.errors).toBeUndefined();
     }
     const t0 = Date.now();
     const res = await gql(server.url, tokenOf(creds, 'aurora-research', 'MEMBER'), SUBMIT, {
-      in: { queueId: queueIds.get('aurora-research'), name: 'after-restart', podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], expectedDurationSeconds: 1e6, idempotencyKey: `crash-${run}-after` },
+      in: {
+        queueId: queueIds.get('aurora-research'),
+        name: 'after-restart',
+        podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }],
+        expectedDurationSeconds: 1e6,
+        idempotencyKey: `crash-${run}-after`,
+      },
     });
     expect(res.errors).toBeUndefined();
     const id = res.data.submitJob.id;
-    const state = await waitFor('the new job is admitted', async () => {
-      const d: any = await gqlData(server.url, tokenOf(creds, 'aurora-research', 'MEMBER'), `query($id: ID!) { node(id: $id) { ... on Job { state placement { flavor } } } }`, { id });
-      return d.node.state === 'ADMITTED' || d.node.state === 'RUNNING' ? d.node : null;
-    }, 10_000, 50);
+    const state = await waitFor(
+      'the new job is admitted',
+      async () => {
+        const d: any = await gqlData(
+          server.url,
+          tokenOf(creds, 'aurora-research', 'MEMBER'),
+          `query($id: ID!) { node(id: $id) { ... on Job { state placement { flavor } } } }`,
+          { id },
+        );
+        return d.node.state === 'ADMITTED' || d.node.state === 'RUNNING' ? d.node : null;
+      },
+      10_000,
+      50,
+    );
     expect(state.placement[0].flavor).toBe('h100-80g');
     console.log(`[crash-recovery ${dialect}] new job admitted ${Date.now() - t0} ms after submit`);
     // An error the restarted server had to log (and mask) is a bug, whatever was asserted above.

@@ -4,8 +4,8 @@
 // (one accepted create per Kubernetes Job, one STARTED/SUCCEEDED per job) and that the gateway
 // recovers by itself (no test calls anything but the fault and its end).
 import { afterEach, describe, expect, it } from 'vitest';
-import { eventually, startKubeApp, type KubeTestApp } from '../helpers/kube-app.js';
 import { startKubeApiServer } from '../helpers/kube-api-server/index.js';
+import { eventually, type KubeTestApp, startKubeApp } from '../helpers/kube-app.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id state } }`;
@@ -32,7 +32,16 @@ const kubeName = (globalId: string) => `fw-${jobIdOf(globalId)}-0`;
 async function submit(k: KubeTestApp, runMs: number, name = 'train'): Promise<string | null> {
   const res = await k
     .gql(k.token(...MEMBER), SUBMIT, {
-      in: { name, podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 600, container: { image: IMAGE, command: ['python', 'train.py'], env: [{ name: 'FAIRWAY_TEST_RUN_MS', value: String(runMs) }] } },
+      in: {
+        name,
+        podSets: [{ gpusPerPod: 1 }],
+        expectedDurationSeconds: 600,
+        container: {
+          image: IMAGE,
+          command: ['python', 'train.py'],
+          env: [{ name: 'FAIRWAY_TEST_RUN_MS', value: String(runMs) }],
+        },
+      },
     })
     .catch(() => null);
   const id = res?.data?.submitJob?.id as string | undefined;
@@ -41,14 +50,21 @@ async function submit(k: KubeTestApp, runMs: number, name = 'train'): Promise<st
 
 async function submitMany(k: KubeTestApp, count: number, runMs: (i: number) => number): Promise<string[]> {
   const ids = await Promise.all(Array.from({ length: count }, (_, i) => submit(k, runMs(i), `burst-${i}`)));
-  expect(ids.every((id) => id !== null), 'every submit acknowledged').toBe(true);
+  expect(
+    ids.every((id) => id !== null),
+    'every submit acknowledged',
+  ).toBe(true);
   return ids as string[];
 }
 
 async function jobOf(k: KubeTestApp, id: string) {
   const res = await k.gql(k.token(...ADMIN), JOB, { id });
-  const node = res.data?.node as { state: string; exitReason: string | null; events: { edges: { node: { type: string } }[] } } | undefined;
-  return node ? { state: node.state, exitReason: node.exitReason, events: node.events.edges.map((e) => e.node.type) } : undefined;
+  const node = res.data?.node as
+    | { state: string; exitReason: string | null; events: { edges: { node: { type: string } }[] } }
+    | undefined;
+  return node
+    ? { state: node.state, exitReason: node.exitReason, events: node.events.edges.map((e) => e.node.type) }
+    : undefined;
 }
 
 async function waitAllSucceeded(k: KubeTestApp, ids: string[], timeoutMs = 12_000): Promise<void> {
@@ -60,14 +76,18 @@ async function waitAllSucceeded(k: KubeTestApp, ids: string[], timeoutMs = 12_00
     `${ids.length} jobs SUCCEEDED`,
     timeoutMs,
   ).catch(async (error) => {
-    const states = await Promise.all(ids.map(async (id) => `${kubeName(id)}: ${JSON.stringify(await jobOf(k, id))}`));
+    const states = await Promise.all(
+      ids.map(async (id) => `${kubeName(id)}: ${JSON.stringify(await jobOf(k, id))}`),
+    );
     throw new Error(`${(error as Error).message}\n${states.join('\n')}`);
   });
 }
 
 /** Accepted writes to one Kubernetes Job, by verb (a refused create, 409 or 503, changed nothing). */
 function jobWrites(k: KubeTestApp, name: string): string[] {
-  return k.kube.writes.filter((w) => w.kind === 'Job' && w.name === name && w.status < 300).map((w) => w.verb);
+  return k.kube.writes
+    .filter((w) => w.kind === 'Job' && w.name === name && w.status < 300)
+    .map((w) => w.verb);
 }
 
 /** Nothing done twice: one accepted create per Job, no delete, one pod ever, one of each lifecycle event. */
@@ -76,9 +96,16 @@ async function expectExactlyOnce(k: KubeTestApp, ids: string[]): Promise<void> {
     const name = kubeName(id);
     expect(jobWrites(k, name), name).toEqual(['create']);
     const job = await jobOf(k, id);
-    for (const type of ['SUBMITTED', 'ADMITTED', 'SUCCEEDED']) expect(job?.events.filter((e) => e === type).length, `${type} events of ${name}`).toBe(1);
-    expect(job?.events.filter((e) => e === 'STARTED').length, `STARTED events of ${name}`).toBeLessThanOrEqual(1);
-    expect(job?.events.some((e) => e === 'FAILED' || e === 'PREEMPTED'), `${name}: ${job?.events.join(',')}`).toBe(false);
+    for (const type of ['SUBMITTED', 'ADMITTED', 'SUCCEEDED'])
+      expect(job?.events.filter((e) => e === type).length, `${type} events of ${name}`).toBe(1);
+    expect(
+      job?.events.filter((e) => e === 'STARTED').length,
+      `STARTED events of ${name}`,
+    ).toBeLessThanOrEqual(1);
+    expect(
+      job?.events.some((e) => e === 'FAILED' || e === 'PREEMPTED'),
+      `${name}: ${job?.events.join(',')}`,
+    ).toBe(false);
     // The Job's pods: the kubelet ran exactly one (backoffLimit 0, never replaced).
     const kubeJob = k.kube.get('Job', 'fairway-aurora-research', name);
     expect(kubeJob?.status?.succeeded, `${name} succeeded pods`).toBe(1);
@@ -94,31 +121,56 @@ async function expectExactlyOnce(k: KubeTestApp, ids: string[]): Promise<void> {
 function putOrphan(k: KubeTestApp, template: string, orphanId: string): string {
   const orphanName = `fw-${orphanId}-0`;
   const copy = structuredClone(k.kube.get('Job', 'fairway-aurora-research', template));
-  const { name: _n, uid: _u, resourceVersion: _r, creationTimestamp: _c, generation: _g, managedFields: _m, ...metadata } = copy.metadata;
+  const {
+    name: _n,
+    uid: _u,
+    resourceVersion: _r,
+    creationTimestamp: _c,
+    generation: _g,
+    managedFields: _m,
+    ...metadata
+  } = copy.metadata;
   const relabel = (labels: Record<string, string>) => ({ ...labels, 'fairway.dev/job-id': orphanId });
   const podSpec = copy.spec.template.spec;
-  const env = (podSpec.containers[0].env as { name: string; value: string }[]).map((e) => (e.name === 'FAIRWAY_TEST_RUN_MS' ? { ...e, value: '60000' } : e.name === 'FAIRWAY_JOB_ID' ? { ...e, value: orphanId } : e));
+  const env = (podSpec.containers[0].env as { name: string; value: string }[]).map((e) =>
+    e.name === 'FAIRWAY_TEST_RUN_MS'
+      ? { ...e, value: '60000' }
+      : e.name === 'FAIRWAY_JOB_ID'
+        ? { ...e, value: orphanId }
+        : e,
+  );
   k.kube.put({
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: { ...metadata, name: orphanName, labels: relabel(copy.metadata.labels) },
     spec: {
       ...copy.spec,
-      template: { metadata: { ...copy.spec.template.metadata, labels: relabel(copy.spec.template.metadata.labels) }, spec: { ...podSpec, containers: [{ ...podSpec.containers[0], env }] } },
+      template: {
+        metadata: { ...copy.spec.template.metadata, labels: relabel(copy.spec.template.metadata.labels) },
+        spec: { ...podSpec, containers: [{ ...podSpec.containers[0], env }] },
+      },
     },
   });
   return orphanName;
 }
 
-const kubeJobsExist = (k: KubeTestApp, ids: string[]) => ids.every((id) => k.kube.get('Job', 'fairway-aurora-research', kubeName(id)));
+const kubeJobsExist = (k: KubeTestApp, ids: string[]) =>
+  ids.every((id) => k.kube.get('Job', 'fairway-aurora-research', kubeName(id)));
 const podsRunning = (k: KubeTestApp, ids: string[]) =>
-  ids.every((id) => k.kube.objects('Pod', 'fairway-aurora-research').some((p) => p.metadata.name.startsWith(`${kubeName(id)}-`) && p.status?.phase === 'Running'));
+  ids.every((id) =>
+    k.kube
+      .objects('Pod', 'fairway-aurora-research')
+      .some((p) => p.metadata.name.startsWith(`${kubeName(id)}-`) && p.status?.phase === 'Running'),
+  );
 
 describe('Kubernetes backend under faults', () => {
   it('loses no event when every watch expires (410) mid-run, and creates each Job once', async () => {
     t = await startKubeApp();
     const ids = await submitMany(t, 6, (i) => 1200 + 200 * i);
-    await eventually(() => kubeJobsExist(t!, ids) && podsRunning(t!, ids), 'the Jobs created and their pods running');
+    await eventually(
+      () => kubeJobsExist(t!, ids) && podsRunning(t!, ids),
+      'the Jobs created and their pods running',
+    );
     t.kube.expireWatches();
     // Some finish while the informers relist; expire again while the others are still running.
     await sleep(500);
@@ -130,7 +182,10 @@ describe('Kubernetes backend under faults', () => {
   it('loses no event when every watch connection is cut mid-run', async () => {
     t = await startKubeApp();
     const ids = await submitMany(t, 6, (i) => 1000 + 250 * i);
-    await eventually(() => kubeJobsExist(t!, ids) && podsRunning(t!, ids), 'the Jobs created and their pods running');
+    await eventually(
+      () => kubeJobsExist(t!, ids) && podsRunning(t!, ids),
+      'the Jobs created and their pods running',
+    );
     // Cut repeatedly, so some pods finish while no watch is open (only a relist or a resume sees them).
     for (let i = 0; i < 6; i++) {
       t.kube.dropWatches();
@@ -148,7 +203,10 @@ describe('Kubernetes backend under faults', () => {
     // Acknowledged by the graph (the database is fine) while Kubernetes refuses everything.
     const during = await submitMany(t, 5, () => 500);
     await sleep(2000);
-    expect(during.some((id) => kubeJobsExist(t!, [id])), 'no Job can be created while the API server is down').toBe(false);
+    expect(
+      during.some((id) => kubeJobsExist(t!, [id])),
+      'no Job can be created while the API server is down',
+    ).toBe(false);
     t.kube.setDown(false);
     await waitAllSucceeded(t, [...before, ...during]);
     await expectExactlyOnce(t, [...before, ...during]);
@@ -163,10 +221,21 @@ describe('Kubernetes backend under faults', () => {
     expect(res.errors).toBeUndefined();
     expect(res.data?.cancelJob.state).toBe('CANCELLED');
     await sleep(2000);
-    expect(t.kube.get('Job', 'fairway-aurora-research', kubeName(id!)), 'still there while the API server is down').toBeDefined();
+    expect(
+      t.kube.get('Job', 'fairway-aurora-research', kubeName(id!)),
+      'still there while the API server is down',
+    ).toBeDefined();
     t.kube.setDown(false);
-    await eventually(() => !t!.kube.get('Job', 'fairway-aurora-research', kubeName(id!)), 'the Job deleted', 6000);
-    expect(t.kube.objects('Pod', 'fairway-aurora-research').filter((p) => p.metadata.name.startsWith(`${kubeName(id!)}-`))).toEqual([]);
+    await eventually(
+      () => !t!.kube.get('Job', 'fairway-aurora-research', kubeName(id!)),
+      'the Job deleted',
+      6000,
+    );
+    expect(
+      t.kube
+        .objects('Pod', 'fairway-aurora-research')
+        .filter((p) => p.metadata.name.startsWith(`${kubeName(id!)}-`)),
+    ).toEqual([]);
     expect(jobWrites(t, kubeName(id!))).toEqual(['create', 'delete']);
     expect((await jobOf(t, id!))?.state).toBe('CANCELLED');
   });
@@ -209,7 +278,10 @@ describe('Kubernetes backend under faults', () => {
     const [id] = await submitMany(t, 1, () => 800);
     await eventually(() => podsRunning(t!, [id!]), 'the pod running');
     await t.stopApp();
-    await eventually(() => t!.kube.get('Job', 'fairway-aurora-research', kubeName(id!))?.status?.succeeded === 1, 'the Job Complete in the cluster');
+    await eventually(
+      () => t!.kube.get('Job', 'fairway-aurora-research', kubeName(id!))?.status?.succeeded === 1,
+      'the Job Complete in the cluster',
+    );
     await t.restartApp();
     await waitAllSucceeded(t, [id!]);
     await expectExactlyOnce(t, [id!]);
@@ -221,10 +293,25 @@ describe('Kubernetes backend under faults', () => {
     await eventually(() => podsRunning(t!, [id!]), 'the pod running');
     await t.stopApp();
     const orphanName = putOrphan(t, kubeName(id!), '00000000-0000-4000-8000-00000000dead');
-    await eventually(() => t!.kube.objects('Pod', 'fairway-aurora-research').some((p) => p.metadata.name.startsWith(`${orphanName}-`)), 'the orphan’s pod');
+    await eventually(
+      () =>
+        t!.kube
+          .objects('Pod', 'fairway-aurora-research')
+          .some((p) => p.metadata.name.startsWith(`${orphanName}-`)),
+      'the orphan’s pod',
+    );
     await t.restartApp();
-    await eventually(() => !t!.kube.get('Job', 'fairway-aurora-research', orphanName), 'the orphan Job deleted');
-    await eventually(() => !t!.kube.objects('Pod', 'fairway-aurora-research').some((p) => p.metadata.name.startsWith(`${orphanName}-`)), 'the orphan’s pods deleted');
+    await eventually(
+      () => !t!.kube.get('Job', 'fairway-aurora-research', orphanName),
+      'the orphan Job deleted',
+    );
+    await eventually(
+      () =>
+        !t!.kube
+          .objects('Pod', 'fairway-aurora-research')
+          .some((p) => p.metadata.name.startsWith(`${orphanName}-`)),
+      'the orphan’s pods deleted',
+    );
     // The live job's Job is kept as it was: adopted, not touched.
     expect(jobWrites(t, kubeName(id!))).toEqual(['create']);
     expect((await jobOf(t, id!))?.state).toBe('RUNNING');
@@ -245,7 +332,11 @@ describe('Kubernetes backend under faults', () => {
     await sleep(1500);
     t.kube.setDown(false);
     await restarted;
-    await eventually(() => !t!.kube.get('Job', 'fairway-aurora-research', orphanName), 'the orphan Job deleted', 6000);
+    await eventually(
+      () => !t!.kube.get('Job', 'fairway-aurora-research', orphanName),
+      'the orphan Job deleted',
+      6000,
+    );
     await waitAllSucceeded(t, [id!], 8000);
     await expectExactlyOnce(t, [id!]);
   });
@@ -254,7 +345,10 @@ describe('Kubernetes backend under faults', () => {
     t = await startKubeApp();
     const [id] = await submitMany(t, 1, () => 4000);
     await eventually(async () => (await jobOf(t!, id!))?.state === 'RUNNING', 'RUNNING');
-    const podUid = () => t!.kube.objects('Pod', 'fairway-aurora-research').find((p) => p.metadata.name.startsWith(`${kubeName(id!)}-`))?.metadata.uid as string | undefined;
+    const podUid = () =>
+      t!.kube
+        .objects('Pod', 'fairway-aurora-research')
+        .find((p) => p.metadata.name.startsWith(`${kubeName(id!)}-`))?.metadata.uid as string | undefined;
     const uid = podUid();
     for (let i = 0; i < 2; i++) {
       await t.stopApp();

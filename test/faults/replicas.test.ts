@@ -1,15 +1,23 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { type Client, createClient } from 'graphql-ws';
 import pg from 'pg';
-import { createClient, type Client } from 'graphql-ws';
-import WebSocket from 'ws';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestDatabase, describeNeeding, type TestDatabase } from '../helpers/database.js';
-import { schedulerLockHolders, sharedGpus } from '../helpers/scheduler-lock.js';
-import { gql, gqlData, killAllServers, startServer, tokenOf, waitFor, type ServerProcess } from '../helpers/process.js';
+import WebSocket from 'ws';
 import type { DemoCredential } from '../../src/server/demo/seed.js';
+import { createTestDatabase, describeNeeding, type TestDatabase } from '../helpers/database.js';
+import {
+  gql,
+  gqlData,
+  killAllServers,
+  type ServerProcess,
+  startServer,
+  tokenOf,
+  waitFor,
+} from '../helpers/process.js';
+import { schedulerLockHolders, sharedGpus } from '../helpers/scheduler-lock.js';
 
 /**
  * Two real server processes on one PostgreSQL database with Redis between them: only one
@@ -18,7 +26,6 @@ import type { DemoCredential } from '../../src/server/demo/seed.js';
  */
 
 const TEST_REDIS_URL = process.env.TEST_REDIS_URL;
-
 
 const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`;
 const rawId = (globalId: string) => Buffer.from(globalId, 'base64').toString('utf8').replace(/^Job:/, '');
@@ -44,7 +51,9 @@ describeNeeding(['postgresql', 'redis'], 'two replicas on one PostgreSQL with Re
   const lockHolders = async () => (await schedulerLockHolders(sql)).map((h) => h.app);
 
   async function advisoryLocksGranted(): Promise<number> {
-    const { rows } = await sql.query(`select count(*)::int as n from pg_locks where locktype = 'advisory' and granted and database = (select oid from pg_database where datname = current_database())`);
+    const { rows } = await sql.query(
+      `select count(*)::int as n from pg_locks where locktype = 'advisory' and granted and database = (select oid from pg_database where datname = current_database())`,
+    );
     return rows[0].n;
   }
 
@@ -53,18 +62,35 @@ describeNeeding(['postgresql', 'redis'], 'two replicas on one PostgreSQL with Re
         (select count(*)::int from job_events e where e.job_id = j.id and e.type = 'ADMITTED') as admitted,
         (select count(*)::int from job_events e where e.job_id = j.id and e.type = 'PREEMPTED') as preempted
       from jobs j`);
-    return rows as { id: string; state: string; admission: { podSets: { placements: { node: string; gpuIndices?: number[] }[] }[] } | null; admitted: number; preempted: number }[];
+    return rows as {
+      id: string;
+      state: string;
+      admission: { podSets: { placements: { node: string; gpuIndices?: number[] }[] }[] } | null;
+      admitted: number;
+      preempted: number;
+    }[];
   }
 
   function ws(server: ServerProcess, token: string): Client {
-    const client = createClient({ url: server.url.replace('http', 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0 });
+    const client = createClient({
+      url: server.url.replace('http', 'ws'),
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${token}` },
+      retryAttempts: 0,
+    });
     clients.push(client);
     return client;
   }
 
   async function submit(server: ServerProcess, tenant: string, name: string) {
     const res = await gql(server.url, member(tenant), SUBMIT, {
-      in: { queueId: queueIds.get(tenant), name, podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], expectedDurationSeconds: 1e6, idempotencyKey: `${run}-${name}` },
+      in: {
+        queueId: queueIds.get(tenant),
+        name,
+        podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }],
+        expectedDurationSeconds: 1e6,
+        idempotencyKey: `${run}-${name}`,
+      },
     });
     expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
     return res.data.submitJob.id as string;
@@ -77,13 +103,26 @@ describeNeeding(['postgresql', 'redis'], 'two replicas on one PostgreSQL with Re
     sql = new pg.Client({ connectionString: url, application_name: `fairway-test-observer-${run}` });
     await sql.connect();
     for (const _ of [0, 1]) dirs.push(fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-replica-')));
-    a = await startServer({ dataDir: dirs[0]!, label: 'replica A', env: { DATABASE_URL: url, REDIS_URL: TEST_REDIS_URL, PGAPPNAME: appName.A } });
-    b = await startServer({ dataDir: dirs[1]!, label: 'replica B', env: { DATABASE_URL: url, REDIS_URL: TEST_REDIS_URL, PGAPPNAME: appName.B } });
+    a = await startServer({
+      dataDir: dirs[0]!,
+      label: 'replica A',
+      env: { DATABASE_URL: url, REDIS_URL: TEST_REDIS_URL, PGAPPNAME: appName.A },
+    });
+    b = await startServer({
+      dataDir: dirs[1]!,
+      label: 'replica B',
+      env: { DATABASE_URL: url, REDIS_URL: TEST_REDIS_URL, PGAPPNAME: appName.B },
+    });
     // A seeded the demo; B found tenants and seeded nothing (so it has no credentials file).
     creds = a.credentials();
     expect(fs.existsSync(path.join(dirs[1]!, 'demo-credentials.json'))).toBe(false);
     for (const t of ['aurora-research', 'borealis-inference']) {
-      const data: any = await gqlData(b.url, member(t), `query($s: String!) { tenant(slug: $s) { id } queues { id } }`, { s: t });
+      const data: any = await gqlData(
+        b.url,
+        member(t),
+        `query($s: String!) { tenant(slug: $s) { id } queues { id } }`,
+        { s: t },
+      );
       tenantIds.set(t, data.tenant.id);
       queueIds.set(t, data.queues[0].id);
     }
@@ -99,57 +138,106 @@ describeNeeding(['postgresql', 'redis'], 'two replicas on one PostgreSQL with Re
 
   it('only one replica holds the scheduler lock: the one that started first', async () => {
     // Both replicas are connected to the database …
-    const { rows } = await sql.query(`select application_name, count(*)::int as n from pg_stat_activity where application_name in ($1, $2) group by application_name`, [appName.A, appName.B]);
+    const { rows } = await sql.query(
+      `select application_name, count(*)::int as n from pg_stat_activity where application_name in ($1, $2) group by application_name`,
+      [appName.A, appName.B],
+    );
     expect(rows.map((r) => r.application_name).sort()).toEqual([appName.A, appName.B]);
     // … and exactly one advisory lock is granted in this database, Fairway's, to A.
     expect(await lockHolders()).toEqual([appName.A]);
     expect(await advisoryLocksGranted()).toBe(1);
   });
 
-  it('jobs submitted alternately to A and B are each admitted exactly once, on distinct GPUs; B hears A\'s admissions', async () => {
+  it("jobs submitted alternately to A and B are each admitted exactly once, on distinct GPUs; B hears A's admissions", async () => {
     for (const t of ['aurora-research', 'borealis-inference']) {
       const heard: { kind: string; jobId: string | null }[] = [];
       heardOnB.set(t, heard);
       ws(b, member(t)).subscribe<{ tenantEvents: { kind: string; jobId: string | null } }>(
-        { query: `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind jobId } }`, variables: { t: tenantIds.get(t) } },
-        { next: (m) => m.data && heard.push(m.data.tenantEvents), error: (e) => heard.push({ kind: `ERROR ${JSON.stringify(e)}`, jobId: null }), complete: () => undefined },
+        {
+          query: `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind jobId } }`,
+          variables: { t: tenantIds.get(t) },
+        },
+        {
+          next: (m) => m.data && heard.push(m.data.tenantEvents),
+          error: (e) => heard.push({ kind: `ERROR ${JSON.stringify(e)}`, jobId: null }),
+          complete: () => undefined,
+        },
       );
     }
     await new Promise((r) => setTimeout(r, 300)); // the subscriptions are in place
     // 30 one-GPU jobs, 15 per tenant (within each queue's 16 H100 nominal): all fit at once.
     const t0 = Date.now();
-    await Promise.all(Array.from({ length: 30 }, async (_, i) => {
-      const via = i % 2 === 0 ? 'A' : 'B';
-      const tenant = i < 15 ? 'aurora-research' : 'borealis-inference';
-      const id = await submit(via === 'A' ? a : b, tenant, `alt-${i}`);
-      submitted.push({ id, tenant, via });
-    }));
+    await Promise.all(
+      Array.from({ length: 30 }, async (_, i) => {
+        const via = i % 2 === 0 ? 'A' : 'B';
+        const tenant = i < 15 ? 'aurora-research' : 'borealis-inference';
+        const id = await submit(via === 'A' ? a : b, tenant, `alt-${i}`);
+        submitted.push({ id, tenant, via });
+      }),
+    );
     const ours = new Set(submitted.map((s) => rawId(s.id)));
-    await waitFor('all 30 jobs admitted', async () => (await jobRows()).filter((r) => ours.has(r.id) && (r.state === 'ADMITTED' || r.state === 'RUNNING')).length === 30, 15_000).catch(async (error) => {
+    await waitFor(
+      'all 30 jobs admitted',
+      async () =>
+        (await jobRows()).filter((r) => ours.has(r.id) && (r.state === 'ADMITTED' || r.state === 'RUNNING'))
+          .length === 30,
+      15_000,
+    ).catch(async (error) => {
       const rows = new Map((await jobRows()).map((r) => [r.id, r]));
-      const left = submitted.filter((s) => !['ADMITTED', 'RUNNING'].includes(rows.get(rawId(s.id))?.state ?? ''));
-      const reasons = await Promise.all(left.map(async (s) => {
-        const d: any = await gqlData(a.url, member(s.tenant), `query($id: ID!) { node(id: $id) { ... on Job { state pendingReason { code message } } } }`, { id: s.id });
-        return `${s.via}/${s.tenant}: ${d.node.state} ${d.node.pendingReason?.code}`;
-      }));
-      const quiet = (out: string) => out.split('\n').filter((l) => !/fwt_|curl|-d '|Try:/.test(l)).join('\n');
-      throw new Error(`${String(error)}; not admitted: ${reasons.join('; ')}\nreplica A said:\n${quiet(a.output())}\nreplica B said:\n${quiet(b.output())}`);
+      const left = submitted.filter(
+        (s) => !['ADMITTED', 'RUNNING'].includes(rows.get(rawId(s.id))?.state ?? ''),
+      );
+      const reasons = await Promise.all(
+        left.map(async (s) => {
+          const d: any = await gqlData(
+            a.url,
+            member(s.tenant),
+            `query($id: ID!) { node(id: $id) { ... on Job { state pendingReason { code message } } } }`,
+            { id: s.id },
+          );
+          return `${s.via}/${s.tenant}: ${d.node.state} ${d.node.pendingReason?.code}`;
+        }),
+      );
+      const quiet = (out: string) =>
+        out
+          .split('\n')
+          .filter((l) => !/fwt_|curl|-d '|Try:/.test(l))
+          .join('\n');
+      throw new Error(
+        `${String(error)}; not admitted: ${reasons.join('; ')}\nreplica A said:\n${quiet(a.output())}\nreplica B said:\n${quiet(b.output())}`,
+      );
     });
-    console.log(`[replicas] 30 jobs (15 via A, 15 via B) admitted ${Date.now() - t0} ms after the first submit`);
+    console.log(
+      `[replicas] 30 jobs (15 via A, 15 via B) admitted ${Date.now() - t0} ms after the first submit`,
+    );
 
     const rows = (await jobRows()).filter((r) => ours.has(r.id));
-    for (const r of rows) expect({ id: r.id, admitted: r.admitted, preempted: r.preempted }).toEqual({ id: r.id, admitted: 1, preempted: 0 });
+    for (const r of rows)
+      expect({ id: r.id, admitted: r.admitted, preempted: r.preempted }).toEqual({
+        id: r.id,
+        admitted: 1,
+        preempted: 0,
+      });
     expect(sharedGpus(await jobRows())).toEqual([]);
     // Still one lock, still A's.
     expect(await lockHolders()).toEqual([appName.A]);
 
     // B's subscribers heard the admission of every job of their tenant, including those
     // submitted on A and admitted by A (foreign events from other test runs are ignored).
-    await waitFor('B heard every admission', async () =>
-      submitted.every((s) => heardOnB.get(s.tenant)!.some((e) => e.kind === 'ADMITTED' && e.jobId === s.id)), 5_000);
+    await waitFor(
+      'B heard every admission',
+      async () =>
+        submitted.every((s) =>
+          heardOnB.get(s.tenant)!.some((e) => e.kind === 'ADMITTED' && e.jobId === s.id),
+        ),
+      5_000,
+    );
     for (const s of submitted) {
       const mine = heardOnB.get(s.tenant)!.filter((e) => e.jobId === s.id);
-      expect(mine.filter((e) => e.kind === 'ADMITTED'), `admissions of ${s.id} heard on B`).toHaveLength(1);
+      expect(
+        mine.filter((e) => e.kind === 'ADMITTED'),
+        `admissions of ${s.id} heard on B`,
+      ).toHaveLength(1);
     }
     // No subscriber heard the other tenant's jobs.
     for (const [tenant, heard] of heardOnB) {
@@ -163,9 +251,15 @@ describeNeeding(['postgresql', 'redis'], 'two replicas on one PostgreSQL with Re
     const target = submitted.find((s) => s.via === 'A' && s.tenant === 'aurora-research')!;
     const states: string[] = [];
     const done = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no CANCELLED on B; heard ${JSON.stringify(states)}`)), 8_000);
+      const timer = setTimeout(
+        () => reject(new Error(`no CANCELLED on B; heard ${JSON.stringify(states)}`)),
+        8_000,
+      );
       ws(b, member('aurora-research')).subscribe<{ jobUpdated: { id: string; state: string } }>(
-        { query: `subscription($id: ID!) { jobUpdated(id: $id) { id state } }`, variables: { id: target.id } },
+        {
+          query: `subscription($id: ID!) { jobUpdated(id: $id) { id state } }`,
+          variables: { id: target.id },
+        },
         {
           next: (m) => {
             if (!m.data) return reject(new Error(JSON.stringify(m.errors)));
@@ -182,7 +276,12 @@ describeNeeding(['postgresql', 'redis'], 'two replicas on one PostgreSQL with Re
       );
     });
     await new Promise((r) => setTimeout(r, 300));
-    const res = await gql(a.url, tokenOf(creds, 'aurora-research', 'TENANT_ADMIN'), `mutation($id: ID!) { cancelJob(id: $id) { state } }`, { id: target.id });
+    const res = await gql(
+      a.url,
+      tokenOf(creds, 'aurora-research', 'TENANT_ADMIN'),
+      `mutation($id: ID!) { cancelJob(id: $id) { state } }`,
+      { id: target.id },
+    );
     expect(res.errors).toBeUndefined();
     await done;
     expect(states.at(-1)).toBe('CANCELLED');
@@ -193,10 +292,20 @@ describeNeeding(['postgresql', 'redis'], 'two replicas on one PostgreSQL with Re
     const killedAt = Date.now();
     await a.kill('SIGKILL');
     const id = await submit(b, 'aurora-research', 'after-failover');
-    const admitted = await waitFor('the job submitted after the kill is admitted', async () => {
-      const d: any = await gqlData(b.url, member('aurora-research'), `query($id: ID!) { node(id: $id) { ... on Job { state placement { node gpuIndices } } } }`, { id });
-      return d.node.state === 'ADMITTED' || d.node.state === 'RUNNING' ? d.node : null;
-    }, 10_000, 100);
+    const admitted = await waitFor(
+      'the job submitted after the kill is admitted',
+      async () => {
+        const d: any = await gqlData(
+          b.url,
+          member('aurora-research'),
+          `query($id: ID!) { node(id: $id) { ... on Job { state placement { node gpuIndices } } } }`,
+          { id },
+        );
+        return d.node.state === 'ADMITTED' || d.node.state === 'RUNNING' ? d.node : null;
+      },
+      10_000,
+      100,
+    );
     const tookMs = Date.now() - killedAt;
     console.log(`[replicas] leader A killed; job submitted to B admitted ${tookMs} ms later`);
     expect(tookMs).toBeLessThan(10_000);
@@ -216,7 +325,11 @@ describeNeeding(['postgresql', 'redis'], 'two replicas on one PostgreSQL with Re
     const live = rows.filter((r) => r.state === 'ADMITTED' || r.state === 'RUNNING').length;
     expect(live).toBe(30); // 30 admitted − 1 cancelled + 1 new
     // And B's own subscriber hears B's admission too.
-    await waitFor('B heard the admission of the job it scheduled', async () => heardOnB.get('aurora-research')!.some((e) => e.kind === 'ADMITTED' && e.jobId === id), 5_000);
+    await waitFor(
+      'B heard the admission of the job it scheduled',
+      async () => heardOnB.get('aurora-research')!.some((e) => e.kind === 'ADMITTED' && e.jobId === id),
+      5_000,
+    );
 
     // B now leads: a job submitted to it from here on is admitted promptly too (through the
     // wake-up, not the 30 s resync). Aurora holds 15 of its 16 H100s (15 − 1 cancelled + 1).
@@ -224,19 +337,37 @@ describeNeeding(['postgresql', 'redis'], 'two replicas on one PostgreSQL with Re
     const t1 = Date.now();
     const next = await submit(b, 'aurora-research', 'after-takeover');
     let seen: unknown = null;
-    await waitFor('a job submitted to the new leader is admitted', async () => {
-      const d: any = await gqlData(b.url, member('aurora-research'), `query($id: ID!) { node(id: $id) { ... on Job { state pendingReason { code message } } } }`, { id: next });
-      seen = d.node;
-      return d.node.state === 'ADMITTED' || d.node.state === 'RUNNING';
-    }, 5_000, 100).catch((error) => {
-      throw new Error(`${String(error)}; the job: ${JSON.stringify(seen)}; lock holders: ${JSON.stringify(lockHoldersSeen)}`);
+    await waitFor(
+      'a job submitted to the new leader is admitted',
+      async () => {
+        const d: any = await gqlData(
+          b.url,
+          member('aurora-research'),
+          `query($id: ID!) { node(id: $id) { ... on Job { state pendingReason { code message } } } }`,
+          { id: next },
+        );
+        seen = d.node;
+        return d.node.state === 'ADMITTED' || d.node.state === 'RUNNING';
+      },
+      5_000,
+      100,
+    ).catch((error) => {
+      throw new Error(
+        `${String(error)}; the job: ${JSON.stringify(seen)}; lock holders: ${JSON.stringify(lockHoldersSeen)}`,
+      );
     });
     console.log(`[replicas] job submitted to the new leader B admitted ${Date.now() - t1} ms later`);
   });
 
   it('neither replica logged an unexpected error (Redis or otherwise)', () => {
-    for (const [name, server] of [['A', a], ['B', b]] as const) {
-      const problems = server.output().split('\n').filter((l) => /unexpected error|Unhandled error|Error:/.test(l));
+    for (const [name, server] of [
+      ['A', a],
+      ['B', b],
+    ] as const) {
+      const problems = server
+        .output()
+        .split('\n')
+        .filter((l) => /unexpected error|Unhandled error|Error:/.test(l));
       expect(problems, `replica ${name}`).toEqual([]);
     }
   });

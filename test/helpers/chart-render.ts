@@ -37,18 +37,29 @@ export interface RenderedFile {
   text: string;
 }
 
-export type TemplateScope = { Values: Record<string, unknown>; Release: Record<string, unknown>; Chart: Record<string, unknown> };
+export type TemplateScope = {
+  Values: Record<string, unknown>;
+  Release: Record<string, unknown>;
+  Chart: Record<string, unknown>;
+};
 
-const REFERENCE = /^\.(Values(?:\.[A-Za-z_][A-Za-z0-9_]*)+|Release\.(?:Name|Namespace)|Chart\.(?:Name|Version|AppVersion))$/;
+const REFERENCE =
+  /^\.(Values(?:\.[A-Za-z_][A-Za-z0-9_]*)+|Release\.(?:Name|Namespace)|Chart\.(?:Name|Version|AppVersion))$/;
 // `{{- ` trims the text before, ` -}}` the text after; Go requires whitespace next to the dash.
 const ACTION = /\{\{(-[ \t\r\n])?([\s\S]*?)([ \t\r\n]-)?\}\}/g;
 
-type Node = { kind: 'text'; text: string } | { kind: 'output'; ref: string; fn: OutputFn; where: string } | { kind: 'if'; ref: string; body: Node[]; where: string };
+type Node =
+  | { kind: 'text'; text: string }
+  | { kind: 'output'; ref: string; fn: OutputFn; where: string }
+  | { kind: 'if'; ref: string; body: Node[]; where: string };
 type OutputFn = { name: 'none' } | { name: 'quote' } | { name: 'nindent'; spaces: number };
 
 export function renderChart(chartDir: string, options: RenderOptions = {}): RenderedFile[] {
   const chart = parse(fs.readFileSync(path.join(chartDir, 'Chart.yaml'), 'utf8')) as Record<string, unknown>;
-  const defaults = (parse(fs.readFileSync(path.join(chartDir, 'values.yaml'), 'utf8')) ?? {}) as Record<string, unknown>;
+  const defaults = (parse(fs.readFileSync(path.join(chartDir, 'values.yaml'), 'utf8')) ?? {}) as Record<
+    string,
+    unknown
+  >;
   const scope: TemplateScope = {
     Values: deepMerge(defaults, options.values ?? {}),
     Release: { Name: options.releaseName ?? 'release-name', Namespace: options.namespace ?? 'default' },
@@ -61,9 +72,15 @@ export function renderChart(chartDir: string, options: RenderOptions = {}): Rend
     .map((name) => {
       const file = `templates/${name}`;
       if (!/\.(yaml|yml|txt)$/.test(name) || name.startsWith('_')) {
-        throw new ChartSubsetError(file, 'only .yaml and NOTES.txt templates are supported (no partials or helpers)');
+        throw new ChartSubsetError(
+          file,
+          'only .yaml and NOTES.txt templates are supported (no partials or helpers)',
+        );
       }
-      return { file, text: renderTemplate(fs.readFileSync(path.join(templatesDir, name), 'utf8'), scope, file) };
+      return {
+        file,
+        text: renderTemplate(fs.readFileSync(path.join(templatesDir, name), 'utf8'), scope, file),
+      };
     });
 }
 
@@ -80,7 +97,8 @@ export function parseManifests(text: string, file: string): Record<string, unkno
     if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors.map((e) => e.message).join('; ')}`);
     const value: unknown = doc.toJS();
     if (value === null || value === undefined) return [];
-    if (typeof value !== 'object' || Array.isArray(value)) throw new Error(`${file}: a document is not a mapping`);
+    if (typeof value !== 'object' || Array.isArray(value))
+      throw new Error(`${file}: a document is not a mapping`);
     return [value as Record<string, unknown>];
   });
 }
@@ -92,12 +110,21 @@ export function renderTemplate(source: string, scope: TemplateScope, file: strin
 function parseTemplate(source: string, file: string): Node[] {
   const root: Node[] = [];
   const stack: { body: Node[]; where: string }[] = [{ body: root, where: file }];
-  const pieces: ({ kind: 'text'; text: string } | { kind: 'action'; body: string; trimBefore: boolean; trimAfter: boolean; where: string })[] = [];
+  const pieces: (
+    | { kind: 'text'; text: string }
+    | { kind: 'action'; body: string; trimBefore: boolean; trimAfter: boolean; where: string }
+  )[] = [];
   let last = 0;
   for (const m of source.matchAll(ACTION)) {
     pieces.push({ kind: 'text', text: source.slice(last, m.index) });
     const line = source.slice(0, m.index).split('\n').length;
-    pieces.push({ kind: 'action', body: m[2]!.trim(), trimBefore: m[1] !== undefined, trimAfter: m[3] !== undefined, where: `${file}:${line}` });
+    pieces.push({
+      kind: 'action',
+      body: m[2]!.trim(),
+      trimBefore: m[1] !== undefined,
+      trimAfter: m[3] !== undefined,
+      where: `${file}:${line}`,
+    });
     last = m.index + m[0].length;
   }
   pieces.push({ kind: 'text', text: source.slice(last) });
@@ -112,14 +139,23 @@ function parseTemplate(source: string, file: string): Node[] {
   for (const piece of pieces) {
     const top = stack[stack.length - 1]!;
     if (piece.kind === 'text') {
-      if (piece.text.includes('{{')) throw new ChartSubsetError(file, `an unterminated or malformed action near "${piece.text.slice(piece.text.indexOf('{{'), piece.text.indexOf('{{') + 30)}"`);
+      if (piece.text.includes('{{'))
+        throw new ChartSubsetError(
+          file,
+          `an unterminated or malformed action near "${piece.text.slice(piece.text.indexOf('{{'), piece.text.indexOf('{{') + 30)}"`,
+        );
       top.body.push({ kind: 'text', text: piece.text });
       continue;
     }
     const action = piece.body;
     const ifMatch = /^if\s+(\S+)$/.exec(action);
     if (ifMatch) {
-      const node: Node = { kind: 'if', ref: checkReference(ifMatch[1]!, piece.where), body: [], where: piece.where };
+      const node: Node = {
+        kind: 'if',
+        ref: checkReference(ifMatch[1]!, piece.where),
+        body: [],
+        where: piece.where,
+      };
       top.body.push(node);
       stack.push({ body: node.body, where: piece.where });
     } else if (action === 'end') {
@@ -137,7 +173,8 @@ function parseOutput(action: string, where: string): Node {
   const [refText, ...pipes] = action.split('|').map((s) => s.trim());
   const ref = checkReference(refText ?? '', where);
   if (pipes.length === 0) return { kind: 'output', ref, fn: { name: 'none' }, where };
-  if (pipes.length > 1) throw new ChartSubsetError(where, `only one function per action is supported: "{{ ${action} }}"`);
+  if (pipes.length > 1)
+    throw new ChartSubsetError(where, `only one function per action is supported: "{{ ${action} }}"`);
   const pipe = pipes[0]!;
   if (pipe === 'quote') return { kind: 'output', ref, fn: { name: 'quote' }, where };
   const nindent = /^nindent\s+(\d+)$/.exec(pipe);
@@ -147,7 +184,10 @@ function parseOutput(action: string, where: string): Node {
 
 function checkReference(text: string, where: string): string {
   if (!REFERENCE.test(text)) {
-    throw new ChartSubsetError(where, `unsupported template construct "{{ ${text} }}" (only .Values.*, .Release.Name/Namespace, .Chart.Name/Version/AppVersion, quote, nindent, if/end)`);
+    throw new ChartSubsetError(
+      where,
+      `unsupported template construct "{{ ${text} }}" (only .Values.*, .Release.Name/Namespace, .Chart.Name/Version/AppVersion, quote, nindent, if/end)`,
+    );
   }
   return text;
 }
@@ -156,7 +196,8 @@ function renderNodes(nodes: Node[], scope: TemplateScope): string {
   let out = '';
   for (const node of nodes) {
     if (node.kind === 'text') out += node.text;
-    else if (node.kind === 'if') out += isTruthy(lookup(scope, node.ref, node.where)) ? renderNodes(node.body, scope) : '';
+    else if (node.kind === 'if')
+      out += isTruthy(lookup(scope, node.ref, node.where)) ? renderNodes(node.body, scope) : '';
     else out += applyOutput(lookup(scope, node.ref, node.where), node);
   }
   return out;
@@ -167,8 +208,13 @@ function lookup(scope: TemplateScope, ref: string, where: string): unknown {
   const [root, ...keys] = ref.slice(1).split('.');
   let value: unknown = scope[root as keyof TemplateScope];
   keys.forEach((key, i) => {
-    if (value === undefined || value === null) throw new ChartSubsetError(where, `${ref}: ${keys.slice(0, i).join('.')} is not set`);
-    if (typeof value !== 'object' || Array.isArray(value)) throw new ChartSubsetError(where, `${ref}: cannot read ${key} of a ${Array.isArray(value) ? 'list' : typeof value}`);
+    if (value === undefined || value === null)
+      throw new ChartSubsetError(where, `${ref}: ${keys.slice(0, i).join('.')} is not set`);
+    if (typeof value !== 'object' || Array.isArray(value))
+      throw new ChartSubsetError(
+        where,
+        `${ref}: cannot read ${key} of a ${Array.isArray(value) ? 'list' : typeof value}`,
+      );
     value = (value as Record<string, unknown>)[key];
   });
   return value;
@@ -189,10 +235,12 @@ function applyOutput(value: unknown, node: Extract<Node, { kind: 'output' }>): s
       return text;
     case 'quote':
       // Sprig's quote is Go's %q; JSON.stringify matches it except for control characters.
-      if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text)) throw new ChartSubsetError(node.where, `${node.ref}: control characters are not supported in quote`);
+      if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text))
+        throw new ChartSubsetError(node.where, `${node.ref}: control characters are not supported in quote`);
       return JSON.stringify(text);
     case 'nindent': {
-      if (typeof value !== 'string') throw new ChartSubsetError(node.where, `${node.ref}: nindent needs a string`);
+      if (typeof value !== 'string')
+        throw new ChartSubsetError(node.where, `${node.ref}: nindent needs a string`);
       const pad = ' '.repeat(node.fn.spaces);
       return `\n${pad}${text.replaceAll('\n', `\n${pad}`)}`;
     }
@@ -207,15 +255,24 @@ function scalarText(value: unknown, ref: string, where: string): string {
     const magnitude = Math.abs(value);
     // Helm's numbers are float64 and %v prints 1e6 as "1e+06": use a string for such values.
     if (!Number.isFinite(value) || magnitude >= 1e6 || (magnitude !== 0 && magnitude < 1e-4)) {
-      throw new ChartSubsetError(where, `${ref}: ${value} would print in exponent form in Helm; quote it in values`);
+      throw new ChartSubsetError(
+        where,
+        `${ref}: ${value} would print in exponent form in Helm; quote it in values`,
+      );
     }
     return String(value);
   }
   if (value === undefined) throw new ChartSubsetError(where, `${ref} is not set`);
-  throw new ChartSubsetError(where, `${ref} is ${value === null ? 'null' : Array.isArray(value) ? 'a list' : 'a map'}: only scalars can be printed`);
+  throw new ChartSubsetError(
+    where,
+    `${ref} is ${value === null ? 'null' : Array.isArray(value) ? 'a list' : 'a map'}: only scalars can be printed`,
+  );
 }
 
-function deepMerge(base: Record<string, unknown>, override: Record<string, unknown>): Record<string, unknown> {
+function deepMerge(
+  base: Record<string, unknown>,
+  override: Record<string, unknown>,
+): Record<string, unknown> {
   const merged: Record<string, unknown> = { ...base };
   for (const [key, value] of Object.entries(override)) {
     const current = merged[key];

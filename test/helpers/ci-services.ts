@@ -29,7 +29,8 @@ export default async function checkServices(): Promise<void> {
     const answer = await redisPing(new URL(redis)).catch((error: Error) => error.message);
     if (answer !== '+PONG') problems.push(`Redis at TEST_REDIS_URL does not answer PING: ${answer}`);
   }
-  if (problems.length) throw new Error(`CI=true and the test services are not ready:\n- ${problems.join('\n- ')}`);
+  if (problems.length)
+    throw new Error(`CI=true and the test services are not ready:\n- ${problems.join('\n- ')}`);
 }
 
 /** One PING over a raw socket: enough to know Redis answers, without a client library. */

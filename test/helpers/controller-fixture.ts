@@ -6,18 +6,24 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { expect } from 'vitest';
 import { AuditEvent } from '../../src/persistence/audit/entities.js';
-import { Tenant } from '../../src/persistence/tenancy/entities.js';
-import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
+import { Queue } from '../../src/persistence/cluster/entities.js';
 import { IsolationPolicyRow } from '../../src/persistence/governance/entities.js';
 import { Job } from '../../src/persistence/jobs/entities.js';
-import { Queue } from '../../src/persistence/cluster/entities.js';
+import { Tenant } from '../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
 import type { FairwayApp } from '../../src/server/app.js';
 import { replayControllerAudit } from '../../src/services/governance/controller-audit.js';
-import { CONTROLLER_ADJUST_ACTION, CONTROLLER_RESTORE_ACTION } from '../../src/services/governance/controller-settings.js';
+import {
+  CONTROLLER_ADJUST_ACTION,
+  CONTROLLER_RESTORE_ACTION,
+} from '../../src/services/governance/controller-settings.js';
 
 export const WINDOW_MS = 60_000;
 /** Governance options for buildApp/startTestApp: a one-minute window (leader clock), sampled every 20 ms. */
-export const CONTROLLER_TEST_GOVERNANCE = { controller: { windowMs: WINDOW_MS, sampleEveryMs: 20 }, idleCheckIntervalMs: 0 };
+export const CONTROLLER_TEST_GOVERNANCE = {
+  controller: { windowMs: WINDOW_MS, sampleEveryMs: 20 },
+  idleCheckIntervalMs: 0,
+};
 export const WEEK_SECONDS = 7 * 86_400;
 
 export const enc = (type: string, id: string) => Buffer.from(`${type}:${id}`).toString('base64');
@@ -28,7 +34,12 @@ export interface Fixture {
   borealis: { tenantId: string; queueId: string };
 }
 
-const idle = { utilizationBelow: 0.05, idleForMs: 3_600_000, notRunningForMs: 3_600_000, action: 'NOTIFY' as const };
+const idle = {
+  utilizationBelow: 0.05,
+  idleForMs: 3_600_000,
+  notRunningForMs: 3_600_000,
+  action: 'NOTIFY' as const,
+};
 
 /** Writes the two policies and puts the demo queues under them; the caller rebuilds the core. */
 export async function setUpControllerQueues(app: FairwayApp): Promise<Fixture> {
@@ -37,23 +48,47 @@ export async function setUpControllerQueues(app: FairwayApp): Promise<Fixture> {
     name: 'ctl-lender',
     description: 'test lender',
     level: 'GUARANTEED',
-    coefficients: { lend: { min: 0, base: 0.5, max: 1 }, borrow: { min: 0, base: 0, max: 0 }, minRunBeforeReclaimMs: 0, reclaimGraceMs: 0, preemptible: 'RECLAIM_ONLY', idle },
+    coefficients: {
+      lend: { min: 0, base: 0.5, max: 1 },
+      borrow: { min: 0, base: 0, max: 0 },
+      minRunBeforeReclaimMs: 0,
+      reclaimGraceMs: 0,
+      preemptible: 'RECLAIM_ONLY',
+      idle,
+    },
     builtIn: false,
   });
   em.create(IsolationPolicyRow, {
     name: 'ctl-borrower',
     description: 'test borrower',
     level: 'ELASTIC',
-    coefficients: { lend: { min: 0.5, base: 1, max: 1 }, borrow: { min: 0.25, base: 0.5, max: 1 }, minRunBeforeReclaimMs: 0, reclaimGraceMs: 0, preemptible: 'ANY', idle },
+    coefficients: {
+      lend: { min: 0.5, base: 1, max: 1 },
+      borrow: { min: 0.25, base: 0.5, max: 1 },
+      minRunBeforeReclaimMs: 0,
+      reclaimGraceMs: 0,
+      preemptible: 'ANY',
+      idle,
+    },
     builtIn: false,
   });
   const out = {} as Fixture;
-  for (const [slug, key, policy] of [['aurora-research', 'aurora', 'ctl-lender'], ['borealis-inference', 'borealis', 'ctl-borrower']] as const) {
+  for (const [slug, key, policy] of [
+    ['aurora-research', 'aurora', 'ctl-lender'],
+    ['borealis-inference', 'borealis', 'ctl-borrower'],
+  ] as const) {
     const tenant = await em.findOneOrFail(Tenant, { slug });
     const queue = await em.findOneOrFail(Queue, { tenant: tenant.id });
     queue.quotas = { 'h100-80g': { gpu: { nominal: 16 } } };
     queue.isolationPolicy = policy;
-    queue.preemption = key === 'borealis' ? { withinQueue: 'LowerPriority', reclaimWithinCohort: 'Any', minRunBeforeReclaimMs: WEEK_SECONDS * 1000 } : { withinQueue: 'LowerPriority', reclaimWithinCohort: 'Any' };
+    queue.preemption =
+      key === 'borealis'
+        ? {
+            withinQueue: 'LowerPriority',
+            reclaimWithinCohort: 'Any',
+            minRunBeforeReclaimMs: WEEK_SECONDS * 1000,
+          }
+        : { withinQueue: 'LowerPriority', reclaimWithinCohort: 'Any' };
     out[key] = { tenantId: tenant.id, queueId: queue.id };
   }
   await em.flush();
@@ -61,21 +96,39 @@ export async function setUpControllerQueues(app: FairwayApp): Promise<Fixture> {
 }
 
 /** The core's H100 limits of a queue, as the graph's Queue.usage shows them (null: unset). */
-export function coreLimits(app: FairwayApp, queue: string): { lendingLimit: number | null; borrowingLimit: number | null; used: number } {
-  const r = app.scheduler.queueStatus(queue)?.resources.find((x) => x.flavor === 'h100-80g' && x.resource === 'gpu');
-  return { lendingLimit: r?.lendingLimit ?? null, borrowingLimit: r?.borrowingLimit ?? null, used: r?.used ?? 0 };
+export function coreLimits(
+  app: FairwayApp,
+  queue: string,
+): { lendingLimit: number | null; borrowingLimit: number | null; used: number } {
+  const r = app.scheduler
+    .queueStatus(queue)
+    ?.resources.find((x) => x.flavor === 'h100-80g' && x.resource === 'gpu');
+  return {
+    lendingLimit: r?.lendingLimit ?? null,
+    borrowingLimit: r?.borrowingLimit ?? null,
+    used: r?.used ?? 0,
+  };
 }
 
 export async function controllerSettingOf(app: FairwayApp, queueId: string) {
-  return (await systemEntityManager(app.orm).fork({ clear: true }).findOneOrFail(Queue, { id: queueId })).controllerSetting;
+  return (await systemEntityManager(app.orm).fork({ clear: true }).findOneOrFail(Queue, { id: queueId }))
+    .controllerSetting;
 }
 
 export async function controllerEvents(em: EntityManager): Promise<AuditEvent[]> {
-  return em.find(AuditEvent, { action: { $in: [CONTROLLER_ADJUST_ACTION, CONTROLLER_RESTORE_ACTION] } }, { orderBy: { id: 'asc' }, filters: false });
+  return em.find(
+    AuditEvent,
+    { action: { $in: [CONTROLLER_ADJUST_ACTION, CONTROLLER_RESTORE_ACTION] } },
+    { orderBy: { id: 'asc' }, filters: false },
+  );
 }
 
 export async function jobState(app: FairwayApp, globalId: string): Promise<string> {
-  return (await systemEntityManager(app.orm).fork({ clear: true }).findOneOrFail(Job, { id: rawId(globalId) })).state;
+  return (
+    await systemEntityManager(app.orm)
+      .fork({ clear: true })
+      .findOneOrFail(Job, { id: rawId(globalId) })
+  ).state;
 }
 
 /**
@@ -83,7 +136,10 @@ export async function jobState(app: FairwayApp, globalId: string): Promise<strin
  * starts from what the previous one of its queue left (or the static base after a restore, given),
  * windows never overlap (nothing applied twice), and each queue holds its last adjustment's `to`.
  */
-export async function expectReproducibleAuditLog(app: FairwayApp, base: Record<string, { lend: number; borrow: number | null }>): Promise<AuditEvent[]> {
+export async function expectReproducibleAuditLog(
+  app: FairwayApp,
+  base: Record<string, { lend: number; borrow: number | null }>,
+): Promise<AuditEvent[]> {
   const em = systemEntityManager(app.orm).fork({ clear: true });
   const events = await controllerEvents(em);
   const adjusts = events.filter((e) => e.action === CONTROLLER_ADJUST_ACTION);
@@ -93,13 +149,23 @@ export async function expectReproducibleAuditLog(app: FairwayApp, base: Record<s
   const last = new Map<string, { to: { lend: number; borrow: number | null }; windowEnd: number | null }>();
   for (const e of events) {
     const queueId = e.targetId!;
-    const input = e.input as { from: { lend: number; borrow: number | null }; to: { lend: number; borrow: number | null }; windowStart?: number; windowEnd?: number };
+    const input = e.input as {
+      from: { lend: number; borrow: number | null };
+      to: { lend: number; borrow: number | null };
+      windowStart?: number;
+      windowEnd?: number;
+    };
     const prev = last.get(queueId);
     if (e.action === CONTROLLER_ADJUST_ACTION) {
-      expect(input.from, `adjustment ${e.id} starts where the queue was`).toEqual(prev ? prev.to : base[queueId]);
+      expect(input.from, `adjustment ${e.id} starts where the queue was`).toEqual(
+        prev ? prev.to : base[queueId],
+      );
       if (prev?.windowEnd != null) expect(input.windowStart!).toBeGreaterThanOrEqual(prev.windowEnd);
     }
-    last.set(queueId, { to: input.to, windowEnd: e.action === CONTROLLER_ADJUST_ACTION ? input.windowEnd! : (prev?.windowEnd ?? null) });
+    last.set(queueId, {
+      to: input.to,
+      windowEnd: e.action === CONTROLLER_ADJUST_ACTION ? input.windowEnd! : (prev?.windowEnd ?? null),
+    });
   }
   for (const [queueId, { to }] of last) {
     const events = (await controllerEvents(em)).filter((e) => e.targetId === queueId);

@@ -1,17 +1,20 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { describe, it } from 'vitest';
 import { MikroORM } from '@mikro-orm/core';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { describe, it } from 'vitest';
 import type { DatabaseConfig } from '../../src/config/index.js';
 
 export type Dialect = 'sqlite' | 'postgresql';
 
 /** The services a suite can need, and the variable that points at each. */
 export type TestService = 'postgresql' | 'redis';
-const serviceVariable: Record<TestService, string> = { postgresql: 'TEST_DATABASE_URL', redis: 'TEST_REDIS_URL' };
+const serviceVariable: Record<TestService, string> = {
+  postgresql: 'TEST_DATABASE_URL',
+  redis: 'TEST_REDIS_URL',
+};
 
 /** The URL of a test service, or undefined when its variable is unset. */
 export function serviceUrl(service: TestService): string | undefined {
@@ -61,7 +64,13 @@ export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase
   const adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) throw new Error('TEST_DATABASE_URL is not set');
   const name = `fairway_t_${randomBytes(6).toString('hex')}`;
-  const admin = await MikroORM.init({ driver: PostgreSqlDriver, clientUrl: adminUrl, entities: [], discovery: { warnWhenNoEntities: false }, allowGlobalContext: true });
+  const admin = await MikroORM.init({
+    driver: PostgreSqlDriver,
+    clientUrl: adminUrl,
+    entities: [],
+    discovery: { warnWhenNoEntities: false },
+    allowGlobalContext: true,
+  });
   await admin.em.getConnection().execute(`create database "${name}"`);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;

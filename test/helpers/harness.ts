@@ -1,17 +1,17 @@
-import { expect } from 'vitest';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
-import { buildApp, type BuildAppOptions, type FairwayApp } from '../../src/server/app.js';
-import { load, type DatabaseConfig, type FairwayConfig } from '../../src/config/index.js';
-import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
-import { Tenant, Project, Membership, ApiToken, User } from '../../src/persistence/tenancy/entities.js';
+import { type CryptoKey, exportSPKI, generateKeyPair, SignJWT } from 'jose';
+import { expect } from 'vitest';
+import { type DatabaseConfig, type FairwayConfig, load } from '../../src/config/index.js';
 import { AuditEvent } from '../../src/persistence/audit/entities.js';
-import { TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
 import { Cohort, Flavor, NodePool, PriorityClassRow, Queue } from '../../src/persistence/cluster/entities.js';
 import { Job } from '../../src/persistence/jobs/entities.js';
 import { BreakGlassGrant, ProjectMembership } from '../../src/persistence/tenancy/access-entities.js';
+import { ApiToken, Membership, Project, Tenant, User } from '../../src/persistence/tenancy/entities.js';
+import { TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
+import { type BuildAppOptions, buildApp, type FairwayApp } from '../../src/server/app.js';
+import { type DemoCredential, seedDemo } from '../../src/server/demo/seed.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
 import { testRateLimits } from './rate-limits.js';
 
@@ -24,7 +24,11 @@ export const TEST_AUDIENCE = 'fairway-gateway';
  * (test/helpers/rate-limits.ts). `database` may leave out what the configuration adds (its
  * timeouts, SQLite's synchronous mode): the defaults.
  */
-export function testConfig(parts: { dataDir: string; database: DatabaseConfig | FairwayConfig['database']; oidc: { publicKeyPem: string } | { jwksUrl: string } }): FairwayConfig {
+export function testConfig(parts: {
+  dataDir: string;
+  database: DatabaseConfig | FairwayConfig['database'];
+  oidc: { publicKeyPem: string } | { jwksUrl: string };
+}): FairwayConfig {
   const base = load({
     NODE_ENV: 'test',
     PORT: '0',
@@ -38,23 +42,46 @@ export function testConfig(parts: { dataDir: string; database: DatabaseConfig | 
   return {
     ...base,
     database: testDatabaseSettings(parts.database),
-    auth: { ...base.auth, oidc: { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, userClaim: 'email', rolesClaim: 'fairway_roles', ...parts.oidc } },
+    auth: {
+      ...base.auth,
+      oidc: {
+        issuer: TEST_ISSUER,
+        audience: TEST_AUDIENCE,
+        userClaim: 'email',
+        rolesClaim: 'fairway_roles',
+        ...parts.oidc,
+      },
+    },
     rateLimits: testRateLimits(),
   };
 }
 
-/** A test database as the configuration's database section: loaded from its URL, so what it leaves out (timeouts, SQLite's synchronous mode) gets the defaults. */
-export function testDatabaseSettings(database: DatabaseConfig | FairwayConfig['database']): FairwayConfig['database'] {
+/** A test database as the configuration's database section: loaded from its URL, so what it leaves out
+ * (timeouts, SQLite's synchronous mode) gets the defaults.
+ */
+export function testDatabaseSettings(
+  database: DatabaseConfig | FairwayConfig['database'],
+): FairwayConfig['database'] {
   if ('timeouts' in database) return database;
   const url = database.dialect === 'postgresql' ? database.url : `sqlite:${database.file}`;
-  const synchronous = database.dialect === 'sqlite' && database.synchronous ? { FAIRWAY_SQLITE_SYNCHRONOUS: database.synchronous } : {};
+  const synchronous =
+    database.dialect === 'sqlite' && database.synchronous
+      ? { FAIRWAY_SQLITE_SYNCHRONOUS: database.synchronous }
+      : {};
   return load({ DATABASE_URL: url, ...synchronous }).database;
 }
 
 export interface GqlResponse<T = Record<string, unknown>> {
   status: number;
   headers: Headers;
-  body: { data?: T | null; errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string; [k: string]: unknown } }[] };
+  body: {
+    data?: T | null;
+    errors?: {
+      message: string;
+      path?: (string | number)[];
+      extensions?: { code?: string; [k: string]: unknown };
+    }[];
+  };
 }
 
 export interface TestApp {
@@ -64,8 +91,16 @@ export interface TestApp {
   /** The demo API token of someone with this role in that tenant. */
   token(tenant: string | null, role: DemoCredential['role']): string;
   /** A JWT signed by the test identity provider (a user session, not an API token). */
-  jwt(email: string, options?: { roles?: string[]; expiresIn?: string; issuer?: string; audience?: string; key?: CryptoKey }): Promise<string>;
-  gql<T = Record<string, any>>(bearer: string | null, query: string, variables?: Record<string, unknown>, headers?: Record<string, string>): Promise<GqlResponse<T>>;
+  jwt(
+    email: string,
+    options?: { roles?: string[]; expiresIn?: string; issuer?: string; audience?: string; key?: CryptoKey },
+  ): Promise<string>;
+  gql<T = Record<string, any>>(
+    bearer: string | null,
+    query: string,
+    variables?: Record<string, unknown>,
+    headers?: Record<string, string>,
+  ): Promise<GqlResponse<T>>;
   /** Row counts of every table, to prove a refused request changed nothing. */
   rowCounts(options?: { ignoreAudit?: boolean }): Promise<Record<string, number>>;
   /**
@@ -81,15 +116,21 @@ export interface TestAppOptions {
   dialect?: Dialect;
   /** Every SQL statement the app runs (see ormConfig). */
   onQuery?: (sql: string) => void;
-  /** A database prepared by the test (e.g. migrated half-way and filled the old way); the app migrates it up and disposes it on close. */
+  /** A database prepared by the test (e.g. migrated half-way and filled the old way); the app migrates it up
+   * and disposes it on close.
+   */
   database?: TestDatabase;
   /** Seed the demo tenants (default true; only into an empty database). */
   seed?: boolean;
-  /** Server errors a fault test provokes on purpose (matched against their text); any other still fails the test at close. */
+  /** Server errors a fault test provokes on purpose (matched against their text); any other still fails the
+   * test at close.
+   */
   expectedServerErrors?: RegExp;
   /** Governance loop settings passed to buildApp (short periods for tests). */
   governance?: BuildAppOptions['governance'];
-  /** The execution backend, made with the harness's clock (default: the configuration's simulated cluster). */
+  /** The execution backend, made with the harness's clock (default: the configuration's simulated cluster).
+   *
+   */
   backend?: (now: () => number) => NonNullable<BuildAppOptions['backend']>;
 }
 
@@ -97,13 +138,26 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const db: TestDatabase = options.database ?? (await createTestDatabase(options.dialect ?? 'sqlite'));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-data-'));
   const { publicKey, privateKey } = await generateKeyPair('RS256');
-  const config = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
+  const config = testConfig({
+    dataDir,
+    database: db.database,
+    oidc: { publicKeyPem: await exportSPKI(publicKey) },
+  });
   const now = { value: Date.now() };
   const errors: unknown[] = [];
   // Idle reclaim acts on the governed demo queues: off unless a test asks for it (its own tests do).
   const governance = { idleCheckIntervalMs: 0, ...options.governance };
-  const app = await buildApp({ config, now: () => now.value, logError: (e) => (options.expectedServerErrors?.test(String(e)) ? undefined : errors.push(e)), reauthCacheMs: 0, ...(options.onQuery ? { onQuery: options.onQuery } : {}), governance, ...(options.backend ? { backend: options.backend(() => now.value) } : {}) });
-  const credentials = options.seed === false ? [] : ((await seedDemo(app.orm, dataDir, () => now.value)) ?? []);
+  const app = await buildApp({
+    config,
+    now: () => now.value,
+    logError: (e) => (options.expectedServerErrors?.test(String(e)) ? undefined : errors.push(e)),
+    reauthCacheMs: 0,
+    ...(options.onQuery ? { onQuery: options.onQuery } : {}),
+    governance,
+    ...(options.backend ? { backend: options.backend(() => now.value) } : {}),
+  });
+  const credentials =
+    options.seed === false ? [] : ((await seedDemo(app.orm, dataDir, () => now.value)) ?? []);
   await app.scheduler.rebuild();
   const { url } = await app.listen(0, '127.0.0.1');
 
@@ -130,18 +184,46 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     async gql(bearer, query, variables, headers = {}) {
       const response = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), ...headers },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json',
+          ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+          ...headers,
+        },
         body: JSON.stringify({ query, variables }),
       });
-      return { status: response.status, headers: response.headers, body: (await response.json()) as GqlResponse['body'] } as never;
+      return {
+        status: response.status,
+        headers: response.headers,
+        body: (await response.json()) as GqlResponse['body'],
+      } as never;
     },
     async rowCounts(opts = {}) {
       // One statement for every table: the matrices call this twice per case, thousands of times.
-      const tables = { Tenant, Project, Membership, ProjectMembership, BreakGlassGrant, ApiToken, User, AuditEvent, Queue, Job, Flavor, NodePool, Cohort, PriorityClassRow };
+      const tables = {
+        Tenant,
+        Project,
+        Membership,
+        ProjectMembership,
+        BreakGlassGrant,
+        ApiToken,
+        User,
+        AuditEvent,
+        Queue,
+        Job,
+        Flavor,
+        NodePool,
+        Cohort,
+        PriorityClassRow,
+      };
       const names = Object.keys(tables).filter((name) => !(opts.ignoreAudit && name === 'AuditEvent'));
       const metadata = app.orm.getMetadata();
-      const select = names.map((name) => `(select count(*) from ${metadata.find(name)!.tableName}) as "${name}"`).join(', ');
-      const [row] = await app.orm.em.getConnection().execute<Record<string, number | string>[]>(`select ${select}`);
+      const select = names
+        .map((name) => `(select count(*) from ${metadata.find(name)!.tableName}) as "${name}"`)
+        .join(', ');
+      const [row] = await app.orm.em
+        .getConnection()
+        .execute<Record<string, number | string>[]>(`select ${select}`);
       return Object.fromEntries(names.map((name) => [name, Number(row![name])]));
     },
     async idsOf(slug) {
@@ -152,7 +234,18 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       const member = await em.findOneOrFail(Membership, { tenant: tenant.id, role: 'MEMBER' });
       const adminMember = await em.findOneOrFail(Membership, { tenant: tenant.id, role: 'TENANT_ADMIN' });
       const token = await em.findOneOrFail(ApiToken, { tenant: tenant.id }, { orderBy: { id: 'asc' } });
-      const audit = em.create(AuditEvent, { tenant, actor: null, actorTokenId: null, action: 'test.fixture', targetType: null, targetId: null, input: {}, outcome: 'SUCCESS', errorCode: null, requestId: 'fixture' });
+      const audit = em.create(AuditEvent, {
+        tenant,
+        actor: null,
+        actorTokenId: null,
+        action: 'test.fixture',
+        targetType: null,
+        targetId: null,
+        input: {},
+        outcome: 'SUCCESS',
+        errorCode: null,
+        requestId: 'fixture',
+      });
       const existing = await em.findOne(AuditEvent, { tenant: tenant.id, action: 'test.fixture' });
       if (!existing) await em.flush();
       const auditId = existing?.id ?? audit.id;
@@ -161,18 +254,42 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       let job = await em.findOne(Job, { tenant: tenant.id }, { orderBy: { id: 'asc' } });
       if (!job) {
         const admin = credentials.find((c) => c.tenant === slug && c.role === 'TENANT_ADMIN')!.token;
-        const res = await harness.gql(admin, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, {
-          in: { queueId: enc('Queue', queue.id), name: `fixture job ${slug}`, podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 3600 },
-        });
+        const res = await harness.gql(
+          admin,
+          `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`,
+          {
+            in: {
+              queueId: enc('Queue', queue.id),
+              name: `fixture job ${slug}`,
+              podSets: [{ gpusPerPod: 1 }],
+              expectedDurationSeconds: 3600,
+            },
+          },
+        );
         if (res.body.errors) throw new Error(JSON.stringify(res.body.errors));
-        job = await em.fork().findOneOrFail(Job, { tenant: tenant.id }, { orderBy: { id: 'asc' }, filters: false });
+        job = await em
+          .fork()
+          .findOneOrFail(Job, { tenant: tenant.id }, { orderBy: { id: 'asc' }, filters: false });
       }
-      const projectMember = await em.findOneOrFail(ProjectMembership, { tenant: tenant.id }, { orderBy: { id: 'asc' } });
+      const projectMember = await em.findOneOrFail(
+        ProjectMembership,
+        { tenant: tenant.id },
+        { orderBy: { id: 'asc' } },
+      );
       // A closed grant: it exists (an ID to attack) but gives the platform admin nothing.
-      let grant = await em.findOne(BreakGlassGrant, { tenant: tenant.id, reason: `closed test fixture grant in ${slug}` });
+      let grant = await em.findOne(BreakGlassGrant, {
+        tenant: tenant.id,
+        reason: `closed test fixture grant in ${slug}`,
+      });
       if (!grant) {
         const operator = await em.findOneOrFail(User, { isPlatformAdmin: true }, { orderBy: { id: 'asc' } });
-        grant = em.create(BreakGlassGrant, { tenant, operator, reason: `closed test fixture grant in ${slug}`, expiresAt: new Date(now.value + 3_600_000), closedAt: new Date(now.value) });
+        grant = em.create(BreakGlassGrant, {
+          tenant,
+          operator,
+          reason: `closed test fixture grant in ${slug}`,
+          expiresAt: new Date(now.value + 3_600_000),
+          closedAt: new Date(now.value),
+        });
         await em.flush();
       }
       return {
@@ -194,14 +311,19 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       await db.dispose();
       fs.rmSync(dataDir, { recursive: true, force: true });
       // An error the server had to mask is a bug, whatever the test asserted.
-      if (errors.length) throw new Error(`unexpected server errors during test: ${errors.map(String).join('; ')}`);
+      if (errors.length)
+        throw new Error(`unexpected server errors during test: ${errors.map(String).join('; ')}`);
     },
   };
   return harness;
 }
 
 /** The demo API token of someone with this role in that tenant (null: the platform admin's). */
-export function demoToken(credentials: DemoCredential[], tenant: string | null, role: DemoCredential['role']): string {
+export function demoToken(
+  credentials: DemoCredential[],
+  tenant: string | null,
+  role: DemoCredential['role'],
+): string {
   const found = credentials.find((c) => c.tenant === tenant && c.role === role);
   if (!found) throw new Error(`no demo credential for ${tenant}/${role}`);
   return found.token;
@@ -212,7 +334,13 @@ export function codesOf(response: GqlResponse): string[] {
 }
 
 /** Runs a call that must be refused with exactly `code`, and proves it wrote nothing (row counts of every table, audit aside). */
-export async function expectRefusedUnchanged(t: TestApp, bearer: string | null, query: string, variables: Record<string, unknown>, code: string): Promise<GqlResponse> {
+export async function expectRefusedUnchanged(
+  t: TestApp,
+  bearer: string | null,
+  query: string,
+  variables: Record<string, unknown>,
+  code: string,
+): Promise<GqlResponse> {
   const before = await t.rowCounts({ ignoreAudit: true });
   const res = await t.gql(bearer, query, variables);
   expect(codesOf(res), JSON.stringify(res.body)).toEqual([code]);
@@ -221,7 +349,12 @@ export async function expectRefusedUnchanged(t: TestApp, bearer: string | null, 
 }
 
 /** Runs a call that must succeed and returns its data. */
-export async function expectOk(t: TestApp, bearer: string | null, query: string, variables: Record<string, unknown> = {}): Promise<Record<string, any>> {
+export async function expectOk(
+  t: TestApp,
+  bearer: string | null,
+  query: string,
+  variables: Record<string, unknown> = {},
+): Promise<Record<string, any>> {
   const res = await t.gql(bearer, query, variables);
   expect(res.body.errors, JSON.stringify(res.body)).toBeUndefined();
   return res.body.data!;

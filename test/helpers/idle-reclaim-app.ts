@@ -5,20 +5,20 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { exportSPKI, generateKeyPair } from 'jose';
-import { SimulatedBackend } from '../../src/backends/simulated/simulated.js';
 import type { BackendJob } from '../../src/backends/port.js';
-import { buildApp, type FairwayApp } from '../../src/server/app.js';
-import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
-import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
-import { Tenant } from '../../src/persistence/tenancy/entities.js';
+import { SimulatedBackend } from '../../src/backends/simulated/simulated.js';
+import type { IdleAction } from '../../src/core/governance/types.js';
+import { Queue } from '../../src/persistence/cluster/entities.js';
 import { IsolationPolicyRow, JobProbeSample } from '../../src/persistence/governance/entities.js';
 import { Job, JobEvent } from '../../src/persistence/jobs/entities.js';
-import { Queue } from '../../src/persistence/cluster/entities.js';
-import type { IdleAction } from '../../src/core/governance/types.js';
+import { Tenant } from '../../src/persistence/tenancy/entities.js';
+import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
+import { buildApp, type FairwayApp } from '../../src/server/app.js';
+import { type DemoCredential, seedDemo } from '../../src/server/demo/seed.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
 import { demoToken, testConfig } from './harness.js';
+import { type LiveSubscription, liveSubscription, wsClient } from './live-subscription.js';
 import { postGraphql } from './scheduler-app.js';
-import { liveSubscription, wsClient, type LiveSubscription } from './live-subscription.js';
 
 export const TIME_SCALE = 1000;
 export const MIN = 60_000;
@@ -38,13 +38,22 @@ export interface IdleApp {
   now: { value: number };
   errors: unknown[];
   token(tenant: string, role: DemoCredential['role']): string;
-  gql<T = any>(bearer: string, query: string, variables?: Record<string, unknown>): Promise<{ data?: T; errors?: { message: string; extensions?: { code?: string } }[] }>;
+  gql<T = any>(
+    bearer: string,
+    query: string,
+    variables?: Record<string, unknown>,
+  ): Promise<{ data?: T; errors?: { message: string; extensions?: { code?: string } }[] }>;
   em(): ReturnType<typeof systemEntityManager>;
   tenantId(slug: string): Promise<string>;
   queueOf(slug: string): Promise<Queue>;
   /** Makes the tenant's queue governed by `policy` (or ungoverned with null), then rebuilds the leader's core. */
-  govern(slug: string, governance: { isolationPolicy?: string | null; workloadType?: string | null; slaClass?: string | null }): Promise<void>;
-  /** A platform policy row (as setIsolationPolicy stores it): elastic limits, idle 30 declared minutes under 10 %, not running 15. */
+  govern(
+    slug: string,
+    governance: { isolationPolicy?: string | null; workloadType?: string | null; slaClass?: string | null },
+  ): Promise<void>;
+  /** A platform policy row (as setIsolationPolicy stores it): elastic limits, idle 30 declared minutes under
+   * 10 %, not running 15.
+   */
   policy(name: string, action: IdleAction): Promise<void>;
   /** Submits a job of `gpus` H100 GPUs (pods of 8) to the tenant's queue; returns its id. */
   submit(slug: string, name: string, gpus: number): Promise<string>;
@@ -60,10 +69,18 @@ export async function startIdleApp(dialect: Dialect, idleCheckIntervalMs = 40): 
   const db: TestDatabase = await createTestDatabase(dialect);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-idle-'));
   const { publicKey } = await generateKeyPair('RS256');
-  const config = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
+  const config = testConfig({
+    dataDir,
+    database: db.database,
+    oidc: { publicKeyPem: await exportSPKI(publicKey) },
+  });
   const now = { value: Date.now() };
   const errors: unknown[] = [];
-  const backend = new StallingBackend({ timeScale: TIME_SCALE, now: () => now.value, utilizationIntervalMs: 0 });
+  const backend = new StallingBackend({
+    timeScale: TIME_SCALE,
+    now: () => now.value,
+    utilizationIntervalMs: 0,
+  });
   const app = await buildApp({
     config,
     now: () => now.value,
@@ -114,9 +131,17 @@ export async function startIdleApp(dialect: Dialect, idleCheckIntervalMs = 40): 
     },
     async submit(slug, name, gpus) {
       const queue = await self.queueOf(slug);
-      const res = await self.gql(demoToken(credentials, slug, 'TENANT_ADMIN'), `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, {
-        in: { queueId: enc('Queue', queue.id), name, podSets: [{ count: gpus / 8, gpusPerPod: 8, flavors: ['h100-80g'] }] },
-      });
+      const res = await self.gql(
+        demoToken(credentials, slug, 'TENANT_ADMIN'),
+        `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`,
+        {
+          in: {
+            queueId: enc('Queue', queue.id),
+            name,
+            podSets: [{ count: gpus / 8, gpusPerPod: 8, flavors: ['h100-80g'] }],
+          },
+        },
+      );
       if (res.errors) throw new Error(JSON.stringify(res.errors));
       return Buffer.from(res.data.submitJob.id, 'base64').toString().split(':')[1]!;
     },
@@ -126,14 +151,22 @@ export async function startIdleApp(dialect: Dialect, idleCheckIntervalMs = 40): 
       for (;;) {
         const job = await self.job(id);
         if (states.includes(job.state)) return job;
-        if (Date.now() > deadline) throw new Error(`job ${job.name} is ${job.state}, not ${states.join('/')}`);
+        if (Date.now() > deadline)
+          throw new Error(`job ${job.name} is ${job.state}, not ${states.join('/')}`);
         await new Promise((r) => setTimeout(r, 20));
       }
     },
     async samples(jobId, readings) {
       const e = em();
       const job = await e.findOneOrFail(Job, { id: jobId });
-      for (const [at, gpu] of readings) e.create(JobProbeSample, { job, tenant: job.tenant, at, gpuUtilization: gpu, memoryUtilization: null });
+      for (const [at, gpu] of readings)
+        e.create(JobProbeSample, {
+          job,
+          tenant: job.tenant,
+          at,
+          gpuUtilization: gpu,
+          memoryUtilization: null,
+        });
       await e.flush();
     },
     events: (jobId) => em().find(JobEvent, { job: jobId }, { orderBy: { id: 'asc' } }),
@@ -163,7 +196,13 @@ export async function whenLive(t: IdleApp, slug: string, values: readonly { kind
 
 /** The tenantEvents fields the idle and held reclaim tests look at. */
 export const FLAG_EVENTS = `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind jobId reason message flag { kind decision action forSeconds limitSeconds meanUtilization utilizationBelow policy } } }`;
-export type FlagTenantEvent = { kind: string; jobId: string | null; reason: string | null; message: string | null; flag: Record<string, unknown> | null };
+export type FlagTenantEvent = {
+  kind: string;
+  jobId: string | null;
+  reason: string | null;
+  message: string | null;
+  flag: Record<string, unknown> | null;
+};
 
 export interface BothTenantsListening {
   aurora: LiveSubscription<FlagTenantEvent>;
@@ -172,22 +211,40 @@ export interface BothTenantsListening {
 }
 
 /** aurora-research's and borealis-inference's tenantEvents over real sockets as `role`, both live before this returns. */
-export async function listenToBothTenants(t: IdleApp, role: DemoCredential['role']): Promise<BothTenantsListening> {
+export async function listenToBothTenants(
+  t: IdleApp,
+  role: DemoCredential['role'],
+): Promise<BothTenantsListening> {
   const clients: ReturnType<typeof wsClient>[] = [];
   const subscribe = async (slug: string) => {
     const client = wsClient(t.url, t.token(slug, role));
     clients.push(client);
-    return liveSubscription<FlagTenantEvent>(client, FLAG_EVENTS, { t: enc('Tenant', await t.tenantId(slug)) }, (d) => d.tenantEvents);
+    return liveSubscription<FlagTenantEvent>(
+      client,
+      FLAG_EVENTS,
+      { t: enc('Tenant', await t.tenantId(slug)) },
+      (d) => d.tenantEvents,
+    );
   };
   const aurora = await subscribe('aurora-research');
   const borealis = await subscribe('borealis-inference');
   await whenLive(t, 'aurora-research', aurora.values);
   await whenLive(t, 'borealis-inference', borealis.values);
-  return { aurora, borealis, dispose: async () => { for (const c of clients) await c.dispose(); } };
+  return {
+    aurora,
+    borealis,
+    dispose: async () => {
+      for (const c of clients) await c.dispose();
+    },
+  };
 }
 
 /** Polls until `check` returns a value (not undefined/false), or fails with `what` after `timeoutMs`. */
-export async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 8000): Promise<T> {
+export async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 8000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

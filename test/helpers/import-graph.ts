@@ -42,7 +42,10 @@ function resolve(file: string, specifier: string): string | null {
   if (!specifier.startsWith('.')) return null;
   const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier));
   const candidates = [target.replace(/\.js$/, '.ts'), target, `${target}.ts`, `${target}/index.ts`];
-  return candidates.find((c) => fs.existsSync(path.join(ROOT, c)) && fs.statSync(path.join(ROOT, c)).isFile()) ?? null;
+  return (
+    candidates.find((c) => fs.existsSync(path.join(ROOT, c)) && fs.statSync(path.join(ROOT, c)).isFile()) ??
+    null
+  );
 }
 
 /** Every relative import of `file` (a repository path), resolved; bare package imports are left out. */
@@ -102,7 +105,10 @@ export function cycles(edges: Map<string, Set<string>>): string[][] {
 }
 
 /** Groups edges by a key of each end (a file's folder, its feature…), dropping edges inside one group. */
-export function graphOf(edges: ImportEdge[], keyOf: (file: string) => string | null): Map<string, Set<string>> {
+export function graphOf(
+  edges: ImportEdge[],
+  keyOf: (file: string) => string | null,
+): Map<string, Set<string>> {
   const graph = new Map<string, Set<string>>();
   for (const e of edges) {
     const a = keyOf(e.from);

@@ -3,15 +3,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { exportSPKI, generateKeyPair } from 'jose';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
-import { buildApp, type BuildAppOptions, type FairwayApp } from '../../src/server/app.js';
 import type { FairwayConfig } from '../../src/config/index.js';
-import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
+import { ClusterNode } from '../../src/persistence/cluster/entities.js';
+import { Tenant } from '../../src/persistence/tenancy/entities.js';
+import { type BuildAppOptions, buildApp, type FairwayApp } from '../../src/server/app.js';
+import { type DemoCredential, seedDemo } from '../../src/server/demo/seed.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './database.js';
 import { demoToken, testConfig } from './harness.js';
-import { Tenant } from '../../src/persistence/tenancy/entities.js';
-import { ClusterNode } from '../../src/persistence/cluster/entities.js';
+import { type KubeApiServer, type KubeletOptions, startKubeApiServer } from './kube-api-server/index.js';
 import { postGraphql } from './scheduler-app.js';
-import { startKubeApiServer, type KubeApiServer, type KubeletOptions } from './kube-api-server/index.js';
 
 export const H100_PRODUCT = 'NVIDIA-H100-80GB-HBM3';
 
@@ -29,9 +29,21 @@ export const TEST_KUBE_SETTINGS = {
 };
 
 /** A GPU node as the NVIDIA device plugin and GPU feature discovery would label it. */
-export function gpuNode(name: string, options: { gpus?: number; mig?: number; pool?: string; unschedulable?: boolean; taints?: { key: string; value?: string; effect: string }[] } = {}) {
+export function gpuNode(
+  name: string,
+  options: {
+    gpus?: number;
+    mig?: number;
+    pool?: string;
+    unschedulable?: boolean;
+    taints?: { key: string; value?: string; effect: string }[];
+  } = {},
+) {
   const allocatable: Record<string, string> = { cpu: '192', memory: '1Ti', pods: '110' };
-  const labels: Record<string, string> = { 'kubernetes.io/hostname': name, 'fairway.dev/pool': options.pool ?? 'shared' };
+  const labels: Record<string, string> = {
+    'kubernetes.io/hostname': name,
+    'fairway.dev/pool': options.pool ?? 'shared',
+  };
   if (options.mig !== undefined) allocatable['nvidia.com/mig-1g.10gb'] = String(options.mig);
   else {
     allocatable['nvidia.com/gpu'] = String(options.gpus ?? 8);
@@ -41,7 +53,10 @@ export function gpuNode(name: string, options: { gpus?: number; mig?: number; po
     apiVersion: 'v1',
     kind: 'Node',
     metadata: { name, labels },
-    spec: { ...(options.unschedulable ? { unschedulable: true } : {}), ...(options.taints ? { taints: options.taints } : {}) },
+    spec: {
+      ...(options.unschedulable ? { unschedulable: true } : {}),
+      ...(options.taints ? { taints: options.taints } : {}),
+    },
     status: { allocatable, capacity: allocatable, conditions: [{ type: 'Ready', status: 'True' }] },
   };
 }
@@ -52,7 +67,11 @@ export interface KubeTestApp {
   url: string;
   errors: unknown[];
   token(tenant: string | null, role: DemoCredential['role']): string;
-  gql<T = any>(bearer: string, query: string, variables?: Record<string, unknown>): Promise<{ data?: T; errors?: { message: string; extensions?: Record<string, unknown> }[] }>;
+  gql<T = any>(
+    bearer: string,
+    query: string,
+    variables?: Record<string, unknown>,
+  ): Promise<{ data?: T; errors?: { message: string; extensions?: Record<string, unknown> }[] }>;
   /** Runs the backend sync now (inventory → nodes, tenants → namespaces) and waits for it. */
   sync(): Promise<void>;
   /** Stops the app only (the API server and database stay), as a crash or a restart would. */
@@ -85,8 +104,15 @@ export interface KubeTestAppOptions {
  * scheduler's nodes (the demo's simulated nodes leave), and jobs run as Kubernetes Jobs.
  */
 export async function startKubeApp(options: KubeTestAppOptions = {}): Promise<KubeTestApp> {
-  const kube = options.kube ?? (await startKubeApiServer({ kubelet: options.kubelet ?? { startDelayMs: 20, defaultRunMs: 300 } }));
-  for (const node of options.nodes ?? [gpuNode('gpu-h100-1'), gpuNode('gpu-h100-2'), gpuNode('gpu-a100-mig-1', { mig: 56 })]) kube.put(node);
+  const kube =
+    options.kube ??
+    (await startKubeApiServer({ kubelet: options.kubelet ?? { startDelayMs: 20, defaultRunMs: 300 } }));
+  for (const node of options.nodes ?? [
+    gpuNode('gpu-h100-1'),
+    gpuNode('gpu-h100-2'),
+    gpuNode('gpu-a100-mig-1', { mig: 56 }),
+  ])
+    kube.put(node);
   const db: TestDatabase = await createTestDatabase(options.dialect ?? 'sqlite');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-kube-'));
   const kubeconfigPath = path.join(dataDir, 'kubeconfig.yaml');
@@ -98,15 +124,30 @@ export async function startKubeApp(options: KubeTestAppOptions = {}): Promise<Ku
   const settingsFile = path.join(dataDir, 'kubernetes.yaml');
   fs.writeFileSync(settingsFile, toYaml({ ...TEST_KUBE_SETTINGS, ...options.settings }));
   const { publicKey } = await generateKeyPair('RS256');
-  const base = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
+  const base = testConfig({
+    dataDir,
+    database: db.database,
+    oidc: { publicKeyPem: await exportSPKI(publicKey) },
+  });
   const config: FairwayConfig = {
     ...base,
-    backend: { ...base.backend, kind: 'kubernetes', kubernetes: { kubeconfigPath, settingsFile, startupTimeoutMs: 10_000 } },
+    backend: {
+      ...base.backend,
+      kind: 'kubernetes',
+      kubernetes: { kubeconfigPath, settingsFile, startupTimeoutMs: 10_000 },
+    },
     ...(options.redisUrl ? { server: { ...base.server, redisUrl: options.redisUrl } } : {}),
   };
   const replicas: FairwayApp[] = [];
   const errors: unknown[] = [];
-  const build = () => buildApp({ config, logError: (e) => errors.push(e), reauthCacheMs: 0, scheduler: { debounceMs: 5, resyncIntervalMs: 1000 }, ...(options.governance ? { governance: options.governance } : {}) });
+  const build = () =>
+    buildApp({
+      config,
+      logError: (e) => errors.push(e),
+      reauthCacheMs: 0,
+      scheduler: { debounceMs: 5, resyncIntervalMs: 1000 },
+      ...(options.governance ? { governance: options.governance } : {}),
+    });
   let app = await build();
   const credentials = (await seedDemo(app.orm, dataDir, Date.now))!;
   await app.scheduler.rebuild();
@@ -163,14 +204,24 @@ async function settled(app: FairwayApp, kube: KubeApiServer): Promise<void> {
   await eventually(async () => {
     await app.backendSync!.request();
     const stored = (await app.orm.em.fork().find(ClusterNode, {})).map((n) => n.name).sort();
-    const inCluster = kube.objects('Node').map((n) => n.metadata.name as string).sort();
+    const inCluster = kube
+      .objects('Node')
+      .map((n) => n.metadata.name as string)
+      .sort();
     const tenants = await app.orm.em.fork().find(Tenant, { status: { $ne: 'ARCHIVED' } }, { filters: false });
-    return stored.join() === inCluster.join() && tenants.every((t) => kube.get('Namespace', undefined, `fairway-${t.slug}`));
+    return (
+      stored.join() === inCluster.join() &&
+      tenants.every((t) => kube.get('Namespace', undefined, `fairway-${t.slug}`))
+    );
   }, 'the backend sync to settle (nodes and namespaces)');
 }
 
 /** Polls until `check` returns a value (not undefined/false), or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

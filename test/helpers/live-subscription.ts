@@ -1,9 +1,15 @@
-import { createClient, type Client } from 'graphql-ws';
+import { type Client, createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 
 /** A graphql-ws client over a real socket, authenticated by the `authorization` connection param. */
 export function wsClient(graphqlUrl: string, token: string): Client {
-  return createClient({ url: graphqlUrl.replace('http', 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, lazy: true, retryAttempts: 0 });
+  return createClient({
+    url: graphqlUrl.replace('http', 'ws'),
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: `Bearer ${token}` },
+    lazy: true,
+    retryAttempts: 0,
+  });
 }
 
 export interface LiveSubscription<T> {
@@ -17,7 +23,12 @@ export interface LiveSubscription<T> {
 }
 
 /** Subscribes and keeps every value, so a test can assert on the whole stream afterwards. */
-export function liveSubscription<T>(client: Client, query: string, variables: Record<string, unknown>, pick: (data: Record<string, any>) => T): LiveSubscription<T> {
+export function liveSubscription<T>(
+  client: Client,
+  query: string,
+  variables: Record<string, unknown>,
+  pick: (data: Record<string, any>) => T,
+): LiveSubscription<T> {
   const values: T[] = [];
   const errors: unknown[] = [];
   let changed = () => {};
@@ -43,10 +54,17 @@ export function liveSubscription<T>(client: Client, query: string, variables: Re
     until(done, timeoutMs = 20_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
-          if (errors.length) return finish(() => reject(new Error(`subscription errors: ${JSON.stringify(errors)}`)));
+          if (errors.length)
+            return finish(() => reject(new Error(`subscription errors: ${JSON.stringify(errors)}`)));
           if (done(values)) finish(() => resolve(values));
         };
-        const timer = setTimeout(() => finish(() => reject(new Error(`not reached in ${timeoutMs} ms; values so far: ${JSON.stringify(values)}`))), timeoutMs);
+        const timer = setTimeout(
+          () =>
+            finish(() =>
+              reject(new Error(`not reached in ${timeoutMs} ms; values so far: ${JSON.stringify(values)}`)),
+            ),
+          timeoutMs,
+        );
         const finish = (settle: () => void) => {
           clearTimeout(timer);
           changed = () => {};

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -71,10 +71,18 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     // Nothing of the test runner's own configuration leaks into the server.
-    if (v === undefined || k.startsWith('VITEST') || k === 'NODE_OPTIONS' || k === 'DATABASE_URL' || k === 'REDIS_URL') continue;
+    if (
+      v === undefined ||
+      k.startsWith('VITEST') ||
+      k === 'NODE_OPTIONS' ||
+      k === 'DATABASE_URL' ||
+      k === 'REDIS_URL'
+    )
+      continue;
     env[k] = v;
   }
-  // The test suite's rate-limit budgets and a key prefix of this server's own (rate-limits.ts), unless the runner set them.
+  // The test suite's rate-limit budgets and a key prefix of this server's own (rate-limits.ts), unless the
+  // runner set them.
   for (const [k, v] of Object.entries(testRateLimitEnv())) env[k] ??= v;
   Object.assign(env, {
     NODE_ENV: 'test',
@@ -90,7 +98,11 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
     if (v === undefined) delete env[k];
     else env[k] = v;
   }
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: REPO_ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   live.add(child);
   let output = '';
   const exited = new Promise<Exit>((resolve) => {
@@ -139,15 +151,22 @@ export async function startServer(options: StartServerOptions): Promise<ServerPr
 
 /** Kills every server this module started that is still alive, and waits for them. */
 export async function killAllServers(): Promise<void> {
-  const waits = [...live].map((child) => new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGKILL');
-  }));
+  const waits = [...live].map(
+    (child) =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGKILL');
+      }),
+  );
   await Promise.all(waits);
 }
 
-export function tokenOf(credentials: DemoCredential[], tenant: string | null, role: DemoCredential['role']): string {
+export function tokenOf(
+  credentials: DemoCredential[],
+  tenant: string | null,
+  role: DemoCredential['role'],
+): string {
   const found = credentials.find((c) => c.tenant === tenant && c.role === role);
   if (!found) throw new Error(`no demo credential for ${tenant ?? '(platform)'}/${role}`);
   return found.token;
@@ -159,10 +178,20 @@ export interface GqlResult<T = any> {
 }
 
 /** One GraphQL request over HTTP. Network failures (a killed server) reject. */
-export async function gql<T = any>(url: string, token: string | null, query: string, variables?: Record<string, unknown>, signal?: AbortSignal): Promise<GqlResult<T>> {
+export async function gql<T = any>(
+  url: string,
+  token: string | null,
+  query: string,
+  variables?: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<GqlResult<T>> {
   const response = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/graphql-response+json',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
     body: JSON.stringify({ query, variables }),
     signal,
   });
@@ -170,13 +199,24 @@ export async function gql<T = any>(url: string, token: string | null, query: str
 }
 
 /** Like `gql`, but throws on GraphQL errors. */
-export async function gqlData<T = any>(url: string, token: string | null, query: string, variables?: Record<string, unknown>): Promise<T> {
+export async function gqlData<T = any>(
+  url: string,
+  token: string | null,
+  query: string,
+  variables?: Record<string, unknown>,
+): Promise<T> {
   const result = await gql<T>(url, token, query, variables);
-  if (result.errors?.length || !result.data) throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
+  if (result.errors?.length || !result.data)
+    throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
   return result.data;
 }
 
-export async function waitFor<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 10_000, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | null | undefined | false>,
+  timeoutMs = 10_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown = null;
   while (Date.now() < deadline) {
@@ -188,5 +228,7 @@ export async function waitFor<T>(what: string, check: () => Promise<T | null | u
     }
     await new Promise((r) => setTimeout(r, everyMs));
   }
-  throw new Error(`${what}: not reached within ${timeoutMs} ms${lastError ? ` (last error: ${String(lastError)})` : ''}`);
+  throw new Error(
+    `${what}: not reached within ${timeoutMs} ms${lastError ? ` (last error: ${String(lastError)})` : ''}`,
+  );
 }

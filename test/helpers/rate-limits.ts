@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_CONCURRENCY, DEFAULT_RATE_BUDGETS, DEFAULT_RATE_KEY_PREFIX, load, type FairwayConfig } from '../../src/config/index.js';
+import {
+  DEFAULT_CONCURRENCY,
+  DEFAULT_RATE_BUDGETS,
+  DEFAULT_RATE_KEY_PREFIX,
+  type FairwayConfig,
+  load,
+} from '../../src/config/index.js';
 
 /**
  * The rate limits the test suite runs with: the production defaults, every budget × this.
@@ -22,7 +28,9 @@ export const TEST_PROCESS_PREFIX = `${DEFAULT_RATE_KEY_PREFIX}:test-${randomByte
 const f = TEST_BUDGET_FACTOR;
 const d = DEFAULT_RATE_BUDGETS;
 
-/** The environment that gives a server the test budgets (a server started as a child process, see process.ts); its own key prefix per call. */
+/** The environment that gives a server the test budgets (a server started as a child process, see
+ * process.ts); its own key prefix per call.
+ */
 export function testRateLimitEnv(): Record<string, string> {
   return {
     FAIRWAY_RATE_TOKEN_PER_SECOND: String(d.tokenPerSecond * f),

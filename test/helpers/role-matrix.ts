@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { codesOf, startTestApp, type GqlResponse, type TestApp } from './harness.js';
+import { codesOf, type GqlResponse, startTestApp, type TestApp } from './harness.js';
 
 /**
  * The role matrix's callers, all looking at the demo tenant aurora-research. P is aurora's
@@ -39,7 +39,14 @@ export interface MatrixRow {
  */
 export function only(...allowed: Caller[]): Expectations {
   const out = {} as Expectations;
-  for (const caller of CALLERS) out[caller] = allowed.includes(caller) ? 'OK' : caller === 'anonymous' ? 'UNAUTHENTICATED' : caller === 'outsider' ? 'NOT_FOUND' : 'FORBIDDEN';
+  for (const caller of CALLERS)
+    out[caller] = allowed.includes(caller)
+      ? 'OK'
+      : caller === 'anonymous'
+        ? 'UNAUTHENTICATED'
+        : caller === 'outsider'
+          ? 'NOT_FOUND'
+          : 'FORBIDDEN';
   return out;
 }
 
@@ -80,11 +87,20 @@ export const ADD_PROJECT_MEMBER = `mutation($in: AddProjectMemberInput!) { addPr
 export const CREATE_PROJECT = `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`;
 export const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`;
 
-/** A new aurora MEMBER (by the tenant admin), optionally with a role in a project; returns the Member and ProjectMember ids. */
-export async function newMember(project?: { id: string; role: 'PROJECT_ADMIN' | 'CONTRIBUTOR' | 'VIEWER' }): Promise<{ memberId: string; projectMemberId: string | null }> {
-  const added = await m.as('tenantAdmin', ADD_MEMBER, { in: { tenantId: m.ids.Tenant, email: `person-${m.next()}@aurora.example`, role: 'MEMBER' } });
+/** A new aurora MEMBER (by the tenant admin), optionally with a role in a project; returns the Member and
+ * ProjectMember ids.
+ */
+export async function newMember(project?: {
+  id: string;
+  role: 'PROJECT_ADMIN' | 'CONTRIBUTOR' | 'VIEWER';
+}): Promise<{ memberId: string; projectMemberId: string | null }> {
+  const added = await m.as('tenantAdmin', ADD_MEMBER, {
+    in: { tenantId: m.ids.Tenant, email: `person-${m.next()}@aurora.example`, role: 'MEMBER' },
+  });
   if (!project) return { memberId: added.addMember.id, projectMemberId: null };
-  const inProject = await m.as('tenantAdmin', ADD_PROJECT_MEMBER, { in: { projectId: project.id, memberId: added.addMember.id, role: project.role } });
+  const inProject = await m.as('tenantAdmin', ADD_PROJECT_MEMBER, {
+    in: { projectId: project.id, memberId: added.addMember.id, role: project.role },
+  });
   return { memberId: added.addMember.id, projectMemberId: inProject.addProjectMember.id };
 }
 
@@ -101,28 +117,54 @@ export function setupMatrix(): void {
       if (res.body.errors) throw new Error(`${caller}: ${JSON.stringify(res.body.errors)}`);
       return res.body.data as never;
     };
-    for (const caller of ['platformAdmin', 'tenantAdmin', 'viewer', 'auditor', 'outsider'] as const) m.bearers[caller] = await m.t.jwt(EMAILS[caller]);
+    for (const caller of ['platformAdmin', 'tenantAdmin', 'viewer', 'auditor', 'outsider'] as const)
+      m.bearers[caller] = await m.t.jwt(EMAILS[caller]);
     m.P = m.ids.Project!;
-    m.Q = (await m.as('tenantAdmin', CREATE_PROJECT, { in: { tenantId: m.ids.Tenant, slug: 'matrix-other', name: 'Another project' } })).createProject.id;
+    m.Q = (
+      await m.as('tenantAdmin', CREATE_PROJECT, {
+        in: { tenantId: m.ids.Tenant, slug: 'matrix-other', name: 'Another project' },
+      })
+    ).createProject.id;
     m.memberIds = {} as Matrix['memberIds'];
-    const projectRoles = { projectAdmin: 'PROJECT_ADMIN', contributor: 'CONTRIBUTOR', projectViewer: 'VIEWER', memberWithoutProject: null } as const;
-    for (const [caller, role] of Object.entries(projectRoles) as [keyof typeof projectRoles, (typeof projectRoles)[keyof typeof projectRoles]][]) {
-      const added = await m.as('tenantAdmin', ADD_MEMBER, { in: { tenantId: m.ids.Tenant, email: EMAILS[caller], role: 'MEMBER' } });
+    const projectRoles = {
+      projectAdmin: 'PROJECT_ADMIN',
+      contributor: 'CONTRIBUTOR',
+      projectViewer: 'VIEWER',
+      memberWithoutProject: null,
+    } as const;
+    for (const [caller, role] of Object.entries(projectRoles) as [
+      keyof typeof projectRoles,
+      (typeof projectRoles)[keyof typeof projectRoles],
+    ][]) {
+      const added = await m.as('tenantAdmin', ADD_MEMBER, {
+        in: { tenantId: m.ids.Tenant, email: EMAILS[caller], role: 'MEMBER' },
+      });
       m.memberIds[caller] = added.addMember.id;
-      if (role) await m.as('tenantAdmin', ADD_PROJECT_MEMBER, { in: { projectId: m.P, memberId: added.addMember.id, role } });
+      if (role)
+        await m.as('tenantAdmin', ADD_PROJECT_MEMBER, {
+          in: { projectId: m.P, memberId: added.addMember.id, role },
+        });
       m.bearers[caller] = await m.t.jwt(EMAILS[caller]);
     }
     // The platform grants aurora a class that needs a grant, so its admins can pass it on to projects.
-    await m.as('platformAdmin', `mutation($t: ID!) { grantTenantPriorityClass(tenantId: $t, priorityClass: "inference-critical") { id } }`, { t: m.ids.Tenant });
+    await m.as(
+      'platformAdmin',
+      `mutation($t: ID!) { grantTenantPriorityClass(tenantId: $t, priorityClass: "inference-critical") { id } }`,
+      { t: m.ids.Tenant },
+    );
   }, 60_000);
   afterAll(async () => {
     await m.t?.close();
   });
 }
 
-/** One test per row and caller: allowed calls succeed; refused ones get exactly the expected code, no data, and change nothing. */
+/** One test per row and caller: allowed calls succeed; refused ones get exactly the expected code, no data,
+ * and change nothing.
+ */
 export function runMatrix(rows: MatrixRow[]): void {
-  const cases = rows.flatMap((row) => CALLERS.map((caller) => ({ mutation: row.name, caller, expected: row.expect[caller] })));
+  const cases = rows.flatMap((row) =>
+    CALLERS.map((caller) => ({ mutation: row.name, caller, expected: row.expect[caller] })),
+  );
   it.each(cases)('$mutation as $caller → $expected', async ({ mutation, caller, expected }) => {
     const row = rows.find((r) => r.name === mutation)!;
     const variables = await row.variables();

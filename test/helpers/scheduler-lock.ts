@@ -33,7 +33,10 @@ export function sharedGpus(rows: JobRowPlacement[]): string[] {
   const held = new Map<string, string[]>();
   for (const r of rows) {
     if (r.state !== 'ADMITTED' && r.state !== 'RUNNING') continue;
-    for (const ps of r.admission?.podSets ?? []) for (const pl of ps.placements) for (const i of pl.gpuIndices ?? []) held.set(`${pl.node}#${i}`, [...(held.get(`${pl.node}#${i}`) ?? []), r.id]);
+    for (const ps of r.admission?.podSets ?? [])
+      for (const pl of ps.placements)
+        for (const i of pl.gpuIndices ?? [])
+          held.set(`${pl.node}#${i}`, [...(held.get(`${pl.node}#${i}`) ?? []), r.id]);
   }
   return [...held].filter(([, ids]) => ids.length > 1).map(([k, ids]) => `${k}: ${ids.join(', ')}`);
 }

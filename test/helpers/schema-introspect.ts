@@ -15,26 +15,34 @@ export interface TableShape {
 type Execute = (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>;
 
 function executor(orm: MikroORM): Execute {
-  const connection = orm.em.getConnection() as unknown as { execute(sql: string, params?: unknown[]): Promise<Record<string, unknown>[]> };
+  const connection = orm.em.getConnection() as unknown as {
+    execute(sql: string, params?: unknown[]): Promise<Record<string, unknown>[]>;
+  };
   return (sql, params = []) => connection.execute(sql, params);
 }
 
 /** Tables made by the migrator itself, not by the schema. */
 const MIGRATOR_TABLES = new Set(['fairway_migrations']);
 
-export async function introspectSchema(orm: MikroORM, dialect: 'sqlite' | 'postgresql'): Promise<Record<string, TableShape>> {
+export async function introspectSchema(
+  orm: MikroORM,
+  dialect: 'sqlite' | 'postgresql',
+): Promise<Record<string, TableShape>> {
   return dialect === 'sqlite' ? introspectSqlite(executor(orm)) : introspectPostgres(executor(orm));
 }
 
 async function introspectSqlite(execute: Execute): Promise<Record<string, TableShape>> {
-  const tables = await execute(`select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name`);
+  const tables = await execute(
+    `select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name`,
+  );
   const out: Record<string, TableShape> = {};
   for (const { name } of tables) {
     const table = String(name);
     if (MIGRATOR_TABLES.has(table)) continue;
     const columns: Record<string, string> = {};
     for (const c of await execute(`pragma table_info(\`${table}\`)`)) {
-      columns[String(c.name)] = `${String(c.type).toLowerCase()} ${c.notnull ? 'not null' : 'null'} default=${c.dflt_value ?? '-'} pk=${c.pk}`;
+      columns[String(c.name)] =
+        `${String(c.type).toLowerCase()} ${c.notnull ? 'not null' : 'null'} default=${c.dflt_value ?? '-'} pk=${c.pk}`;
     }
     const indexes: string[] = [];
     for (const index of await execute(`pragma index_list(\`${table}\`)`)) {
@@ -46,9 +54,14 @@ async function introspectSqlite(execute: Execute): Promise<Record<string, TableS
     const foreignKeys = (await execute(`pragma foreign_key_list(\`${table}\`)`)).map(
       (fk) => `${fk.from} -> ${fk.table}(${fk.to}) on update ${fk.on_update} on delete ${fk.on_delete}`,
     );
-    const sql = String((await execute(`select sql from sqlite_master where type = 'table' and name = ?`, [table]))[0]?.sql ?? '');
+    const sql = String(
+      (await execute(`select sql from sqlite_master where type = 'table' and name = ?`, [table]))[0]?.sql ??
+        '',
+    );
     // CHECK constraints (enums) live only in the table's DDL text.
-    const checks = [...sql.matchAll(/check\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)/gi)].map((m) => m[1]!.replace(/\s+/g, ' ').replace(/[`"]/g, '').trim());
+    const checks = [...sql.matchAll(/check\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)/gi)].map((m) =>
+      m[1]!.replace(/\s+/g, ' ').replace(/[`"]/g, '').trim(),
+    );
     out[table] = { columns, indexes: indexes.sort(), foreignKeys: foreignKeys.sort(), checks: checks.sort() };
   }
   return out;
@@ -64,10 +77,15 @@ async function introspectPostgres(execute: Execute): Promise<Record<string, Tabl
     const table = String(c.table_name);
     if (MIGRATOR_TABLES.has(table)) continue;
     out[table] ??= { columns: {}, indexes: [], foreignKeys: [], checks: [] };
-    const size = [c.character_maximum_length, c.numeric_precision, c.numeric_scale, c.datetime_precision].map((v) => v ?? '-').join(',');
-    out[table]!.columns[String(c.column_name)] = `${c.data_type}/${c.udt_name}(${size}) ${c.is_nullable === 'YES' ? 'null' : 'not null'} default=${c.column_default ?? '-'}`;
+    const size = [c.character_maximum_length, c.numeric_precision, c.numeric_scale, c.datetime_precision]
+      .map((v) => v ?? '-')
+      .join(',');
+    out[table]!.columns[String(c.column_name)] =
+      `${c.data_type}/${c.udt_name}(${size}) ${c.is_nullable === 'YES' ? 'null' : 'not null'} default=${c.column_default ?? '-'}`;
   }
-  const indexes = await execute(`select tablename, indexname, indexdef from pg_indexes where schemaname = current_schema()`);
+  const indexes = await execute(
+    `select tablename, indexname, indexdef from pg_indexes where schemaname = current_schema()`,
+  );
   for (const i of indexes) {
     const shape = out[String(i.tablename)];
     // Index names are part of the schema too (migrations drop and rename them by name).

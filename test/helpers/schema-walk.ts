@@ -1,4 +1,10 @@
 import {
+  type GraphQLArgument,
+  type GraphQLField,
+  type GraphQLInputType,
+  type GraphQLNamedType,
+  type GraphQLOutputType,
+  type GraphQLSchema,
   getNamedType,
   isEnumType,
   isInputObjectType,
@@ -7,18 +13,14 @@ import {
   isNonNullType,
   isObjectType,
   isScalarType,
-  type GraphQLArgument,
-  type GraphQLField,
-  type GraphQLInputType,
-  type GraphQLNamedType,
-  type GraphQLOutputType,
-  type GraphQLSchema,
 } from 'graphql';
 
 /** A place in a field's arguments that takes an ID, e.g. ['input', 'tenantId']. */
 export type IdPath = string[];
 
-/** Values for required non-ID inputs, chosen so they pass validation (the check under test is authorization). */
+/** Values for required non-ID inputs, chosen so they pass validation (the check under test is
+ * authorization).
+ */
 const VALID_BY_NAME: Record<string, unknown> = {
   slug: 'matrix-probe',
   name: 'matrix-probe',
@@ -42,7 +44,8 @@ export function idPathsOf(field: GraphQLField<unknown, unknown>): IdPath[] {
   const walk = (type: GraphQLInputType, path: string[]) => {
     const named = getNamedType(type);
     if (named.name === 'ID') paths.push(path);
-    else if (isInputObjectType(named)) for (const f of Object.values(named.getFields())) walk(f.type, [...path, f.name]);
+    else if (isInputObjectType(named))
+      for (const f of Object.values(named.getFields())) walk(f.type, [...path, f.name]);
   };
   for (const arg of field.args) walk(arg.type, [arg.name]);
   return paths;
@@ -52,10 +55,14 @@ export function idPathsOf(field: GraphQLField<unknown, unknown>): IdPath[] {
  * Builds argument values: required inputs get valid values, every ID position gets
  * `idFor(path)` (optional ID positions too, so an optional tenantId is probed as well).
  */
-export function buildArgs(field: GraphQLField<unknown, unknown>, idFor: (path: IdPath) => string): Record<string, unknown> {
+export function buildArgs(
+  field: GraphQLField<unknown, unknown>,
+  idFor: (path: IdPath) => string,
+): Record<string, unknown> {
   const valueFor = (name: string, type: GraphQLInputType, path: string[]): unknown => {
     const named = getNamedType(type);
-    if (named.name === 'ID') return isListType(isNonNullType(type) ? type.ofType : type) ? [idFor(path)] : idFor(path);
+    if (named.name === 'ID')
+      return isListType(isNonNullType(type) ? type.ofType : type) ? [idFor(path)] : idFor(path);
     if (isInputObjectType(named)) {
       const out: Record<string, unknown> = {};
       for (const f of Object.values(named.getFields())) {
@@ -82,7 +89,12 @@ export function buildArgs(field: GraphQLField<unknown, unknown>, idFor: (path: I
 }
 
 /** Variable definitions and argument list for a field, e.g. `($a0: ID!)` / `(id: $a0)`. */
-export function operationFor(kind: 'query' | 'mutation', field: GraphQLField<unknown, unknown>, args: Record<string, unknown>, selection: string) {
+export function operationFor(
+  kind: 'query' | 'mutation',
+  field: GraphQLField<unknown, unknown>,
+  args: Record<string, unknown>,
+  selection: string,
+) {
   const defs: string[] = [];
   const uses: string[] = [];
   const variables: Record<string, unknown> = {};
@@ -127,9 +139,10 @@ export function subscriptionFields(schema: GraphQLSchema) {
 export function allStrings(value: unknown, out: string[] = []): string[] {
   if (typeof value === 'string') out.push(value);
   else if (Array.isArray(value)) for (const item of value) allStrings(item, out);
-  else if (value && typeof value === 'object') for (const [key, item] of Object.entries(value)) {
-    out.push(key);
-    allStrings(item, out);
-  }
+  else if (value && typeof value === 'object')
+    for (const [key, item] of Object.entries(value)) {
+      out.push(key);
+      allStrings(item, out);
+    }
   return out;
 }

@@ -35,7 +35,9 @@ interface Pair {
 }
 
 /** A TCP proxy on 127.0.0.1 to `target` (PostgreSQL by default) whose network can be cut or black-holed. */
-export async function startTcpProxy(target: { host: string; port: number } = { host: '127.0.0.1', port: 5432 }): Promise<TcpProxy> {
+export async function startTcpProxy(
+  target: { host: string; port: number } = { host: '127.0.0.1', port: 5432 },
+): Promise<TcpProxy> {
   let mode: ProxyMode = 'pass';
   let accepted = 0;
   const pairs = new Set<Pair>();

@@ -1,9 +1,9 @@
 import type { EntityManager } from '@mikro-orm/core';
+import { Queue } from '../../src/persistence/cluster/entities.js';
+import { Job, type JobState } from '../../src/persistence/jobs/entities.js';
+import { type UsageCloser, UsageHourly, UsageRecord } from '../../src/persistence/metering/entities.js';
 import { Membership, Project, Tenant, User } from '../../src/persistence/tenancy/entities.js';
 import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
-import { Job, type JobState } from '../../src/persistence/jobs/entities.js';
-import { Queue } from '../../src/persistence/cluster/entities.js';
-import { UsageHourly, UsageRecord, type UsageCloser } from '../../src/persistence/metering/entities.js';
 import type { TestApp } from './harness.js';
 
 /**
@@ -83,7 +83,14 @@ export async function seedUsage(t: TestApp, jobs: SeedJob[]): Promise<Job[]> {
         submittedBy: tx.getReference(User, user.id),
         name: spec.name,
         priorityClass: spec.priorityClass,
-        podSets: [{ name: 'main', count: 1, perPod: { gpu: spec.intervals[0]!.gpuUnits }, flavors: [spec.intervals[0]!.flavor] }],
+        podSets: [
+          {
+            name: 'main',
+            count: 1,
+            perPod: { gpu: spec.intervals[0]!.gpuUnits },
+            flavors: [spec.intervals[0]!.flavor],
+          },
+        ],
         expectedDurationMs: null,
         maxRunMs: null,
         workload: null,
@@ -119,7 +126,16 @@ export async function seedUsage(t: TestApp, jobs: SeedJob[]): Promise<Job[]> {
   return out;
 }
 
-function writeRow(em: EntityManager, rollup: Map<string, UsageHourly>, job: Job, spec: SeedJob, i: SeedInterval, from: number, to: number, firstOfJob: boolean) {
+function writeRow(
+  em: EntityManager,
+  rollup: Map<string, UsageHourly>,
+  job: Job,
+  spec: SeedJob,
+  i: SeedInterval,
+  from: number,
+  to: number,
+  firstOfJob: boolean,
+) {
   const seconds = (to - from) / 1000;
   const gpuSeconds = i.gpuUnits * (i.devicesPerUnit ?? 1) * seconds;
   const cost = (i.gpuUnits * i.unitPrice * seconds) / 3600;
@@ -129,17 +145,45 @@ function writeRow(em: EntityManager, rollup: Map<string, UsageHourly>, job: Job,
   const { tenant, project, queue } = spec.people;
   const userId = spec.people.users[spec.user]!.id;
   em.create(UsageRecord, {
-    job, tenant: em.getReference(Tenant, tenant.id), projectId: project.id, queueId: queue.id, userId, priorityClass: spec.priorityClass, flavor: i.flavor,
-    startedAt: new Date(from), endedAt: new Date(to), durationMs: to - from, gpuUnits: i.gpuUnits, gpuSeconds, cpuSeconds, memoryGibSeconds,
-    usedGpuSeconds: used, unitPricePerHour: i.unitPrice, cost, closedBy: i.closedBy ?? 'checkpoint', firstOfJob,
+    job,
+    tenant: em.getReference(Tenant, tenant.id),
+    projectId: project.id,
+    queueId: queue.id,
+    userId,
+    priorityClass: spec.priorityClass,
+    flavor: i.flavor,
+    startedAt: new Date(from),
+    endedAt: new Date(to),
+    durationMs: to - from,
+    gpuUnits: i.gpuUnits,
+    gpuSeconds,
+    cpuSeconds,
+    memoryGibSeconds,
+    usedGpuSeconds: used,
+    unitPricePerHour: i.unitPrice,
+    cost,
+    closedBy: i.closedBy ?? 'checkpoint',
+    firstOfJob,
   });
   const hour = Math.floor(from / HOUR) * HOUR;
   const key = [hour, tenant.id, project.id, queue.id, userId, spec.priorityClass, i.flavor].join('|');
   let row = rollup.get(key);
   if (!row) {
     row = em.create(UsageHourly, {
-      hour: new Date(hour), tenant: em.getReference(Tenant, tenant.id), projectId: project.id, queueId: queue.id, userId, priorityClass: spec.priorityClass, flavor: i.flavor,
-      gpuSeconds: 0, usedGpuSeconds: 0, measuredGpuSeconds: 0, cpuSeconds: 0, memoryGibSeconds: 0, cost: 0, jobs: 0,
+      hour: new Date(hour),
+      tenant: em.getReference(Tenant, tenant.id),
+      projectId: project.id,
+      queueId: queue.id,
+      userId,
+      priorityClass: spec.priorityClass,
+      flavor: i.flavor,
+      gpuSeconds: 0,
+      usedGpuSeconds: 0,
+      measuredGpuSeconds: 0,
+      cpuSeconds: 0,
+      memoryGibSeconds: 0,
+      cost: 0,
+      jobs: 0,
     });
     rollup.set(key, row);
   }
@@ -162,12 +206,77 @@ function writeRow(em: EntityManager, rollup: Map<string, UsageHourly>, job: Job,
 export async function seedStandardUsage(t: TestApp) {
   const aurora = await peopleOf(t, 'aurora-research');
   const borealis = await peopleOf(t, 'borealis-inference');
-  const h100 = (start: string, hours: number, units: number, utilization: number | null, closedBy: UsageCloser = 'checkpoint'): SeedInterval => ({ flavor: 'h100-80g', start, hours, gpuUnits: units, unitPrice: 2.49, utilization, closedBy });
+  const h100 = (
+    start: string,
+    hours: number,
+    units: number,
+    utilization: number | null,
+    closedBy: UsageCloser = 'checkpoint',
+  ): SeedInterval => ({
+    flavor: 'h100-80g',
+    start,
+    hours,
+    gpuUnits: units,
+    unitPrice: 2.49,
+    utilization,
+    closedBy,
+  });
   const [maxJob, adaMig, adaFailed, bobJob] = await seedUsage(t, [
-    { people: aurora, user: 'max', name: 'max-pretrain', priorityClass: 'training', state: 'SUCCEEDED', finishedAt: '2026-10-01T12:00:00Z', exitReason: 'completed', intervals: [h100('2026-10-01T10:00:00Z', 2, 8, 0.5, 'succeeded')] },
-    { people: aurora, user: 'ada', name: 'ada-mig-sweep', priorityClass: 'experiment', state: 'CANCELLED', finishedAt: '2026-10-02T01:00:00Z', exitReason: 'cancelled by user', intervals: [{ flavor: 'a100-1g.10gb', start: '2026-10-02T00:00:00Z', hours: 1, gpuUnits: 7, devicesPerUnit: 1 / 7, unitPrice: 0.45, utilization: null, closedBy: 'cancelled' }] },
-    { people: aurora, user: 'ada', name: 'ada-eval', priorityClass: 'training', state: 'FAILED', finishedAt: '2026-11-05T06:00:00Z', exitReason: 'exit code 1', intervals: [h100('2026-11-05T05:00:00Z', 1, 4, 0.8, 'failed')] },
-    { people: borealis, user: 'bob', name: 'bob-serving', priorityClass: 'inference-critical', state: 'SUCCEEDED', finishedAt: '2026-10-01T11:00:00Z', exitReason: 'completed', intervals: [h100('2026-10-01T10:00:00Z', 1, 2, 0.9, 'succeeded')] },
+    {
+      people: aurora,
+      user: 'max',
+      name: 'max-pretrain',
+      priorityClass: 'training',
+      state: 'SUCCEEDED',
+      finishedAt: '2026-10-01T12:00:00Z',
+      exitReason: 'completed',
+      intervals: [h100('2026-10-01T10:00:00Z', 2, 8, 0.5, 'succeeded')],
+    },
+    {
+      people: aurora,
+      user: 'ada',
+      name: 'ada-mig-sweep',
+      priorityClass: 'experiment',
+      state: 'CANCELLED',
+      finishedAt: '2026-10-02T01:00:00Z',
+      exitReason: 'cancelled by user',
+      intervals: [
+        {
+          flavor: 'a100-1g.10gb',
+          start: '2026-10-02T00:00:00Z',
+          hours: 1,
+          gpuUnits: 7,
+          devicesPerUnit: 1 / 7,
+          unitPrice: 0.45,
+          utilization: null,
+          closedBy: 'cancelled',
+        },
+      ],
+    },
+    {
+      people: aurora,
+      user: 'ada',
+      name: 'ada-eval',
+      priorityClass: 'training',
+      state: 'FAILED',
+      finishedAt: '2026-11-05T06:00:00Z',
+      exitReason: 'exit code 1',
+      intervals: [h100('2026-11-05T05:00:00Z', 1, 4, 0.8, 'failed')],
+    },
+    {
+      people: borealis,
+      user: 'bob',
+      name: 'bob-serving',
+      priorityClass: 'inference-critical',
+      state: 'SUCCEEDED',
+      finishedAt: '2026-10-01T11:00:00Z',
+      exitReason: 'completed',
+      intervals: [h100('2026-10-01T10:00:00Z', 1, 2, 0.9, 'succeeded')],
+    },
   ]);
-  return { aurora, borealis, jobs: { maxJob: maxJob!, adaMig: adaMig!, adaFailed: adaFailed!, bobJob: bobJob! } };
+  return {
+    aurora,
+    borealis,
+    jobs: { maxJob: maxJob!, adaMig: adaMig!, adaFailed: adaFailed!, bobJob: bobJob! },
+  };
 }

@@ -1,5 +1,5 @@
+import { type AuditResult, serverAudits } from 'graphql-http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serverAudits, type AuditResult } from 'graphql-http';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
 
 /**
@@ -8,7 +8,7 @@ import { startTestApp, type TestApp } from '../helpers/harness.js';
  * MAY results are printed when they fail but do not fail the suite.
  */
 let t: TestApp;
-let results: AuditResult[] = [];
+const results: AuditResult[] = [];
 
 beforeAll(async () => {
   t = await startTestApp();
@@ -21,7 +21,11 @@ afterAll(async () => {
 });
 
 function describeFailures(list: AuditResult[]): string {
-  return list.map((r) => (r.status === 'ok' ? `${r.id} ${r.name}: ok` : `${r.id} ${r.name}: [${r.status}] ${r.reason}`)).join('\n');
+  return list
+    .map((r) =>
+      r.status === 'ok' ? `${r.id} ${r.name}: ok` : `${r.id} ${r.name}: [${r.status}] ${r.reason}`,
+    )
+    .join('\n');
 }
 
 describe('GraphQL over HTTP audits (graphql-http serverAudits)', () => {
@@ -45,7 +49,7 @@ describe('GraphQL over HTTP audits (graphql-http serverAudits)', () => {
     for (const r of results) expect(r.name).toMatch(/^(MUST|SHOULD|MAY) /);
   });
 
-  it('an operationName that names no operation (or is not a string) is the client\'s error: 400, not a masked 500', async () => {
+  it("an operationName that names no operation (or is not a string) is the client's error: 400, not a masked 500", async () => {
     // Behind audits 6C00-6C03 (MAY use 400 on a non-string operationName): yoga raises
     // OPERATION_RESOLUTION_FAILURE (http status 400); the gateway must not mask it as
     // INTERNAL_SERVER_ERROR nor log it as an unexpected server error.
@@ -55,7 +59,9 @@ describe('GraphQL over HTTP audits (graphql-http serverAudits)', () => {
         headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
         body: JSON.stringify({ query: 'query Known { __typename }', operationName }),
       });
-      const body = (await response.json()) as { errors?: { message: string; extensions?: { code?: string } }[] };
+      const body = (await response.json()) as {
+        errors?: { message: string; extensions?: { code?: string } }[];
+      };
       const what = `operationName ${JSON.stringify(operationName)}: ${response.status} ${JSON.stringify(body)}`;
       expect(response.status, what).toBe(400);
       expect(body.errors?.length, what).toBe(1);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { codesOf } from '../helpers/harness.js';
-import { m, newMember, runMatrix, setupMatrix, SUBMIT } from '../helpers/role-matrix.js';
+import { m, newMember, runMatrix, SUBMIT, setupMatrix } from '../helpers/role-matrix.js';
 import { PROJECT_ROWS } from '../helpers/role-matrix-rows.js';
 
 /**
@@ -14,11 +14,28 @@ describe('role matrix: who may call each project and job mutation, in their proj
 
   it('anyone may leave a project themself; afterwards they no longer submit to it', async () => {
     const { memberId, projectMemberId } = await newMember({ id: m.P, role: 'CONTRIBUTOR' });
-    const email = (await m.as('tenantAdmin', `query($id: ID!) { node(id: $id) { ... on Member { email } } }`, { id: memberId })).node.email as string;
+    const email = (
+      await m.as('tenantAdmin', `query($id: ID!) { node(id: $id) { ... on Member { email } } }`, {
+        id: memberId,
+      })
+    ).node.email as string;
     const leaver = await m.t.jwt(email);
-    const submit = (name: string) => m.t.gql(leaver, SUBMIT, { in: { queueId: m.ids.Queue, projectId: m.P, name, podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 60 } });
+    const submit = (name: string) =>
+      m.t.gql(leaver, SUBMIT, {
+        in: {
+          queueId: m.ids.Queue,
+          projectId: m.P,
+          name,
+          podSets: [{ gpusPerPod: 1 }],
+          expectedDurationSeconds: 60,
+        },
+      });
     expect((await submit('before leaving')).body.errors).toBeUndefined();
-    const left = await m.t.gql(leaver, `mutation($id: ID!) { removeProjectMember(id: $id) { removedProjectMemberId } }`, { id: projectMemberId });
+    const left = await m.t.gql(
+      leaver,
+      `mutation($id: ID!) { removeProjectMember(id: $id) { removedProjectMemberId } }`,
+      { id: projectMemberId },
+    );
     expect(left.body.errors, JSON.stringify(left.body)).toBeUndefined();
     expect(left.body.data!.removeProjectMember.removedProjectMemberId).toBe(projectMemberId);
     const before = await m.t.rowCounts({ ignoreAudit: true });
@@ -27,11 +44,21 @@ describe('role matrix: who may call each project and job mutation, in their proj
   });
 
   it('a read-only tenant role (VIEWER) cannot be made a project CONTRIBUTOR: BAD_USER_INPUT, nothing written', async () => {
-    const vera = (await m.as('tenantAdmin', `query($id: ID!) { members(tenantId: $id, first: 50) { edges { node { id email role } } } }`, { id: m.ids.Tenant })).members.edges
+    const vera = (
+      await m.as(
+        'tenantAdmin',
+        `query($id: ID!) { members(tenantId: $id, first: 50) { edges { node { id email role } } } }`,
+        { id: m.ids.Tenant },
+      )
+    ).members.edges
       .map((e: any) => e.node)
       .find((n: any) => n.email === 'vera@aurora.example');
     const before = await m.t.rowCounts({ ignoreAudit: true });
-    const res = await m.t.gql(m.bearers.tenantAdmin, `mutation($in: AddProjectMemberInput!) { addProjectMember(input: $in) { id } }`, { in: { projectId: m.Q, memberId: vera.id, role: 'CONTRIBUTOR' } });
+    const res = await m.t.gql(
+      m.bearers.tenantAdmin,
+      `mutation($in: AddProjectMemberInput!) { addProjectMember(input: $in) { id } }`,
+      { in: { projectId: m.Q, memberId: vera.id, role: 'CONTRIBUTOR' } },
+    );
     expect(codesOf(res)).toEqual(['BAD_USER_INPUT']);
     expect(await m.t.rowCounts({ ignoreAudit: true })).toEqual(before);
   });

@@ -11,7 +11,10 @@ describe('uuidv7', () => {
 
   it('sorts in creation order within one millisecond and when the clock steps back', () => {
     const at = Date.now() + 10_000;
-    const ids = [...Array.from({ length: 5000 }, () => uuidv7(at)), ...Array.from({ length: 10 }, () => uuidv7(at - 5))];
+    const ids = [
+      ...Array.from({ length: 5000 }, () => uuidv7(at)),
+      ...Array.from({ length: 10 }, () => uuidv7(at - 5)),
+    ];
     expect([...ids].sort()).toEqual(ids);
     expect(new Set(ids).size).toBe(ids.length);
   });

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/harness.js';
-import { TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
-import { Job } from '../../src/persistence/jobs/entities.js';
 import { Queue } from '../../src/persistence/cluster/entities.js';
+import { Job } from '../../src/persistence/jobs/entities.js';
+import { TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
+import { startTestApp, type TestApp } from '../helpers/harness.js';
 
 /**
- * Issue 14: the SQL a job costs from submit to its end (submit request, admission cycle,
+ * The SQL a job costs from submit to its end (submit request, admission cycle,
  * outbox, backend start and finish, charging), one job alone and a burst of concurrent
  * submits. The counts are the throughput budget: each statement is ORM and driver work on the
  * one event loop. The bounds below fail a change that adds statements per job.
@@ -18,8 +18,14 @@ const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`
 function kinds(list: string[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const raw of list) {
-    const s = raw.replace(/\x1b\[[0-9;]*m/g, '').replace(/^\[query\]\s*/, '').trim().toLowerCase();
-    const kind = /^(begin|commit|rollback|savepoint|release)/.test(s) ? 'tx' : (s.match(/^(select|insert|update|delete|with)/)?.[1] ?? 'other');
+    const s = raw
+      .replace(/\x1b\[[0-9;]*m/g, '')
+      .replace(/^\[query\]\s*/, '')
+      .trim()
+      .toLowerCase();
+    const kind = /^(begin|commit|rollback|savepoint|release)/.test(s)
+      ? 'tx'
+      : (s.match(/^(select|insert|update|delete|with)/)?.[1] ?? 'other');
     out[kind] = (out[kind] ?? 0) + 1;
   }
   return out;
@@ -32,7 +38,10 @@ async function finished(ids: string[], timeoutMs = 8000) {
     em.setFilterParams(TENANT_FILTER, { all: true });
     const done = await em.count(Job, { id: { $in: ids }, state: 'SUCCEEDED' });
     if (done === ids.length) return;
-    if (Date.now() > deadline) throw new Error(`${done}/${ids.length} finished: ${JSON.stringify((await em.find(Job, { id: { $in: ids } })).map((j) => j.state))}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${done}/${ids.length} finished: ${JSON.stringify((await em.find(Job, { id: { $in: ids } })).map((j) => j.state))}`,
+      );
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -43,7 +52,7 @@ async function quiesce(quietMs = 200) {
   let quietSince = Date.now();
   for (;;) {
     await new Promise((r) => setTimeout(r, 20));
-    if (statements.length !== seen) ((seen = statements.length), (quietSince = Date.now()));
+    if (statements.length !== seen) (seen = statements.length), (quietSince = Date.now());
     else if (Date.now() - quietSince >= quietMs) return;
   }
 }
@@ -73,11 +82,18 @@ async function lifecycle(n: number, concurrency = n) {
   await Promise.all(
     Array.from({ length: Math.min(n, concurrency) }, async () => {
       while (next < n) {
-      const i = next++;
-      const res = await t.gql(member, SUBMIT, { in: { queueId, name: `sql-${n}-${i}`, podSets: [{ gpusPerPod: 1, flavors: ['a100-1g.10gb'] }], expectedDurationSeconds: 1 } });
-      expect(res.body.errors).toBeUndefined();
-      const globalId = (res.body.data as { submitJob: { id: string } }).submitJob.id;
-      ids.push(Buffer.from(globalId, 'base64').toString().split(':')[1]!);
+        const i = next++;
+        const res = await t.gql(member, SUBMIT, {
+          in: {
+            queueId,
+            name: `sql-${n}-${i}`,
+            podSets: [{ gpusPerPod: 1, flavors: ['a100-1g.10gb'] }],
+            expectedDurationSeconds: 1,
+          },
+        });
+        expect(res.body.errors).toBeUndefined();
+        const globalId = (res.body.data as { submitJob: { id: string } }).submitJob.id;
+        ids.push(Buffer.from(globalId, 'base64').toString().split(':')[1]!);
       }
     }),
   );
@@ -87,7 +103,9 @@ async function lifecycle(n: number, concurrency = n) {
   await quiesce();
   const used = process.cpuUsage(cpu);
   // Without this test's own polling (finished()).
-  const all = statements.slice(before).filter((sql) => !/select count\(\*\) as `count` from `jobs`/.test(sql));
+  const all = statements
+    .slice(before)
+    .filter((sql) => !/select count\(\*\) as `count` from `jobs`/.test(sql));
   const cpuMsPerJob = (used.user + used.system) / 1000 / n;
   const wallMs = performance.now() - started;
   return { cpuMsPerJob, wallMs, submitted, total: seen.length, kinds: kinds(all), all };
@@ -96,17 +114,28 @@ async function lifecycle(n: number, concurrency = n) {
 describe('SQL per job lifecycle', () => {
   it('one job: submit, admit, start, finish', async () => {
     const one = await lifecycle(1);
-    console.log(`one job: ${one.submitted} statements in the submit request, ${one.all.length} in all ${JSON.stringify(one.kinds)}`);
-    if (process.env.LIFECYCLE_SQL_PRINT) console.log(one.all.map((s) => `  ${s.replace(/\x1b\[[0-9;]*m/g, '').slice(0, 200)}`).join('\n'));
-    // 44 with issue 14's batching (51 before): 12 in the submit request, the rest the leader's.
+    console.log(
+      `one job: ${one.submitted} statements in the submit request, ${one.all.length} in all ${JSON.stringify(one.kinds)}`,
+    );
+    if (process.env.LIFECYCLE_SQL_PRINT)
+      console.log(one.all.map((s) => `  ${s.replace(/\x1b\[[0-9;]*m/g, '').slice(0, 200)}`).join('\n'));
+    // 44 with the batched writes (51 without): 12 in the submit request, the rest the leader's.
     expect(one.all.length).toBeLessThanOrEqual(48);
   });
 
   it('a burst of 50 concurrent submits', async () => {
     const burst = await lifecycle(50);
-    console.log(`50 jobs: ${(burst.submitted / 50).toFixed(1)} statements per job in the submit requests, ${(burst.all.length / 50).toFixed(1)} per job in all ${JSON.stringify(burst.kinds)}`);
-    if (process.env.LIFECYCLE_SQL_PRINT) console.log(burst.all.slice(-400).map((s) => `  ${s.replace(/\x1b\[[0-9;]*m/g, '').slice(0, 200)}`).join('\n'));
-    // 35 to 40 per job with issue 14's batching, depending on how the reports coalesce (47.5 before).
+    console.log(
+      `50 jobs: ${(burst.submitted / 50).toFixed(1)} statements per job in the submit requests, ${(burst.all.length / 50).toFixed(1)} per job in all ${JSON.stringify(burst.kinds)}`,
+    );
+    if (process.env.LIFECYCLE_SQL_PRINT)
+      console.log(
+        burst.all
+          .slice(-400)
+          .map((s) => `  ${s.replace(/\x1b\[[0-9;]*m/g, '').slice(0, 200)}`)
+          .join('\n'),
+      );
+    // 35 to 40 per job with the batched writes, depending on how the reports coalesce (47.5 without).
     expect(burst.all.length / 50).toBeLessThanOrEqual(42);
   });
 });

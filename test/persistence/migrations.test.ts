@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
 import type { MikroORM } from '@mikro-orm/core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { postgresqlMigrations } from '../../migrations/postgresql/index.js';
+import { sqliteMigrations } from '../../migrations/sqlite/index.js';
 import { migrate, openDatabase } from '../../src/persistence/orm.js';
 import { Tenant } from '../../src/persistence/tenancy/entities.js';
 import { TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
-import { sqliteMigrations } from '../../migrations/sqlite/index.js';
-import { postgresqlMigrations } from '../../migrations/postgresql/index.js';
 import { createTestDatabase, describeEachDialect, type TestDatabase } from '../helpers/database.js';
 import { introspectSchema } from '../helpers/schema-introspect.js';
 
@@ -39,7 +39,13 @@ describeEachDialect('migrations', (dialect) => {
     expect(await migrate(orm)).toEqual([]);
     const em = orm.em.fork();
     em.setFilterParams(TENANT_FILTER, { all: true });
-    em.create(Tenant, { slug: 'm-test', name: 'Migration test', tier: 'STANDARD', isolationLevel: 'ELASTIC', status: 'ACTIVE' });
+    em.create(Tenant, {
+      slug: 'm-test',
+      name: 'Migration test',
+      tier: 'STANDARD',
+      isolationLevel: 'ELASTIC',
+      status: 'ACTIVE',
+    });
     await em.flush();
     expect(await em.fork().count(Tenant, { slug: 'm-test' })).toBe(1);
   });

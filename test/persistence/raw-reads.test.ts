@@ -1,17 +1,17 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { wrap, type MikroORM } from '@mikro-orm/core';
+import { type MikroORM, wrap } from '@mikro-orm/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { migrate, openDatabase } from '../../src/persistence/orm.js';
-import { seedDemo } from '../../src/server/demo/seed.js';
-import { Project, Tenant, User } from '../../src/persistence/tenancy/entities.js';
-import { scopedEntityManager, type TenantFilterParams } from '../../src/persistence/tenant-filter.js';
-import { Job } from '../../src/persistence/jobs/entities.js';
 import { Queue } from '../../src/persistence/cluster/entities.js';
 import { uuidv7 } from '../../src/persistence/ids.js';
-import { JobRow, readJobRows, type JobRowPage } from '../../src/persistence/jobs/job-rows.js';
+import { Job } from '../../src/persistence/jobs/entities.js';
+import { JobRow, type JobRowPage, readJobRows } from '../../src/persistence/jobs/job-rows.js';
+import { migrate, openDatabase } from '../../src/persistence/orm.js';
 import { findMapped } from '../../src/persistence/raw-reads.js';
+import { Project, Tenant, User } from '../../src/persistence/tenancy/entities.js';
+import { scopedEntityManager, type TenantFilterParams } from '../../src/persistence/tenant-filter.js';
+import { seedDemo } from '../../src/server/demo/seed.js';
 import { createTestDatabase, describeEachDialect, type TestDatabase } from '../helpers/database.js';
 
 /**
@@ -56,9 +56,29 @@ describeEachDialect('raw reads match the ORM', (dialect) => {
           podSets: [{ name: 'main', count: 1, perPod: { gpu: 1, cpu: 0, memory: 0 }, flavors: ['h100-80g'] }],
           expectedDurationMs: i % 2 ? 3_600_000 : null,
           maxRunMs: null,
-          workload: i % 4 === 0 ? { container: { image: 'registry.example.com/x:1', command: [], args: [], env: [], datasets: [] } } : null,
+          workload:
+            i % 4 === 0
+              ? {
+                  container: {
+                    image: 'registry.example.com/x:1',
+                    command: [],
+                    args: [],
+                    env: [],
+                    datasets: [],
+                  },
+                }
+              : null,
           state: running ? 'RUNNING' : 'PENDING',
-          admission: running ? ({ jobId: id, queue: queue.name, at: 1_700_000_000_000 + i, podSets: [], borrowed: i % 2 === 0, mode: 'fit' } as never) : null,
+          admission: running
+            ? ({
+                jobId: id,
+                queue: queue.name,
+                at: 1_700_000_000_000 + i,
+                podSets: [],
+                borrowed: i % 2 === 0,
+                mode: 'fit',
+              } as never)
+            : null,
           idempotencyKey: null,
           requestHash: 'h'.repeat(64),
           submitTime: 1_700_000_000_000 + i,
@@ -83,13 +103,28 @@ describeEachDialect('raw reads match the ORM', (dialect) => {
 
   /** An entity or a row as plain data: relations by id, dates as ISO text. */
   const plainJob = (job: object) => {
-    const data: Record<string, unknown> = job instanceof JobRow ? { ...job, podSets: job.podSets, workload: job.workload, admission: job.admission, probeSummary: job.probeSummary, governanceFlag: job.governanceFlag } : { ...wrap(job as Job).toObject() };
-    for (const key of ['tenant', 'project', 'queue', 'submittedBy']) data[key] = (job as Record<string, { id: string } | null | undefined>)[key]?.id ?? null;
+    const data: Record<string, unknown> =
+      job instanceof JobRow
+        ? {
+            ...job,
+            podSets: job.podSets,
+            workload: job.workload,
+            admission: job.admission,
+            probeSummary: job.probeSummary,
+            governanceFlag: job.governanceFlag,
+          }
+        : { ...wrap(job as Job).toObject() };
+    for (const key of ['tenant', 'project', 'queue', 'submittedBy'])
+      data[key] = (job as Record<string, { id: string } | null | undefined>)[key]?.id ?? null;
     return JSON.parse(JSON.stringify(data));
   };
 
   it('reads the same job pages as em.find, under every tenant scope', async () => {
-    const all = await scopedEntityManager(orm, { all: true }).find(Job, { tenant: aurora.id }, { orderBy: { id: 'asc' } });
+    const all = await scopedEntityManager(orm, { all: true }).find(
+      Job,
+      { tenant: aurora.id },
+      { orderBy: { id: 'asc' } },
+    );
     const pages: JobRowPage[] = [
       { limit: 5, inverted: true },
       { limit: 50, inverted: false },
@@ -101,14 +136,31 @@ describeEachDialect('raw reads match the ORM', (dialect) => {
         const id: Record<string, string> = {};
         if (page.after) id.$gt = page.after;
         if (page.before) id.$lt = page.before;
-        const expected = await scopedEntityManager(orm, scope).find(Job, { tenant: aurora.id, ...(page.after || page.before ? { id } : {}) }, { orderBy: { id: page.inverted ? 'desc' : 'asc' }, limit: page.limit });
+        const expected = await scopedEntityManager(orm, scope).find(
+          Job,
+          { tenant: aurora.id, ...(page.after || page.before ? { id } : {}) },
+          { orderBy: { id: page.inverted ? 'desc' : 'asc' }, limit: page.limit },
+        );
         const rows = await readJobRows(scopedEntityManager(orm, scope), { tenantId: aurora.id }, page);
         expect(rows.map(plainJob), `${label} ${JSON.stringify(page)}`).toEqual(expected.map(plainJob));
         if (label === 'other tenant' || label === 'no tenant') expect(rows).toEqual([]);
       }
     }
-    const filtered = await readJobRows(scopedEntityManager(orm, { tenantIds: [aurora.id] }), { tenantId: aurora.id, states: ['RUNNING'], submittedAfter: new Date(1_700_000_003_000), submittedBefore: new Date(1_700_000_010_000) }, { limit: 50, inverted: false });
-    expect(filtered.map((j) => j.name)).toEqual(['aurora-research-3', 'aurora-research-6', 'aurora-research-9']);
+    const filtered = await readJobRows(
+      scopedEntityManager(orm, { tenantIds: [aurora.id] }),
+      {
+        tenantId: aurora.id,
+        states: ['RUNNING'],
+        submittedAfter: new Date(1_700_000_003_000),
+        submittedBefore: new Date(1_700_000_010_000),
+      },
+      { limit: 50, inverted: false },
+    );
+    expect(filtered.map((j) => j.name)).toEqual([
+      'aurora-research-3',
+      'aurora-research-6',
+      'aurora-research-9',
+    ]);
     expect(filtered[0]!.submittedAt).toBeInstanceOf(Date);
     expect(filtered[0]!.admission).toMatchObject({ borrowed: false, mode: 'fit' });
     expect(typeof filtered[0]!.meteredFrom).toBe('number');
@@ -119,25 +171,48 @@ describeEachDialect('raw reads match the ORM', (dialect) => {
       for (const tenant of [aurora, borealis]) {
         const em = scopedEntityManager(orm, scope);
         const queues = await findMapped(em, Queue, { tenant_id: tenant.id }, { orderBy: 'name' });
-        const expected = await scopedEntityManager(orm, scope).find(Queue, { tenant: tenant.id }, { orderBy: { name: 'asc' } });
-        expect(queues.map((q) => wrap(q).toObject()), label).toEqual(expected.map((q) => wrap(q).toObject()));
+        const expected = await scopedEntityManager(orm, scope).find(
+          Queue,
+          { tenant: tenant.id },
+          { orderBy: { name: 'asc' } },
+        );
+        expect(
+          queues.map((q) => wrap(q).toObject()),
+          label,
+        ).toEqual(expected.map((q) => wrap(q).toObject()));
         for (const queue of queues) expect(em.getUnitOfWork().getById('Queue', queue.id)).toBe(queue);
-        const projects = await findMapped(scopedEntityManager(orm, scope), Project, { id: [tenant.defaultProjectId!] });
-        const expectedProjects = await scopedEntityManager(orm, scope).find(Project, { id: { $in: [tenant.defaultProjectId!] } });
-        expect(projects.map((p) => wrap(p).toObject()), label).toEqual(expectedProjects.map((p) => wrap(p).toObject()));
+        const projects = await findMapped(scopedEntityManager(orm, scope), Project, {
+          id: [tenant.defaultProjectId!],
+        });
+        const expectedProjects = await scopedEntityManager(orm, scope).find(Project, {
+          id: { $in: [tenant.defaultProjectId!] },
+        });
+        expect(
+          projects.map((p) => wrap(p).toObject()),
+          label,
+        ).toEqual(expectedProjects.map((p) => wrap(p).toObject()));
       }
       // Tenants carry no tenant filter: every caller resolves a slug (the service checks the right after).
-      const [bySlug] = await findMapped(scopedEntityManager(orm, scope), Tenant, { slug: 'borealis-inference' }, { limit: 1 });
+      const [bySlug] = await findMapped(
+        scopedEntityManager(orm, scope),
+        Tenant,
+        { slug: 'borealis-inference' },
+        { limit: 1 },
+      );
       expect(bySlug?.id).toBe(borealis.id);
       expect(bySlug?.createdAt).toBeInstanceOf(Date);
     }
-    expect(await findMapped(scopedEntityManager(orm, { tenantIds: [aurora.id] }), Queue, { id: [] })).toEqual([]);
+    expect(await findMapped(scopedEntityManager(orm, { tenantIds: [aurora.id] }), Queue, { id: [] })).toEqual(
+      [],
+    );
   });
 
   it('refuses an EntityManager without tenant filter parameters, as the ORM does', async () => {
     const bare = orm.em.fork({ clear: true });
     await expect(bare.find(Queue, {})).rejects.toThrow(/No arguments provided for filter/);
     await expect(findMapped(bare, Queue, {})).rejects.toThrow(/No arguments provided for filter/);
-    await expect(readJobRows(bare, { tenantId: aurora.id }, { limit: 1, inverted: false })).rejects.toThrow(/No arguments provided for filter/);
+    await expect(readJobRows(bare, { tenantId: aurora.id }, { limit: 1, inverted: false })).rejects.toThrow(
+      /No arguments provided for filter/,
+    );
   });
 });

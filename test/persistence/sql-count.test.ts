@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import { encodeGlobalID } from '@pothos/plugin-relay';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/harness.js';
-import { Project, Tenant, User } from '../../src/persistence/tenancy/entities.js';
-import { TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
-import { Job, JobEvent, type JobState } from '../../src/persistence/jobs/entities.js';
 import { Queue } from '../../src/persistence/cluster/entities.js';
 import { uuidv7 } from '../../src/persistence/ids.js';
+import { Job, JobEvent, type JobState } from '../../src/persistence/jobs/entities.js';
+import { Project, Tenant, User } from '../../src/persistence/tenancy/entities.js';
+import { TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
+import { startTestApp, type TestApp } from '../helpers/harness.js';
 
 /**
  * The issue's rule: the number of SQL statements a request runs must not grow with the
@@ -85,8 +85,12 @@ async function addJobs(count: number) {
   for (let i = 0; i < count; i++) {
     const n = seq++;
     const kind = n % 5; // 0: small (admitted), 1-2: too big (pending), 3-4: finished
-    const state: JobState = kind === 0 || kind === 1 || kind === 2 ? 'PENDING' : kind === 3 ? 'SUCCEEDED' : 'CANCELLED';
-    const podSets = kind === 1 || kind === 2 ? [{ name: 'main', count: 5, perPod: { gpu: 8, cpu: 0, memory: 0 }, flavors: ['h100-80g'] }] : [{ name: 'main', count: 1, perPod: { gpu: 1, cpu: 0, memory: 0 } }];
+    const state: JobState =
+      kind === 0 || kind === 1 || kind === 2 ? 'PENDING' : kind === 3 ? 'SUCCEEDED' : 'CANCELLED';
+    const podSets =
+      kind === 1 || kind === 2
+        ? [{ name: 'main', count: 5, perPod: { gpu: 8, cpu: 0, memory: 0 }, flavors: ['h100-80g'] }]
+        : [{ name: 'main', count: 1, perPod: { gpu: 1, cpu: 0, memory: 0 } }];
     const submitTime = t.now.value - 100_000 + n;
     const job = em.create(Job, {
       id: uuidv7(),
@@ -112,7 +116,15 @@ async function addJobs(count: number) {
       startedAt: null,
       finishedAt: state === 'PENDING' ? null : new Date(t.now.value),
     });
-    em.create(JobEvent, { job, tenant, type: 'SUBMITTED', reason: null, message: 'Submitted', data: null, at: new Date(submitTime) });
+    em.create(JobEvent, {
+      job,
+      tenant,
+      type: 'SUBMITTED',
+      reason: null,
+      message: 'Submitted',
+      data: null,
+      at: new Date(submitTime),
+    });
   }
   await em.flush();
   await t.app.scheduler.rebuild();
@@ -154,13 +166,25 @@ beforeAll(async () => {
   t = await startTestApp({ onQuery: (sql) => statements.push(sql) });
   // A second queue for aurora (a second project too), so per-queue lists are more than one.
   const platform = t.token(null, 'PLATFORM_ADMIN');
-  const tenantId = encodeGlobalID('Tenant', (await systemEm().findOneOrFail(Tenant, { slug: 'aurora-research' })).id);
+  const tenantId = encodeGlobalID(
+    'Tenant',
+    (await systemEm().findOneOrFail(Tenant, { slug: 'aurora-research' })).id,
+  );
   const q = await t.gql(platform, `mutation($in: CreateQueueInput!) { createQueue(input: $in) { id } }`, {
-    in: { name: 'aurora-batch', tenantId: tenantId, quotas: [{ flavor: 'h100-80g', nominal: 0 }, { flavor: 'a100-1g.10gb', nominal: 14 }] },
+    in: {
+      name: 'aurora-batch',
+      tenantId: tenantId,
+      quotas: [
+        { flavor: 'h100-80g', nominal: 0 },
+        { flavor: 'a100-1g.10gb', nominal: 14 },
+      ],
+    },
   });
   expect(q.body.errors, JSON.stringify(q.body.errors)).toBeUndefined();
   const admin = t.token('aurora-research', 'TENANT_ADMIN');
-  const p = await t.gql(admin, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: tenantId, slug: 'vision', name: 'Vision' } });
+  const p = await t.gql(admin, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, {
+    in: { tenantId: tenantId, slug: 'vision', name: 'Vision' },
+  });
   expect(p.body.errors, JSON.stringify(p.body.errors)).toBeUndefined();
   await quiesce();
 }, 30_000);
@@ -181,7 +205,10 @@ describe('SQL statements per tenant dashboard request', () => {
     expect(seen[1]).toMatch(/from `jobs`/);
     expect(seen[2]).toMatch(/from `queues`/);
     const before = statements.length;
-    const res = await t.gql(t.token('aurora-research', 'MEMBER'), `{ tenant(slug: "aurora-research") { name } }`);
+    const res = await t.gql(
+      t.token('aurora-research', 'MEMBER'),
+      `{ tenant(slug: "aurora-research") { name } }`,
+    );
     expect(res.body.errors).toBeUndefined();
     expect(statements.slice(before).some((s) => /from `tenants`/.test(s))).toBe(true);
   });
@@ -198,21 +225,34 @@ describe('SQL statements per tenant dashboard request', () => {
     const large = await measure(token);
     const largeDeep = await measure(token, DEEP);
     const largeShown = jobsShown(large.data);
-    console.log(`dashboard SQL statements: ${small.count} with 10 jobs (${JSON.stringify(smallShown)}), ${large.count} with 500 jobs (${JSON.stringify(largeShown)})`);
-    console.log(large.statements.map((s) => `  ${s.replace(/\x1b\[[0-9;]*m/g, '').slice(0, 160)}`).join('\n'));
+    console.log(
+      `dashboard SQL statements: ${small.count} with 10 jobs (${JSON.stringify(smallShown)}), ${large.count} with 500 jobs (${JSON.stringify(largeShown)})`,
+    );
+    console.log(
+      large.statements.map((s) => `  ${s.replace(/\x1b\[[0-9;]*m/g, '').slice(0, 160)}`).join('\n'),
+    );
     // Many more jobs really were resolved, with every relation.
     expect(largeShown.pending).toBeGreaterThan(200);
     expect(largeShown.edges).toBeGreaterThan(smallShown.edges);
     // A page cut short by the server's page-size cap says there is more.
-    for (const q of large.data.tenant.queues) if (q.jobs.edges.length < 250) expect(q.jobs.pageInfo.hasNextPage).toBe(true);
+    for (const q of large.data.tenant.queues)
+      if (q.jobs.edges.length < 250) expect(q.jobs.pageInfo.hasNextPage).toBe(true);
     const sample = large.data.tenant.queues[0].jobs.edges.find((e: any) => e.node.project);
-    expect(sample.node).toMatchObject({ project: { name: expect.any(String) }, queue: { name: expect.any(String) }, submittedByName: expect.any(String) });
+    expect(sample.node).toMatchObject({
+      project: { name: expect.any(String) },
+      queue: { name: expect.any(String) },
+      submittedByName: expect.any(String),
+    });
 
     expect(large.count).toBe(small.count);
     expect(large.count).toBeLessThan(25);
 
-    console.log(`deeper query (events, project/queue tenants, default queues): ${smallDeep.count} statements with 10 jobs, ${largeDeep.count} with 500`);
-    const events = largeDeep.data.tenant.queues.flatMap((q: any) => q.jobs.edges.map((e: any) => e.node.events.edges.map((x: any) => x.node.type)));
+    console.log(
+      `deeper query (events, project/queue tenants, default queues): ${smallDeep.count} statements with 10 jobs, ${largeDeep.count} with 500`,
+    );
+    const events = largeDeep.data.tenant.queues.flatMap((q: any) =>
+      q.jobs.edges.map((e: any) => e.node.events.edges.map((x: any) => x.node.type)),
+    );
     expect(events).toHaveLength(200);
     expect(events.every((types: string[]) => types[0] === 'SUBMITTED')).toBe(true);
     expect(largeDeep.count).toBe(smallDeep.count);
@@ -223,13 +263,22 @@ describe('SQL statements per tenant dashboard request', () => {
     const token = t.token('aurora-research', 'MEMBER');
     const em = systemEm();
     const running = await em.findOneOrFail(Job, { state: 'RUNNING' }, { orderBy: { id: 'asc' } });
-    const rows = (await em.find(JobEvent, { job: running.id }, { orderBy: { id: 'asc' } })).map((e) => e.type);
+    const rows = (await em.find(JobEvent, { job: running.id }, { orderBy: { id: 'asc' } })).map(
+      (e) => e.type,
+    );
     expect(rows.length).toBeGreaterThanOrEqual(3); // SUBMITTED, ADMITTED, STARTED
     const id = encodeGlobalID('Job', running.id);
     const page = async (args: string) => {
-      const res = await t.gql(token, `query($id: ID!) { node(id: $id) { ... on Job { events(${args}) { edges { cursor node { type } } pageInfo { hasNextPage hasPreviousPage } } } } }`, { id });
+      const res = await t.gql(
+        token,
+        `query($id: ID!) { node(id: $id) { ... on Job { events(${args}) { edges { cursor node { type } } pageInfo { hasNextPage hasPreviousPage } } } } }`,
+        { id },
+      );
       expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
-      return res.body.data!.node.events as { edges: { cursor: string; node: { type: string } }[]; pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean } };
+      return res.body.data!.node.events as {
+        edges: { cursor: string; node: { type: string } }[];
+        pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean };
+      };
     };
     const all = await page('first: 50');
     expect(all.edges.map((e) => e.node.type)).toEqual(rows);

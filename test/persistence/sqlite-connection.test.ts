@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MikroORM } from '@mikro-orm/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, load } from '../../src/config/index.js';
 import { cachePreparedStatements, migrate, openDatabase } from '../../src/persistence/orm.js';
 import { Tenant } from '../../src/persistence/tenancy/entities.js';
 import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
-import { ConfigError, load } from '../../src/config/index.js';
 
 describe('SQLite connection: prepared-statement cache and synchronous level', () => {
   it('prepares a SQL text once, keeps the most recently used, and drops the oldest past its bound', () => {
@@ -37,7 +37,8 @@ describe('SQLite connection: prepared-statement cache and synchronous level', ()
 
     it('answers a repeated query from the same statement with current data, also after a schema change', async () => {
       const em = () => systemEntityManager(orm).fork();
-      const slugs = async () => (await em().find(Tenant, {}, { orderBy: { slug: 'asc' } })).map((t) => t.slug);
+      const slugs = async () =>
+        (await em().find(Tenant, {}, { orderBy: { slug: 'asc' } })).map((t) => t.slug);
       const e1 = em();
       e1.create(Tenant, { slug: 'one', name: 'One' } as never);
       await e1.flush();
@@ -55,10 +56,20 @@ describe('SQLite connection: prepared-statement cache and synchronous level', ()
   it('commits with synchronous=NORMAL in WAL mode by default, FULL when configured, and refuses other values', async () => {
     const level = async (synchronous?: 'normal' | 'full') => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-sync-'));
-      const orm = await openDatabase({ database: { dialect: 'sqlite', file: path.join(dir, 'f.db'), ...(synchronous ? { synchronous } : {}) } });
+      const orm = await openDatabase({
+        database: {
+          dialect: 'sqlite',
+          file: path.join(dir, 'f.db'),
+          ...(synchronous ? { synchronous } : {}),
+        },
+      });
       try {
-        const rows = (await orm.em.getConnection().execute('pragma synchronous')) as { synchronous: number }[];
-        const mode = (await orm.em.getConnection().execute('pragma journal_mode')) as { journal_mode: string }[];
+        const rows = (await orm.em.getConnection().execute('pragma synchronous')) as {
+          synchronous: number;
+        }[];
+        const mode = (await orm.em.getConnection().execute('pragma journal_mode')) as {
+          journal_mode: string;
+        }[];
         return [rows[0]!.synchronous, mode[0]!.journal_mode];
       } finally {
         await orm.close(true);
@@ -69,7 +80,9 @@ describe('SQLite connection: prepared-statement cache and synchronous level', ()
     expect(await level('full')).toEqual([2, 'wal']);
     const env = { FAIRWAY_DATA_DIR: os.tmpdir() };
     expect(load(env).database).toMatchObject({ dialect: 'sqlite', synchronous: 'normal' });
-    expect(load({ ...env, FAIRWAY_SQLITE_SYNCHRONOUS: 'full' }).database).toMatchObject({ synchronous: 'full' });
+    expect(load({ ...env, FAIRWAY_SQLITE_SYNCHRONOUS: 'full' }).database).toMatchObject({
+      synchronous: 'full',
+    });
     expect(() => load({ ...env, FAIRWAY_SQLITE_SYNCHRONOUS: 'off' })).toThrow(ConfigError);
   });
 });

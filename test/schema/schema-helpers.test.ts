@@ -15,7 +15,11 @@ async function* from<T>(...values: T[]) {
 describe('reloadingSubscription', () => {
   it('opens the source synchronously when the check is synchronous', () => {
     const source = from(1);
-    const field = reloadingSubscription({ watch: (args: { id: string }) => args.id, source: () => source, reload: (event: number) => event });
+    const field = reloadingSubscription({
+      watch: (args: { id: string }) => args.id,
+      source: () => source,
+      reload: (event: number) => event,
+    });
     expect(field.subscribe(null, { id: 'x' }, ctx)).toBe(source);
   });
 
@@ -47,7 +51,11 @@ describe('tenantConnection', () => {
       return [{ id: TENANT }];
     };
     const fromRow = await tenantConnection({ first: 1 }, { id: TENANT }, reader);
-    const fromArgument = await tenantConnection({ first: 1 }, { globalId: encodeGlobalID('Tenant', TENANT) }, reader);
+    const fromArgument = await tenantConnection(
+      { first: 1 },
+      { globalId: encodeGlobalID('Tenant', TENANT) },
+      reader,
+    );
     expect(seen).toEqual([TENANT, TENANT]);
     expect(fromRow.edges.map((e) => e?.node.id)).toEqual([TENANT]);
     expect(fromArgument.edges.length).toBe(1);
@@ -55,11 +63,17 @@ describe('tenantConnection', () => {
 
   it('checks a tenantId argument before the cursor, and the reader before the cursor', async () => {
     const never = () => async () => [];
-    await expect(tenantConnection({ after: 'bad' }, { globalId: encodeGlobalID('Queue', TENANT) }, never)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(
+      tenantConnection({ after: 'bad' }, { globalId: encodeGlobalID('Queue', TENANT) }, never),
+    ).rejects.toMatchObject({ code: 'NOT_FOUND' });
     const refusing = () => {
       throw new FairwayError('BAD_USER_INPUT', 'filter');
     };
-    await expect(tenantConnection({ after: 'bad' }, { id: TENANT }, refusing)).rejects.toMatchObject({ message: 'filter' });
-    await expect(tenantConnection({ after: 'bad' }, { id: TENANT }, never)).rejects.toMatchObject({ message: expect.stringContaining('is not a cursor') });
+    await expect(tenantConnection({ after: 'bad' }, { id: TENANT }, refusing)).rejects.toMatchObject({
+      message: 'filter',
+    });
+    await expect(tenantConnection({ after: 'bad' }, { id: TENANT }, never)).rejects.toMatchObject({
+      message: expect.stringContaining('is not a cursor'),
+    });
   });
 });

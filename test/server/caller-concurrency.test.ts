@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createSchema, createYoga } from 'graphql-yoga';
 import { afterEach, expect, it } from 'vitest';
-import { useCallerConcurrency, type CallerConcurrencyOptions } from '../../plugins/useCallerConcurrency.js';
+import { type CallerConcurrencyOptions, useCallerConcurrency } from '../../plugins/useCallerConcurrency.js';
 import { clientAddressBehind } from '../../src/server/rate-limits/client-address.js';
 
 let server: Server | null = null;
@@ -31,22 +31,44 @@ async function start(options: Partial<CallerConcurrencyOptions>) {
         },
       },
     }),
-    plugins: [useCallerConcurrency({ maxInFlight: 1, maxQueued: 1, maxWaitMs: 5_000, clientAddress: clientAddressBehind(0), graphqlEndpoint: '/graphql', ...options })],
+    plugins: [
+      useCallerConcurrency({
+        maxInFlight: 1,
+        maxQueued: 1,
+        maxWaitMs: 5_000,
+        clientAddress: clientAddressBehind(0),
+        graphqlEndpoint: '/graphql',
+        ...options,
+      }),
+    ],
   });
   server = createServer(yoga);
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server!.address() as AddressInfo).port}/graphql`;
   const ask = (token: string, field: 'slow' | 'fast') =>
-    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ query: `{ ${field} }` }) }).then(async (r) => ({
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ query: `{ ${field} }` }),
+    }).then(async (r) => ({
       status: r.status,
       retryAfter: r.headers.get('retry-after'),
-      body: (await r.json()) as { data?: Record<string, number>; errors?: { extensions: { code: string; limit: string } }[] },
+      body: (await r.json()) as {
+        data?: Record<string, number>;
+        errors?: { extensions: { code: string; limit: string } }[];
+      },
     }));
   const until = async (what: () => boolean) => {
     for (let i = 0; i < 200 && !what(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(what()).toBe(true);
   };
-  return { ask, until, release: () => gates.shift()?.(), started: () => started, waiting: () => gates.length };
+  return {
+    ask,
+    until,
+    release: () => gates.shift()?.(),
+    started: () => started,
+    waiting: () => gates.length,
+  };
 }
 
 it("queues a caller's next request behind its running one, refuses past the queue at once, and never holds up another caller", async () => {

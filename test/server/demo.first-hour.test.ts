@@ -1,4 +1,4 @@
-// Issue 13, first hour: the README's example training job, submitted to a demo that has been
+// First hour: the README's example training job, submitted to a demo that has been
 // busy for a while, starts at once (and is not preempted by the demo's background jobs), and a
 // job that has to wait says why, where it stands and when it should start.
 import fs from 'node:fs';
@@ -7,11 +7,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { load } from '../../src/config/index.js';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
+import { type DemoCredential, seedDemo, seedDemoBudgets } from '../../src/server/demo/seed.js';
 import { startDemoTrickle } from '../../src/server/demo/trickle.js';
-import { seedDemo, seedDemoBudgets, type DemoCredential } from '../../src/server/demo/seed.js';
 import { Prng } from '../../src/simulator/prng.js';
-import { postGraphql } from '../helpers/scheduler-app.js';
 import { liveSubscription, wsClient } from '../helpers/live-subscription.js';
+import { postGraphql } from '../helpers/scheduler-app.js';
 
 /** The README's "Jobs" example, word for word (Using it → Jobs); keep the two in step. */
 const README_EXAMPLE_JOB = (idempotencyKey: string) => `mutation {
@@ -57,7 +57,14 @@ beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-first-hour-'));
   // As `npm start` runs it: the development defaults, the demo and its trickle on, the demo's
   // time scale (60×: the example's two declared hours run two real minutes).
-  config = load({ NODE_ENV: 'development', LOG_LEVEL: 'warn', FAIRWAY_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', FAIRWAY_SIM_TIME_SCALE: '60' });
+  config = load({
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'warn',
+    FAIRWAY_DATA_DIR: dataDir,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    FAIRWAY_SIM_TIME_SCALE: '60',
+  });
   expect(config.demo.enabled && config.demo.trickle).toBe(true);
   app = await buildApp({ config });
   credentials = (await seedDemo(app.orm, dataDir))!;
@@ -80,7 +87,11 @@ describe("the README's example job in a busy demo", () => {
   it('starts within seconds, is not preempted by background jobs, and a second one says why it waits', async () => {
     const ada = token('ada@aurora.example');
     const max = token('max@aurora.example');
-    const queues = await postGraphql<{ data: { tenant: { queues: { id: string; name: string }[] } } }>(url, ada, '{ tenant(slug: "aurora-research") { queues { id name } } }');
+    const queues = await postGraphql<{ data: { tenant: { queues: { id: string; name: string }[] } } }>(
+      url,
+      ada,
+      '{ tenant(slug: "aurora-research") { queues { id name } } }',
+    );
     const queueId = queues.data.tenant.queues.find((q) => q.name === 'aurora-training')!.id;
 
     // Busy as after minutes of the demo: background jobs hold most of Aurora's 16 H100s (the
@@ -89,20 +100,41 @@ describe("the README's example job in a busy demo", () => {
     type QueueState = { pendingCount: number; usage: { flavor: string; used: number }[] };
     const busy = (v: QueueState) => (v.usage.find((u) => u.flavor === 'h100-80g')?.used ?? 0) >= 12;
     const client = wsClient(url, ada);
-    const updates = liveSubscription(client, 'subscription($q: ID!) { queueUpdated(id: $q) { pendingCount usage { flavor used } } }', { q: queueId }, (d) => d['queueUpdated'] as QueueState);
-    const read = async () => (await postGraphql<{ data: { tenant: { queues: (QueueState & { id: string })[] } } }>(url, ada, '{ tenant(slug: "aurora-research") { queues { id pendingCount usage { flavor used } } } }')).data.tenant.queues.find((q) => q.id === queueId)!;
+    const updates = liveSubscription(
+      client,
+      'subscription($q: ID!) { queueUpdated(id: $q) { pendingCount usage { flavor used } } }',
+      { q: queueId },
+      (d) => d.queueUpdated as QueueState,
+    );
+    const read = async () =>
+      (
+        await postGraphql<{ data: { tenant: { queues: (QueueState & { id: string })[] } } }>(
+          url,
+          ada,
+          '{ tenant(slug: "aurora-research") { queues { id pendingCount usage { flavor used } } } }',
+        )
+      ).data.tenant.queues.find((q) => q.id === queueId)!;
     const initial = await read();
     if (!busy(initial)) await updates.until((vs) => vs.some(busy), 15_000);
     updates.dispose();
     const background = await read();
     expect(background.pendingCount).toBeGreaterThan(0);
     const submittedAt = Date.now();
-    const first = await postGraphql<{ data?: { submitJob: Submitted }; errors?: unknown[] }>(url, max, README_EXAMPLE_JOB('ci-run-1234'));
+    const first = await postGraphql<{ data?: { submitJob: Submitted }; errors?: unknown[] }>(
+      url,
+      max,
+      README_EXAMPLE_JOB('ci-run-1234'),
+    );
     expect(first.errors).toBeUndefined();
     const firstId = first.data!.submitJob.id;
 
     const maxClient = wsClient(url, max);
-    const position = liveSubscription(maxClient, 'subscription($id: ID!) { jobPosition(id: $id) { state } }', { id: firstId }, (d) => (d['jobPosition'] as { state: string }).state);
+    const position = liveSubscription(
+      maxClient,
+      'subscription($id: ID!) { jobPosition(id: $id) { state } }',
+      { id: firstId },
+      (d) => (d.jobPosition as { state: string }).state,
+    );
     await position.until((states) => states.some((s) => s === 'RUNNING' || s === 'ADMITTED'), 10_000);
     const waitedMs = Date.now() - submittedAt;
     position.dispose();
@@ -111,12 +143,23 @@ describe("the README's example job in a busy demo", () => {
     // The same example again: Aurora's 16 H100s are the first one's now, so it waits. The submit
     // answers before the scheduler's next cycle has looked at it; `jobPosition` (current value
     // first, then per cycle) then says why (quota, with the numbers), where it stands and when.
-    const second = await postGraphql<{ data?: { submitJob: Submitted }; errors?: unknown[] }>(url, max, README_EXAMPLE_JOB('ci-run-1235'));
+    const second = await postGraphql<{ data?: { submitJob: Submitted }; errors?: unknown[] }>(
+      url,
+      max,
+      README_EXAMPLE_JOB('ci-run-1235'),
+    );
     expect(second.errors).toBeUndefined();
     expect(second.data!.submitJob.state).toBe('PENDING');
     expect(['NotYetEvaluated', 'WaitingForQuota']).toContain(second.data!.submitJob.pendingReason?.code);
-    const explained = liveSubscription(maxClient, 'subscription($id: ID!) { jobPosition(id: $id) { state position { inQueue queueLength } eta pendingReason { code message } } }', { id: second.data!.submitJob.id }, (d) => d['jobPosition'] as Submitted);
-    const [waiting] = (await explained.until((vs) => vs.some((v) => v.pendingReason?.code !== 'NotYetEvaluated'), 10_000)).filter((v) => v.pendingReason?.code !== 'NotYetEvaluated');
+    const explained = liveSubscription(
+      maxClient,
+      'subscription($id: ID!) { jobPosition(id: $id) { state position { inQueue queueLength } eta pendingReason { code message } } }',
+      { id: second.data!.submitJob.id },
+      (d) => d.jobPosition as Submitted,
+    );
+    const [waiting] = (
+      await explained.until((vs) => vs.some((v) => v.pendingReason?.code !== 'NotYetEvaluated'), 10_000)
+    ).filter((v) => v.pendingReason?.code !== 'NotYetEvaluated');
     explained.dispose();
     expect(waiting!.state).toBe('PENDING');
     expect(waiting!.pendingReason?.code).toBe('WaitingForQuota');
@@ -128,7 +171,14 @@ describe("the README's example job in a busy demo", () => {
     expect(etaMs).toBeLessThan(((7200 * 1000) / config.backend.simulatedTimeScale) * 1.5);
 
     // Background jobs kept coming meanwhile; none of them took the first job's GPUs.
-    const after = await postGraphql<{ data: { node: { state: string; events: { edges: { node: { type: string } }[] } } } }>(url, max, 'query($id: ID!) { node(id: $id) { ... on Job { state events { edges { node { type } } } } } }', { id: firstId });
+    const after = await postGraphql<{
+      data: { node: { state: string; events: { edges: { node: { type: string } }[] } } };
+    }>(
+      url,
+      max,
+      'query($id: ID!) { node(id: $id) { ... on Job { state events { edges { node { type } } } } } }',
+      { id: firstId },
+    );
     expect(after.data.node.state).toBe('RUNNING');
     expect(after.data.node.events.edges.map((e) => e.node.type)).not.toContain('PREEMPTED');
     await Promise.all([client.dispose(), maxClient.dispose()]);

@@ -33,8 +33,16 @@ afterAll(async () => {
 });
 
 const post = (query: string) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) }).then(
-    (r) => r.json() as Promise<{ data?: Record<string, number> | null; errors?: { message: string; extensions: Record<string, unknown> }[] }>,
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query }),
+  }).then(
+    (r) =>
+      r.json() as Promise<{
+        data?: Record<string, number> | null;
+        errors?: { message: string; extensions: Record<string, unknown> }[];
+      }>,
   );
 
 it('answers a query past the limit with BAD_USER_INPUT naming the limit, promptly', async () => {

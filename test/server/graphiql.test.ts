@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { load, type FairwayConfig } from '../../src/config/index.js';
+import { type FairwayConfig, load } from '../../src/config/index.js';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { testRateLimits } from '../helpers/rate-limits.js';
 
@@ -45,9 +45,14 @@ async function serve(graphiql: boolean): Promise<string> {
  * templates such as `<img src="${x}">` that are not fetches of the page).
  */
 function loadedUrls(html: string): string[] {
-  const shell = html.replace(/(<script\b[^>]*>)[\s\S]*?(<\/script>)/gi, '$1$2').replace(/(<style\b[^>]*>)[\s\S]*?(<\/style>)/gi, '$1$2');
+  const shell = html
+    .replace(/(<script\b[^>]*>)[\s\S]*?(<\/script>)/gi, '$1$2')
+    .replace(/(<style\b[^>]*>)[\s\S]*?(<\/style>)/gi, '$1$2');
   const urls: string[] = [];
-  for (const m of shell.matchAll(/<(?:script|link|img|iframe)\b[^>]*?\b(?:src|href)\s*=\s*["']([^"']*)["']/gi)) urls.push(m[1]!);
+  for (const m of shell.matchAll(
+    /<(?:script|link|img|iframe)\b[^>]*?\b(?:src|href)\s*=\s*["']([^"']*)["']/gi,
+  ))
+    urls.push(m[1]!);
   for (const m of html.matchAll(/@import\s+(?:url\()?\s*["']?(https?:[^"')\s;]+)/gi)) urls.push(m[1]!);
   return urls;
 }
@@ -74,7 +79,11 @@ describe('GraphiQL', () => {
 
   it('still answers GraphQL on the same URL', async () => {
     const url = await serve(true);
-    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' }, body: JSON.stringify({ query: '{ __typename }' }) });
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+      body: JSON.stringify({ query: '{ __typename }' }),
+    });
     expect(await response.json()).toEqual({ data: { __typename: 'Query' } });
   }, 30_000);
 

@@ -1,15 +1,22 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportSPKI, generateKeyPair } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { load } from '../../src/config/index.js';
 import { buildApp, type FairwayApp } from '../../src/server/app.js';
 import { DEFAULT_QUERY_LIMITS } from '../../src/server/query-limits/limits.js';
-import { load } from '../../src/config/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
-import { codesOf, expectOk, startTestApp, testConfig, type GqlResponse, type TestApp } from '../helpers/harness.js';
+import {
+  codesOf,
+  expectOk,
+  type GqlResponse,
+  startTestApp,
+  type TestApp,
+  testConfig,
+} from '../helpers/harness.js';
 
-// Issue 13: any caller could stall the server with a deep, aliased, padded or batched request.
+// Any caller could stall the server with a deep, aliased, padded or batched request.
 // Every refusal here is typed (never INTERNAL), writes nothing, and the server keeps answering.
 let t: TestApp;
 let member: string;
@@ -33,25 +40,31 @@ async function refusedUnchanged(send: () => Promise<GqlResponse>): Promise<GqlRe
   return res;
 }
 
-const nested = (levels: number) => `{ ${'queues { tenant { '.repeat(levels / 2)}id${' } }'.repeat(levels / 2)} }`;
+const nested = (levels: number) =>
+  `{ ${'queues { tenant { '.repeat(levels / 2)}id${' } }'.repeat(levels / 2)} }`;
 
 describe('query limits (defaults)', () => {
   it('refuses a query 50 levels deep with a typed error; a deep real query passes', async () => {
     const res = await refusedUnchanged(() => t.gql(member, nested(50)));
     expect(codesOf(res)).toContain('BAD_USER_INPUT');
     expect(limitsOf(res)).toContain('depth');
-    expect(res.body.errors!.map((e) => e.message)).toContain(`Query depth limit of ${DEFAULT_QUERY_LIMITS.maxDepth} exceeded, found 51.`);
+    expect(res.body.errors!.map((e) => e.message)).toContain(
+      `Query depth limit of ${DEFAULT_QUERY_LIMITS.maxDepth} exceeded, found 51.`,
+    );
     await expectOk(t, member, nested(10));
   });
 
   it('refuses 1,000 aliases (the token limit stops it first) and 40 aliases (the alias limit)', async () => {
-    const aliased = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `a${i}: queues { id }`).join(' ')} }`;
+    const aliased = (n: number) =>
+      `{ ${Array.from({ length: n }, (_, i) => `a${i}: queues { id }`).join(' ')} }`;
     const many = await refusedUnchanged(() => t.gql(member, aliased(1000)));
     expect(codesOf(many)).toEqual(['BAD_USER_INPUT']);
     const some = await refusedUnchanged(() => t.gql(member, aliased(40)));
     expect(codesOf(some)).toEqual(['BAD_USER_INPUT']);
     expect(limitsOf(some)).toEqual(['aliases']);
-    expect(some.body.errors![0]!.message).toBe(`Aliases limit of ${DEFAULT_QUERY_LIMITS.maxAliases} exceeded, found 40.`);
+    expect(some.body.errors![0]!.message).toBe(
+      `Aliases limit of ${DEFAULT_QUERY_LIMITS.maxAliases} exceeded, found 40.`,
+    );
     await expectOk(t, member, aliased(DEFAULT_QUERY_LIMITS.maxAliases));
   });
 
@@ -64,25 +77,42 @@ describe('query limits (defaults)', () => {
 
   it('refuses a costly query within the depth and alias limits', async () => {
     // Two nested pages of 500: up to 250,000 jobs in one answer.
-    const res = await refusedUnchanged(() => t.gql(member, `{ tenant(slug: "aurora-research") { jobs(first: 500) { edges { node { queue { jobs(first: 500) { edges { node { name } } } } } } } } }`));
+    const res = await refusedUnchanged(() =>
+      t.gql(
+        member,
+        `{ tenant(slug: "aurora-research") { jobs(first: 500) { edges { node { queue { jobs(first: 500) { edges { node { name } } } } } } } } }`,
+      ),
+    );
     expect(limitsOf(res)).toEqual(['cost']);
   });
 
   it('refuses a fragment cycle with a typed validation error', async () => {
-    const res = await refusedUnchanged(() => t.gql(member, `{ queues { ...A } } fragment A on Queue { tenant { queues { ...A } } }`));
+    const res = await refusedUnchanged(() =>
+      t.gql(member, `{ queues { ...A } } fragment A on Queue { tenant { queues { ...A } } }`),
+    );
     expect(codesOf(res).length).toBeGreaterThan(0);
     for (const code of codesOf(res)) expect(['GRAPHQL_VALIDATION_FAILED', 'BAD_USER_INPUT']).toContain(code);
-    expect(res.body.errors!.map((e) => e.message).join(' ')).toMatch(/Cannot spread fragment "A" within itself/);
+    expect(res.body.errors!.map((e) => e.message).join(' ')).toMatch(
+      /Cannot spread fragment "A" within itself/,
+    );
   });
 
   it('refuses a 10 MB body with 413 before reading it', async () => {
     const before = await t.rowCounts();
     const started = Date.now();
     const body = JSON.stringify({ query: `{ __typename ${' '.repeat(10_000_000)}}` });
-    const status = await fetch(t.url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${member}` }, body })
+    const status = await fetch(t.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${member}` },
+      body,
+    })
       .then((r) => r.status)
       // The server may answer 413 and close before the client has finished sending.
-      .catch((error: Error) => (/other side closed|ECONNRESET|EPIPE|SocketError/.test(`${error.message} ${String(error.cause)}`) ? 413 : error.message));
+      .catch((error: Error) =>
+        /other side closed|ECONNRESET|EPIPE|SocketError/.test(`${error.message} ${String(error.cause)}`)
+          ? 413
+          : error.message,
+      );
     expect(status).toBe(413);
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(await t.rowCounts()).toEqual(before);
@@ -93,10 +123,18 @@ describe('query limits (defaults)', () => {
     const res = await refusedUnchanged(async () => {
       const response = await fetch(t.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', authorization: `Bearer ${member}` },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json',
+          authorization: `Bearer ${member}`,
+        },
         body: JSON.stringify(Array.from({ length: 1000 }, () => ({ query: `mutation { __typename }` }))),
       });
-      return { status: response.status, headers: response.headers, body: (await response.json()) as GqlResponse['body'] };
+      return {
+        status: response.status,
+        headers: response.headers,
+        body: (await response.json()) as GqlResponse['body'],
+      };
     });
     expect(codesOf(res).length).toBeGreaterThan(0);
     expect(codesOf(res)).not.toContain('INTERNAL_SERVER_ERROR');
@@ -118,7 +156,11 @@ describe('query limits (introspection and suggestions disabled)', () => {
     db = await createTestDatabase('sqlite');
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-limits-'));
     const { publicKey } = await generateKeyPair('RS256');
-    const base = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
+    const base = testConfig({
+      dataDir,
+      database: db.database,
+      oidc: { publicKeyPem: await exportSPKI(publicKey) },
+    });
     const config = { ...base, limits: { ...base.limits, introspection: false, fieldSuggestions: false } };
     app = await buildApp({ config });
     url = (await app.listen(0, '127.0.0.1')).url;
@@ -129,7 +171,11 @@ describe('query limits (introspection and suggestions disabled)', () => {
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
   const post = async (query: string) => {
-    const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' }, body: JSON.stringify({ query }) });
+    const r = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+      body: JSON.stringify({ query }),
+    });
     return { status: r.status, body: (await r.json()) as GqlResponse['body'] };
   };
 
@@ -153,9 +199,26 @@ describe('query limits (introspection and suggestions disabled)', () => {
 
 describe('limits configuration', () => {
   it('turns introspection and suggestions off in production, on elsewhere, and reads overrides', () => {
-    expect(load({ NODE_ENV: 'production' }).limits).toMatchObject({ introspection: false, fieldSuggestions: false });
-    expect(load({ NODE_ENV: 'development' }).limits).toMatchObject({ introspection: true, fieldSuggestions: true });
-    const config = load({ NODE_ENV: 'production', FAIRWAY_MAX_DEPTH: '20', FAIRWAY_INTROSPECTION: 'true', FAIRWAY_MAX_BODY_BYTES: '2048' });
-    expect(config.limits).toMatchObject({ maxDepth: 20, introspection: true, fieldSuggestions: false, maxBodyBytes: 2048, maxAliases: DEFAULT_QUERY_LIMITS.maxAliases });
+    expect(load({ NODE_ENV: 'production' }).limits).toMatchObject({
+      introspection: false,
+      fieldSuggestions: false,
+    });
+    expect(load({ NODE_ENV: 'development' }).limits).toMatchObject({
+      introspection: true,
+      fieldSuggestions: true,
+    });
+    const config = load({
+      NODE_ENV: 'production',
+      FAIRWAY_MAX_DEPTH: '20',
+      FAIRWAY_INTROSPECTION: 'true',
+      FAIRWAY_MAX_BODY_BYTES: '2048',
+    });
+    expect(config.limits).toMatchObject({
+      maxDepth: 20,
+      introspection: true,
+      fieldSuggestions: false,
+      maxBodyBytes: 2048,
+      maxAliases: DEFAULT_QUERY_LIMITS.maxAliases,
+    });
   });
 });

@@ -1,13 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { exportSPKI, generateKeyPair } from 'jose';
 import { Redis } from 'ioredis';
+import { exportSPKI, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { buildApp, type FairwayApp } from '../../src/server/app.js';
-import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
 import type { FairwayConfig } from '../../src/config/index.js';
+import { buildApp, type FairwayApp } from '../../src/server/app.js';
+import { type DemoCredential, seedDemo } from '../../src/server/demo/seed.js';
 import { createTestDatabase, describeNeeding, serviceUrl, type TestDatabase } from '../helpers/database.js';
 import { demoToken, testConfig } from '../helpers/harness.js';
 import { testRateLimits } from '../helpers/rate-limits.js';
@@ -44,7 +44,11 @@ describeNeeding(['redis'], 'rate limits shared through Redis', () => {
     db = await createTestDatabase('sqlite');
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-rate-redis-'));
     const { publicKey } = await generateKeyPair('RS256');
-    const base = testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
+    const base = testConfig({
+      dataDir,
+      database: db.database,
+      oidc: { publicKeyPem: await exportSPKI(publicKey) },
+    });
     const config: FairwayConfig = {
       ...base,
       server: { ...base.server, redisUrl: `redis://127.0.0.1:${proxy.port}` },
@@ -73,7 +77,11 @@ describeNeeding(['redis'], 'rate limits shared through Redis', () => {
   });
 
   const post = async (url: string, bearer: string) => {
-    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` }, body: JSON.stringify({ query: VIEWER }) });
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` },
+      body: JSON.stringify({ query: VIEWER }),
+    });
     const body = (await response.json()) as { errors?: { extensions?: { code?: string } }[] };
     return body.errors?.[0]?.extensions?.code ?? 'OK';
   };
@@ -110,7 +118,8 @@ describeNeeding(['redis'], 'rate limits shared through Redis', () => {
 
   it('shares the budget again once Redis is back', async () => {
     await proxy.setMode('pass');
-    // Each replica's limiter is back when a request's count lands in Redis (the platform token's, kept apart).
+    // Each replica's limiter is back when a request's count lands in Redis (the platform token's, kept
+    // apart).
     const platform = demoToken(credentials, null, 'PLATFORM_ADMIN');
     for (const replica of [a, b]) {
       const deadline = Date.now() + 8000;
@@ -125,7 +134,9 @@ describeNeeding(['redis'], 'rate limits shared through Redis', () => {
     const { a: onA, b: onB } = await sendBoth(demoToken(credentials, 'aurora-research', 'AUDITOR'), 7);
     expect(accepted(onA) + accepted(onB)).toBe(TOKEN_BUDGET);
     expect(unhandled).toEqual([]);
-    const unexpected = [...logged.a, ...logged.b].filter((m) => !/Redis|ECONNREFUSED|ECONNRESET|Connection is closed|EPIPE|Stream isn't writeable/i.test(m));
+    const unexpected = [...logged.a, ...logged.b].filter(
+      (m) => !/Redis|ECONNREFUSED|ECONNRESET|Connection is closed|EPIPE|Stream isn't writeable/i.test(m),
+    );
     expect(unexpected).toEqual([]);
   });
 });

@@ -2,20 +2,20 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { exportSPKI, generateKeyPair } from 'jose';
 import { createClient } from 'graphql-ws';
-import WebSocket from 'ws';
+import { exportSPKI, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildApp, type FairwayApp } from '../../src/server/app.js';
-import { seedDemo, type DemoCredential } from '../../src/server/demo/seed.js';
+import WebSocket from 'ws';
 import { load } from '../../src/config/index.js';
-import type { RateLimitConfig } from '../../src/server/rate-limits/limiter.js';
+import { buildApp, type FairwayApp } from '../../src/server/app.js';
+import { type DemoCredential, seedDemo } from '../../src/server/demo/seed.js';
 import { clientIpOf } from '../../src/server/rate-limits/client-address.js';
+import type { RateLimitConfig } from '../../src/server/rate-limits/limiter.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { demoToken, testConfig } from '../helpers/harness.js';
 import { testRateLimits } from '../helpers/rate-limits.js';
 
-// Issue 13: one token sent 140 requests/s, 218 bad-token guesses/s and 110 previewJob/s and was
+// One token sent 140 requests/s, 218 bad-token guesses/s and 110 previewJob/s and was
 // never slowed. Small budgets here, in windows long enough (8-10 s) that a flood lands in one
 // window even on a loaded machine; the end of a window is reached by moving the clock.
 const LIMITS: Partial<RateLimitConfig> = {
@@ -29,7 +29,10 @@ const LIMITS: Partial<RateLimitConfig> = {
 interface Answer {
   status: number;
   headers: http.IncomingHttpHeaders;
-  body: { data?: Record<string, any> | null; errors?: { message: string; extensions?: Record<string, any> }[] };
+  body: {
+    data?: Record<string, any> | null;
+    errors?: { message: string; extensions?: Record<string, any> }[];
+  };
 }
 
 let app: FairwayApp;
@@ -43,7 +46,10 @@ beforeAll(async () => {
   db = await createTestDatabase('sqlite');
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-rate-'));
   const { publicKey } = await generateKeyPair('RS256');
-  const config = { ...testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } }), rateLimits: { ...testRateLimits(), ...LIMITS } };
+  const config = {
+    ...testConfig({ dataDir, database: db.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } }),
+    rateLimits: { ...testRateLimits(), ...LIMITS },
+  };
   app = await buildApp({ config, logError: (e) => serverErrors.push(e), reauthCacheMs: 0 });
   credentials = (await seedDemo(app.orm, dataDir)) ?? [];
   await app.scheduler.rebuild();
@@ -58,8 +64,15 @@ afterAll(async () => {
   expect(serverErrors.map(String)).toEqual([]);
 });
 
-/** A POST from a chosen local address (127.0.0.0/8 is all loopback on Linux): a second client IP without a proxy. */
-function post(bearer: string | null, query: string, variables: Record<string, unknown> = {}, options: { from?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
+/** A POST from a chosen local address (127.0.0.0/8 is all loopback on Linux): a second client IP without a
+ * proxy.
+ */
+function post(
+  bearer: string | null,
+  query: string,
+  variables: Record<string, unknown> = {},
+  options: { from?: string; headers?: Record<string, string> } = {},
+): Promise<Answer> {
   const body = JSON.stringify({ query, variables });
   return new Promise((resolve, reject) => {
     const request = http.request(
@@ -68,13 +81,20 @@ function post(bearer: string | null, query: string, variables: Record<string, un
         method: 'POST',
         localAddress: options.from ?? '127.0.0.1',
         agent: false,
-        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), ...options.headers },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json',
+          ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+          ...options.headers,
+        },
       },
       (response) => {
         let text = '';
         response.setEncoding('utf8');
         response.on('data', (chunk) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers, body: JSON.parse(text) }));
+        response.on('end', () =>
+          resolve({ status: response.statusCode!, headers: response.headers, body: JSON.parse(text) }),
+        );
       },
     );
     request.on('error', reject);
@@ -88,7 +108,10 @@ const codeOf = (a: Answer) => a.body.errors?.[0]?.extensions?.code ?? 'OK';
 const refused = (answers: Answer[]) => answers.filter((a) => codeOf(a) === 'RATE_LIMITED');
 /** Runs `send` as if the wait a refusal named were over (the in-memory limiter reads Date.now). */
 async function afterTheWait<T>(a: Answer, send: () => Promise<T>): Promise<T> {
-  vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + a.body.errors![0]!.extensions!.retryAfterSeconds * 1000 });
+  vi.useFakeTimers({
+    toFake: ['Date'],
+    now: Date.now() + a.body.errors![0]!.extensions!.retryAfterSeconds * 1000,
+  });
   try {
     return await send();
   } finally {
@@ -98,7 +121,9 @@ async function afterTheWait<T>(a: Answer, send: () => Promise<T>): Promise<T> {
 
 async function rowCount(entity: 'AuditEvent' | 'Job'): Promise<number> {
   const table = app.orm.getMetadata().find(entity)!.tableName;
-  const [row] = await app.orm.em.getConnection().execute<{ n: number }[]>(`select count(*) as n from ${table}`);
+  const [row] = await app.orm.em
+    .getConnection()
+    .execute<{ n: number }[]>(`select count(*) as n from ${table}`);
   return Number(row!.n);
 }
 
@@ -106,7 +131,12 @@ describe('rate limits', () => {
   it('refuses mutations (submitJob, previewJob) before they run: no job, no audit row', async () => {
     const member = token('borealis-inference', 'MEMBER');
     const queues = await post(member, `{ queues { id } }`);
-    const input = { queueId: queues.body.data!.queues[0].id, name: 'rate-limited job', podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 3600 };
+    const input = {
+      queueId: queues.body.data!.queues[0].id,
+      name: 'rate-limited job',
+      podSets: [{ gpusPerPod: 1 }],
+      expectedDurationSeconds: 3600,
+    };
     const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`;
     const PREVIEW = `mutation($in: SubmitJobInput!) { previewJob(input: $in) { __typename } }`;
     // Allowed, a submission writes a job and an audit row: the counts below can move.
@@ -116,7 +146,11 @@ describe('rate limits', () => {
     expect([await rowCount('Job'), await rowCount('AuditEvent')]).toEqual([jobs0 + 1, audit0 + 1]);
 
     // A mutation costs 3 points: the budget of 10 is spent after a few.
-    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => post(member, i % 2 ? PREVIEW : SUBMIT, { in: { ...input, name: `flood ${i}` } })));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        post(member, i % 2 ? PREVIEW : SUBMIT, { in: { ...input, name: `flood ${i}` } }),
+      ),
+    );
     const [jobs1, audit1] = [await rowCount('Job'), await rowCount('AuditEvent')];
     const refusals = refused(answers);
     expect(refusals.length).toBeGreaterThanOrEqual(4);
@@ -124,7 +158,10 @@ describe('rate limits', () => {
     expect(jobs1).toBe(jobs0 + 1 + acceptedSubmits);
     expect(audit1).toBe(audit0 + 1 + acceptedSubmits);
 
-    const more = await Promise.all([post(member, SUBMIT, { in: { ...input, name: 'late' } }), post(member, PREVIEW, { in: input })]);
+    const more = await Promise.all([
+      post(member, SUBMIT, { in: { ...input, name: 'late' } }),
+      post(member, PREVIEW, { in: input }),
+    ]);
     expect(more.map(codeOf)).toEqual(['RATE_LIMITED', 'RATE_LIMITED']);
     expect([await rowCount('Job'), await rowCount('AuditEvent')]).toEqual([jobs1, audit1]);
   });
@@ -145,7 +182,11 @@ describe('rate limits', () => {
       const error = r.body.errors![0]!;
       expect(r.status).toBe(429);
       expect(r.body.data ?? null).toBeNull();
-      expect(error.extensions).toEqual({ code: 'RATE_LIMITED', limit: 'token', retryAfterSeconds: expect.any(Number) });
+      expect(error.extensions).toEqual({
+        code: 'RATE_LIMITED',
+        limit: 'token',
+        retryAfterSeconds: expect.any(Number),
+      });
       expect(error.extensions!.retryAfterSeconds).toBeGreaterThanOrEqual(1);
       expect(Number.isInteger(error.extensions!.retryAfterSeconds)).toBe(true);
       expect(r.headers['retry-after']).toBe(String(error.extensions!.retryAfterSeconds));
@@ -154,23 +195,43 @@ describe('rate limits', () => {
 
     // One second short of the wait it is still refused; after it, accepted.
     const last = refusals.at(-1)!;
-    const early = { ...last, body: { errors: [{ message: '', extensions: { retryAfterSeconds: last.body.errors![0]!.extensions!.retryAfterSeconds - 1 } }] } };
+    const early = {
+      ...last,
+      body: {
+        errors: [
+          {
+            message: '',
+            extensions: { retryAfterSeconds: last.body.errors![0]!.extensions!.retryAfterSeconds - 1 },
+          },
+        ],
+      },
+    };
     expect(codeOf(await afterTheWait(early, () => post(a, VIEWER)))).toBe('RATE_LIMITED');
     expect(codeOf(await afterTheWait(last, () => post(a, VIEWER)))).toBe('OK');
   });
 
   it("refuses a tenant's tokens together past the tenant's budget, each within its own", async () => {
     // Three tokens, 9 requests each: within each token's 10, past the tenant's 24.
-    const tokens = (['TENANT_ADMIN', 'VIEWER', 'AUDITOR'] as const).map((role) => token('aurora-research', role));
+    const tokens = (['TENANT_ADMIN', 'VIEWER', 'AUDITOR'] as const).map((role) =>
+      token('aurora-research', role),
+    );
     const answers = await Promise.all(Array.from({ length: 27 }, (_, i) => post(tokens[i % 3]!, VIEWER)));
     const refusals = refused(answers);
     expect(refusals.length).toBeGreaterThan(0);
-    expect(refusals.every((r) => r.body.errors![0]!.extensions!.limit === 'tenant' && r.status === 429)).toBe(true);
+    expect(refusals.every((r) => r.body.errors![0]!.extensions!.limit === 'tenant' && r.status === 429)).toBe(
+      true,
+    );
     expect(codeOf(await post(token('borealis-inference', 'TENANT_ADMIN'), VIEWER))).toBe('OK');
   });
 
   it('cuts off bad-token guesses from one IP (valid tokens from it too), not from another IP, whatever X-Forwarded-For claims', async () => {
-    const guess = (i: number, from: string) => post(`fw_guess_${i}_${'x'.repeat(30)}`, VIEWER, {}, { from, headers: { 'x-forwarded-for': `10.0.0.${i}` } });
+    const guess = (i: number, from: string) =>
+      post(
+        `fw_guess_${i}_${'x'.repeat(30)}`,
+        VIEWER,
+        {},
+        { from, headers: { 'x-forwarded-for': `10.0.0.${i}` } },
+      );
     const first = [];
     for (let i = 0; i < 5; i++) first.push(await guess(i, '127.0.0.2'));
     expect(first.map(codeOf)).toEqual(Array(5).fill('UNAUTHENTICATED'));
@@ -189,7 +250,9 @@ describe('rate limits', () => {
   });
 
   it('limits anonymous requests per IP', async () => {
-    const answers = await Promise.all(Array.from({ length: 16 }, () => post(null, `{ __typename }`, {}, { from: '127.0.0.4' })));
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, () => post(null, `{ __typename }`, {}, { from: '127.0.0.4' })),
+    );
     const refusals = refused(answers);
     expect(refusals.length).toBe(4);
     expect(refusals[0]!.body.errors![0]!.extensions).toMatchObject({ limit: 'anonymous' });
@@ -202,12 +265,29 @@ describe('rate limits', () => {
     const tenantId = me.body.data!.viewer.memberships[0].tenant.id;
     const spend = await Promise.all(Array.from({ length: 12 }, () => post(viewer, VIEWER)));
     expect(refused(spend).length).toBeGreaterThan(0);
-    const client = createClient({ url: url.replace('http', 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${viewer}` }, retryAttempts: 0 });
+    const client = createClient({
+      url: url.replace('http', 'ws'),
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${viewer}` },
+      retryAttempts: 0,
+    });
     try {
       const outcome = await new Promise<unknown>((resolve) => {
-        client.subscribe({ query: `subscription($t: ID!) { tenantEvents(tenantId: $t) { __typename } }`, variables: { t: tenantId } }, { next: (value) => resolve(value), error: (error) => resolve(error), complete: () => resolve('complete') });
+        client.subscribe(
+          {
+            query: `subscription($t: ID!) { tenantEvents(tenantId: $t) { __typename } }`,
+            variables: { t: tenantId },
+          },
+          {
+            next: (value) => resolve(value),
+            error: (error) => resolve(error),
+            complete: () => resolve('complete'),
+          },
+        );
       });
-      const errors = (outcome as { errors?: { extensions?: Record<string, unknown> }[] }).errors ?? (outcome as { extensions?: unknown }[]);
+      const errors =
+        (outcome as { errors?: { extensions?: Record<string, unknown> }[] }).errors ??
+        (outcome as { extensions?: unknown }[]);
       expect(JSON.stringify(errors)).toContain('RATE_LIMITED');
       expect(JSON.stringify(errors)).not.toContain('"http"');
     } finally {
@@ -219,8 +299,14 @@ describe('rate limits', () => {
     /** Opens a graphql-ws socket from `from`, sends connection_init, and tells how it ended. */
     const connect = (bearer: string, from: string) =>
       new Promise<{ acked: boolean; code?: number; reason?: string }>((resolve, reject) => {
-        const socket = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws', { localAddress: from });
-        socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${bearer}` } })));
+        const socket = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws', {
+          localAddress: from,
+        });
+        socket.on('open', () =>
+          socket.send(
+            JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${bearer}` } }),
+          ),
+        );
         socket.on('message', (data) => {
           if (JSON.parse(String(data)).type === 'connection_ack') {
             socket.close();
@@ -245,22 +331,48 @@ describe('rate limits', () => {
 describe('rate limit configuration', () => {
   it('has defaults, can be turned off, and names a bad variable', () => {
     const defaults = load({}).rateLimits;
-    expect(defaults).toMatchObject({ enabled: true, principal: { perSecond: 50, burst: 200 }, tenant: { perSecond: 150, burst: 600 }, anonymousPerMinute: 300, authFailuresPerMinute: 20, trustProxyHops: 0, keyPrefix: 'fairway:rate' });
+    expect(defaults).toMatchObject({
+      enabled: true,
+      principal: { perSecond: 50, burst: 200 },
+      tenant: { perSecond: 150, burst: 600 },
+      anonymousPerMinute: 300,
+      authFailuresPerMinute: 20,
+      trustProxyHops: 0,
+      keyPrefix: 'fairway:rate',
+    });
     // NODE_ENV changes nothing: the test suite passes its own budgets (test/helpers/rate-limits.ts).
     expect(load({ NODE_ENV: 'test' }).rateLimits).toEqual(defaults);
     // Tests run local loops far faster than any remote client: the same limits, 20× the budget.
-    expect(testRateLimits()).toMatchObject({ enabled: true, principal: { perSecond: 1000, burst: 4000 }, tenant: { perSecond: 3000, burst: 12000 }, anonymousPerMinute: 6000, authFailuresPerMinute: 400 });
-    expect(load({ FAIRWAY_RATE_TOKEN_PER_SECOND: '500' }).rateLimits.principal).toEqual({ perSecond: 500, burst: 500 });
+    expect(testRateLimits()).toMatchObject({
+      enabled: true,
+      principal: { perSecond: 1000, burst: 4000 },
+      tenant: { perSecond: 3000, burst: 12000 },
+      anonymousPerMinute: 6000,
+      authFailuresPerMinute: 400,
+    });
+    expect(load({ FAIRWAY_RATE_TOKEN_PER_SECOND: '500' }).rateLimits.principal).toEqual({
+      perSecond: 500,
+      burst: 500,
+    });
     expect(load({ FAIRWAY_RATE_LIMITS: 'off' }).rateLimits.enabled).toBe(false);
-    expect(load({ FAIRWAY_RATE_TOKEN_PER_SECOND: '5', FAIRWAY_RATE_TOKEN_BURST: '20' }).rateLimits.principal).toEqual({ perSecond: 5, burst: 20 });
-    expect(() => load({ FAIRWAY_RATE_TOKEN_PER_SECOND: 'fast' }).rateLimits).toThrow(/FAIRWAY_RATE_TOKEN_PER_SECOND/);
-    expect(() => load({ FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE: '0' }).rateLimits).toThrow(/FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE: must be at least 1/);
+    expect(
+      load({ FAIRWAY_RATE_TOKEN_PER_SECOND: '5', FAIRWAY_RATE_TOKEN_BURST: '20' }).rateLimits.principal,
+    ).toEqual({ perSecond: 5, burst: 20 });
+    expect(() => load({ FAIRWAY_RATE_TOKEN_PER_SECOND: 'fast' }).rateLimits).toThrow(
+      /FAIRWAY_RATE_TOKEN_PER_SECOND/,
+    );
+    expect(() => load({ FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE: '0' }).rateLimits).toThrow(
+      /FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE: must be at least 1/,
+    );
     expect(() => load({ FAIRWAY_RATE_TENANT_BURST: '10' }).rateLimits).toThrow(/FAIRWAY_RATE_TENANT_BURST/);
     expect(() => load({ FAIRWAY_RATE_LIMITS: 'maybe' }).rateLimits).toThrow(/FAIRWAY_RATE_LIMITS/);
   });
 
   it('believes X-Forwarded-For only as far as FAIRWAY_TRUST_PROXY_HOPS', () => {
-    const ctx = (xff?: string) => ({ req: { socket: { remoteAddress: '::ffff:10.1.1.1' }, headers: xff ? { 'x-forwarded-for': xff } : {} } }) as never;
+    const ctx = (xff?: string) =>
+      ({
+        req: { socket: { remoteAddress: '::ffff:10.1.1.1' }, headers: xff ? { 'x-forwarded-for': xff } : {} },
+      }) as never;
     expect(clientIpOf(ctx('6.6.6.6'), 0)).toBe('10.1.1.1');
     expect(clientIpOf(ctx('6.6.6.6, 203.0.113.7'), 1)).toBe('203.0.113.7');
     expect(clientIpOf(ctx('6.6.6.6, 203.0.113.7, 10.0.0.2'), 2)).toBe('203.0.113.7');

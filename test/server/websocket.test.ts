@@ -1,8 +1,8 @@
+import { type Client, createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { startTestApp, type TestApp } from '../helpers/harness.js';
 import { DEFAULT_WEBSOCKET_CONFIG, load } from '../../src/config/index.js';
+import { startTestApp, type TestApp } from '../helpers/harness.js';
 
 /**
  * Subscriptions over graphql-ws on the same port as HTTP, authenticated by the
@@ -42,7 +42,10 @@ interface Subscription {
   waitForEvents(count: number, ms?: number): Promise<Record<string, any>[]>;
 }
 
-function connect(bearer: string | null, params?: Record<string, unknown>): { client: Client; closes: { code: number; reason: string }[] } {
+function connect(
+  bearer: string | null,
+  params?: Record<string, unknown>,
+): { client: Client; closes: { code: number; reason: string }[] } {
   const closes: { code: number; reason: string }[] = [];
   const client = createClient({
     url: t.url.replace('http', 'ws'),
@@ -61,7 +64,11 @@ function connect(bearer: string | null, params?: Record<string, unknown>): { cli
   return { client, closes };
 }
 
-function subscribe(client: Client, closes: { code: number; reason: string }[], tenantId: string): Subscription {
+function subscribe(
+  client: Client,
+  closes: { code: number; reason: string }[],
+  tenantId: string,
+): Subscription {
   const sub: Subscription = {
     events: [],
     errors: [],
@@ -99,7 +106,15 @@ function subscribe(client: Client, closes: { code: number; reason: string }[], t
   });
   sub.waitForEvents = (count, ms = 5000) =>
     new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${count} event(s); got ${sub.events.length}, errors ${JSON.stringify(sub.errors)}`)), ms);
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `timed out waiting for ${count} event(s); got ${sub.events.length}, errors ${JSON.stringify(sub.errors)}`,
+            ),
+          ),
+        ms,
+      );
       const check = () => {
         if (sub.events.length >= count) {
           clearTimeout(timer);
@@ -113,11 +128,19 @@ function subscribe(client: Client, closes: { code: number; reason: string }[], t
 
 /** Waits for a subscription that is expected to end (refused); bounded. */
 async function ended(sub: Subscription, ms = 5000): Promise<void> {
-  await Promise.race([sub.ended, new Promise<void>((_, reject) => setTimeout(() => reject(new Error('subscription was not refused in time')), ms))]);
+  await Promise.race([
+    sub.ended,
+    new Promise<void>((_, reject) =>
+      setTimeout(() => reject(new Error('subscription was not refused in time')), ms),
+    ),
+  ]);
 }
 
 let projectSeq = 0;
-async function createProject(tenantSlug: 'aurora-research' | 'borealis-inference', requestId?: string): Promise<string> {
+async function createProject(
+  tenantSlug: 'aurora-research' | 'borealis-inference',
+  requestId?: string,
+): Promise<string> {
   const ids = tenantSlug === 'aurora-research' ? aurora : borealis;
   const slug = `ws-${tenantSlug.split('-')[0]}-${++projectSeq}`;
   const res = await t.gql(
@@ -134,7 +157,10 @@ async function createProject(tenantSlug: 'aurora-research' | 'borealis-inference
  * graphql-ws sends nothing when a subscription becomes active, so prove it is live by
  * making audited changes until the first event arrives (bounded). Returns the ids made.
  */
-async function untilLive(sub: Subscription, tenantSlug: 'aurora-research' | 'borealis-inference'): Promise<string[]> {
+async function untilLive(
+  sub: Subscription,
+  tenantSlug: 'aurora-research' | 'borealis-inference',
+): Promise<string[]> {
   const made: string[] = [];
   const before = sub.events.length;
   for (let attempt = 0; attempt < 25 && sub.events.length === before; attempt++) {
@@ -160,7 +186,12 @@ describe('auditEventRecorded over graphql-ws', () => {
     const projectId = await createProject('aurora-research', 'req-ws-1');
     const events = await sub.waitForEvents(received + 1);
     const last = events.find((e) => e.targetId === projectId);
-    expect(last).toMatchObject({ action: 'project.create', outcome: 'SUCCESS', actorName: 'Ada Admin', requestId: 'req-ws-1' });
+    expect(last).toMatchObject({
+      action: 'project.create',
+      outcome: 'SUCCESS',
+      actorName: 'Ada Admin',
+      requestId: 'req-ws-1',
+    });
     expect(sub.errors).toEqual([]);
   });
 
@@ -188,7 +219,11 @@ describe('auditEventRecorded over graphql-ws', () => {
     await ended(sub);
     return sub;
   }
-  const BAD_CONNECTION_PARAMS = ['Bearer fwt_not-a-real-token', 'Bearer not-a-token-at-all', 'Basic dXNlcjpwYXNz'];
+  const BAD_CONNECTION_PARAMS = [
+    'Bearer fwt_not-a-real-token',
+    'Bearer not-a-token-at-all',
+    'Basic dXNlcjpwYXNz',
+  ];
 
   it('an invalid bearer in the connection params is refused: no events, the subscription ends', async () => {
     for (const authorization of BAD_CONNECTION_PARAMS) {
@@ -203,7 +238,10 @@ describe('auditEventRecorded over graphql-ws', () => {
       const sub = await refusedConnection(authorization);
       // 4500 "Internal server error" (its only reason in production) tells the client
       // nothing it can act on; 4403 is graphql-ws's documented refusal of connection_init.
-      expect(sub.closed, `${authorization}: errors ${JSON.stringify(sub.errors)}`).toMatchObject({ code: 4403, reason: expect.stringMatching(/^Forbidden: /) });
+      expect(sub.closed, `${authorization}: errors ${JSON.stringify(sub.errors)}`).toMatchObject({
+        code: 4403,
+        reason: expect.stringMatching(/^Forbidden: /),
+      });
       expect(sub.errors, authorization).toEqual([]);
     }
   });
@@ -248,9 +286,17 @@ describe('auditEventRecorded over graphql-ws', () => {
 describe('the webSocket configuration section', () => {
   it('unset: the defaults; set: whole numbers of at least 1; anything else throws naming the variable', () => {
     expect(load({ NODE_ENV: 'production' }).webSocket).toEqual(DEFAULT_WEBSOCKET_CONFIG);
-    expect(load({ NODE_ENV: 'test', FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_TENANT: '5000', FAIRWAY_WS_MAX_BUFFERED_BYTES: ' 1048576 ' }).webSocket).toMatchObject({ maxSubscriptionsPerTenant: 5000, maxBufferedBytes: 1_048_576 });
+    expect(
+      load({
+        NODE_ENV: 'test',
+        FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_TENANT: '5000',
+        FAIRWAY_WS_MAX_BUFFERED_BYTES: ' 1048576 ',
+      }).webSocket,
+    ).toMatchObject({ maxSubscriptionsPerTenant: 5000, maxBufferedBytes: 1_048_576 });
     for (const bad of ['0', '-3', '1.5', 'lots', '1e6']) {
-      expect(() => load({ NODE_ENV: 'test', FAIRWAY_WS_MAX_CONNECTIONS_PER_TENANT: bad }), bad).toThrow(/FAIRWAY_WS_MAX_CONNECTIONS_PER_TENANT/);
+      expect(() => load({ NODE_ENV: 'test', FAIRWAY_WS_MAX_CONNECTIONS_PER_TENANT: bad }), bad).toThrow(
+        /FAIRWAY_WS_MAX_CONNECTIONS_PER_TENANT/,
+      );
     }
   });
 });

@@ -18,7 +18,10 @@ function run(ckptCols: string, ckptCells: string) {
   const t = join(tmp, `trace-${Math.random().toString(36).slice(2)}.csv`);
   const c = join(tmp, 'cluster.csv');
   const q = join(tmp, 'queues.json');
-  writeFileSync(t, `id,submit_time,duration_s,tenant,gpus${ckptCols}\nb1,0,2000,B,4${ckptCells}\na1,1000,500,A,2${ckptCols ? ',' + ','.repeat(ckptCols.split(',').length - 2) : ''}\n`);
+  writeFileSync(
+    t,
+    `id,submit_time,duration_s,tenant,gpus${ckptCols}\nb1,0,2000,B,4${ckptCells}\na1,1000,500,A,2${ckptCols ? `,${','.repeat(ckptCols.split(',').length - 2)}` : ''}\n`,
+  );
   writeFileSync(c, 'name,gpu_type,gpus,cpu_milli,memory_mib\nn1,h100,4,16000,128000\n');
   writeFileSync(
     q,
@@ -30,7 +33,10 @@ function run(ckptCols: string, ckptCells: string) {
       ],
     }),
   );
-  const o = runReplay(loadInput({ trace: t, cluster: c, queues: q }), { policy: 'fairway', placement: 'best-fit' });
+  const o = runReplay(loadInput({ trace: t, cluster: c, queues: q }), {
+    policy: 'fairway',
+    placement: 'best-fit',
+  });
   const b1 = o.jobs.find((j) => j.id === 'b1')!;
   return { o, b1, m: computeReplayMetrics(o) };
 }
@@ -38,7 +44,9 @@ function run(ckptCols: string, ckptCells: string) {
 describe('checkpoints in the replay', () => {
   it('without checkpoints the victim restarts from zero and loses its whole run', () => {
     const { o, b1, m } = run('', '');
-    expect(o.preemptions.map((p) => [p.victimId, p.reason, p.lostGpuMs])).toEqual([['b1', 'reclaim', 4 * 1000_000]]);
+    expect(o.preemptions.map((p) => [p.victimId, p.reason, p.lostGpuMs])).toEqual([
+      ['b1', 'reclaim', 4 * 1000_000],
+    ]);
     expect(b1.endMs).toBe(1_500_000 + 2_000_000);
     expect(m.preemptions.gpuHoursLost).toBeCloseTo(4000 / 3600, 6);
   });
@@ -65,13 +73,19 @@ describe('checkpoints in the replay', () => {
   });
 
   it('parses the columns and refuses bad cells', () => {
-    const ok = parseTrace('submit_time,duration_s,tenant,gpus,checkpoint_interval_s,resumable\n0,10,A,1,60,\n0,10,A,1,,yes\n0,10,A,1,,\n');
+    const ok = parseTrace(
+      'submit_time,duration_s,tenant,gpus,checkpoint_interval_s,resumable\n0,10,A,1,60,\n0,10,A,1,,yes\n0,10,A,1,,\n',
+    );
     expect(ok.map((j) => [j.checkpointIntervalMs, j.resumable])).toEqual([
       [60_000, undefined],
       [undefined, true],
       [undefined, undefined],
     ]);
-    expect(() => parseTrace('submit_time,duration_s,tenant,gpus,checkpoint_interval_s\n0,10,A,1,0\n', 't.csv')).toThrow(/t.csv:2.*checkpoint_interval_s/);
-    expect(() => parseTrace('submit_time,duration_s,tenant,gpus,resumable\n0,10,A,1,maybe\n', 't.csv')).toThrow(/t.csv:2.*resumable/);
+    expect(() =>
+      parseTrace('submit_time,duration_s,tenant,gpus,checkpoint_interval_s\n0,10,A,1,0\n', 't.csv'),
+    ).toThrow(/t.csv:2.*checkpoint_interval_s/);
+    expect(() =>
+      parseTrace('submit_time,duration_s,tenant,gpus,resumable\n0,10,A,1,maybe\n', 't.csv'),
+    ).toThrow(/t.csv:2.*resumable/);
   });
 });

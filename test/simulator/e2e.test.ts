@@ -5,10 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/fairway.js';
-import { runReplay } from '../../src/simulator/replay.js';
 import type { ReplayMetrics } from '../../src/simulator/metrics.js';
+import { runReplay } from '../../src/simulator/replay.js';
 import type { FillReport, ReplayReport } from '../../src/simulator/report.js';
-import { loadInput, simulate, writeReport, type SimulateOptions } from '../../src/simulator/run.js';
+import { loadInput, type SimulateOptions, simulate, writeReport } from '../../src/simulator/run.js';
 
 const fx = (f: string): string => join(import.meta.dirname, 'fixtures', f);
 const tmp = mkdtempSync(join(tmpdir(), 'fw-sim-'));
@@ -74,7 +74,8 @@ describe('two tenants, one borrowing then reclaimed (4 GPUs, nominal 2 + 2)', ()
   });
 
   it('the default window ends at the last submit', () => {
-    const m = (simulate({ ...reclaim, policies: ['fairway'], windowEnd: undefined }).report as ReplayReport).runs[0]!;
+    const m = (simulate({ ...reclaim, policies: ['fairway'], windowEnd: undefined }).report as ReplayReport)
+      .runs[0]!;
     expect(m.window.hours).toBeCloseTo(30 / 3600, 6);
     expect(m.allocationRatio).toBe(1);
   });
@@ -101,12 +102,27 @@ describe('replay fragmentation (hand-computed)', () => {
     // j4 (B, 1 GPU) arrives at 55 s and never runs (no quota), but its shape could use the free GPU.
     // j3 runs 100–110 s; then 2 GPUs are free and usable by j4's shape.
     const trace = join(tmp, 'frag.csv');
-    writeFileSync(trace, 'id,submit_time,duration_s,tenant,gpus\nj1,0,100,A,1\nj2,0,100,A,2\nj3,10,10,A,2\nj4,55,10,B,1\n');
+    writeFileSync(
+      trace,
+      'id,submit_time,duration_s,tenant,gpus\nj1,0,100,A,1\nj2,0,100,A,2\nj3,10,10,A,2\nj4,55,10,B,1\n',
+    );
     const cluster = join(tmp, 'two-by-two.csv');
     writeFileSync(cluster, 'name,gpu_type,gpus,cpu_milli,memory_mib,count\nn,h100,2,1000,1000,2\n');
     const queues = join(tmp, 'ab.json');
-    writeFileSync(queues, '{"queues":[{"name":"qa","tenant":"A","quotas":{"h100":{"gpu":4}}},{"name":"qb","tenant":"B","quotas":{"h100":{"gpu":0}}}]}');
-    const r = simulate({ trace, cluster, queues, policies: ['static'], placements: ['best-fit'], mode: 'replay', seed: 1, windowEnd: 'last-finish' }).report as ReplayReport;
+    writeFileSync(
+      queues,
+      '{"queues":[{"name":"qa","tenant":"A","quotas":{"h100":{"gpu":4}}},{"name":"qb","tenant":"B","quotas":{"h100":{"gpu":0}}}]}',
+    );
+    const r = simulate({
+      trace,
+      cluster,
+      queues,
+      policies: ['static'],
+      placements: ['best-fit'],
+      mode: 'replay',
+      seed: 1,
+      windowEnd: 'last-finish',
+    }).report as ReplayReport;
     const m = r.runs[0]!;
     // unusable: 1 GPU × 45 s (10–55); free while something pends: 1 × 90 s + 2 × 10 s
     expect(m.fragmentationRatio).toBeCloseTo(45 / 110, 6);
@@ -135,7 +151,10 @@ describe('fractional GPUs and gangs', () => {
   it('a 2-pod gang starts only when both nodes are free', () => {
     const trace = join(tmp, 'gang.csv');
     writeFileSync(trace, 'submit_time,duration_s,tenant,gpus,pods\n0,50,A,4,1\n1,10,A,4,2\n2,10,A,1,1\n');
-    const o = runReplay(loadInput({ trace, cluster: fx('fill-cluster.csv'), queues: fx('fill-queues.yaml') }), { policy: 'fifo', placement: 'best-fit' });
+    const o = runReplay(
+      loadInput({ trace, cluster: fx('fill-cluster.csv'), queues: fx('fill-queues.yaml') }),
+      { policy: 'fifo', placement: 'best-fit' },
+    );
     // the 1-GPU job passes the blocked gang (BestEffortFIFO); the gang waits for the 4-GPU job
     expect(o.jobs.map((j) => j.firstStartMs)).toEqual([0, 50_000, 2_000]);
   });
@@ -153,7 +172,16 @@ describe('fill mode', () => {
     // at 50% requested (≥ 2 GPUs) look at the first point: whatever was drawn, if a 3-GPU job runs,
     // 1 GPU is free; the 3-GPU shape (weight 3/4) cannot use it, the 1-GPU shape can
     for (let seed = 1; seed <= 20; seed++) {
-      const r = simulate({ trace, cluster, queues, policies: ['fifo'], placements: ['best-fit'], mode: 'fill', seed, fillTargets: [50] }).report as FillReport;
+      const r = simulate({
+        trace,
+        cluster,
+        queues,
+        policies: ['fifo'],
+        placements: ['best-fit'],
+        mode: 'fill',
+        seed,
+        fillTargets: [50],
+      }).report as FillReport;
       const p = r.runs[0]!.points[0]!;
       if (p.allocationRatio === 0.75 && p.jobsRunning === 1) {
         expect(p.expectedFragmentationRatio).toBe(0.75);
@@ -162,7 +190,15 @@ describe('fill mode', () => {
     }
     throw new Error('no seed drew a 3-GPU job first');
   });
-  const base: SimulateOptions = { trace: fx('fill-trace-3gpu.csv'), cluster: fx('fill-cluster.csv'), queues: fx('fill-queues.yaml'), policies: ['fifo'], placements: ['best-fit'], mode: 'fill', seed: 7 };
+  const base: SimulateOptions = {
+    trace: fx('fill-trace-3gpu.csv'),
+    cluster: fx('fill-cluster.csv'),
+    queues: fx('fill-queues.yaml'),
+    policies: ['fifo'],
+    placements: ['best-fit'],
+    mode: 'fill',
+    seed: 7,
+  };
   it('3-GPU jobs on two 4-GPU nodes: 75% allocated, the two free GPUs are unusable', () => {
     const r = simulate(base).report as FillReport;
     const pts = r.runs[0]!.points;
@@ -181,7 +217,12 @@ describe('fill mode', () => {
     expect(pts.map((p) => p.jobsPending)).toEqual([0, 1, 1, 1, 2]);
   });
   it('same seed gives byte-identical JSON; another seed draws another sample', async () => {
-    const o: SimulateOptions = { ...base, trace: fx('fill-trace-mixed.csv'), policies: ['fifo', 'fairway'], placements: ['best-fit', 'fragmentation-aware'] };
+    const o: SimulateOptions = {
+      ...base,
+      trace: fx('fill-trace-mixed.csv'),
+      policies: ['fifo', 'fairway'],
+      placements: ['best-fit', 'fragmentation-aware'],
+    };
     const a = await writeReport(simulate(o).report, join(tmp, 'a'));
     const b = await writeReport(simulate(o).report, join(tmp, 'b'));
     const c = await writeReport(simulate({ ...o, seed: 8 }).report, join(tmp, 'c'));
@@ -204,12 +245,24 @@ describe('CLI', () => {
   const run = async (args: string[]): Promise<{ code: number; out: string; err: string }> => {
     let out = '';
     let err = '';
-    const code = await main(args, { out: (s) => (out += s + '\n'), err: (s) => (err += s + '\n') });
+    const code = await main(args, { out: (s) => (out += `${s}\n`), err: (s) => (err += `${s}\n`) });
     return { code, out, err };
   };
   it('simulate writes a terminal table, JSON and a self-contained HTML page', async () => {
     const dir = join(tmp, 'cli');
-    const r = await run(['simulate', '--trace', reclaim.trace, '--cluster', reclaim.cluster, '--queues', reclaim.queues, '--out', dir, '--window', 'last-finish']);
+    const r = await run([
+      'simulate',
+      '--trace',
+      reclaim.trace,
+      '--cluster',
+      reclaim.cluster,
+      '--queues',
+      reclaim.queues,
+      '--out',
+      dir,
+      '--window',
+      'last-finish',
+    ]);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/fairway\s+best-fit\s+83\.3%\s+73\.3%\s+100\.0%\s+1\.000/);
     expect(r.err).toMatch(/replay fairway\/best-fit: 3 jobs in [\d.]+ s \(\d+ jobs\/s\)/);
@@ -222,14 +275,32 @@ describe('CLI', () => {
   it('a malformed trace stops the run with the file and line', async () => {
     const bad = join(tmp, 'bad.csv');
     writeFileSync(bad, 'submit_time,duration_s,tenant,gpus\n0,10,A,1\n5,ten,B,1\n');
-    const r = await run(['simulate', '--trace', bad, '--cluster', reclaim.cluster, '--queues', reclaim.queues, '--out', join(tmp, 'x')]);
+    const r = await run([
+      'simulate',
+      '--trace',
+      bad,
+      '--cluster',
+      reclaim.cluster,
+      '--queues',
+      reclaim.queues,
+      '--out',
+      join(tmp, 'x'),
+    ]);
     expect(r.code).toBe(1);
     expect(r.err).toContain(`${bad}:3: column 'duration_s': 'ten' is not a number`);
   });
   it('a tenant without a queue is reported with its trace line', async () => {
     const bad = join(tmp, 'bad2.csv');
     writeFileSync(bad, 'submit_time,duration_s,tenant,gpus\n0,10,A,1\n5,10,C,1\n');
-    const r = await run(['simulate', '--trace', bad, '--cluster', reclaim.cluster, '--queues', reclaim.queues]);
+    const r = await run([
+      'simulate',
+      '--trace',
+      bad,
+      '--cluster',
+      reclaim.cluster,
+      '--queues',
+      reclaim.queues,
+    ]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/trace line 3: tenant 'C' has no queue/);
   });
@@ -241,16 +312,40 @@ describe('CLI', () => {
     expect(r.err).toContain(`${bad}:3: column 'cpu_milli': 'lots' is not a number`);
   });
   it('runs as a program (npm run simulate maps to tsx src/cli/fairway.ts simulate)', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/fairway.ts', 'simulate', '--trace', reclaim.trace, '--cluster', reclaim.cluster, '--queues', reclaim.queues, '--policy', 'fifo', '--out', join(tmp, 'spawn'), '--no-tenants'], { encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli/fairway.ts',
+        'simulate',
+        '--trace',
+        reclaim.trace,
+        '--cluster',
+        reclaim.cluster,
+        '--queues',
+        reclaim.queues,
+        '--policy',
+        'fifo',
+        '--out',
+        join(tmp, 'spawn'),
+        '--no-tenants',
+      ],
+      { encoding: 'utf8' },
+    );
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/fifo\s+best-fit/);
     expect(r.stderr).toMatch(/jobs\/s/);
-    const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/fairway.ts', 'simulate'], { encoding: 'utf8' });
+    const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/fairway.ts', 'simulate'], {
+      encoding: 'utf8',
+    });
     expect(bad.status).toBe(2);
   });
   it('usage errors exit 2; --help exits 0', async () => {
     expect((await run(['simulate', '--trace', 'x'])).code).toBe(2);
-    expect((await run(['simulate', '--trace', 'x', '--cluster', 'y', '--queues', 'z', '--policy', 'lottery'])).err).toMatch(/--policy: 'lottery' is not one of fairway, static, fifo/);
+    expect(
+      (await run(['simulate', '--trace', 'x', '--cluster', 'y', '--queues', 'z', '--policy', 'lottery'])).err,
+    ).toMatch(/--policy: 'lottery' is not one of fairway, static, fifo/);
     expect((await run(['frobnicate'])).code).toBe(2);
     const h = await run(['simulate', '--help']);
     expect(h.code).toBe(0);

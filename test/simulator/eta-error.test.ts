@@ -1,4 +1,4 @@
-// The ETA shown at submit, measured against the actual start (issue 8, item 4), through the real core.
+// The ETA shown at submit, measured against the actual start, through the real core.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,10 +7,10 @@ import { main } from '../../src/cli/fairway.js';
 import type { SimJob } from '../../src/simulator/engine.js';
 import { etaStats } from '../../src/simulator/eta.js';
 import type { ReplayMetrics } from '../../src/simulator/metrics.js';
-import { runReplay } from '../../src/simulator/replay.js';
 import { Prng } from '../../src/simulator/prng.js';
-import { reportJson, type ReplayReport } from '../../src/simulator/report.js';
-import { loadInput, simulate, type SimulateOptions } from '../../src/simulator/run.js';
+import { runReplay } from '../../src/simulator/replay.js';
+import { type ReplayReport, reportJson } from '../../src/simulator/report.js';
+import { loadInput, type SimulateOptions, simulate } from '../../src/simulator/run.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'fw-sim-eta-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -24,7 +24,18 @@ function replayOf(traceCsv: string, extra: Partial<SimulateOptions> = {}): Simul
   writeFileSync(cluster, 'name,gpu_type,gpus,cpu_milli,memory_mib\nn1,h100,4,64000,512000\n');
   const queues = join(tmp, 'qa.json');
   writeFileSync(queues, '{"queues":[{"name":"qa","tenant":"A","quotas":{"h100":{"gpu":{"nominal":4}}}}]}');
-  return { trace, cluster, queues, policies: ['fairway', 'static', 'fifo'], placements: ['best-fit'], mode: 'replay', seed: 1, windowEnd: 'last-finish', eta: true, ...extra };
+  return {
+    trace,
+    cluster,
+    queues,
+    policies: ['fairway', 'static', 'fifo'],
+    placements: ['best-fit'],
+    mode: 'replay',
+    seed: 1,
+    windowEnd: 'last-finish',
+    eta: true,
+    ...extra,
+  };
 }
 
 const runs = (o: SimulateOptions): ReplayMetrics[] => (simulate(o).report as ReplayReport).runs;
@@ -88,16 +99,39 @@ describe('ETA at submit against the actual start (hand-computed, every policy)',
   });
 
   it('unknown: nothing ahead declares a duration, so the core gives no time (null), counted apart', () => {
-    const o = replayOf('id,submit_time,duration_s,declared_duration_s,tenant,gpus\nr1,0,100,,A,4\nw2,10,10,10,A,4\n');
+    const o = replayOf(
+      'id,submit_time,duration_s,declared_duration_s,tenant,gpus\nr1,0,100,,A,4\nw2,10,10,10,A,4\n',
+    );
     for (const m of runs(o)) {
-      expect(m.etaAtSubmit).toMatchObject({ pendingAtSubmit: 1, withEta: 0, unknown: 1, measured: 0, absErrorSeconds: { p50: null, p90: null, p99: null, mean: null }, signedErrorSecondsP50: null });
+      expect(m.etaAtSubmit).toMatchObject({
+        pendingAtSubmit: 1,
+        withEta: 0,
+        unknown: 1,
+        measured: 0,
+        absErrorSeconds: { p50: null, p90: null, p99: null, mean: null },
+        signedErrorSecondsP50: null,
+      });
       expect(Object.values(m.etaAtSubmit.unknownByReason)).toEqual([1]);
     }
   });
 });
 
 describe('ETA statistics from job records', () => {
-  const rec = (p: Partial<SimJob>): SimJob => ({ id: 'x', line: 0, tenant: 'A', queue: 'qa', gpus: 1, durationMs: 0, submitMs: 0, firstStartMs: null, endMs: null, starts: 0, slaEligible: false, previewMode: 'none', ...p });
+  const rec = (p: Partial<SimJob>): SimJob => ({
+    id: 'x',
+    line: 0,
+    tenant: 'A',
+    queue: 'qa',
+    gpus: 1,
+    durationMs: 0,
+    submitMs: 0,
+    firstStartMs: null,
+    endMs: null,
+    starts: 0,
+    slaEligible: false,
+    previewMode: 'none',
+    ...p,
+  });
   it('rejected jobs are left out; jobs that never started are counted but not measured', () => {
     const s = etaStats(
       [
@@ -109,7 +143,18 @@ describe('ETA statistics from job records', () => {
       ],
       true,
     );
-    expect(s).toMatchObject({ admittedAtSubmit: 1, pendingAtSubmit: 3, withEta: 2, unknown: 1, unknownByReason: { NoDeclaredDuration: 1 }, measured: 1, neverStarted: 1, absErrorSeconds: { p50: 3, p90: 3, p99: 3, mean: 3 }, signedErrorSecondsP50: 3, late: 1 });
+    expect(s).toMatchObject({
+      admittedAtSubmit: 1,
+      pendingAtSubmit: 3,
+      withEta: 2,
+      unknown: 1,
+      unknownByReason: { NoDeclaredDuration: 1 },
+      measured: 1,
+      neverStarted: 1,
+      absErrorSeconds: { p50: 3, p90: 3, p99: 3, mean: 3 },
+      signedErrorSecondsP50: 3,
+      late: 1,
+    });
   });
 });
 
@@ -124,13 +169,23 @@ function busyTrace(): SimulateOptions {
     rows.push(`j${i},${t},${30 + rng.int(400)},${'ABC'[rng.int(3)]},${g},${rng.int(6) === 0 ? 2 : 1}`);
   }
   const trace = join(tmp, 'busy.csv');
-  writeFileSync(trace, rows.join('\n') + '\n');
+  writeFileSync(trace, `${rows.join('\n')}\n`);
   const cluster = join(tmp, 'busy-cluster.csv');
   writeFileSync(cluster, 'name,gpu_type,gpus,cpu_milli,memory_mib,count\nn,h100,4,64000,512000,4\n');
   const queues = join(tmp, 'busy-queues.json');
-  const q = (name: string, nominal: number): string => `{"name":"q${name}","tenant":"${name}","cohort":"c","quotas":{"h100":{"gpu":{"nominal":${nominal}}}}}`;
+  const q = (name: string, nominal: number): string =>
+    `{"name":"q${name}","tenant":"${name}","cohort":"c","quotas":{"h100":{"gpu":{"nominal":${nominal}}}}}`;
   writeFileSync(queues, `{"cohorts":[{"name":"c"}],"queues":[${q('A', 8)},${q('B', 4)},${q('C', 4)}]}`);
-  return { trace, cluster, queues, policies: ['fairway', 'static', 'fifo'], placements: ['best-fit', 'fragmentation-aware'], mode: 'replay', seed: 1, eta: true };
+  return {
+    trace,
+    cluster,
+    queues,
+    policies: ['fairway', 'static', 'fifo'],
+    placements: ['best-fit', 'fragmentation-aware'],
+    mode: 'replay',
+    seed: 1,
+    eta: true,
+  };
 }
 
 describe('ETA sampling is read-only', () => {
@@ -139,7 +194,8 @@ describe('ETA sampling is read-only', () => {
     const withEta = simulate(o).report as ReplayReport;
     const { eta: _on, ...off } = o;
     const without = simulate(off).report as ReplayReport; // the default: no sampling
-    const strip = (r: ReplayReport): string => reportJson({ ...r, runs: r.runs.map(({ etaAtSubmit: _e, ...m }) => m) } as unknown as ReplayReport);
+    const strip = (r: ReplayReport): string =>
+      reportJson({ ...r, runs: r.runs.map(({ etaAtSubmit: _e, ...m }) => m) } as unknown as ReplayReport);
     expect(strip(withEta)).toBe(strip(without));
     // the trace is busy enough to mean something: jobs waited, were preempted, were shown ETAs
     const fw = withEta.runs.find((m) => m.policy === 'fairway')!;
@@ -151,18 +207,59 @@ describe('ETA sampling is read-only', () => {
 
 describe('report and CLI', () => {
   it('with --eta, terminal and Markdown show the ETA table; without it nothing is sampled', async () => {
-    const o = replayOf('id,submit_time,duration_s,declared_duration_s,tenant,gpus\nr1,0,100,60,A,4\nw2,10,10,10,A,4\n');
+    const o = replayOf(
+      'id,submit_time,duration_s,declared_duration_s,tenant,gpus\nr1,0,100,60,A,4\nw2,10,10,10,A,4\n',
+    );
     let out = '';
     let err = '';
-    const io = { out: (s: string) => (out += s + '\n'), err: (s: string) => (err += s + '\n') };
+    const io = { out: (s: string) => (out += `${s}\n`), err: (s: string) => (err += `${s}\n`) };
     const dir = join(tmp, 'cli');
-    expect(await main(['simulate', '--trace', o.trace, '--cluster', o.cluster, '--queues', o.queues, '--policy', 'static', '--out', dir, '--no-tenants', '--eta'], io)).toBe(0);
+    expect(
+      await main(
+        [
+          'simulate',
+          '--trace',
+          o.trace,
+          '--cluster',
+          o.cluster,
+          '--queues',
+          o.queues,
+          '--policy',
+          'static',
+          '--out',
+          dir,
+          '--no-tenants',
+          '--eta',
+        ],
+        io,
+      ),
+    ).toBe(0);
     expect(out).toMatch(/static\s+best-fit\s+1\s+1\s+0\s+1\s+40s\s+40s\s+40s\s+\+40s\s+1 \/ 0 \/ 0/);
     expect(err).toMatch(/ETA sampling [\d.]+ s of it, 1 explain calls/);
-    expect(readFileSync(join(dir, 'report.md'), 'utf8')).toMatch(/\| static \| best-fit \| 1 \| 1 \| 0 \| 1 \| 40s \| 40s \| 40s \| \+40s \|/);
+    expect(readFileSync(join(dir, 'report.md'), 'utf8')).toMatch(
+      /\| static \| best-fit \| 1 \| 1 \| 0 \| 1 \| 40s \| 40s \| 40s \| \+40s \|/,
+    );
     expect(readFileSync(join(dir, 'report.html'), 'utf8')).toContain('<h2>ETA at submit</h2>');
     out = '';
-    expect(await main(['simulate', '--trace', o.trace, '--cluster', o.cluster, '--queues', o.queues, '--policy', 'static', '--out', dir, '--no-tenants'], io)).toBe(0);
+    expect(
+      await main(
+        [
+          'simulate',
+          '--trace',
+          o.trace,
+          '--cluster',
+          o.cluster,
+          '--queues',
+          o.queues,
+          '--policy',
+          'static',
+          '--out',
+          dir,
+          '--no-tenants',
+        ],
+        io,
+      ),
+    ).toBe(0);
     expect(out).not.toMatch(/ETA at submit/);
     const json = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as ReplayReport;
     expect(json.runs[0]!.etaAtSubmit).toMatchObject({ sampled: false, pendingAtSubmit: 1, withEta: 0 });

@@ -18,7 +18,10 @@ describe('bin/fairway.js (package.json "bin")', () => {
     const h = spawnSync(process.execPath, [bin, 'simulate', '--help'], { encoding: 'utf8', cwd: root });
     expect(h.status).toBe(0);
     expect(h.stdout.match(/^usage: fairway simulate/gm)).toHaveLength(1);
-    const bad = spawnSync(process.execPath, [bin, 'simulate', '--trace', 'x', '--trace', 'y'], { encoding: 'utf8', cwd: root });
+    const bad = spawnSync(process.execPath, [bin, 'simulate', '--trace', 'x', '--trace', 'y'], {
+      encoding: 'utf8',
+      cwd: root,
+    });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toBe('fairway: --trace given twice\n');
   });

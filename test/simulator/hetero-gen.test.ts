@@ -4,8 +4,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { generateHetero, NODE_TYPES, writeHetero } from '../../src/simulator/hetero-gen.js';
 import { runFill } from '../../src/simulator/fill.js';
+import { generateHetero, NODE_TYPES, writeHetero } from '../../src/simulator/hetero-gen.js';
 import { convertOpenb } from '../../src/simulator/openb.js';
 import { loadInput } from '../../src/simulator/run.js';
 
@@ -35,14 +35,23 @@ describe('generate-hetero', () => {
     expect(pinned).toBeGreaterThan(0.03);
     expect(pinned).toBeLessThan(0.07);
     // a pinned pod always fits some node of its model
-    for (const x of p.filter((y) => y.model)) expect(NODE_TYPES.some((t) => t.model === x.model && t.gpus >= x.gpus && t.cpuMilli >= x.cpuMilli && t.memoryMib >= x.memoryMib)).toBe(true);
+    for (const x of p.filter((y) => y.model))
+      expect(
+        NODE_TYPES.some(
+          (t) =>
+            t.model === x.model && t.gpus >= x.gpus && t.cpuMilli >= x.cpuMilli && t.memoryMib >= x.memoryMib,
+        ),
+      ).toBe(true);
   });
 
   it('writes files the simulator reads; a small fill runs on the per-model and merged variants', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hetero-'));
     const f = writeHetero({ seed: 3, scale: 0.04, outDir: dir });
     expect(readFileSync(f.cluster, 'utf8').split('\n')[1]).toMatch(/^g2-8g-0,default,G2,8,96000,393216,\d+$/);
-    for (const [trace, cluster, queues] of [[f.trace, f.cluster, f.queues], [f.traceMerged, f.clusterMerged, f.queuesMerged]] as const) {
+    for (const [trace, cluster, queues] of [
+      [f.trace, f.cluster, f.queues],
+      [f.traceMerged, f.clusterMerged, f.queuesMerged],
+    ] as const) {
       const input = loadInput({ trace, cluster, queues });
       expect(input.trace).toHaveLength(f.pods);
       for (const placement of ['best-fit', 'fragmentation-aware'] as const) {
@@ -57,7 +66,10 @@ describe('generate-hetero', () => {
 describe('convert-openb', () => {
   it('maps the node and pod lists: models to flavors, shares, one-model pins, multi-model pins unpinned', () => {
     const dir = mkdtempSync(join(tmpdir(), 'openb-'));
-    writeFileSync(join(dir, 'n.csv'), 'sn,cpu_milli,memory_mib,gpu,model\nc-0,32000,262144,0,nan\ng-0,128000,786432,8,G3\nv-0,96000,786432,8,V100M32\nv-1,96000,786432,8,V100M32\nt-0,104000,524288,2,T4\n');
+    writeFileSync(
+      join(dir, 'n.csv'),
+      'sn,cpu_milli,memory_mib,gpu,model\nc-0,32000,262144,0,nan\ng-0,128000,786432,8,G3\nv-0,96000,786432,8,V100M32\nv-1,96000,786432,8,V100M32\nt-0,104000,524288,2,T4\n',
+    );
     writeFileSync(
       join(dir, 'p.csv'),
       'name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n' +
@@ -72,9 +84,19 @@ describe('convert-openb', () => {
       'd,120,10,openb,1,1,16000,32768,T4',
       'e,90,5,openb,0,1,20000,65536,',
     ]);
-    expect(Object.keys(JSON.parse(readFileSync(r.queues, 'utf8')).queues[0].quotas)).toEqual(['V100M32', 'G3', 'T4', 'cpu']);
+    expect(Object.keys(JSON.parse(readFileSync(r.queues, 'utf8')).queues[0].quotas)).toEqual([
+      'V100M32',
+      'G3',
+      'T4',
+      'cpu',
+    ]);
     expect(readFileSync(r.clusterMerged, 'utf8')).toContain('v-1,default,gpu,8,96000,786432,1');
-    writeFileSync(join(dir, 'bad.csv'), 'name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nx,1,1,1,500,A100\n');
-    expect(() => convertOpenb({ nodeList: join(dir, 'n.csv'), podList: join(dir, 'bad.csv'), outDir: dir })).toThrow(/bad.csv:2: gpu_spec 'A100' names a model no node has/);
+    writeFileSync(
+      join(dir, 'bad.csv'),
+      'name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nx,1,1,1,500,A100\n',
+    );
+    expect(() =>
+      convertOpenb({ nodeList: join(dir, 'n.csv'), podList: join(dir, 'bad.csv'), outDir: dir }),
+    ).toThrow(/bad.csv:2: gpu_spec 'A100' names a model no node has/);
   });
 });

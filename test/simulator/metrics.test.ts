@@ -2,12 +2,28 @@ import { describe, expect, it } from 'vitest';
 import type { NodeStatus } from '../../src/core/scheduling/index.js';
 import type { ReplayOutcome, SimJob } from '../../src/simulator/engine.js';
 import { fragmentation } from '../../src/simulator/fragmentation.js';
-import { computeReplayMetrics, entitlement, jain, percentile, waterFill } from '../../src/simulator/metrics.js';
+import {
+  computeReplayMetrics,
+  entitlement,
+  jain,
+  percentile,
+  waterFill,
+} from '../../src/simulator/metrics.js';
 
 const S = 1000;
 
 function job(p: Partial<SimJob> & Pick<SimJob, 'id' | 'tenant' | 'gpus' | 'submitMs'>): SimJob {
-  return { line: 0, queue: `q-${p.tenant}`, durationMs: 0, firstStartMs: null, endMs: null, starts: 0, slaEligible: false, previewMode: 'none', ...p };
+  return {
+    line: 0,
+    queue: `q-${p.tenant}`,
+    durationMs: 0,
+    firstStartMs: null,
+    endMs: null,
+    starts: 0,
+    slaEligible: false,
+    previewMode: 'none',
+    ...p,
+  };
 }
 
 /**
@@ -31,9 +47,38 @@ function outcome(): ReplayOutcome {
       { name: 'B', nominalGpus: 2, weight: 1 },
     ],
     jobs: [
-      job({ id: 'a1', tenant: 'A', gpus: 2, submitMs: 0, firstStartMs: 0, endMs: 100 * S, starts: 1, slaEligible: true, previewMode: 'fit' }),
-      job({ id: 'a2', tenant: 'A', gpus: 2, submitMs: 0, firstStartMs: 0, endMs: 100 * S, starts: 2, previewMode: 'borrow' }),
-      job({ id: 'b1', tenant: 'B', gpus: 2, submitMs: 30 * S, firstStartMs: 40 * S, endMs: 60 * S, starts: 1, slaEligible: true, previewMode: 'preempt' }),
+      job({
+        id: 'a1',
+        tenant: 'A',
+        gpus: 2,
+        submitMs: 0,
+        firstStartMs: 0,
+        endMs: 100 * S,
+        starts: 1,
+        slaEligible: true,
+        previewMode: 'fit',
+      }),
+      job({
+        id: 'a2',
+        tenant: 'A',
+        gpus: 2,
+        submitMs: 0,
+        firstStartMs: 0,
+        endMs: 100 * S,
+        starts: 2,
+        previewMode: 'borrow',
+      }),
+      job({
+        id: 'b1',
+        tenant: 'B',
+        gpus: 2,
+        submitMs: 30 * S,
+        firstStartMs: 40 * S,
+        endMs: 60 * S,
+        starts: 1,
+        slaEligible: true,
+        previewMode: 'preempt',
+      }),
       job({ id: 'c1', tenant: 'B', gpus: 8, submitMs: 100 * S, previewMode: 'pending' }),
     ],
     segments: [
@@ -42,7 +87,18 @@ function outcome(): ReplayOutcome {
       { job: 2, tenant: 'B', start: 40 * S, end: 60 * S, gpus: 2, preempted: false },
       { job: 1, tenant: 'A', start: 60 * S, end: 100 * S, gpus: 2, preempted: false },
     ],
-    preemptions: [{ at: 40 * S, reason: 'reclaim', victimId: 'a2', victimTenant: 'A', preemptorId: 'b1', preemptorTenant: 'B', gpus: 2, lostGpuMs: 2 * 40 * S }],
+    preemptions: [
+      {
+        at: 40 * S,
+        reason: 'reclaim',
+        victimId: 'a2',
+        victimTenant: 'A',
+        preemptorId: 'b1',
+        preemptorTenant: 'B',
+        gpus: 2,
+        lostGpuMs: 2 * 40 * S,
+      },
+    ],
     frag: { freeGpuMs: 1000, unusableGpuMs: 250 },
     etaSampled: false,
     stats: { events: 0, cycles: 0, previews: 0, explains: 0, explainMs: 0 },
@@ -117,7 +173,11 @@ describe('replay metrics from job records (hand-computed)', () => {
     expect(m.jainIndex).toBeCloseTo((xa + xb) ** 2 / (2 * (xa * xa + xb * xb)), 6);
   });
   it('preemptions: count, GPU-hours lost, per reason, per victim tenant; fragmentation ratio', () => {
-    expect(m.preemptions).toEqual({ count: 1, gpuHoursLost: 0.022222, byReason: { reclaim: { count: 1, gpuHoursLost: 0.022222 } } });
+    expect(m.preemptions).toEqual({
+      count: 1,
+      gpuHoursLost: 0.022222,
+      byReason: { reclaim: { count: 1, gpuHoursLost: 0.022222 } },
+    });
     expect(m.tenants[0]!.preemptionsSuffered.count).toBe(1);
     expect(m.tenants[1]!.preemptionsSuffered.count).toBe(0);
     expect(m.fragmentationRatio).toBe(0.25);
@@ -132,7 +192,13 @@ describe('replay metrics from job records (hand-computed)', () => {
   });
 });
 
-function node(name: string, free: number[], cpuFree = 64000, kind: NodeStatus['kind'] = 'gpu', flavor = 'h100'): NodeStatus {
+function node(
+  name: string,
+  free: number[],
+  cpuFree = 64000,
+  kind: NodeStatus['kind'] = 'gpu',
+  flavor = 'h100',
+): NodeStatus {
   return {
     name,
     pool: 'p',
@@ -152,13 +218,22 @@ describe('fragmentation', () => {
     expect(fragmentation(nodes, [{ gpu: 3, cpu: 0, memory: 0 }])).toEqual({ free: 3.5, unusable: 3.5 });
   });
   it('any shape that fits makes the capacity usable', () => {
-    expect(fragmentation(nodes, [{ gpu: 2, cpu: 0, memory: 0 }, { gpu: 0.5, cpu: 0, memory: 0 }, { gpu: 1, cpu: 0, memory: 0 }])).toEqual({ free: 3.5, unusable: 0 });
+    expect(
+      fragmentation(nodes, [
+        { gpu: 2, cpu: 0, memory: 0 },
+        { gpu: 0.5, cpu: 0, memory: 0 },
+        { gpu: 1, cpu: 0, memory: 0 },
+      ]),
+    ).toEqual({ free: 3.5, unusable: 0 });
     expect(fragmentation(nodes, [{ gpu: 0.6, cpu: 0, memory: 0 }])).toEqual({ free: 3.5, unusable: 0.5 });
   });
   it('cpu, flavor and GPU-less shapes', () => {
     const tight = [node('n1', [1, 1], 500), node('n2', [1], 64000, 'gpu', 'a100')];
     expect(fragmentation(tight, [{ gpu: 1, cpu: 1000, memory: 0 }])).toEqual({ free: 3, unusable: 2 });
-    expect(fragmentation(tight, [{ gpu: 1, cpu: 0, memory: 0, flavors: ['h100'] }])).toEqual({ free: 3, unusable: 1 });
+    expect(fragmentation(tight, [{ gpu: 1, cpu: 0, memory: 0, flavors: ['h100'] }])).toEqual({
+      free: 3,
+      unusable: 1,
+    });
     expect(fragmentation(tight, [{ gpu: 0, cpu: 100, memory: 0 }])).toEqual({ free: 3, unusable: 3 });
   });
 });

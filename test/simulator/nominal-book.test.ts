@@ -47,7 +47,12 @@ describe('NominalBook: usage against the queues file nominal', () => {
     expect(b.fits(qa, job(1, 1, { cpuMilli: 10_000 }))).toBe(true);
     expect(b.fits(qa, job(1, 1, { cpuMilli: 10_000, gpuType: 'h100' }))).toBe(false);
     // a flavor without a GPU quota has a nominal of 0 GPUs
-    const cpuOnly: SimQueue = { line: 1, name: 'qc', tenant: 'A', quotas: { h100: { cpu: { nominal: 8000 } } } };
+    const cpuOnly: SimQueue = {
+      line: 1,
+      name: 'qc',
+      tenant: 'A',
+      quotas: { h100: { cpu: { nominal: 8000 } } },
+    };
     expect(b.fits(cpuOnly, job(1))).toBe(false);
     expect(b.fits(cpuOnly, job(0, 1, { cpuMilli: 1000 }))).toBe(true);
   });

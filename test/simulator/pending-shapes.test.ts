@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { shapeKey, type PodShape } from '../../src/simulator/fragmentation.js';
+import { type PodShape, shapeKey } from '../../src/simulator/fragmentation.js';
 import { PendingShapes } from '../../src/simulator/pending-shapes.js';
 
 const one: PodShape = { gpu: 1, cpu: 0, memory: 0 };

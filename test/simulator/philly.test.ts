@@ -39,7 +39,7 @@ describe('Philly adapter', () => {
     expect(cluster.nodes.every((n) => n.gpus === 8)).toBe(true);
     const q = readQueues(r.queues);
     // VC table 3:1:1 nodes of 16 GPUs → 9.6, 3.2, 3.2 → 10, 3, 3; zzz is not in the table → 0
-    expect(q.queues.map((x) => [x.name, x.tenant, x.quotas['gpu']!.gpu!.nominal])).toEqual([
+    expect(q.queues.map((x) => [x.name, x.tenant, x.quotas.gpu!.gpu!.nominal])).toEqual([
       ['vc-aaa', 'aaa', 10],
       ['vc-bbb', 'bbb', 3],
       ['vc-ccc', 'ccc', 3],
@@ -65,7 +65,7 @@ describe('Philly adapter', () => {
   it('raw quotas use nodes × 8', () => {
     const r = convertPhilly({ dir: fixture, outDir: out, gpus: 16, quota: 'raw' });
     const q = readQueues(r.queues);
-    expect(q.queues.map((x) => x.quotas['gpu']!.gpu!.nominal)).toEqual([24, 8, 8, 0]);
+    expect(q.queues.map((x) => x.quotas.gpu!.gpu!.nominal)).toEqual([24, 8, 8, 0]);
     expect(readFileSync(r.queues, 'utf8')).toContain('"nominal": 24');
   });
 });
@@ -75,7 +75,11 @@ describe('convert-philly: where the trace is read from', () => {
   const run = async (args: string[], options: Parameters<typeof main>[2]) => {
     let stdout = '';
     let stderr = '';
-    const code = await main(['convert-philly', ...args], { out: (s) => (stdout += s + '\n'), err: (s) => (stderr += s + '\n') }, options);
+    const code = await main(
+      ['convert-philly', ...args],
+      { out: (s) => (stdout += `${s}\n`), err: (s) => (stderr += `${s}\n`) },
+      options,
+    );
     return { code, stdout, stderr };
   };
   const oneLine = (s: string) => s.trimEnd().split('\n');
@@ -94,12 +98,18 @@ describe('convert-philly: where the trace is read from', () => {
   });
   it('FAIRWAY_PHILLY_DIR replaces the default; --philly-dir wins over both', async () => {
     const absent = join(out, 'absent');
-    const fromEnv = await run(['--out', join(out, 'env'), '--gpus', '16'], { env: { FAIRWAY_PHILLY_DIR: fixture }, phillyDefaultDir: absent });
+    const fromEnv = await run(['--out', join(out, 'env'), '--gpus', '16'], {
+      env: { FAIRWAY_PHILLY_DIR: fixture },
+      phillyDefaultDir: absent,
+    });
     expect(fromEnv.code).toBe(0);
     expect(fromEnv.stdout).toContain('4 jobs (0 made fractional)');
     const badEnv = await run([], { env: { FAIRWAY_PHILLY_DIR: absent } });
     expect(badEnv.stderr).toContain(`FAIRWAY_PHILLY_DIR=${absent} (${absent}) does not exist`);
-    const flag = await run(['--philly-dir', fixture, '--out', join(out, 'flag'), '--gpus', '16'], { env: { FAIRWAY_PHILLY_DIR: absent }, phillyDefaultDir: absent });
+    const flag = await run(['--philly-dir', fixture, '--out', join(out, 'flag'), '--gpus', '16'], {
+      env: { FAIRWAY_PHILLY_DIR: absent },
+      phillyDefaultDir: absent,
+    });
     expect(flag.code).toBe(0);
   });
   it('a folder with one of the two files names the missing one and reads nothing', async () => {
@@ -114,7 +124,11 @@ describe('convert-philly: where the trace is read from', () => {
   it('as a program from another folder: exit 1, one line on stderr, no stack trace', () => {
     const elsewhere = mkdtempSync(join(tmpdir(), 'fw-clone-'));
     try {
-      const r = spawnSync(process.execPath, [join(root, 'bin', 'fairway.js'), 'convert-philly', '--philly-dir', 'traces/philly'], { encoding: 'utf8', cwd: elsewhere, env: { ...process.env, FAIRWAY_PHILLY_DIR: '' } });
+      const r = spawnSync(
+        process.execPath,
+        [join(root, 'bin', 'fairway.js'), 'convert-philly', '--philly-dir', 'traces/philly'],
+        { encoding: 'utf8', cwd: elsewhere, env: { ...process.env, FAIRWAY_PHILLY_DIR: '' } },
+      );
       expect(r.status).toBe(1);
       expect(r.stdout).toBe('');
       expect(oneLine(r.stderr)).toEqual([

@@ -1,4 +1,4 @@
-// SLA eligibility counts only the resources a queue declares (issue 8, item 10).
+// SLA eligibility counts only the resources a queue declares.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,7 +38,13 @@ describe('SLA eligibility: only declared resources count', () => {
   });
 
   it('SLA attainment: 1 eligible job, started at once (static and fairway; fifo too)', () => {
-    const r = simulate({ ...gpuOnly, policies: ['fairway', 'static', 'fifo'], placements: ['best-fit'], mode: 'replay', seed: 1 }).report as ReplayReport;
+    const r = simulate({
+      ...gpuOnly,
+      policies: ['fairway', 'static', 'fifo'],
+      placements: ['best-fit'],
+      mode: 'replay',
+      seed: 1,
+    }).report as ReplayReport;
     for (const m of r.runs) {
       expect([m.policy, m.sla]).toEqual([m.policy, { eligible: 1, met: 1, attainment: 1 }]);
       expect(m.tenants[0]!.sla).toEqual({ eligible: 1, met: 1, attainment: 1 });

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ReplayMetrics } from '../../src/simulator/metrics.js';
 import { parseQueues, queueAt } from '../../src/simulator/queues.js';
-import type { ReplayReport } from '../../src/simulator/report.js';
 import { runReplay } from '../../src/simulator/replay.js';
-import { loadInput, simulate, type SimulateOptions } from '../../src/simulator/run.js';
+import type { ReplayReport } from '../../src/simulator/report.js';
+import { loadInput, type SimulateOptions, simulate } from '../../src/simulator/run.js';
 
 const fx = (f: string): string => join(import.meta.dirname, 'fixtures', f);
 const H = 3_600_000;
@@ -34,7 +34,9 @@ describe('a weekday daytime window (8 GPUs; day: 0 by night, 4 by day; batch: 8 
     const start = Object.fromEntries(o.jobs.map((j) => [j.id, j.firstStartMs]));
     // d1 waits for the opening at 07:00Z although no submit or finish happens then
     expect(start).toEqual({ d1: mon(7), b1: mon(6), d2: mon(12), b2: mon(17) });
-    expect(o.preemptions.map((p) => [p.victimId, p.preemptorId, p.reason, p.at, p.lostGpuMs])).toEqual([['d2', 'b2', 'window-closed', mon(17), 4 * 5 * H]]);
+    expect(o.preemptions.map((p) => [p.victimId, p.preemptorId, p.reason, p.at, p.lostGpuMs])).toEqual([
+      ['d2', 'b2', 'window-closed', mon(17), 4 * 5 * H],
+    ]);
     // d2 waits (WindowClosed) for Tuesday's opening and runs its 8 h again from zero
     const d2 = o.segments.filter((s) => o.jobs[s.job]!.id === 'd2').map((s) => [s.start, s.end, s.preempted]);
     expect(d2).toEqual([
@@ -80,9 +82,15 @@ describe('a weekday daytime window (8 GPUs; day: 0 by night, 4 by day; batch: 8 
     expect(queueAt(q, mon(24 * 5 + 10)).quotas.gpu!.gpu!.nominal).toBe(0); // Saturday
     const bad = (w: string): string => `queues:\n  - name: q\n    timeWindows:\n      - {${w}}\n`;
     const ok = 'days: [1], start: "08:00", end: "18:00", timeZone: UTC, quotas: {}';
-    expect(parseQueues(bad(ok), 'q.yaml').queues[0]!.timeWindows).toEqual([{ days: [1], start: '08:00', end: '18:00', timeZone: 'UTC', quotas: {} }]);
-    expect(() => parseQueues(bad(ok.replace('"18:00"', '"25:00"')), 'q.yaml')).toThrow(/q\.yaml:4: queues\[0\]\.timeWindows\[0\]\.end: must be a time 'HH:MM'/);
-    expect(() => parseQueues(bad(ok.replace('UTC', 'Mars/Olympus')), 'q.yaml')).toThrow(/timeWindows\[0\]\.timeZone: 'Mars\/Olympus' is not an IANA time zone/);
+    expect(parseQueues(bad(ok), 'q.yaml').queues[0]!.timeWindows).toEqual([
+      { days: [1], start: '08:00', end: '18:00', timeZone: 'UTC', quotas: {} },
+    ]);
+    expect(() => parseQueues(bad(ok.replace('"18:00"', '"25:00"')), 'q.yaml')).toThrow(
+      /q\.yaml:4: queues\[0\]\.timeWindows\[0\]\.end: must be a time 'HH:MM'/,
+    );
+    expect(() => parseQueues(bad(ok.replace('UTC', 'Mars/Olympus')), 'q.yaml')).toThrow(
+      /timeWindows\[0\]\.timeZone: 'Mars\/Olympus' is not an IANA time zone/,
+    );
     expect(() => parseQueues(bad(ok.replace('[1]', '[7]')), 'q.yaml')).toThrow(/timeWindows\[0\]\.days\[0\]/);
   });
 });

@@ -2,17 +2,38 @@
 // in the tenant's namespace, suspended on preemption and resumed on readmission, deleted on
 // cancel; informers on Jobs, Pods and Nodes turn what the cluster does back into Fairway's
 // events and inventory. Shaped after Kueue's contract with Jobs (see ../README.md).
-import { BatchV1Api, CoreV1Api, type KubeConfig, type V1Job, type V1Node, type V1Pod } from '@kubernetes/client-node';
-import type { BackendEvent, BackendFlavor, BackendJob, BackendNode, BackendTenant, ExecutionBackend } from '../port.js';
-import { KubeClient, ResilientInformer, apiMessage, loadKubeConfig, statusOf, type KubeClientOptions } from './client.js';
+import {
+  BatchV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type V1Job,
+  type V1Node,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import type {
+  BackendEvent,
+  BackendFlavor,
+  BackendJob,
+  BackendNode,
+  BackendTenant,
+  ExecutionBackend,
+} from '../port.js';
+import { type PodOwner, PrometheusProbes, podOfName } from '../prometheus/index.js';
+import {
+  apiMessage,
+  KubeClient,
+  type KubeClientOptions,
+  loadKubeConfig,
+  ResilientInformer,
+  statusOf,
+} from './client.js';
 import { inventoryOf } from './inventory.js';
+import { ensureJob, finished, refOf, withWorkloadHash } from './job-updates.js';
 import { ANNOTATION_ADMISSION, LABEL_JOB_ID, MANAGED_BY, namespaceName } from './naming.js';
 import { jobObjects, type KubeTenant } from './objects.js';
 import type { KubernetesSettings } from './settings.js';
-import { observeRun, notRunningMessage, tenantSafeMessage } from './status.js';
+import { notRunningMessage, observeRun, tenantSafeMessage } from './status.js';
 import { TenantReconciler, TenantRefusedError } from './tenant-reconciler.js';
-import { ensureJob, finished, refOf, withWorkloadHash } from './job-updates.js';
-import { PrometheusProbes, podOfName, type PodOwner } from '../prometheus/probes.js';
 
 export interface KubernetesBackendOptions {
   kubeConfig: KubeConfig;
@@ -29,7 +50,9 @@ export interface KubernetesBackendOptions {
   fetch?: typeof fetch;
 }
 
-const MANAGED_SELECTOR = Object.entries(MANAGED_BY).map(([k, v]) => `${k}=${v}`).join(',');
+const MANAGED_SELECTOR = Object.entries(MANAGED_BY)
+  .map(([k, v]) => `${k}=${v}`)
+  .join(',');
 
 /** One admitted run the backend answers for: its Kubernetes Jobs (one per pod set) of this admission. */
 interface Tracked {
@@ -75,7 +98,9 @@ export class KubernetesBackend implements ExecutionBackend {
   private readonly timers: NodeJS.Timeout[] = [];
   private started: Promise<void> | null = null;
   private closed = false;
-  /** Reads running jobs' GPU utilization from Prometheus when the leader asks; absent without a Prometheus URL. */
+  /** Reads running jobs' GPU utilization from Prometheus when the leader asks; absent without a Prometheus
+   * URL.
+   */
   readonly pollUtilization?: () => Promise<void>;
 
   constructor(options: KubernetesBackendOptions) {
@@ -85,13 +110,19 @@ export class KubernetesBackend implements ExecutionBackend {
     this.log = options.log ?? ((message) => console.log(`[fairway] kubernetes: ${message}`));
     const kc = options.kubeConfig;
     this.client = new KubeClient(kc, { requestTimeoutMs: this.settings.requestTimeoutMs, ...options.client });
-    const watchTimings = { listTimeoutMs: this.settings.requestTimeoutMs, restartEveryMs: this.settings.watchRestartMs };
+    const watchTimings = {
+      listTimeoutMs: this.settings.requestTimeoutMs,
+      restartEveryMs: this.settings.watchRestartMs,
+    };
     this.tenantReconciler = new TenantReconciler(this.client, this.settings, this.log);
     const batch = kc.makeApiClient(BatchV1Api);
     const core = kc.makeApiClient(CoreV1Api);
     const health = (what: string) => (healthy: boolean, error?: unknown) => {
       if (healthy) this.log(`watching ${what} again`);
-      else this.log(`lost the watch on ${what} (${error instanceof Error ? error.message : String(error)}); retrying with backoff`);
+      else
+        this.log(
+          `lost the watch on ${what} (${error instanceof Error ? error.message : String(error)}); retrying with backoff`,
+        );
     };
     this.jobs = new ResilientInformer<V1Job>(kc, {
       path: '/apis/batch/v1/jobs',
@@ -125,14 +156,17 @@ export class KubernetesBackend implements ExecutionBackend {
     this.timers.push(resync, check);
     const { prometheusUrl } = this.settings.probes ?? {};
     if (prometheusUrl) {
-      const probes = new PrometheusProbes({ ...this.settings.probes, prometheusUrl }, {
-        namespacePrefix: this.settings.namespacePrefix,
-        owner: (namespace, pod) => this.podOwner(namespace, pod),
-        emit: (event) => !this.closed && this.emit(event),
-        now: this.now,
-        log: this.log,
-        fetch: options.fetch,
-      });
+      const probes = new PrometheusProbes(
+        { ...this.settings.probes, prometheusUrl },
+        {
+          namespacePrefix: this.settings.namespacePrefix,
+          owner: (namespace, pod) => this.podOwner(namespace, pod),
+          emit: (event) => !this.closed && this.emit(event),
+          now: this.now,
+          log: this.log,
+          fetch: options.fetch,
+        },
+      );
       this.pollUtilization = async () => void (this.closed ? 0 : await probes.poll());
     }
   }
@@ -144,18 +178,23 @@ export class KubernetesBackend implements ExecutionBackend {
   private podOwner(namespace: string, pod: string): PodOwner {
     const named = podOfName(pod);
     const t = named && this.tracked.get(named.jobId);
-    if (!named || !t || !t.started || t.namespace !== namespace) return null;
+    if (!named || !t?.started || t.namespace !== namespace) return null;
     const podSet = t.job.podSets[named.podSet];
     return podSet ? { jobId: named.jobId, gpus: podSet.perPod.gpu ?? 0 } : null;
   }
 
-  static fromKubeconfig(path: string | undefined, options: Omit<KubernetesBackendOptions, 'kubeConfig'>): KubernetesBackend {
+  static fromKubeconfig(
+    path: string | undefined,
+    options: Omit<KubernetesBackendOptions, 'kubeConfig'>,
+  ): KubernetesBackend {
     return new KubernetesBackend({ ...options, kubeConfig: loadKubeConfig({ kubeconfigPath: path }) });
   }
 
   /** Lists and watches Jobs, Pods and Nodes; resolves once the three caches are filled. Idempotent. */
   ready(): Promise<void> {
-    this.started ??= Promise.all([this.jobs.start(), this.pods.start(), this.nodes.start()]).then(() => this.inventoryChanged(0));
+    this.started ??= Promise.all([this.jobs.start(), this.pods.start(), this.nodes.start()]).then(() =>
+      this.inventoryChanged(0),
+    );
     return this.started;
   }
 
@@ -175,11 +214,18 @@ export class KubernetesBackend implements ExecutionBackend {
     let built: V1Job[];
     try {
       const { flavorMappings: flavors, flavorSpecs } = this.tenantReconciler;
-      built = jobObjects(job, { namespace, tenant, flavors, nodePools: this.nodePools, flavorSpecs }, this.settings).map(withWorkloadHash);
+      built = jobObjects(
+        job,
+        { namespace, tenant, flavors, nodePools: this.nodePools, flavorSpecs },
+        this.settings,
+      ).map(withWorkloadHash);
     } catch (error) {
       // A job this cluster can never run (half a GPU where only whole ones exist, a flavor with
       // no mapping): it fails with the reason, rather than being retried for ever.
-      return this.cannotRun(job, `cannot run on this Kubernetes cluster: ${error instanceof Error ? error.message : String(error)}`);
+      return this.cannotRun(
+        job,
+        `cannot run on this Kubernetes cluster: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
     const admissionAt = String(job.admission.at);
     const previous = this.tracked.get(job.jobId);
@@ -196,7 +242,13 @@ export class KubernetesBackend implements ExecutionBackend {
     // Tracked before the writes, so a watch event that beats the create's answer is understood.
     this.tracked.set(job.jobId, tracked);
     try {
-      for (const desired of built) await ensureJob(this.client, this.jobs.get(desired.metadata!.name!, desired.metadata!.namespace), desired, admissionAt);
+      for (const desired of built)
+        await ensureJob(
+          this.client,
+          this.jobs.get(desired.metadata!.name!, desired.metadata!.namespace),
+          desired,
+          admissionAt,
+        );
     } catch (error) {
       // Refused as invalid: retrying would be refused again and hold up every start behind it.
       const status = statusOf(error);
@@ -254,7 +306,8 @@ export class KubernetesBackend implements ExecutionBackend {
   async running(): Promise<string[]> {
     await this.ready();
     const out: string[] = [];
-    for (const [jobId, byName] of this.jobsById) if ([...byName.values()].some((j) => !j.spec?.suspend && !finished(j))) out.push(jobId);
+    for (const [jobId, byName] of this.jobsById)
+      if ([...byName.values()].some((j) => !j.spec?.suspend && !finished(j))) out.push(jobId);
     return out;
   }
 
@@ -282,7 +335,10 @@ export class KubernetesBackend implements ExecutionBackend {
       }
     }
     if (orphans) this.log(`removed ${orphans} Job(s) of jobs Fairway no longer runs`);
-    if (problems.length) throw new Error(`reconcile: ${problems.length} call(s) to the Kubernetes API failed (first: ${problems[0] instanceof Error ? problems[0].message : String(problems[0])})`);
+    if (problems.length)
+      throw new Error(
+        `reconcile: ${problems.length} call(s) to the Kubernetes API failed (first: ${problems[0] instanceof Error ? problems[0].message : String(problems[0])})`,
+      );
   }
 
   async close(): Promise<void> {
@@ -307,7 +363,11 @@ export class KubernetesBackend implements ExecutionBackend {
     return this.client.list<V1Job>('batch/v1', 'Job', `${MANAGED_SELECTOR},${LABEL_JOB_ID}=${jobId}`);
   }
 
-  private indexed<T extends V1Job | V1Pod>(index: Map<string, Map<string, T>>, object: T, deleted: boolean): void {
+  private indexed<T extends V1Job | V1Pod>(
+    index: Map<string, Map<string, T>>,
+    object: T,
+    deleted: boolean,
+  ): void {
     const jobId = jobIdOf(object);
     const name = `${object.metadata?.namespace}/${object.metadata?.name}`;
     if (!jobId) return;
@@ -326,12 +386,16 @@ export class KubernetesBackend implements ExecutionBackend {
     for (const jobId of [...this.tracked.keys()]) this.evaluate(jobId);
   }
 
-  /** Compares what the cluster shows for the tracked run with what was reported, and reports the difference. */
+  /** Compares what the cluster shows for the tracked run with what was reported, and reports the difference.
+   *
+   */
   private evaluate(jobId: string): void {
     const t = this.tracked.get(jobId);
     if (!t || this.closed) return;
     const current = (o: V1Job | V1Pod) => o.metadata?.annotations?.[ANNOTATION_ADMISSION] === t.admissionAt;
-    const jobs = [...(this.jobsById.get(jobId)?.values() ?? [])].filter((j) => current(j) && !j.spec?.suspend);
+    const jobs = [...(this.jobsById.get(jobId)?.values() ?? [])].filter(
+      (j) => current(j) && !j.spec?.suspend,
+    );
     if (jobs.length < t.names.length) return;
     const pods = [...(this.podsById.get(jobId)?.values() ?? [])].filter(current);
     const seen = observeRun(jobs, pods, t.expectedPods);
@@ -350,9 +414,16 @@ export class KubernetesBackend implements ExecutionBackend {
       this.tracked.delete(jobId);
       if (seen.kind === 'succeeded') this.emit({ type: 'succeeded', jobId, at });
       else {
-        this.emit({ type: 'failed', jobId, at, reason: tenantSafeMessage(seen.reason, [jobId, t.job.tenant]) });
+        this.emit({
+          type: 'failed',
+          jobId,
+          at,
+          reason: tenantSafeMessage(seen.reason, [jobId, t.job.tenant]),
+        });
         // A Job whose pods cannot start (an image that does not pull) would hold its GPUs forever.
-        for (const j of jobs) if (!finished(j)) void this.client.mergePatch(refOf(j), { spec: { suspend: true } }).catch(this.logError);
+        for (const j of jobs)
+          if (!finished(j))
+            void this.client.mergePatch(refOf(j), { spec: { suspend: true } }).catch(this.logError);
       }
     }
   }
@@ -360,10 +431,18 @@ export class KubernetesBackend implements ExecutionBackend {
   private checkNotRunning(): void {
     const now = this.now();
     for (const [jobId, t] of this.tracked) {
-      if (t.started || t.notRunningReported || now - t.admittedAtMs < this.settings.notRunningAfterMs) continue;
+      if (t.started || t.notRunningReported || now - t.admittedAtMs < this.settings.notRunningAfterMs)
+        continue;
       t.notRunningReported = true;
-      const pods = [...(this.podsById.get(jobId)?.values() ?? [])].filter((p) => p.metadata?.annotations?.[ANNOTATION_ADMISSION] === t.admissionAt);
-      this.emit({ type: 'not-running', jobId, at: now, message: tenantSafeMessage(notRunningMessage(pods, t.expectedPods), [jobId, t.job.tenant]) });
+      const pods = [...(this.podsById.get(jobId)?.values() ?? [])].filter(
+        (p) => p.metadata?.annotations?.[ANNOTATION_ADMISSION] === t.admissionAt,
+      );
+      this.emit({
+        type: 'not-running',
+        jobId,
+        at: now,
+        message: tenantSafeMessage(notRunningMessage(pods, t.expectedPods), [jobId, t.job.tenant]),
+      });
     }
   }
 

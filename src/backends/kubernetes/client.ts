@@ -2,14 +2,14 @@
 // accepts an existing object, delete that accepts a missing one), retries of transient failures,
 // and informers (list + watch) that relist after 410 Gone and restart with backoff after errors.
 import {
-  KubeConfig,
-  KubernetesObjectApi,
-  PatchStrategy,
-  makeInformer,
   type Informer,
+  KubeConfig,
   type KubernetesListObject,
   type KubernetesObject,
+  KubernetesObjectApi,
+  makeInformer,
   type ObjectCache,
+  PatchStrategy,
 } from '@kubernetes/client-node';
 
 /** The field manager of every write: `kubectl get … --show-managed-fields` says "fairway". */
@@ -38,7 +38,10 @@ export function statusOf(error: unknown): number | undefined {
 export function apiMessage(error: unknown): string {
   const body = (error as { body?: unknown }).body;
   try {
-    const status = typeof body === 'string' ? (JSON.parse(body) as { message?: string }) : (body as { message?: string } | undefined);
+    const status =
+      typeof body === 'string'
+        ? (JSON.parse(body) as { message?: string })
+        : (body as { message?: string } | undefined);
     if (status?.message) return status.message.slice(0, 300);
   } catch {
     // not JSON: fall back to the error's message
@@ -53,7 +56,9 @@ function transient(error: unknown): boolean {
 }
 
 /** Kind, namespace and name: what identifies an object. */
-export type ObjectRef = Pick<KubernetesObject, 'apiVersion' | 'kind'> & { metadata: { name: string; namespace?: string } };
+export type ObjectRef = Pick<KubernetesObject, 'apiVersion' | 'kind'> & {
+  metadata: { name: string; namespace?: string };
+};
 
 export interface KubeClientOptions {
   /** Attempts per write before the error goes to the caller (the outbox retries later). Default 3. */
@@ -87,7 +92,9 @@ export class KubeClient {
 
   /** Server-side apply: creates or updates to exactly these fields; repeating it changes nothing. */
   async apply<T extends KubernetesObject>(object: T): Promise<T> {
-    const out = await this.retrying(() => this.api.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply));
+    const out = await this.retrying(() =>
+      this.api.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply),
+    );
     this.options.onWrite?.('apply', object as ObjectRef);
     return out;
   }
@@ -106,16 +113,46 @@ export class KubeClient {
 
   /** A JSON merge patch (RFC 7386): maps merge, lists are replaced, null removes a key. */
   async mergePatch<T extends KubernetesObject>(ref: ObjectRef, patch: Record<string, unknown>): Promise<T> {
-    const body = { ...patch, apiVersion: ref.apiVersion, kind: ref.kind, metadata: { ...((patch.metadata as object) ?? {}), name: ref.metadata.name, namespace: ref.metadata.namespace } };
-    const out = await this.retrying(() => this.api.patch(body as KubernetesObject, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch));
+    const body = {
+      ...patch,
+      apiVersion: ref.apiVersion,
+      kind: ref.kind,
+      metadata: {
+        ...((patch.metadata as object) ?? {}),
+        name: ref.metadata.name,
+        namespace: ref.metadata.namespace,
+      },
+    };
+    const out = await this.retrying(() =>
+      this.api.patch(
+        body as KubernetesObject,
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+        undefined,
+        PatchStrategy.MergePatch,
+      ),
+    );
     this.options.onWrite?.('patch', ref);
     return out as T;
   }
 
   /** Deletes the object and (Background) what it owns; an object already gone is not an error. */
-  async deleteIfPresent(ref: ObjectRef, propagationPolicy: 'Background' | 'Foreground' = 'Background'): Promise<boolean> {
+  async deleteIfPresent(
+    ref: ObjectRef,
+    propagationPolicy: 'Background' | 'Foreground' = 'Background',
+  ): Promise<boolean> {
     try {
-      await this.retrying(() => this.api.delete(ref as KubernetesObject, undefined, undefined, undefined, undefined, propagationPolicy));
+      await this.retrying(() =>
+        this.api.delete(
+          ref as KubernetesObject,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          propagationPolicy,
+        ),
+      );
       this.options.onWrite?.('delete', ref);
       return true;
     } catch (error) {
@@ -133,8 +170,15 @@ export class KubeClient {
     }
   }
 
-  async list<T extends KubernetesObject>(apiVersion: string, kind: string, labelSelector: string, namespace?: string): Promise<T[]> {
-    const out = (await this.retrying(() => this.api.list(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector))) as KubernetesListObject<T>;
+  async list<T extends KubernetesObject>(
+    apiVersion: string,
+    kind: string,
+    labelSelector: string,
+    namespace?: string,
+  ): Promise<T[]> {
+    const out = (await this.retrying(() =>
+      this.api.list(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector),
+    )) as KubernetesListObject<T>;
     return out.items;
   }
 
@@ -205,10 +249,18 @@ export class ResilientInformer<T extends KubernetesObject> {
   private syncWaiters: (() => void)[] = [];
   private readonly restartTimer: NodeJS.Timeout;
 
-  constructor(kubeConfig: KubeConfig, private readonly options: WatchOptions<T>) {
+  constructor(
+    kubeConfig: KubeConfig,
+    private readonly options: WatchOptions<T>,
+  ) {
     this.backoffMs = options.minBackoffMs ?? 200;
     const listTimeoutMs = options.listTimeoutMs ?? 10_000;
-    this.informer = makeInformer(kubeConfig, options.path, () => withTimeout(options.list(), listTimeoutMs), options.labelSelector);
+    this.informer = makeInformer(
+      kubeConfig,
+      options.path,
+      () => withTimeout(options.list(), listTimeoutMs),
+      options.labelSelector,
+    );
     this.restartTimer = setInterval(() => this.restart(), options.restartEveryMs ?? 300_000);
     this.restartTimer.unref();
     this.informer.on('add', options.onChange);

@@ -22,7 +22,10 @@ export const DEFAULT_POOL = 'default';
 /** Taints Fairway's own pods tolerate where needed: they do not make a node unschedulable. */
 const TOLERATED_TAINTS = new Set(['nvidia.com/gpu', TAINT_DEDICATED]);
 
-export function inventoryOf(nodes: readonly V1Node[], s: KubernetesSettings): { nodes: InventoryNode[]; ignored: { name: string; why: string }[] } {
+export function inventoryOf(
+  nodes: readonly V1Node[],
+  s: KubernetesSettings,
+): { nodes: InventoryNode[]; ignored: { name: string; why: string }[] } {
   const result: InventoryNode[] = [];
   const ignored: { name: string; why: string }[] = [];
   for (const node of nodes) {
@@ -49,7 +52,8 @@ function inventoryNode(node: V1Node, name: string, s: KubernetesSettings): Inven
   const mapping = s.flavors.find((m) => matches(m, allocatable, capacity, pool, gpuProduct));
   if (!mapping) return noMappingWhy(allocatable, capacity, s, pool, gpuProduct);
 
-  const units = allocatable[mapping.resource] !== undefined ? resourceCount(allocatable[mapping.resource] as string) : 0;
+  const units =
+    allocatable[mapping.resource] !== undefined ? resourceCount(allocatable[mapping.resource] as string) : 0;
   const taints = node.spec?.taints ?? [];
   const dedicated = taints.find((t) => t.key === TAINT_DEDICATED && t.effect !== 'PreferNoSchedule');
   return {
@@ -65,18 +69,35 @@ function inventoryNode(node: V1Node, name: string, s: KubernetesSettings): Inven
   };
 }
 
-/** A mapping matches a node that exposes its resource (even at 0 while the device plugin restarts) and fits its product and pool filters. */
-function matches(m: FlavorMapping, allocatable: Record<string, string>, capacity: Record<string, string>, pool: string, gpuProduct: string | null): boolean {
+/** A mapping matches a node that exposes its resource (even at 0 while the device plugin restarts) and fits
+ * its product and pool filters.
+ */
+function matches(
+  m: FlavorMapping,
+  allocatable: Record<string, string>,
+  capacity: Record<string, string>,
+  pool: string,
+  gpuProduct: string | null,
+): boolean {
   if (allocatable[m.resource] === undefined && capacity[m.resource] === undefined) return false;
   if (m.gpuProduct !== undefined && m.gpuProduct !== gpuProduct) return false;
   if (m.pool !== undefined && m.pool !== pool) return false;
   return true;
 }
 
-function noMappingWhy(allocatable: Record<string, string>, capacity: Record<string, string>, s: KubernetesSettings, pool: string, gpuProduct: string | null): string {
+function noMappingWhy(
+  allocatable: Record<string, string>,
+  capacity: Record<string, string>,
+  s: KubernetesSettings,
+  pool: string,
+  gpuProduct: string | null,
+): string {
   const mapped = new Set(s.flavors.map((m) => m.resource));
-  const exposed = [...new Set([...Object.keys(allocatable), ...Object.keys(capacity)])].filter((r) => mapped.has(r) || /^nvidia\.com\//.test(r)).sort();
-  if (exposed.length === 0) return 'no GPU resource any flavor mapping names (a CPU-only node?): Fairway places only GPU-flavored work, so it is not in the inventory';
+  const exposed = [...new Set([...Object.keys(allocatable), ...Object.keys(capacity)])]
+    .filter((r) => mapped.has(r) || /^nvidia\.com\//.test(r))
+    .sort();
+  if (exposed.length === 0)
+    return 'no GPU resource any flavor mapping names (a CPU-only node?): Fairway places only GPU-flavored work, so it is not in the inventory';
   const found = exposed.map((r) => `${r}=${allocatable[r] ?? capacity[r]}`).join(', ');
   return `no flavor mapping matches ${found} with GPU product ${gpuProduct ?? '(none)'} in pool ${pool}`;
 }

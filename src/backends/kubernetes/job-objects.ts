@@ -1,13 +1,33 @@
 // batch/v1 Jobs for an admitted Fairway job: one per pod set, named after the job id so a replayed
 // create meets AlreadyExists. Pods satisfy Pod Security "restricted"; placement follows the
 // admission (flavor → resource name, tolerations, nodeSelector, optional pinning to its nodes).
-import type { V1Container, V1EnvVar, V1Job, V1PodSpec, V1Toleration, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import type {
+  V1Container,
+  V1EnvVar,
+  V1Job,
+  V1PodSpec,
+  V1Toleration,
+  V1Volume,
+  V1VolumeMount,
+} from '@kubernetes/client-node';
+import type { FlavorSpec, PodSetAdmission, PodSetSpec } from '../../core/scheduling/index.js';
 import type { BackendJob } from '../port.js';
-import type { FlavorSpec, PodSetAdmission, PodSetSpec } from '../../core/scheduling/types.js';
-import { ANNOTATION_LATENCY_SENSITIVE, ANNOTATION_WORKLOAD_TYPE } from './naming.js';
-import { ANNOTATION_ADMISSION, ANNOTATION_CHECKPOINT_INTERVAL, ANNOTATION_JOB_NAME, ANNOTATION_RESUMABLE, LABEL_JOB_ID, LABEL_POD_SET, LABEL_QUEUE, TAINT_DEDICATED, kubeJobName, labelValue } from './naming.js';
+import {
+  ANNOTATION_ADMISSION,
+  ANNOTATION_CHECKPOINT_INTERVAL,
+  ANNOTATION_JOB_NAME,
+  ANNOTATION_LATENCY_SENSITIVE,
+  ANNOTATION_RESUMABLE,
+  ANNOTATION_WORKLOAD_TYPE,
+  kubeJobName,
+  LABEL_JOB_ID,
+  LABEL_POD_SET,
+  LABEL_QUEUE,
+  labelValue,
+  TAINT_DEDICATED,
+} from './naming.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';
-import { WORKLOAD_SERVICE_ACCOUNT, tenantLabels, type KubeTenant } from './tenant-objects.js';
+import { type KubeTenant, tenantLabels, WORKLOAD_SERVICE_ACCOUNT } from './tenant-objects.js';
 
 export interface JobBuildContext {
   namespace: string;
@@ -35,7 +55,9 @@ interface WorkloadContainer {
   securityContext?: { runAsUser?: number; runAsGroup?: number };
 }
 
-/** A job without a container (a scheduler demo or test) runs this image, sleeping for its declared duration. */
+/** A job without a container (a scheduler demo or test) runs this image, sleeping for its declared duration.
+ *
+ */
 export const PLACEHOLDER_IMAGE = 'busybox:1.36';
 // busybox runs as root by default, which runAsNonRoot refuses: the placeholder runs as "nobody".
 const NOBODY = 65534;
@@ -73,7 +95,12 @@ function jobForPodSet(
     [LABEL_QUEUE]: labelValue(job.queue),
     [LABEL_POD_SET]: labelValue(podSet.name),
   };
-  const annotations = { [ANNOTATION_ADMISSION]: String(job.admission.at), [ANNOTATION_JOB_NAME]: job.name, ...checkpointAnnotations(job), ...probeAnnotations(job) };
+  const annotations = {
+    [ANNOTATION_ADMISSION]: String(job.admission.at),
+    [ANNOTATION_JOB_NAME]: job.name,
+    ...checkpointAnnotations(job),
+    ...probeAnnotations(job),
+  };
   const count = admitted.count;
   return {
     apiVersion: 'batch/v1',
@@ -88,7 +115,9 @@ function jobForPodSet(
       backoffLimit: 0,
       suspend: false,
       ttlSecondsAfterFinished: s.finishedJobTtlSeconds,
-      ...(job.maxRunMs !== undefined ? { activeDeadlineSeconds: Math.max(1, Math.ceil(job.maxRunMs / 1000)) } : {}),
+      ...(job.maxRunMs !== undefined
+        ? { activeDeadlineSeconds: Math.max(1, Math.ceil(job.maxRunMs / 1000)) }
+        : {}),
       template: {
         metadata: { labels: { ...labels }, annotations: { ...annotations } },
         spec: podSpec(job, podSet, admitted, container, ctx, s),
@@ -111,7 +140,9 @@ function checkpointAnnotations(job: BackendJob): Record<string, string> {
   };
 }
 
-/** The declared probe signals, for the workload and the cluster's tooling; nothing when undeclared (the pod template is unchanged). */
+/** The declared probe signals, for the workload and the cluster's tooling; nothing when undeclared (the pod
+ * template is unchanged).
+ */
 function probeAnnotations(job: BackendJob): Record<string, string> {
   return {
     ...(job.workloadType ? { [ANNOTATION_WORKLOAD_TYPE]: job.workloadType } : {}),
@@ -122,7 +153,9 @@ function probeAnnotations(job: BackendJob): Record<string, string> {
 function checkpointEnv(job: BackendJob): V1EnvVar[] {
   const c = job.checkpoint;
   return [
-    ...(c?.intervalMs ? [{ name: 'FAIRWAY_CHECKPOINT_INTERVAL_SECONDS', value: String(Math.round(c.intervalMs / 1000)) }] : []),
+    ...(c?.intervalMs
+      ? [{ name: 'FAIRWAY_CHECKPOINT_INTERVAL_SECONDS', value: String(Math.round(c.intervalMs / 1000)) }]
+      : []),
     ...(c?.resumable ? [{ name: 'FAIRWAY_CHECKPOINT_RESUMABLE', value: 'true' }] : []),
   ];
 }
@@ -136,8 +169,9 @@ function podSpec(
   s: KubernetesSettings,
 ): V1PodSpec {
   const { volumes, mounts, env: datasetEnv } = datasetsOf(job, container);
-  const runAs = container ? container.securityContext ?? {} : { runAsUser: NOBODY, runAsGroup: NOBODY };
-  if (runAs.runAsUser === 0) throw new Error(`job ${job.jobId}: the container may not run as root (runAsUser 0)`);
+  const runAs = container ? (container.securityContext ?? {}) : { runAsUser: NOBODY, runAsGroup: NOBODY };
+  if (runAs.runAsUser === 0)
+    throw new Error(`job ${job.jobId}: the container may not run as root (runAsUser 0)`);
   const ours: V1EnvVar[] = [{ name: 'FAIRWAY_JOB_ID', value: job.jobId }, ...datasetEnv];
   if (container?.artifactStore) ours.push({ name: 'FAIRWAY_ARTIFACT_STORE', value: container.artifactStore });
   ours.push(...checkpointEnv(job));
@@ -180,13 +214,20 @@ function containerOf(job: BackendJob): WorkloadContainer | null {
   const raw = job.workload?.container;
   if (raw === undefined || raw === null) return null;
   const c = raw as WorkloadContainer;
-  if (typeof c !== 'object' || typeof c.image !== 'string' || !c.image) throw new Error(`job ${job.jobId}: workload.container has no image`);
+  if (typeof c !== 'object' || typeof c.image !== 'string' || !c.image)
+    throw new Error(`job ${job.jobId}: workload.container has no image`);
   return c;
 }
 
-function commandOf(job: BackendJob, container: WorkloadContainer | null): Pick<V1Container, 'command' | 'args'> {
+function commandOf(
+  job: BackendJob,
+  container: WorkloadContainer | null,
+): Pick<V1Container, 'command' | 'args'> {
   if (!container) {
-    const seconds = job.expectedDurationMs !== undefined ? Math.max(1, Math.ceil(job.expectedDurationMs / 1000)) : SLEEP_FOREVER_SECONDS;
+    const seconds =
+      job.expectedDurationMs !== undefined
+        ? Math.max(1, Math.ceil(job.expectedDurationMs / 1000))
+        : SLEEP_FOREVER_SECONDS;
     return { command: ['sleep', String(seconds)] };
   }
   return {
@@ -195,7 +236,10 @@ function commandOf(job: BackendJob, container: WorkloadContainer | null): Pick<V
   };
 }
 
-function datasetsOf(job: BackendJob, container: WorkloadContainer | null): { volumes: V1Volume[]; mounts: V1VolumeMount[]; env: V1EnvVar[] } {
+function datasetsOf(
+  job: BackendJob,
+  container: WorkloadContainer | null,
+): { volumes: V1Volume[]; mounts: V1VolumeMount[]; env: V1EnvVar[] } {
   const volumes: V1Volume[] = [];
   const mounts: V1VolumeMount[] = [];
   const env: V1EnvVar[] = [];
@@ -206,21 +250,32 @@ function datasetsOf(job: BackendJob, container: WorkloadContainer | null): { vol
     if (pvc) {
       const claimName = pvc[1] as string;
       const subPath = (pvc[2] ?? '').replace(/\/+$/, '');
-      if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(claimName)) throw new Error(`job ${job.jobId}: "${d.location}" does not name a valid PVC`);
-      if (subPath.split('/').includes('..')) throw new Error(`job ${job.jobId}: dataset path "${d.location}" may not contain ".."`);
+      if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(claimName))
+        throw new Error(`job ${job.jobId}: "${d.location}" does not name a valid PVC`);
+      if (subPath.split('/').includes('..'))
+        throw new Error(`job ${job.jobId}: dataset path "${d.location}" may not contain ".."`);
       volumes.push({ name, persistentVolumeClaim: { claimName, readOnly } });
       mounts.push({ name, mountPath: d.mountPath, readOnly, ...(subPath ? { subPath } : {}) });
       return;
     }
-    // s3://, gs://, nfs://…: the job's own code fetches them; it gets the location and an empty directory to put them in.
+    // s3://, gs://, nfs://…: the job's own code fetches them; it gets the location and an empty directory to
+    // put them in.
     volumes.push({ name, emptyDir: {} });
     mounts.push({ name, mountPath: d.mountPath });
-    env.push({ name: `FAIRWAY_DATASET_${i}`, value: d.location }, { name: `FAIRWAY_DATASET_${i}_PATH`, value: d.mountPath });
+    env.push(
+      { name: `FAIRWAY_DATASET_${i}`, value: d.location },
+      { name: `FAIRWAY_DATASET_${i}_PATH`, value: d.mountPath },
+    );
   });
   return { volumes, mounts, env };
 }
 
-function resourcesOf(job: BackendJob, podSet: PodSetSpec, admitted: PodSetAdmission, ctx: JobBuildContext): V1Container['resources'] {
+function resourcesOf(
+  job: BackendJob,
+  podSet: PodSetSpec,
+  admitted: PodSetAdmission,
+  ctx: JobBuildContext,
+): V1Container['resources'] {
   const amounts: Record<string, string> = {};
   const { cpu, memory, gpu } = podSet.perPod;
   if (cpu !== undefined && cpu > 0) amounts.cpu = `${Math.ceil(cpu)}m`;
@@ -228,7 +283,8 @@ function resourcesOf(job: BackendJob, podSet: PodSetSpec, admitted: PodSetAdmiss
   const limits: Record<string, string> = { ...amounts };
   if (gpu !== undefined && gpu > 0) {
     const mapping = ctx.flavors.get(admitted.flavor);
-    if (!mapping) throw new Error(`job ${job.jobId}: flavor "${admitted.flavor}" has no Kubernetes resource mapping`);
+    if (!mapping)
+      throw new Error(`job ${job.jobId}: flavor "${admitted.flavor}" has no Kubernetes resource mapping`);
     limits[mapping.resource] = String(gpuUnits(job, gpu, admitted.flavor, mapping, ctx));
   }
   // requests = limits: Guaranteed QoS for cpu/memory; extended resources take their request from the limit.
@@ -239,25 +295,42 @@ function resourcesOf(job: BackendJob, podSet: PodSetSpec, admitted: PodSetAdmiss
  * Device-plugin units of `amount` in the flavor's own units (whole GPUs; slices or shares for
  * MIG and time-sliced flavors), unrounded. Used for a pod's request and a tenant's quota.
  */
-export function deviceUnits(amount: number, mapping: FlavorMapping, spec: Pick<FlavorSpec, 'kind' | 'slicesPerGpu'> | undefined): number {
+export function deviceUnits(
+  amount: number,
+  mapping: FlavorMapping,
+  spec: Pick<FlavorSpec, 'kind' | 'slicesPerGpu'> | undefined,
+): number {
   const unitsPerGpu = mapping.unitsPerGpu ?? 1;
   const countsSlices = spec ? spec.kind !== 'gpu' : mapping.resource.includes('/mig-');
   // Slice-counted flavors: the core's slices per GPU and the node's units per GPU describe the same split.
-  const slicesPerGpu = spec && spec.kind !== 'gpu' ? spec.slicesPerGpu ?? unitsPerGpu : unitsPerGpu;
+  const slicesPerGpu = spec && spec.kind !== 'gpu' ? (spec.slicesPerGpu ?? unitsPerGpu) : unitsPerGpu;
   return countsSlices ? (amount * unitsPerGpu) / slicesPerGpu : amount * unitsPerGpu;
 }
 
 /** Device-plugin units per pod of `gpu` flavor units. */
-function gpuUnits(job: BackendJob, gpu: number, flavor: string, mapping: FlavorMapping, ctx: JobBuildContext): number {
+function gpuUnits(
+  job: BackendJob,
+  gpu: number,
+  flavor: string,
+  mapping: FlavorMapping,
+  ctx: JobBuildContext,
+): number {
   const units = deviceUnits(gpu, mapping, ctx.flavorSpecs?.get(flavor));
   const rounded = Math.round(units);
   if (Math.abs(units - rounded) > 1e-9 || rounded < 1) {
-    throw new Error(`job ${job.jobId}: ${gpu} GPU per pod of flavor "${flavor}" is ${units} units of ${mapping.resource}, not a whole number ≥ 1`);
+    throw new Error(
+      `job ${job.jobId}: ${gpu} GPU per pod of flavor "${flavor}" is ${units} units of ${mapping.resource}, not a whole number ≥ 1`,
+    );
   }
   return rounded;
 }
 
-function placementOf(podSet: PodSetSpec, admitted: PodSetAdmission, ctx: JobBuildContext, s: KubernetesSettings): Partial<V1PodSpec> {
+function placementOf(
+  podSet: PodSetSpec,
+  admitted: PodSetAdmission,
+  ctx: JobBuildContext,
+  s: KubernetesSettings,
+): Partial<V1PodSpec> {
   const placement: Partial<V1PodSpec> = {};
   const tolerations: V1Toleration[] = [];
   const gpuPod = (podSet.perPod.gpu ?? 0) > 0;
@@ -281,7 +354,9 @@ function placementOf(podSet: PodSetSpec, admitted: PodSetAdmission, ctx: JobBuil
     placement.affinity = {
       nodeAffinity: {
         requiredDuringSchedulingIgnoredDuringExecution: {
-          nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: nodes.sort() }] }],
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: nodes.sort() }] },
+          ],
         },
       },
     };

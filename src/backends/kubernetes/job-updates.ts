@@ -13,7 +13,11 @@ import { hasCondition } from './status.js';
 export const finished = (j: V1Job): boolean => hasCondition(j, 'Complete') || hasCondition(j, 'Failed');
 
 export function refOf(j: V1Job): ObjectRef {
-  return { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: j.metadata!.name!, namespace: j.metadata!.namespace } };
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: j.metadata!.name!, namespace: j.metadata!.namespace },
+  };
 }
 
 /**
@@ -21,7 +25,12 @@ export function refOf(j: V1Job): ObjectRef {
  * admission. `cached` is the informer's copy: a new job's Job is simply created, without a
  * read (an existing one answers 409 and is read then).
  */
-export async function ensureJob(client: KubeClient, cached: V1Job | undefined, desired: V1Job, admissionAt: string): Promise<void> {
+export async function ensureJob(
+  client: KubeClient,
+  cached: V1Job | undefined,
+  desired: V1Job,
+  admissionAt: string,
+): Promise<void> {
   const ref = refOf(desired);
   let existing = cached;
   if (!existing) {
@@ -52,23 +61,43 @@ async function waitGone(client: KubeClient, ref: ObjectRef): Promise<void> {
     if (!(await client.read(ref))) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`Job ${ref.metadata.namespace}/${ref.metadata.name} is still being deleted; the start is retried`);
+  throw new Error(
+    `Job ${ref.metadata.namespace}/${ref.metadata.name} is still being deleted; the start is retried`,
+  );
 }
 
-/** What Fairway built the Job's unchangeable part from, as a hash (an API server adds defaults to the spec itself). */
+/** What Fairway built the Job's unchangeable part from, as a hash (an API server adds defaults to the spec
+ * itself).
+ */
 export const ANNOTATION_WORKLOAD = 'fairway.dev/workload-hash';
 
 /** A hash of the parts of a built Job that cannot change once it exists. */
 export function workloadHash(built: V1Job): string {
-  const spec = (toWireJson(built) as { spec?: { completions?: number; completionMode?: string; template?: { spec?: Record<string, unknown> } } }).spec;
+  const spec = (
+    toWireJson(built) as {
+      spec?: { completions?: number; completionMode?: string; template?: { spec?: Record<string, unknown> } };
+    }
+  ).spec;
   const pod = spec?.template?.spec ?? {};
-  const fixed = { completions: spec?.completions ?? null, completionMode: spec?.completionMode ?? null, containers: pod.containers ?? [], volumes: pod.volumes ?? [], priorityClassName: pod.priorityClassName ?? null };
+  const fixed = {
+    completions: spec?.completions ?? null,
+    completionMode: spec?.completionMode ?? null,
+    containers: pod.containers ?? [],
+    volumes: pod.volumes ?? [],
+    priorityClassName: pod.priorityClassName ?? null,
+  };
   return createHash('sha256').update(JSON.stringify(fixed)).digest('hex').slice(0, 16);
 }
 
 /** The built Job with its workload hash annotated (what `sameWorkload` compares later). */
 export function withWorkloadHash(built: V1Job): V1Job {
-  return { ...built, metadata: { ...built.metadata, annotations: { ...built.metadata?.annotations, [ANNOTATION_WORKLOAD]: workloadHash(built) } } };
+  return {
+    ...built,
+    metadata: {
+      ...built.metadata,
+      annotations: { ...built.metadata?.annotations, [ANNOTATION_WORKLOAD]: workloadHash(built) },
+    },
+  };
 }
 
 /** Same containers, volumes and completions: the Job can be resumed for the new admission. */
@@ -77,7 +106,10 @@ export function sameWorkload(existing: V1Job, desired: V1Job): boolean {
 }
 
 /** Keys of `before` absent from `after` set to null: a merge patch that replaces a map. */
-function replacing(before: Record<string, string> | undefined, after: Record<string, string> | undefined): Record<string, string | null> | null {
+function replacing(
+  before: Record<string, string> | undefined,
+  after: Record<string, string> | undefined,
+): Record<string, string | null> | null {
   if (!after && !before) return null;
   const out: Record<string, string | null> = { ...(after ?? {}) };
   for (const key of Object.keys(before ?? {})) if (!(key in out)) out[key] = null;

@@ -27,23 +27,35 @@ export const TAINT_DEDICATED = 'fairway.dev/dedicated';
 const MAX_NAME = 63;
 
 /** The tenant's namespace: prefix + slug, as a DNS label (lowercase, [a-z0-9-], ≤ 63, alphanumeric ends). */
-export function namespaceName(settings: Pick<KubernetesSettings, 'namespacePrefix'>, tenantSlug: string): string {
+export function namespaceName(
+  settings: Pick<KubernetesSettings, 'namespacePrefix'>,
+  tenantSlug: string,
+): string {
   const raw = (settings.namespacePrefix + tenantSlug).toLowerCase().replace(/[^a-z0-9-]+/g, '-');
   // Cut to fit, two long slugs could share a namespace: a cut name ends with a hash of the whole.
-  const fitted = raw.length <= MAX_NAME ? raw : `${trimToAlphanumeric(raw.slice(0, MAX_NAME - 9), /[a-z0-9]/)}-${createHash('sha256').update(raw).digest('hex').slice(0, 8)}`;
+  const fitted =
+    raw.length <= MAX_NAME
+      ? raw
+      : `${trimToAlphanumeric(raw.slice(0, MAX_NAME - 9), /[a-z0-9]/)}-${createHash('sha256').update(raw).digest('hex').slice(0, 8)}`;
   const name = trimToAlphanumeric(fitted, /[a-z0-9]/);
-  if (!name) throw new Error(`No namespace name can be made from prefix "${settings.namespacePrefix}" and tenant slug "${tenantSlug}"`);
+  if (!name)
+    throw new Error(
+      `No namespace name can be made from prefix "${settings.namespacePrefix}" and tenant slug "${tenantSlug}"`,
+    );
   return name;
 }
 
 /** One Kubernetes Job per pod set: `fw-<jobId>-<podSetIndex>` (jobId is a uuid, 36 chars → 44 chars). */
 export function kubeJobName(jobId: string, podSetIndex: number): string {
-  if (!Number.isInteger(podSetIndex) || podSetIndex < 0) throw new Error(`pod set index must be a non-negative integer, got ${podSetIndex}`);
+  if (!Number.isInteger(podSetIndex) || podSetIndex < 0)
+    throw new Error(`pod set index must be a non-negative integer, got ${podSetIndex}`);
   const id = jobId.toLowerCase();
   // Job names become the pods' `job-name` label value, so they must stay a DNS label of ≤ 63 chars.
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(id)) throw new Error(`job id "${jobId}" cannot be part of a Kubernetes name`);
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(id))
+    throw new Error(`job id "${jobId}" cannot be part of a Kubernetes name`);
   const name = `fw-${id}-${podSetIndex}`;
-  if (name.length > MAX_NAME) throw new Error(`Kubernetes Job name "${name}" is longer than ${MAX_NAME} characters`);
+  if (name.length > MAX_NAME)
+    throw new Error(`Kubernetes Job name "${name}" is longer than ${MAX_NAME} characters`);
   return name;
 }
 

@@ -4,15 +4,30 @@
 // mantissas with a suffix ('1.5Gi', '2.5k'), which nodes do report; so a small parser lives here.
 
 const SUFFIX_FACTOR: Record<string, number> = {
-  n: 1e-9, u: 1e-6, m: 1e-3, '': 1,
-  k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
-  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
+  n: 1e-9,
+  u: 1e-6,
+  m: 1e-3,
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
 };
 
 // Kubernetes' grammar: a signed decimal, then a binary SI suffix, a decimal SI suffix or a decimal exponent.
 const QUANTITY = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$/;
 
-/** The quantity in base units (cores for cpu, bytes for memory, a count for extended resources). Throws on a malformed quantity. */
+/** The quantity in base units (cores for cpu, bytes for memory, a count for extended resources). Throws on a
+ * malformed quantity.
+ */
 export function parseQuantity(quantity: string | number): number {
   if (typeof quantity === 'number') {
     if (!Number.isFinite(quantity)) throw new Error(`Not a Kubernetes quantity: ${quantity}`);

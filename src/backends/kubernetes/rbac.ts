@@ -13,7 +13,11 @@ export interface RbacRule {
 
 export const FAIRWAY_RBAC_RULES: RbacRule[] = [
   // One namespace per tenant (created, labelled, deleted with the tenant); watched to notice removals.
-  { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+  {
+    apiGroups: [''],
+    resources: ['namespaces'],
+    verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'],
+  },
   // The tenant's fences inside its namespace: quota, container defaults, the workload service account.
   {
     apiGroups: [''],
@@ -21,8 +25,13 @@ export const FAIRWAY_RBAC_RULES: RbacRule[] = [
     verbs: ['get', 'list', 'create', 'patch', 'delete'],
   },
   // Network isolation between tenants (and the egress allowlist).
-  { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'create', 'patch', 'delete'] },
-  // One Job per pod set of an admitted job: started, suspended on preemption, deleted on cancel; watched for state.
+  {
+    apiGroups: ['networking.k8s.io'],
+    resources: ['networkpolicies'],
+    verbs: ['get', 'list', 'create', 'patch', 'delete'],
+  },
+  // One Job per pod set of an admitted job: started, suspended on preemption, deleted on cancel; watched for
+  // state.
   { apiGroups: ['batch'], resources: ['jobs'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // Read-only: pod phases and failure reasons (image pull errors, OOM kills) for job status.
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },

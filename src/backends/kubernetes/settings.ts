@@ -2,18 +2,26 @@
 // and which node resources feed which Fairway flavor. Parsed from a partial object (a YAML or
 // JSON file) over the defaults; unknown keys are refused so a typo does not pass silently.
 import { z } from 'zod';
-import { DEFAULT_PROMETHEUS_PROBES, prometheusProbesSchema, type PrometheusProbeSettings } from '../prometheus/probes.js';
+import {
+  DEFAULT_PROMETHEUS_PROBES,
+  type PrometheusProbeSettings,
+  prometheusProbesSchema,
+} from '../prometheus/index.js';
 
 export interface FlavorMapping {
   /** Fairway flavor name (a Flavor row). */
   flavor: string;
-  /** Extended resource the flavor's pods request: 'nvidia.com/gpu', 'nvidia.com/mig-1g.10gb', 'nvidia.com/gpu.shared'. */
+  /** Extended resource the flavor's pods request: 'nvidia.com/gpu', 'nvidia.com/mig-1g.10gb',
+   * 'nvidia.com/gpu.shared'.
+   */
   resource: string;
   /** Only nodes whose GPU product label equals this feed the flavor (omit: any product). */
   gpuProduct?: string;
   /** Only nodes of this pool (pool label value) feed the flavor (omit: any pool). */
   pool?: string;
-  /** Resource units per physical GPU on a node (7 for a 1g MIG profile on an A100, 4 for 4 time-slices). Default 1. */
+  /** Resource units per physical GPU on a node (7 for a 1g MIG profile on an A100, 4 for 4 time-slices).
+   * Default 1.
+   */
   unitsPerGpu?: number;
 }
 
@@ -65,7 +73,8 @@ export const DEFAULT_KUBERNETES_SETTINGS: KubernetesSettings = Object.freeze({
 
 // Shapes Kubernetes itself enforces, checked here so a bad setting fails at start-up, not at the first Job.
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const QUALIFIED_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const QUALIFIED_NAME =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const QUANTITY = /^[+]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$/;
 
 const labelKey = z.string().regex(QUALIFIED_NAME, 'must be a label key like "example.com/name"');
@@ -83,14 +92,20 @@ const settingsSchema = z.strictObject({
   namespacePrefix: z
     .string()
     .max(40, 'leaves too little of the 63-character namespace name for the tenant slug')
-    .regex(/^([a-z0-9][-a-z0-9]*)?$/, 'must be lowercase letters, digits and "-", starting with a letter or digit'),
+    .regex(
+      /^([a-z0-9][-a-z0-9]*)?$/,
+      'must be lowercase letters, digits and "-", starting with a letter or digit',
+    ),
   gpuProductLabel: labelKey,
   poolLabel: labelKey,
   flavors: z.array(flavorMapping),
   pinToNodes: z.boolean(),
   preemptionGraceSeconds: z.number().int().min(0),
   deleteOnPreemptQueues: z.array(z.string().min(1)),
-  bestEffortPriorityClass: z.string().max(253).regex(DNS_LABEL, 'must be a DNS label (lowercase letters, digits, "-")'),
+  bestEffortPriorityClass: z
+    .string()
+    .max(253)
+    .regex(DNS_LABEL, 'must be a DNS label (lowercase letters, digits, "-")'),
   finishedJobTtlSeconds: z.number().int().min(0),
   notRunningAfterMs: z.number().int().min(1),
   containerDefaults: z.strictObject({ cpu: quantity, memory: quantity }),
@@ -102,13 +117,17 @@ const settingsSchema = z.strictObject({
 /** zod-validated parse of a partial settings object (from a YAML/JSON file); throws a readable Error. */
 export function parseKubernetesSettings(raw: unknown): KubernetesSettings {
   const given = raw ?? {};
-  if (typeof given !== 'object' || Array.isArray(given)) throw new Error('Kubernetes settings: expected an object of settings');
+  if (typeof given !== 'object' || Array.isArray(given))
+    throw new Error('Kubernetes settings: expected an object of settings');
   const partial = given as Record<string, unknown>;
   const merged = {
     ...DEFAULT_KUBERNETES_SETTINGS,
     ...partial,
     // containerDefaults may be given in part: { memory: '4Gi' } keeps the default cpu.
-    containerDefaults: { ...DEFAULT_KUBERNETES_SETTINGS.containerDefaults, ...(partial.containerDefaults as object | undefined) },
+    containerDefaults: {
+      ...DEFAULT_KUBERNETES_SETTINGS.containerDefaults,
+      ...(partial.containerDefaults as object | undefined),
+    },
     // Likewise the probes: { prometheusUrl: … } keeps the default queries.
     probes: { ...DEFAULT_KUBERNETES_SETTINGS.probes, ...(partial.probes as object | undefined) },
   };
@@ -118,7 +137,10 @@ export function parseKubernetesSettings(raw: unknown): KubernetesSettings {
   const seen = new Set<string>();
   for (const m of settings.flavors) {
     const key = `${m.flavor}\u0000${m.resource}\u0000${m.gpuProduct ?? ''}\u0000${m.pool ?? ''}`;
-    if (seen.has(key)) throw new Error(`Kubernetes settings are invalid: flavor mapping for "${m.flavor}" (${m.resource}) is given twice`);
+    if (seen.has(key))
+      throw new Error(
+        `Kubernetes settings are invalid: flavor mapping for "${m.flavor}" (${m.resource}) is given twice`,
+      );
     seen.add(key);
   }
   return settings;

@@ -3,7 +3,9 @@
 import type { V1ContainerStatus, V1Job, V1Pod } from '@kubernetes/client-node';
 
 export type RunObservation =
-  /** Not all pods running yet; message says why (Unschedulable: …, ContainerCreating: …, 3/4 pods running). */
+  /** Not all pods running yet; message says why (Unschedulable: …, ContainerCreating: …, 3/4 pods running).
+   *
+   */
   | { kind: 'pending'; message: string }
   /** Every expected pod Running (or already Succeeded). */
   | { kind: 'running' }
@@ -15,10 +17,22 @@ export type RunObservation =
 const MAX_TEXT = 500;
 
 /** Waiting reasons that will not fix themselves: the job is failed rather than left pending. */
-const FATAL_WAITING = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError']);
+const FATAL_WAITING = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+]);
 
-/** jobs: the Fairway job's Kubernetes Jobs of the current admission; pods: their pods; expected: total admitted pods. */
-export function observeRun(jobs: readonly V1Job[], pods: readonly V1Pod[], expectedPods: number): RunObservation {
+/** jobs: the Fairway job's Kubernetes Jobs of the current admission; pods: their pods; expected: total
+ * admitted pods.
+ */
+export function observeRun(
+  jobs: readonly V1Job[],
+  pods: readonly V1Pod[],
+  expectedPods: number,
+): RunObservation {
   const failedJob = jobs.find((j) => hasCondition(j, 'Failed') || hasCondition(j, 'FailureTarget'));
   if (failedJob) return { kind: 'failed', reason: clip(jobFailure(failedJob, pods)) };
   if (jobs.length > 0 && jobs.every((j) => hasCondition(j, 'Complete'))) return { kind: 'succeeded' };
@@ -31,7 +45,11 @@ export function observeRun(jobs: readonly V1Job[], pods: readonly V1Pod[], expec
   if (jobs.length > 0 && up >= expectedPods) return { kind: 'running' };
   if (jobs.length === 0) return { kind: 'pending', message: 'no Kubernetes Job exists yet' };
   const suspended = jobs.find((j) => j.spec?.suspend);
-  if (suspended) return { kind: 'pending', message: clip(`Suspended: Job ${suspended.metadata?.name ?? ''} is suspended`) };
+  if (suspended)
+    return {
+      kind: 'pending',
+      message: clip(`Suspended: Job ${suspended.metadata?.name ?? ''} is suspended`),
+    };
   return { kind: 'pending', message: notRunningMessage(live, expectedPods) };
 }
 
@@ -43,7 +61,10 @@ export function notRunningMessage(pods: readonly V1Pod[], expectedPods?: number)
   const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
   const running = live.filter((p) => p.status?.phase === 'Running' || p.status?.phase === 'Succeeded').length;
   const expected = expectedPods ?? live.length;
-  const count = live.length < expected ? `${live.length}/${expected} pods created, ${running} running` : `${running}/${expected} pods running`;
+  const count =
+    live.length < expected
+      ? `${live.length}/${expected} pods created, ${running} running`
+      : `${running}/${expected} pods running`;
   const why = pendingReason(live);
   return clip(why ? `${why} (${count})` : count);
 }
@@ -52,7 +73,8 @@ function pendingReason(pods: readonly V1Pod[]): string | null {
   const waiting = pods.filter((p) => p.status?.phase !== 'Running' && p.status?.phase !== 'Succeeded');
   for (const pod of waiting) {
     const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
-    if (scheduled?.status === 'False') return `${scheduled.reason ?? 'Unschedulable'}: ${scheduled.message ?? `pod ${podName(pod)} is not scheduled`}`;
+    if (scheduled?.status === 'False')
+      return `${scheduled.reason ?? 'Unschedulable'}: ${scheduled.message ?? `pod ${podName(pod)} is not scheduled`}`;
   }
   for (const pod of waiting) {
     for (const cs of containerStatuses(pod)) {
@@ -61,15 +83,19 @@ function pendingReason(pods: readonly V1Pod[]): string | null {
     }
   }
   const first = waiting[0];
-  if (first) return `${first.status?.phase ?? 'Pending'}: pod ${podName(first)}${first.spec?.nodeName ? ` on node ${first.spec.nodeName}` : ' is not scheduled yet'}`;
+  if (first)
+    return `${first.status?.phase ?? 'Pending'}: pod ${podName(first)}${first.spec?.nodeName ? ` on node ${first.spec.nodeName}` : ' is not scheduled yet'}`;
   return null;
 }
 
 function jobFailure(job: V1Job, pods: readonly V1Pod[]): string {
-  const cond = job.status?.conditions?.find((c) => (c.type === 'Failed' || c.type === 'FailureTarget') && c.status === 'True');
+  const cond = job.status?.conditions?.find(
+    (c) => (c.type === 'Failed' || c.type === 'FailureTarget') && c.status === 'True',
+  );
   const reason = cond?.reason ?? 'Failed';
   // The deadline is the job's own limit: say so, whatever the pods died of when they were killed.
-  if (reason === 'DeadlineExceeded') return `DeadlineExceeded: ${cond?.message ?? 'the job ran longer than its maximum run time'}`;
+  if (reason === 'DeadlineExceeded')
+    return `DeadlineExceeded: ${cond?.message ?? 'the job ran longer than its maximum run time'}`;
   // BackoffLimitExceeded only says "a pod failed": the pod says why.
   return firstPodFailure(pods) ?? `${reason}: ${cond?.message ?? `Job ${job.metadata?.name ?? ''} failed`}`;
 }
@@ -77,10 +103,12 @@ function jobFailure(job: V1Job, pods: readonly V1Pod[]): string {
 function firstPodFailure(pods: readonly V1Pod[]): string | null {
   for (const pod of pods) {
     for (const cs of containerStatuses(pod)) {
-      const t = cs.state?.terminated ?? (pod.status?.phase === 'Failed' ? cs.lastState?.terminated : undefined);
+      const t =
+        cs.state?.terminated ?? (pod.status?.phase === 'Failed' ? cs.lastState?.terminated : undefined);
       if (t && t.exitCode !== 0) return terminatedText(pod, cs.name, t.reason, t.exitCode, t.message);
       const w = cs.state?.waiting;
-      if (w?.reason && FATAL_WAITING.has(w.reason)) return `${w.reason}: ${w.message ?? `container ${cs.name} of pod ${podName(pod)} cannot start`}`;
+      if (w?.reason && FATAL_WAITING.has(w.reason))
+        return `${w.reason}: ${w.message ?? `container ${cs.name} of pod ${podName(pod)} cannot start`}`;
     }
     if (pod.status?.phase === 'Failed') {
       return `${pod.status.reason ?? 'Failed'}: ${pod.status.message ?? `pod ${podName(pod)} failed`}`;
@@ -89,7 +117,13 @@ function firstPodFailure(pods: readonly V1Pod[]): string | null {
   return null;
 }
 
-function terminatedText(pod: V1Pod, container: string, reason: string | undefined, exitCode: number, message: string | undefined): string {
+function terminatedText(
+  pod: V1Pod,
+  container: string,
+  reason: string | undefined,
+  exitCode: number,
+  message: string | undefined,
+): string {
   const where = `container ${container} of pod ${podName(pod)}`;
   if (reason === 'OOMKilled') return `OOMKilled: ${where} ran out of memory (exit code ${exitCode})`;
   return `${reason ?? 'Error'}: ${where} exited with code ${exitCode}${message ? `: ${message.trim()}` : ''}`;
@@ -124,5 +158,7 @@ const TAINT = /\{([^:{}]+):[^{}]*\}/g;
  */
 export function tenantSafeMessage(message: string, keep: readonly string[]): string {
   const own = new Set(keep.map((k) => k.toLowerCase()));
-  return message.replace(TAINT, (_all, key: string) => `{${key.trim()}}`).replace(UUID, (id) => (own.has(id.toLowerCase()) ? id : '<another id>'));
+  return message
+    .replace(TAINT, (_all, key: string) => `{${key.trim()}}`)
+    .replace(UUID, (id) => (own.has(id.toLowerCase()) ? id : '<another id>'));
 }

@@ -16,21 +16,32 @@ import type {
   V1ResourceQuota,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
-import { LABEL_TENANT_ID, MANAGED_BY, labelValue, namespaceName } from './naming.js';
+import { LABEL_TENANT_ID, labelValue, MANAGED_BY, namespaceName } from './naming.js';
 import type { KubernetesSettings } from './settings.js';
 
 export interface KubeTenant {
   id: string;
   slug: string;
   isolationLevel: 'DEDICATED' | 'GUARANTEED' | 'ELASTIC' | 'BEST_EFFORT';
-  /** Egress CIDRs; null = unrestricted egress. DNS (53 UDP/TCP to any namespace's kube-dns) is always allowed when restricted. */
+  /** Egress CIDRs; null = unrestricted egress. DNS (53 UDP/TCP to any namespace's kube-dns) is always
+   * allowed when restricted.
+   */
   egressAllowlist: string[] | null;
-  /** The most the tenant can ever hold: resource name → integer count, e.g. { 'nvidia.com/gpu': 16, 'nvidia.com/mig-1g.10gb': 14 }. */
+  /** The most the tenant can ever hold: resource name → integer count, e.g. { 'nvidia.com/gpu': 16,
+   * 'nvidia.com/mig-1g.10gb': 14 }.
+   */
   maxResources: Record<string, number>;
 }
 
 /** A built object: apiVersion, kind and a named metadata are always there. */
-export type KubeObject = (V1Namespace | V1ResourceQuota | V1LimitRange | V1NetworkPolicy | V1ServiceAccount | V1PriorityClass) & {
+export type KubeObject = (
+  | V1Namespace
+  | V1ResourceQuota
+  | V1LimitRange
+  | V1NetworkPolicy
+  | V1ServiceAccount
+  | V1PriorityClass
+) & {
   apiVersion: string;
   kind: string;
   metadata: V1ObjectMeta & { name: string };
@@ -56,7 +67,8 @@ export function tenantObjects(t: KubeTenant, s: KubernetesSettings): KubeObject[
       name: namespace,
       labels: {
         ...labels,
-        // Pod Security admission refuses (enforce), logs (audit) and warns about anything short of "restricted".
+        // Pod Security admission refuses (enforce), logs (audit) and warns about anything short of
+        // "restricted".
         'pod-security.kubernetes.io/enforce': 'restricted',
         'pod-security.kubernetes.io/enforce-version': 'latest',
         'pod-security.kubernetes.io/audit': 'restricted',
@@ -125,7 +137,8 @@ export function tenantLabels(t: KubeTenant): Record<string, string> {
 function quotaHard(t: KubeTenant): Record<string, string> {
   const hard: Record<string, string> = {};
   for (const [resource, count] of Object.entries(t.maxResources).sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (!Number.isInteger(count) || count < 0) throw new Error(`tenant ${t.slug}: max ${resource} must be a non-negative integer, got ${count}`);
+    if (!Number.isInteger(count) || count < 0)
+      throw new Error(`tenant ${t.slug}: max ${resource} must be a non-negative integer, got ${count}`);
     // Extended resources can only be limited on requests (Kubernetes has no overcommit for them).
     hard[`requests.${resource}`] = String(count);
   }
@@ -144,7 +157,8 @@ function egressRules(t: KubeTenant): V1NetworkPolicyEgressRule[] {
       ],
     },
   ];
-  if (t.egressAllowlist.length > 0) rules.push({ to: t.egressAllowlist.map((cidr) => ({ ipBlock: { cidr: checkedCidr(t, cidr) } })) });
+  if (t.egressAllowlist.length > 0)
+    rules.push({ to: t.egressAllowlist.map((cidr) => ({ ipBlock: { cidr: checkedCidr(t, cidr) } })) });
   return rules;
 }
 

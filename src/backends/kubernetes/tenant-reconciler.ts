@@ -4,22 +4,26 @@
 // wants of it changed (or after a restart), so a sync of unchanged tenants writes nothing.
 import type { V1Namespace } from '@kubernetes/client-node';
 import type { BackendFlavor, BackendTenant } from '../port.js';
-import { statusOf, type KubeClient, type ObjectRef } from './client.js';
+import { type KubeClient, type ObjectRef, statusOf } from './client.js';
 import { LABEL_TENANT_ID, MANAGED_BY } from './naming.js';
-import { bestEffortPriorityClass, deviceUnits, tenantObjects, type KubeTenant } from './objects.js';
+import { bestEffortPriorityClass, deviceUnits, type KubeTenant, tenantObjects } from './objects.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';
 
 /** A tenant whose namespace cannot be made: its jobs cannot run here. */
 export class TenantRefusedError extends Error {}
 
-const MANAGED_SELECTOR = Object.entries(MANAGED_BY).map(([k, v]) => `${k}=${v}`).join(',');
+const MANAGED_SELECTOR = Object.entries(MANAGED_BY)
+  .map(([k, v]) => `${k}=${v}`)
+  .join(',');
 /** How long a start waits for the first tenant sync before it fails (and the outbox retries it). */
 const FIRST_SYNC_WAIT_MS = 10_000;
 
 export class TenantReconciler {
   /** The tenants as last synced, with their device-unit ceilings (what a Job is built from). */
   private tenants = new Map<string, KubeTenant>();
-  /** Tenants whose objects the API refused as invalid (or could not be built): their jobs fail instead of waiting. */
+  /** Tenants whose objects the API refused as invalid (or could not be built): their jobs fail instead of
+   * waiting.
+   */
   private refused = new Map<string, string>();
   /** Object key → the JSON last applied: unchanged objects are not written again. */
   private readonly applied = new Map<string, string>();
@@ -52,7 +56,10 @@ export class TenantReconciler {
     const refused = this.refused.get(id);
     if (refused) throw new TenantRefusedError(refused);
     const tenant = this.tenants.get(id);
-    if (!tenant) throw new Error(`tenant ${id} has no namespace yet (the tenant sync has not included it); the start is retried`);
+    if (!tenant)
+      throw new Error(
+        `tenant ${id} has no namespace yet (the tenant sync has not included it); the start is retried`,
+      );
     return tenant;
   }
 
@@ -62,13 +69,23 @@ export class TenantReconciler {
   /** Flavor limits → Kubernetes resource counts (flavors sharing a resource add up). */
   private kubeTenant(t: BackendTenant): KubeTenant {
     // Every resource Fairway maps gets a ceiling, 0 when the tenant has no quota of it.
-    const maxResources: Record<string, number> = Object.fromEntries(this.settings.flavors.map((f) => [f.resource, 0]));
+    const maxResources: Record<string, number> = Object.fromEntries(
+      this.settings.flavors.map((f) => [f.resource, 0]),
+    );
     for (const [flavor, gpus] of Object.entries(t.maxGpus)) {
       const mapping = this.flavorMappings.get(flavor);
       if (!mapping || !(gpus > 0)) continue;
-      maxResources[mapping.resource] = (maxResources[mapping.resource] ?? 0) + Math.ceil(deviceUnits(gpus, mapping, this.flavorSpecs.get(flavor)) - 1e-9);
+      maxResources[mapping.resource] =
+        (maxResources[mapping.resource] ?? 0) +
+        Math.ceil(deviceUnits(gpus, mapping, this.flavorSpecs.get(flavor)) - 1e-9);
     }
-    return { id: t.id, slug: t.slug, isolationLevel: t.isolationLevel, egressAllowlist: t.egressAllowlist, maxResources };
+    return {
+      id: t.id,
+      slug: t.slug,
+      isolationLevel: t.isolationLevel,
+      egressAllowlist: t.egressAllowlist,
+      maxResources,
+    };
   }
 
   async sync(tenants: BackendTenant[], flavors: BackendFlavor[]): Promise<void> {
@@ -86,7 +103,10 @@ export class TenantReconciler {
         objects = tenantObjects(kube, this.settings);
         synced.set(tenant.id, kube);
       } catch (error) {
-        refused.set(tenant.id, `its namespace objects cannot be made: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`);
+        refused.set(
+          tenant.id,
+          `its namespace objects cannot be made: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`,
+        );
         this.log(`tenant ${tenant.slug}: ${refused.get(tenant.id)}`);
         continue;
       }
@@ -97,7 +117,9 @@ export class TenantReconciler {
         if (status === 400 || status === 422) {
           synced.delete(tenant.id);
           refused.set(tenant.id, `the Kubernetes API refused its namespace objects (${status})`);
-          this.log(`tenant ${tenant.slug}: ${refused.get(tenant.id)}: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`);
+          this.log(
+            `tenant ${tenant.slug}: ${refused.get(tenant.id)}: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`,
+          );
         } else transient ??= error;
       }
     }
@@ -115,13 +137,18 @@ export class TenantReconciler {
       if (!tenantId || current.has(tenantId) || ns.status?.phase === 'Terminating') continue;
       const name = ns.metadata!.name!;
       await this.client.deleteIfPresent({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
-      for (const key of [...this.applied.keys()]) if (key.startsWith(`${name}/`) || key === `/Namespace/${name}`) this.applied.delete(key);
+      for (const key of [...this.applied.keys()])
+        if (key.startsWith(`${name}/`) || key === `/Namespace/${name}`) this.applied.delete(key);
       this.log(`removed namespace ${name}: its tenant is gone`);
     }
     if (transient) throw transient;
   }
 
-  private async applyIfChanged(object: { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } }): Promise<void> {
+  private async applyIfChanged(object: {
+    apiVersion?: string;
+    kind?: string;
+    metadata?: { name?: string; namespace?: string };
+  }): Promise<void> {
     const key = `${object.metadata?.namespace ?? ''}/${object.kind}/${object.metadata?.name}`;
     const json = JSON.stringify(object);
     if (this.applied.get(key) === json) return;

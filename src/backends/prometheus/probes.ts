@@ -1,4 +1,4 @@
-// Runtime probes of the Kubernetes backend (issue 16): GPU utilization and GPU memory of running
+// Runtime probes of the Kubernetes backend: GPU utilization and GPU memory of running
 // jobs' pods, read from Prometheus (the NVIDIA DCGM exporter's metrics) with two instant queries,
 // mapped to Fairway jobs by the backend's pod naming and the tenant's namespace, and reported as
 // 'utilization' events. Polled by the scheduling leader (a LeaderTask calls pollUtilization).
@@ -61,7 +61,9 @@ const vectorAnswer = z.object({
   status: z.literal('success'),
   data: z.object({
     resultType: z.literal('vector'),
-    result: z.array(z.object({ metric: z.record(z.string(), z.string()), value: z.tuple([z.number(), z.string()]) })),
+    result: z.array(
+      z.object({ metric: z.record(z.string(), z.string()), value: z.tuple([z.number(), z.string()]) }),
+    ),
   }),
 });
 
@@ -72,13 +74,24 @@ export class PrometheusAnswerError extends Error {}
  * answers something that is not a vector (the caller says so and asks again at the next poll);
  * series without the labels or with a value that is not a finite number are skipped.
  */
-export async function readPods(settings: PrometheusProbeSettings & { prometheusUrl: string }, namespacePrefix: string, fetchFn: typeof fetch = fetch): Promise<PodReading[]> {
+export async function readPods(
+  settings: PrometheusProbeSettings & { prometheusUrl: string },
+  namespacePrefix: string,
+  fetchFn: typeof fetch = fetch,
+): Promise<PodReading[]> {
   const query = async (template: string) => {
-    const url = new URL('api/v1/query', settings.prometheusUrl.endsWith('/') ? settings.prometheusUrl : `${settings.prometheusUrl}/`);
+    const url = new URL(
+      'api/v1/query',
+      settings.prometheusUrl.endsWith('/') ? settings.prometheusUrl : `${settings.prometheusUrl}/`,
+    );
     url.searchParams.set('query', template.replaceAll('{namespacePrefix}', namespacePrefix));
-    const response = await fetchFn(url, { signal: AbortSignal.timeout(settings.timeoutMs), headers: { accept: 'application/json' } });
+    const response = await fetchFn(url, {
+      signal: AbortSignal.timeout(settings.timeoutMs),
+      headers: { accept: 'application/json' },
+    });
     const text = await response.text();
-    if (!response.ok) throw new PrometheusAnswerError(`Prometheus answered ${response.status} to ${url.pathname}`);
+    if (!response.ok)
+      throw new PrometheusAnswerError(`Prometheus answered ${response.status} to ${url.pathname}`);
     let body: unknown;
     try {
       body = JSON.parse(text);
@@ -86,10 +99,14 @@ export async function readPods(settings: PrometheusProbeSettings & { prometheusU
       throw new PrometheusAnswerError('Prometheus answered something that is not JSON');
     }
     const parsed = vectorAnswer.safeParse(body);
-    if (!parsed.success) throw new PrometheusAnswerError('Prometheus answered something that is not an instant vector');
+    if (!parsed.success)
+      throw new PrometheusAnswerError('Prometheus answered something that is not an instant vector');
     return parsed.data.data.result;
   };
-  const [gpu, memory] = await Promise.all([query(settings.gpuQuery), settings.memoryQuery ? query(settings.memoryQuery) : Promise.resolve([])]);
+  const [gpu, memory] = await Promise.all([
+    query(settings.gpuQuery),
+    settings.memoryQuery ? query(settings.memoryQuery) : Promise.resolve([]),
+  ]);
   const pods = new Map<string, PodReading>();
   const take = (series: typeof gpu, field: 'gpu' | 'memory', scale: number) => {
     for (const s of series) {
@@ -113,7 +130,11 @@ export async function readPods(settings: PrometheusProbeSettings & { prometheusU
  * likewise over those with a memory reading). A pod no job owns (`owner` null: not Fairway's, not
  * running, or in another namespace than its job's tenant's) is ignored.
  */
-export function utilizationReports(readings: readonly PodReading[], owner: (namespace: string, pod: string) => PodOwner, at: number): Extract<BackendEvent, { type: 'utilization' }>[] {
+export function utilizationReports(
+  readings: readonly PodReading[],
+  owner: (namespace: string, pod: string) => PodOwner,
+  at: number,
+): Extract<BackendEvent, { type: 'utilization' }>[] {
   const jobs = new Map<string, { gpu: number; gpuWeight: number; memory: number; memoryWeight: number }>();
   for (const r of readings) {
     const found = owner(r.namespace, r.pod);
@@ -132,7 +153,13 @@ export function utilizationReports(readings: readonly PodReading[], owner: (name
   const out: Extract<BackendEvent, { type: 'utilization' }>[] = [];
   for (const [jobId, acc] of jobs) {
     if (!acc.gpuWeight) continue;
-    out.push({ type: 'utilization', jobId, at, gpuUtilization: acc.gpu / acc.gpuWeight, ...(acc.memoryWeight ? { memoryUtilization: acc.memory / acc.memoryWeight } : {}) });
+    out.push({
+      type: 'utilization',
+      jobId,
+      at,
+      gpuUtilization: acc.gpu / acc.gpuWeight,
+      ...(acc.memoryWeight ? { memoryUtilization: acc.memory / acc.memoryWeight } : {}),
+    });
   }
   return out;
 }
@@ -162,7 +189,8 @@ export class PrometheusProbes {
       readings = await readPods(this.settings, this.deps.namespacePrefix, this.deps.fetch);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      if (this.failing !== message) this.deps.log(`cannot read GPU probes from Prometheus (${message}); asking again at the next poll`);
+      if (this.failing !== message)
+        this.deps.log(`cannot read GPU probes from Prometheus (${message}); asking again at the next poll`);
       this.failing = message;
       return 0;
     }
@@ -176,6 +204,8 @@ export class PrometheusProbes {
 
 /** The pod of a Fairway Job (`fw-<jobId>-<podSetIndex>-…`, naming.ts kubeJobName): its job id and pod set; null for any other name. */
 export function podOfName(pod: string): { jobId: string; podSet: number } | null {
-  const m = /^fw-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(\d{1,3})-[a-z0-9-]+$/.exec(pod);
+  const m = /^fw-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(\d{1,3})-[a-z0-9-]+$/.exec(
+    pod,
+  );
   return m ? { jobId: m[1]!, podSet: Number(m[2]) } : null;
 }

@@ -1,9 +1,10 @@
 // The simulated cluster: the embedded default execution backend. Runs each admitted job for
 // its declared duration (scaled), reports success or failure, samples GPU utilization and memory
 // from the seeded utilization model of the job's declared workload type (training when undeclared).
+
+import { type UtilizationProfile, utilizationAt, utilizationProfile } from '../../core/governance/index.js';
 import type { BackendEvent, BackendJob, ExecutionBackend } from '../port.js';
 import { LongTimeout, systemTimers, type Timers } from './timers.js';
-import { utilizationAt, utilizationProfile, type UtilizationProfile } from '../../core/governance/utilization-model.js';
 
 export type { Timers } from './timers.js';
 
@@ -59,7 +60,9 @@ interface Run {
   key: string;
   /** Declared ms after `started` at which the run ends, and how; null = runs until stopped. */
   ending: Ending | null;
-  /** The job's seeded utilization model (core/governance/utilization-model.ts, by its declared workload type). */
+  /** The job's seeded utilization model (core/governance/utilization-model.ts, by its declared workload
+   * type).
+   */
   profile: UtilizationProfile;
   /** Samples taken in this run (the model's jitter is drawn per sample index). */
   samples: number;
@@ -77,12 +80,12 @@ function finiteNonNegative(v: unknown): number | undefined {
 
 /** Reads `workload.simulate`; malformed fields are ignored (the workload is user input). */
 export function readSimulateDirective(workload: Record<string, unknown> | undefined): SimulateDirective {
-  const raw = workload?.['simulate'];
+  const raw = workload?.simulate;
   if (raw === null || typeof raw !== 'object') return {};
   const r = raw as Record<string, unknown>;
   const out: SimulateDirective = {};
-  if (r['outcome'] === 'succeed' || r['outcome'] === 'fail') out.outcome = r['outcome'];
-  const failAfterMs = finiteNonNegative(r['failAfterMs']);
+  if (r.outcome === 'succeed' || r.outcome === 'fail') out.outcome = r.outcome;
+  const failAfterMs = finiteNonNegative(r.failAfterMs);
   if (failAfterMs !== undefined) out.failAfterMs = failAfterMs;
   return out;
 }
@@ -106,7 +109,9 @@ export class SimulatedBackend implements ExecutionBackend {
   private readonly utilizationIntervalMs: number;
   private readonly startDelayMs: number;
   private readonly onListenerError: (error: unknown, event: BackendEvent) => void;
-  /** Outcomes depend only on the order of start() calls; utilization only on the seed and the job (the model). */
+  /** Outcomes depend only on the order of start() calls; utilization only on the seed and the job (the
+   * model).
+   */
   private readonly outcomeRng: () => number;
   private readonly seed: number;
 
@@ -119,13 +124,17 @@ export class SimulatedBackend implements ExecutionBackend {
 
   constructor(options: SimulatedBackendOptions = {}) {
     const timeScale = options.timeScale ?? 1;
-    if (!(Number.isFinite(timeScale) && timeScale > 0)) throw new RangeError(`timeScale must be a positive number, got ${timeScale}`);
+    if (!(Number.isFinite(timeScale) && timeScale > 0))
+      throw new RangeError(`timeScale must be a positive number, got ${timeScale}`);
     const failureRate = options.failureRate ?? 0;
-    if (!(failureRate >= 0 && failureRate <= 1)) throw new RangeError(`failureRate must be in [0, 1], got ${failureRate}`);
+    if (!(failureRate >= 0 && failureRate <= 1))
+      throw new RangeError(`failureRate must be in [0, 1], got ${failureRate}`);
     const interval = options.utilizationIntervalMs ?? 5000;
-    if (!(Number.isFinite(interval) && interval >= 0)) throw new RangeError(`utilizationIntervalMs must be >= 0, got ${interval}`);
+    if (!(Number.isFinite(interval) && interval >= 0))
+      throw new RangeError(`utilizationIntervalMs must be >= 0, got ${interval}`);
     const startDelay = options.startDelayMs ?? 0;
-    if (!(Number.isFinite(startDelay) && startDelay >= 0)) throw new RangeError(`startDelayMs must be >= 0, got ${startDelay}`);
+    if (!(Number.isFinite(startDelay) && startDelay >= 0))
+      throw new RangeError(`startDelayMs must be >= 0, got ${startDelay}`);
 
     this.timeScale = timeScale;
     this.failureRate = failureRate;
@@ -133,7 +142,10 @@ export class SimulatedBackend implements ExecutionBackend {
     this.startDelayMs = startDelay;
     this.now = options.now ?? Date.now;
     this.timers = options.timers ?? systemTimers;
-    this.onListenerError = options.onListenerError ?? ((error, event) => console.error(`simulated backend: a listener threw on ${event.type} of ${event.jobId}`, error));
+    this.onListenerError =
+      options.onListenerError ??
+      ((error, event) =>
+        console.error(`simulated backend: a listener threw on ${event.type} of ${event.jobId}`, error));
     const seed = Math.trunc(options.seed ?? 1);
     this.outcomeRng = mulberry32(seed);
     this.seed = seed;
@@ -161,8 +173,14 @@ export class SimulatedBackend implements ExecutionBackend {
       job,
       key,
       ending: this.plan(job, uFail, uPoint, offset),
-      // Undeclared jobs are modelled as training; the whole declared run (all its runs) is the model's time line.
-      profile: utilizationProfile(this.seed, job.jobId, job.workloadType ?? 'TRAINING', finiteNonNegative(job.expectedDurationMs) ?? Infinity),
+      // Undeclared jobs are modelled as training; the whole declared run (all its runs) is the model's time
+      // line.
+      profile: utilizationProfile(
+        this.seed,
+        job.jobId,
+        job.workloadType ?? 'TRAINING',
+        finiteNonNegative(job.expectedDurationMs) ?? Infinity,
+      ),
       samples: 0,
       offset,
       timeouts: [],
@@ -203,7 +221,9 @@ export class SimulatedBackend implements ExecutionBackend {
     }
     const ran = run.startedAt === undefined ? 0 : Math.max(0, this.now() - run.startedAt) * this.timeScale;
     const total = run.offset + ran;
-    const kept = checkpoint.resumable ? total : Math.floor(total / checkpoint.intervalMs!) * checkpoint.intervalMs!;
+    const kept = checkpoint.resumable
+      ? total
+      : Math.floor(total / checkpoint.intervalMs!) * checkpoint.intervalMs!;
     this.progress.set(jobId, Math.max(run.offset, kept));
   }
 
@@ -221,7 +241,9 @@ export class SimulatedBackend implements ExecutionBackend {
     return [...this.runs.keys()];
   }
 
-  /** Starts the live jobs it is not running. Its state is in memory only, so there are no orphans to remove. */
+  /** Starts the live jobs it is not running. Its state is in memory only, so there are no orphans to remove.
+   *
+   */
   async reconcile(live: BackendJob[]): Promise<void> {
     for (const job of live) if (!this.runs.has(job.jobId)) await this.start(job);
   }
@@ -262,7 +284,9 @@ export class SimulatedBackend implements ExecutionBackend {
     const { ending } = run;
     // Arm the end and sampling before emitting, so a listener that suspends on 'started' clears them.
     if (ending) {
-      run.timeouts.push(new LongTimeout(this.timers, ending.at / this.timeScale, () => this.onEnded(run, ending)));
+      run.timeouts.push(
+        new LongTimeout(this.timers, ending.at / this.timeScale, () => this.onEnded(run, ending)),
+      );
     }
     if (this.utilizationIntervalMs > 0 && requestsGpus(run.job)) {
       run.interval = this.timers.setInterval(() => this.sample(run), this.utilizationIntervalMs);
@@ -281,7 +305,11 @@ export class SimulatedBackend implements ExecutionBackend {
       if (oldest !== undefined) this.finished.delete(oldest);
     }
     const at = this.now();
-    this.emit(ending.type === 'succeeded' ? { type: 'succeeded', jobId, at } : { type: 'failed', jobId, at, reason: ending.reason });
+    this.emit(
+      ending.type === 'succeeded'
+        ? { type: 'succeeded', jobId, at }
+        : { type: 'failed', jobId, at, reason: ending.reason },
+    );
   }
 
   private sample(run: Run): void {
@@ -290,7 +318,13 @@ export class SimulatedBackend implements ExecutionBackend {
     // Declared ms into the job's work (a resumed run continues where its checkpoint left it).
     const runMs = run.offset + Math.max(0, at - (run.startedAt ?? at)) * this.timeScale;
     const reading = utilizationAt(this.seed, run.job.jobId, run.profile, runMs, run.samples++);
-    this.emit({ type: 'utilization', jobId: run.job.jobId, at, gpuUtilization: reading.gpu, memoryUtilization: reading.memory });
+    this.emit({
+      type: 'utilization',
+      jobId: run.job.jobId,
+      at,
+      gpuUtilization: reading.gpu,
+      memoryUtilization: reading.memory,
+    });
   }
 
   private isCurrent(run: Run): boolean {

@@ -24,7 +24,12 @@ export function planLines(plan: Plan, file: string): string[] {
   for (const o of plan.objects) {
     if (o.action === 'unchanged') continue;
     lines.push(`${SIGN[o.action]} ${describe(o)}`);
-    for (const c of o.changes) lines.push(o.action === 'create' ? `    ${c.field}: ${show(c.new)}` : `    ${c.field}: ${show(c.old)} → ${show(c.new)}`);
+    for (const c of o.changes)
+      lines.push(
+        o.action === 'create'
+          ? `    ${c.field}: ${show(c.new)}`
+          : `    ${c.field}: ${show(c.old)} → ${show(c.new)}`,
+      );
     for (const n of o.notes) lines.push(`    ${o.action === 'blocked' ? 'cannot apply' : 'note'}: ${n}`);
   }
   const notCompared = plan.objects.filter((o) => o.action !== 'create' && o.notCompared.length);
@@ -37,13 +42,22 @@ export function planLines(plan: Plan, file: string): string[] {
     for (const u of plan.unmanaged) lines.push(`    ${describe(u)}`);
   }
   const s = summary(plan);
-  lines.push(`${file}: ${s.create} to create, ${s.update} to update, ${s.unchanged} unchanged${s.blocked ? `, ${s.blocked} that cannot be applied` : ''}.`);
+  lines.push(
+    `${file}: ${s.create} to create, ${s.update} to update, ${s.unchanged} unchanged${s.blocked ? `, ${s.blocked} that cannot be applied` : ''}.`,
+  );
   return lines;
 }
 
 export function planJson(plan: Plan): Record<string, unknown> {
   return {
-    objects: plan.objects.map((o) => ({ kind: o.kind, name: o.name, action: o.action, changes: o.changes.map((c) => ({ field: c.field, old: c.old ?? null, new: c.new ?? null })), notes: o.notes, notCompared: o.notCompared })),
+    objects: plan.objects.map((o) => ({
+      kind: o.kind,
+      name: o.name,
+      action: o.action,
+      changes: o.changes.map((c) => ({ field: c.field, old: c.old ?? null, new: c.new ?? null })),
+      notes: o.notes,
+      notCompared: o.notCompared,
+    })),
     unmanaged: plan.unmanaged,
     summary: summary(plan),
   };

@@ -3,14 +3,21 @@
 // input takes an ID (cohortId, parentId, tenantId, dedicatedTenantId) the file names the object
 // instead (cohort, parent, dedicatedTenant) — the CLI looks the ID up.
 import fs from 'node:fs';
-import { isMap, LineCounter, parseDocument, type Document } from 'yaml';
+import { type Document, isMap, LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { CliError, EXIT } from './context.js';
 
 // The server's own rules (schema/cluster/cluster.ts, schema/common.ts, schema/cluster/queue.ts), checked here
 // too so that a bad name stops the run before anything is sent.
-const objectName = z.string().regex(/^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/, 'use 1-63 lowercase letters, digits, dots and dashes');
-const slug = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'use 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit');
+const objectName = z
+  .string()
+  .regex(/^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/, 'use 1-63 lowercase letters, digits, dots and dashes');
+const slug = z
+  .string()
+  .regex(
+    /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/,
+    'use 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit',
+  );
 const amount = z.number().min(0, 'must not be negative');
 const int = z.number().int();
 
@@ -48,7 +55,15 @@ const nodePool = z.strictObject({
   name: objectName,
   /** CreateNodePoolInput.dedicatedTenantId, by slug. */
   dedicatedTenant: slug.optional(),
-  nodes: z.array(z.strictObject({ name: z.string().min(1), flavor: z.string().min(1), gpus: int.min(0), cpuMillis: int.min(0), memoryMiB: int.min(0) })),
+  nodes: z.array(
+    z.strictObject({
+      name: z.string().min(1),
+      flavor: z.string().min(1),
+      gpus: int.min(0),
+      cpuMillis: int.min(0),
+      memoryMiB: int.min(0),
+    }),
+  ),
 });
 
 const preemption = z.strictObject({
@@ -60,7 +75,13 @@ const preemption = z.strictObject({
   fairShareMaxLostRunSeconds: int.min(0).optional(),
 });
 
-const timeWindow = z.strictObject({ days: z.array(int), start: z.string(), end: z.string(), timeZone: z.string(), quotas: z.array(quota) });
+const timeWindow = z.strictObject({
+  days: z.array(int),
+  start: z.string(),
+  end: z.string(),
+  timeZone: z.string(),
+  quotas: z.array(quota),
+});
 
 const isolationLevel = z.enum(['BEST_EFFORT', 'DEDICATED', 'ELASTIC', 'GUARANTEED']);
 
@@ -86,11 +107,20 @@ const tenant = z.strictObject({
   tier: z.enum(['STANDARD', 'PREMIUM', 'ENTERPRISE']).optional(),
   isolationLevel: isolationLevel.optional(),
   status: z.enum(['ACTIVE', 'SUSPENDED', 'ARCHIVED']).optional(),
-  /** CreateTenantInput.adminEmail: the first admin, at creation only (platform admins cannot read members' e-mails). */
+  /** CreateTenantInput.adminEmail: the first admin, at creation only (platform admins cannot read members'
+   * e-mails).
+   */
   adminEmail: z.email().optional(),
   grantedPriorityClasses: z.array(z.string().min(1).max(63)).optional(),
   /** setTenantDataBoundaries; null: unrestricted. */
-  dataBoundaries: z.strictObject({ imageRegistries: boundaryList, datasetLocations: boundaryList, artifactStores: boundaryList }).nullable().optional(),
+  dataBoundaries: z
+    .strictObject({
+      imageRegistries: boundaryList,
+      datasetLocations: boundaryList,
+      artifactStores: boundaryList,
+    })
+    .nullable()
+    .optional(),
   /** setTenantEgressAllowlist; null: unrestricted. */
   egressAllowlist: z.array(z.string().min(1)).nullable().optional(),
   queues: z.array(queue).default([]),
@@ -105,11 +135,21 @@ const platform = z
     nodePools: z.array(nodePool).default([]),
   })
   .superRefine((p, ctx) => {
-    const unique = (list: { name?: string; slug?: string }[], key: 'name' | 'slug', at: string, what: string) => {
+    const unique = (
+      list: { name?: string; slug?: string }[],
+      key: 'name' | 'slug',
+      at: string,
+      what: string,
+    ) => {
       const seen = new Set<string>();
       list.forEach((item, i) => {
         const value = item[key]!;
-        if (seen.has(value)) ctx.addIssue({ code: 'custom', path: [at, i, key], message: `${what} "${value}" is declared twice` });
+        if (seen.has(value))
+          ctx.addIssue({
+            code: 'custom',
+            path: [at, i, key],
+            message: `${what} "${value}" is declared twice`,
+          });
         seen.add(value);
       });
     };
@@ -122,12 +162,22 @@ const platform = z
     const queues = new Set<string>();
     p.tenants.forEach((t, ti) =>
       t.queues.forEach((q, qi) => {
-        if (queues.has(q.name)) ctx.addIssue({ code: 'custom', path: ['tenants', ti, 'queues', qi, 'name'], message: `queue "${q.name}" is declared twice` });
+        if (queues.has(q.name))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['tenants', ti, 'queues', qi, 'name'],
+            message: `queue "${q.name}" is declared twice`,
+          });
         queues.add(q.name);
       }),
     );
     p.cohorts.forEach((c, i) => {
-      if (c.parent === c.name) ctx.addIssue({ code: 'custom', path: ['cohorts', i, 'parent'], message: 'a cohort cannot be its own parent' });
+      if (c.parent === c.name)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['cohorts', i, 'parent'],
+          message: 'a cohort cannot be its own parent',
+        });
     });
   });
 
@@ -141,7 +191,10 @@ export type NodePoolSpec = z.infer<typeof nodePool>;
 export type PriorityClassSpec = z.infer<typeof priorityClass>;
 
 /** Reads and validates a platform file (`-` is stdin); any problem is a CliError (USAGE) naming file:line. */
-export async function readPlatformSpec(file: string, stdin: NodeJS.ReadableStream = process.stdin): Promise<PlatformSpec> {
+export async function readPlatformSpec(
+  file: string,
+  stdin: NodeJS.ReadableStream = process.stdin,
+): Promise<PlatformSpec> {
   let text: string;
   try {
     if (file === '-') {
@@ -159,21 +212,26 @@ export function parsePlatformSpec(text: string, file: string): PlatformSpec {
   const lineCounter = new LineCounter();
   // uniqueKeys: a key given twice is an error, not a silent override.
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const at = (offset: number | undefined) => (offset === undefined ? file : `${file}:${lineCounter.linePos(offset).line}`);
+  const at = (offset: number | undefined) =>
+    offset === undefined ? file : `${file}:${lineCounter.linePos(offset).line}`;
   if (doc.errors.length) {
     const e = doc.errors[0]!;
     throw new CliError(`${at(e.pos[0])}: ${e.message.split('\n')[0]}`, EXIT.USAGE);
   }
   const parsed = platform.safeParse(doc.toJS() ?? {});
   if (parsed.success) {
-    for (const t of parsed.data.tenants) if (t.egressAllowlist) t.egressAllowlist = t.egressAllowlist.map(canonicalCidr);
+    for (const t of parsed.data.tenants)
+      if (t.egressAllowlist) t.egressAllowlist = t.egressAllowlist.map(canonicalCidr);
     return parsed.data;
   }
   const lines = parsed.error.issues.slice(0, 10).map((issue) => {
     const path = issue.path as (string | number)[];
     const where = at(offsetOf(doc, path, issue.code === 'unrecognized_keys' ? issue.keys[0] : undefined));
     const label = path.length ? path.join('.') : '(top level)';
-    const message = issue.code === 'unrecognized_keys' ? `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}` : issue.message;
+    const message =
+      issue.code === 'unrecognized_keys'
+        ? `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`
+        : issue.message;
     return `${where}: ${label}: ${message}`;
   });
   throw new CliError(lines.join('\n'), EXIT.USAGE);

@@ -18,15 +18,55 @@ export interface Boundaries {
 }
 
 export interface ServerState {
-  flavors: Map<string, { id: string; name: string; kind: string; gpuModel: string | null; slicesPerGpu: number | null; pricePerUnitHour: number }>;
+  flavors: Map<
+    string,
+    {
+      id: string;
+      name: string;
+      kind: string;
+      gpuModel: string | null;
+      slicesPerGpu: number | null;
+      pricePerUnitHour: number;
+    }
+  >;
   priorityClasses: Map<string, { name: string; requiresGrant: boolean; multiplier: number }>;
   cohorts: Map<string, { id: string; name: string; parent: string | null; quotas: QuotaLine[] }>;
-  nodePools: Map<string, { id: string; name: string; dedicated: boolean; nodes: { name: string; flavor: string; gpus: number; cpuMillis: number; memoryMiB: number }[] }>;
+  nodePools: Map<
+    string,
+    {
+      id: string;
+      name: string;
+      dedicated: boolean;
+      nodes: { name: string; flavor: string; gpus: number; cpuMillis: number; memoryMiB: number }[];
+    }
+  >;
   tenants: Map<
     string,
-    { id: string; slug: string; name: string; tier: string; isolationLevel: string; status: string; grantedPriorityClasses: string[]; dataBoundaries: Boundaries | null; egressAllowlist: string[] | null }
+    {
+      id: string;
+      slug: string;
+      name: string;
+      tier: string;
+      isolationLevel: string;
+      status: string;
+      grantedPriorityClasses: string[];
+      dataBoundaries: Boundaries | null;
+      egressAllowlist: string[] | null;
+    }
   >;
-  queues: Map<string, { id: string; name: string; tenant: string; cohort: string | null; weight: number; queueingStrategy: string; isolationLevel: string | null; quotas: QuotaLine[] }>;
+  queues: Map<
+    string,
+    {
+      id: string;
+      name: string;
+      tenant: string;
+      cohort: string | null;
+      weight: number;
+      queueingStrategy: string;
+      isolationLevel: string | null;
+      quotas: QuotaLine[];
+    }
+  >;
 }
 
 const QUOTA = 'flavor resource nominal borrowingLimit lendingLimit';
@@ -51,12 +91,31 @@ const PLATFORM_QUERY = `query FairwayApplyPlatform($after: String) {
 }`;
 
 interface PlatformData extends TenantsData {
-  flavors: { id: string; name: string; kind: string; gpuModel: string | null; slicesPerGpu: number | null; pricePerUnitHour: number }[];
-  priceBook: { flavorPrices: { flavor: string; pricePerUnitHour: number; current: boolean }[]; multipliers: { priorityClass: string; multiplier: number; current: boolean }[] };
+  flavors: {
+    id: string;
+    name: string;
+    kind: string;
+    gpuModel: string | null;
+    slicesPerGpu: number | null;
+    pricePerUnitHour: number;
+  }[];
+  priceBook: {
+    flavorPrices: { flavor: string; pricePerUnitHour: number; current: boolean }[];
+    multipliers: { priorityClass: string; multiplier: number; current: boolean }[];
+  };
   priorityClasses: { name: string; requiresGrant: boolean }[];
   cohorts: { id: string; name: string; parentName: string | null; quotas: QuotaLine[] }[];
   nodePools: ServerState['nodePools'] extends Map<string, infer V> ? V[] : never;
-  queues: { id: string; name: string; cohortName: string | null; weight: number; queueingStrategy: string; isolationLevel: string | null; quotas: QuotaLine[]; tenant: { slug: string } }[];
+  queues: {
+    id: string;
+    name: string;
+    cohortName: string | null;
+    weight: number;
+    queueingStrategy: string;
+    isolationLevel: string | null;
+    quotas: QuotaLine[];
+    tenant: { slug: string };
+  }[];
 }
 
 type TenantNode = ServerState['tenants'] extends Map<string, infer V> ? V : never;
@@ -67,8 +126,12 @@ interface TenantsData {
 export async function readServerState(ctx: CliContext): Promise<ServerState> {
   const data = await ctx.request<PlatformData>(PLATFORM_QUERY, { after: null });
   // Flavor.pricePerUnitHour is the price at creation; the price book holds the one in force now.
-  const currentPrice = new Map(data.priceBook.flavorPrices.filter((p) => p.current).map((p) => [p.flavor, p.pricePerUnitHour]));
-  const currentMultiplier = new Map(data.priceBook.multipliers.filter((m) => m.current).map((m) => [m.priorityClass, m.multiplier]));
+  const currentPrice = new Map(
+    data.priceBook.flavorPrices.filter((p) => p.current).map((p) => [p.flavor, p.pricePerUnitHour]),
+  );
+  const currentMultiplier = new Map(
+    data.priceBook.multipliers.filter((m) => m.current).map((m) => [m.priorityClass, m.multiplier]),
+  );
   const tenants: TenantNode[] = [];
   let page: TenantsData = data;
   for (;;) {
@@ -77,15 +140,33 @@ export async function readServerState(ctx: CliContext): Promise<ServerState> {
     page = await ctx.request<TenantsData>(TENANTS_QUERY, { after: page.tenants.pageInfo.endCursor });
   }
   return {
-    flavors: new Map(data.flavors.map((f) => [f.name, { ...f, pricePerUnitHour: currentPrice.get(f.name) ?? f.pricePerUnitHour }])),
-    priorityClasses: new Map(data.priorityClasses.map((p) => [p.name, { ...p, multiplier: currentMultiplier.get(p.name) ?? 1 }])),
-    cohorts: new Map(data.cohorts.map((c) => [c.name, { id: c.id, name: c.name, parent: c.parentName, quotas: c.quotas }])),
+    flavors: new Map(
+      data.flavors.map((f) => [
+        f.name,
+        { ...f, pricePerUnitHour: currentPrice.get(f.name) ?? f.pricePerUnitHour },
+      ]),
+    ),
+    priorityClasses: new Map(
+      data.priorityClasses.map((p) => [p.name, { ...p, multiplier: currentMultiplier.get(p.name) ?? 1 }]),
+    ),
+    cohorts: new Map(
+      data.cohorts.map((c) => [c.name, { id: c.id, name: c.name, parent: c.parentName, quotas: c.quotas }]),
+    ),
     nodePools: new Map(data.nodePools.map((p) => [p.name, p])),
     tenants: new Map(tenants.map((t) => [t.slug, t])),
     queues: new Map(
       data.queues.map((q) => [
         q.name,
-        { id: q.id, name: q.name, tenant: q.tenant.slug, cohort: q.cohortName, weight: q.weight, queueingStrategy: q.queueingStrategy, isolationLevel: q.isolationLevel, quotas: q.quotas },
+        {
+          id: q.id,
+          name: q.name,
+          tenant: q.tenant.slug,
+          cohort: q.cohortName,
+          weight: q.weight,
+          queueingStrategy: q.queueingStrategy,
+          isolationLevel: q.isolationLevel,
+          quotas: q.quotas,
+        },
       ]),
     ),
   };

@@ -3,12 +3,12 @@
 // make it so in dependency order. Idempotent: a second run finds nothing to do and sends no
 // mutation. Objects on the server that the file does not name are reported, never removed.
 import { parseArgs } from 'node:util';
-import { CliError, EXIT, type CliContext } from './context.js';
-import { readPlatformSpec } from './apply-spec.js';
-import { readServerState } from './apply-state.js';
 import { computePlan } from './apply-diff.js';
 import { describe, planJson, planLines, summary } from './apply-print.js';
 import { runPlan } from './apply-run.js';
+import { readPlatformSpec } from './apply-spec.js';
+import { readServerState } from './apply-state.js';
+import { type CliContext, CliError, EXIT } from './context.js';
 
 export const APPLY_HELP = `usage: fairway apply -f FILE [--check] [--json]
 
@@ -33,7 +33,14 @@ export async function runApply(argv: string[], ctx: CliContext): Promise<number>
   try {
     flags = parseArgs({
       args: argv,
-      options: { file: { type: 'string', short: 'f' }, check: { type: 'boolean' }, 'dry-run': { type: 'boolean' }, json: { type: 'boolean' }, prune: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        file: { type: 'string', short: 'f' },
+        check: { type: 'boolean' },
+        'dry-run': { type: 'boolean' },
+        json: { type: 'boolean' },
+        prune: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
       strict: true,
       allowPositionals: false,
     }).values;
@@ -46,7 +53,9 @@ export async function runApply(argv: string[], ctx: CliContext): Promise<number>
     return EXIT.OK;
   }
   if (flags.prune) {
-    ctx.err('fairway apply: --prune is not supported: the API has no delete mutation for flavors, cohorts, queues or node pools; archive a tenant by setting status: ARCHIVED in the file');
+    ctx.err(
+      'fairway apply: --prune is not supported: the API has no delete mutation for flavors, cohorts, queues or node pools; archive a tenant by setting status: ARCHIVED in the file',
+    );
     return EXIT.USAGE;
   }
   if (!flags.file) {
@@ -68,7 +77,10 @@ export async function runApply(argv: string[], ctx: CliContext): Promise<number>
     if (counts.blocked) {
       // Nothing is sent: half an apply would leave the platform as neither side says.
       if (json) ctx.out(JSON.stringify({ ...report, applied: [] }));
-      else ctx.err(`fairway apply: ${counts.blocked} object(s) cannot be applied (see "cannot apply" above); nothing was changed`);
+      else
+        ctx.err(
+          `fairway apply: ${counts.blocked} object(s) cannot be applied (see "cannot apply" above); nothing was changed`,
+        );
       return EXIT.CONFLICT;
     }
     if (checkOnly || changes === 0) {
@@ -80,11 +92,20 @@ export async function runApply(argv: string[], ctx: CliContext): Promise<number>
     const outcome = await runPlan(plan, ctx, (o) => {
       if (!json) ctx.out(`${o.action === 'create' ? 'created' : 'updated'} ${describe(o)}`);
     });
-    if (json) ctx.out(JSON.stringify({ ...report, applied: outcome.done, ...(outcome.failed ? { failed: outcome.failed } : {}) }));
+    if (json)
+      ctx.out(
+        JSON.stringify({
+          ...report,
+          applied: outcome.done,
+          ...(outcome.failed ? { failed: outcome.failed } : {}),
+        }),
+      );
     if (outcome.failed) {
       const f = outcome.failed;
       ctx.err(`fairway apply: ${f.kind} ${f.name} failed: ${f.message}`);
-      ctx.err(`fairway apply: ${outcome.done.length} of ${changes} change(s) applied before it; fix the cause and run again to apply the rest`);
+      ctx.err(
+        `fairway apply: ${outcome.done.length} of ${changes} change(s) applied before it; fix the cause and run again to apply the rest`,
+      );
       return f.exitCode;
     }
     if (!json) ctx.out(`Applied: ${counts.create} created, ${counts.update} updated.`);

@@ -1,5 +1,5 @@
 // Flags for the tenant commands: node:util parseArgs (strict), its errors turned into usage errors.
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { CliError, EXIT } from './context.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -17,7 +17,12 @@ export const COMMON_HELP = `  --server URL       gateway (default: FAIRWAY_SERVE
   -h, --help         this help`;
 
 export function parse<O extends Options>(argv: string[], options: O, positionals = 0) {
-  const config = { args: argv, options: { ...COMMON_OPTIONS, ...options }, strict: true as const, allowPositionals: true as const };
+  const config = {
+    args: argv,
+    options: { ...COMMON_OPTIONS, ...options },
+    strict: true as const,
+    allowPositionals: true as const,
+  };
   let parsed: ReturnType<typeof parseArgs<typeof config>>;
   try {
     parsed = parseArgs(config);
@@ -25,7 +30,8 @@ export function parse<O extends Options>(argv: string[], options: O, positionals
     // parseArgs words its errors well but goes on to suggest `--` tricks; keep the first sentence
     throw new CliError((error as Error).message.split('. ')[0]!.replace(/\.$/, ''), EXIT.USAGE);
   }
-  if (!(parsed.values as { help?: boolean }).help && parsed.positionals.length > positionals) throw new CliError(`unexpected argument '${parsed.positionals[positionals]}'`, EXIT.USAGE);
+  if (!(parsed.values as { help?: boolean }).help && parsed.positionals.length > positionals)
+    throw new CliError(`unexpected argument '${parsed.positionals[positionals]}'`, EXIT.USAGE);
   return parsed;
 }
 
@@ -34,7 +40,12 @@ export function parse<O extends Options>(argv: string[], options: O, positionals
  * without --server/--token, for commands whose parser does not know them (apply); ours parse
  * the full argv with COMMON_OPTIONS.
  */
-export function globalFlags(argv: string[]): { server?: string; token?: string; json: boolean; rest: string[] } {
+export function globalFlags(argv: string[]): {
+  server?: string;
+  token?: string;
+  json: boolean;
+  rest: string[];
+} {
   const out: { server?: string; token?: string; json: boolean; rest: string[] } = { json: false, rest: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -58,6 +69,7 @@ export function need(value: string | undefined, what: string): string {
 
 export function positiveInt(value: string | undefined, flag: string, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw new CliError(`${flag} must be a positive integer, got '${value}'`, EXIT.USAGE);
+  if (!/^\d+$/.test(value) || Number(value) < 1)
+    throw new CliError(`${flag} must be a positive integer, got '${value}'`, EXIT.USAGE);
   return Number(value);
 }

@@ -1,6 +1,6 @@
 // fairway cancel JOB
 import { COMMON_HELP, need, parse } from './args.js';
-import { EXIT, type CliContext } from './context.js';
+import { type CliContext, EXIT } from './context.js';
 import { requireToken } from './lookup.js';
 import { CancelJob, send } from './operations.js';
 
@@ -20,6 +20,8 @@ export async function runCancel(argv: string[], ctx: CliContext): Promise<number
   const id = need(positionals[0], 'JOB');
   requireToken(ctx);
   const { cancelJob } = await send(ctx, CancelJob, { id });
-  ctx.out(ctx.json ? JSON.stringify(cancelJob) : `job ${cancelJob.id}  ${cancelJob.name}: ${cancelJob.state}`);
+  ctx.out(
+    ctx.json ? JSON.stringify(cancelJob) : `job ${cancelJob.id}  ${cancelJob.name}: ${cancelJob.state}`,
+  );
   return EXIT.OK;
 }

@@ -1,6 +1,6 @@
 // Contract shared by the tenant CLI's commands (apply.ts is written against it in parallel):
 // EXIT, CliError and CliContext keep their meaning; createCliContext builds the real one.
-import { readCredentials, type Credentials } from './credentials.js';
+import { type Credentials, readCredentials } from './credentials.js';
 
 /** Exit codes for scripts (documented in `fairway help`). */
 export const EXIT = {
@@ -55,7 +55,9 @@ export interface CliContext {
    * not --json; undefined otherwise (tests, pipes): commands then print one line per change.
    */
   tty?: { write(s: string): void; columns: number };
-  /** Aborted on Ctrl-C (SIGINT) while a command runs; long-running commands stop and return EXIT.INTERRUPTED. */
+  /** Aborted on Ctrl-C (SIGINT) while a command runs; long-running commands stop and return
+   * EXIT.INTERRUPTED.
+   */
   signal?: AbortSignal;
   /** Where --token-stdin and `-f -` read from (default process.stdin). */
   stdin?: NodeJS.ReadableStream;
@@ -90,7 +92,8 @@ export function normalizeServer(raw: string): string {
   } catch {
     throw new CliError(`server '${raw}' is not a URL (e.g. http://localhost:4000/graphql)`, EXIT.USAGE);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CliError(`server '${raw}' must be http:// or https://`, EXIT.USAGE);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new CliError(`server '${raw}' must be http:// or https://`, EXIT.USAGE);
   if (url.pathname === '/' || url.pathname === '') url.pathname = '/graphql';
   return url.toString();
 }
@@ -101,20 +104,33 @@ const REQUEST_TIMEOUT_MS = 30_000;
 /** Why fetch failed, in one line (ECONNREFUSED, ENOTFOUND, a timeout…), never a stack. */
 function unreachable(server: string, error: unknown): CliError {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  const why = (error as Error).name === 'TimeoutError' ? `no answer in ${REQUEST_TIMEOUT_MS / 1000} s` : (cause?.code ?? cause?.message ?? (error as Error).message);
+  const why =
+    (error as Error).name === 'TimeoutError'
+      ? `no answer in ${REQUEST_TIMEOUT_MS / 1000} s`
+      : (cause?.code ?? cause?.message ?? (error as Error).message);
   return new CliError(`cannot reach ${server} (${why})`, EXIT.UNREACHABLE);
 }
 
 type GqlErrors = { message: string; extensions?: { code?: string; retryAfterSeconds?: number } }[];
 
 /** Sends one operation; shared by the context and by `login` (which checks a token before storing it). */
-export async function postGraphQL<T>(server: string, token: string | undefined, query: string, variables: Record<string, unknown> | undefined, signal?: AbortSignal): Promise<T> {
+export async function postGraphQL<T>(
+  server: string,
+  token: string | undefined,
+  query: string,
+  variables: Record<string, unknown> | undefined,
+  signal?: AbortSignal,
+): Promise<T> {
   let response: Response;
   const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
   try {
     response = await fetch(server, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/graphql-response+json, application/json',
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+      },
       body: JSON.stringify({ query, variables: variables ?? {} }),
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
@@ -126,15 +142,22 @@ export async function postGraphQL<T>(server: string, token: string | undefined, 
   try {
     body = (await response.json()) as typeof body;
   } catch {
-    throw new CliError(`${server} answered HTTP ${response.status}, not GraphQL (is it a Fairway gateway?)`, EXIT.UNREACHABLE);
+    throw new CliError(
+      `${server} answered HTTP ${response.status}, not GraphQL (is it a Fairway gateway?)`,
+      EXIT.UNREACHABLE,
+    );
   }
   const first = body.errors?.[0];
   if (first) {
     const code = first.extensions?.code;
-    const retry = code === 'RATE_LIMITED' && first.extensions?.retryAfterSeconds ? ` (retry after ${first.extensions.retryAfterSeconds} s)` : '';
+    const retry =
+      code === 'RATE_LIMITED' && first.extensions?.retryAfterSeconds
+        ? ` (retry after ${first.extensions.retryAfterSeconds} s)`
+        : '';
     throw new CliError(`${first.message}${code ? ` [${code}]` : ''}${retry}`, exitCodeFor(code));
   }
-  if (body.data == null) throw new CliError(`${server} answered HTTP ${response.status} with no data`, EXIT.FAILURE);
+  if (body.data == null)
+    throw new CliError(`${server} answered HTTP ${response.status} with no data`, EXIT.FAILURE);
   return body.data;
 }
 
@@ -182,6 +205,7 @@ export async function createCliContext(options: CreateCliContextOptions): Promis
     request: (query, variables) => postGraphQL(server, token, query, variables, signal),
   };
   if (token) ctx.token = token;
-  if (stdout?.isTTY && !json) ctx.tty = { write: (s) => void stdout.write(s), columns: stdout.columns ?? 100 };
+  if (stdout?.isTTY && !json)
+    ctx.tty = { write: (s) => void stdout.write(s), columns: stdout.columns ?? 100 };
   return ctx;
 }

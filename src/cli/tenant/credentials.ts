@@ -23,7 +23,9 @@ export async function readCredentials(configDir: string): Promise<Credentials | 
   }
   try {
     const value = JSON.parse(text) as Partial<Credentials>;
-    return typeof value.server === 'string' && typeof value.token === 'string' ? { server: value.server, token: value.token } : null;
+    return typeof value.server === 'string' && typeof value.token === 'string'
+      ? { server: value.server, token: value.token }
+      : null;
   } catch {
     return null;
   }
@@ -41,7 +43,7 @@ export async function writeCredentials(configDir: string, credentials: Credentia
   const temporary = `${target}.${process.pid}.tmp`;
   const handle = await fs.open(temporary, 'w', 0o600);
   try {
-    await handle.writeFile(JSON.stringify(credentials, null, 2) + '\n');
+    await handle.writeFile(`${JSON.stringify(credentials, null, 2)}\n`);
     await handle.chmod(0o600); // the umask may have narrowed it further, never widened; make it exact
   } finally {
     await handle.close();

@@ -34,23 +34,34 @@ export function gpus(n: number): string {
   return Number.isInteger(n) ? String(n) : n.toFixed(3).replace(/0+$/, '');
 }
 
-type Standing = Pick<Job, 'state' | 'eta' | 'position' | 'pendingReason'> & { preemptionCount?: number; lostGpuHours?: number | null; exitReason?: string | null };
+type Standing = Pick<Job, 'state' | 'eta' | 'position' | 'pendingReason'> & {
+  preemptionCount?: number;
+  lostGpuHours?: number | null;
+  exitReason?: string | null;
+};
 
 /** "PENDING  #2/5 in queue (3/9 in cohort)  ETA in 4m  WaitingForQuota: …  preempted 1× (2.5 GPU-h lost)" */
 export function standing(s: Standing, now = Date.now()): string {
   const parts: string[] = [s.state];
   if (s.state === 'PENDING' && s.position?.inQueue != null) {
     let at = `#${s.position.inQueue}/${s.position.queueLength ?? '?'} in queue`;
-    if (s.position.inCohort != null) at += ` (#${s.position.inCohort}/${s.position.cohortLength ?? '?'} in cohort)`;
+    if (s.position.inCohort != null)
+      at += ` (#${s.position.inCohort}/${s.position.cohortLength ?? '?'} in cohort)`;
     parts.push(at);
   }
   if (s.state === 'PENDING') {
     const left = s.eta ? Date.parse(s.eta) - now : 0;
     // an ETA just passed (the next cycle has not admitted it yet) reads "due", not "in -3s"
-    parts.push(s.eta ? `ETA ${s.eta.slice(11, 19)}Z (${left > 0 ? `in ${duration(left)}` : 'due'})` : 'ETA unknown');
+    parts.push(
+      s.eta ? `ETA ${s.eta.slice(11, 19)}Z (${left > 0 ? `in ${duration(left)}` : 'due'})` : 'ETA unknown',
+    );
   }
-  if (s.pendingReason && s.state === 'PENDING') parts.push(`${s.pendingReason.code}: ${s.pendingReason.message}`);
-  if (s.preemptionCount) parts.push(`preempted ${s.preemptionCount}×${s.lostGpuHours != null ? ` (${lostHours(s.lostGpuHours)} GPU-h lost)` : ''}`);
+  if (s.pendingReason && s.state === 'PENDING')
+    parts.push(`${s.pendingReason.code}: ${s.pendingReason.message}`);
+  if (s.preemptionCount)
+    parts.push(
+      `preempted ${s.preemptionCount}×${s.lostGpuHours != null ? ` (${lostHours(s.lostGpuHours)} GPU-h lost)` : ''}`,
+    );
   if (s.exitReason && (s.state === 'FAILED' || s.state === 'CANCELLED')) parts.push(`(${s.exitReason})`);
   return parts.join('  ');
 }

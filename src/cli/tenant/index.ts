@@ -2,10 +2,20 @@
 // the simulator load it): each command module is imported only when that command runs.
 import type { Io } from '../io.js';
 import { globalFlags } from './args.js';
-import { CliError, createCliContext, EXIT, type CliContext } from './context.js';
+import { type CliContext, CliError, createCliContext, EXIT } from './context.js';
 
 /** Subcommands served by the tenant CLI (talk to a running gateway). */
-export const TENANT_COMMANDS = ['login', 'logout', 'whoami', 'submit', 'ls', 'watch', 'cancel', 'usage', 'apply'] as const;
+export const TENANT_COMMANDS = [
+  'login',
+  'logout',
+  'whoami',
+  'submit',
+  'ls',
+  'watch',
+  'cancel',
+  'usage',
+  'apply',
+] as const;
 
 export const TENANT_HELP = `tenant commands (talk to a running gateway):
   login            check a token and store it with the server URL for the next commands
@@ -53,7 +63,12 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   },
 };
 
-export async function runTenantCommand(cmd: string, argv: string[], io: Io, options: RunOptions = {}): Promise<number> {
+export async function runTenantCommand(
+  cmd: string,
+  argv: string[],
+  io: Io,
+  options: RunOptions = {},
+): Promise<number> {
   const load = COMMANDS[cmd];
   if (!load) {
     io.err(`fairway: unknown command '${cmd}'`);

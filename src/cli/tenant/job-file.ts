@@ -1,6 +1,6 @@
 // A job file (YAML) checked before anything is sent: syntax and shape errors name file:line.
 import { createHash } from 'node:crypto';
-import { isMap, isScalar, LineCounter, parseDocument, type Document, type YAMLMap } from 'yaml';
+import { type Document, isMap, isScalar, LineCounter, parseDocument, type YAMLMap } from 'yaml';
 import { z } from 'zod';
 import { CliError, EXIT } from './context.js';
 
@@ -25,8 +25,12 @@ const Container = z.strictObject({
   command: z.array(z.string()).optional(),
   args: z.array(z.string()).optional(),
   /** A map (EPOCHS: 3) or the graph's list of {name, value}. */
-  env: z.union([z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])), z.array(EnvVar)]).optional(),
-  datasets: z.array(z.strictObject({ location: name, mountPath: name, readOnly: z.boolean().optional() })).optional(),
+  env: z
+    .union([z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])), z.array(EnvVar)])
+    .optional(),
+  datasets: z
+    .array(z.strictObject({ location: name, mountPath: name, readOnly: z.boolean().optional() }))
+    .optional(),
   artifactStore: name.optional(),
   securityContext: z
     .strictObject({
@@ -53,10 +57,16 @@ export const JobFileSchema = z.strictObject({
   priorityClass: name.optional(),
   expectedDurationSeconds: z.number().positive().optional(),
   maxRunSeconds: z.number().positive().optional(),
-  /** How the job saves progress: a preemption then loses only the work since its last checkpoint (none when resumable). */
+  /** How the job saves progress: a preemption then loses only the work since its last checkpoint (none when
+   * resumable).
+   */
   checkpoint: z
     .strictObject({
-      intervalSeconds: z.int().positive().max(90 * 86_400, 'at most 90 days').optional(),
+      intervalSeconds: z
+        .int()
+        .positive()
+        .max(90 * 86_400, 'at most 90 days')
+        .optional(),
       resumable: z.boolean().optional(),
     })
     .optional(),
@@ -67,7 +77,9 @@ export const JobFileSchema = z.strictObject({
   podSets: z.array(PodSet).min(1),
   container: Container.optional(),
   /** Simulated backend only: make the job fail (tests, demos). */
-  simulate: z.strictObject({ fail: z.boolean().optional(), failAfterSeconds: z.number().nonnegative().optional() }).optional(),
+  simulate: z
+    .strictObject({ fail: z.boolean().optional(), failAfterSeconds: z.number().nonnegative().optional() })
+    .optional(),
 });
 
 export type JobFile = z.infer<typeof JobFileSchema>;
@@ -77,7 +89,9 @@ type Path = (string | number)[];
 /** The 1-based line of the deepest node on `path` the document has (a key named by `key`, if given). */
 function lineOf(doc: Document, counter: LineCounter, path: Path, key?: string): number {
   for (let n = path.length; n >= 0; n--) {
-    const node = (n === 0 ? doc.contents : doc.getIn(path.slice(0, n), true)) as { range?: [number, number, number] } | null;
+    const node = (n === 0 ? doc.contents : doc.getIn(path.slice(0, n), true)) as {
+      range?: [number, number, number];
+    } | null;
     if (!node || typeof node !== 'object' || !node.range) continue;
     if (key !== undefined && n === path.length && isMap(node as unknown)) {
       const map = node as unknown as YAMLMap;
@@ -90,7 +104,12 @@ function lineOf(doc: Document, counter: LineCounter, path: Path, key?: string): 
 }
 
 function where(path: Path): string {
-  return path.length ? path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`)).join('').replace(/^\./, '') + ': ' : '';
+  return path.length
+    ? `${path
+        .map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`))
+        .join('')
+        .replace(/^\./, '')}: `
+    : '';
 }
 
 /** Parses and validates; throws CliError(USAGE) listing every problem as file:line: path: message. */
@@ -98,7 +117,10 @@ export function parseJobFile(source: string, file: string): JobFile {
   const counter = new LineCounter();
   const doc = parseDocument(source, { lineCounter: counter, uniqueKeys: true });
   if (doc.errors.length) {
-    const lines = doc.errors.map((e) => `${file}:${(e.linePos as { line: number }[] | undefined)?.[0]?.line ?? 1}: ${e.message.split('\n')[0]}`);
+    const lines = doc.errors.map(
+      (e) =>
+        `${file}:${(e.linePos as { line: number }[] | undefined)?.[0]?.line ?? 1}: ${e.message.split('\n')[0]}`,
+    );
     throw new CliError(`${file} is not valid YAML:\n${lines.join('\n')}`, EXIT.USAGE);
   }
   const result = JobFileSchema.safeParse(doc.toJS());
@@ -106,7 +128,9 @@ export function parseJobFile(source: string, file: string): JobFile {
     const lines = result.error.issues.map((issue) => {
       const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
       if (issue.code === 'unrecognized_keys') {
-        return issue.keys.map((k) => `${file}:${lineOf(doc, counter, path, k)}: ${where([...path, k])}unknown field`).join('\n');
+        return issue.keys
+          .map((k) => `${file}:${lineOf(doc, counter, path, k)}: ${where([...path, k])}unknown field`)
+          .join('\n');
       }
       return `${file}:${lineOf(doc, counter, path)}: ${where(path)}${issue.message}`;
     });
@@ -118,7 +142,17 @@ export function parseJobFile(source: string, file: string): JobFile {
 /** Same content, same key: a key order, comment or whitespace change does not make a new job. */
 export function idempotencyKeyOf(job: JobFile): string {
   const canonical = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(canonical) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, x]) => [k, canonical(x)])) : v;
+    Array.isArray(v)
+      ? v.map(canonical)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.entries(v)
+              .sort(([a], [b]) => (a < b ? -1 : 1))
+              .map(([k, x]) => [k, canonical(x)]),
+          )
+        : v;
   const { idempotencyKey: _ignored, ...content } = job;
-  return `fairway-cli-${createHash('sha256').update(JSON.stringify(canonical(content))).digest('hex')}`;
+  return `fairway-cli-${createHash('sha256')
+    .update(JSON.stringify(canonical(content)))
+    .digest('hex')}`;
 }

@@ -1,10 +1,11 @@
 // fairway login / logout / whoami: the token is checked with a `viewer` query before it is stored.
-import { COMMON_HELP, parse } from './args.js';
+
 import os from 'node:os';
-import { CliError, configDirOf, EXIT, normalizeServer, postGraphQL, type CliContext } from './context.js';
+import { COMMON_HELP, parse } from './args.js';
+import { type CliContext, CliError, configDirOf, EXIT, normalizeServer, postGraphQL } from './context.js';
 import { credentialsPath, removeCredentials, writeCredentials } from './credentials.js';
 import { requireToken } from './lookup.js';
-import { send, text, WhoAmI, type ResultOf } from './operations.js';
+import { type ResultOf, send, text, WhoAmI } from './operations.js';
 
 export const LOGIN_HELP = `usage: fairway login --server URL (--token-stdin | --token TOKEN)
 
@@ -34,13 +35,17 @@ type Viewer = ResultOf<typeof WhoAmI>['viewer'];
 function describe(viewer: Viewer): string {
   const tenants = viewer.memberships.map((m) => `${m.role} in ${m.tenant.slug}`).join(', ') || 'no tenant';
   const admin = viewer.isPlatformAdmin ? ', platform admin' : '';
-  const kind = viewer.authKind === 'API_TOKEN' ? `API token${viewer.tokenScopes ? ` (${viewer.tokenScopes.join(', ').toLowerCase()})` : ''}` : 'user session';
+  const kind =
+    viewer.authKind === 'API_TOKEN'
+      ? `API token${viewer.tokenScopes ? ` (${viewer.tokenScopes.join(', ').toLowerCase()})` : ''}`
+      : 'user session';
   return `${viewer.name} <${viewer.email}>: ${tenants}${admin}; ${kind}`;
 }
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   let data = '';
-  for await (const chunk of stream) data += typeof chunk === 'string' ? chunk : (chunk as Buffer).toString('utf8');
+  for await (const chunk of stream)
+    data += typeof chunk === 'string' ? chunk : (chunk as Buffer).toString('utf8');
   return data;
 }
 
@@ -52,9 +57,18 @@ export async function runLogin(argv: string[], ctx: CliContext): Promise<number>
   }
   const rawServer = values.server || ctx.env.FAIRWAY_SERVER;
   if (!rawServer) throw new CliError('--server URL is required (e.g. http://localhost:4000)', EXIT.USAGE);
-  if (values.token && values['token-stdin']) throw new CliError('give --token or --token-stdin, not both', EXIT.USAGE);
-  const token = (values['token-stdin'] ? await readAll(ctx.stdin ?? process.stdin) : (values.token || ctx.env.FAIRWAY_TOKEN || '')).trim();
-  if (!token) throw new CliError('no token: pass --token-stdin (e.g. `echo $TOKEN | fairway login --server URL --token-stdin`) or --token', EXIT.USAGE);
+  if (values.token && values['token-stdin'])
+    throw new CliError('give --token or --token-stdin, not both', EXIT.USAGE);
+  const token = (
+    values['token-stdin']
+      ? await readAll(ctx.stdin ?? process.stdin)
+      : values.token || ctx.env.FAIRWAY_TOKEN || ''
+  ).trim();
+  if (!token)
+    throw new CliError(
+      'no token: pass --token-stdin (e.g. `echo $TOKEN | fairway login --server URL --token-stdin`) or --token',
+      EXIT.USAGE,
+    );
   const server = normalizeServer(rawServer);
   // Checked against the server it will be stored with, before anything is written.
   const { viewer } = await postGraphQL<ResultOf<typeof WhoAmI>>(server, token, text(WhoAmI), {}, ctx.signal);
@@ -85,6 +99,8 @@ export async function runWhoami(argv: string[], ctx: CliContext): Promise<number
   }
   requireToken(ctx);
   const { viewer } = await send(ctx, WhoAmI, {});
-  ctx.out(ctx.json ? JSON.stringify({ server: ctx.server, viewer }) : `${describe(viewer)}\nserver ${ctx.server}`);
+  ctx.out(
+    ctx.json ? JSON.stringify({ server: ctx.server, viewer }) : `${describe(viewer)}\nserver ${ctx.server}`,
+  );
   return EXIT.OK;
 }

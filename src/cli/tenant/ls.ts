@@ -1,9 +1,9 @@
 // fairway ls: the tenant's jobs, newest last, as a table or JSON.
 import { COMMON_HELP, parse, positiveInt } from './args.js';
-import { CliError, EXIT, type CliContext } from './context.js';
+import { type CliContext, CliError, EXIT } from './context.js';
 import { age, gpus, table } from './format.js';
 import { resolveTenant } from './lookup.js';
-import { JOB_STATES, ListJobs, send, Targets, type JobState, type VariablesOf } from './operations.js';
+import { JOB_STATES, type JobState, ListJobs, send, Targets, type VariablesOf } from './operations.js';
 
 export const LS_HELP = `usage: fairway ls [--state S[,S…]] [--queue NAME] [--limit N] [--tenant SLUG] [--json]
 
@@ -17,7 +17,12 @@ Lists the tenant's jobs you may see, the newest N (default 20), oldest of them f
 ${COMMON_HELP}`;
 
 export async function runLs(argv: string[], ctx: CliContext): Promise<number> {
-  const { values } = parse(argv, { state: { type: 'string' }, queue: { type: 'string' }, limit: { type: 'string' }, tenant: { type: 'string' } });
+  const { values } = parse(argv, {
+    state: { type: 'string' },
+    queue: { type: 'string' },
+    limit: { type: 'string' },
+    tenant: { type: 'string' },
+  });
   if (values.help) {
     ctx.out(LS_HELP);
     return EXIT.OK;
@@ -25,14 +30,23 @@ export async function runLs(argv: string[], ctx: CliContext): Promise<number> {
   const limit = positiveInt(values.limit, '--limit', 20);
   const filter: NonNullable<VariablesOf<typeof ListJobs>['filter']> = {};
   if (values.state !== undefined) {
-    const states = values.state.split(',').map((s) => s.trim().toUpperCase()).filter(Boolean);
+    const states = values.state
+      .split(',')
+      .map((s) => s.trim().toUpperCase())
+      .filter(Boolean);
     const bad = states.find((s) => !(JOB_STATES as readonly string[]).includes(s));
-    if (bad !== undefined || states.length === 0) throw new CliError(`--state: '${bad ?? values.state}' is not one of ${JOB_STATES.join(', ')}`, EXIT.USAGE);
+    if (bad !== undefined || states.length === 0)
+      throw new CliError(
+        `--state: '${bad ?? values.state}' is not one of ${JOB_STATES.join(', ')}`,
+        EXIT.USAGE,
+      );
     filter.states = states as JobState[];
   }
   const tenant = await resolveTenant(ctx, values.tenant);
   if (values.queue !== undefined) {
-    const queue = (await send(ctx, Targets, {})).queues.find((q) => q.name === values.queue && q.tenant.id === tenant.id);
+    const queue = (await send(ctx, Targets, {})).queues.find(
+      (q) => q.name === values.queue && q.tenant.id === tenant.id,
+    );
     if (!queue) throw new CliError(`no queue '${values.queue}' in ${tenant.slug}`, EXIT.NOT_FOUND);
     filter.queueId = queue.id;
   }
@@ -52,7 +66,9 @@ export async function runLs(argv: string[], ctx: CliContext): Promise<number> {
     j.name,
     j.state,
     j.queue.name,
-    j.state === 'PENDING' && j.position?.inQueue != null ? `${j.position.inQueue}/${j.position.queueLength ?? '?'}` : '-',
+    j.state === 'PENDING' && j.position?.inQueue != null
+      ? `${j.position.inQueue}/${j.position.queueLength ?? '?'}`
+      : '-',
     gpus(j.gpus),
     age(j.submittedAt, now),
   ]);

@@ -5,13 +5,13 @@
 // the ETA and running time count. Not a progress bar (cli-progress): a bar needs a total, and
 // neither the queue position (a preemption or a higher-priority arrival pushes a job back) nor
 // the run time (declared, in the backend's clock, which may be scaled) is one it could honestly fill.
-import { createClient, type Client } from 'graphql-ws';
+import { type Client, createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { COMMON_HELP, need, parse } from './args.js';
-import { CliError, EXIT, exitCodeFor, type CliContext } from './context.js';
+import { type CliContext, CliError, EXIT, exitCodeFor } from './context.js';
 import { duration, standing } from './format.js';
 import { requireToken } from './lookup.js';
-import { GetJob, send, TERMINAL_STATES, text, WatchJob, type ResultOf } from './operations.js';
+import { GetJob, type ResultOf, send, TERMINAL_STATES, text, WatchJob } from './operations.js';
 
 export const WATCH_HELP = `usage: fairway watch JOB [--json]
 
@@ -30,14 +30,25 @@ function transportError(server: string, error: unknown): CliError {
   if (Array.isArray(error)) {
     const first = error[0] as { message?: string; extensions?: { code?: string } } | undefined;
     const code = first?.extensions?.code;
-    return new CliError(`${first?.message ?? 'subscription refused'}${code ? ` [${code}]` : ''}`, exitCodeFor(code));
+    return new CliError(
+      `${first?.message ?? 'subscription refused'}${code ? ` [${code}]` : ''}`,
+      exitCodeFor(code),
+    );
   }
   const close = error as { code?: unknown; reason?: unknown };
   if (typeof close.code === 'number') {
-    if (close.code === 4401 || close.code === 4403) return new CliError(`the server refused the connection: ${String(close.reason) || close.code}`, EXIT.AUTH);
-    return new CliError(`lost the connection to ${server} (${close.code}${close.reason ? ` ${String(close.reason)}` : ''})`, EXIT.UNREACHABLE);
+    if (close.code === 4401 || close.code === 4403)
+      return new CliError(
+        `the server refused the connection: ${String(close.reason) || close.code}`,
+        EXIT.AUTH,
+      );
+    return new CliError(
+      `lost the connection to ${server} (${close.code}${close.reason ? ` ${String(close.reason)}` : ''})`,
+      EXIT.UNREACHABLE,
+    );
   }
-  const cause = (error as { code?: string; message?: string }).code ?? (error as Error).message ?? 'socket error';
+  const cause =
+    (error as { code?: string; message?: string }).code ?? (error as Error).message ?? 'socket error';
   return new CliError(`cannot reach ${server} (${cause})`, EXIT.UNREACHABLE);
 }
 
@@ -53,7 +64,8 @@ export async function runWatch(argv: string[], ctx: CliContext): Promise<number>
   }
   const id = need(positionals[0], 'JOB');
   requireToken(ctx);
-  // Over HTTP first: NOT_FOUND, a refused token or an unreachable server get their one-line error and exit code.
+  // Over HTTP first: NOT_FOUND, a refused token or an unreachable server get their one-line error and exit
+  // code.
   const { node } = await send(ctx, GetJob, { id });
   if (node.__typename !== 'Job') throw new CliError(`${id} is not a job`, EXIT.NOT_FOUND);
 
@@ -64,16 +76,33 @@ export async function runWatch(argv: string[], ctx: CliContext): Promise<number>
   let printed = '';
   let frame = 0;
   const line = (u: Update): string => {
-    const running = u.state === 'RUNNING' && u.job.startedAt ? `  running ${duration(Date.now() - Date.parse(u.job.startedAt))}` : '';
+    const running =
+      u.state === 'RUNNING' && u.job.startedAt
+        ? `  running ${duration(Date.now() - Date.parse(u.job.startedAt))}`
+        : '';
     return `${u.job.name}  ${standing({ ...u, preemptionCount: u.job.preemptionCount, lostGpuHours: u.job.lostGpuHours, exitReason: u.job.exitReason })}${running}`;
   };
   const render = (u: Update, final = false): void => {
     if (ctx.json) {
-      ctx.out(JSON.stringify({ id: u.job.id, name: u.job.name, state: u.state, position: u.position, eta: u.eta, pendingReason: u.pendingReason, preemptionCount: u.job.preemptionCount, exitReason: u.job.exitReason, at: new Date().toISOString() }));
+      ctx.out(
+        JSON.stringify({
+          id: u.job.id,
+          name: u.job.name,
+          state: u.state,
+          position: u.position,
+          eta: u.eta,
+          pendingReason: u.pendingReason,
+          preemptionCount: u.job.preemptionCount,
+          exitReason: u.job.exitReason,
+          at: new Date().toISOString(),
+        }),
+      );
     } else if (tty) {
       const mark = final ? (u.state === 'SUCCEEDED' ? '✔' : '✖') : SPINNER[frame++ % SPINNER.length];
       const full = `${mark} ${line(u)}`;
-      tty.write(`\r\x1b[2K${full.length >= tty.columns ? full.slice(0, tty.columns - 2) + '…' : full}${final ? '\n' : ''}`);
+      tty.write(
+        `\r\x1b[2K${full.length >= tty.columns ? `${full.slice(0, tty.columns - 2)}…` : full}${final ? '\n' : ''}`,
+      );
     } else {
       const text = line(u);
       if (text !== printed) ctx.out(text); // one line per change, never the same one twice
@@ -124,7 +153,8 @@ export async function runWatch(argv: string[], ctx: CliContext): Promise<number>
               if (job.__typename === 'Job' && TERMINAL_STATES.includes(job.state)) {
                 ctx.out(`${job.name}  ${standing(job)}`);
                 resolve(exitCodeForState(job.state));
-              } else reject(new CliError('the server ended the subscription before the job ended', EXIT.FAILURE));
+              } else
+                reject(new CliError('the server ended the subscription before the job ended', EXIT.FAILURE));
             }, reject);
           },
         },

@@ -12,9 +12,20 @@ export const cliSection = section({
   description:
     'Read by the `fairway` client commands and `fairway convert-philly`, never by the server. A `--server`, `--token`, `--tenant` or `--philly-dir` flag wins over its variable.',
   variables: {
-    FAIRWAY_SERVER: z.string().optional().describe('The GraphQL endpoint the client commands call (over the login file\'s).').meta({ typeText: 'URL', defaultText: 'the login file\'s, else `http://localhost:4000/graphql`' }),
-    FAIRWAY_TOKEN: z.string().optional().describe("The API token they send (over the login file's, which is only sent to its own server).").meta({ defaultText: "the login file's" }),
-    FAIRWAY_TENANT: z.string().optional().describe('The tenant slug commands act in when the caller is in several.'),
+    FAIRWAY_SERVER: z
+      .string()
+      .optional()
+      .describe("The GraphQL endpoint the client commands call (over the login file's).")
+      .meta({ typeText: 'URL', defaultText: "the login file's, else `http://localhost:4000/graphql`" }),
+    FAIRWAY_TOKEN: z
+      .string()
+      .optional()
+      .describe("The API token they send (over the login file's, which is only sent to its own server).")
+      .meta({ defaultText: "the login file's" }),
+    FAIRWAY_TENANT: z
+      .string()
+      .optional()
+      .describe('The tenant slug commands act in when the caller is in several.'),
     FAIRWAY_CONFIG_DIR: z
       .string()
       .optional()
@@ -23,7 +34,9 @@ export const cliSection = section({
     FAIRWAY_PHILLY_DIR: z
       .string()
       .optional()
-      .describe('`fairway convert-philly`: the folder holding `philly-2017-09-10.csv` and `philly-vc-nodes.csv`.')
+      .describe(
+        '`fairway convert-philly`: the folder holding `philly-2017-09-10.csv` and `philly-vc-nodes.csv`.',
+      )
       .meta({ typeText: 'folder path', defaultText: '`../shared/traces/philly` beside the repository' }),
   },
   resolve: () => undefined,

@@ -18,7 +18,8 @@ export interface MeteringConfig {
 export const meteringSection = section({
   key: 'metering',
   title: 'Metering and cost',
-  description: "Running jobs' usage is written to the ledger by the leader and priced with the price book; budgets are evaluated after each write.",
+  description:
+    "Running jobs' usage is written to the ledger by the leader and priced with the price book; budgets are evaluated after each write.",
   variables: {
     FAIRWAY_METERING_INTERVAL_MS: z.coerce
       .number()
@@ -26,8 +27,12 @@ export const meteringSection = section({
       .min(100, 'must be at least 100')
       .max(3_600_000, 'must be at most an hour')
       .optional()
-      .describe("Milliseconds between writes of running jobs' usage to the ledger; a hard budget acts within one interval.")
-      .meta({ defaultText: `\`${DEFAULT_METERING_INTERVAL_MS}\` (with the demo on: \`${DEMO_METERING_INTERVAL_MS}\`)` }),
+      .describe(
+        "Milliseconds between writes of running jobs' usage to the ledger; a hard budget acts within one interval.",
+      )
+      .meta({
+        defaultText: `\`${DEFAULT_METERING_INTERVAL_MS}\` (with the demo on: \`${DEMO_METERING_INTERVAL_MS}\`)`,
+      }),
     FAIRWAY_CURRENCY: z
       .string()
       .regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code such as USD')
@@ -36,7 +41,8 @@ export const meteringSection = section({
       .meta({ typeText: 'ISO 4217 code (3 capital letters)' }),
   },
   resolve: (v, ctx): MeteringConfig => ({
-    intervalMs: v.FAIRWAY_METERING_INTERVAL_MS ?? (ctx.demo ? DEMO_METERING_INTERVAL_MS : DEFAULT_METERING_INTERVAL_MS),
+    intervalMs:
+      v.FAIRWAY_METERING_INTERVAL_MS ?? (ctx.demo ? DEMO_METERING_INTERVAL_MS : DEFAULT_METERING_INTERVAL_MS),
     currency: v.FAIRWAY_CURRENCY,
   }),
 });

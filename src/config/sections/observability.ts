@@ -52,7 +52,10 @@ function isHttpUrl(value: string): boolean {
 /** The OTLP headers format: `key=value,key2=value2`, values URL-encoded. Null when malformed. */
 function parseHeaders(text: string | undefined): Record<string, string> | null {
   const headers: Record<string, string> = {};
-  for (const pair of (text ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of (text ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const at = pair.indexOf('=');
     if (at <= 0) return null;
     try {
@@ -68,11 +71,14 @@ export const observabilitySection = section({
   key: 'observability',
   title: 'Logs, traces and metrics',
   description:
-    'Logs are JSON lines on stdout, one per GraphQL operation at `info`. Traces are off unless `FAIRWAY_TRACING=otlp`; the `OTEL_*` variables are the OpenTelemetry standard ones and are read only then. `/metrics` is Prometheus\'s text format, readable by platform admins and with `FAIRWAY_METRICS_TOKEN`.',
+    "Logs are JSON lines on stdout, one per GraphQL operation at `info`. Traces are off unless `FAIRWAY_TRACING=otlp`; the `OTEL_*` variables are the OpenTelemetry standard ones and are read only then. `/metrics` is Prometheus's text format, readable by platform admins and with `FAIRWAY_METRICS_TOKEN`.",
   variables: {
     LOG_LEVEL: oneOf(LOG_LEVELS)
       .describe('Least severe level logged (any case).')
-      .meta({ typeText: list(LOG_LEVELS), defaultText: '`info`; `warn` when `NODE_ENV=development`, `error` when `NODE_ENV=test`' }),
+      .meta({
+        typeText: list(LOG_LEVELS),
+        defaultText: '`info`; `warn` when `NODE_ENV=development`, `error` when `NODE_ENV=test`',
+      }),
     FAIRWAY_TRACING: oneOf(['off', 'otlp'] as const)
       .describe('`otlp`: a span per GraphQL operation, sent over OTLP/HTTP (JSON).')
       .meta({ typeText: '`off`, `otlp`', defaultText: '`off`' }),
@@ -96,18 +102,25 @@ export const observabilitySection = section({
       .optional()
       .describe('The same for traces only (over `OTEL_EXPORTER_OTLP_HEADERS`).')
       .meta({ typeText: '`key=value` pairs, comma separated' }),
-    OTEL_SERVICE_NAME: z.string().optional().describe("The spans' `service.name`.").meta({ defaultText: `\`${DEFAULT_SERVICE_NAME}\`` }),
+    OTEL_SERVICE_NAME: z
+      .string()
+      .optional()
+      .describe("The spans' `service.name`.")
+      .meta({ defaultText: `\`${DEFAULT_SERVICE_NAME}\`` }),
     FAIRWAY_METRICS_TOKEN: z
       .string()
       .min(16, 'must be at least 16 characters (a shared secret for Prometheus)')
       .optional()
-      .describe('A shared secret a Prometheus server sends as `Authorization: Bearer <token>` to read `/metrics`. Unset: platform admins only.')
+      .describe(
+        'A shared secret a Prometheus server sends as `Authorization: Bearer <token>` to read `/metrics`. Unset: platform admins only.',
+      )
       .meta({ typeText: 'string, ≥ 16 characters' }),
   },
   resolve: (v, ctx): ObservabilityConfig => {
     // Production logs every operation (info). A developer's terminal (the demo) shows warnings
     // and errors only, so the demo's tokens and hints are not buried under a line per request.
-    const logLevel = v.LOG_LEVEL ?? (ctx.nodeEnv === 'test' ? 'error' : ctx.nodeEnv === 'development' ? 'warn' : 'info');
+    const logLevel =
+      v.LOG_LEVEL ?? (ctx.nodeEnv === 'test' ? 'error' : ctx.nodeEnv === 'development' ? 'warn' : 'info');
     let tracing: TracingConfig | null = null;
     if (v.FAIRWAY_TRACING === 'otlp') {
       // The standard variables: a traces-specific URL is used as is; the base endpoint gets /v1/traces.
@@ -117,8 +130,13 @@ export const observabilitySection = section({
       const variable = specific ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
       if (!isHttpUrl(url)) ctx.problem(variable, `"${specific || base}" is not an http(s) URL`);
       const headers = parseHeaders(v.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? v.OTEL_EXPORTER_OTLP_HEADERS);
-      if (headers === null) ctx.problem('OTEL_EXPORTER_OTLP_HEADERS', 'expected key=value pairs separated by commas');
-      tracing = { url, headers: headers ?? {}, serviceName: v.OTEL_SERVICE_NAME?.trim() || DEFAULT_SERVICE_NAME };
+      if (headers === null)
+        ctx.problem('OTEL_EXPORTER_OTLP_HEADERS', 'expected key=value pairs separated by commas');
+      tracing = {
+        url,
+        headers: headers ?? {},
+        serviceName: v.OTEL_SERVICE_NAME?.trim() || DEFAULT_SERVICE_NAME,
+      };
     }
     return { logLevel, tracing, metricsToken: v.FAIRWAY_METRICS_TOKEN };
   },

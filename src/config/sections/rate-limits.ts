@@ -8,7 +8,7 @@ import { flag, section } from '../section.js';
  * Defaults, for a client across a network: a portal page makes ~5 requests, a script that
  * polls or submits in a loop waits for each answer (a few ms to tens of ms away) and stays
  * under ~20-50 requests/s. 50/s sustained with bursts of 200 per token is that with room to
- * spare, and cuts issue 13's 140 requests/s to 50 within 4 s. A tenant gets 3 busy tokens'
+ * spare, and cuts the 140 requests/s one token once sent to 50 within 4 s. A tenant gets 3 busy tokens'
  * worth (150/s, burst 600), so no single tenant, however many tokens it mints, can take the
  * gateway from the others. Anonymous callers can do little but fail (and introspect in
  * development): 300 a minute per IP. Failed credentials: 20 a minute per IP, then every
@@ -18,7 +18,14 @@ import { flag, section } from '../section.js';
  * The same in every environment: the test suite's local loops, faster than any remote client,
  * run with larger budgets that test/helpers/rate-limits.ts passes in.
  */
-export const DEFAULT_RATE_BUDGETS = { tokenPerSecond: 50, tokenBurst: 200, tenantPerSecond: 150, tenantBurst: 600, anonymousPerMinute: 300, authFailuresPerMinute: 20 } as const;
+export const DEFAULT_RATE_BUDGETS = {
+  tokenPerSecond: 50,
+  tokenBurst: 200,
+  tenantPerSecond: 150,
+  tenantBurst: 600,
+  anonymousPerMinute: 300,
+  authFailuresPerMinute: 20,
+} as const;
 
 /**
  * One caller's requests at once: 4 execute (a portal page's parallel requests mostly fit; the
@@ -46,7 +53,9 @@ export interface RateLimitConfig {
   anonymousPerMinute: number;
   /** Per client IP: failed credentials a minute before its credential attempts are refused. */
   authFailuresPerMinute: number;
-  /** Reverse proxies in front of Fairway whose X-Forwarded-For entries are believed (0: none; the socket's address). */
+  /** Reverse proxies in front of Fairway whose X-Forwarded-For entries are believed (0: none; the socket's
+   * address).
+   */
   trustProxyHops: number;
   /** Prefix of the Redis keys (replicas of one deployment must share it). */
   keyPrefix: string;
@@ -54,14 +63,19 @@ export interface RateLimitConfig {
   concurrency: { maxInFlight: number; maxQueued: number; maxWaitMs: number };
 }
 
-const positiveInt = (max: number) => z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(max, `must be at most ${max}`);
+const positiveInt = (max: number) =>
+  z.coerce
+    .number()
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(max, `must be at most ${max}`);
 const d = DEFAULT_RATE_BUDGETS;
 
 export const rateLimitsSection = section({
   key: 'rateLimits',
   title: 'Rate limits',
   description:
-    'Every operation costs points before it runs (a query or a subscription start 1, a mutation 3, `submitJobs` 3 plus one per 10 jobs; subscription events are free), taken from the caller\'s bucket (its API token, else the signed-in user) and from its tenant\'s. A bucket of rate R and burst B is a window of B points every B ÷ R seconds. Refusals are `RATE_LIMITED` (HTTP 429 with `Retry-After`). With `REDIS_URL` the counters are shared by every replica; while Redis is unreachable each replica limits on its own.',
+    "Every operation costs points before it runs (a query or a subscription start 1, a mutation 3, `submitJobs` 3 plus one per 10 jobs; subscription events are free), taken from the caller's bucket (its API token, else the signed-in user) and from its tenant's. A bucket of rate R and burst B is a window of B points every B ÷ R seconds. Refusals are `RATE_LIMITED` (HTTP 429 with `Retry-After`). With `REDIS_URL` the counters are shared by every replica; while Redis is unreachable each replica limits on its own.",
   variables: {
     FAIRWAY_RATE_LIMITS: flag('`false` turns every rate limit and the per-caller turn-taking off.', true),
     FAIRWAY_RATE_TOKEN_PER_SECOND: positiveInt(1_000_000)
@@ -78,39 +92,60 @@ export const rateLimitsSection = section({
       .optional()
       .describe("A tenant's burst; at least `FAIRWAY_RATE_TENANT_PER_SECOND`.")
       .meta({ defaultText: `\`${d.tenantBurst}\`, or the rate when that is higher` }),
-    FAIRWAY_RATE_ANONYMOUS_PER_MINUTE: positiveInt(100_000_000).default(d.anonymousPerMinute).describe('Requests a minute without a credential, per client address.'),
+    FAIRWAY_RATE_ANONYMOUS_PER_MINUTE: positiveInt(100_000_000)
+      .default(d.anonymousPerMinute)
+      .describe('Requests a minute without a credential, per client address.'),
     FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE: positiveInt(1_000_000)
       .default(d.authFailuresPerMinute)
-      .describe('Failed credentials a minute per client address; past it every credential from that address is refused until the minute is over.'),
+      .describe(
+        'Failed credentials a minute per client address; past it every credential from that address is refused until the minute is over.',
+      ),
     FAIRWAY_TRUST_PROXY_HOPS: z.coerce
       .number()
       .int('must be a whole number')
       .min(0, 'must be 0 or more')
       .max(10, 'must be at most 10')
       .default(0)
-      .describe("Reverse proxies in front whose `X-Forwarded-For` entry is believed for the client address (`0`: the socket's address; behind one ingress: `1`)."),
+      .describe(
+        "Reverse proxies in front whose `X-Forwarded-For` entry is believed for the client address (`0`: the socket's address; behind one ingress: `1`).",
+      ),
     FAIRWAY_RATE_MAX_IN_FLIGHT: positiveInt(100_000)
       .default(DEFAULT_CONCURRENCY.maxInFlight)
-      .describe('Requests of one caller (one credential, or one address when anonymous) executing at once; the next ones wait their turn.'),
+      .describe(
+        'Requests of one caller (one credential, or one address when anonymous) executing at once; the next ones wait their turn.',
+      ),
     FAIRWAY_RATE_MAX_QUEUED: z.coerce
       .number()
       .int('must be a whole number')
       .min(0, 'must be 0 or more')
       .max(1_000_000)
       .default(DEFAULT_CONCURRENCY.maxQueued)
-      .describe(`Requests of one caller waiting their turn (at most ${DEFAULT_CONCURRENCY.maxWaitMs / 1000} s); more are refused \`RATE_LIMITED\` at once.`),
+      .describe(
+        `Requests of one caller waiting their turn (at most ${DEFAULT_CONCURRENCY.maxWaitMs / 1000} s); more are refused \`RATE_LIMITED\` at once.`,
+      ),
     FAIRWAY_RATE_REDIS_PREFIX: z
       .string()
       .regex(/^[\w:.-]{1,64}$/, 'must be 1-64 letters, digits or :._-')
       .default(DEFAULT_RATE_KEY_PREFIX)
-      .describe('Redis key prefix of the shared counters (with `REDIS_URL`); deployments sharing one Redis need different ones, replicas of one deployment the same.')
+      .describe(
+        'Redis key prefix of the shared counters (with `REDIS_URL`); deployments sharing one Redis need different ones, replicas of one deployment the same.',
+      )
       .meta({ typeText: '1-64 letters, digits or `:._-`' }),
   },
   resolve: (v, ctx): RateLimitConfig => {
     /** An unset burst follows a raised rate: never below one second's worth. */
-    const bucket = (name: string, perSecond: number, setBurst: number | undefined, defaultBurst: number): Bucket => {
+    const bucket = (
+      name: string,
+      perSecond: number,
+      setBurst: number | undefined,
+      defaultBurst: number,
+    ): Bucket => {
       const burst = setBurst ?? Math.max(defaultBurst, perSecond);
-      if (burst < perSecond) ctx.problem(`FAIRWAY_RATE_${name}_BURST`, `must be at least FAIRWAY_RATE_${name}_PER_SECOND (${perSecond})`);
+      if (burst < perSecond)
+        ctx.problem(
+          `FAIRWAY_RATE_${name}_BURST`,
+          `must be at least FAIRWAY_RATE_${name}_PER_SECOND (${perSecond})`,
+        );
       return { perSecond, burst };
     };
     return {
@@ -121,7 +156,11 @@ export const rateLimitsSection = section({
       authFailuresPerMinute: v.FAIRWAY_RATE_AUTH_FAILURES_PER_MINUTE,
       trustProxyHops: v.FAIRWAY_TRUST_PROXY_HOPS,
       keyPrefix: v.FAIRWAY_RATE_REDIS_PREFIX,
-      concurrency: { maxInFlight: v.FAIRWAY_RATE_MAX_IN_FLIGHT, maxQueued: v.FAIRWAY_RATE_MAX_QUEUED, maxWaitMs: DEFAULT_CONCURRENCY.maxWaitMs },
+      concurrency: {
+        maxInFlight: v.FAIRWAY_RATE_MAX_IN_FLIGHT,
+        maxQueued: v.FAIRWAY_RATE_MAX_QUEUED,
+        maxWaitMs: DEFAULT_CONCURRENCY.maxWaitMs,
+      },
     };
   },
 });

@@ -56,15 +56,42 @@ export const webSocketSection = section({
   description:
     'graphql-ws on the same port as HTTP. Each replica caps sockets and open operations per connection, per user or token and per tenant; an operation over a cap is answered on its own id with `RATE_LIMITED` and the socket carries on. The same defaults in every environment.',
   variables: {
-    FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_CONNECTION: cap('maxSubscriptionsPerConnection', 'Open operations on one WebSocket; more get `RATE_LIMITED`.'),
-    FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL: cap('maxSubscriptionsPerPrincipal', 'Open operations of one user or token, across their sockets.'),
-    FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_TENANT: cap('maxSubscriptionsPerTenant', 'Open operations counted against a tenant.'),
-    FAIRWAY_WS_MAX_CONNECTIONS_PER_PRINCIPAL: cap('maxConnectionsPerPrincipal', 'Initialised sockets of one user or token; more are closed 4429.'),
-    FAIRWAY_WS_MAX_CONNECTIONS_PER_TENANT: cap('maxConnectionsPerTenant', 'Initialised sockets counted against a tenant; more are closed 4429.'),
-    FAIRWAY_WS_MAX_HALF_OPEN_PER_IP: cap('maxHalfOpenPerIp', 'Sockets from one address not yet past `connection_init`; more are closed 4429.'),
-    FAIRWAY_WS_MAX_BUFFERED_BYTES: cap('maxBufferedBytes', "Unsent bytes (queued events plus the socket's buffer) before a socket that does not read is closed 1013."),
-    FAIRWAY_WS_MAX_MESSAGE_BYTES: cap('maxMessageBytes', 'Largest client message, in bytes; larger closes the socket 1009.'),
-    FAIRWAY_WS_CONNECTION_INIT_TIMEOUT_MS: cap('connectionInitTimeoutMs', 'Milliseconds allowed before `connection_init`; then the socket is closed 4408.'),
+    FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_CONNECTION: cap(
+      'maxSubscriptionsPerConnection',
+      'Open operations on one WebSocket; more get `RATE_LIMITED`.',
+    ),
+    FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_PRINCIPAL: cap(
+      'maxSubscriptionsPerPrincipal',
+      'Open operations of one user or token, across their sockets.',
+    ),
+    FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_TENANT: cap(
+      'maxSubscriptionsPerTenant',
+      'Open operations counted against a tenant.',
+    ),
+    FAIRWAY_WS_MAX_CONNECTIONS_PER_PRINCIPAL: cap(
+      'maxConnectionsPerPrincipal',
+      'Initialised sockets of one user or token; more are closed 4429.',
+    ),
+    FAIRWAY_WS_MAX_CONNECTIONS_PER_TENANT: cap(
+      'maxConnectionsPerTenant',
+      'Initialised sockets counted against a tenant; more are closed 4429.',
+    ),
+    FAIRWAY_WS_MAX_HALF_OPEN_PER_IP: cap(
+      'maxHalfOpenPerIp',
+      'Sockets from one address not yet past `connection_init`; more are closed 4429.',
+    ),
+    FAIRWAY_WS_MAX_BUFFERED_BYTES: cap(
+      'maxBufferedBytes',
+      "Unsent bytes (queued events plus the socket's buffer) before a socket that does not read is closed 1013.",
+    ),
+    FAIRWAY_WS_MAX_MESSAGE_BYTES: cap(
+      'maxMessageBytes',
+      'Largest client message, in bytes; larger closes the socket 1009.',
+    ),
+    FAIRWAY_WS_CONNECTION_INIT_TIMEOUT_MS: cap(
+      'connectionInitTimeoutMs',
+      'Milliseconds allowed before `connection_init`; then the socket is closed 4408.',
+    ),
   },
   resolve: (v): WebSocketConfig => ({
     maxSubscriptionsPerConnection: v.FAIRWAY_WS_MAX_SUBSCRIPTIONS_PER_CONNECTION,

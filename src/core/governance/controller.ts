@@ -1,9 +1,17 @@
-// The upper level of the two-level controller (issue 16): every window it reads each queue's load,
+// The upper level of the two-level controller: every window it reads each queue's load,
 // waits, SLA and probes and moves the queue's lending and borrowing coefficients within the bounds
 // its policy allows. The lower level (the scheduler) keeps every floor. Pure: the same inputs give
 // the same adjustments, so an audited adjustment can be recomputed from the inputs it records.
 import { baseSetting, clampSetting } from './policies.js';
-import type { AdjustmentReason, ControllerAdjustment, ControllerQueueInput, ControllerSettings, ControllerWindow, IsolationPolicy, LimitSetting } from './types.js';
+import type {
+  AdjustmentReason,
+  ControllerAdjustment,
+  ControllerQueueInput,
+  ControllerSettings,
+  ControllerWindow,
+  IsolationPolicy,
+  LimitSetting,
+} from './types.js';
 
 /** Coefficients are kept to 6 decimals so repeated steps give the same numbers everywhere (0.1 + 0.2 …). */
 const round6 = (x: number): number => Math.round(x * 1e6) / 1e6;
@@ -15,7 +23,11 @@ export function slaAttainment(input: ControllerQueueInput): number {
 
 /** Whether the queue's own jobs wait for its nominal (the TIGHTEN_LENDING condition). */
 function waitsForNominal(q: ControllerQueueInput, settings: ControllerSettings): boolean {
-  return q.pendingGpus > 0 && q.usedGpus < q.nominalGpus && (q.oldestWaitMs > settings.waitLimitMs || slaAttainment(q) < settings.slaTarget);
+  return (
+    q.pendingGpus > 0 &&
+    q.usedGpus < q.nominalGpus &&
+    (q.oldestWaitMs > settings.waitLimitMs || slaAttainment(q) < settings.slaTarget)
+  );
 }
 
 /**
@@ -55,14 +67,26 @@ export function controllerStep(
     governed.push({ input, policy });
   }
   const tightening = governed.filter((g) => waitsForNominal(g.input, settings));
-  const window: ControllerWindow = { anyTightens: tightening.length > 0, lenderTightens: tightening.some((g) => g.input.lentGpus > 0) };
+  const window: ControllerWindow = {
+    anyTightens: tightening.length > 0,
+    lenderTightens: tightening.some((g) => g.input.lentGpus > 0),
+  };
 
   const out: ControllerAdjustment[] = [];
   for (const { input, policy } of governed) {
     const from = clampSetting(policy, current.get(input.queue) ?? baseSetting(policy));
     const { to, reasons } = replayAdjustment({ input, from, window }, policy, settings);
     if (reasons.length === 0) continue;
-    out.push({ queue: input.queue, tenant: input.tenant, policy: input.policy, from, to, reasons, input: { ...input }, window: { ...window } });
+    out.push({
+      queue: input.queue,
+      tenant: input.tenant,
+      policy: input.policy,
+      from,
+      to,
+      reasons,
+      input: { ...input },
+      window: { ...window },
+    });
   }
   return out.sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
 }
@@ -84,7 +108,11 @@ export function replayAdjustment(
   if (waitsForNominal(input, settings)) {
     lend = clampSetting(policy, { lend: round6(lend - settings.step), borrow: from.borrow }).lend;
     if (lend !== from.lend) reasons.push('TIGHTEN_LENDING');
-  } else if (input.usedGpus < input.nominalGpus && input.pendingGpus === 0 && slaAttainment(input) >= settings.slaTarget) {
+  } else if (
+    input.usedGpus < input.nominalGpus &&
+    input.pendingGpus === 0 &&
+    slaAttainment(input) >= settings.slaTarget
+  ) {
     lend = clampSetting(policy, { lend: round6(lend + settings.step), borrow: from.borrow }).lend;
     if (lend !== from.lend) reasons.push('LEND_IDLE');
   }

@@ -1,4 +1,4 @@
-// Idle and held detection (issue 16): a running job whose GPU utilization stays under its policy's
+// Idle and held detection: a running job whose GPU utilization stays under its policy's
 // threshold for long enough, or an admitted job whose pods are not running after a while, is
 // flagged; the queue's policy says whether that only notifies its owner or reclaims the GPUs.
 import type { IdlePolicy, JobFlag, ProbeSample } from './types.js';
@@ -26,11 +26,24 @@ export function flagJob(
   policy: IdlePolicy,
   queueBorrowing: boolean,
 ): JobFlag | null {
-  const decision: JobFlag['decision'] = policy.action === 'RECLAIM' || (policy.action === 'RECLAIM_IF_BORROWING' && queueBorrowing) ? 'RECLAIM' : 'NOTIFY';
+  const decision: JobFlag['decision'] =
+    policy.action === 'RECLAIM' || (policy.action === 'RECLAIM_IF_BORROWING' && queueBorrowing)
+      ? 'RECLAIM'
+      : 'NOTIFY';
   if (runningSince === null) {
     const forMs = now - admittedAt;
     if (forMs < policy.notRunningForMs) return null;
-    return { kind: 'NOT_RUNNING', since: admittedAt, forMs, at: now, meanUtilization: null, utilizationBelow: null, limitMs: policy.notRunningForMs, action: policy.action, decision };
+    return {
+      kind: 'NOT_RUNNING',
+      since: admittedAt,
+      forMs,
+      at: now,
+      meanUtilization: null,
+      utilizationBelow: null,
+      limitMs: policy.notRunningForMs,
+      action: policy.action,
+      decision,
+    };
   }
   // The trailing stretch of low samples, newest first: samples after `now` are not read yet, one at
   // or above the threshold (or taken before this run started) ends it.
@@ -47,7 +60,14 @@ export function flagJob(
   }
   if (since === null || now - since < policy.idleForMs) return null;
   return {
-    kind: 'IDLE', since, forMs: now - since, at: now, meanUtilization: sum / count,
-    utilizationBelow: policy.utilizationBelow, limitMs: policy.idleForMs, action: policy.action, decision,
+    kind: 'IDLE',
+    since,
+    forMs: now - since,
+    at: now,
+    meanUtilization: sum / count,
+    utilizationBelow: policy.utilizationBelow,
+    limitMs: policy.idleForMs,
+    action: policy.action,
+    decision,
   };
 }

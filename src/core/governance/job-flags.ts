@@ -14,14 +14,24 @@ export interface StoredJobFlag extends JobFlag {
 
 /** The core's flag (backend ms) → the stored one (declared ms). */
 export function declaredFlag(flag: JobFlag, timeScale: number, policy: string): StoredJobFlag {
-  return { ...flag, forMs: Math.round(flag.forMs * timeScale), limitMs: Math.round(flag.limitMs * timeScale), policy };
+  return {
+    ...flag,
+    forMs: Math.round(flag.forMs * timeScale),
+    limitMs: Math.round(flag.limitMs * timeScale),
+    policy,
+  };
 }
 
 /** The stored column → a flag, or null when it holds none (or something that is not one). */
 export function storedFlagOf(value: unknown): StoredJobFlag | null {
   if (!value || typeof value !== 'object') return null;
   const v = value as Partial<StoredJobFlag>;
-  if ((v.kind !== 'IDLE' && v.kind !== 'NOT_RUNNING') || typeof v.since !== 'number' || typeof v.at !== 'number') return null;
+  if (
+    (v.kind !== 'IDLE' && v.kind !== 'NOT_RUNNING') ||
+    typeof v.since !== 'number' ||
+    typeof v.at !== 'number'
+  )
+    return null;
   return value as StoredJobFlag;
 }
 
@@ -30,7 +40,11 @@ export function reclaimReasonOf(flag: Pick<JobFlag, 'kind'>): 'idle' | 'not-runn
   return flag.kind === 'IDLE' ? 'idle' : 'not-running';
 }
 
-const ACTION_TEXT: Record<IdleAction, string> = { NOTIFY: 'notify', RECLAIM_IF_BORROWING: 'reclaim if borrowing', RECLAIM: 'reclaim' };
+const ACTION_TEXT: Record<IdleAction, string> = {
+  NOTIFY: 'notify',
+  RECLAIM_IF_BORROWING: 'reclaim if borrowing',
+  RECLAIM: 'reclaim',
+};
 
 const percent = (share: number | null) => `${Math.round((share ?? 0) * 100)}%`;
 
@@ -51,8 +65,10 @@ export function flagMessage(flag: StoredJobFlag): string {
     flag.kind === 'IDLE'
       ? `GPU utilization ${percent(flag.meanUtilization)} < ${percent(flag.utilizationBelow)} for ${durationText(flag.forMs)} ${rule}`
       : `Admitted ${durationText(flag.forMs)} ago and still not running (limit ${durationText(flag.limitMs)}) ${rule}`;
-  if (flag.decision === 'RECLAIM') return `${head}: ${flag.action === 'RECLAIM_IF_BORROWING' ? 'its queue borrows, so ' : ''}its GPUs are reclaimed and it goes back to pending.`;
-  if (flag.action === 'RECLAIM_IF_BORROWING') return `${head}: its queue is within its quota, so it keeps its GPUs for now.`;
+  if (flag.decision === 'RECLAIM')
+    return `${head}: ${flag.action === 'RECLAIM_IF_BORROWING' ? 'its queue borrows, so ' : ''}its GPUs are reclaimed and it goes back to pending.`;
+  if (flag.action === 'RECLAIM_IF_BORROWING')
+    return `${head}: its queue is within its quota, so it keeps its GPUs for now.`;
   return `${head}: it keeps its GPUs.`;
 }
 
@@ -60,7 +76,10 @@ export function flagMessage(flag: StoredJobFlag): string {
  * What a PREEMPTED job event and tenant event say of a governance reclaim ('idle' / 'not-running'):
  * the flag's sentence and the flag itself; null for any other preemption or a job without its flag.
  */
-export function reclaimNotice(governanceFlag: unknown, reason: string): { message: string; flag: StoredJobFlag } | null {
+export function reclaimNotice(
+  governanceFlag: unknown,
+  reason: string,
+): { message: string; flag: StoredJobFlag } | null {
   if (reason !== 'idle' && reason !== 'not-running') return null;
   const flag = storedFlagOf(governanceFlag);
   if (!flag || reclaimReasonOf(flag) !== reason) return null;

@@ -21,7 +21,9 @@ export interface GovernedQueueFields {
   controllerSetting?: { lend: number; borrow: number | null } | null;
 }
 
-/** How a queue came by its policy: named on the queue, or chosen by a rule from its tenant's tier, workload type and SLA class. */
+/** How a queue came by its policy: named on the queue, or chosen by a rule from its tenant's tier, workload
+ * type and SLA class.
+ */
 export type PolicyChoice = { policy: IsolationPolicy; chosenBy: 'QUEUE' | 'RULE'; rule: PolicyRule | null };
 
 /**
@@ -29,31 +31,56 @@ export type PolicyChoice = { policy: IsolationPolicy; chosenBy: 'QUEUE' | 'RULE'
  * type nor SLA class: its limits are exactly as configured, its isolation level applies as before).
  * `tier` is the queue's tenant's tier. A named policy missing from the library governs nothing (null).
  */
-export function policyForQueue(library: PolicyLibrary, queue: GovernedQueueFields, tier: string): PolicyChoice | null {
+export function policyForQueue(
+  library: PolicyLibrary,
+  queue: GovernedQueueFields,
+  tier: string,
+): PolicyChoice | null {
   if (queue.isolationPolicy) {
     const policy = library.policies.get(queue.isolationPolicy);
     return policy ? { policy, chosenBy: 'QUEUE', rule: null } : null;
   }
   if (!queue.workloadType && !queue.slaClass) return null;
-  const rule = chooseRule(library.rules, tier, (queue.workloadType ?? null) as WorkloadType | null, (queue.slaClass ?? null) as SlaClass | null);
+  const rule = chooseRule(
+    library.rules,
+    tier,
+    (queue.workloadType ?? null) as WorkloadType | null,
+    (queue.slaClass ?? null) as SlaClass | null,
+  );
   const policy = rule ? library.policies.get(rule.policy) : undefined;
   return policy && rule ? { policy, chosenBy: 'RULE', rule } : null;
 }
 
-/** The coefficients in force for a governed queue: the controller's (kept inside the policy's bounds) or the policy's base. */
-export function settingInForce(policy: IsolationPolicy, queue: GovernedQueueFields): { setting: LimitSetting; source: 'STATIC' | 'CONTROLLER' } {
+/** The coefficients in force for a governed queue: the controller's (kept inside the policy's bounds) or the
+ * policy's base.
+ */
+export function settingInForce(
+  policy: IsolationPolicy,
+  queue: GovernedQueueFields,
+): { setting: LimitSetting; source: 'STATIC' | 'CONTROLLER' } {
   const c = queue.controllerSetting;
-  return c ? { setting: clampSetting(policy, { lend: c.lend, borrow: c.borrow }), source: 'CONTROLLER' } : { setting: baseSetting(policy), source: 'STATIC' };
+  return c
+    ? { setting: clampSetting(policy, { lend: c.lend, borrow: c.borrow }), source: 'CONTROLLER' }
+    : { setting: baseSetting(policy), source: 'STATIC' };
 }
 
-/** What governs a queue now: its policy (and how it was chosen) and the coefficients in force; null outside governance. */
+/** What governs a queue now: its policy (and how it was chosen) and the coefficients in force; null outside
+ * governance.
+ */
 export type GovernanceInForce = PolicyChoice & { setting: LimitSetting; source: 'STATIC' | 'CONTROLLER' };
 
-/** policyForQueue and settingInForce together: what queueSpec (scheduling/specs.ts) needs to build a governed queue's core spec. */
-export function governanceInForce(library: PolicyLibrary, queue: GovernedQueueFields, tier: string): GovernanceInForce | null {
+/** policyForQueue and settingInForce together: what queueSpec (scheduling/specs.ts) needs to build a
+ * governed queue's core spec.
+ */
+export function governanceInForce(
+  library: PolicyLibrary,
+  queue: GovernedQueueFields,
+  tier: string,
+): GovernanceInForce | null {
   const choice = policyForQueue(library, queue, tier);
   return choice ? { ...choice, ...settingInForce(choice.policy, queue) } : null;
 }
 
 /** Whether a queue is inside governance at all (it names a policy, a workload type or an SLA class). */
-export const isGoverned = (queue: GovernedQueueFields): boolean => Boolean(queue.isolationPolicy || queue.workloadType || queue.slaClass);
+export const isGoverned = (queue: GovernedQueueFields): boolean =>
+  Boolean(queue.isolationPolicy || queue.workloadType || queue.slaClass);

@@ -1,4 +1,4 @@
-// Recommendations from usage history (issue 16): queues that under-use their nominal quota
+// Recommendations from usage history: queues that under-use their nominal quota
 // (candidates for a shared pool) and queues that borrow nearly all the time (candidates for more
 // nominal or a dedicated pool).
 import type { QueueUsageHistory, Recommendation } from './types.js';
@@ -26,7 +26,10 @@ const pct = (x: number): string => `${Math.round(x * 100)} %`;
  * the current. Nothing from fewer than minHours hours (nor from 0 hours). The evidence names the
  * figures (hours, mean and peak use, share of hours borrowing, mean borrowed).
  */
-export function recommend(history: readonly QueueUsageHistory[], opts: RecommendationOptions = {}): Recommendation[] {
+export function recommend(
+  history: readonly QueueUsageHistory[],
+  opts: RecommendationOptions = {},
+): Recommendation[] {
   const underUseBelow = opts.underUseBelow ?? 0.3;
   const borrowingShareAbove = opts.borrowingShareAbove ?? 0.7;
   const minHours = opts.minHours ?? 24;
@@ -38,17 +41,23 @@ export function recommend(history: readonly QueueUsageHistory[], opts: Recommend
     const use = `over ${fmt(h.hours)} h: mean use ${fmt(h.meanUsedGpus)} GPUs, peak ${fmt(h.peakUsedGpus)}, nominal ${fmt(h.nominalGpus)}`;
     if (borrowingShare > borrowingShareAbove) {
       out.push({
-        ...base, kind: 'CONSTANT_BORROWER', suggestion: 'DEDICATED_POOL',
+        ...base,
+        kind: 'CONSTANT_BORROWER',
+        suggestion: 'DEDICATED_POOL',
         suggestedNominalGpus: Math.max(h.nominalGpus, ceilGpus(h.meanUsedGpus)),
         evidence: `${use}; borrowed in ${fmt(h.hoursBorrowing)} of ${fmt(h.hours)} h (${pct(borrowingShare)}, above ${pct(borrowingShareAbove)}), ${fmt(h.meanBorrowedGpus)} GPUs borrowed on average`,
       });
     } else if (h.nominalGpus > 0 && h.meanUsedGpus / h.nominalGpus < underUseBelow) {
       out.push({
-        ...base, kind: 'UNDER_USED', suggestion: 'SHARED_POOL',
+        ...base,
+        kind: 'UNDER_USED',
+        suggestion: 'SHARED_POOL',
         suggestedNominalGpus: Math.min(h.nominalGpus, ceilGpus(h.peakUsedGpus)),
         evidence: `${use}; mean use is ${pct(h.meanUsedGpus / h.nominalGpus)} of nominal (below ${pct(underUseBelow)}), borrowed in ${pct(borrowingShare)} of the hours`,
       });
     }
   }
-  return out.sort((a, b) => (a.tenant < b.tenant ? -1 : a.tenant > b.tenant ? 1 : a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
+  return out.sort((a, b) =>
+    a.tenant < b.tenant ? -1 : a.tenant > b.tenant ? 1 : a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0,
+  );
 }

@@ -1,7 +1,7 @@
-// Governance (issue 16): isolation-strength policies, runtime probes, idle and held reclaim, the
+// Governance: isolation-strength policies, runtime probes, idle and held reclaim, the
 // second-level controller and quota recommendations — as pure data and functions. The services run
 // them on the scheduling leader; the simulator runs the same functions on its virtual clock.
-import type { IsolationLevel } from '../scheduling/types.js';
+import type { IsolationLevel } from '../scheduling/index.js';
 
 export const WORKLOAD_TYPES = ['TRAINING', 'FINE_TUNING', 'BATCH_INFERENCE', 'ONLINE_INFERENCE'] as const;
 export type WorkloadType = (typeof WORKLOAD_TYPES)[number];
@@ -13,7 +13,9 @@ export type SlaClass = (typeof SLA_CLASSES)[number];
 export const IDLE_ACTIONS = ['NOTIFY', 'RECLAIM_IF_BORROWING', 'RECLAIM'] as const;
 export type IdleAction = (typeof IDLE_ACTIONS)[number];
 
-/** Who may preempt this queue's jobs: nobody, only a lender taking back what they borrowed, or anyone the rules allow. */
+/** Who may preempt this queue's jobs: nobody, only a lender taking back what they borrowed, or anyone the
+ * rules allow.
+ */
 export const PREEMPTIBILITIES = ['NEVER', 'RECLAIM_ONLY', 'ANY'] as const;
 export type Preemptibility = (typeof PREEMPTIBILITIES)[number];
 
@@ -41,7 +43,9 @@ export interface IdlePolicy {
 export interface IsolationPolicy {
   name: string;
   description: string;
-  /** The core's isolation knob the limits start from (DEDICATED: lends and borrows nothing; BEST_EFFORT: nominal 0). */
+  /** The core's isolation knob the limits start from (DEDICATED: lends and borrows nothing; BEST_EFFORT:
+   * nominal 0).
+   */
   level: IsolationLevel;
   /** Share of the queue's unused nominal the cohort may borrow: lendingLimit = nominal × lend (0..1). */
   lend: CoefficientRange;
@@ -49,13 +53,17 @@ export interface IsolationPolicy {
   borrow: CoefficientRange | null;
   /** A job of this queue running on borrowed capacity is not reclaimed before it has run this long. */
   minRunBeforeReclaimMs: number;
-  /** A preempted job of this queue gets this long to checkpoint and stop (Kubernetes: terminationGracePeriodSeconds). */
+  /** A preempted job of this queue gets this long to checkpoint and stop (Kubernetes:
+   * terminationGracePeriodSeconds).
+   */
   reclaimGraceMs: number;
   preemptible: Preemptibility;
   idle: IdlePolicy;
 }
 
-/** Chooses a policy for queues matching it; null fields match anything. The most specific rule wins, then the earliest. */
+/** Chooses a policy for queues matching it; null fields match anything. The most specific rule wins, then
+ * the earliest.
+ */
 export interface PolicyRule {
   tier: string | null;
   workloadType: WorkloadType | null;
@@ -95,7 +103,9 @@ export interface JobFlag {
   utilizationBelow: number | null;
   limitMs: number;
   action: IdleAction;
-  /** What the action came to: reclaim, or notify (also RECLAIM_IF_BORROWING while the queue does not borrow). */
+  /** What the action came to: reclaim, or notify (also RECLAIM_IF_BORROWING while the queue does not
+   * borrow).
+   */
   decision: 'NOTIFY' | 'RECLAIM';
 }
 
@@ -115,7 +125,9 @@ export interface ControllerQueueInput {
   pendingGpus: number;
   /** Longest wait of its pending jobs at the window's end (ms; 0 with none). */
   oldestWaitMs: number;
-  /** Jobs submitted in the window that fitted the queue's unused nominal, and of them those started within the SLA. */
+  /** Jobs submitted in the window that fitted the queue's unused nominal, and of them those started within
+   * the SLA.
+   */
   slaEligible: number;
   slaMet: number;
   /** Mean probed GPU utilization of its running jobs; null without samples. */
@@ -126,13 +138,20 @@ export interface ControllerSettings {
   windowMs: number;
   /** How far one window moves a coefficient (lend: absolute share; borrow: multiple of nominal). */
   step: number;
-  /** A queue whose jobs wait longer than this for their nominal (or miss the SLA) has its lending tightened. */
+  /** A queue whose jobs wait longer than this for their nominal (or miss the SLA) has its lending tightened.
+   *
+   */
   waitLimitMs: number;
   /** SLA attainment below this in a window tightens lending. */
   slaTarget: number;
 }
 
-export const DEFAULT_CONTROLLER_SETTINGS: ControllerSettings = { windowMs: 5 * 60_000, step: 0.25, waitLimitMs: 60_000, slaTarget: 0.995 };
+export const DEFAULT_CONTROLLER_SETTINGS: ControllerSettings = {
+  windowMs: 5 * 60_000,
+  step: 0.25,
+  waitLimitMs: 60_000,
+  slaTarget: 0.995,
+};
 
 export type AdjustmentReason = 'LEND_IDLE' | 'TIGHTEN_LENDING' | 'TIGHTEN_BORROWING' | 'RELAX_BORROWING';
 
@@ -149,7 +168,9 @@ export interface ControllerAdjustment {
   window: ControllerWindow;
 }
 
-/** The window-wide facts the borrowing rules read: whether any queue tightens its lending, and whether one that lends (lentGpus > 0) does. */
+/** The window-wide facts the borrowing rules read: whether any queue tightens its lending, and whether one
+ * that lends (lentGpus > 0) does.
+ */
 export interface ControllerWindow {
   anyTightens: boolean;
   lenderTightens: boolean;
@@ -175,7 +196,9 @@ export interface Recommendation {
   queue: string;
   tenant: string;
   kind: RecommendationKind;
-  /** UNDER_USED: move to a shared pool and lower nominal; CONSTANT_BORROWER: raise nominal or give a dedicated pool. */
+  /** UNDER_USED: move to a shared pool and lower nominal; CONSTANT_BORROWER: raise nominal or give a
+   * dedicated pool.
+   */
   suggestion: 'SHARED_POOL' | 'DEDICATED_POOL';
   currentNominalGpus: number;
   suggestedNominalGpus: number;

@@ -1,4 +1,4 @@
-// A seeded model of GPU utilization per workload type (issue 16), for the simulated cluster and the
+// A seeded model of GPU utilization per workload type, for the simulated cluster and the
 // trace simulator: each job gets a base level by its type, jitter per sample, and, for some jobs, an
 // idle tail (the work is done or stuck but the GPUs are still held: a notebook left open, a hung
 // collective, a server with no traffic). Same seed and job key, same series, on every platform.
@@ -26,10 +26,42 @@ interface TypeModel {
 }
 
 const MODELS: Record<WorkloadType, TypeModel> = {
-  TRAINING: { busy: 0.8, busySpread: 0.1, memory: 0.75, memorySpread: 0.15, tailShare: 0.08, tailFrom: 0.2, tailTo: 0.6 },
-  FINE_TUNING: { busy: 0.65, busySpread: 0.15, memory: 0.6, memorySpread: 0.2, tailShare: 0.12, tailFrom: 0.2, tailTo: 0.6 },
-  BATCH_INFERENCE: { busy: 0.55, busySpread: 0.15, memory: 0.5, memorySpread: 0.2, tailShare: 0.06, tailFrom: 0.2, tailTo: 0.5 },
-  ONLINE_INFERENCE: { busy: 0.3, busySpread: 0.15, memory: 0.4, memorySpread: 0.2, tailShare: 0.15, tailFrom: 0.3, tailTo: 0.7 },
+  TRAINING: {
+    busy: 0.8,
+    busySpread: 0.1,
+    memory: 0.75,
+    memorySpread: 0.15,
+    tailShare: 0.08,
+    tailFrom: 0.2,
+    tailTo: 0.6,
+  },
+  FINE_TUNING: {
+    busy: 0.65,
+    busySpread: 0.15,
+    memory: 0.6,
+    memorySpread: 0.2,
+    tailShare: 0.12,
+    tailFrom: 0.2,
+    tailTo: 0.6,
+  },
+  BATCH_INFERENCE: {
+    busy: 0.55,
+    busySpread: 0.15,
+    memory: 0.5,
+    memorySpread: 0.2,
+    tailShare: 0.06,
+    tailFrom: 0.2,
+    tailTo: 0.5,
+  },
+  ONLINE_INFERENCE: {
+    busy: 0.3,
+    busySpread: 0.15,
+    memory: 0.4,
+    memorySpread: 0.2,
+    tailShare: 0.15,
+    tailFrom: 0.3,
+    tailTo: 0.7,
+  },
 };
 
 /** Highest idle-tail level: under every built-in policy's idle threshold (0.05). */
@@ -83,7 +115,12 @@ const around = (mean: number, spread: number, u: number): number => mean - sprea
  * idleAfterMs = round(durationMs × (1 − tail share)). Drawn from a PRNG seeded by (seed, jobKey) —
  * independent of draw order (seed: integer part, modulo 2³²).
  */
-export function utilizationProfile(seed: number, jobKey: string, type: WorkloadType, durationMs: number): UtilizationProfile {
+export function utilizationProfile(
+  seed: number,
+  jobKey: string,
+  type: WorkloadType,
+  durationMs: number,
+): UtilizationProfile {
   const m = MODELS[type];
   const next = mulberry32(hash32(seed, jobKey, PROFILE_SALT));
   // Every draw is taken whatever the branch, so each field depends only on (seed, jobKey).
@@ -101,10 +138,20 @@ export function utilizationProfile(seed: number, jobKey: string, type: WorkloadT
  * with the memory held; before it the busy level ± 0.05 (uniform) and memory ± 0.02, the jitter drawn
  * from (seed, jobKey, sampleIndex) — so a sample can be recomputed alone. Clamped to 0..1.
  */
-export function utilizationAt(seed: number, jobKey: string, profile: UtilizationProfile, runMs: number, sampleIndex: number): { gpu: number; memory: number } {
-  if (profile.idleAfterMs !== null && runMs >= profile.idleAfterMs) return { gpu: profile.idle, memory: profile.memory };
+export function utilizationAt(
+  seed: number,
+  jobKey: string,
+  profile: UtilizationProfile,
+  runMs: number,
+  sampleIndex: number,
+): { gpu: number; memory: number } {
+  if (profile.idleAfterMs !== null && runMs >= profile.idleAfterMs)
+    return { gpu: profile.idle, memory: profile.memory };
   const next = mulberry32(hash32(seed, jobKey, sampleIndex + 1));
-  return { gpu: clamp01(around(profile.busy, GPU_JITTER, next())), memory: clamp01(around(profile.memory, MEMORY_JITTER, next())) };
+  return {
+    gpu: clamp01(around(profile.busy, GPU_JITTER, next())),
+    memory: clamp01(around(profile.memory, MEMORY_JITTER, next())),
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 // What a running job holds, per flavor, in the units the ledger charges.
-import type { Admission, PodSetSpec } from '../scheduling/types.js';
+import type { Admission, PodSetSpec } from '../scheduling/index.js';
 
 /** How a flavor counts: whole GPUs, or MIG slices / time-slice shares of `slicesPerGpu` per device. */
 export interface FlavorUnits {
@@ -16,7 +16,9 @@ export interface Allocation {
   flavor: string;
   /** Flavor units held (priced): GPUs, or slices / shares. */
   gpuUnits: number;
-  /** Device equivalents: a slice or share is 1 / slicesPerGpu of a GPU; a fractional GPU request is its fraction. */
+  /** Device equivalents: a slice or share is 1 / slicesPerGpu of a GPU; a fractional GPU request is its
+   * fraction.
+   */
   gpuDevices: number;
   cpuCores: number;
   memoryGib: number;
@@ -27,13 +29,23 @@ export interface Allocation {
  * between its minimum and its count) times each pod set's per-pod request. Flavors sort by name
  * so rows come out in a stable order.
  */
-export function allocationOf(podSets: readonly PodSetSpec[], admission: Admission, flavors: ReadonlyMap<string, FlavorUnits>): Allocation[] {
+export function allocationOf(
+  podSets: readonly PodSetSpec[],
+  admission: Admission,
+  flavors: ReadonlyMap<string, FlavorUnits>,
+): Allocation[] {
   const byFlavor = new Map<string, Allocation>();
   for (const admitted of admission.podSets) {
     const spec = podSets.find((p) => p.name === admitted.name);
     if (!spec) continue;
     const perDevice = unitsPerDevice(flavors.get(admitted.flavor));
-    const cur = byFlavor.get(admitted.flavor) ?? { flavor: admitted.flavor, gpuUnits: 0, gpuDevices: 0, cpuCores: 0, memoryGib: 0 };
+    const cur = byFlavor.get(admitted.flavor) ?? {
+      flavor: admitted.flavor,
+      gpuUnits: 0,
+      gpuDevices: 0,
+      cpuCores: 0,
+      memoryGib: 0,
+    };
     const pods = admitted.count;
     cur.gpuUnits += pods * (spec.perPod.gpu ?? 0);
     cur.gpuDevices += (pods * (spec.perPod.gpu ?? 0)) / perDevice;

@@ -35,14 +35,26 @@ export function buildAdmission(job: JobState, plan: Plan, at: number): Admission
     jobId: job.spec.id,
     queue: job.queue.spec.name,
     at,
-    podSets: plan.parts.map((p) => ({ name: p.ps.name, flavor: p.flavor, count: p.count, placements: groupPlacements(p.allocs) })),
+    podSets: plan.parts.map((p) => ({
+      name: p.ps.name,
+      flavor: p.flavor,
+      count: p.count,
+      placements: groupPlacements(p.allocs),
+    })),
     borrowed: plan.borrowed,
     mode: plan.mode,
   };
 }
 
 /** Applies a plan whose trial changes are in place since `mark`: victims go back to pending, the job is admitted. */
-export function commit(core: CoreState, job: JobState, plan: Plan, mark: number, now: number, preempted: Preemption[]): Admission {
+export function commit(
+  core: CoreState,
+  job: JobState,
+  plan: Plan,
+  mark: number,
+  now: number,
+  preempted: Preemption[],
+): Admission {
   core.trail.length = mark; // the trial changes become the state
   core.stateVersion++;
   const q = job.queue;
@@ -61,7 +73,7 @@ export function commit(core: CoreState, job: JobState, plan: Plan, mark: number,
     };
     preempted.push(p);
     v.queue.admitted.delete(v);
-    historyChange(core, v.queue, now, -(gpuOf(v.usage)), 0);
+    historyChange(core, v.queue, now, -gpuOf(v.usage), 0);
     v.usage = new Map();
     v.allocs = [];
     v.admission = null;
@@ -93,8 +105,16 @@ export function commit(core: CoreState, job: JobState, plan: Plan, mark: number,
   const gpu = gpuOf(plan.usage);
   historyChange(core, q, now, gpu, core.entryPenalty * (gpu / 1000));
   job.admission = buildAdmission(job, plan, now);
-  for (const { job: v } of plan.victims) if (v.queue.windowReclaimable && !anyOverNominal(v.queue)) v.queue.windowReclaimable = false;
-  if (plan.victims.length > 0 && freedMoreThanTaken(plan.victims.map((v) => v.job), plan.usage, freed)) {
+  for (const { job: v } of plan.victims)
+    if (v.queue.windowReclaimable && !anyOverNominal(v.queue)) v.queue.windowReclaimable = false;
+  if (
+    plan.victims.length > 0 &&
+    freedMoreThanTaken(
+      plan.victims.map((v) => v.job),
+      plan.usage,
+      freed,
+    )
+  ) {
     const queues = new Set(plan.victims.map((v) => v.job.queue));
     for (const vq of queues) wakeAfterRelease(core, vq, freed, freedNodes);
   }
@@ -102,10 +122,15 @@ export function commit(core: CoreState, job: JobState, plan: Plan, mark: number,
 }
 
 /** Did the victims free more than the preemptor took? Only then can anyone else gain from it. */
-export function freedMoreThanTaken(_victims: JobState[], taken: Map<string, number[]>, freed: Map<string, number[]>): boolean {
+export function freedMoreThanTaken(
+  _victims: JobState[],
+  taken: Map<string, number[]>,
+  freed: Map<string, number[]>,
+): boolean {
   for (const [f, v] of freed) {
     const t = taken.get(f);
-    for (let r = 0; r < RESOURCE_COUNT; r++) if ((v[r] as number) > ((t?.[r] as number | undefined) ?? 0)) return true;
+    for (let r = 0; r < RESOURCE_COUNT; r++)
+      if ((v[r] as number) > ((t?.[r] as number | undefined) ?? 0)) return true;
   }
   return false;
 }

@@ -73,7 +73,8 @@ export interface PreemptionSpec {
   /**
    * A job of this queue running on borrowed capacity (its queue above nominal) is not taken back by
    * another queue's reclaim or fair-share preemption until it has run this long. Trade-off: a lender
-   * whose nominal is lent may wait up to this long for it (its SLA). Own-queue priority preemption ignores it.
+   * whose nominal is lent may wait up to this long for it (its SLA). Own-queue priority preemption ignores
+   * it.
    */
   minRunBeforeReclaimMs?: number;
   /**
@@ -99,7 +100,9 @@ export interface QueueSpec {
   timeWindows?: TimeWindowSpec[];
   /** Jobs of this queue are placed only on nodes of this pool. */
   dedicatedPool?: string;
-  /** Kueue's flavorFungibility: whether borrowing (or preempting) on a flavor beats another flavor that fits without it. */
+  /** Kueue's flavorFungibility: whether borrowing (or preempting) on a flavor beats another flavor that fits
+   * without it.
+   */
   flavorFungibility?: FlavorFungibility;
 }
 
@@ -148,10 +151,14 @@ export interface SchedulerOptions {
     enabled: boolean;
     /** Enables decayed usage history: ranks equal-share heads by recent consumption. */
     usageHalfLifeMs?: number;
-    /** GPU-milliseconds charged to a queue's history per requested GPU at admission (default 60 000 = one GPU-minute). */
+    /** GPU-milliseconds charged to a queue's history per requested GPU at admission (default 60 000 = one
+     * GPU-minute).
+     */
     entryPenalty?: number;
   };
-  /** Replaces the default table (inference-critical 1000 no, production 500 reclaim-only, training 100, experiment 10). */
+  /** Replaces the default table (inference-critical 1000 no, production 500 reclaim-only, training 100,
+   * experiment 10).
+   */
   priorityClasses?: PriorityClass[];
   /**
    * Benchmark baseline only: every cycle recomputes quota usage and node free capacity from all

@@ -2,10 +2,10 @@
 // through upsertQueue/upsertCohort and rebuild the quota tree (quota-config.ts).
 import { SchedulerInputError } from './errors.js';
 import { IndexedHeap } from './heap.js';
-import { newNodeState, type NodeState } from './nodes.js';
+import { type NodeState, newNodeState } from './nodes.js';
 import { newParkIndex } from './park-index.js';
-import { convertQuotas, openWindow, rebuildQuotas } from './quota-config.js';
 import { QuotaNode } from './quota.js';
+import { convertQuotas, openWindow, rebuildQuotas } from './quota-config.js';
 import { type CoreState, type JobState, queueLess } from './state.js';
 import type { CohortSpec, FlavorSpec, NodeSpec, QueueSpec } from './types.js';
 import { structuredCloneSpec } from './units.js';
@@ -16,33 +16,56 @@ export function upsertFlavor(core: CoreState, f: FlavorSpec): void {
   if (!f.name) throw new SchedulerInputError('INVALID_SPEC', 'flavor needs a name');
   if (f.kind !== 'gpu') {
     if (!Number.isInteger(f.slicesPerGpu) || (f.slicesPerGpu as number) < 1)
-      throw new SchedulerInputError('INVALID_SPEC', `flavor ${f.name}: ${f.kind} needs an integer slicesPerGpu >= 1`);
+      throw new SchedulerInputError(
+        'INVALID_SPEC',
+        `flavor ${f.name}: ${f.kind} needs an integer slicesPerGpu >= 1`,
+      );
   }
   const perGpuMilli = f.kind === 'gpu' ? 1000 : (f.slicesPerGpu as number) * 1000;
   const cur = core.flavors.get(f.name);
   if (cur) {
     if ((cur.spec.kind !== f.kind || cur.perGpuMilli !== perGpuMilli) && cur.nodes.length > 0)
-      throw new SchedulerInputError('FLAVOR_IN_USE', `flavor ${f.name} has nodes; its kind/slices cannot change`);
+      throw new SchedulerInputError(
+        'FLAVOR_IN_USE',
+        `flavor ${f.name} has nodes; its kind/slices cannot change`,
+      );
     cur.spec = { ...f };
     cur.perGpuMilli = perGpuMilli;
     return;
   }
-  core.flavors.set(f.name, { spec: { ...f }, perGpuMilli, nodes: [], withFreeGpu: new Set(), freeGpu: 0, freeCpu: 0, freeMem: 0 });
+  core.flavors.set(f.name, {
+    spec: { ...f },
+    perGpuMilli,
+    nodes: [],
+    withFreeGpu: new Set(),
+    freeGpu: 0,
+    freeCpu: 0,
+    freeMem: 0,
+  });
 }
 
 export function upsertNode(core: CoreState, n: NodeSpec): void {
   const flavor = core.flavors.get(n.flavor);
   if (!flavor) throw new SchedulerInputError('UNKNOWN_FLAVOR', `node ${n.name}: unknown flavor ${n.flavor}`);
-  for (const [k, v] of [['gpus', n.gpus], ['cpu', n.cpu], ['memory', n.memory]] as const) {
-    if (!Number.isFinite(v)) throw new SchedulerInputError('INVALID_QUANTITY', `node ${n.name}: ${k} must be a number`);
+  for (const [k, v] of [
+    ['gpus', n.gpus],
+    ['cpu', n.cpu],
+    ['memory', n.memory],
+  ] as const) {
+    if (!Number.isFinite(v))
+      throw new SchedulerInputError('INVALID_QUANTITY', `node ${n.name}: ${k} must be a number`);
     if (v < 0) throw new SchedulerInputError('NEGATIVE_QUANTITY', `node ${n.name}: ${k} is negative`);
   }
-  if (!Number.isInteger(n.gpus)) throw new SchedulerInputError('INVALID_QUANTITY', `node ${n.name}: gpus must be an integer`);
+  if (!Number.isInteger(n.gpus))
+    throw new SchedulerInputError('INVALID_QUANTITY', `node ${n.name}: gpus must be an integer`);
   const cur = core.nodes.get(n.name);
   if (cur) {
     if (cur.pods > 0) {
       if (cur.spec.flavor !== n.flavor || cur.spec.gpus !== n.gpus)
-        throw new SchedulerInputError('NODE_IN_USE', `node ${n.name} has pods; its flavor/gpus cannot change`);
+        throw new SchedulerInputError(
+          'NODE_IN_USE',
+          `node ${n.name} has pods; its flavor/gpus cannot change`,
+        );
       const dCpu = Math.round(n.cpu) - Math.round(cur.spec.cpu);
       const dMem = Math.round(n.memory) - Math.round(cur.spec.memory);
       cur.cpuFree += dCpu;
@@ -73,7 +96,11 @@ export function upsertNode(core: CoreState, n: NodeSpec): void {
 export function removeNode(core: CoreState, name: string): void {
   const cur = core.nodes.get(name);
   if (!cur) throw new SchedulerInputError('UNKNOWN_NODE', `unknown node ${name}`);
-  if (cur.pods > 0) throw new SchedulerInputError('NODE_IN_USE', `node ${name} still runs pods; finish or cancel its jobs first`);
+  if (cur.pods > 0)
+    throw new SchedulerInputError(
+      'NODE_IN_USE',
+      `node ${name} still runs pods; finish or cancel its jobs first`,
+    );
   detachNode(core, cur);
 }
 
@@ -96,7 +123,8 @@ export function upsertCohort(core: CoreState, c: CohortSpec): void {
     // Walk up from the parent: meeting ourselves means a cycle.
     let p: string | undefined = c.parent;
     while (p !== undefined) {
-      if (p === c.name) throw new SchedulerInputError('COHORT_CYCLE', `cohort ${c.name} would be its own ancestor`);
+      if (p === c.name)
+        throw new SchedulerInputError('COHORT_CYCLE', `cohort ${c.name} would be its own ancestor`);
       p = core.cohorts.get(p)?.spec.parent;
     }
   }
@@ -115,10 +143,16 @@ export function upsertQueue(core: CoreState, q: QueueSpec): void {
     throw new SchedulerInputError('INVALID_QUANTITY', `queue ${q.name}: weight must be >= 0`);
   const minRun = q.preemption?.minRunBeforeReclaimMs;
   if (minRun !== undefined && (typeof minRun !== 'number' || !Number.isFinite(minRun) || minRun < 0))
-    throw new SchedulerInputError('INVALID_SPEC', `queue ${q.name}: preemption.minRunBeforeReclaimMs must be a number >= 0`);
+    throw new SchedulerInputError(
+      'INVALID_SPEC',
+      `queue ${q.name}: preemption.minRunBeforeReclaimMs must be a number >= 0`,
+    );
   const maxLost = q.preemption?.fairShareMaxLostRunMs;
   if (maxLost !== undefined && (typeof maxLost !== 'number' || Number.isNaN(maxLost) || maxLost < 0))
-    throw new SchedulerInputError('INVALID_SPEC', `queue ${q.name}: preemption.fairShareMaxLostRunMs must be a number >= 0`);
+    throw new SchedulerInputError(
+      'INVALID_SPEC',
+      `queue ${q.name}: preemption.fairShareMaxLostRunMs must be a number >= 0`,
+    );
   const isolation = q.isolation ?? 'ELASTIC';
   convertQuotas(core, q.quotas, isolation, `queue ${q.name}`);
   for (const w of q.timeWindows ?? []) {
@@ -128,7 +162,10 @@ export function upsertQueue(core: CoreState, q: QueueSpec): void {
       parseClock(w.end);
       new Intl.DateTimeFormat('en-US', { timeZone: w.timeZone });
     } catch (e) {
-      throw new SchedulerInputError('INVALID_SPEC', `queue ${q.name}: bad time window (${(e as Error).message})`);
+      throw new SchedulerInputError(
+        'INVALID_SPEC',
+        `queue ${q.name}: bad time window (${(e as Error).message})`,
+      );
     }
   }
   const spec = structuredCloneSpec(q);
@@ -143,7 +180,8 @@ export function upsertQueue(core: CoreState, q: QueueSpec): void {
     isolation,
     withinQueue: pre.withinQueue ?? 'Never',
     // GUARANTEED means "reclaims its lent nominal at once": default to reclaiming from anyone.
-    reclaim: pre.reclaimWithinCohort ?? (isolation === 'GUARANTEED' || isolation === 'DEDICATED' ? 'Any' : 'Never'),
+    reclaim:
+      pre.reclaimWithinCohort ?? (isolation === 'GUARANTEED' || isolation === 'DEDICATED' ? 'Any' : 'Never'),
     borrowPolicy: pre.borrowWithinCohort?.policy ?? 'Never',
     borrowThreshold: pre.borrowWithinCohort?.maxPriorityThreshold ?? null,
     flavorOrder,

@@ -9,12 +9,12 @@ import { holdVictims } from './holds.js';
 import { historyAt, weightedShare } from './queue-usage.js';
 import { knownPreemptFail, park, rememberPreemptFail, waitOn } from './queueing.js';
 import { refreshWindows } from './quota-config.js';
-import { admittedWithReservation, agedShare, prepareReservations, reserveIfDue } from './reservation.js';
 import { applyReclaims, liftReclaimHolds } from './reclaim.js';
+import { admittedWithReservation, agedShare, prepareReservations, reserveIfDue } from './reservation.js';
 import { rescanAll } from './restore.js';
 import type { CoreState, CycleRun, Head, JobState } from './state.js';
 import { rollback } from './trail.js';
-import type { CycleOptions, CycleResult, PendingDecision, Preemption } from './types.js';
+import type { CycleOptions, CycleResult, PendingDecision } from './types.js';
 import { needMet, stillShort, wakeQueueIf } from './wake.js';
 
 /**
@@ -26,11 +26,15 @@ import { needMet, stillShort, wakeQueueIf } from './wake.js';
  * its victims still wait for the next one; time windows are looked at only when a cycle starts)
  * from the next head of the same pass. With nothing happening between the calls, the slices'
  * admissions, preemptions and pending decisions, concatenated, are exactly those of one unsliced
- * cycle (test/core/scheduling/sliced-cycle.test.ts). Each slice reads the clock: its admissions carry its time.
+ * cycle (test/core/scheduling/sliced-cycle.test.ts). Each slice reads the clock: its admissions carry its
+ * time.
  */
 export function cycle(core: CoreState, opts: CycleOptions = {}): CycleResult {
   const now = core.clock.now();
-  const budget = opts.maxHeads !== undefined && Number.isFinite(opts.maxHeads) ? Math.max(1, Math.floor(opts.maxHeads)) : Number.POSITIVE_INFINITY;
+  const budget =
+    opts.maxHeads !== undefined && Number.isFinite(opts.maxHeads)
+      ? Math.max(1, Math.floor(opts.maxHeads))
+      : Number.POSITIVE_INFINITY;
   let run = core.cycleRun;
   if (!run) {
     core.cycleNo++;
@@ -72,7 +76,9 @@ function sliceEnd(run: CycleRun, result: CycleResult): CycleResult {
   return result;
 }
 
-/** Before the passes: time windows that opened or closed, the naive rescan (baseline only), and the queues holding last cycle's victims. */
+/** Before the passes: time windows that opened or closed, the naive rescan (baseline only), and the queues
+ * holding last cycle's victims.
+ */
 function prepareCycle(core: CoreState, now: number): void {
   refreshWindows(core, now);
   prepareReservations(core, now);
@@ -85,7 +91,9 @@ function prepareCycle(core: CoreState, now: number): void {
   core.deferred.clear();
 }
 
-/** Phase 1, heads: the best pending job of every active queue, skipping (re-parking) those that cannot gain now. */
+/** Phase 1, heads: the best pending job of every active queue, skipping (re-parking) those that cannot gain
+ * now.
+ */
 function takeHeads(core: CoreState, now: number): Head[] {
   const heads: Head[] = [];
   for (const q of [...core.active]) {
@@ -116,7 +124,9 @@ function takeHeads(core: CoreState, now: number): Head[] {
   return heads;
 }
 
-/** Phase 2, order: lowest weighted share (or non-borrowing first), then decayed usage, higher priority, earlier submit, id. */
+/** Phase 2, order: lowest weighted share (or non-borrowing first), then decayed usage, higher priority,
+ * earlier submit, id.
+ */
 function orderHeads(heads: Head[]): void {
   heads.sort(
     (a, b) =>
@@ -133,7 +143,13 @@ function orderHeads(heads: Head[]): void {
  * Phases 3-5 for one head, against the state earlier heads left: assign (Fit → Borrow, gang
  * minimum) then preempt (nominate.ts), then commit (admit.ts) or park/block it with its reason.
  */
-function tryHead(core: CoreState, job: JobState, now: number, result: CycleResult, pending: Map<string, PendingDecision>): boolean {
+function tryHead(
+  core: CoreState,
+  job: JobState,
+  now: number,
+  result: CycleResult,
+  pending: Map<string, PendingDecision>,
+): boolean {
   const q = job.queue;
   if (job.status !== 'pending' || q.heap.peek() !== job || q.blocked) return false;
   if (stillShort(core, job)) {
@@ -160,7 +176,9 @@ function tryHead(core: CoreState, job: JobState, now: number, result: CycleResul
   return true;
 }
 
-/** Phase 6, requeue: the head gets its structured reason; BestEffortFIFO parks it, StrictFIFO blocks its queue. */
+/** Phase 6, requeue: the head gets its structured reason; BestEffortFIFO parks it, StrictFIFO blocks its
+ * queue.
+ */
 function parkOrBlock(core: CoreState, job: JobState, res: Fail, pending: Map<string, PendingDecision>): void {
   const q = job.queue;
   const d = decisionFrom(job, res);

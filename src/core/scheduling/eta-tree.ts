@@ -37,14 +37,17 @@ export function simulateTree(core: CoreState, all: JobState[]): Map<JobState, Et
     strictQueueOf: (j) => (j.queue.strategy === 'StrictFIFO' ? j.queue : null),
     durationOf: (j) => j.spec.expectedDurationMs ?? j.spec.maxRunMs,
     running,
-    signatureOf: (j) => `${j.queue.spec.name}|${j.shapeKeys.join(';')}|${j.podSets.map((p) => `${p.count}/${p.minCount}`).join(',')}`,
+    signatureOf: (j) =>
+      `${j.queue.spec.name}|${j.shapeKeys.join(';')}|${j.podSets.map((p) => `${p.count}/${p.minCount}`).join(',')}`,
     tryAdmit: (j) => trialAdmit(core, j),
   });
   rollback(core, mark);
   return out;
 }
 
-/** Admits a job on the snapshot (full gang, else its minimum) and returns the trial release of what it took. */
+/** Admits a job on the snapshot (full gang, else its minimum) and returns the trial release of what it took.
+ *
+ */
 export function trialAdmit(core: CoreState, j: JobState): (() => void) | null {
   // Quick reject before a trial assignment: each pod set needs, at its gang minimum, a flavor the
   // quota admits without preemption and whose nodes have that much free in total.
@@ -53,12 +56,26 @@ export function trialAdmit(core: CoreState, j: JobState): (() => void) | null {
     const vec = [ps.shape.gpu * n, ps.shape.cpu * n, ps.shape.mem * n];
     const ok = ps.flavors.some((f) => {
       const fs = core.flavors.get(f) as FlavorState;
-      return fs.freeGpu >= (vec[GPU] as number) && fs.freeCpu >= (vec[CPU] as number) && fs.freeMem >= (vec[MEM] as number) && quotaMode(j.queue, f, vec, undefined, nominalOnly(j)).mode <= BORROW;
+      return (
+        fs.freeGpu >= (vec[GPU] as number) &&
+        fs.freeCpu >= (vec[CPU] as number) &&
+        fs.freeMem >= (vec[MEM] as number) &&
+        quotaMode(j.queue, f, vec, undefined, nominalOnly(j)).mode <= BORROW
+      );
     });
     if (!ok) return null;
   }
-  let r = assignDirect(core, j, j.podSets.map((p) => p.count));
-  if (!r.ok && j.podSets.some((p) => p.minCount < p.count)) r = assignDirect(core, j, j.podSets.map((p) => p.minCount));
+  let r = assignDirect(
+    core,
+    j,
+    j.podSets.map((p) => p.count),
+  );
+  if (!r.ok && j.podSets.some((p) => p.minCount < p.count))
+    r = assignDirect(
+      core,
+      j,
+      j.podSets.map((p) => p.minCount),
+    );
   if (!r.ok) return null;
   const q = j.queue;
   const usage = r.usage;

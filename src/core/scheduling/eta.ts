@@ -22,11 +22,17 @@ export interface EtaWorld<J> {
   strictQueueOf(j: J): unknown | null;
   /** Expected run time of a job once admitted; undefined = not declared. */
   durationOf(j: J): number | undefined;
-  /** Admitted jobs that hold capacity the pending jobs may need: expected end (null = unknown) and their trial release. */
+  /** Admitted jobs that hold capacity the pending jobs may need: expected end (null = unknown) and their
+   * trial release.
+   */
   running: readonly { end: number | null; release: () => void }[];
-  /** Jobs with equal signatures fail together: once one failed at an instant, the others are not tried (failures change nothing). */
+  /** Jobs with equal signatures fail together: once one failed at an instant, the others are not tried
+   * (failures change nothing).
+   */
   signatureOf(j: J): string;
-  /** Trial admission on the snapshot (quota and nodes); on success returns the trial release of what it took. */
+  /** Trial admission on the snapshot (quota and nodes); on success returns the trial release of what it
+   * took.
+   */
   tryAdmit(j: J): (() => void) | null;
 }
 

@@ -6,15 +6,20 @@ import { SchedulerInputError } from './errors.js';
 import { etaOf, expectedEnd } from './eta-tree.js';
 import { holdInfo, holdMessage, matchingHold } from './holds.js';
 import { weightedShare } from './queue-usage.js';
-import { QuotaNode } from './quota.js';
+import type { QuotaNode } from './quota.js';
 import { agedShare, keptOffReserved, reservationOf } from './reservation.js';
-import { type CoreState, type JobState, queueLess, type QueueState, type TreeView } from './state.js';
+import { type CoreState, type JobState, type QueueState, queueLess, type TreeView } from './state.js';
 import type { Admission, AdmissionHold, JobExplanation } from './types.js';
 
 export function explain(core: CoreState, jobId: string): JobExplanation {
   const j = core.jobs.get(jobId);
   if (!j) throw new SchedulerInputError('UNKNOWN_JOB', `unknown job ${jobId}`);
-  const base: JobExplanation = { jobId, queue: j.queue.spec.name, state: j.status, preemptions: j.preemptions };
+  const base: JobExplanation = {
+    jobId,
+    queue: j.queue.spec.name,
+    state: j.status,
+    preemptions: j.preemptions,
+  };
   if (j.lastPreemption) base.lastPreemption = j.lastPreemption;
   if (j.status === 'admitted') {
     base.admission = j.admission as Admission;
@@ -114,12 +119,21 @@ export function treeView(core: CoreState, root: QuotaNode): TreeView {
     perQueue.set(j.queue, n);
     queuePos.set(j, n);
   });
-  const view: TreeView = { sv: core.stateVersion, pv: core.pendingVersion, order, index, queuePos, etas: null };
+  const view: TreeView = {
+    sv: core.stateVersion,
+    pv: core.pendingVersion,
+    order,
+    index,
+    queuePos,
+    etas: null,
+  };
   core.treeViews.set(root, view);
   return view;
 }
 
-/** Queues' pending lists merged by (queue share — or non-borrowing first without fair sharing —, priority, submit, id). */
+/** Queues' pending lists merged by (queue share — or non-borrowing first without fair sharing —, priority,
+ * submit, id).
+ */
 export function cohortOrder(core: CoreState, root: QuotaNode): JobState[] {
   const lists = (core.treeQueues.get(root) ?? []).map((q) => {
     const jobs = pendingOf(q).sort((a, b) => (queueLess(a, b) ? -1 : 1));
@@ -140,7 +154,8 @@ export function cohortOrder(core: CoreState, root: QuotaNode): JobState[] {
       // Aging (reservation.ts): a head pending long goes first, as in the cycle's order phase.
       const ka = [agedShare(core, h, now, l.share), core.fairSharing ? 0 : Number(headBorrows(h))];
       const kb = [agedShare(core, b, now, best.share), core.fairSharing ? 0 : Number(headBorrows(b))];
-      if (ka[0]! < kb[0]! || (ka[0] === kb[0] && (ka[1]! < kb[1]! || (ka[1] === kb[1] && queueLess(h, b))))) best = l;
+      if (ka[0]! < kb[0]! || (ka[0] === kb[0] && (ka[1]! < kb[1]! || (ka[1] === kb[1] && queueLess(h, b)))))
+        best = l;
     }
     if (!best) break;
     order.push(best.jobs[best.i++] as JobState);

@@ -39,7 +39,14 @@ export function fragGroups(shapes: readonly WeightedShape[]): FragGroups {
  * Expected unusable free GPU (milli, weighted) of a node state: `free` per physical GPU, the node's
  * free cpu and memory, its flavor kind and milli-units per GPU.
  */
-export function fragOf(free: readonly number[], per: number, kind: string, cpuFree: number, memFree: number, g: FragGroups): number {
+export function fragOf(
+  free: readonly number[],
+  per: number,
+  kind: string,
+  cpuFree: number,
+  memFree: number,
+  g: FragGroups,
+): number {
   let total = 0;
   let whole = 0;
   for (const f of free) {
@@ -104,7 +111,8 @@ export function fragChoice(node: NodeState, s: Shape, g: FragGroups): FragChoice
       const d = fragOf(after, per, kind, cpu, mem, g) - before;
       after[i] = f;
       // ties: the fuller GPU (best-fit within the node), then the lower index
-      if (!best || d < best.delta || (d === best.delta && f < (free[best.gpu] as number))) best = { delta: d, gpu: i };
+      if (!best || d < best.delta || (d === best.delta && f < (free[best.gpu] as number)))
+        best = { delta: d, gpu: i };
     }
     return best as FragChoice;
   }
@@ -117,7 +125,10 @@ export function fragChoice(node: NodeState, s: Shape, g: FragGroups): FragChoice
         need -= 1000;
       }
   } else {
-    const order = after.map((f, i) => [f, i] as const).filter(([f]) => f >= 1000).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    const order = after
+      .map((f, i) => [f, i] as const)
+      .filter(([f]) => f >= 1000)
+      .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
     for (const [, i] of order) {
       while (need > 0 && (after[i] as number) >= 1000) {
         after[i] = (after[i] as number) - 1000;

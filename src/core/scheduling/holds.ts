@@ -21,7 +21,14 @@ export function matchingHold(core: CoreState, spec: JobSpec): AdmissionHold | nu
 }
 
 export function holdInfo(h: AdmissionHold): HoldInfo {
-  return { scope: h.scope, id: h.id, spent: h.budget.spent, limit: h.budget.limit, currency: h.budget.currency, period: h.budget.period };
+  return {
+    scope: h.scope,
+    id: h.id,
+    spent: h.budget.spent,
+    limit: h.budget.limit,
+    currency: h.budget.currency,
+    period: h.budget.period,
+  };
 }
 
 const money = new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
@@ -44,27 +51,47 @@ export function setAdmissionHolds(core: CoreState, holds: AdmissionHold[]): void
   const next = new Map<string, AdmissionHold>();
   for (const h of holds) {
     if ((h.scope !== 'tenant' && h.scope !== 'project') || typeof h.id !== 'string' || h.id === '')
-      throw new SchedulerInputError('INVALID_SPEC', `admission hold: scope must be 'tenant' or 'project' with an id`);
+      throw new SchedulerInputError(
+        'INVALID_SPEC',
+        `admission hold: scope must be 'tenant' or 'project' with an id`,
+      );
     if (!Array.isArray(h.exemptPriorityClasses) || !h.budget)
-      throw new SchedulerInputError('INVALID_SPEC', `admission hold ${h.scope} ${h.id}: exemptPriorityClasses and budget are required`);
+      throw new SchedulerInputError(
+        'INVALID_SPEC',
+        `admission hold ${h.scope} ${h.id}: exemptPriorityClasses and budget are required`,
+      );
     const key = holdKey(h.scope, h.id);
-    if (next.has(key)) throw new SchedulerInputError('INVALID_SPEC', `admission hold ${h.scope} ${h.id} given twice`);
+    if (next.has(key))
+      throw new SchedulerInputError('INVALID_SPEC', `admission hold ${h.scope} ${h.id} given twice`);
     const { spent, limit, currency, period } = h.budget;
-    next.set(key, { scope: h.scope, id: h.id, exemptPriorityClasses: [...h.exemptPriorityClasses], budget: { spent, limit, currency, period } });
+    next.set(key, {
+      scope: h.scope,
+      id: h.id,
+      exemptPriorityClasses: [...h.exemptPriorityClasses],
+      budget: { spent, limit, currency, period },
+    });
   }
-  const signature = JSON.stringify([...next].map(([k, h]) => [k, [...h.exemptPriorityClasses].sort()]).sort((a, b) => (a[0]! < b[0]! ? -1 : 1)));
+  const signature = JSON.stringify(
+    [...next]
+      .map(([k, h]) => [k, [...h.exemptPriorityClasses].sort()])
+      .sort((a, b) => (a[0]! < b[0]! ? -1 : 1)),
+  );
   core.holds = next;
   if (signature === core.holdsSignature) return;
   core.holdsSignature = signature;
-  for (const j of core.jobs.values()) if (j.status === 'pending' && !j.held && matchingHold(core, j.spec)) holdPending(core, j);
+  for (const j of core.jobs.values())
+    if (j.status === 'pending' && !j.held && matchingHold(core, j.spec)) holdPending(core, j);
   // A job under a reclaim hold (reclaim.ts) stays held until that hold ends.
-  for (const j of [...core.held]) if (!matchingHold(core, j.spec) && j.reclaimHoldUntil === null) {
-    unhold(core, j);
-    joinQueue(core, j);
-  }
+  for (const j of [...core.held])
+    if (!matchingHold(core, j.spec) && j.reclaimHoldUntil === null) {
+      unhold(core, j);
+      joinQueue(core, j);
+    }
 }
 
-/** After a cycle: its victims went back to pending; those a hold matches leave their queues now (not mid-cycle: a victim is not retried in the cycle that evicted it anyway). */
+/** After a cycle: its victims went back to pending; those a hold matches leave their queues now (not
+ * mid-cycle: a victim is not retried in the cycle that evicted it anyway).
+ */
 export function holdVictims(core: CoreState, preempted: Preemption[]): void {
   if (core.holds.size === 0) return;
   for (const p of preempted) {
@@ -86,7 +113,9 @@ export function unhold(core: CoreState, j: JobState): void {
   j.reclaimHoldUntil = null;
 }
 
-/** A pending job in its queue's lists leaves them (as a cancel would) and is held, with what it knew reset as for a new job. */
+/** A pending job in its queue's lists leaves them (as a cancel would) and is held, with what it knew reset
+ * as for a new job.
+ */
 function holdPending(core: CoreState, j: JobState): void {
   withdraw(core, j);
   j.decision = null;

@@ -1,3 +1,6 @@
-export * from './types.js';
 export { SchedulerInputError, type SchedulerInputErrorCode } from './errors.js';
-export { Scheduler, DEFAULT_PRIORITY_CLASSES } from './scheduler.js';
+// What the simulator replays with besides the scheduler: its heap and the time-window clock.
+export { IndexedHeap } from './heap.js';
+export { DEFAULT_PRIORITY_CLASSES, Scheduler } from './scheduler.js';
+export * from './types.js';
+export { parseClock, windowOpen } from './windows.js';

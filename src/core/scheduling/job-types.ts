@@ -67,8 +67,14 @@ export interface Admission {
   mode: AdmissionMode;
 }
 
-/** 'idle' and 'not-running': taken back by `Scheduler.reclaim` (a governance flag, issue 16), not by another job. */
-export type PreemptionReason = 'reclaim' | 'priority' | 'fair-share' | 'window-closed' | 'idle' | 'not-running';
+/** 'idle' and 'not-running': taken back by `Scheduler.reclaim` (a governance flag), not by another job. */
+export type PreemptionReason =
+  | 'reclaim'
+  | 'priority'
+  | 'fair-share'
+  | 'window-closed'
+  | 'idle'
+  | 'not-running';
 
 export interface Preemption {
   victimId: string;
@@ -77,7 +83,9 @@ export interface Preemption {
   preemptorQueue: string;
   reason: PreemptionReason;
   at: number;
-  /** GPU-milliseconds of work the victim loses (GPUs × time since its last checkpoint, or since admission). */
+  /** GPU-milliseconds of work the victim loses (GPUs × time since its last checkpoint, or since admission).
+   *
+   */
   lostGpuMs?: number;
 }
 
@@ -85,7 +93,9 @@ export type PendingReasonCode =
   | 'NotYetEvaluated'
   | 'WaitingForQuota'
   | 'ExceedsMaxQuota'
-  /** No eligible node of the job's flavors exists at all (none in the pool, none the tenant may use): waits for nodes to be added. */
+  /** No eligible node of the job's flavors exists at all (none in the pool, none the tenant may use): waits
+   * for nodes to be added.
+   */
   | 'NoFittingNode'
   /** Quota allows the job, but no set of eligible nodes has room for its pods right now (see `nodeFit`). */
   | 'NoNodeFits'
@@ -155,7 +165,9 @@ export interface NodeFit {
   gpusPerPod: number;
 }
 
-/** The job that preempted this one, by id: for the services to render to whoever may see it (never in core messages). */
+/** The job that preempted this one, by id: for the services to render to whoever may see it (never in core
+ * messages).
+ */
 export interface PreemptedBy {
   jobId: string;
   reason: PreemptionReason;

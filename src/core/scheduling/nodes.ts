@@ -1,6 +1,6 @@
 // Node capacity and pod placement. GPU amounts are integer milli-units: a whole GPU is 1000,
 // a MIG slice or time-slice share is 1000 as well (so a 7-slice A100 holds 7000).
-import { fragChoice, type FragChoice, fragGroups, stateKey } from './frag-score.js';
+import { type FragChoice, fragChoice, fragGroups, stateKey } from './frag-score.js';
 import type { FlavorState, NodeState, PodAlloc, Shape, WeightedShape } from './node-types.js';
 import type { NodeSpec } from './types.js';
 
@@ -52,7 +52,8 @@ export function podsThatFit(node: NodeState, s: Shape): number {
   if (s.gpu > 0) {
     const per = node.flavor.perGpuMilli;
     let g = 0;
-    if (node.flavor.spec.kind === 'gpu' && s.gpu < 1000) for (const f of node.gpuFree) g += Math.floor(f / s.gpu);
+    if (node.flavor.spec.kind === 'gpu' && s.gpu < 1000)
+      for (const f of node.gpuFree) g += Math.floor(f / s.gpu);
     else if (node.flavor.spec.kind === 'gpu') {
       let whole = 0;
       for (const f of node.gpuFree) if (f === per) whole++;
@@ -205,7 +206,8 @@ export function placePods(
   score?: PlaceScore,
 ): PodAlloc[] | null {
   if (count === 0) return [];
-  if (flavor.freeGpu < s.gpu * count || flavor.freeCpu < s.cpu * count || flavor.freeMem < s.mem * count) return null;
+  if (flavor.freeGpu < s.gpu * count || flavor.freeCpu < s.cpu * count || flavor.freeMem < s.mem * count)
+    return null;
   const groups = fragShapes && fragShapes.length > 0 ? fragGroups(fragShapes) : null;
   // node states already scored (equal free state, equal score): valid for the whole call, since a
   // placed pod changes its node's state and so its key
@@ -237,7 +239,9 @@ export function placePods(
         best === null ||
         frag < bestFrag ||
         (frag === bestFrag &&
-          (leftGpu < bestGpu || (leftGpu === bestGpu && (leftCpu < bestCpu || (leftCpu === bestCpu && n.spec.name < best.spec.name)))))
+          (leftGpu < bestGpu ||
+            (leftGpu === bestGpu &&
+              (leftCpu < bestCpu || (leftCpu === bestCpu && n.spec.name < best.spec.name)))))
       ) {
         best = n;
         bestFrag = frag;

@@ -20,9 +20,13 @@ export interface ParkIndex {
   /** How many of the queue's parked jobs are of each other kind (`parkKind` does not change while a job is parked). */
   quotaCount: number;
   nodeCount: number;
-  /** 'quota' jobs per flavor option, ascending by (GPU need of the option, parkSeq); −∞ when GPU is not quota-limited there. */
+  /** 'quota' jobs per flavor option, ascending by (GPU need of the option, parkSeq); −∞ when GPU is not
+   * quota-limited there.
+   */
   quotaNeeds: Map<string, Entry[]>;
-  /** 'node' jobs per flavor one of their pod sets may use, ascending by (GPU per pod of that pod set, parkSeq). */
+  /** 'node' jobs per flavor one of their pod sets may use, ascending by (GPU per pod of that pod set,
+   * parkSeq).
+   */
   nodeWaits: Map<string, Entry[]>;
   /** Gives each job that gets index entries its `parkSeq` (0: it has none). */
   seq: number;
@@ -74,7 +78,8 @@ export function addParked(q: QueueState, j: JobState): void {
   else if (j.parkKind === 'node') ix.nodeCount++;
   if (j.parkSeq !== 0 || (j.parkKind !== 'quota' && j.parkKind !== 'node')) return;
   j.parkSeq = ++ix.seq;
-  if (j.parkKind === 'quota') for (const d of j.parkNeeds) insert(ix.quotaNeeds, d.flavor, d.need[GPU] as number, j);
+  if (j.parkKind === 'quota')
+    for (const d of j.parkNeeds) insert(ix.quotaNeeds, d.flavor, d.need[GPU] as number, j);
   else for (const ps of j.podSets) for (const f of ps.flavors) insert(ix.nodeWaits, f, ps.shape.gpu, j);
 }
 
@@ -98,8 +103,10 @@ export function deleteParked(q: QueueState, j: JobState, keepEntries = false): v
 export function dropEntries(q: QueueState, j: JobState): void {
   if (j.parkSeq === 0) return;
   const ix = q.parkIndex;
-  if (j.parkKind === 'quota') for (const d of j.parkNeeds) remove(ix.quotaNeeds, d.flavor, d.need[GPU] as number, j);
-  else if (j.parkKind === 'node') for (const ps of j.podSets) for (const f of ps.flavors) remove(ix.nodeWaits, f, ps.shape.gpu, j);
+  if (j.parkKind === 'quota')
+    for (const d of j.parkNeeds) remove(ix.quotaNeeds, d.flavor, d.need[GPU] as number, j);
+  else if (j.parkKind === 'node')
+    for (const ps of j.podSets) for (const f of ps.flavors) remove(ix.nodeWaits, f, ps.shape.gpu, j);
   j.parkSeq = 0;
 }
 
@@ -108,7 +115,8 @@ export function clearParked(q: QueueState): void {
   for (const j of q.parked) j.parked = false;
   q.parked.clear();
   const ix = q.parkIndex;
-  for (const lists of [ix.quotaNeeds, ix.nodeWaits]) for (const list of lists.values()) for (const e of list) e.job.parkSeq = 0;
+  for (const lists of [ix.quotaNeeds, ix.nodeWaits])
+    for (const list of lists.values()) for (const e of list) e.job.parkSeq = 0;
   ix.any.clear();
   ix.quotaCount = 0;
   ix.nodeCount = 0;
@@ -122,7 +130,11 @@ export function clearParked(q: QueueState): void {
  * prefix), including woken jobs that kept their entries (not parked: the caller skips them). A job
  * with several options may be visited more than once. `visit` must not park or drop entries.
  */
-export function visitQuotaCandidates(q: QueueState, gpuAvail: (flavor: string) => number, visit: (j: JobState) => void): void {
+export function visitQuotaCandidates(
+  q: QueueState,
+  gpuAvail: (flavor: string) => number,
+  visit: (j: JobState) => void,
+): void {
   for (const [f, list] of q.parkIndex.quotaNeeds) {
     if (list.length === 0) continue;
     const max = gpuAvail(f);
@@ -134,7 +146,12 @@ export function visitQuotaCandidates(q: QueueState, gpuAvail: (flavor: string) =
 }
 
 /** Likewise for the 'node' jobs of flavor `f` with a pod set there whose GPU per pod is at most `maxFreeGpu` (a superset of those a pod of which fits a node with that much free GPU). */
-export function visitNodeCandidates(q: QueueState, f: string, maxFreeGpu: number, visit: (j: JobState) => void): void {
+export function visitNodeCandidates(
+  q: QueueState,
+  f: string,
+  maxFreeGpu: number,
+  visit: (j: JobState) => void,
+): void {
   const list = q.parkIndex.nodeWaits.get(f);
   if (!list) return;
   for (const e of list) {

@@ -31,14 +31,22 @@ export function removePendingShapes(core: CoreState, j: JobState): void {
   if (core.placementMode === 'fragmentation-aware') core.fragShapeCache.clear();
 }
 
-/** The expected workload's shapes if set (workload-shapes.ts), else the (at most 8) most common pending GPU shapes that may use this flavor, weighted by pod count. */
+/** The expected workload's shapes if set (workload-shapes.ts), else the (at most 8) most common pending GPU
+ * shapes that may use this flavor, weighted by pod count.
+ */
 export function fragShapes(core: CoreState, flavor: string): WeightedShape[] {
   if (core.workloadShapes) return workloadFragShapes(core, flavor);
   let s = core.fragShapeCache.get(flavor);
   if (!s) {
     const top = [...core.shapes.values()]
       .filter((x) => x.flavors.includes(flavor) && x.shape.gpu > 0)
-      .sort((a, b) => b.pods - a.pods || a.shape.gpu - b.shape.gpu || a.shape.cpu - b.shape.cpu || a.shape.mem - b.shape.mem)
+      .sort(
+        (a, b) =>
+          b.pods - a.pods ||
+          a.shape.gpu - b.shape.gpu ||
+          a.shape.cpu - b.shape.cpu ||
+          a.shape.mem - b.shape.mem,
+      )
       .slice(0, 8);
     const pods = top.reduce((n, x) => n + x.pods, 0);
     s = top.map((x) => ({ ...x.shape, weight: x.pods / pods }));

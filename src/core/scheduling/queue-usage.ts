@@ -8,19 +8,27 @@ export function historyAt(core: CoreState, q: QueueState, now: number): number {
   const h = core.halfLife;
   if (h === null) return 0;
   const dt = Math.max(0, now - q.history.at);
-  const decay = Math.pow(2, -dt / h);
+  const decay = 2 ** (-dt / h);
   // Closed form of ∫ rate·2^(−(t−s)/h) ds over the interval: exact, no stepping.
   return q.history.value * decay + (q.history.rateMilli / 1000) * (h / Math.LN2) * (1 - decay);
 }
 
-export function historyChange(core: CoreState, q: QueueState, now: number, deltaMilli: number, penalty: number): void {
+export function historyChange(
+  core: CoreState,
+  q: QueueState,
+  now: number,
+  deltaMilli: number,
+  penalty: number,
+): void {
   if (core.halfLife === null) return;
   q.history.value = historyAt(core, q, now) + penalty;
   q.history.at = now;
   q.history.rateMilli += deltaMilli;
 }
 
-/** Weighted dominant resource share: borrowed (usage above nominal, summed over flavors) × 1000 / lendable, max over resources, / weight. */
+/** Weighted dominant resource share: borrowed (usage above nominal, summed over flavors) × 1000 / lendable,
+ * max over resources, / weight.
+ */
 export function weightedShare(q: QueueState): number {
   if (q.shareCache.version === q.usageVersion) return q.shareCache.value;
   const value = computeWeightedShare(q);
@@ -72,6 +80,7 @@ export function nominalOf(q: QueueState, f: string, r: number): number {
 }
 
 export function anyOverNominal(q: QueueState): boolean {
-  for (const f of q.node.flavors.keys()) for (let r = 0; r < RESOURCE_COUNT; r++) if (overNominal(q, f, r)) return true;
+  for (const f of q.node.flavors.keys())
+    for (let r = 0; r < RESOURCE_COUNT; r++) if (overNominal(q, f, r)) return true;
   return false;
 }

@@ -44,7 +44,9 @@ export function joinQueue(core: CoreState, j: JobState): void {
   }
 }
 
-/** A pending job leaves its queue (cancelled, finished, or held); a StrictFIFO queue blocked behind it gets its next head tried. */
+/** A pending job leaves its queue (cancelled, finished, or held); a StrictFIFO queue blocked behind it gets
+ * its next head tried.
+ */
 export function withdraw(core: CoreState, j: JobState): void {
   const q = j.queue;
   const wasHead = q.heap.peek() === j;
@@ -66,7 +68,8 @@ export function park(core: CoreState, j: JobState, fail: Fail | null, keepClass 
   q.heap.remove(j);
   addParked(q, j);
   if (waitFlavors) for (const f of waitFlavors) waitOn(core, f, q);
-  if (j.parkKind === 'node' && (waitFlavors === null || waitFlavors.length === 0)) for (const p of j.podSets) for (const f of p.flavors) waitOn(core, f, q);
+  if (j.parkKind === 'node' && (waitFlavors === null || waitFlavors.length === 0))
+    for (const p of j.podSets) for (const f of p.flavors) waitOn(core, f, q);
   if (q.heap.size === 0) core.active.delete(q);
 }
 
@@ -77,7 +80,14 @@ export function knownPreemptFail(core: CoreState, j: JobState): Map<string, numb
   const key = ps.flavors.join(',');
   for (const m of q.preemptFails) {
     if (m.version !== core.stateVersion || m.flavors !== key) continue;
-    if (ps.shape.gpu >= m.shape.gpu && ps.shape.cpu >= m.shape.cpu && ps.shape.mem >= m.shape.mem && ps.minCount >= m.minCount && j.priority <= m.priority && j.spec.submitTime >= m.submit)
+    if (
+      ps.shape.gpu >= m.shape.gpu &&
+      ps.shape.cpu >= m.shape.cpu &&
+      ps.shape.mem >= m.shape.mem &&
+      ps.minCount >= m.minCount &&
+      j.priority <= m.priority &&
+      j.spec.submitTime >= m.submit
+    )
       return m.releasable;
   }
   return undefined;
@@ -88,11 +98,21 @@ export function rememberPreemptFail(core: CoreState, j: JobState): void {
   if (j.podSets.length !== 1 || !j.releasable) return;
   const ps = j.podSets[0] as PodSetState;
   const fails = q.preemptFails.filter((m) => m.version === core.stateVersion);
-  fails.push({ version: core.stateVersion, flavors: ps.flavors.join(','), shape: ps.shape, minCount: ps.minCount, priority: j.priority, submit: j.spec.submitTime, releasable: j.releasable });
+  fails.push({
+    version: core.stateVersion,
+    flavors: ps.flavors.join(','),
+    shape: ps.shape,
+    minCount: ps.minCount,
+    priority: j.priority,
+    submit: j.spec.submitTime,
+    releasable: j.releasable,
+  });
   q.preemptFails = fails.slice(-8);
 }
 
-/** Records why a job is parked and, for quota waits, how much must be released in its tree before a retry can succeed. */
+/** Records why a job is parked and, for quota waits, how much must be released in its tree before a retry
+ * can succeed.
+ */
 export function classifyPark(j: JobState, fail: Fail | null): void {
   j.parkNeeds = [];
   if (!fail) {
@@ -124,7 +144,8 @@ export function classifyPark(j: JobState, fail: Fail | null): void {
       j.parkKind = 'any'; // this option was not searched for victims: no bound on what a retry needs
       return;
     }
-    // The available quota at which a retry could succeed (by fitting, or by preempting the candidates it had).
+    // The available quota at which a retry could succeed (by fitting, or by preempting the candidates it
+    // had).
     const need = [Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY];
     for (let r = 0; r < RESOURCE_COUNT; r++) {
       if (!fq.declared[r]) continue;

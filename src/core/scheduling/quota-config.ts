@@ -2,7 +2,14 @@
 // windows laid over base quotas, and the quota tree rebuilt (on configuration changes only).
 import { SchedulerInputError } from './errors.js';
 import { nominalOf, overNominal } from './queue-usage.js';
-import { emptyFlavorQuota, type FlavorQuota, potentialAvailable, QuotaNode, recomputeTree, RESOURCE_COUNT } from './quota.js';
+import {
+  emptyFlavorQuota,
+  type FlavorQuota,
+  potentialAvailable,
+  type QuotaNode,
+  RESOURCE_COUNT,
+  recomputeTree,
+} from './quota.js';
 import type { CoreState, QueueState } from './state.js';
 import { chargeQueue } from './trail.js';
 import type { IsolationLevel, QuotaSpec, ResourceName } from './types.js';
@@ -11,7 +18,12 @@ import { wakeQueue } from './wake.js';
 import { openIndex } from './windows.js';
 
 /** Validates and converts a QuotaSpec to internal units, with the isolation level applied to the limits. */
-export function convertQuotas(core: CoreState, quotas: QuotaSpec, isolation: IsolationLevel | 'NONE', what: string): Map<string, FlavorQuota> {
+export function convertQuotas(
+  core: CoreState,
+  quotas: QuotaSpec,
+  isolation: IsolationLevel | 'NONE',
+  what: string,
+): Map<string, FlavorQuota> {
   const out = new Map<string, FlavorQuota>();
   for (const [f, perRes] of Object.entries(quotas)) {
     if (!core.flavors.has(f)) throw new SchedulerInputError('UNKNOWN_FLAVOR', `${what}: unknown flavor ${f}`);
@@ -19,10 +31,16 @@ export function convertQuotas(core: CoreState, quotas: QuotaSpec, isolation: Iso
     for (let r = 0; r < RESOURCE_COUNT; r++) {
       const lim = perRes?.[RES[r] as ResourceName];
       if (!lim) continue;
-      for (const [k, v] of [['nominal', lim.nominal], ['borrowingLimit', lim.borrowingLimit], ['lendingLimit', lim.lendingLimit]] as const) {
+      for (const [k, v] of [
+        ['nominal', lim.nominal],
+        ['borrowingLimit', lim.borrowingLimit],
+        ['lendingLimit', lim.lendingLimit],
+      ] as const) {
         if (v === undefined && k !== 'nominal') continue;
-        if (typeof v !== 'number' || !Number.isFinite(v)) throw new SchedulerInputError('INVALID_QUANTITY', `${what}: ${f}.${RES[r]}.${k} must be a number`);
-        if (v < 0) throw new SchedulerInputError('NEGATIVE_QUANTITY', `${what}: ${f}.${RES[r]}.${k} is negative`);
+        if (typeof v !== 'number' || !Number.isFinite(v))
+          throw new SchedulerInputError('INVALID_QUANTITY', `${what}: ${f}.${RES[r]}.${k} must be a number`);
+        if (v < 0)
+          throw new SchedulerInputError('NEGATIVE_QUANTITY', `${what}: ${f}.${RES[r]}.${k} is negative`);
       }
       fq.declared[r] = true;
       fq.nominal[r] = toInternal(r, lim.nominal);
@@ -44,7 +62,9 @@ export function convertQuotas(core: CoreState, quotas: QuotaSpec, isolation: Iso
   return out;
 }
 
-/** Base quotas with the open window's entries laid over them (flavors/resources the window does not name keep their base values). */
+/** Base quotas with the open window's entries laid over them (flavors/resources the window does not name
+ * keep their base values).
+ */
 export function effectiveQuotas(core: CoreState, q: QueueState): Map<string, FlavorQuota> {
   const base = convertQuotas(core, q.spec.quotas, q.isolation, q.spec.name);
   const w = q.activeWindow === null ? undefined : q.spec.timeWindows?.[q.activeWindow];
@@ -72,7 +92,9 @@ export function openWindow(q: QueueState, at: number): number | null {
   return i < 0 ? null : i;
 }
 
-/** Rebuilds the quota tree from specs and re-charges every admitted job. Runs on configuration changes only (rare), never per cycle. */
+/** Rebuilds the quota tree from specs and re-charges every admitted job. Runs on configuration changes only
+ * (rare), never per cycle.
+ */
 export function rebuildQuotas(core: CoreState): void {
   core.stateVersion++;
   core.treeViews.clear(); // trees may have been regrouped
@@ -123,7 +145,8 @@ export function rebuildQuotas(core: CoreState): void {
     const parent = q.node.parent;
     if (!parent) continue;
     for (const f of q.node.flavors.keys())
-      for (let r = 0; r < RESOURCE_COUNT; r++) q.lendable[r] = (q.lendable[r] as number) + Math.max(0, potentialAvailable(parent, f, r));
+      for (let r = 0; r < RESOURCE_COUNT; r++)
+        q.lendable[r] = (q.lendable[r] as number) + Math.max(0, potentialAvailable(parent, f, r));
   }
   for (const q of core.queues.values()) wakeQueue(core, q);
 }

@@ -11,7 +11,9 @@ export const MEM = 2;
 export const RESOURCE_COUNT = 3;
 
 export interface FlavorQuota {
-  /** Whether the node declares this resource. An undeclared resource of a declared flavor is not quota-limited (only nodes limit it) and its usage is not charged to the parent. */
+  /** Whether the node declares this resource. An undeclared resource of a declared flavor is not
+   * quota-limited (only nodes limit it) and its usage is not charged to the parent.
+   */
   declared: boolean[];
   nominal: number[];
   borrowingLimit: (number | null)[];
@@ -110,18 +112,16 @@ export function potentialAvailable(node: QuotaNode, flavor: string, r: number): 
 export function recomputeTree(node: QuotaNode): void {
   for (const c of node.children) recomputeTree(c);
   node.flavors.clear();
-  {
-    for (const [f, q] of node.own) {
-      node.flavors.set(f, {
-        declared: [...q.declared],
-        nominal: [...q.nominal],
-        borrowingLimit: [...q.borrowingLimit],
-        lendingLimit: [...q.lendingLimit],
-        subtree: [...q.nominal],
-        local: [0, 0, 0],
-        usage: [0, 0, 0],
-      });
-    }
+  for (const [f, q] of node.own) {
+    node.flavors.set(f, {
+      declared: [...q.declared],
+      nominal: [...q.nominal],
+      borrowingLimit: [...q.borrowingLimit],
+      lendingLimit: [...q.lendingLimit],
+      subtree: [...q.nominal],
+      local: [0, 0, 0],
+      usage: [0, 0, 0],
+    });
   }
   for (const c of node.children) {
     for (const [f, cq] of c.flavors) {

@@ -1,4 +1,4 @@
-// Governance reclaim (issue 16): a running job flagged idle or admitted-but-not-running gives its
+// Governance reclaim: a running job flagged idle or admitted-but-not-running gives its
 // resources back. Asked for between cycles (Scheduler.reclaim), carried out by the next cycle() call
 // before any head is tried, so the decision and its effect come out of a cycle together like every
 // other preemption: listed first among its preemptions, the job back to pending with its original
@@ -22,9 +22,12 @@ export type ReclaimReason = 'idle' | 'not-running';
 export function requestReclaim(core: CoreState, jobId: string, reason: ReclaimReason, holdMs: number): void {
   const j = core.jobs.get(jobId);
   if (!j) throw new SchedulerInputError('UNKNOWN_JOB', `unknown job ${jobId}`);
-  if (j.status !== 'admitted') throw new SchedulerInputError('NOT_ADMITTED', `job ${jobId} is not admitted: nothing to reclaim`);
-  if (reason !== 'idle' && reason !== 'not-running') throw new SchedulerInputError('INVALID_SPEC', `reclaim ${jobId}: reason must be 'idle' or 'not-running'`);
-  if (typeof holdMs !== 'number' || !Number.isFinite(holdMs) || holdMs < 0) throw new SchedulerInputError('INVALID_SPEC', `reclaim ${jobId}: holdMs must be a number ≥ 0`);
+  if (j.status !== 'admitted')
+    throw new SchedulerInputError('NOT_ADMITTED', `job ${jobId} is not admitted: nothing to reclaim`);
+  if (reason !== 'idle' && reason !== 'not-running')
+    throw new SchedulerInputError('INVALID_SPEC', `reclaim ${jobId}: reason must be 'idle' or 'not-running'`);
+  if (typeof holdMs !== 'number' || !Number.isFinite(holdMs) || holdMs < 0)
+    throw new SchedulerInputError('INVALID_SPEC', `reclaim ${jobId}: holdMs must be a number ≥ 0`);
   core.reclaims.set(jobId, { job: j, reason, holdUntil: core.clock.now() + holdMs });
 }
 
@@ -41,7 +44,15 @@ export function applyReclaims(core: CoreState, now: number, preempted: Preemptio
   core.reclaims.clear();
   for (const { job: j, reason, holdUntil } of asked) {
     if (core.jobs.get(j.spec.id) !== j || j.status !== 'admitted') continue; // finished or cancelled since
-    const p: Preemption = { victimId: j.spec.id, victimQueue: j.queue.spec.name, preemptorId: '', preemptorQueue: '', reason, at: now, lostGpuMs: lostGpuMs(j, now) };
+    const p: Preemption = {
+      victimId: j.spec.id,
+      victimQueue: j.queue.spec.name,
+      preemptorId: '',
+      preemptorQueue: '',
+      reason,
+      at: now,
+      lostGpuMs: lostGpuMs(j, now),
+    };
     preempted.push(p);
     release(core, j, now);
     j.admission = null;
@@ -61,7 +72,12 @@ export function applyReclaims(core: CoreState, now: number, preempted: Preemptio
       core.reclaimHeld.add(j);
       holdNew(core, j);
     } else {
-      j.decision = { jobId: j.spec.id, queue: j.queue.spec.name, reason: 'WaitingForQuota', message: `reclaimed (${reason}); requeued with its original submit time` };
+      j.decision = {
+        jobId: j.spec.id,
+        queue: j.queue.spec.name,
+        reason: 'WaitingForQuota',
+        message: `reclaimed (${reason}); requeued with its original submit time`,
+      };
       enqueue(core, j);
       core.deferred.add(j.queue);
     }

@@ -8,7 +8,7 @@
 import { eligibleFor } from './assignment/eligible.js';
 import type { Fail } from './assignment/plan.js';
 import { FIT } from './assignment/quota-mode.js';
-import { fitsPod, nodeCanEverHold, type NodeState, podsThatFit } from './nodes.js';
+import { fitsPod, type NodeState, nodeCanEverHold, podsThatFit } from './nodes.js';
 import type { Reservation } from './reservation-state.js';
 import type { CoreState, JobState } from './state.js';
 import { wakeFlavor, wakeQueueIf } from './wake.js';
@@ -56,7 +56,12 @@ export function blockingReservations(core: CoreState, job: JobState): Reservatio
  * The node filter for one placement of `job` on a flavor in quota mode `mode` (direct.ts): the same
  * filter unless a reservation keeps the job off some nodes (it would borrow, see blockingReservations).
  */
-export function reservationGate(core: CoreState, job: JobState, mode: number, eligible: (n: NodeState) => boolean): (n: NodeState) => boolean {
+export function reservationGate(
+  core: CoreState,
+  job: JobState,
+  mode: number,
+  eligible: (n: NodeState) => boolean,
+): (n: NodeState) => boolean {
   if (mode === FIT || core.reserve.list.length === 0) return eligible;
   const rs = blockingReservations(core, job);
   if (rs.length === 0) return eligible;
@@ -68,7 +73,11 @@ export function reservationGate(core: CoreState, job: JobState, mode: number, el
  * node has room for a pod and, with them, the pods would fit — a trial placement, rolled back.)
  * Such a job waits for the nodes rather than preempting its way around the reservation.
  */
-export function keptOffReserved(core: CoreState, job: JobState, flavors: string[]): { nodes: number; start: number } | null {
+export function keptOffReserved(
+  core: CoreState,
+  job: JobState,
+  flavors: string[],
+): { nodes: number; start: number } | null {
   const rs = blockingReservations(core, job);
   if (rs.length === 0) return null;
   const eligible = eligibleFor(job);
@@ -76,7 +85,9 @@ export function keptOffReserved(core: CoreState, job: JobState, flavors: string[
   let start = Number.POSITIVE_INFINITY;
   for (const r of rs) {
     if (!flavors.includes(r.flavor)) continue;
-    const room = r.nodes.filter((n) => eligible(n) && job.podSets.some((ps) => ps.flavors.includes(r.flavor) && fitsPod(n, ps.shape))).length;
+    const room = r.nodes.filter(
+      (n) => eligible(n) && job.podSets.some((ps) => ps.flavors.includes(r.flavor) && fitsPod(n, ps.shape)),
+    ).length;
     if (room === 0) continue;
     nodes += room;
     start = Math.min(start, r.start);
@@ -110,7 +121,10 @@ export function prepareReservations(core: CoreState, now: number): void {
     for (const j of q.heap.values()) if (isDue(core, j, now)) due.push(j);
     for (const j of q.parked) if (isDue(core, j, now)) due.push(j);
   }
-  due.sort((a, b) => b.priority - a.priority || pendingSince(a) - pendingSince(b) || (a.spec.id < b.spec.id ? -1 : 1));
+  due.sort(
+    (a, b) =>
+      b.priority - a.priority || pendingSince(a) - pendingSince(b) || (a.spec.id < b.spec.id ? -1 : 1),
+  );
   for (const j of due) {
     if (rs.list.length >= rs.max) break;
     renew(core, j, now);
@@ -118,12 +132,19 @@ export function prepareReservations(core: CoreState, now: number): void {
 }
 
 function isDue(core: CoreState, j: JobState, now: number): boolean {
-  if (j.podSets.length !== 1 || now - pendingSince(j) < (core.reserve.afterMs as number) || reservationOf(core, j)) return false;
+  if (
+    j.podSets.length !== 1 ||
+    now - pendingSince(j) < (core.reserve.afterMs as number) ||
+    reservationOf(core, j)
+  )
+    return false;
   // Tried and failed for a reason a reservation can help (a job not yet tried may simply fit).
   return j.decision !== null && dueReason(j.decision);
 }
 
-/** After a head was admitted: its reservation (if any) is done; reserved nodes it did not take wake their waiters. */
+/** After a head was admitted: its reservation (if any) is done; reserved nodes it did not take wake their
+ * waiters.
+ */
 export function admittedWithReservation(core: CoreState, job: JobState): void {
   const r = reservationOf(core, job);
   if (r) drop(core, r);
@@ -166,11 +187,27 @@ function renew(core: CoreState, job: JobState, now: number): void {
     if (mine) drop(core, mine);
     return;
   }
-  if (mine && mine.flavor === found.flavor && mine.start === found.start && sameNodes(mine.nodes, found.nodes)) return;
-  const next: Reservation = { job, flavor: found.flavor, nodes: found.nodes, nodeSet: new Set(found.nodes), start: found.start };
+  if (
+    mine &&
+    mine.flavor === found.flavor &&
+    mine.start === found.start &&
+    sameNodes(mine.nodes, found.nodes)
+  )
+    return;
+  const next: Reservation = {
+    job,
+    flavor: found.flavor,
+    nodes: found.nodes,
+    nodeSet: new Set(found.nodes),
+    start: found.start,
+  };
   if (mine) {
     rs.list[rs.list.indexOf(mine)] = next;
-    wakeFreed(core, mine.flavor, mine.nodes.filter((n) => !next.nodeSet.has(n)));
+    wakeFreed(
+      core,
+      mine.flavor,
+      mine.nodes.filter((n) => !next.nodeSet.has(n)),
+    );
   } else rs.list.push(next);
   core.stateVersion++;
   // Its nodes are free now: give it its try in this cycle (it may be parked on a need no release will meet).
@@ -194,7 +231,12 @@ function sameNodes(a: NodeState[], b: NodeState[]): boolean {
  * eligible nodes now, plus each running job's allocation released at its expected end (never when
  * it has none), until the gang minimum fits; the nodes are the fewest that hold it then.
  */
-export function earliestStart(core: CoreState, job: JobState, now: number, exclude: Set<NodeState>): { flavor: string; start: number; nodes: NodeState[] } | null {
+export function earliestStart(
+  core: CoreState,
+  job: JobState,
+  now: number,
+  exclude: Set<NodeState>,
+): { flavor: string; start: number; nodes: NodeState[] } | null {
   const ps = job.podSets[0];
   if (!ps) return null;
   const need = ps.minCount;
@@ -251,7 +293,9 @@ export function earliestStart(core: CoreState, job: JobState, now: number, exclu
     }
     if (best && best.start <= start) continue;
     // The fewest nodes: most pods first, then name.
-    const ranked = [...fit.entries()].filter(([, k]) => k > 0).sort((a, b) => b[1] - a[1] || (a[0].spec.name < b[0].spec.name ? -1 : 1));
+    const ranked = [...fit.entries()]
+      .filter(([, k]) => k > 0)
+      .sort((a, b) => b[1] - a[1] || (a[0].spec.name < b[0].spec.name ? -1 : 1));
     const nodes: NodeState[] = [];
     let got = 0;
     for (const [n, k] of ranked) {

@@ -33,7 +33,9 @@ export function rescanAll(core: CoreState): void {
   rebuildQuotas(core); // re-charges all running jobs and wakes every queue
 }
 
-/** Rebuilds running jobs after a restart from persisted admissions, exactly as recorded (no decisions are made). */
+/** Rebuilds running jobs after a restart from persisted admissions, exactly as recorded (no decisions are
+ * made).
+ */
 export function restore(core: CoreState, admitted: RestoredAdmission[]): void {
   for (const { job, admission } of admitted) {
     if (core.jobs.has(job.id)) throw new SchedulerInputError('DUPLICATE_JOB', `job ${job.id} already exists`);
@@ -43,18 +45,29 @@ export function restore(core: CoreState, admitted: RestoredAdmission[]): void {
     for (const pa of admission.podSets) {
       const ps = j.podSets.find((p) => p.name === pa.name);
       const flavor = core.flavors.get(pa.flavor);
-      if (!ps || !flavor) throw new SchedulerInputError('INVALID_SPEC', `restore ${job.id}: pod set ${pa.name} or flavor ${pa.flavor} unknown`);
+      if (!ps || !flavor)
+        throw new SchedulerInputError(
+          'INVALID_SPEC',
+          `restore ${job.id}: pod set ${pa.name} or flavor ${pa.flavor} unknown`,
+        );
       addVec(usage, pa.flavor, [ps.shape.gpu, ps.shape.cpu, ps.shape.mem], pa.count);
       const frac = isFractional(flavor, ps.shape.gpu);
       const unitsPerPod = ps.shape.gpu === 0 ? 0 : frac ? 1 : ps.shape.gpu / 1000;
       const perUnit = frac ? ps.shape.gpu : 1000;
       for (const pl of pa.placements) {
         const node = core.nodes.get(pl.node);
-        if (!node) throw new SchedulerInputError('UNKNOWN_NODE', `restore ${job.id}: unknown node ${pl.node}`);
+        if (!node)
+          throw new SchedulerInputError('UNKNOWN_NODE', `restore ${job.id}: unknown node ${pl.node}`);
         const idx = pl.gpuIndices ?? [];
         for (let p = 0; p < pl.pods; p++) {
           const gpus = idx.slice(p * unitsPerPod, (p + 1) * unitsPerPod);
-          allocs.push({ node, cpu: ps.shape.cpu, mem: ps.shape.mem, gpus, gpuMilli: gpus.map(() => perUnit) });
+          allocs.push({
+            node,
+            cpu: ps.shape.cpu,
+            mem: ps.shape.mem,
+            gpus,
+            gpuMilli: gpus.map(() => perUnit),
+          });
         }
       }
     }

@@ -8,13 +8,32 @@ import { explain } from './explain.js';
 import { setAdmissionHolds } from './holds.js';
 import { cancel, finish, submit } from './jobs.js';
 import { pendingShapes } from './pending-shapes.js';
-import { setWorkloadShapes } from './workload-shapes.js';
 import { requestReclaim } from './reclaim.js';
 import { restore } from './restore.js';
 import { type CoreState, createCoreState } from './state.js';
-import type { Admission, AdmissionHold, CohortSpec, CycleOptions, CycleResult, FlavorSpec, JobExplanation, JobSpec, NodeSpec, NodeStatus, PendingShape, Preview, QueueSpec, QueueStatus, RestoredAdmission, SchedulerOptions, WorkloadShape } from './types.js';
+import type {
+  Admission,
+  AdmissionHold,
+  CohortSpec,
+  CycleOptions,
+  CycleResult,
+  FlavorSpec,
+  JobExplanation,
+  JobSpec,
+  NodeSpec,
+  NodeStatus,
+  PendingShape,
+  Preview,
+  QueueSpec,
+  QueueStatus,
+  RestoredAdmission,
+  SchedulerOptions,
+  WorkloadShape,
+} from './types.js';
 import { admissionOf, debugState, jobState, nodeStatus, preview, queueStatus } from './views.js';
 import { nextQueueWindowChange } from './windows.js';
+import { setWorkloadShapes } from './workload-shapes.js';
+
 export { DEFAULT_PRIORITY_CLASSES } from './state.js';
 
 /**
@@ -136,7 +155,9 @@ export class Scheduler {
     return pendingShapes(this.state);
   }
 
-  /** The expected workload fragmentation-aware placement scores against (empty: the pending shapes). Wakes nothing. */
+  /** The expected workload fragmentation-aware placement scores against (empty: the pending shapes). Wakes
+   * nothing.
+   */
   setWorkloadShapes(shapes: WorkloadShape[]): void {
     setWorkloadShapes(this.state, shapes);
   }
@@ -151,12 +172,16 @@ export class Scheduler {
     return jobState(this.state, jobId);
   }
 
-  /** Rebuilds running jobs after a restart from persisted admissions, exactly as recorded (no decisions are made). */
+  /** Rebuilds running jobs after a restart from persisted admissions, exactly as recorded (no decisions are
+   * made).
+   */
   restore(admitted: RestoredAdmission[]): void {
     restore(this.state, admitted);
   }
 
-  /** A plain, deep copy of every piece of state a decision depends on; tests compare it before/after a what-if. */
+  /** A plain, deep copy of every piece of state a decision depends on; tests compare it before/after a
+   * what-if.
+   */
   debugState(): unknown {
     return debugState(this.state);
   }

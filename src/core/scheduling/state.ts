@@ -1,12 +1,28 @@
 // The scheduler's state: what it holds per job and per queue, and the one object (`CoreState`) that
 // the `Scheduler` façade owns and passes to every module's functions.
 import type { EtaResult } from './eta.js';
-import { type HeapItem, IndexedHeap } from './heap.js';
-import type { ParkIndex } from './park-index.js';
+import type { HeapItem, IndexedHeap } from './heap.js';
 import type { FlavorState, NodeState, PodAlloc, Shape, WeightedShape } from './nodes.js';
-import { QuotaNode } from './quota.js';
+import type { ParkIndex } from './park-index.js';
+import type { QuotaNode } from './quota.js';
 import { createReservationState, type ReservationState } from './reservation-state.js';
-import type { Admission, AdmissionHold, Clock, CohortSpec, IsolationLevel, JobSpec, PendingDecision, PreemptedBy, Preemption, PriorityClass, QueueSpec, ReclaimPolicy, SchedulerOptions, WithinQueuePolicy, WorkloadShape } from './types.js';
+import type {
+  Admission,
+  AdmissionHold,
+  Clock,
+  CohortSpec,
+  IsolationLevel,
+  JobSpec,
+  PendingDecision,
+  PreemptedBy,
+  Preemption,
+  PriorityClass,
+  QueueSpec,
+  ReclaimPolicy,
+  SchedulerOptions,
+  WithinQueuePolicy,
+  WorkloadShape,
+} from './types.js';
 
 /** The default priority classes (design doc, "Priority classes"). */
 export const DEFAULT_PRIORITY_CLASSES: readonly PriorityClass[] = [
@@ -41,7 +57,9 @@ export interface JobState extends HeapItem {
   decision: PendingDecision | null;
   /** stateVersion the decision was diagnosed at: a stale one is diagnosed again before it is shown. */
   decisionVersion: number;
-  /** Requeued by a preemption and not admitted since: explanations name the preemptor in a structured field. */
+  /** Requeued by a preemption and not admitted since: explanations name the preemptor in a structured field.
+   *
+   */
   preemptedBy: PreemptedBy | null;
   admission: Admission | null;
   /** Charged usage per flavor (internal units) while admitted. */
@@ -64,7 +82,9 @@ export interface JobState extends HeapItem {
   parkNeeds: { flavor: string; need: number[] }[];
   /** Its entries in its queue's park index (park-index.ts), 0 when it has none. */
   parkSeq: number;
-  /** Nodes whose release woke this node-waiting job: if none still fits its pods when its turn comes, it re-parks untried. */
+  /** Nodes whose release woke this node-waiting job: if none still fits its pods when its turn comes, it
+   * re-parks untried.
+   */
   wakeNodes: NodeState[] | null;
   /** From the last preemption search: what its candidates could release, per flavor searched. */
   releasable: Map<string, number[]> | null;
@@ -91,7 +111,9 @@ export interface QueueState {
   blocked: boolean;
   admitted: Set<JobState>;
   activeWindow: number | null;
-  /** A window closed while the queue used more than its new nominal: its borrowers are reclaimable as 'window-closed'. */
+  /** A window closed while the queue used more than its new nominal: its borrowers are reclaimable as
+   * 'window-closed'.
+   */
   windowReclaimable: boolean;
   /** Decayed GPU usage history (GPU·ms), integrated lazily. */
   history: { value: number; at: number; rateMilli: number };
@@ -106,7 +128,15 @@ export interface QueueState {
    * (submitted no earlier) has a subset of the candidates and needs more: its search would fail
    * too, so it is skipped (the cycle stays linear when many similar jobs wait).
    */
-  preemptFails: { version: number; flavors: string; shape: Shape; minCount: number; priority: number; submit: number; releasable: Map<string, number[]> }[];
+  preemptFails: {
+    version: number;
+    flavors: string;
+    shape: Shape;
+    minCount: number;
+    priority: number;
+    submit: number;
+    releasable: Map<string, number[]>;
+  }[];
 }
 
 /** A tree's pending jobs in admission order at one state: positions and (lazily) ETAs. */
@@ -193,13 +223,19 @@ export interface CoreState {
   cycleRun: CycleRun | null;
   /** Admission holds by `scope:id` (holds.ts); replaced as a whole by setAdmissionHolds. */
   holds: Map<string, AdmissionHold>;
-  /** What decides which jobs the holds match (keys and exempt classes, not the numbers): unchanged means nothing to move. */
+  /** What decides which jobs the holds match (keys and exempt classes, not the numbers): unchanged means
+   * nothing to move.
+   */
   holdsSignature: string;
   /** Pending jobs held back from admission, in the order they were held (lifted in this order). */
   readonly held: Set<JobState>;
-  /** Reclaims asked for (Scheduler.reclaim), by job id in call order: the next cycle() carries them out first (reclaim.ts). */
+  /** Reclaims asked for (Scheduler.reclaim), by job id in call order: the next cycle() carries them out
+   * first (reclaim.ts).
+   */
   readonly reclaims: Map<string, { job: JobState; reason: 'idle' | 'not-running'; holdUntil: number }>;
-  /** Held jobs whose reclaim hold is in force (reclaimHoldUntil set), lifted by the first cycle at or after it. */
+  /** Held jobs whose reclaim hold is in force (reclaimHoldUntil set), lifted by the first cycle at or after
+   * it.
+   */
   readonly reclaimHeld: Set<JobState>;
   /** Bounded tails: nodes reserved for long-waiting heads (reservation.ts). */
   readonly reserve: ReservationState;
@@ -226,7 +262,10 @@ export function createCoreState(opts: SchedulerOptions): CoreState {
     treeQueues: new Map(),
     shapes: new Map(),
     fragShapeCache: new Map(),
-    workloadShapes: opts.workloadShapes && opts.workloadShapes.length > 0 ? opts.workloadShapes.map((w) => ({ ...w, perPod: { ...w.perPod } })) : null,
+    workloadShapes:
+      opts.workloadShapes && opts.workloadShapes.length > 0
+        ? opts.workloadShapes.map((w) => ({ ...w, perPod: { ...w.perPod } }))
+        : null,
     flavorByScore: (opts.flavorSelection ?? 'score') === 'score',
     windowQueues: new Set(),
     lastWindowMinute: Number.NaN,

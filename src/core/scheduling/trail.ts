@@ -2,9 +2,18 @@
 // node capacity, releasing a would-be victim) pushes its inverse, and a rejected or what-if decision
 // rolls the trail back to its mark, leaving the state exactly as it was. Every trial mutation must go
 // through these functions; anything else breaks `preview` and the rollback of rejected decisions.
-import { type FlavorState, type NodeState, placePods, type PlaceScore, type PodAlloc, reapplyAlloc, releaseAlloc, type Shape } from './nodes.js';
+import {
+  type FlavorState,
+  type NodeState,
+  type PlaceScore,
+  type PodAlloc,
+  placePods,
+  reapplyAlloc,
+  releaseAlloc,
+  type Shape,
+} from './nodes.js';
 import { fragShapes } from './pending-shapes.js';
-import { addUsage, removeUsage, RESOURCE_COUNT } from './quota.js';
+import { addUsage, RESOURCE_COUNT, removeUsage } from './quota.js';
 import type { CoreState, JobState, QueueState } from './state.js';
 
 export function chargeQueue(q: QueueState, usage: Map<string, number[]>, sign: 1 | -1): void {
@@ -28,7 +37,14 @@ export function tCharge(core: CoreState, q: QueueState, usage: Map<string, numbe
   core.trail.push(() => chargeQueue(q, usage, -1));
 }
 
-export function tPlace(core: CoreState, flavor: FlavorState, count: number, shape: Shape, eligible: (n: NodeState) => boolean, score?: PlaceScore): PodAlloc[] | null {
+export function tPlace(
+  core: CoreState,
+  flavor: FlavorState,
+  count: number,
+  shape: Shape,
+  eligible: (n: NodeState) => boolean,
+  score?: PlaceScore,
+): PodAlloc[] | null {
   const frag = core.placementMode === 'fragmentation-aware' ? fragShapes(core, flavor.spec.name) : null;
   const allocs = placePods(flavor, count, shape, eligible, frag, score);
   if (allocs && allocs.length > 0)
@@ -67,7 +83,12 @@ export function tUncharge(core: CoreState, q: QueueState, usage: Map<string, num
  * Trial release of capacity held under `q` (a simulated admission's quota and pods, the ETA
  * search's end event); its undo goes on the trail like every other trial change.
  */
-export function tReleaseHeld(core: CoreState, q: QueueState, usage: Map<string, number[]>, allocs: PodAlloc[]): void {
+export function tReleaseHeld(
+  core: CoreState,
+  q: QueueState,
+  usage: Map<string, number[]>,
+  allocs: PodAlloc[],
+): void {
   chargeQueue(q, usage, -1);
   for (let i = allocs.length - 1; i >= 0; i--) releaseAlloc(allocs[i] as PodAlloc);
   core.trail.push(() => {

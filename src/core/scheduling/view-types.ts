@@ -1,7 +1,15 @@
 // The scheduler core's read-only views: a job's explanation, a preview, queue and node status, and
 // the pending pod shapes. Part of types.ts.
 import type { FlavorSpec, IsolationLevel, ResourceName } from './config-types.js';
-import type { Admission, HoldInfo, NodeFit, PendingReasonCode, PreemptedBy, Preemption, QuotaShortfall } from './job-types.js';
+import type {
+  Admission,
+  HoldInfo,
+  NodeFit,
+  PendingReasonCode,
+  PreemptedBy,
+  Preemption,
+  QuotaShortfall,
+} from './job-types.js';
 
 export interface JobExplanation {
   jobId: string;
@@ -53,7 +61,13 @@ export interface JobExplanation {
  * head that never fits); `WindowClosed` — it waits for a time window to open; `BudgetExhausted` — it
  * is held by a spent hard budget until the hold is lifted.
  */
-export type EtaUnknownReason = 'NoDeclaredDuration' | 'TooFarAhead' | 'NeverFits' | 'WindowClosed' | 'BudgetExhausted' | 'ReclaimHold';
+export type EtaUnknownReason =
+  | 'NoDeclaredDuration'
+  | 'TooFarAhead'
+  | 'NeverFits'
+  | 'WindowClosed'
+  | 'BudgetExhausted'
+  | 'ReclaimHold';
 
 export interface Preview {
   admissible: boolean;
@@ -78,7 +92,9 @@ export interface QueueResourceStatus {
   used: number;
   /** Usage above nominal. */
   borrowed: number;
-  /** Part of this queue's unused lendable nominal that other queues of the cohort currently use (attributed as min(unused lendable, borrowed by siblings)). */
+  /** Part of this queue's unused lendable nominal that other queues of the cohort currently use (attributed
+   * as min(unused lendable, borrowed by siblings)).
+   */
   lent: number;
 }
 

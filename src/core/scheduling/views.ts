@@ -1,22 +1,39 @@
 // Read-only views and the what-if: preview (rolled back), queueStatus, nodeStatus, admissionOf,
 // jobState, debugState.
-import { lostGpuMs } from './preemption/lost-work.js';
+
 import { buildAdmission } from './admit.js';
 import { evaluate } from './assignment/nominate.js';
 import { SchedulerInputError } from './errors.js';
 import { holdInfo, holdMessage, matchingHold } from './holds.js';
 import { buildJob } from './jobs.js';
+import { lostGpuMs } from './preemption/lost-work.js';
 import { weightedShare } from './queue-usage.js';
 import { RESOURCE_COUNT } from './quota.js';
 import type { CoreState, QueueState } from './state.js';
 import { rollback } from './trail.js';
-import type { Admission, JobSpec, NodeStatus, Preview, QueueResourceStatus, QueueStatus, ResourceName } from './types.js';
+import type {
+  Admission,
+  JobSpec,
+  NodeStatus,
+  Preview,
+  QueueResourceStatus,
+  QueueStatus,
+  ResourceName,
+} from './types.js';
 import { mapToObj, RES, structuredCloneSpec, toApi } from './units.js';
 
 export function preview(core: CoreState, spec: JobSpec): Preview {
   const job = buildJob(core, spec);
   const hold = matchingHold(core, spec);
-  if (hold) return { admissible: false, borrowed: false, wouldPreempt: [], reason: 'BudgetExhausted', message: holdMessage(hold), hold: holdInfo(hold) };
+  if (hold)
+    return {
+      admissible: false,
+      borrowed: false,
+      wouldPreempt: [],
+      reason: 'BudgetExhausted',
+      message: holdMessage(hold),
+      hold: holdInfo(hold),
+    };
   const mark = core.trail.length;
   const res = evaluate(core, job, true);
   let out: Preview;
@@ -58,7 +75,8 @@ export function queueStatus(core: CoreState, name: string): QueueStatus {
       let siblingsBorrowed = 0;
       for (const s of siblings) {
         const sq = s.flavors.get(f);
-        if (sq && sq.declared[r]) siblingsBorrowed += Math.max(0, (sq.usage[r] as number) - (sq.subtree[r] as number));
+        if (sq?.declared[r])
+          siblingsBorrowed += Math.max(0, (sq.usage[r] as number) - (sq.subtree[r] as number));
       }
       const ll = fq.lendingLimit[r];
       const lendableUnused = Math.max(0, Math.min(nominal - used, ll ?? Number.POSITIVE_INFINITY));
@@ -101,7 +119,11 @@ export function nodeStatus(core: CoreState): NodeStatus[] {
       pool: n.spec.pool,
       flavor: n.spec.flavor,
       kind: n.flavor.spec.kind,
-      capacity: { gpu: (n.spec.gpus * per) / 1000, cpu: Math.round(n.spec.cpu), memory: Math.round(n.spec.memory) },
+      capacity: {
+        gpu: (n.spec.gpus * per) / 1000,
+        cpu: Math.round(n.spec.cpu),
+        memory: Math.round(n.spec.memory),
+      },
       free: { gpu: n.freeGpuTotal / 1000, cpu: n.cpuFree, memory: n.memFree },
       gpus: n.gpuFree.map((f, index) => ({ index, capacity: per / 1000, free: f / 1000 })),
     };
@@ -128,31 +150,57 @@ export function jobState(core: CoreState, jobId: string): 'pending' | 'admitted'
   return core.jobs.get(jobId)?.status;
 }
 
-/** A plain, deep copy of every piece of state a decision depends on; tests compare it before/after a what-if. */
+/** A plain, deep copy of every piece of state a decision depends on; tests compare it before/after a
+ * what-if.
+ */
 export function debugState(core: CoreState): unknown {
   const quota: unknown[] = [];
   for (const q of core.queues.values()) quota.push(['queue', q.spec.name, mapToObj(q.node.flavors)]);
   for (const c of core.cohorts.values()) quota.push(['cohort', c.spec.name, mapToObj(c.node.flavors)]);
   return structuredCloneSpec({
     quota,
-    nodes: [...core.nodes.values()].map((n) => [n.spec.name, [...n.gpuFree], n.freeGpuTotal, n.cpuFree, n.memFree, n.pods]),
-    flavors: [...core.flavors.values()].map((f) => [f.spec.name, f.freeGpu, f.freeCpu, f.freeMem, f.nodes.map((n) => n.spec.name)]),
+    nodes: [...core.nodes.values()].map((n) => [
+      n.spec.name,
+      [...n.gpuFree],
+      n.freeGpuTotal,
+      n.cpuFree,
+      n.memFree,
+      n.pods,
+    ]),
+    flavors: [...core.flavors.values()].map((f) => [
+      f.spec.name,
+      f.freeGpu,
+      f.freeCpu,
+      f.freeMem,
+      f.nodes.map((n) => n.spec.name),
+    ]),
     queues: [...core.queues.values()].map((q) => ({
       name: q.spec.name,
-      heap: q.heap.values().map((j) => j.spec.id).sort(),
+      heap: q.heap
+        .values()
+        .map((j) => j.spec.id)
+        .sort(),
       parked: [...q.parked].map((j) => j.spec.id).sort(),
       blocked: q.blocked,
       admitted: [...q.admitted].map((j) => j.spec.id).sort(),
       history: { ...q.history },
       windowReclaimable: q.windowReclaimable,
     })),
-    jobs: [...core.jobs.values()].map((j) => [j.spec.id, j.status, j.admission, mapToObj(j.usage), j.allocs.map((a) => [a.node.spec.name, a.gpus, a.gpuMilli])]),
+    jobs: [...core.jobs.values()].map((j) => [
+      j.spec.id,
+      j.status,
+      j.admission,
+      mapToObj(j.usage),
+      j.allocs.map((a) => [a.node.spec.name, a.gpus, a.gpuMilli]),
+    ]),
     active: [...core.active].map((q) => q.spec.name).sort(),
     shapes: [...core.shapes.entries()],
     holds: [...core.holds.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)),
     held: [...core.held].map((j) => j.spec.id).sort(),
     reclaims: [...core.reclaims].map(([id, r]) => [id, r.reason, r.holdUntil]),
-    reclaimHeld: [...core.reclaimHeld].map((j) => [j.spec.id, j.reclaimHoldUntil]).sort((a, b) => (a[0]! < b[0]! ? -1 : 1)),
+    reclaimHeld: [...core.reclaimHeld]
+      .map((j) => [j.spec.id, j.reclaimHoldUntil])
+      .sort((a, b) => (a[0]! < b[0]! ? -1 : 1)),
     trail: core.trail.length,
   });
 }

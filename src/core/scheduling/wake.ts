@@ -74,11 +74,13 @@ export function wakeFlavor(core: CoreState, f: string, nodes: NodeState[] | null
   // A pod fits a node only if the node has at least its GPU free: node waiters whose smallest GPU
   // pod on f is above what the released nodes of f have free cannot gain (park-index.ts).
   let maxFreeGpu = Number.NEGATIVE_INFINITY;
-  if (nodes !== null) for (const n of nodes) if (n.flavor.spec.name === f) maxFreeGpu = Math.max(maxFreeGpu, n.freeGpuTotal);
+  if (nodes !== null)
+    for (const n of nodes) if (n.flavor.spec.name === f) maxFreeGpu = Math.max(maxFreeGpu, n.freeGpuTotal);
   for (const q of [...ws]) {
     if (nodes === null) wakeQueueIf(core, q, gains);
     else {
-      // gains() is true for 'any' jobs, false for 'quota' and 'never' ones: only node waiters of f are tested.
+      // gains() is true for 'any' jobs, false for 'quota' and 'never' ones: only node waiters of f are
+      // tested.
       wakeAny(q);
       if (q.parkIndex.nodeCount > 0) visitNodeCandidates(q, f, maxFreeGpu, (j) => wakeIf(q, j, gains));
       reactivate(core, q);
@@ -93,7 +95,12 @@ export function wakeFlavor(core: CoreState, f: string, nodes: NodeState[] | null
  * available quota now reaches what they need (their request minus what their preemption
  * candidates could release).
  */
-export function wakeAfterRelease(core: CoreState, q: QueueState, freed: Map<string, number[]>, nodes: NodeState[]): void {
+export function wakeAfterRelease(
+  core: CoreState,
+  q: QueueState,
+  freed: Map<string, number[]>,
+  nodes: NodeState[],
+): void {
   for (const other of core.treeQueues.get(q.root) ?? []) {
     if (other.parked.size > 0 || other.blocked) {
       // needMet() is true for 'any' jobs, false for 'node' and 'never' ones: only 'quota' jobs are
@@ -103,7 +110,11 @@ export function wakeAfterRelease(core: CoreState, q: QueueState, freed: Map<stri
       if (ix.quotaCount > 0) {
         const avail = new Map<string, number[]>(); // per flavor, computed once per queue
         const met = (j: JobState): boolean => needMet(j, avail);
-        visitQuotaCandidates(other, (f) => availOf(other, f, avail)[GPU] as number, (j) => wakeIf(other, j, met));
+        visitQuotaCandidates(
+          other,
+          (f) => availOf(other, f, avail)[GPU] as number,
+          (j) => wakeIf(other, j, met),
+        );
       }
       reactivate(core, other);
     }
@@ -135,12 +146,17 @@ function availOf(q: QueueState, flavor: string, avail: Map<string, number[]>): n
 }
 
 export function canPreempt(q: QueueState): boolean {
-  return q.withinQueue !== 'Never' || (q.node.parent !== null && (q.reclaim !== 'Never' || q.borrowPolicy !== 'Never'));
+  return (
+    q.withinQueue !== 'Never' ||
+    (q.node.parent !== null && (q.reclaim !== 'Never' || q.borrowPolicy !== 'Never'))
+  );
 }
 
 /** A woken job that is still short of what it waited for (quota need or node room). */
 export function stillShort(core: CoreState, j: JobState): boolean {
-  return (j.parkKind === 'quota' && !quotaNeedMetNow(j)) || (j.parkKind === 'node' && !wakeNodesStillFit(core, j));
+  return (
+    (j.parkKind === 'quota' && !quotaNeedMetNow(j)) || (j.parkKind === 'node' && !wakeNodesStillFit(core, j))
+  );
 }
 
 /** `needMet` of a 'quota' job against the quota of now, computing only the resources its need limits (an unlimited one is −∞, met by any amount). */
@@ -159,11 +175,15 @@ export function quotaNeedMetNow(j: JobState): boolean {
 
 export function wakeNodesStillFit(core: CoreState, j: JobState): boolean {
   if (!j.wakeNodes) return true;
-  for (const n of j.wakeNodes) for (const ps of j.podSets) if (ps.flavors.includes(n.flavor.spec.name) && fitsPod(n, ps.shape)) return gangCouldFit(core, j);
+  for (const n of j.wakeNodes)
+    for (const ps of j.podSets)
+      if (ps.flavors.includes(n.flavor.spec.name) && fitsPod(n, ps.shape)) return gangCouldFit(core, j);
   return false;
 }
 
-/** Necessary for a node waiter: every pod set has room for its gang minimum on some flavor's free nodes (counted over nodes with free GPU, so cheap when the cluster is full). */
+/** Necessary for a node waiter: every pod set has room for its gang minimum on some flavor's free nodes
+ * (counted over nodes with free GPU, so cheap when the cluster is full).
+ */
 export function gangCouldFit(core: CoreState, j: JobState): boolean {
   for (const ps of j.podSets) {
     let ok = false;

@@ -9,7 +9,13 @@ const WEEKDAYS: Record<string, number> = { Sun: 0, Mon: 1, Tue: 2, Wed: 3, Thu: 
 function formatter(timeZone: string): Intl.DateTimeFormat {
   let f = formatters.get(timeZone);
   if (!f) {
-    f = new Intl.DateTimeFormat('en-US', { timeZone, weekday: 'short', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      weekday: 'short',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    });
     formatters.set(timeZone, f);
   }
   return f;
@@ -87,7 +93,8 @@ function pattern(w: TimeWindowSpec): WeekPattern {
   const start = parseClock(w.start);
   const end = parseClock(w.end);
   const open = new Uint8Array(WEEK_MIN);
-  for (let m = 0; m < WEEK_MIN; m++) open[m] = openAt(w, start, end, Math.floor(m / DAY_MIN), m % DAY_MIN) ? 1 : 0;
+  for (let m = 0; m < WEEK_MIN; m++)
+    open[m] = openAt(w, start, end, Math.floor(m / DAY_MIN), m % DAY_MIN) ? 1 : 0;
   const flip = new Uint16Array(WEEK_MIN);
   // the first week minute m0 whose predecessor differs; none means a constant pattern
   let m0 = -1;
@@ -116,7 +123,8 @@ function localWeekMinute(at: number, timeZone: string): number {
 /** UTC minute of the week (1970-01-01 was a Thursday). */
 const utcWeekMinute = (at: number): number => mod(Math.floor(at / MINUTE) + 4 * DAY_MIN, WEEK_MIN);
 /** The zone's offset at `at`, in minutes modulo a week (only compared for equality). */
-const offsetAt = (at: number, timeZone: string): number => mod(localWeekMinute(at, timeZone) - utcWeekMinute(at), WEEK_MIN);
+const offsetAt = (at: number, timeZone: string): number =>
+  mod(localWeekMinute(at, timeZone) - utcWeekMinute(at), WEEK_MIN);
 
 /** The first instant after `after` (and not after `limit`) at which `windowOpen(w, ·)` changes, or undefined. */
 export function nextWindowFlip(w: TimeWindowSpec, after: number, limit: number): number | undefined {
@@ -168,7 +176,10 @@ export function openIndex(ws: readonly TimeWindowSpec[], at: number): number {
  * its `timeWindows`) changes — a window opens, closes, or another one takes over — or undefined
  * when none changes within `WINDOW_LOOKAHEAD_MS`.
  */
-export function nextWindowChange(queues: Iterable<readonly TimeWindowSpec[]>, after: number): number | undefined {
+export function nextWindowChange(
+  queues: Iterable<readonly TimeWindowSpec[]>,
+  after: number,
+): number | undefined {
   const limit = after + WINDOW_LOOKAHEAD_MS;
   let best: number | undefined;
   for (const ws of queues) {
@@ -213,7 +224,14 @@ export function nextQueueWindowChange(core: CoreState, after: number): number | 
   const windows: (readonly TimeWindowSpec[])[] = [];
   for (const q of core.windowQueues) windows.push(q.spec.timeWindows ?? []);
   const m = memos.get(core);
-  if (m && after >= m.from && after < m.until && m.windows.length === windows.length && m.windows.every((w, i) => w === windows[i])) return m.at;
+  if (
+    m &&
+    after >= m.from &&
+    after < m.until &&
+    m.windows.length === windows.length &&
+    m.windows.every((w, i) => w === windows[i])
+  )
+    return m.at;
   const at = nextWindowChange(windows, after);
   // no change within the look-ahead means none at all (weekly patterns); re-checked after a week
   memos.set(core, { windows, from: after, until: at ?? after + 7 * DAY_MIN * MINUTE, at });

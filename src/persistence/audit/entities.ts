@@ -1,7 +1,7 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 import { uuidv7 } from '../ids.js';
+import { Tenant, User } from '../tenancy/index.js';
 import { tenantFilter } from '../tenant-filter.js';
-import { Tenant, User } from '../tenancy/entities.js';
 
 export const AUDIT_OUTCOMES = ['SUCCESS', 'DENIED', 'FAILED'] as const;
 export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
@@ -12,7 +12,10 @@ export const AuditEvent = defineEntity({
   filters: tenantFilter,
   indexes: [{ properties: ['tenant', 'id'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     /** Null for platform-level events no tenant may see (e.g. a refused cross-tenant probe). */
     tenant: () => p.manyToOne(Tenant).nullable().deleteRule('set null'),
     actor: () => p.manyToOne(User).nullable().deleteRule('set null'),

@@ -1,8 +1,8 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import type { PreemptionSpec, QuotaSpec, TimeWindowSpec } from '../../core/scheduling/types.js';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import type { PreemptionSpec, QuotaSpec, TimeWindowSpec } from '../../core/scheduling/index.js';
 import { uuidv7 } from '../ids.js';
+import { Tenant } from '../tenancy/index.js';
 import { tenantFilter } from '../tenant-filter.js';
-import { Tenant } from '../tenancy/entities.js';
 
 export const FLAVOR_KINDS = ['gpu', 'mig', 'timeslice'] as const;
 export const QUEUEING_STRATEGIES = ['StrictFIFO', 'BestEffortFIFO'] as const;
@@ -13,7 +13,10 @@ export const Flavor = defineEntity({
   name: 'Flavor',
   tableName: 'flavors',
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     name: p.string().length(63).unique(),
     kind: p.enum([...FLAVOR_KINDS]),
     gpuModel: p.string().length(100).nullable(),
@@ -28,7 +31,10 @@ export const NodePool = defineEntity({
   name: 'NodePool',
   tableName: 'node_pools',
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     name: p.string().length(63).unique(),
     /** A dedicated pool is tainted for this tenant's jobs only. */
     dedicatedTenant: () => p.manyToOne(Tenant).nullable().deleteRule('set null'),
@@ -41,7 +47,10 @@ export const ClusterNode = defineEntity({
   name: 'ClusterNode',
   tableName: 'nodes',
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     name: p.string().length(253).unique(),
     pool: () => p.manyToOne(NodePool).deleteRule('cascade'),
     flavor: () => p.manyToOne(Flavor),
@@ -62,7 +71,10 @@ export const Cohort = defineEntity({
   name: 'Cohort',
   tableName: 'cohorts',
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     name: p.string().length(63).unique(),
     parent: () => p.manyToOne(Cohort).nullable().deleteRule('set null'),
     quotas: p.json<QuotaSpec>(),
@@ -75,7 +87,10 @@ export const PriorityClassRow = defineEntity({
   name: 'PriorityClassRow',
   tableName: 'priority_classes',
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     name: p.string().length(63).unique(),
     value: p.integer(),
     preemptible: p.enum([...PREEMPTIBLE_VALUES]),
@@ -91,7 +106,10 @@ export const Queue = defineEntity({
   tableName: 'queues',
   filters: tenantFilter,
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     name: p.string().length(63).unique(),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     cohort: () => p.manyToOne(Cohort).nullable().deleteRule('set null'),
@@ -102,7 +120,9 @@ export const Queue = defineEntity({
     isolationLevel: p.string().length(16).nullable(),
     timeWindows: p.json<TimeWindowSpec[]>(),
     dedicatedPool: p.string().length(63).nullable(),
-    /** Governance (issue 16): what the queue runs (WorkloadType) and its SLA class; they choose its isolation policy with the tenant's tier. */
+    /** Governance: what the queue runs (WorkloadType) and its SLA class; they choose its isolation policy
+     * with the tenant's tier.
+     */
     workloadType: p.string().length(24).nullable(),
     slaClass: p.string().length(16).nullable(),
     /** An isolation policy named for this queue, over the rules' choice. */
@@ -110,7 +130,10 @@ export const Queue = defineEntity({
     /** The controller's coefficients in force ({ lend, borrow, at }); null: the policy's static base. */
     controllerSetting: p.json<{ lend: number; borrow: number | null; at: number }>().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type Queue = InferEntity<typeof Queue>;

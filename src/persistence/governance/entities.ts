@@ -1,12 +1,12 @@
-// Governance (issue 16): the isolation-policy library and its rules (platform data), quota requests
+// Governance: the isolation-policy library and its rules (platform data), quota requests
 // and their approvals, runtime probe samples of jobs, and platform governance settings.
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import type { IsolationPolicy, LimitSetting } from '../../core/governance/types.js';
-import { Tenant, User } from '../tenancy/entities.js';
-import { tenantFilter } from '../tenant-filter.js';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import type { IsolationPolicy, LimitSetting } from '../../core/governance/index.js';
+import { Queue } from '../cluster/index.js';
 import { uuidv7 } from '../ids.js';
-import { Job } from '../jobs/entities.js';
-import { Queue } from '../cluster/entities.js';
+import { Job } from '../jobs/index.js';
+import { Tenant, User } from '../tenancy/index.js';
+import { tenantFilter } from '../tenant-filter.js';
 
 /** A policy's coefficients as stored (the row's name, description and level are columns). */
 export type IsolationPolicyCoefficients = Omit<IsolationPolicy, 'name' | 'description' | 'level'>;
@@ -20,24 +20,35 @@ export const IsolationPolicyRow = defineEntity({
   name: 'IsolationPolicyRow',
   tableName: 'isolation_policies',
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     name: p.string().length(63).unique(),
     description: p.string().length(400),
     level: p.string().length(16),
     coefficients: p.json<IsolationPolicyCoefficients>(),
     builtIn: p.boolean().default(false),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type IsolationPolicyRow = InferEntity<typeof IsolationPolicyRow>;
 
-/** Which policy a queue gets by its tenant's tier, workload type and SLA class (null: any); replaced as a whole list, in order. */
+/** Which policy a queue gets by its tenant's tier, workload type and SLA class (null: any); replaced as a
+ * whole list, in order.
+ */
 export const IsolationPolicyRule = defineEntity({
   name: 'IsolationPolicyRule',
   tableName: 'isolation_policy_rules',
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     position: p.integer(),
     tier: p.string().length(16).nullable(),
     workloadType: p.string().length(24).nullable(),
@@ -47,7 +58,14 @@ export const IsolationPolicyRule = defineEntity({
 });
 export type IsolationPolicyRule = InferEntity<typeof IsolationPolicyRule>;
 
-export const QUOTA_REQUEST_STATUSES = ['PENDING', 'APPROVED', 'ACTIVE', 'EXPIRED', 'REJECTED', 'CANCELLED'] as const;
+export const QUOTA_REQUEST_STATUSES = [
+  'PENDING',
+  'APPROVED',
+  'ACTIVE',
+  'EXPIRED',
+  'REJECTED',
+  'CANCELLED',
+] as const;
 export type QuotaRequestStatus = (typeof QUOTA_REQUEST_STATUSES)[number];
 
 /**
@@ -61,7 +79,10 @@ export const QuotaRequest = defineEntity({
   filters: tenantFilter,
   indexes: [{ properties: ['status'] }, { properties: ['tenant', 'id'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     queue: () => p.manyToOne(Queue).deleteRule('cascade'),
     flavor: p.string().length(63),
@@ -81,7 +102,10 @@ export const QuotaRequest = defineEntity({
     appliedAt: p.datetime().nullable(),
     endedAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type QuotaRequest = InferEntity<typeof QuotaRequest>;
@@ -93,7 +117,10 @@ export const JobProbeSample = defineEntity({
   filters: tenantFilter,
   indexes: [{ properties: ['job', 'at'] }, { properties: ['at'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     job: () => p.manyToOne(Job).deleteRule('cascade'),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     /** ms epoch (the backend's clock). */
@@ -104,19 +131,32 @@ export const JobProbeSample = defineEntity({
 });
 export type JobProbeSample = InferEntity<typeof JobProbeSample>;
 
-/** Platform governance settings by key (e.g. 'controller': whether the second-level controller runs, and its window). */
+/** Platform governance settings by key (e.g. 'controller': whether the second-level controller runs, and its
+ * window).
+ */
 export const GovernanceSetting = defineEntity({
   name: 'GovernanceSetting',
   tableName: 'governance_settings',
   properties: {
     key: p.string().length(63).primary(),
     value: p.json<Record<string, unknown>>(),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type GovernanceSetting = InferEntity<typeof GovernanceSetting>;
 
-/** The controller's coefficients in force for a queue (Queue.controllerSetting): null means the policy's static base. */
+/** The controller's coefficients in force for a queue (Queue.controllerSetting): null means the policy's
+ * static base.
+ */
 export type ControllerSettingColumn = LimitSetting & { at: number };
 
-export const governanceEntities = [IsolationPolicyRow, IsolationPolicyRule, QuotaRequest, JobProbeSample, GovernanceSetting];
+export const governanceEntities = [
+  IsolationPolicyRow,
+  IsolationPolicyRule,
+  QuotaRequest,
+  JobProbeSample,
+  GovernanceSetting,
+];

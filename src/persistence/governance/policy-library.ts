@@ -1,24 +1,50 @@
 // Loads the isolation-policy library: the built-in policies overlaid with the rows platform admins
 // edited or added, and the stored selection rules (the built-in defaults while none is stored).
 import type { EntityManager, FilterQuery } from '@mikro-orm/core';
-import { BUILT_IN_POLICIES, DEFAULT_POLICY_RULES } from '../../core/governance/policies.js';
-import type { PolicyLibrary } from '../../core/governance/library.js';
-import type { IsolationPolicy, PolicyRule, SlaClass, WorkloadType } from '../../core/governance/types.js';
-import type { IsolationLevel } from '../../core/scheduling/types.js';
-import type { Queue } from '../cluster/entities.js';
+import type {
+  IsolationPolicy,
+  PolicyLibrary,
+  PolicyRule,
+  SlaClass,
+  WorkloadType,
+} from '../../core/governance/index.js';
+import { BUILT_IN_POLICIES, DEFAULT_POLICY_RULES } from '../../core/governance/index.js';
+import type { IsolationLevel } from '../../core/scheduling/index.js';
+import type { Queue } from '../cluster/index.js';
 import { IsolationPolicyRow, IsolationPolicyRule } from './entities.js';
 
 export function policyFromRow(row: IsolationPolicyRow): IsolationPolicy {
-  return { name: row.name, description: row.description, level: row.level as IsolationLevel, ...row.coefficients };
+  return {
+    name: row.name,
+    description: row.description,
+    level: row.level as IsolationLevel,
+    ...row.coefficients,
+  };
 }
 
 export async function loadPolicyLibrary(em: EntityManager): Promise<PolicyLibrary> {
-  const [rows, ruleRows] = await Promise.all([em.find(IsolationPolicyRow, {}, { orderBy: { name: 'asc' } }), em.find(IsolationPolicyRule, {}, { orderBy: { position: 'asc' } })]);
-  const policies = new Map<string, IsolationPolicy>(BUILT_IN_POLICIES.map((p) => [p.name, structuredClone(p)]));
+  const [rows, ruleRows] = await Promise.all([
+    em.find(IsolationPolicyRow, {}, { orderBy: { name: 'asc' } }),
+    em.find(IsolationPolicyRule, {}, { orderBy: { position: 'asc' } }),
+  ]);
+  const policies = new Map<string, IsolationPolicy>(
+    BUILT_IN_POLICIES.map((p) => [p.name, structuredClone(p)]),
+  );
   for (const row of rows) policies.set(row.name, policyFromRow(row));
-  const rules: PolicyRule[] = ruleRows.map((r) => ({ tier: r.tier ?? null, workloadType: (r.workloadType ?? null) as WorkloadType | null, slaClass: (r.slaClass ?? null) as SlaClass | null, policy: r.policy }));
-  return { policies, rules: rules.length ? rules : [...DEFAULT_POLICY_RULES], defaultRules: rules.length === 0 };
+  const rules: PolicyRule[] = ruleRows.map((r) => ({
+    tier: r.tier ?? null,
+    workloadType: (r.workloadType ?? null) as WorkloadType | null,
+    slaClass: (r.slaClass ?? null) as SlaClass | null,
+    policy: r.policy,
+  }));
+  return {
+    policies,
+    rules: rules.length ? rules : [...DEFAULT_POLICY_RULES],
+    defaultRules: rules.length === 0,
+  };
 }
 
 /** isGoverned as a query filter: the queues that name a policy, a workload type or an SLA class. */
-export const GOVERNED_QUEUES: FilterQuery<Queue> = { $or: [{ isolationPolicy: { $ne: null } }, { workloadType: { $ne: null } }, { slaClass: { $ne: null } }] };
+export const GOVERNED_QUEUES: FilterQuery<Queue> = {
+  $or: [{ isolationPolicy: { $ne: null } }, { workloadType: { $ne: null } }, { slaClass: { $ne: null } }],
+};

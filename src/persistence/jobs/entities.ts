@@ -1,9 +1,9 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import type { Admission, PodSetSpec } from '../../core/scheduling/types.js';
-import { Queue } from '../cluster/entities.js';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import type { Admission, PodSetSpec } from '../../core/scheduling/index.js';
+import { Queue } from '../cluster/index.js';
 import { uuidv7 } from '../ids.js';
+import { Project, Tenant, User } from '../tenancy/index.js';
 import { tenantFilter } from '../tenant-filter.js';
-import { Project, Tenant, User } from '../tenancy/entities.js';
 
 export const JOB_STATES = ['PENDING', 'ADMITTED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
 export type JobState = (typeof JOB_STATES)[number];
@@ -14,10 +14,21 @@ export const Job = defineEntity({
   tableName: 'jobs',
   filters: tenantFilter,
   uniques: [{ properties: ['tenant', 'idempotencyKey'] }],
-  // (tenant, id) and (queue, id): a page of a tenant's or a queue's jobs in id order walks the index and stops at the page size, instead of sorting all their jobs.
-  indexes: [{ properties: ['tenant', 'state'] }, { properties: ['queue', 'state'] }, { properties: ['state'] }, { properties: ['tenant', 'finishedAt'] }, { properties: ['tenant', 'id'] }, { properties: ['queue', 'id'] }],
+  // (tenant, id) and (queue, id): a page of a tenant's or a queue's jobs in id order walks the index and
+  // stops at the page size, instead of sorting all their jobs.
+  indexes: [
+    { properties: ['tenant', 'state'] },
+    { properties: ['queue', 'state'] },
+    { properties: ['state'] },
+    { properties: ['tenant', 'finishedAt'] },
+    { properties: ['tenant', 'id'] },
+    { properties: ['queue', 'id'] },
+  ],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     project: () => p.manyToOne(Project).nullable().deleteRule('set null'),
     queue: () => p.manyToOne(Queue),
@@ -31,12 +42,26 @@ export const Job = defineEntity({
     checkpointIntervalMs: p.bigint('number').nullable(),
     /** Declared resumable: suspended on preemption and resumed from where it stopped. */
     checkpointResumable: p.boolean().default(false),
-    /** Probes declared at submit (issue 16): the workload type (WorkloadType) and whether it serves latency-sensitive traffic. */
+    /** Probes declared at submit: the workload type (WorkloadType) and whether it serves latency-sensitive
+     * traffic.
+     */
     workloadType: p.string().length(24).nullable(),
     latencySensitive: p.boolean().default(false),
-    /** Summary of its probe samples ({ samples, meanGpu, lastGpu, lastMemory, lastAt }); null before the first. */
-    probeSummary: p.json<{ samples: number; meanGpu: number; lastGpu: number; lastMemory: number | null; lastAt: number }>().nullable(),
-    /** The governance flag in force (core/governance JobFlag: IDLE or NOT_RUNNING with its numbers); null when none. */
+    /** Summary of its probe samples ({ samples, meanGpu, lastGpu, lastMemory, lastAt }); null before the
+     * first.
+     */
+    probeSummary: p
+      .json<{
+        samples: number;
+        meanGpu: number;
+        lastGpu: number;
+        lastMemory: number | null;
+        lastAt: number;
+      }>()
+      .nullable(),
+    /** The governance flag in force (core/governance JobFlag: IDLE or NOT_RUNNING with its numbers); null
+     * when none.
+     */
     governanceFlag: p.json<Record<string, unknown>>().nullable(),
     workload: p.json<Record<string, unknown>>().nullable(),
     state: p.enum([...JOB_STATES]).default('PENDING'),
@@ -60,12 +85,25 @@ export const Job = defineEntity({
     admittedAt: p.datetime().nullable(),
     startedAt: p.datetime().nullable(),
     finishedAt: p.datetime().nullable(),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type Job = InferEntity<typeof Job>;
 
-export const JOB_EVENT_TYPES = ['SUBMITTED', 'ADMITTED', 'STARTED', 'PREEMPTED', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ADMITTED_NOT_RUNNING', 'FLAGGED'] as const;
+export const JOB_EVENT_TYPES = [
+  'SUBMITTED',
+  'ADMITTED',
+  'STARTED',
+  'PREEMPTED',
+  'SUCCEEDED',
+  'FAILED',
+  'CANCELLED',
+  'ADMITTED_NOT_RUNNING',
+  'FLAGGED',
+] as const;
 export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
 
 export const JobEvent = defineEntity({
@@ -74,7 +112,10 @@ export const JobEvent = defineEntity({
   filters: tenantFilter,
   indexes: [{ properties: ['job', 'id'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     job: () => p.manyToOne(Job).deleteRule('cascade'),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     type: p.enum([...JOB_EVENT_TYPES]),

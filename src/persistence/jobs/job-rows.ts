@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
-import type { Admission, PodSetSpec } from '../../core/scheduling/types.js';
+import type { Admission, PodSetSpec } from '../../core/scheduling/index.js';
 import { allBound, placeholders } from '../bound-sql.js';
 import { tenantScope } from '../raw-reads.js';
 import type { JobState } from './entities.js';
@@ -28,7 +28,13 @@ export interface JobView {
   checkpointResumable?: boolean | null;
   workloadType?: string | null;
   latencySensitive?: boolean | null;
-  probeSummary?: { samples: number; meanGpu: number; lastGpu: number; lastMemory: number | null; lastAt: number } | null;
+  probeSummary?: {
+    samples: number;
+    meanGpu: number;
+    lastGpu: number;
+    lastMemory: number | null;
+    lastAt: number;
+  } | null;
   workload?: Record<string, unknown> | null;
   state: JobState;
   admission?: Admission | null;
@@ -78,7 +84,15 @@ export class JobRow implements JobView {
    * The JSON columns as read, parsed on first use: a list that shows names and states (the
    * dashboard) never pays for parsing every row's pod sets and admission.
    */
-  #json: { platform: Platform; podSets: unknown; workload: unknown; admission: unknown; probeSummary: unknown; governanceFlag: unknown; parsed: Partial<Record<JsonColumn, unknown>> } | null = null;
+  #json: {
+    platform: Platform;
+    podSets: unknown;
+    workload: unknown;
+    admission: unknown;
+    probeSummary: unknown;
+    governanceFlag: unknown;
+    parsed: Partial<Record<JsonColumn, unknown>>;
+  } | null = null;
 
   get podSets(): PodSetSpec[] {
     return this.#parsed('podSets') ?? [];
@@ -98,13 +112,32 @@ export class JobRow implements JobView {
 
   /** Used by readJobRows only. */
   static fromJson(row: JobRow, platform: Platform, raw: Raw): JobRow {
-    row.#json = { platform, podSets: raw.pod_sets, workload: raw.workload, admission: raw.admission, probeSummary: raw.probe_summary, governanceFlag: raw.governance_flag, parsed: {} };
+    row.#json = {
+      platform,
+      podSets: raw.pod_sets,
+      workload: raw.workload,
+      admission: raw.admission,
+      probeSummary: raw.probe_summary,
+      governanceFlag: raw.governance_flag,
+      parsed: {},
+    };
     return row;
   }
 
   /** A row of a job just written, from the values in memory: nothing to parse. */
-  static withValues(row: JobRow, values: { podSets: PodSetSpec[]; workload: Record<string, unknown> | null; admission: Admission | null }): JobRow {
-    row.#json = { platform: null as unknown as Platform, podSets: null, workload: null, admission: null, probeSummary: null, governanceFlag: null, parsed: { probeSummary: null, governanceFlag: null, ...values } };
+  static withValues(
+    row: JobRow,
+    values: { podSets: PodSetSpec[]; workload: Record<string, unknown> | null; admission: Admission | null },
+  ): JobRow {
+    row.#json = {
+      platform: null as unknown as Platform,
+      podSets: null,
+      workload: null,
+      admission: null,
+      probeSummary: null,
+      governanceFlag: null,
+      parsed: { probeSummary: null, governanceFlag: null, ...values },
+    };
     return row;
   }
 
@@ -136,7 +169,39 @@ export interface JobRowPage {
   inverted: boolean;
 }
 
-const COLUMNS = ['id', 'tenant_id', 'project_id', 'queue_id', 'submitted_by_id', 'name', 'priority_class', 'pod_sets', 'expected_duration_ms', 'max_run_ms', 'checkpoint_interval_ms', 'checkpoint_resumable', 'workload_type', 'latency_sensitive', 'probe_summary', 'governance_flag', 'workload', 'state', 'admission', 'idempotency_key', 'request_hash', 'submit_time', 'gpus_requested', 'preemption_count', 'metered_from', 'exit_reason', 'submitted_at', 'admitted_at', 'started_at', 'finished_at', 'updated_at'];
+const COLUMNS = [
+  'id',
+  'tenant_id',
+  'project_id',
+  'queue_id',
+  'submitted_by_id',
+  'name',
+  'priority_class',
+  'pod_sets',
+  'expected_duration_ms',
+  'max_run_ms',
+  'checkpoint_interval_ms',
+  'checkpoint_resumable',
+  'workload_type',
+  'latency_sensitive',
+  'probe_summary',
+  'governance_flag',
+  'workload',
+  'state',
+  'admission',
+  'idempotency_key',
+  'request_hash',
+  'submit_time',
+  'gpus_requested',
+  'preemption_count',
+  'metered_from',
+  'exit_reason',
+  'submitted_at',
+  'admitted_at',
+  'started_at',
+  'finished_at',
+  'updated_at',
+];
 
 type Raw = Record<string, unknown>;
 type Platform = ReturnType<EntityManager['getPlatform']>;
@@ -148,7 +213,11 @@ type Platform = ReturnType<EntityManager['getPlatform']>;
  * ORM's filters, and a reader that forgot them could show another tenant's jobs. An
  * EntityManager without the filter's parameters is refused, as the ORM refuses it.
  */
-export async function readJobRows(em: EntityManager, filter: JobRowFilter, page: JobRowPage): Promise<JobRow[]> {
+export async function readJobRows(
+  em: EntityManager,
+  filter: JobRowFilter,
+  page: JobRowPage,
+): Promise<JobRow[]> {
   const platform = em.getPlatform();
   // Quoted as the ORM quotes them (backticks in SQLite, double quotes in PostgreSQL).
   const q = (id: string) => platform.quoteIdentifier(id);
@@ -217,7 +286,8 @@ function date(platform: Platform, value: unknown): Date | null {
   return parsed instanceof Date ? parsed : new Date(value as string);
 }
 
-const json = <T>(platform: Platform, value: unknown): T | null => (value == null ? null : (platform.convertJsonToJSValue(value) as T));
+const json = <T>(platform: Platform, value: unknown): T | null =>
+  value == null ? null : (platform.convertJsonToJSValue(value) as T);
 
 function toRow(platform: Platform, raw: Raw): JobRow {
   const row = new JobRow();

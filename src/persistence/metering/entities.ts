@@ -1,11 +1,20 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { Project, Tenant } from '../tenancy/entities.js';
-import { tenantFilter } from '../tenant-filter.js';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 import { uuidv7 } from '../ids.js';
-import { Job } from '../jobs/entities.js';
+import { Job } from '../jobs/index.js';
+import { Project, Tenant } from '../tenancy/index.js';
+import { tenantFilter } from '../tenant-filter.js';
 
-/** What closed a ledger interval: a periodic checkpoint of a running job, or the state change that ended its hold. */
-export const USAGE_CLOSERS = ['checkpoint', 'preempted', 'succeeded', 'failed', 'cancelled', 'requeued'] as const;
+/** What closed a ledger interval: a periodic checkpoint of a running job, or the state change that ended its
+ * hold.
+ */
+export const USAGE_CLOSERS = [
+  'checkpoint',
+  'preempted',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'requeued',
+] as const;
 export type UsageCloser = (typeof USAGE_CLOSERS)[number];
 
 /**
@@ -23,7 +32,10 @@ export const UsageRecord = defineEntity({
   uniques: [{ properties: ['job', 'flavor', 'startedAt'] }],
   indexes: [{ properties: ['tenant', 'startedAt'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     job: () => p.manyToOne(Job).deleteRule('cascade'),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     projectId: p.string().length(36).nullable(),
@@ -37,7 +49,9 @@ export const UsageRecord = defineEntity({
     durationMs: p.bigint('number'),
     /** Flavor units held: GPUs, or MIG slices / time-slice shares. */
     gpuUnits: p.double().$type<number>(),
-    /** Device-equivalent seconds charged (a slice or share counts as its fraction of a GPU; scaled time on the simulated cluster). */
+    /** Device-equivalent seconds charged (a slice or share counts as its fraction of a GPU; scaled time on
+     * the simulated cluster).
+     */
     gpuSeconds: p.double().$type<number>(),
     cpuSeconds: p.double().$type<number>(),
     memoryGibSeconds: p.double().$type<number>(),
@@ -65,7 +79,10 @@ export const UsageHourly = defineEntity({
   uniques: [{ properties: ['hour', 'tenant', 'projectId', 'queueId', 'userId', 'priorityClass', 'flavor'] }],
   indexes: [{ properties: ['tenant', 'hour'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     hour: p.datetime(),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     projectId: p.string().length(36),
@@ -75,7 +92,9 @@ export const UsageHourly = defineEntity({
     flavor: p.string().length(63),
     gpuSeconds: p.double().$type<number>(),
     usedGpuSeconds: p.double().$type<number>(),
-    /** gpuSeconds of the rows that had a utilization sample: efficiency = usedGpuSeconds / measuredGpuSeconds. */
+    /** gpuSeconds of the rows that had a utilization sample: efficiency = usedGpuSeconds /
+     * measuredGpuSeconds.
+     */
     measuredGpuSeconds: p.double().$type<number>(),
     cpuSeconds: p.double().$type<number>(),
     memoryGibSeconds: p.double().$type<number>(),
@@ -92,7 +111,10 @@ export const FlavorPrice = defineEntity({
   tableName: 'flavor_prices',
   uniques: [{ properties: ['flavor', 'effectiveFrom'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     flavor: p.string().length(63),
     pricePerUnitHour: p.double().$type<number>(),
     effectiveFrom: p.datetime(),
@@ -107,7 +129,10 @@ export const PriceMultiplier = defineEntity({
   tableName: 'price_multipliers',
   uniques: [{ properties: ['priorityClass', 'effectiveFrom'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     priorityClass: p.string().length(63),
     multiplier: p.double().$type<number>(),
     effectiveFrom: p.datetime(),
@@ -123,7 +148,10 @@ export const Budget = defineEntity({
   filters: tenantFilter,
   uniques: [{ properties: ['tenant', 'scopeKey'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     project: () => p.manyToOne(Project).nullable().deleteRule('cascade'),
     /** 'tenant', or the project's id: one budget per scope. */
@@ -135,7 +163,10 @@ export const Budget = defineEntity({
     hard: p.boolean().default(false),
     exemptPriorityClasses: p.json<string[]>(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type Budget = InferEntity<typeof Budget>;
@@ -147,7 +178,10 @@ export const BudgetAlert = defineEntity({
   filters: tenantFilter,
   uniques: [{ properties: ['budget', 'period', 'threshold'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     budget: () => p.manyToOne(Budget).deleteRule('cascade'),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     /** UTC month, 'YYYY-MM'. */

@@ -2,9 +2,9 @@
 // the time it takes effect. The ledger prices every interval at its start and splits intervals
 // at price changes, so a price set for the future never changes a cost already written.
 import type { EntityManager } from '@mikro-orm/core';
-import { Flavor } from '../cluster/entities.js';
+import type { FlavorUnits } from '../../core/metering/index.js';
+import { Flavor } from '../cluster/index.js';
 import { FlavorPrice, PriceMultiplier } from './entities.js';
-import type { FlavorUnits } from '../../core/metering/allocation.js';
 
 interface Version {
   from: number;
@@ -41,8 +41,12 @@ export class PriceBook {
     prices: { flavor: string; effectiveFrom: number; pricePerUnitHour: number }[],
     multipliers: { priorityClass: string; effectiveFrom: number; multiplier: number }[],
   ) {
-    this.prices = group(prices.map((p) => ({ key: p.flavor, from: p.effectiveFrom, value: p.pricePerUnitHour })));
-    this.multipliers = group(multipliers.map((m) => ({ key: m.priorityClass, from: m.effectiveFrom, value: m.multiplier })));
+    this.prices = group(
+      prices.map((p) => ({ key: p.flavor, from: p.effectiveFrom, value: p.pricePerUnitHour })),
+    );
+    this.multipliers = group(
+      multipliers.map((m) => ({ key: m.priorityClass, from: m.effectiveFrom, value: m.multiplier })),
+    );
   }
 
   /** Price of one flavor unit for one hour at `at` (ms), the class multiplier included; 0 for an unpriced flavor. */
@@ -70,8 +74,16 @@ export async function loadMeteringTables(em: EntityManager): Promise<MeteringTab
   const flavors = await em.find(Flavor, {});
   return {
     prices: new PriceBook(
-      prices.map((p) => ({ flavor: p.flavor, effectiveFrom: p.effectiveFrom.getTime(), pricePerUnitHour: p.pricePerUnitHour })),
-      multipliers.map((m) => ({ priorityClass: m.priorityClass, effectiveFrom: m.effectiveFrom.getTime(), multiplier: m.multiplier })),
+      prices.map((p) => ({
+        flavor: p.flavor,
+        effectiveFrom: p.effectiveFrom.getTime(),
+        pricePerUnitHour: p.pricePerUnitHour,
+      })),
+      multipliers.map((m) => ({
+        priorityClass: m.priorityClass,
+        effectiveFrom: m.effectiveFrom.getTime(),
+        multiplier: m.multiplier,
+      })),
     ),
     flavors: new Map(flavors.map((f) => [f.name, { kind: f.kind, slicesPerGpu: f.slicesPerGpu ?? null }])),
   };

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 import { uuidv7 } from '../ids.js';
 
 /**
@@ -11,7 +11,10 @@ export const OutboxEntry = defineEntity({
   tableName: 'outbox',
   indexes: [{ properties: ['performedAt', 'id'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     kind: p.string().length(32),
     payload: p.json<Record<string, unknown>>(),
     createdAt: p.datetime().onCreate(() => new Date()),

@@ -2,7 +2,7 @@
 // by the scheduling leader's OutboxDispatcher once the transaction commits).
 import type { EntityManager } from '@mikro-orm/core';
 import { uuidv7 } from '../ids.js';
-import { type Job, JobEvent, type JobEventType } from '../jobs/entities.js';
+import { type Job, JobEvent, type JobEventType } from '../jobs/index.js';
 import { OutboxEntry } from './entities.js';
 
 export type OutboxKind =
@@ -13,11 +13,21 @@ export type OutboxKind =
   | 'job.started'
   | 'job.finished'
   | 'job.not-running'
-  /** A budget threshold crossed (src/services/metering/budget-holds.ts): a tenant event and its audit entry, after commit. */
+  /** A budget threshold crossed (src/services/metering/budget-holds.ts): a tenant event and its audit entry,
+   * after commit.
+   */
   | 'tenant.budget-alert';
 
 /** Writes a job event in the caller's transaction. */
-export function recordJobEvent(em: EntityManager, job: Job, type: JobEventType, at: Date, reason: string | null, message: string, data: Record<string, unknown> | null = null): void {
+export function recordJobEvent(
+  em: EntityManager,
+  job: Job,
+  type: JobEventType,
+  at: Date,
+  reason: string | null,
+  message: string,
+  data: Record<string, unknown> | null = null,
+): void {
   em.create(JobEvent, { job, tenant: job.tenant, type, reason, message, data, at });
 }
 
@@ -27,7 +37,15 @@ export function recordOutbox(em: EntityManager, kind: OutboxKind, payload: Recor
 }
 
 /** recordJobEvent's row for a bulk insert (bound-sql.ts insertRows), where no entity is loaded. */
-export function jobEventRow(jobId: string, tenantId: string, type: JobEventType, at: Date, reason: string | null, message: string, data: Record<string, unknown> | null = null): Record<string, unknown> {
+export function jobEventRow(
+  jobId: string,
+  tenantId: string,
+  type: JobEventType,
+  at: Date,
+  reason: string | null,
+  message: string,
+  data: Record<string, unknown> | null = null,
+): Record<string, unknown> {
   return { id: uuidv7(), job: jobId, tenant: tenantId, type, reason, message, data, at };
 }
 

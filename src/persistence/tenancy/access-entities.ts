@@ -1,7 +1,7 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { PROJECT_ROLES, Project, Tenant, User } from './entities.js';
-import { tenantFilter } from '../tenant-filter.js';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 import { uuidv7 } from '../ids.js';
+import { tenantFilter } from '../tenant-filter.js';
+import { PROJECT_ROLES, Project, Tenant, User } from './entities.js';
 
 /** A person's role in one project. They must be a member of the project's tenant. */
 export const ProjectMembership = defineEntity({
@@ -11,13 +11,19 @@ export const ProjectMembership = defineEntity({
   uniques: [{ properties: ['project', 'user'] }],
   indexes: [{ properties: ['user'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     project: () => p.manyToOne(Project).deleteRule('cascade'),
     user: () => p.manyToOne(User).deleteRule('cascade'),
     role: p.enum([...PROJECT_ROLES]),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type ProjectMembership = InferEntity<typeof ProjectMembership>;
@@ -33,7 +39,10 @@ export const BreakGlassGrant = defineEntity({
   filters: tenantFilter,
   indexes: [{ properties: ['operator', 'expiresAt'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     operator: () => p.manyToOne(User).deleteRule('cascade'),
     reason: p.string().length(500),

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 import { uuidv7 } from '../ids.js';
 import { tenantFilter } from '../tenant-filter.js';
 
@@ -46,7 +46,10 @@ export const Tenant = defineEntity({
   name: 'Tenant',
   tableName: 'tenants',
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     slug: p.string().length(63).unique(),
     name: p.string().length(200),
     tier: p.enum([...TENANT_TIERS]).default('STANDARD'),
@@ -77,7 +80,10 @@ export const User = defineEntity({
   name: 'User',
   tableName: 'users',
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     email: p.string().length(254).unique(),
     name: p.string().length(200),
     /** Subject from the identity provider, set on first OIDC sign-in. */
@@ -94,7 +100,10 @@ export const Membership = defineEntity({
   filters: tenantFilter,
   uniques: [{ properties: ['tenant', 'user'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     user: () => p.manyToOne(User).deleteRule('cascade'),
     role: p.enum([...TENANT_ROLES]),
@@ -115,7 +124,10 @@ export const Project = defineEntity({
   filters: tenantFilter,
   uniques: [{ properties: ['tenant', 'slug'] }],
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     tenant: () => p.manyToOne(Tenant).deleteRule('cascade'),
     slug: p.string().length(63),
     name: p.string().length(200),
@@ -141,7 +153,10 @@ export const ApiToken = defineEntity({
   tableName: 'api_tokens',
   filters: tenantFilter,
   properties: {
-    id: p.uuid().primary().onCreate(() => uuidv7()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => uuidv7()),
     /** Null for a platform token (platform admins' automation), else the one tenant it acts in. */
     tenant: () => p.manyToOne(Tenant).nullable().deleteRule('cascade'),
     createdBy: () => p.manyToOne(User).deleteRule('cascade'),

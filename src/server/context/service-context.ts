@@ -1,13 +1,13 @@
-import { IsolationLevel, type EntityManager, type MikroORM, type TransactionOptions } from '@mikro-orm/core';
+import { type EntityManager, IsolationLevel, type MikroORM, type TransactionOptions } from '@mikro-orm/core';
 import { PostgreSqlPlatform } from '@mikro-orm/postgresql';
 import type { SubscriptionEventStore } from '../../../plugins/useSubscriptionEventContext.js';
-import { tenantFilterFor, type Principal } from '../../auth/principal.js';
-import type { EventBus } from '../../events/bus.js';
+import { type Principal, tenantFilterFor } from '../../auth/index.js';
+import type { EventBus } from '../../events/index.js';
 import { scopedEntityManager } from '../../persistence/tenant-filter.js';
 import type { ServiceContext } from '../../services/context.js';
 import { createLoaders, type Loaders } from '../../services/loaders.js';
-import type { SchedulerService } from '../../services/scheduling/scheduler-service.js';
-import { BreakGlassGrantEnded, BreakGlassReads } from '../../services/tenancy/break-glass-reads.js';
+import type { SchedulerService } from '../../services/scheduling/index.js';
+import { BreakGlassGrantEnded, BreakGlassReads } from '../../services/tenancy/index.js';
 
 export interface ServiceContextDeps {
   orm: MikroORM;
@@ -60,7 +60,9 @@ export function serviceContexts(deps: ServiceContextDeps) {
   };
 }
 
-/** Whether a break-glass audit write failed because its grant ended (plugins/useBreakGlassAudit.ts answers FORBIDDEN then). */
+/** Whether a break-glass audit write failed because its grant ended (plugins/useBreakGlassAudit.ts answers
+ * FORBIDDEN then).
+ */
 export function isBreakGlassGrantEnded(error: unknown): error is Error {
   return error instanceof BreakGlassGrantEnded;
 }
@@ -68,7 +70,10 @@ export function isBreakGlassGrantEnded(error: unknown): error is Error {
 /** What each subscription event reads through (plugins/useSubscriptionEventContext.ts). */
 export function subscriptionEventStore(orm: MikroORM): SubscriptionEventStore<EntityManager> {
   // knex warns about (and ignores) isolation levels and READ ONLY on SQLite.
-  const snapshot: TransactionOptions = orm.em.getPlatform() instanceof PostgreSqlPlatform ? { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true } : {};
+  const snapshot: TransactionOptions =
+    orm.em.getPlatform() instanceof PostgreSqlPlatform
+      ? { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true }
+      : {};
   return {
     scoped: (principal) => scopedEntityManager(orm, tenantFilterFor(principal)),
     loaders: (em) => createLoaders(em),

@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { Membership, User } from '../../persistence/tenancy/entities.js';
+import { type Principal, principalForUser, tenantFilterFor } from '../../auth/index.js';
+import { Queue } from '../../persistence/cluster/index.js';
+import { Membership, ProjectMembership, type User } from '../../persistence/tenancy/index.js';
 import { scopedEntityManager, systemEntityManager } from '../../persistence/tenant-filter.js';
-import { ProjectMembership } from '../../persistence/tenancy/access-entities.js';
-import { Queue } from '../../persistence/cluster/entities.js';
-import { tenantFilterFor, type Principal } from '../../auth/principal.js';
-import { principalForUser } from '../../auth/identity.js';
+import { submitJob } from '../../services/jobs/index.js';
 import { createLoaders } from '../../services/loaders.js';
-import { submitJob } from '../../services/jobs/jobs.js';
 import type { FairwayApp } from '../app.js';
 
 interface TrickleShape {
   gpusPerPod: number;
   count: number;
   flavor: string;
-  /** Declared run time in seconds, drawn uniformly between the two (at 60× a real minute is a declared hour). */
+  /** Declared run time in seconds, drawn uniformly between the two (at 60× a real minute is a declared
+   * hour).
+   */
   seconds: readonly [number, number];
 }
 
@@ -33,7 +33,10 @@ interface TrickleShape {
  * Borealis's classes vary, so within-queue preemptions still happen in the demo, and both
  * tenants share the MIG flavor, so Borealis borrows Aurora's idle slices and gets reclaimed.
  */
-export const TRICKLE_PROFILES: Record<string, { shapes: readonly TrickleShape[]; classes: readonly string[] }> = {
+export const TRICKLE_PROFILES: Record<
+  string,
+  { shapes: readonly TrickleShape[]; classes: readonly string[] }
+> = {
   'aurora-research': {
     shapes: [
       { gpusPerPod: 1, count: 1, flavor: 'h100-80g', seconds: [600, 3600] },
@@ -51,9 +54,15 @@ export const TRICKLE_PROFILES: Record<string, { shapes: readonly TrickleShape[];
     classes: ['experiment', 'training', 'training', 'production'],
   },
 };
-const DEFAULT_PROFILE = { shapes: [{ gpusPerPod: 1, count: 1, flavor: 'a100-1g.10gb', seconds: [300, 1800] }], classes: ['experiment'] } as const;
+const DEFAULT_PROFILE = {
+  shapes: [{ gpusPerPod: 1, count: 1, flavor: 'a100-1g.10gb', seconds: [300, 1800] }],
+  classes: ['experiment'],
+} as const;
 
-export function startDemoTrickle(app: FairwayApp, options: { everyMs?: number; maxPendingPerQueue?: number; random?: () => number } = {}): () => void {
+export function startDemoTrickle(
+  app: FairwayApp,
+  options: { everyMs?: number; maxPendingPerQueue?: number; random?: () => number } = {},
+): () => void {
   const everyMs = options.everyMs ?? 4000;
   const maxPending = options.maxPendingPerQueue ?? 6;
   const random = options.random ?? Math.random;
@@ -66,7 +75,16 @@ export function startDemoTrickle(app: FairwayApp, options: { everyMs?: number; m
     const queue = await em.findOne(Queue, { tenant: member.tenant.id });
     if (!queue || (app.scheduler.queueStatus(queue.name)?.pendingCount ?? 0) >= maxPending) return;
     // A project the member contributes to (they may submit nowhere else).
-    const contributes = await em.findOne(ProjectMembership, { user: member.user.id, tenant: member.tenant.id, role: { $in: ['CONTRIBUTOR', 'PROJECT_ADMIN'] }, project: { status: 'ACTIVE' } }, { populate: ['project'] });
+    const contributes = await em.findOne(
+      ProjectMembership,
+      {
+        user: member.user.id,
+        tenant: member.tenant.id,
+        role: { $in: ['CONTRIBUTOR', 'PROJECT_ADMIN'] },
+        project: { status: 'ACTIVE' },
+      },
+      { populate: ['project'] },
+    );
     const project = contributes?.project;
     if (!project) return;
     const profile = TRICKLE_PROFILES[member.tenant.slug] ?? DEFAULT_PROFILE;
@@ -75,19 +93,40 @@ export function startDemoTrickle(app: FairwayApp, options: { everyMs?: number; m
     const principal = await principalOf(app, member.user);
     const requestEm = scopedEntityManager(app.orm, tenantFilterFor(principal));
     await submitJob(
-      { em: requestEm, principal, requestId: `demo-${randomUUID()}`, now: () => new Date(), events: app.events, scheduler: app.scheduler, loaders: createLoaders(requestEm) },
+      {
+        em: requestEm,
+        principal,
+        requestId: `demo-${randomUUID()}`,
+        now: () => new Date(),
+        events: app.events,
+        scheduler: app.scheduler,
+        loaders: createLoaders(requestEm),
+      },
       {
         queueId: queue.id,
         projectId: project.id,
         name: `demo-${shape.flavor === 'h100-80g' ? 'train' : 'eval'}-${n}`,
         priorityClass: profile.classes[Math.floor(random() * profile.classes.length)]!,
-        podSets: [{ name: 'main', count: shape.count, perPod: { gpu: shape.gpusPerPod, cpu: 8000 * shape.gpusPerPod, memory: 32_768 * shape.gpusPerPod }, flavors: [shape.flavor] }],
+        podSets: [
+          {
+            name: 'main',
+            count: shape.count,
+            perPod: {
+              gpu: shape.gpusPerPod,
+              cpu: 8000 * shape.gpusPerPod,
+              memory: 32_768 * shape.gpusPerPod,
+            },
+            flavors: [shape.flavor],
+          },
+        ],
         expectedDurationMs: Math.round((min + random() * (max - min)) * 1000),
       },
     );
   };
   const timer = setInterval(() => {
-    tick().catch((error) => console.error('[fairway] demo trickle:', error instanceof Error ? error.message : error));
+    tick().catch((error) =>
+      console.error('[fairway] demo trickle:', error instanceof Error ? error.message : error),
+    );
   }, everyMs);
   timer.unref();
   return () => clearInterval(timer);

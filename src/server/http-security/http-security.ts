@@ -1,19 +1,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { parse } from 'graphql';
 import type { Plugin, YogaServerOptions } from 'graphql-yoga';
-import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { z } from 'zod';
-import { ConfigError, type DeepReadonly, type HttpConfig } from '../../config/index.js';
-import { useRefuseFormBodies } from '../../../plugins/useRefuseFormBodies.js';
-import { useSecurityHeaders } from '../../../plugins/useSecurityHeaders.js';
 import {
   PERSISTED_QUERY_NOT_FOUND,
   PERSISTED_QUERY_REQUIRED,
+  type PersistedOperationsMode,
   persistedOperationId,
   usePersistedOperationsFile,
-  type PersistedOperationsMode,
 } from '../../../plugins/usePersistedOperationsFile.js';
+import { useRefuseFormBodies } from '../../../plugins/useRefuseFormBodies.js';
+import { useSecurityHeaders } from '../../../plugins/useSecurityHeaders.js';
+import { ConfigError, type DeepReadonly, type HttpConfig } from '../../config/index.js';
 
 export type { PersistedOperationsMode } from '../../../plugins/usePersistedOperationsFile.js';
 
@@ -71,7 +71,12 @@ export function loadPersistedOperations(file: string, mode: PersistedOperationsM
   try {
     json = JSON.parse(fs.readFileSync(source, 'utf8'));
   } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : error instanceof SyntaxError ? `not JSON (${error.message})` : String((error as Error).message ?? error);
+    const reason =
+      (error as NodeJS.ErrnoException).code === 'ENOENT'
+        ? 'no such file'
+        : error instanceof SyntaxError
+          ? `not JSON (${error.message})`
+          : String((error as Error).message ?? error);
     throw new ConfigError([`${variable}: cannot read ${source}: ${reason}`]);
   }
   let entries: [string, string][];
@@ -93,11 +98,14 @@ export function loadPersistedOperations(file: string, mode: PersistedOperationsM
   if (entries.length === 0) throw new ConfigError([`${variable}: ${source} holds no operations`]);
   const operations = new Map<string, string>();
   for (const [id, query] of entries) {
-    if (operations.has(id) && operations.get(id) !== query) throw new ConfigError([`${variable}: ${source}: id ${id} names two different operations`]);
+    if (operations.has(id) && operations.get(id) !== query)
+      throw new ConfigError([`${variable}: ${source}: id ${id} names two different operations`]);
     try {
       parse(query);
     } catch (error) {
-      throw new ConfigError([`${variable}: ${source}: operation ${id} does not parse: ${(error as Error).message}`]);
+      throw new ConfigError([
+        `${variable}: ${source}: operation ${id} does not parse: ${(error as Error).message}`,
+      ]);
     }
     operations.set(id, query);
   }
@@ -129,7 +137,9 @@ function corsFor(origins: string[]): CorsOption {
 }
 
 /** The yoga options and plugins for CORS, CSRF prevention, security headers and persisted operations. */
-export async function httpSecurity(config: HttpSecurityConfig): Promise<{ cors: CorsOption; plugins: Plugin[] }> {
+export async function httpSecurity(
+  config: HttpSecurityConfig,
+): Promise<{ cors: CorsOption; plugins: Plugin[] }> {
   const plugins: Plugin[] = [
     useSecurityHeaders({ hsts: config.hsts, varyOnOrigin: config.corsOrigins.length > 0 }),
     // Before the CSRF check: these are refused whatever headers they carry (the API takes no uploads).
@@ -137,11 +147,17 @@ export async function httpSecurity(config: HttpSecurityConfig): Promise<{ cors: 
     useCSRFPrevention({ requestHeaders: config.csrfHeaders }),
   ];
   const persisted = config.persistedOperations;
-  if (persisted) plugins.push(usePersistedOperationsFile({ mode: persisted.mode, operations: persisted.operations }) as Plugin);
+  if (persisted)
+    plugins.push(
+      usePersistedOperationsFile({ mode: persisted.mode, operations: persisted.operations }) as Plugin,
+    );
   return { cors: corsFor(config.corsOrigins), plugins };
 }
 
-export type WebSocketOperationCheck = (payload: { query?: string; extensions?: Record<string, unknown> }) => { query: string } | { error: string; code: string };
+export type WebSocketOperationCheck = (payload: {
+  query?: string;
+  extensions?: Record<string, unknown>;
+}) => { query: string } | { error: string; code: string };
 
 /**
  * The same rule for graphql-ws subscribe messages, which do not pass through yoga's HTTP
@@ -155,11 +171,20 @@ export function webSocketOperationCheck(config: HttpSecurityConfig): WebSocketOp
   return (payload) => {
     const id = persistedOperationId(payload as Record<string, unknown>);
     if (payload.query) {
-      if (persisted.mode === 'only') return { error: PERSISTED_QUERY_REQUIRED.message, code: PERSISTED_QUERY_REQUIRED.code };
+      if (persisted.mode === 'only')
+        return { error: PERSISTED_QUERY_REQUIRED.message, code: PERSISTED_QUERY_REQUIRED.code };
       return { query: payload.query };
     }
-    if (id === null) return persisted.mode === 'only' ? { error: PERSISTED_QUERY_REQUIRED.message, code: PERSISTED_QUERY_REQUIRED.code } : { error: 'Send a query, or a persisted operation id in extensions.persistedQuery.sha256Hash.', code: 'BAD_REQUEST' };
+    if (id === null)
+      return persisted.mode === 'only'
+        ? { error: PERSISTED_QUERY_REQUIRED.message, code: PERSISTED_QUERY_REQUIRED.code }
+        : {
+            error: 'Send a query, or a persisted operation id in extensions.persistedQuery.sha256Hash.',
+            code: 'BAD_REQUEST',
+          };
     const query = persisted.operations.get(id);
-    return query === undefined ? { error: PERSISTED_QUERY_NOT_FOUND.message, code: PERSISTED_QUERY_NOT_FOUND.code } : { query };
+    return query === undefined
+      ? { error: PERSISTED_QUERY_NOT_FOUND.message, code: PERSISTED_QUERY_NOT_FOUND.code }
+      : { query };
   };
 }

@@ -1,6 +1,6 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Admission, Preemption, QueueStatus } from '../../core/scheduling/types.js';
-import { lostGpuHoursOf, type SchedulerStats } from '../../services/scheduling/scheduler-service.js';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Admission, Preemption, QueueStatus } from '../../core/scheduling/index.js';
+import { lostGpuHoursOf, type SchedulerStats } from '../../services/scheduling/index.js';
 
 /** Operation names longer than this are recorded as OTHER_OPERATION (label cardinality). */
 export const MAX_OPERATION_NAME_LENGTH = 64;
@@ -55,15 +55,29 @@ export function createMetrics(options: MetricsOptions = {}): FairwayMetrics {
     labelNames: ['operation_type', 'operation_name', 'code'] as const,
     registers,
   });
-  const subscriptionsOpen = new Gauge({ name: 'fairway_subscriptions_open', help: 'GraphQL subscriptions currently open (WebSocket and SSE).', registers });
+  const subscriptionsOpen = new Gauge({
+    name: 'fairway_subscriptions_open',
+    help: 'GraphQL subscriptions currently open (WebSocket and SSE).',
+    registers,
+  });
   const cycleDuration = new Histogram({
     name: 'fairway_scheduler_cycle_duration_seconds',
     help: "Leader admission cycle slices (FAIRWAY_CYCLE_SLICE_MS; one observation per slice, a whole cycle when slicing is off): the core's decisions and their write.",
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers,
   });
-  const admittedTotal = new Counter({ name: 'fairway_scheduler_admitted_total', help: 'Jobs admitted by this replica while leading, per queue.', labelNames: ['queue'] as const, registers });
-  const preemptedTotal = new Counter({ name: 'fairway_scheduler_preempted_total', help: 'Jobs preempted by this replica while leading, per victim queue.', labelNames: ['queue'] as const, registers });
+  const admittedTotal = new Counter({
+    name: 'fairway_scheduler_admitted_total',
+    help: 'Jobs admitted by this replica while leading, per queue.',
+    labelNames: ['queue'] as const,
+    registers,
+  });
+  const preemptedTotal = new Counter({
+    name: 'fairway_scheduler_preempted_total',
+    help: 'Jobs preempted by this replica while leading, per victim queue.',
+    labelNames: ['queue'] as const,
+    registers,
+  });
   const lostGpuHoursTotal = new Counter({
     name: 'fairway_scheduler_preemption_lost_gpu_hours_total',
     help: "GPU-hours of work thrown away by preemptions decided by this replica while leading (each victim's GPUs × time since its last checkpoint, or since admission), per victim queue and reason.",
@@ -94,7 +108,8 @@ export function createMetrics(options: MetricsOptions = {}): FairwayMetrics {
         preemptedTotal.inc({ queue: preemption.victimQueue });
         // Counted even at 0 (a resumable victim), so the series exists beside the preemption count.
         const lost = lostGpuHoursOf(preemption.lostGpuMs, timeScale);
-        if (lost !== null && lost >= 0) lostGpuHoursTotal.inc({ queue: preemption.victimQueue, reason: preemption.reason }, lost);
+        if (lost !== null && lost >= 0)
+          lostGpuHoursTotal.inc({ queue: preemption.victimQueue, reason: preemption.reason }, lost);
       }
     },
     watchScheduler({ stats, logError }) {
@@ -126,7 +141,11 @@ export function createMetrics(options: MetricsOptions = {}): FairwayMetrics {
         });
       perQueue('fairway_queue_pending_jobs', 'Pending jobs per queue.', (s) => s.pendingCount);
       perQueue('fairway_queue_admitted_jobs', 'Admitted jobs per queue.', (s) => s.admittedCount);
-      perQueue('fairway_queue_weighted_share', 'Weighted dominant resource share per queue (0 when not borrowing; +Inf when borrowing with weight 0).', (s) => s.weightedShare);
+      perQueue(
+        'fairway_queue_weighted_share',
+        'Weighted dominant resource share per queue (0 when not borrowing; +Inf when borrowing with weight 0).',
+        (s) => s.weightedShare,
+      );
       new Gauge({
         name: 'fairway_scheduler_leader',
         help: '1 when this replica leads the scheduler, else 0.',

@@ -1,15 +1,19 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { pino, stdSerializers, stdTimeFunctions, type DestinationStream } from 'pino';
 import type { Plugin } from 'graphql-yoga';
+import { type DestinationStream, pino, stdSerializers, stdTimeFunctions } from 'pino';
+import { type RequestLogStore, useRequestLogging } from '../../../plugins/useRequestLogging.js';
 import type { ObservabilityConfig } from '../../config/index.js';
-import { useRequestLogging, type RequestLogStore } from '../../../plugins/useRequestLogging.js';
 import { errorCode } from '../errors.js';
 import { startTracing } from './tracing.js';
 
-/** The settings (LOG_LEVEL, FAIRWAY_TRACING, OTEL_*) and their defaults: src/config/sections/observability.ts. */
+/** The settings (LOG_LEVEL, FAIRWAY_TRACING, OTEL_*) and their defaults:
+ * src/config/sections/observability.ts.
+ */
 export type { LogLevel, ObservabilityConfig } from '../../config/index.js';
 
-/** The process's structured logger (pino satisfies it). Kept minimal in the type so tests can pass their own. */
+/** The process's structured logger (pino satisfies it). Kept minimal in the type so tests can pass their
+ * own.
+ */
 export interface FairwayLogger {
   error(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
@@ -24,7 +28,18 @@ export interface FairwayLogger {
  * Variables are the caller's data: they are not logged at all, and censored if an object
  * carrying them is.
  */
-const SENSITIVE_KEYS = ['authorization', 'Authorization', 'cookie', 'password', 'token', 'secret', 'apiKey', 'connectionParams', 'variables', 'variableValues'];
+const SENSITIVE_KEYS = [
+  'authorization',
+  'Authorization',
+  'cookie',
+  'password',
+  'token',
+  'secret',
+  'apiKey',
+  'connectionParams',
+  'variables',
+  'variableValues',
+];
 export const REDACTED_PATHS = SENSITIVE_KEYS.flatMap((key) => [key, `*.${key}`, `*.*.${key}`]);
 
 /**
@@ -37,7 +52,10 @@ export const requestLogContext = new AsyncLocalStorage<RequestLogStore>();
  * JSON lines on stdout (or `destination`: tests capture them). Errors under `err` carry their
  * type, message, stack and causes: the stack is for this log only, clients get the masked error.
  */
-export function createLogger(config: Pick<ObservabilityConfig, 'logLevel'>, destination?: DestinationStream): FairwayLogger {
+export function createLogger(
+  config: Pick<ObservabilityConfig, 'logLevel'>,
+  destination?: DestinationStream,
+): FairwayLogger {
   return pino(
     {
       name: 'fairway',
@@ -74,17 +92,21 @@ export function yogaLogger(logger: FairwayLogger): YogaLoggerAdapter {
   const yoga = logger.child({ component: 'yoga' });
   const split = (args: unknown[]) => {
     const err = args.find((a): a is Error => a instanceof Error);
-    const text = args.filter((a) => typeof a === 'string' || typeof a === 'number' || typeof a === 'boolean').join(' ');
+    const text = args
+      .filter((a) => typeof a === 'string' || typeof a === 'number' || typeof a === 'boolean')
+      .join(' ');
     return { err, text: text || err?.message || 'yoga' };
   };
   // yoga's debug lines trace each request's phases (our request log covers that), and the
   // errors it reports are the ones it masked: typed answers to the caller, whose messages may
   // quote a variable's value. Unexpected errors are logged by maskError. Neither is kept here.
-  const at = (level: 'info' | 'warn' | 'error') => (...args: unknown[]) => {
-    const { err, text } = split(args);
-    if (err) return;
-    yoga[level]({}, text);
-  };
+  const at =
+    (level: 'info' | 'warn' | 'error') =>
+    (...args: unknown[]) => {
+      const { err, text } = split(args);
+      if (err) return;
+      yoga[level]({}, text);
+    };
   return { debug: () => {}, info: at('info'), warn: at('warn'), error: at('error') };
 }
 
@@ -93,10 +115,20 @@ export function yogaLogger(logger: FairwayLogger): YogaLoggerAdapter {
  * tracing. Placed after useFairwayAuth and useRateLimits: the caller is known by then.
  * `close()` flushes the spans not yet sent and stops the exporter.
  */
-export function observabilityPlugins(config: ObservabilityConfig, deps: { logger: FairwayLogger }): { plugins: Plugin[]; close(): Promise<void> } {
+export function observabilityPlugins(
+  config: ObservabilityConfig,
+  deps: { logger: FairwayLogger },
+): { plugins: Plugin[]; close(): Promise<void> } {
   const tracing = config.tracing ? startTracing(config.tracing, { logger: deps.logger }) : null;
   return {
-    plugins: [useRequestLogging({ logger: deps.logger.child({ component: 'graphql' }), requestContext: requestLogContext, errorCode }), ...(tracing?.plugins ?? [])],
+    plugins: [
+      useRequestLogging({
+        logger: deps.logger.child({ component: 'graphql' }),
+        requestContext: requestLogContext,
+        errorCode,
+      }),
+      ...(tracing?.plugins ?? []),
+    ],
     close: async () => {
       await tracing?.close();
     },

@@ -1,8 +1,13 @@
-import type { Plugin } from 'graphql-yoga';
 import type { TracerProvider } from '@opentelemetry/api';
-import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
+import type { Plugin } from 'graphql-yoga';
 import { useTracing } from '../../../plugins/useTracing.js';
 import type { TracingConfig } from '../../config/index.js';
 import { errorCode } from '../errors.js';
@@ -14,7 +19,12 @@ import type { FairwayLogger } from './observability.js';
  * messages (graphql-js quotes the offending variable value in them). They are removed
  * before export whatever the plugin's options, so a later option change cannot leak them.
  */
-const PRIVATE_ATTRIBUTES = ['graphql.execute.document', 'graphql.execute.variables', 'graphql.execute.result', 'graphql.resolver.args'];
+const PRIVATE_ATTRIBUTES = [
+  'graphql.execute.document',
+  'graphql.execute.variables',
+  'graphql.execute.result',
+  'graphql.resolver.args',
+];
 const PRIVATE_EVENT_ATTRIBUTES = ['exception.message', 'exception.stacktrace'];
 /** Export failures (collector down) are logged at most this often. */
 const EXPORT_FAILURE_LOG_EVERY_MS = 60_000;
@@ -25,9 +35,17 @@ const EXPORT_FAILURE_LOG_EVERY_MS = 60_000;
  * is registered globally, so several apps in one process (the tests) each export to their own
  * collector. `close()` exports what is buffered, then stops.
  */
-export function startTracing(config: TracingConfig, deps: { logger: FairwayLogger }): { plugins: Plugin[]; provider: TracerProvider; close(): Promise<void> } {
-  const exporter = new PrivateSpanExporter(new OTLPTraceExporter({ url: config.url, headers: config.headers }), deps.logger);
-  const provider = new BasicTracerProvider({ resource: new Resource({ 'service.name': config.serviceName }) });
+export function startTracing(
+  config: TracingConfig,
+  deps: { logger: FairwayLogger },
+): { plugins: Plugin[]; provider: TracerProvider; close(): Promise<void> } {
+  const exporter = new PrivateSpanExporter(
+    new OTLPTraceExporter({ url: config.url, headers: config.headers }),
+    deps.logger,
+  );
+  const provider = new BasicTracerProvider({
+    resource: new Resource({ 'service.name': config.serviceName }),
+  });
   provider.addSpanProcessor(new BatchSpanProcessor(exporter));
   let closed: Promise<void> | null = null;
   return {
@@ -71,9 +89,14 @@ class PrivateSpanExporter implements SpanExporter {
 
 function withoutPrivateData(span: ReadableSpan): ReadableSpan {
   const attributes = omit(span.attributes, PRIVATE_ATTRIBUTES);
-  const events = span.events.map((event) => (event.attributes ? { ...event, attributes: omit(event.attributes, PRIVATE_EVENT_ATTRIBUTES) } : event));
+  const events = span.events.map((event) =>
+    event.attributes ? { ...event, attributes: omit(event.attributes, PRIVATE_EVENT_ATTRIBUTES) } : event,
+  );
   // A view over the span (its methods, e.g. spanContext(), stay on the prototype chain).
-  return Object.create(span, { attributes: { value: attributes }, events: { value: events } }) as ReadableSpan;
+  return Object.create(span, {
+    attributes: { value: attributes },
+    events: { value: events },
+  }) as ReadableSpan;
 }
 
 function omit<T extends Record<string, unknown>>(record: T, keys: readonly string[]): T {

@@ -1,5 +1,5 @@
 /**
- * How much one request may ask of the server (issue 13). The limits, their defaults and the
+ * How much one request may ask of the server. The limits, their defaults and the
  * FAIRWAY_MAX_* / FAIRWAY_INTROSPECTION / FAIRWAY_FIELD_SUGGESTIONS variables live in
  * src/config/sections/limits.ts; `config.limits` holds them resolved (introspection and
  * suggestions off in production unless enabled). Applied by plugins/useQueryLimits.ts and

@@ -8,7 +8,8 @@ import type { RequestSource } from '../../../plugins/useRateLimits.js';
 export function clientIpOf(context: RequestSource, hops: number): string {
   const peer = context.req?.socket?.remoteAddress ?? 'unknown';
   if (hops <= 0) return normalizeIp(peer);
-  const header = context.req?.headers['x-forwarded-for'] ?? context.request?.headers.get('x-forwarded-for') ?? '';
+  const header =
+    context.req?.headers['x-forwarded-for'] ?? context.request?.headers.get('x-forwarded-for') ?? '';
   const forwarded = (Array.isArray(header) ? header.join(',') : header)
     .split(',')
     .map((part) => part.trim())

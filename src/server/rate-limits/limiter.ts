@@ -1,7 +1,12 @@
 import { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Bucket, RateLimitConfig } from '../../config/sections/rate-limits.js';
+import {
+  type RateLimiterAbstract,
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+} from 'rate-limiter-flexible';
 import type { RateLimitBuckets, RateLimitName, RateLimitRefusal } from '../../../plugins/useRateLimits.js';
+import type { Bucket, RateLimitConfig } from '../../config/index.js';
 
 /**
  * Request rates per caller, so one token (or one guesser) cannot take a replica, or the
@@ -18,9 +23,11 @@ import type { RateLimitBuckets, RateLimitName, RateLimitRefusal } from '../../..
 /** Platform admins operate every tenant: their own bucket is this many times a token's. */
 export const PLATFORM_ADMIN_FACTOR = 4;
 
-export type { Bucket, RateLimitConfig } from '../../config/sections/rate-limits.js';
+export type { Bucket, RateLimitConfig } from '../../config/index.js';
 
-/** The buckets plugins/useRateLimits.ts charges (and the WebSocket transport's credential checks), per replica or in Redis. */
+/** The buckets plugins/useRateLimits.ts charges (and the WebSocket transport's credential checks), per
+ * replica or in Redis.
+ */
 export interface RateLimiter extends RateLimitBuckets {
   readonly config: RateLimitConfig;
   close(): Promise<void>;
@@ -38,9 +45,18 @@ const REDIS_COMMAND_TIMEOUT_MS = 250;
 /** How long start-up waits for Redis before it begins with per-replica limits. */
 const REDIS_CONNECT_WAIT_MS = 2000;
 
-export async function createRateLimiter(config: RateLimitConfig, deps: { redisUrl?: string; logError: (error: unknown) => void }): Promise<RateLimiter> {
+export async function createRateLimiter(
+  config: RateLimitConfig,
+  deps: { redisUrl?: string; logError: (error: unknown) => void },
+): Promise<RateLimiter> {
   if (!config.enabled) {
-    return { config, charge: async () => null, credentialAttemptAllowed: async () => null, credentialFailed: async () => {}, close: async () => {} };
+    return {
+      config,
+      charge: async () => null,
+      credentialAttemptAllowed: async () => null,
+      credentialFailed: async () => {},
+      close: async () => {},
+    };
   }
   const redis = deps.redisUrl ? connectRedis(deps.redisUrl, deps.logError) : null;
   if (redis) await redis.ready;
@@ -54,17 +70,33 @@ export async function createRateLimiter(config: RateLimitConfig, deps: { redisUr
   const limiter = (name: string, window: { points: number; duration: number }): RateLimiterAbstract => {
     const options = { keyPrefix: `${config.keyPrefix}:${name}`, ...window };
     if (!redis) return new RateLimiterMemory(options);
-    return new RateLimiterRedis({ ...options, storeClient: redis.client, useRedisPackage: false, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(options) });
+    return new RateLimiterRedis({
+      ...options,
+      storeClient: redis.client,
+      useRedisPackage: false,
+      rejectIfRedisNotReady: true,
+      insuranceLimiter: new RateLimiterMemory(options),
+    });
   };
-  const adminBucket = { perSecond: config.principal.perSecond * PLATFORM_ADMIN_FACTOR, burst: config.principal.burst * PLATFORM_ADMIN_FACTOR };
+  const adminBucket = {
+    perSecond: config.principal.perSecond * PLATFORM_ADMIN_FACTOR,
+    burst: config.principal.burst * PLATFORM_ADMIN_FACTOR,
+  };
   const principal = limiter('principal', windowOf(config.principal));
   const admin = limiter('admin', windowOf(adminBucket));
   const tenant = limiter('tenant', windowOf(config.tenant));
   const anonymous = limiter('anonymous', { points: config.anonymousPerMinute, duration: 60 });
   const authFailures = limiter('auth-failures', { points: config.authFailuresPerMinute, duration: 60 });
 
-  /** Resolves null when consumed, a refusal when the bucket is empty; any other failure is logged and allows (the insurance limiter already failed too). */
-  const take = async (bucket: RateLimiterAbstract, key: string, points: number, limit: RateLimitName): Promise<RateLimitRefusal | null> => {
+  /** Resolves null when consumed, a refusal when the bucket is empty; any other failure is logged and allows
+   * (the insurance limiter already failed too).
+   */
+  const take = async (
+    bucket: RateLimiterAbstract,
+    key: string,
+    points: number,
+    limit: RateLimitName,
+  ): Promise<RateLimitRefusal | null> => {
     try {
       await bucket.consume(key, points);
       return null;
@@ -79,7 +111,12 @@ export async function createRateLimiter(config: RateLimitConfig, deps: { redisUr
     config,
     async charge(subject, points) {
       if (subject.kind === 'anonymous') return take(anonymous, subject.ip, points, 'anonymous');
-      const own = await take(subject.isPlatformAdmin ? admin : principal, subject.principalKey, points, 'token');
+      const own = await take(
+        subject.isPlatformAdmin ? admin : principal,
+        subject.principalKey,
+        points,
+        'token',
+      );
       if (own) return own;
       for (const tenantId of subject.tenantIds) {
         const refused = await take(tenant, tenantId, points, 'tenant');
@@ -90,7 +127,9 @@ export async function createRateLimiter(config: RateLimitConfig, deps: { redisUr
     async credentialAttemptAllowed(ip) {
       try {
         const res = await authFailures.get(ip);
-        return res && res.consumedPoints >= config.authFailuresPerMinute ? { limit: 'credential-failures', retryAfterSeconds: retryAfter(res) } : null;
+        return res && res.consumedPoints >= config.authFailuresPerMinute
+          ? { limit: 'credential-failures', retryAfterSeconds: retryAfter(res) }
+          : null;
       } catch (error) {
         deps.logError(error);
         return null;
@@ -111,7 +150,12 @@ export async function createRateLimiter(config: RateLimitConfig, deps: { redisUr
  * instead of waiting for Redis. An outage is logged once when it starts, not per request.
  */
 function connectRedis(url: string, logError: (error: unknown) => void) {
-  const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: REDIS_COMMAND_TIMEOUT_MS, lazyConnect: true });
+  const client = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    lazyConnect: true,
+  });
   let closing = false;
   let reported = false;
   const outage = (reason: string) => {
@@ -128,7 +172,10 @@ function connectRedis(url: string, logError: (error: unknown) => void) {
   });
   // Start-up waits a little for Redis; after that (or when it is down) requests are limited
   // per replica until ioredis reconnects by itself.
-  const ready = Promise.race([client.connect().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, REDIS_CONNECT_WAIT_MS).unref())]);
+  const ready = Promise.race([
+    client.connect().catch(() => undefined),
+    new Promise((resolve) => setTimeout(resolve, REDIS_CONNECT_WAIT_MS).unref()),
+  ]);
   return {
     client,
     ready,
@@ -138,4 +185,3 @@ function connectRedis(url: string, logError: (error: unknown) => void) {
     },
   };
 }
-

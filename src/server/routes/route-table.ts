@@ -1,7 +1,7 @@
 import type { Route } from '../../../plugins/useRoutes.js';
-import { metricsRoute, type MetricsRouteOptions } from './metrics.js';
-import { readinessRoute, type ReadinessRouteOptions } from './readiness.js';
-import { usageExportRoute, type UsageExportRouteOptions } from './usage-export.js';
+import { type MetricsRouteOptions, metricsRoute } from './metrics.js';
+import { type ReadinessRouteOptions, readinessRoute } from './readiness.js';
+import { type UsageExportRouteOptions, usageExportRoute } from './usage-export.js';
 
 export { methodNotAllowed } from './route-errors.js';
 
@@ -16,5 +16,9 @@ export interface ServerRoutesOptions {
  * `/usage/export.csv` and `/metrics`. (`/health` is yoga's own liveness check.)
  */
 export function serverRoutes(options: ServerRoutesOptions): Route[] {
-  return [readinessRoute(options.readiness), usageExportRoute(options.usageExport), metricsRoute(options.metrics)];
+  return [
+    readinessRoute(options.readiness),
+    usageExportRoute(options.usageExport),
+    metricsRoute(options.metrics),
+  ];
 }

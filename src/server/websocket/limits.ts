@@ -1,4 +1,4 @@
-import type { Principal } from '../../auth/principal.js';
+import type { Principal } from '../../auth/index.js';
 
 /**
  * The caps of src/server/websocket/websocket.ts, counted in this process (one server replica): nothing is
@@ -69,10 +69,19 @@ export class WebSocketLimits {
 
   constructor(private readonly caps: WebSocketCaps) {}
 
-  /** A socket was accepted: it is half-open until connection_init is answered. Null when its address holds too many already. */
+  /** A socket was accepted: it is half-open until connection_init is answered. Null when its address holds
+   * too many already.
+   */
   open(ip: string): ConnectionSlot | null {
     if ((this.halfOpenByIp.get(ip) ?? 0) >= this.caps.maxHalfOpenPerIp) return null;
-    const slot: ConnectionSlot = { ip, halfOpen: true, principal: null, principalKey: null, tenants: [], operations: new Set() };
+    const slot: ConnectionSlot = {
+      ip,
+      halfOpen: true,
+      principal: null,
+      principalKey: null,
+      tenants: [],
+      operations: new Set(),
+    };
     increment(this.halfOpenByIp, ip);
     this.slots.add(slot);
     return slot;
@@ -89,8 +98,10 @@ export class WebSocketLimits {
   admit(slot: ConnectionSlot, principal: Principal): CapRefusal {
     const key = principal.userId;
     const tenants = tenantsOf(principal);
-    if ((this.connectionsByPrincipal.get(key) ?? 0) >= this.caps.maxConnectionsPerPrincipal) return { cap: 'principal', limit: this.caps.maxConnectionsPerPrincipal };
-    if (tenants.some((t) => (this.connectionsByTenant.get(t) ?? 0) >= this.caps.maxConnectionsPerTenant)) return { cap: 'tenant', limit: this.caps.maxConnectionsPerTenant };
+    if ((this.connectionsByPrincipal.get(key) ?? 0) >= this.caps.maxConnectionsPerPrincipal)
+      return { cap: 'principal', limit: this.caps.maxConnectionsPerPrincipal };
+    if (tenants.some((t) => (this.connectionsByTenant.get(t) ?? 0) >= this.caps.maxConnectionsPerTenant))
+      return { cap: 'tenant', limit: this.caps.maxConnectionsPerTenant };
     slot.principal = principal;
     slot.principalKey = key;
     slot.tenants = tenants;
@@ -103,9 +114,16 @@ export class WebSocketLimits {
   reserve(slot: ConnectionSlot, id: string): CapRefusal {
     const key = slot.principalKey;
     if (key === null || slot.operations.has(id)) return null;
-    if (slot.operations.size >= this.caps.maxSubscriptionsPerConnection) return { cap: 'connection', limit: this.caps.maxSubscriptionsPerConnection };
-    if ((this.subscriptionsByPrincipal.get(key) ?? 0) >= this.caps.maxSubscriptionsPerPrincipal) return { cap: 'principal', limit: this.caps.maxSubscriptionsPerPrincipal };
-    if (slot.tenants.some((t) => (this.subscriptionsByTenant.get(t) ?? 0) >= this.caps.maxSubscriptionsPerTenant)) return { cap: 'tenant', limit: this.caps.maxSubscriptionsPerTenant };
+    if (slot.operations.size >= this.caps.maxSubscriptionsPerConnection)
+      return { cap: 'connection', limit: this.caps.maxSubscriptionsPerConnection };
+    if ((this.subscriptionsByPrincipal.get(key) ?? 0) >= this.caps.maxSubscriptionsPerPrincipal)
+      return { cap: 'principal', limit: this.caps.maxSubscriptionsPerPrincipal };
+    if (
+      slot.tenants.some(
+        (t) => (this.subscriptionsByTenant.get(t) ?? 0) >= this.caps.maxSubscriptionsPerTenant,
+      )
+    )
+      return { cap: 'tenant', limit: this.caps.maxSubscriptionsPerTenant };
     slot.operations.add(id);
     increment(this.subscriptionsByPrincipal, key);
     for (const tenant of slot.tenants) increment(this.subscriptionsByTenant, tenant);
@@ -142,8 +160,14 @@ export class WebSocketLimits {
       halfOpen: sum(this.halfOpenByIp),
       connections,
       subscriptions,
-      byPrincipal: { connections: sum(this.connectionsByPrincipal), subscriptions: sum(this.subscriptionsByPrincipal) },
-      byTenant: { connections: sum(this.connectionsByTenant), subscriptions: sum(this.subscriptionsByTenant) },
+      byPrincipal: {
+        connections: sum(this.connectionsByPrincipal),
+        subscriptions: sum(this.subscriptionsByPrincipal),
+      },
+      byTenant: {
+        connections: sum(this.connectionsByTenant),
+        subscriptions: sum(this.subscriptionsByTenant),
+      },
     };
   }
 }

@@ -55,7 +55,10 @@ function sizeOf(value: unknown): number {
  * The subscription's events, pulled from `source` as soon as they are produced and queued here
  * (counted by `budget`) until graphql-ws asks for them. Ending it (return) ends the source.
  */
-export function budgetedStream<T>(source: AsyncIterable<T>, budget: OutboundBudget): AsyncGenerator<T, undefined> {
+export function budgetedStream<T>(
+  source: AsyncIterable<T>,
+  budget: OutboundBudget,
+): AsyncGenerator<T, undefined> {
   const iterator = source[Symbol.asyncIterator]();
   const queue: { value: T; bytes: number }[] = [];
   let waiting: ((result: IteratorResult<T, undefined>) => void) | null = null;

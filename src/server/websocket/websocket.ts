@@ -1,17 +1,16 @@
 import type { IncomingMessage, Server } from 'node:http';
 import { GraphQLError } from 'graphql';
-import type { YogaServerInstance } from 'graphql-yoga';
-import { WebSocketServer, type WebSocket } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
-import type { IdentityResolver } from '../../auth/identity.js';
-import type { Principal } from '../../auth/principal.js';
-import { FairwayError } from '../../shared/client-errors.js';
-import { isDatabaseUnavailable } from '../../persistence/database-unavailable.js';
-import type { FairwayMetrics } from '../metrics/registry.js';
-import type { WebSocketOperationCheck } from '../http-security/http-security.js';
-import { createMaskError } from '../errors.js';
+import type { YogaServerInstance } from 'graphql-yoga';
+import { type WebSocket, WebSocketServer } from 'ws';
+import type { IdentityResolver, Principal } from '../../auth/index.js';
 import type { WebSocketConfig } from '../../config/index.js';
-import { WebSocketLimits, type CapRefusal, type ConnectionSlot, type WebSocketStats } from './limits.js';
+import { isDatabaseUnavailable } from '../../persistence/database-unavailable.js';
+import { FairwayError } from '../../shared/index.js';
+import { createMaskError } from '../errors.js';
+import type { WebSocketOperationCheck } from '../http-security/index.js';
+import type { FairwayMetrics } from '../metrics/index.js';
+import { type CapRefusal, type ConnectionSlot, WebSocketLimits, type WebSocketStats } from './limits.js';
 import { budgetedStream, OutboundBudget } from './stream.js';
 
 /** Counts against the caps, and slow readers closed since start. */
@@ -25,7 +24,9 @@ export interface AttachedWebSocketStats extends WebSocketStats {
  */
 const SLOW_READER_GRACE_MS = 5_000;
 
-/** The caps (FAIRWAY_WS_*) and their defaults, the same in every environment: src/config/sections/websocket.ts. */
+/** The caps (FAIRWAY_WS_*) and their defaults, the same in every environment:
+ * src/config/sections/websocket.ts.
+ */
 export { DEFAULT_WEBSOCKET_CONFIG, type WebSocketConfig } from '../../config/index.js';
 
 /**
@@ -33,11 +34,15 @@ export { DEFAULT_WEBSOCKET_CONFIG, type WebSocketConfig } from '../../config/ind
  * init, 4500). 44xx mirror the HTTP status a client would get for the same refusal.
  */
 export const WS_CLOSE = {
-  /** Missing or invalid credential at connection_init (graphql-ws's documented refusal: onConnect returning false). */
+  /** Missing or invalid credential at connection_init (graphql-ws's documented refusal: onConnect returning
+   * false).
+   */
   forbidden: 4403,
   /** Too many connections for the principal or tenant, or half-open sockets for the address. */
   tooManyConnections: 4429,
-  /** The client does not read: more than maxBufferedBytes waited to be sent. Retryable (RFC 6455: "Try Again Later"). */
+  /** The client does not read: more than maxBufferedBytes waited to be sent. Retryable (RFC 6455: "Try Again
+   * Later").
+   */
   slowReader: 1013,
   /** The database did not answer while the credential was verified. Retryable. */
   unavailable: 1013,
@@ -59,7 +64,9 @@ export interface AttachWebSocketOptions {
    * so guessing tokens in connection_init is cut off as it is over HTTP; absent: limits off.
    */
   credentialAttempts?: WebSocketCredentialAttempts | null;
-  /** The client's address for the half-open cap (behind trusted proxies, theirs is not it); absent: the socket's peer. */
+  /** The client's address for the half-open cap (behind trusted proxies, theirs is not it); absent: the
+   * socket's peer.
+   */
   addressOf?: (request: IncomingMessage) => string;
 }
 
@@ -85,25 +92,36 @@ interface EnvelopedRoot {
 export interface FairwayWebSocketExtra {
   socket: WebSocket;
   request: IncomingMessage;
-  /** The principal verified at connection_init (each subscription still builds and re-checks its own context). */
+  /** The principal verified at connection_init (each subscription still builds and re-checks its own
+   * context).
+   */
   principal?: Principal;
 }
 
 /** Close reasons are limited to 123 bytes by RFC 6455. */
 function reason(text: string): string {
-  return Buffer.byteLength(text) <= 123 ? text : `${Buffer.from(text).subarray(0, 120).toString().replace(/\uFFFD+$/, '')}…`;
+  return Buffer.byteLength(text) <= 123
+    ? text
+    : `${Buffer.from(text)
+        .subarray(0, 120)
+        .toString()
+        .replace(/\uFFFD+$/, '')}…`;
 }
 
 function closeWith(socket: WebSocket, code: number, text: string): void {
-  if (socket.readyState === socket.OPEN || socket.readyState === socket.CONNECTING) socket.close(code, reason(text));
+  if (socket.readyState === socket.OPEN || socket.readyState === socket.CONNECTING)
+    socket.close(code, reason(text));
 }
 
 const CAP_NAMES = { connection: 'per connection', principal: 'per principal', tenant: 'per tenant' } as const;
 
 function tooManySubscriptions(refusal: NonNullable<CapRefusal>): GraphQLError {
-  return new GraphQLError(`Too many subscriptions: at most ${refusal.limit} open ${CAP_NAMES[refusal.cap]} on this server; complete one first.`, {
-    extensions: { code: 'RATE_LIMITED', limit: `subscriptions ${CAP_NAMES[refusal.cap]}` },
-  });
+  return new GraphQLError(
+    `Too many subscriptions: at most ${refusal.limit} open ${CAP_NAMES[refusal.cap]} on this server; complete one first.`,
+    {
+      extensions: { code: 'RATE_LIMITED', limit: `subscriptions ${CAP_NAMES[refusal.cap]}` },
+    },
+  );
 }
 
 function authorizationOf(params: Record<string, unknown> | undefined): string | null {
@@ -119,23 +137,40 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
   const slots = new WeakMap<WebSocket, ConnectionSlot>();
   const budgets = new WeakMap<WebSocket, OutboundBudget>();
   let slowReadersClosed = 0;
-  const wsServer = new WebSocketServer({ server: httpServer, path: yoga.graphqlEndpoint, maxPayload: config.maxMessageBytes });
+  const wsServer = new WebSocketServer({
+    server: httpServer,
+    path: yoga.graphqlEndpoint,
+    maxPayload: config.maxMessageBytes,
+  });
 
   // Registered before graphql-ws's own listener, so a refused socket is closed before it is served.
   wsServer.on('connection', (socket, request) => {
     const slot = limits.open(options.addressOf?.(request) ?? request.socket.remoteAddress ?? 'unknown');
     socket.once('close', () => slot && limits.close(slot));
-    if (!slot) return closeWith(socket, WS_CLOSE.tooManyConnections, 'Too many connections: too many uninitialised sockets from this address');
+    if (!slot)
+      return closeWith(
+        socket,
+        WS_CLOSE.tooManyConnections,
+        'Too many connections: too many uninitialised sockets from this address',
+      );
     slots.set(socket, slot);
     budgets.set(
       socket,
-      new OutboundBudget(config.maxBufferedBytes, () => socket.bufferedAmount, () => {
-        slowReadersClosed++;
-        closeWith(socket, WS_CLOSE.slowReader, `Slow reader: more than ${config.maxBufferedBytes} bytes waiting to be sent`);
-        // The close frame queues behind what the client is not reading: free the memory soon
-        // rather than after ws's 30 s closing handshake timeout.
-        setTimeout(() => socket.terminate(), SLOW_READER_GRACE_MS).unref();
-      }),
+      new OutboundBudget(
+        config.maxBufferedBytes,
+        () => socket.bufferedAmount,
+        () => {
+          slowReadersClosed++;
+          closeWith(
+            socket,
+            WS_CLOSE.slowReader,
+            `Slow reader: more than ${config.maxBufferedBytes} bytes waiting to be sent`,
+          );
+          // The close frame queues behind what the client is not reading: free the memory soon
+          // rather than after ws's 30 s closing handshake timeout.
+          setTimeout(() => socket.terminate(), SLOW_READER_GRACE_MS).unref();
+        },
+      ),
     );
   });
 
@@ -148,7 +183,12 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
       subscribe: async (args) => {
         const result = await (args.rootValue as EnvelopedRoot).subscribe(args);
         const budget = budgets.get((args.contextValue as { socket?: WebSocket }).socket as WebSocket);
-        if (!budget || !result || typeof (result as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function') return result as never;
+        if (
+          !budget ||
+          !result ||
+          typeof (result as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function'
+        )
+          return result as never;
         return budgetedStream(result as AsyncIterable<unknown>, budget) as never;
       },
       onConnect: async (ctx) => {
@@ -157,19 +197,27 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
         if (!slot) return false;
         let principal: Principal | null = null;
         const authorization = authorizationOf(ctx.connectionParams);
-        const waitSeconds = authorization != null ? await options.credentialAttempts?.refusedFor(extra.request) : null;
+        const waitSeconds =
+          authorization != null ? await options.credentialAttempts?.refusedFor(extra.request) : null;
         if (waitSeconds != null) {
           limits.initialised(slot);
-          closeWith(extra.socket, WS_CLOSE.tooManyConnections, `Too many failed credentials from this address; retry in ${waitSeconds} s.`);
+          closeWith(
+            extra.socket,
+            WS_CLOSE.tooManyConnections,
+            `Too many failed credentials from this address; retry in ${waitSeconds} s.`,
+          );
           return false;
         }
         try {
           principal = await identity.resolveAuthorization(authorization);
         } catch (error) {
           limits.initialised(slot);
-          if (error instanceof FairwayError && error.code === 'UNAUTHENTICATED') await options.credentialAttempts?.failed(extra.request);
-          if (error instanceof FairwayError) closeWith(extra.socket, WS_CLOSE.forbidden, `Forbidden: ${error.message}`);
-          else if (isDatabaseUnavailable(error)) closeWith(extra.socket, WS_CLOSE.unavailable, 'Service unavailable; try again shortly.');
+          if (error instanceof FairwayError && error.code === 'UNAUTHENTICATED')
+            await options.credentialAttempts?.failed(extra.request);
+          if (error instanceof FairwayError)
+            closeWith(extra.socket, WS_CLOSE.forbidden, `Forbidden: ${error.message}`);
+          else if (isDatabaseUnavailable(error))
+            closeWith(extra.socket, WS_CLOSE.unavailable, 'Service unavailable; try again shortly.');
           else {
             logError(error);
             closeWith(extra.socket, WS_CLOSE.internal, 'Unexpected error.');
@@ -180,12 +228,20 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
         // Closed while the credential was checked: nothing to admit (its close already ran).
         if (extra.socket.readyState !== extra.socket.OPEN) return false;
         if (!principal) {
-          closeWith(extra.socket, WS_CLOSE.forbidden, 'Forbidden: send {"authorization": "Bearer <token>"} in connection_init');
+          closeWith(
+            extra.socket,
+            WS_CLOSE.forbidden,
+            'Forbidden: send {"authorization": "Bearer <token>"} in connection_init',
+          );
           return false;
         }
         const refusal = limits.admit(slot, principal);
         if (refusal) {
-          closeWith(extra.socket, WS_CLOSE.tooManyConnections, `Too many connections: at most ${refusal.limit} ${CAP_NAMES[refusal.cap]} on this server`);
+          closeWith(
+            extra.socket,
+            WS_CLOSE.tooManyConnections,
+            `Too many connections: at most ${refusal.limit} ${CAP_NAMES[refusal.cap]} on this server`,
+          );
           return false;
         }
         extra.principal = principal;
@@ -193,19 +249,33 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
       },
       onSubscribe: async (ctx, id, payload) => {
         const slot = slotOf(ctx.extra);
-        if (!slot) return [new GraphQLError('Connection not initialised.', { extensions: { code: 'UNAUTHENTICATED' } })];
+        if (!slot)
+          return [
+            new GraphQLError('Connection not initialised.', { extensions: { code: 'UNAUTHENTICATED' } }),
+          ];
         const refusal = limits.reserve(slot, id);
         if (refusal) return [tooManySubscriptions(refusal)];
         try {
-          const { schema: enveloped, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+          const {
+            schema: enveloped,
+            execute,
+            subscribe,
+            contextFactory,
+            parse,
+            validate,
+          } = yoga.getEnveloped({
             ...ctx,
             req: ctx.extra.request,
             socket: ctx.extra.socket,
             params: payload,
             connectionParams: ctx.connectionParams ?? null,
           });
-          const checked = options.operationCheck?.({ query: payload.query, extensions: payload.extensions ?? undefined }) ?? { query: payload.query };
-          if ('error' in checked) return [new GraphQLError(checked.error, { extensions: { code: checked.code } })];
+          const checked = options.operationCheck?.({
+            query: payload.query,
+            extensions: payload.extensions ?? undefined,
+          }) ?? { query: payload.query };
+          if ('error' in checked)
+            return [new GraphQLError(checked.error, { extensions: { code: checked.code } })];
           // A malformed or over-limit operation (graphql-armor runs inside parse and validate)
           // is answered on its own id; the socket and its other subscriptions carry on.
           let document;
@@ -214,11 +284,27 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
           } catch (error) {
             if (!(error instanceof Error && error.name === 'GraphQLError')) throw error;
             const code = (error as GraphQLError).extensions?.code;
-            return [new GraphQLError(error.message, { extensions: { code: typeof code === 'string' ? code : 'GRAPHQL_PARSE_FAILED' } })];
+            return [
+              new GraphQLError(error.message, {
+                extensions: { code: typeof code === 'string' ? code : 'GRAPHQL_PARSE_FAILED' },
+              }),
+            ];
           }
           const errors = validate(enveloped, document);
           if (errors.length) {
-            return (errors as readonly GraphQLError[]).map((e) => new GraphQLError(e.message, { nodes: e.nodes, extensions: { ...e.extensions, code: typeof e.extensions?.code === 'string' ? e.extensions.code : 'GRAPHQL_VALIDATION_FAILED' } }));
+            return (errors as readonly GraphQLError[]).map(
+              (e) =>
+                new GraphQLError(e.message, {
+                  nodes: e.nodes,
+                  extensions: {
+                    ...e.extensions,
+                    code:
+                      typeof e.extensions?.code === 'string'
+                        ? e.extensions.code
+                        : 'GRAPHQL_VALIDATION_FAILED',
+                  },
+                }),
+            );
           }
           let contextValue: unknown;
           try {
@@ -227,7 +313,14 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
             // A credential that no longer verifies: this operation's typed error, not 4500 for the socket.
             return [maskError(error) as GraphQLError];
           }
-          return { schema: enveloped, operationName: payload.operationName, document, variableValues: payload.variables, contextValue, rootValue: { execute, subscribe } };
+          return {
+            schema: enveloped,
+            operationName: payload.operationName,
+            document,
+            variableValues: payload.variables,
+            contextValue,
+            rootValue: { execute, subscribe },
+          };
         } catch (error) {
           return [maskError(error) as GraphQLError];
         }
@@ -252,7 +345,12 @@ export function attachWebSocket(options: AttachWebSocketOptions): AttachedWebSoc
     stats: () => ({ ...limits.stats(), slowReadersClosed }),
     async close() {
       const sockets = [...wsServer.clients];
-      const closed = sockets.map((socket) => new Promise<void>((resolve) => (socket.readyState === socket.CLOSED ? resolve() : socket.once('close', () => resolve()))));
+      const closed = sockets.map(
+        (socket) =>
+          new Promise<void>((resolve) =>
+            socket.readyState === socket.CLOSED ? resolve() : socket.once('close', () => resolve()),
+          ),
+      );
       await wsCleanup.dispose();
       // dispose() says 1001 and stops listening; a peer that does not answer is cut off, so
       // every slot is given back before close resolves.

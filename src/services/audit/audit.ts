@@ -1,9 +1,9 @@
-import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
-import { AuditEvent, type AuditOutcome } from '../../persistence/audit/entities.js';
-import { Tenant, User } from '../../persistence/tenancy/entities.js';
-import { canSeeTenant } from '../../auth/principal.js';
+import { type EntityManager, UniqueConstraintViolationException } from '@mikro-orm/core';
+import { canSeeTenant } from '../../auth/index.js';
+import { AuditEvent, type AuditOutcome } from '../../persistence/audit/index.js';
+import { Tenant, User } from '../../persistence/tenancy/index.js';
+import { conflict, FairwayError } from '../../shared/index.js';
 import { checkedTenant, type ServiceContext } from '../context.js';
-import { FairwayError, conflict } from '../../shared/client-errors.js';
 
 /** Input keys whose values never reach the audit log. */
 const SECRET_KEYS = /secret|password|token$|key$/i;
@@ -13,7 +13,8 @@ export function redact(input: Record<string, unknown>): Record<string, unknown> 
   for (const [key, value] of Object.entries(input)) {
     if (value === undefined) continue;
     if (SECRET_KEYS.test(key)) out[key] = '[redacted]';
-    else if (value && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date)) out[key] = redact(value as Record<string, unknown>);
+    else if (value && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date))
+      out[key] = redact(value as Record<string, unknown>);
     else out[key] = value;
   }
   return out;
@@ -47,32 +48,56 @@ export async function auditedMutation<T>(
   let committed: { result: T; tenantId: string | null; auditEventId: string };
   const checked = { tenantId: null as string | null };
   try {
-    committed = await checkedTenant.run(checked, () => ctx.em.transactional(async (em) => {
-      const outcome = await work(em);
-      const event = buildEvent(em, ctx, meta, 'SUCCESS', outcome.tenantId, outcome.targetType, outcome.targetId, null);
-      em.persist(event);
-      await em.flush();
-      return { result: outcome.result, tenantId: outcome.tenantId, auditEventId: event.id };
-    }));
+    committed = await checkedTenant.run(checked, () =>
+      ctx.em.transactional(async (em) => {
+        const outcome = await work(em);
+        const event = buildEvent(
+          em,
+          ctx,
+          meta,
+          'SUCCESS',
+          outcome.tenantId,
+          outcome.targetType,
+          outcome.targetId,
+          null,
+        );
+        em.persist(event);
+        await em.flush();
+        return { result: outcome.result, tenantId: outcome.tenantId, auditEventId: event.id };
+      }),
+    );
   } catch (error) {
     throw await auditedFailure(ctx, meta, error, checked.tenantId);
   }
   // Announced only after commit: a subscriber never hears of a change that rolled back.
-  if (committed.tenantId) ctx.events.publish('audit-event', committed.tenantId, { auditEventId: committed.auditEventId });
+  if (committed.tenantId)
+    ctx.events.publish('audit-event', committed.tenantId, { auditEventId: committed.auditEventId });
   return committed.result;
 }
 
 /** A refused or failed attempt, audited on its own; returns the error to throw. */
-async function auditedFailure(ctx: ServiceContext, meta: MutationMeta, error: unknown, checkedTenantId: string | null): Promise<unknown> {
-  const mapped = error instanceof UniqueConstraintViolationException ? conflict('That conflicts with something that already exists (a duplicate name or slug).') : error;
+async function auditedFailure(
+  ctx: ServiceContext,
+  meta: MutationMeta,
+  error: unknown,
+  checkedTenantId: string | null,
+): Promise<unknown> {
+  const mapped =
+    error instanceof UniqueConstraintViolationException
+      ? conflict('That conflicts with something that already exists (a duplicate name or slug).')
+      : error;
   if (mapped instanceof FairwayError && ctx.principal) {
-    const outcome: AuditOutcome = mapped.code === 'FORBIDDEN' || mapped.code === 'NOT_FOUND' || mapped.code === 'UNAUTHENTICATED' ? 'DENIED' : 'FAILED';
+    const outcome: AuditOutcome =
+      mapped.code === 'FORBIDDEN' || mapped.code === 'NOT_FOUND' || mapped.code === 'UNAUTHENTICATED'
+        ? 'DENIED'
+        : 'FAILED';
     await ctx.em.fork().transactional(async (em) => {
       // A hint may name a tenant that does not exist (a made-up id): file it under none.
       // Without a hint, the tenant whose rights the work checked (the caller may see it).
       const hint = meta.tenantHint ?? checkedTenantId;
       const visible = hint && canSeeTenant(ctx.principal, hint) ? hint : null;
-      const tenantId = visible && (await em.count(Tenant, { id: visible }, { filters: false })) > 0 ? visible : null;
+      const tenantId =
+        visible && (await em.count(Tenant, { id: visible }, { filters: false })) > 0 ? visible : null;
       em.persist(buildEvent(em, ctx, meta, outcome, tenantId, null, null, mapped.code));
     });
   }
@@ -99,7 +124,11 @@ const MAX_GROUP = 256;
  * of its mutations is tried again alone, so the conflict is that caller's alone; any other
  * failure (the database down) fails each of them as auditedMutation would.
  */
-export function groupedAuditedMutation<T>(ctx: ServiceContext, meta: MutationMeta, build: (em: EntityManager) => MutationOutcome<T>): Promise<T> {
+export function groupedAuditedMutation<T>(
+  ctx: ServiceContext,
+  meta: MutationMeta,
+  build: (em: EntityManager) => MutationOutcome<T>,
+): Promise<T> {
   const key = ctx.em.getConnection();
   let group = groups.get(key);
   if (!group) groups.set(key, (group = { waiting: [], writing: false }));
@@ -107,7 +136,10 @@ export function groupedAuditedMutation<T>(ctx: ServiceContext, meta: MutationMet
   return new Promise<T>((resolve, reject) => {
     current.waiting.push({ ctx, meta, build, resolve: resolve as (result: unknown) => void, reject });
     // Started on the next turn of the event loop: submits whose reads finish in this turn join the group.
-    if (!current.writing) ((current.writing = true), setImmediate(() => void writeGroups(current)));
+    if (!current.writing) {
+      current.writing = true;
+      setImmediate(() => void writeGroups(current));
+    }
   });
 }
 
@@ -121,14 +153,24 @@ async function writeGroups(group: { waiting: Grouped[]; writing: boolean }): Pro
 }
 
 async function writeGroup(batch: Grouped[]): Promise<void> {
-  const alone = (m: Grouped) => auditedMutation(m.ctx, m.meta, async (em) => m.build(em)).then(m.resolve, m.reject);
+  const alone = (m: Grouped) =>
+    auditedMutation(m.ctx, m.meta, async (em) => m.build(em)).then(m.resolve, m.reject);
   if (batch.length === 1) return alone(batch[0]!);
   let written: { outcome: MutationOutcome<unknown>; event: AuditEvent }[];
   try {
     written = await batch[0]!.ctx.em.fork({ clear: true }).transactional(async (em) => {
       const out = batch.map((m) => {
         const outcome = m.build(em);
-        const event = buildEvent(em, m.ctx, m.meta, 'SUCCESS', outcome.tenantId, outcome.targetType, outcome.targetId, null);
+        const event = buildEvent(
+          em,
+          m.ctx,
+          m.meta,
+          'SUCCESS',
+          outcome.tenantId,
+          outcome.targetType,
+          outcome.targetId,
+          null,
+        );
         em.persist(event);
         return { outcome, event };
       });
@@ -139,7 +181,11 @@ async function writeGroup(batch: Grouped[]): Promise<void> {
     if (error instanceof UniqueConstraintViolationException) {
       await Promise.all(batch.map(alone));
     } else {
-      await Promise.all(batch.map(async (m) => m.reject(await auditedFailure(m.ctx, m.meta, error, null).catch((failure: unknown) => failure))));
+      await Promise.all(
+        batch.map(async (m) =>
+          m.reject(await auditedFailure(m.ctx, m.meta, error, null).catch((failure: unknown) => failure)),
+        ),
+      );
     }
     return;
   }
@@ -178,7 +224,11 @@ function buildEvent(
 }
 
 /** A platform admin's change inside a tenant is made under a break-glass grant: the event names it. */
-function underBreakGlass(ctx: ServiceContext, tenantId: string | null, input: Record<string, unknown>): Record<string, unknown> {
+function underBreakGlass(
+  ctx: ServiceContext,
+  tenantId: string | null,
+  input: Record<string, unknown>,
+): Record<string, unknown> {
   const principal = ctx.principal;
   if (!tenantId || !principal?.isPlatformAdmin || principal.roles.has(tenantId)) return input;
   const grant = principal.breakGlass.get(tenantId);

@@ -1,18 +1,32 @@
-import type { QuotaSpec, TimeWindowSpec, PreemptionSpec, IsolationLevel, QueueStatus, ResourceName } from '../../core/scheduling/types.js';
+import type {
+  IsolationLevel,
+  PreemptionSpec,
+  QueueStatus,
+  QuotaSpec,
+  ResourceName,
+  TimeWindowSpec,
+} from '../../core/scheduling/index.js';
+
 // The quota shapes a queue is configured with: the schema takes them from here, never from the core.
-export type { QuotaSpec, TimeWindowSpec, ResourceName };
-import { Project, Tenant } from '../../persistence/tenancy/entities.js';
-import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../../persistence/cluster/entities.js';
-import { requireProjectManager } from '../tenancy/project-rights.js';
+export type { QuotaSpec, ResourceName, TimeWindowSpec };
+
+import type { SlaClass, WorkloadType } from '../../core/governance/index.js';
+import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../../persistence/cluster/index.js';
 import { findMapped } from '../../persistence/raw-reads.js';
-import { auditedMutation } from '../audit/audit.js';
-import { requireCapability, requirePlatformAdmin, requirePrincipal, type ServiceContext } from '../context.js';
-import { badInput, conflict, notFound } from '../../shared/client-errors.js';
+import { Project, Tenant } from '../../persistence/tenancy/index.js';
+import { badInput, conflict, notFound } from '../../shared/index.js';
+import { auditedMutation } from '../audit/index.js';
+import {
+  requireCapability,
+  requirePlatformAdmin,
+  requirePrincipal,
+  type ServiceContext,
+} from '../context.js';
 import { schedulerInputError } from '../errors.js';
-import { writeInitialFlavorPrice } from '../metering/price-book.js';
-import { cohortSpec, flavorSpec, nodeSpec, queueSpec } from '../scheduling/specs.js';
-import type { SlaClass, WorkloadType } from '../../core/governance/types.js';
-import { assignGovernanceFields, governanceForQueueWrite } from '../governance/policies.js';
+import { assignGovernanceFields, governanceForQueueWrite } from '../governance/index.js';
+import { writeInitialFlavorPrice } from '../metering/index.js';
+import { cohortSpec, flavorSpec, nodeSpec, queueSpec } from '../scheduling/index.js';
+import { requireProjectManager } from '../tenancy/index.js';
 
 export interface CreateFlavorInput {
   name: string;
@@ -49,7 +63,9 @@ export interface QueueInput {
   isolationLevel?: IsolationLevel | null;
   timeWindows?: TimeWindowSpec[] | null;
   dedicatedPool?: string | null;
-  /** Governance (issue 16): with the tenant's tier these choose the queue's isolation policy; a named policy overrides the rules. */
+  /** Governance: with the tenant's tier these choose the queue's isolation policy; a named policy overrides
+   * the rules.
+   */
   workloadType?: WorkloadType | null;
   slaClass?: SlaClass | null;
   isolationPolicy?: string | null;
@@ -79,7 +95,11 @@ export async function listNodePools(ctx: ServiceContext): Promise<NodePool[]> {
 
 export async function listNodes(ctx: ServiceContext, poolId: string): Promise<ClusterNode[]> {
   requirePlatformAdmin(ctx);
-  return ctx.em.find(ClusterNode, { pool: poolId }, { orderBy: { name: 'asc' }, populate: ['flavor', 'pool'] });
+  return ctx.em.find(
+    ClusterNode,
+    { pool: poolId },
+    { orderBy: { name: 'asc' }, populate: ['flavor', 'pool'] },
+  );
 }
 
 export async function listCohorts(ctx: ServiceContext): Promise<Cohort[]> {
@@ -91,7 +111,8 @@ export async function listCohorts(ctx: ServiceContext): Promise<Cohort[]> {
 export async function listQueues(ctx: ServiceContext, tenantId: string | null): Promise<Queue[]> {
   const principal = requirePrincipal(ctx);
   if (tenantId) requireCapability(ctx, tenantId, 'tenant:read', 'Tenant');
-  else if (!principal.isPlatformAdmin) return findMapped(ctx.em, Queue, { tenant_id: [...principal.roles.keys()] }, { orderBy: 'name' });
+  else if (!principal.isPlatformAdmin)
+    return findMapped(ctx.em, Queue, { tenant_id: [...principal.roles.keys()] }, { orderBy: 'name' });
   // Tenant.queues is on every dashboard: read without the query builder (raw-reads.ts).
   return findMapped(ctx.em, Queue, tenantId ? { tenant_id: tenantId } : {}, { orderBy: 'name' });
 }
@@ -117,8 +138,15 @@ export async function createFlavor(ctx: ServiceContext, input: CreateFlavorInput
   const core = await ctx.scheduler.configSnapshot();
   const flavor = await auditedMutation(ctx, { action: 'flavor.create', input: { ...input } }, async (em) => {
     requirePlatformAdmin(ctx);
-    if (await em.count(Flavor, { name: input.name })) throw conflict(`A flavor named "${input.name}" already exists.`);
-    const created = em.create(Flavor, { name: input.name, kind: input.kind, gpuModel: input.gpuModel ?? null, slicesPerGpu: input.slicesPerGpu ?? null, pricePerUnitHour: input.pricePerUnitHour });
+    if (await em.count(Flavor, { name: input.name }))
+      throw conflict(`A flavor named "${input.name}" already exists.`);
+    const created = em.create(Flavor, {
+      name: input.name,
+      kind: input.kind,
+      gpuModel: input.gpuModel ?? null,
+      slicesPerGpu: input.slicesPerGpu ?? null,
+      pricePerUnitHour: input.pricePerUnitHour,
+    });
     // The creation price holds for all time until a later FlavorPrice (the price book is versioned).
     writeInitialFlavorPrice(em, input.name, input.pricePerUnitHour);
     check(core, (core) => core.upsertFlavor(flavorSpec(created)));
@@ -133,24 +161,36 @@ export async function createNodePool(ctx: ServiceContext, input: CreateNodePoolI
   const core = await ctx.scheduler.configSnapshot();
   const pool = await auditedMutation(ctx, { action: 'nodePool.create', input: { ...input } }, async (em) => {
     requirePlatformAdmin(ctx);
-    if (await em.count(NodePool, { name: input.name })) throw conflict(`A node pool named "${input.name}" already exists.`);
+    if (await em.count(NodePool, { name: input.name }))
+      throw conflict(`A node pool named "${input.name}" already exists.`);
     const names = new Set(input.nodes.map((n) => n.name));
     if (names.size !== input.nodes.length) throw badInput('Node names must be unique within the pool.');
-    if (input.nodes.length && (await em.count(ClusterNode, { name: { $in: [...names] } }))) throw conflict('A node with one of these names already exists.');
+    if (input.nodes.length && (await em.count(ClusterNode, { name: { $in: [...names] } })))
+      throw conflict('A node with one of these names already exists.');
     let dedicatedTenant: Tenant | null = null;
     if (input.dedicatedTenantId) {
       dedicatedTenant = await em.findOne(Tenant, { id: input.dedicatedTenantId });
       if (!dedicatedTenant) throw notFound('Tenant');
     }
-    const flavors = new Map((await em.find(Flavor, { name: { $in: input.nodes.map((n) => n.flavor) } })).map((f) => [f.name, f]));
+    const flavors = new Map(
+      (await em.find(Flavor, { name: { $in: input.nodes.map((n) => n.flavor) } })).map((f) => [f.name, f]),
+    );
     const created = em.create(NodePool, { name: input.name, dedicatedTenant });
     const nodes = input.nodes.map((n) => {
       const flavor = flavors.get(n.flavor);
       if (!flavor) throw badInput(`Node ${n.name}: unknown flavor "${n.flavor}".`);
-      return em.create(ClusterNode, { name: n.name, pool: created, flavor, gpus: n.gpus, cpu: n.cpu, memory: n.memory });
+      return em.create(ClusterNode, {
+        name: n.name,
+        pool: created,
+        flavor,
+        gpus: n.gpus,
+        cpu: n.cpu,
+        memory: n.memory,
+      });
     });
     check(core, (core) => {
-      for (const node of nodes) core.upsertNode(nodeSpec(node, created.name, node.flavor.name, dedicatedTenant?.id ?? null));
+      for (const node of nodes)
+        core.upsertNode(nodeSpec(node, created.name, node.flavor.name, dedicatedTenant?.id ?? null));
     });
     await em.flush();
     return { result: created, tenantId: null, targetType: 'NodePool', targetId: created.id };
@@ -163,7 +203,8 @@ export async function createCohort(ctx: ServiceContext, input: CreateCohortInput
   const core = await ctx.scheduler.configSnapshot();
   const cohort = await auditedMutation(ctx, { action: 'cohort.create', input: { ...input } }, async (em) => {
     requirePlatformAdmin(ctx);
-    if (await em.count(Cohort, { name: input.name })) throw conflict(`A cohort named "${input.name}" already exists.`);
+    if (await em.count(Cohort, { name: input.name }))
+      throw conflict(`A cohort named "${input.name}" already exists.`);
     const parent = input.parentId ? await em.findOne(Cohort, { id: input.parentId }) : null;
     if (input.parentId && !parent) throw notFound('Cohort');
     const created = em.create(Cohort, { name: input.name, parent, quotas: input.quotas ?? {} });
@@ -177,36 +218,45 @@ export async function createCohort(ctx: ServiceContext, input: CreateCohortInput
 
 export async function createQueue(ctx: ServiceContext, input: QueueInput): Promise<Queue> {
   const core = await ctx.scheduler.configSnapshot();
-  const queue = await auditedMutation(ctx, { action: 'queue.create', input: { ...input }, tenantHint: input.tenantId }, async (em) => {
-    requirePlatformAdmin(ctx);
-    if (await em.count(Queue, { name: input.name })) throw conflict(`A queue named "${input.name}" already exists.`);
-    const tenant = await em.findOne(Tenant, { id: input.tenantId });
-    if (!tenant) throw notFound('Tenant');
-    const cohort = input.cohortId ? await em.findOne(Cohort, { id: input.cohortId }) : null;
-    if (input.cohortId && !cohort) throw notFound('Cohort');
-    const created = em.create(Queue, {
-      name: input.name,
-      tenant,
-      cohort,
-      quotas: input.quotas,
-      weight: input.weight ?? 1,
-      queueingStrategy: input.queueingStrategy ?? 'BestEffortFIFO',
-      preemption: input.preemption ?? {},
-      isolationLevel: input.isolationLevel ?? null,
-      timeWindows: input.timeWindows ?? [],
-      dedicatedPool: input.dedicatedPool ?? null,
-    });
-    assignGovernanceFields(created, input);
-    const governance = await governanceForQueueWrite(em, created, tenant.tier);
-    check(core, (core) => core.upsertQueue(queueSpec(created, cohort?.name ?? null, 1, governance)));
-    await em.flush();
-    return { result: created, tenantId: tenant.id, targetType: 'Queue', targetId: created.id };
-  });
+  const queue = await auditedMutation(
+    ctx,
+    { action: 'queue.create', input: { ...input }, tenantHint: input.tenantId },
+    async (em) => {
+      requirePlatformAdmin(ctx);
+      if (await em.count(Queue, { name: input.name }))
+        throw conflict(`A queue named "${input.name}" already exists.`);
+      const tenant = await em.findOne(Tenant, { id: input.tenantId });
+      if (!tenant) throw notFound('Tenant');
+      const cohort = input.cohortId ? await em.findOne(Cohort, { id: input.cohortId }) : null;
+      if (input.cohortId && !cohort) throw notFound('Cohort');
+      const created = em.create(Queue, {
+        name: input.name,
+        tenant,
+        cohort,
+        quotas: input.quotas,
+        weight: input.weight ?? 1,
+        queueingStrategy: input.queueingStrategy ?? 'BestEffortFIFO',
+        preemption: input.preemption ?? {},
+        isolationLevel: input.isolationLevel ?? null,
+        timeWindows: input.timeWindows ?? [],
+        dedicatedPool: input.dedicatedPool ?? null,
+      });
+      assignGovernanceFields(created, input);
+      const governance = await governanceForQueueWrite(em, created, tenant.tier);
+      check(core, (core) => core.upsertQueue(queueSpec(created, cohort?.name ?? null, 1, governance)));
+      await em.flush();
+      return { result: created, tenantId: tenant.id, targetType: 'Queue', targetId: created.id };
+    },
+  );
   ctx.scheduler.announce({ kind: 'config' });
   return queue;
 }
 
-export async function updateQueue(ctx: ServiceContext, input: UpdateQueueInput, action = 'queue.update'): Promise<Queue> {
+export async function updateQueue(
+  ctx: ServiceContext,
+  input: UpdateQueueInput,
+  action = 'queue.update',
+): Promise<Queue> {
   const core = await ctx.scheduler.configSnapshot();
   const queue = await auditedMutation(ctx, { action, input: { ...input } }, async (em) => {
     const found = await em.findOne(Queue, { id: input.id }, { populate: ['cohort', 'tenant'] });
@@ -232,7 +282,11 @@ export async function updateQueue(ctx: ServiceContext, input: UpdateQueueInput, 
     return { result: found, tenantId: found.tenant.id, targetType: 'Queue', targetId: found.id };
   });
   ctx.scheduler.announce({ kind: 'config' });
-  ctx.events.publish('tenant-event', queue.tenant.id, { kind: 'QUOTA_CHANGED', queueId: queue.id, at: ctx.now().getTime() });
+  ctx.events.publish('tenant-event', queue.tenant.id, {
+    kind: 'QUOTA_CHANGED',
+    queueId: queue.id,
+    at: ctx.now().getTime(),
+  });
   ctx.events.publish('queue-updated', queue.id, { queueId: queue.id, at: ctx.now().getTime() });
   return queue;
 }
@@ -240,7 +294,14 @@ export async function updateQueue(ctx: ServiceContext, input: UpdateQueueInput, 
 /** Sets one flavor/resource quota of a queue, leaving the others as they are. */
 export async function setQuota(
   ctx: ServiceContext,
-  input: { queueId: string; flavor: string; resource: 'gpu' | 'cpu' | 'memory'; nominal: number; borrowingLimit?: number | null; lendingLimit?: number | null },
+  input: {
+    queueId: string;
+    flavor: string;
+    resource: 'gpu' | 'cpu' | 'memory';
+    nominal: number;
+    borrowingLimit?: number | null;
+    lendingLimit?: number | null;
+  },
 ): Promise<Queue> {
   requirePlatformAdmin(ctx);
   const queue = await ctx.em.findOne(Queue, { id: input.queueId });
@@ -258,7 +319,11 @@ export async function setQuota(
 }
 
 /** Tenant admins choose which of their queues a project's jobs go to by default. */
-export async function setProjectQueue(ctx: ServiceContext, projectId: string, queueId: string | null): Promise<Project> {
+export async function setProjectQueue(
+  ctx: ServiceContext,
+  projectId: string,
+  queueId: string | null,
+): Promise<Project> {
   return auditedMutation(ctx, { action: 'project.setQueue', input: { projectId, queueId } }, async (em) => {
     const project = await em.findOne(Project, { id: projectId });
     if (!project) throw notFound('Project');

@@ -1,12 +1,12 @@
 // What the controller reads about each governed queue over a window (ControllerQueueInput): GPU
 // figures sampled from the leader's core during the window, pending jobs at its end, an SLA
 // estimate from job rows, and probed utilization from job_probe_samples.
-import { raw, type EntityManager } from '@mikro-orm/core';
+import { type EntityManager, raw } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/knex';
-import type { ControllerQueueInput } from '../../core/governance/types.js';
-import type { QueueStatus } from '../../core/scheduling/types.js';
-import { JobProbeSample } from '../../persistence/governance/entities.js';
-import { Job } from '../../persistence/jobs/entities.js';
+import type { ControllerQueueInput } from '../../core/governance/index.js';
+import type { QueueStatus } from '../../core/scheduling/index.js';
+import { JobProbeSample } from '../../persistence/governance/index.js';
+import { Job } from '../../persistence/jobs/index.js';
 
 /** A queue's GPUs at one instant, summed over its flavors (the core's queueStatus, resource gpu). */
 export interface GpuReading {
@@ -118,15 +118,26 @@ export interface GatherOptions {
  *   admission do not count.
  * - utilization: mean of the probe samples taken in the window of the queue's jobs; null without any.
  */
-export async function gatherControllerInputs(em: EntityManager, options: GatherOptions): Promise<ControllerQueueInput[]> {
+export async function gatherControllerInputs(
+  em: EntityManager,
+  options: GatherOptions,
+): Promise<ControllerQueueInput[]> {
   const { queues, samples, endAt, slaMs } = options;
   const startAt = samples.startAt;
   const sampled = queues.filter((q) => samples.means(q.name, endAt) !== null);
   if (!sampled.length) return [];
   const ids = sampled.map((q) => q.id);
   const [pending, submitted, utilization] = await Promise.all([
-    em.find(Job, { queue: { $in: ids }, state: 'PENDING' }, { fields: ['id', 'queue', 'gpusRequested', 'submitTime'] }),
-    em.find(Job, { queue: { $in: ids }, submitTime: { $gte: startAt, $lt: endAt } }, { fields: ['id', 'queue', 'gpusRequested', 'submitTime', 'state', 'admission'] }),
+    em.find(
+      Job,
+      { queue: { $in: ids }, state: 'PENDING' },
+      { fields: ['id', 'queue', 'gpusRequested', 'submitTime'] },
+    ),
+    em.find(
+      Job,
+      { queue: { $in: ids }, submitTime: { $gte: startAt, $lt: endAt } },
+      { fields: ['id', 'queue', 'gpusRequested', 'submitTime', 'state', 'admission'] },
+    ),
     meanUtilization(em, ids, startAt, endAt),
   ]);
   const inputs: ControllerQueueInput[] = [];
@@ -157,7 +168,9 @@ export async function gatherControllerInputs(em: EntityManager, options: GatherO
       borrowedGpus: mean.borrowed,
       pendingGpus: waiting.reduce((sum, j) => sum + j.gpusRequested, 0),
       // A fold, not Math.min(...): a queue's backlog can outgrow the engine's argument limit.
-      oldestWaitMs: waiting.length ? Math.max(0, endAt - waiting.reduce((oldest, j) => Math.min(oldest, j.submitTime), Infinity)) : 0,
+      oldestWaitMs: waiting.length
+        ? Math.max(0, endAt - waiting.reduce((oldest, j) => Math.min(oldest, j.submitTime), Infinity))
+        : 0,
       slaEligible,
       slaMet,
       utilization: utilization.get(q.id) ?? null,
@@ -167,7 +180,12 @@ export async function gatherControllerInputs(em: EntityManager, options: GatherO
 }
 
 /** Queue id → mean probed GPU utilization of its jobs' samples in [from, to). */
-async function meanUtilization(em: EntityManager, queueIds: string[], from: number, to: number): Promise<Map<string, number>> {
+async function meanUtilization(
+  em: EntityManager,
+  queueIds: string[],
+  from: number,
+  to: number,
+): Promise<Map<string, number>> {
   const rows = await (em as SqlEntityManager)
     .createQueryBuilder(JobProbeSample, 's')
     .select(['j.queue', raw('avg(s.gpu_utilization) as mean')])

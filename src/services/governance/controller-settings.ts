@@ -1,9 +1,9 @@
 // The second-level controller's switch and window (GovernanceSetting 'controller'), and what its last
 // run left (GovernanceSetting 'controller.state'): read by the leader's task each run, written by
 // platform admins (setGovernanceController) and by the task in its fenced write.
-import { LockMode, type EntityManager } from '@mikro-orm/core';
+import { type EntityManager, LockMode } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/knex';
-import { GovernanceSetting } from '../../persistence/governance/entities.js';
+import { GovernanceSetting } from '../../persistence/governance/index.js';
 
 export const CONTROLLER_SETTING_KEY = 'controller';
 /** The audit action of one adjustment (system, in the queue's tenant). */
@@ -30,16 +30,26 @@ export interface ControllerRunState {
   windowStart: number | null;
   /** The audit events ('governance.controller.adjust') of the last run's adjustments. */
   lastAdjustmentEventIds: string[];
-  /** The leader's default window (its FAIRWAY_CONTROLLER_WINDOW_MS), so any replica can tell the window in force. */
+  /** The leader's default window (its FAIRWAY_CONTROLLER_WINDOW_MS), so any replica can tell the window in
+   * force.
+   */
   defaultWindowMs: number | null;
 }
 
-const NO_STATE: ControllerRunState = { lastRunAt: null, windowStart: null, lastAdjustmentEventIds: [], defaultWindowMs: null };
+const NO_STATE: ControllerRunState = {
+  lastRunAt: null,
+  windowStart: null,
+  lastAdjustmentEventIds: [],
+  defaultWindowMs: null,
+};
 
 /** A missing row is the default: on, at the installation's window. */
 export function switchOf(row: GovernanceSetting | null): ControllerSwitchValue {
   const v = row?.value ?? {};
-  return { enabled: v.enabled !== false, windowMs: typeof v.windowMs === 'number' && v.windowMs > 0 ? v.windowMs : null };
+  return {
+    enabled: v.enabled !== false,
+    windowMs: typeof v.windowMs === 'number' && v.windowMs > 0 ? v.windowMs : null,
+  };
 }
 
 export function stateOf(row: GovernanceSetting | null): ControllerRunState {
@@ -47,7 +57,9 @@ export function stateOf(row: GovernanceSetting | null): ControllerRunState {
   return {
     lastRunAt: typeof v.lastRunAt === 'number' ? v.lastRunAt : null,
     windowStart: typeof v.windowStart === 'number' ? v.windowStart : null,
-    lastAdjustmentEventIds: Array.isArray(v.lastAdjustmentEventIds) ? v.lastAdjustmentEventIds.map(String) : [],
+    lastAdjustmentEventIds: Array.isArray(v.lastAdjustmentEventIds)
+      ? v.lastAdjustmentEventIds.map(String)
+      : [],
     defaultWindowMs: typeof v.defaultWindowMs === 'number' ? v.defaultWindowMs : null,
   };
 }
@@ -78,7 +90,11 @@ export async function lockControllerSwitch(em: EntityManager): Promise<Governanc
     .onConflict('key')
     .ignore()
     .execute('run');
-  const row = await em.findOne(GovernanceSetting, { key: CONTROLLER_SETTING_KEY }, { refresh: true, ...(isPostgres(em) ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) });
+  const row = await em.findOne(
+    GovernanceSetting,
+    { key: CONTROLLER_SETTING_KEY },
+    { refresh: true, ...(isPostgres(em) ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) },
+  );
   if (!row) throw new Error('governance setting row vanished');
   return row;
 }
@@ -92,10 +108,17 @@ export async function writeControllerState(em: EntityManager, state: ControllerR
 }
 
 /** The window in force: the one a platform admin set, else the leader's default, else 5 minutes. */
-export function effectiveWindowMs(sw: ControllerSwitchValue, state: ControllerRunState, fallback = DEFAULT_CONTROLLER_WINDOW_MS): number {
+export function effectiveWindowMs(
+  sw: ControllerSwitchValue,
+  state: ControllerRunState,
+  fallback = DEFAULT_CONTROLLER_WINDOW_MS,
+): number {
   return sw.windowMs ?? state.defaultWindowMs ?? fallback;
 }
 
-export function sameSetting(a: { lend: number; borrow: number | null }, b: { lend: number; borrow: number | null }): boolean {
+export function sameSetting(
+  a: { lend: number; borrow: number | null },
+  b: { lend: number; borrow: number | null },
+): boolean {
   return a.lend === b.lend && a.borrow === b.borrow;
 }

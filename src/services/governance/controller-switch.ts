@@ -1,13 +1,15 @@
 // Platform admins switch the second-level controller on or off and set its window; switching it off
 // restores every queue's static setting in the same transaction (audited per queue in its tenant).
-import { baseSetting } from '../../core/governance/policies.js';
-import type { LimitSetting } from '../../core/governance/types.js';
-import { AuditEvent } from '../../persistence/audit/entities.js';
-import { Tenant } from '../../persistence/tenancy/entities.js';
+
+import type { LimitSetting } from '../../core/governance/index.js';
+import { baseSetting, policyForQueue } from '../../core/governance/index.js';
+import { AuditEvent } from '../../persistence/audit/index.js';
+import { Queue } from '../../persistence/cluster/index.js';
+import { loadPolicyLibrary } from '../../persistence/governance/index.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { Queue } from '../../persistence/cluster/entities.js';
-import { badInput } from '../../shared/client-errors.js';
-import { auditedMutation } from '../audit/audit.js';
+import { Tenant } from '../../persistence/tenancy/index.js';
+import { badInput } from '../../shared/index.js';
+import { auditedMutation } from '../audit/index.js';
 import { requirePlatformAdmin, type ServiceContext } from '../context.js';
 import { adjustmentView, type LimitAdjustmentView } from './controller-audit.js';
 import {
@@ -20,8 +22,6 @@ import {
   readControllerSwitch,
   switchOf,
 } from './controller-settings.js';
-import { loadPolicyLibrary } from '../../persistence/governance/policy-library.js';
-import { policyForQueue } from '../../core/governance/library.js';
 
 export interface GovernanceControllerView {
   enabled: boolean;
@@ -34,7 +34,9 @@ export async function governanceController(ctx: ServiceContext): Promise<Governa
   requirePlatformAdmin(ctx);
   const [sw, state] = await Promise.all([readControllerSwitch(ctx.em), readControllerState(ctx.em)]);
   const ids = state.lastAdjustmentEventIds;
-  const events = ids.length ? await ctx.em.find(AuditEvent, { id: { $in: ids } }, { orderBy: { id: 'asc' } }) : [];
+  const events = ids.length
+    ? await ctx.em.find(AuditEvent, { id: { $in: ids } }, { orderBy: { id: 'asc' } })
+    : [];
   return {
     enabled: sw.enabled,
     windowSeconds: Math.round(effectiveWindowMs(sw, state) / 1000),
@@ -56,13 +58,22 @@ interface Restored {
  * (the policy's static base applies again), each audited in its tenant's log; after commit the
  * leader rebuilds its core and each tenant hears LIMITS_ADJUSTED (reason CONTROLLER_OFF).
  */
-export async function setGovernanceController(ctx: ServiceContext, input: { enabled: boolean; windowSeconds?: number | null }): Promise<GovernanceControllerView> {
+export async function setGovernanceController(
+  ctx: ServiceContext,
+  input: { enabled: boolean; windowSeconds?: number | null },
+): Promise<GovernanceControllerView> {
   const restored: Restored[] = [];
   await auditedMutation(ctx, { action: 'governance.controller.set', input: { ...input } }, async (em) => {
     requirePlatformAdmin(ctx);
     const w = input.windowSeconds;
-    if (w !== undefined && w !== null && (!Number.isInteger(w) || w < MIN_WINDOW_SECONDS || w > MAX_WINDOW_SECONDS)) {
-      throw badInput(`windowSeconds must be a whole number within ${MIN_WINDOW_SECONDS}..${MAX_WINDOW_SECONDS}.`);
+    if (
+      w !== undefined &&
+      w !== null &&
+      (!Number.isInteger(w) || w < MIN_WINDOW_SECONDS || w > MAX_WINDOW_SECONDS)
+    ) {
+      throw badInput(
+        `windowSeconds must be a whole number within ${MIN_WINDOW_SECONDS}..${MAX_WINDOW_SECONDS}.`,
+      );
     }
     const row = await lockControllerSwitch(em);
     const before = switchOf(row);
@@ -76,7 +87,14 @@ export async function setGovernanceController(ctx: ServiceContext, input: { enab
     const at = ctx.now().getTime();
     for (const r of restored) {
       ctx.events.publish('audit-event', r.tenantId, { auditEventId: r.auditEventId });
-      ctx.events.publish('tenant-event', r.tenantId, { kind: 'LIMITS_ADJUSTED', queueId: r.queueId, at, lend: r.to.lend, borrow: r.to.borrow, reasons: ['CONTROLLER_OFF'] });
+      ctx.events.publish('tenant-event', r.tenantId, {
+        kind: 'LIMITS_ADJUSTED',
+        queueId: r.queueId,
+        at,
+        lend: r.to.lend,
+        borrow: r.to.borrow,
+        reasons: ['CONTROLLER_OFF'],
+      });
       ctx.events.publish('queue-updated', r.queueId, { queueId: r.queueId, at });
     }
   }
@@ -84,12 +102,26 @@ export async function setGovernanceController(ctx: ServiceContext, input: { enab
   return governanceController(ctx);
 }
 
-/** Clears every controller setting (in the caller's transaction), with one system audit event per queue in its tenant. */
-async function restoreStatic(em: Parameters<Parameters<typeof auditedMutation>[2]>[0], ctx: ServiceContext): Promise<Restored[]> {
-  const queues = await em.find(Queue, { controllerSetting: { $ne: null } }, { orderBy: { id: 'asc' }, filters: false });
+/** Clears every controller setting (in the caller's transaction), with one system audit event per queue in
+ * its tenant.
+ */
+async function restoreStatic(
+  em: Parameters<Parameters<typeof auditedMutation>[2]>[0],
+  ctx: ServiceContext,
+): Promise<Restored[]> {
+  const queues = await em.find(
+    Queue,
+    { controllerSetting: { $ne: null } },
+    { orderBy: { id: 'asc' }, filters: false },
+  );
   if (!queues.length) return [];
   const library = await loadPolicyLibrary(em);
-  const tenants = new Map((await em.find(Tenant, { id: { $in: [...new Set(queues.map((q) => q.tenant.id))] } })).map((t) => [t.id, t.tier as string]));
+  const tenants = new Map(
+    (await em.find(Tenant, { id: { $in: [...new Set(queues.map((q) => q.tenant.id))] } })).map((t) => [
+      t.id,
+      t.tier as string,
+    ]),
+  );
   const out: Restored[] = [];
   for (const queue of queues) {
     const from = queue.controllerSetting!;
@@ -105,7 +137,12 @@ async function restoreStatic(em: Parameters<Parameters<typeof auditedMutation>[2
       action: CONTROLLER_RESTORE_ACTION,
       targetType: 'Queue',
       targetId: queue.id,
-      input: { from: { lend: from.lend, borrow: from.borrow }, to, reasons: ['CONTROLLER_OFF'], policy: policy?.name ?? null },
+      input: {
+        from: { lend: from.lend, borrow: from.borrow },
+        to,
+        reasons: ['CONTROLLER_OFF'],
+        policy: policy?.name ?? null,
+      },
       outcome: 'SUCCESS',
       errorCode: null,
       requestId: ctx.requestId,

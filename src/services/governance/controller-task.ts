@@ -1,20 +1,44 @@
-// The second level of the two-level controller, as a leader task (issue 16). It samples the core's
+// The second level of the two-level controller, as a leader task. It samples the core's
 // view of every queue several times a window and, when a window ends, runs the pure controllerStep
 // over the governed queues and applies each adjustment in one fenced write: the queue's
 // controllerSetting and an audit event (tenant = the queue's tenant, no actor) holding everything
 // the adjustment was decided from. After commit: LIMITS_ADJUSTED and queue-updated, then the core is
 // rebuilt so its limits follow (core-loader builds governed queues from the setting in force).
+
+import {
+  type ControllerAdjustment,
+  type ControllerSettings,
+  controllerStep,
+  DEFAULT_CONTROLLER_SETTINGS,
+  policyForQueue,
+  settingInForce,
+} from '../../core/governance/index.js';
+import { AuditEvent } from '../../persistence/audit/index.js';
+import { Queue } from '../../persistence/cluster/index.js';
+import { loadPolicyLibrary } from '../../persistence/governance/index.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { DEFAULT_CONTROLLER_SETTINGS, type ControllerAdjustment, type ControllerSettings } from '../../core/governance/types.js';
-import { AuditEvent } from '../../persistence/audit/entities.js';
-import { Tenant } from '../../persistence/tenancy/entities.js';
-import { Queue } from '../../persistence/cluster/entities.js';
-import type { LeaderTask, LeaderTaskContext } from '../scheduling/leader-session.js';
-import { gatherControllerInputs, gpuReading, WindowSamples, type GovernedQueue, type GpuReading } from './controller-inputs.js';
-import { CONTROLLER_ADJUST_ACTION, DEFAULT_CONTROLLER_WINDOW_MS, type ControllerRunState, type ControllerSwitchValue, effectiveWindowMs, lockControllerSwitch, readControllerState, readControllerSwitch, sameSetting, switchOf, writeControllerState } from './controller-settings.js';
-import { loadPolicyLibrary } from '../../persistence/governance/policy-library.js';
-import { policyForQueue, settingInForce } from '../../core/governance/library.js';
-import { controllerStep } from '../../core/governance/controller.js';
+import { Tenant } from '../../persistence/tenancy/index.js';
+import type { LeaderTask, LeaderTaskContext } from '../scheduling/index.js';
+import {
+  type GovernedQueue,
+  type GpuReading,
+  gatherControllerInputs,
+  gpuReading,
+  WindowSamples,
+} from './controller-inputs.js';
+import {
+  CONTROLLER_ADJUST_ACTION,
+  type ControllerRunState,
+  type ControllerSwitchValue,
+  DEFAULT_CONTROLLER_WINDOW_MS,
+  effectiveWindowMs,
+  lockControllerSwitch,
+  readControllerState,
+  readControllerSwitch,
+  sameSetting,
+  switchOf,
+  writeControllerState,
+} from './controller-settings.js';
 
 /** Samples per window (the task runs this often within a window). */
 const SAMPLES_PER_WINDOW = 20;
@@ -23,11 +47,15 @@ const MIN_SAMPLE_MS = 20;
 const MAX_SAMPLE_MS = 15_000;
 
 export interface ControllerTaskOptions {
-  /** The installation's window (FAIRWAY_CONTROLLER_WINDOW_MS; default 5 minutes); a platform admin's setting overrides it. */
+  /** The installation's window (FAIRWAY_CONTROLLER_WINDOW_MS; default 5 minutes); a platform admin's setting
+   * overrides it.
+   */
   windowMs?: number;
   /** How often the core is sampled (real ms); default window / 20 within [20 ms, 15 s]. */
   sampleEveryMs?: number;
-  /** The rules' numbers other than the window (step, wait limit, SLA target); default DEFAULT_CONTROLLER_SETTINGS. */
+  /** The rules' numbers other than the window (step, wait limit, SLA target); default
+   * DEFAULT_CONTROLLER_SETTINGS.
+   */
   tuning?: Partial<Omit<ControllerSettings, 'windowMs'>>;
 }
 
@@ -61,7 +89,9 @@ export function controllerTask(options: ControllerTaskOptions = {}): LeaderTask 
   /** Real time of the last run: a long gap means this replica was not leading (or was paused). */
   let lastRealRun = 0;
   let known: { sw: ControllerSwitchValue; state: ControllerRunState; readAt: number } | null = null;
-  const everyMs = (): number => options.sampleEveryMs ?? Math.min(MAX_SAMPLE_MS, Math.max(MIN_SAMPLE_MS, Math.floor(windowMs / SAMPLES_PER_WINDOW)));
+  const everyMs = (): number =>
+    options.sampleEveryMs ??
+    Math.min(MAX_SAMPLE_MS, Math.max(MIN_SAMPLE_MS, Math.floor(windowMs / SAMPLES_PER_WINDOW)));
 
   return {
     name: 'governance-controller',
@@ -89,7 +119,9 @@ export function controllerTask(options: ControllerTaskOptions = {}): LeaderTask 
         samples = new WindowSamples(ctx.now);
         // Any replica can then tell the window in force (the governanceController query).
         if (state.defaultWindowMs !== defaultWindowMs) {
-          await ctx.write(async (tx) => writeControllerState(tx, { ...(await readControllerState(tx)), defaultWindowMs }));
+          await ctx.write(async (tx) =>
+            writeControllerState(tx, { ...(await readControllerState(tx)), defaultWindowMs }),
+          );
           known = null;
         }
       }
@@ -99,7 +131,12 @@ export function controllerTask(options: ControllerTaskOptions = {}): LeaderTask 
       samples = new WindowSamples(ctx.now);
       samples.add(ctx.now, readAll(ctx));
       known = null;
-      await closeWindow(ctx, closing, { ...DEFAULT_CONTROLLER_SETTINGS, ...options.tuning, windowMs }, defaultWindowMs);
+      await closeWindow(
+        ctx,
+        closing,
+        { ...DEFAULT_CONTROLLER_SETTINGS, ...options.tuning, windowMs },
+        defaultWindowMs,
+      );
     },
   };
 }
@@ -114,11 +151,24 @@ function readAll(ctx: LeaderTaskContext): Map<string, GpuReading> {
 }
 
 /** Decides the window [samples.startAt, ctx.now) and applies its adjustments. */
-async function closeWindow(ctx: LeaderTaskContext, samples: WindowSamples, settings: ControllerSettings, defaultWindowMs: number): Promise<void> {
+async function closeWindow(
+  ctx: LeaderTaskContext,
+  samples: WindowSamples,
+  settings: ControllerSettings,
+  defaultWindowMs: number,
+): Promise<void> {
   const em = ctx.em();
-  const [library, queues] = await Promise.all([loadPolicyLibrary(em), em.find(Queue, {}, { orderBy: { id: 'asc' } })]);
+  const [library, queues] = await Promise.all([
+    loadPolicyLibrary(em),
+    em.find(Queue, {}, { orderBy: { id: 'asc' } }),
+  ]);
   if (!queues.length) return;
-  const tenants = new Map((await em.find(Tenant, { id: { $in: [...new Set(queues.map((q) => q.tenant.id))] } })).map((t) => [t.id, t.tier as string]));
+  const tenants = new Map(
+    (await em.find(Tenant, { id: { $in: [...new Set(queues.map((q) => q.tenant.id))] } })).map((t) => [
+      t.id,
+      t.tier as string,
+    ]),
+  );
   if (ctx.ended()) return;
   const governed: GovernedQueue[] = [];
   const current = new Map<string, { lend: number; borrow: number | null }>();
@@ -151,8 +201,15 @@ async function closeWindow(ctx: LeaderTaskContext, samples: WindowSamples, setti
       const q = byName.get(adjustment.queue)!;
       const row = await tx.findOne(Queue, { id: q.id }, { refresh: true });
       // The queue changed policy or setting since the inputs were read: its adjustment is void.
-      const policy = row ? policyForQueue(library, row, tenants.get(row.tenant.id) ?? 'STANDARD')?.policy : undefined;
-      if (!row || policy?.name !== adjustment.policy || !sameSetting(settingInForce(policy, row).setting, adjustment.from)) continue;
+      const policy = row
+        ? policyForQueue(library, row, tenants.get(row.tenant.id) ?? 'STANDARD')?.policy
+        : undefined;
+      if (
+        !row ||
+        policy?.name !== adjustment.policy ||
+        !sameSetting(settingInForce(policy, row).setting, adjustment.from)
+      )
+        continue;
       row.controllerSetting = { lend: adjustment.to.lend, borrow: adjustment.to.borrow, at: endAt };
       const record: AdjustmentRecord = {
         run,
@@ -183,7 +240,12 @@ async function closeWindow(ctx: LeaderTaskContext, samples: WindowSamples, setti
       });
       applied.push({ queueId: q.id, tenantId: q.tenantId, auditEventId: event.id, adjustment });
     }
-    await writeControllerState(tx, { lastRunAt: endAt, windowStart: samples.startAt, lastAdjustmentEventIds: applied.map((a) => a.auditEventId), defaultWindowMs });
+    await writeControllerState(tx, {
+      lastRunAt: endAt,
+      windowStart: samples.startAt,
+      lastAdjustmentEventIds: applied.map((a) => a.auditEventId),
+      defaultWindowMs,
+    });
   });
   if (!applied.length) return;
   // The core's limits follow the settings just committed (followers rebuild on scheduler-state); then
@@ -192,7 +254,14 @@ async function closeWindow(ctx: LeaderTaskContext, samples: WindowSamples, setti
   ctx.events.publish('scheduler-state', { at: endAt });
   for (const a of applied) {
     ctx.events.publish('audit-event', a.tenantId, { auditEventId: a.auditEventId });
-    ctx.events.publish('tenant-event', a.tenantId, { kind: 'LIMITS_ADJUSTED', queueId: a.queueId, at: endAt, lend: a.adjustment.to.lend, borrow: a.adjustment.to.borrow, reasons: [...a.adjustment.reasons] });
+    ctx.events.publish('tenant-event', a.tenantId, {
+      kind: 'LIMITS_ADJUSTED',
+      queueId: a.queueId,
+      at: endAt,
+      lend: a.adjustment.to.lend,
+      borrow: a.adjustment.to.borrow,
+      reasons: [...a.adjustment.reasons],
+    });
     ctx.events.publish('queue-updated', a.queueId, { queueId: a.queueId, at: endAt });
   }
   ctx.wake();

@@ -1,26 +1,33 @@
-// Idle and held reclaim (issue 16), a leader task: every FAIRWAY_IDLE_CHECK_INTERVAL_MS it looks at
+// Idle and held reclaim, a leader task: every FAIRWAY_IDLE_CHECK_INTERVAL_MS it looks at
 // the admitted and running jobs of governed queues, flags those whose GPUs sit idle (probe samples
 // under the policy's threshold for its idle time) or that are admitted but not running after the
 // policy's limit, and does what the queue's policy says: notify the owner, reclaim while the queue
 // borrows, or reclaim. The flag is stored on the job, so a new leader neither forgets nor repeats it.
 import type { EntityManager } from '@mikro-orm/core';
-import { SchedulerInputError } from '../../core/scheduling/errors.js';
-import { flagJob } from '../../core/governance/idle.js';
-import type { IdlePolicy, IsolationPolicy, ProbeSample } from '../../core/governance/types.js';
-import type { Scheduler } from '../../core/scheduling/scheduler.js';
-import type { QueueStatus } from '../../core/scheduling/types.js';
-import { AuditEvent } from '../../persistence/audit/entities.js';
-import { JobProbeSample } from '../../persistence/governance/entities.js';
+import type { IdlePolicy, IsolationPolicy, ProbeSample } from '../../core/governance/index.js';
+import {
+  declaredFlag,
+  flagJob,
+  flagMessage,
+  reclaimReasonOf,
+  type StoredJobFlag,
+  storedFlagOf,
+} from '../../core/governance/index.js';
+import type { QueueStatus, Scheduler } from '../../core/scheduling/index.js';
+import { SchedulerInputError } from '../../core/scheduling/index.js';
+import { AuditEvent } from '../../persistence/audit/index.js';
+import { Queue } from '../../persistence/cluster/index.js';
+import { JobProbeSample } from '../../persistence/governance/index.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { Job } from '../../persistence/jobs/entities.js';
-import { Queue } from '../../persistence/cluster/entities.js';
-import type { LeaderTask, LeaderTaskContext } from '../scheduling/leader-session.js';
-import { recordJobEvent } from '../../persistence/scheduling/outbox-rows.js';
-import { declaredFlag, flagMessage, reclaimReasonOf, storedFlagOf, type StoredJobFlag } from '../../core/governance/job-flags.js';
+import { Job } from '../../persistence/jobs/index.js';
+import { recordJobEvent } from '../../persistence/scheduling/index.js';
+import type { LeaderTask, LeaderTaskContext } from '../scheduling/index.js';
+
 // A stored flag and its sentence, as the schema shows them: it takes them from here, never from the core.
-export { flagMessage, storedFlagOf, type StoredJobFlag };
-import { GOVERNED_QUEUES, loadPolicyLibrary } from '../../persistence/governance/policy-library.js';
-import { policyForQueue } from '../../core/governance/library.js';
+export { flagMessage, type StoredJobFlag, storedFlagOf };
+
+import { policyForQueue } from '../../core/governance/index.js';
+import { GOVERNED_QUEUES, loadPolicyLibrary } from '../../persistence/governance/index.js';
 
 /** FAIRWAY_IDLE_CHECK_INTERVAL_MS's default. */
 export const DEFAULT_IDLE_CHECK_INTERVAL_MS = 60_000;
@@ -54,7 +61,14 @@ interface Candidate {
 
 type Change =
   | { type: 'flag'; job: Job; admittedAt: number; flag: StoredJobFlag; auditEventId: string }
-  | { type: 'clear'; job: Job; admittedAt: number | null; previous: StoredJobFlag; why: string | null; auditEventId: string };
+  | {
+      type: 'clear';
+      job: Job;
+      admittedAt: number | null;
+      previous: StoredJobFlag;
+      why: string | null;
+      auditEventId: string;
+    };
 
 interface ReclaimOrder {
   jobId: string;
@@ -71,7 +85,8 @@ interface ReclaimOrder {
  * sitting idle cannot take the GPUs back at once and sit idle again.
  */
 export function idleReclaimTask(settings: IdleReclaimSettings): LeaderTask {
-  if (!(Number.isFinite(settings.everyMs) && settings.everyMs > 0)) throw new RangeError(`idle check interval must be a positive number of ms, got ${settings.everyMs}`);
+  if (!(Number.isFinite(settings.everyMs) && settings.everyMs > 0))
+    throw new RangeError(`idle check interval must be a positive number of ms, got ${settings.everyMs}`);
   // Reclaims asked of each core instance (a rebuilt core forgot them: they are asked again, once).
   const asked = new WeakMap<Scheduler, Map<string, number>>();
   return {
@@ -88,7 +103,8 @@ export function idleReclaimTask(settings: IdleReclaimSettings): LeaderTask {
       let reclaimed = false;
       for (const order of orders) {
         // Once per admission: the same flag is never reclaimed twice.
-        if (mine.get(order.jobId) === order.admittedAt || ctx.core.jobState(order.jobId) !== 'admitted') continue;
+        if (mine.get(order.jobId) === order.admittedAt || ctx.core.jobState(order.jobId) !== 'admitted')
+          continue;
         try {
           ctx.core.reclaim(order.jobId, order.reason, order.holdMs);
         } catch (error) {
@@ -117,18 +133,44 @@ async function checkJobs(ctx: LeaderTaskContext, settings: IdleReclaimSettings):
   }
   const changes: Change[] = [];
   // Flags left on live jobs of queues no longer governed: nothing decides about them any more.
-  const orphans = await em.find(Job, { state: { $in: [...LIVE_STATES] }, governanceFlag: { $ne: null }, ...(governed.size ? { queue: { $nin: [...governed.keys()] } } : {}) });
+  const orphans = await em.find(Job, {
+    state: { $in: [...LIVE_STATES] },
+    governanceFlag: { $ne: null },
+    ...(governed.size ? { queue: { $nin: [...governed.keys()] } } : {}),
+  });
   for (const job of orphans) {
     const previous = storedFlagOf(job.governanceFlag);
-    if (previous) changes.push({ type: 'clear', job, admittedAt: job.admittedAt?.getTime() ?? null, previous, why: null, auditEventId: uuidv7() });
+    if (previous)
+      changes.push({
+        type: 'clear',
+        job,
+        admittedAt: job.admittedAt?.getTime() ?? null,
+        previous,
+        why: null,
+        auditEventId: uuidv7(),
+      });
   }
   if (ctx.ended()) return [];
-  const jobs = governed.size ? await em.find(Job, { state: { $in: [...LIVE_STATES] }, queue: { $in: [...governed.keys()] }, admittedAt: { $ne: null } }, { orderBy: { id: 'asc' } }) : [];
+  const jobs = governed.size
+    ? await em.find(
+        Job,
+        { state: { $in: [...LIVE_STATES] }, queue: { $in: [...governed.keys()] }, admittedAt: { $ne: null } },
+        { orderBy: { id: 'asc' } },
+      )
+    : [];
   const candidates: Candidate[] = jobs.map((job) => {
     const { name, policy } = governed.get(job.queue.id)!;
     const admittedAt = job.admittedAt!.getTime();
     const stored = storedFlagOf(job.governanceFlag);
-    return { job, queueName: name, policy, admittedAt, startedAt: job.startedAt?.getTime() ?? null, stored, storedCurrent: stored !== null && stored.since >= admittedAt };
+    return {
+      job,
+      queueName: name,
+      policy,
+      admittedAt,
+      startedAt: job.startedAt?.getTime() ?? null,
+      stored,
+      storedCurrent: stored !== null && stored.since >= admittedAt,
+    };
   });
   const samples = await recentSamples(em, candidates, now, timeScale, settings.everyMs);
   if (ctx.ended()) return [];
@@ -139,19 +181,36 @@ async function checkJobs(ctx: LeaderTaskContext, settings: IdleReclaimSettings):
     const own = samples.get(c.job.id) ?? [];
     const raw = flagJob(now, c.admittedAt, c.startedAt, own, idle, borrowing);
     if (!raw) {
-      if (c.stored) changes.push({ type: 'clear', job: c.job, admittedAt: c.admittedAt, previous: c.stored, why: c.storedCurrent ? clearedWhy(c.stored, own) : null, auditEventId: uuidv7() });
+      if (c.stored)
+        changes.push({
+          type: 'clear',
+          job: c.job,
+          admittedAt: c.admittedAt,
+          previous: c.stored,
+          why: c.storedCurrent ? clearedWhy(c.stored, own) : null,
+          auditEventId: uuidv7(),
+        });
       continue;
     }
     const flag = declaredFlag(raw, timeScale, c.policy.name);
     const same = c.storedCurrent && c.stored!.kind === flag.kind && c.stored!.decision === flag.decision;
-    if (!same) changes.push({ type: 'flag', job: c.job, admittedAt: c.admittedAt, flag, auditEventId: uuidv7() });
+    if (!same)
+      changes.push({ type: 'flag', job: c.job, admittedAt: c.admittedAt, flag, auditEventId: uuidv7() });
     if (flag.decision === 'RECLAIM') {
-      orders.push({ jobId: c.job.id, admittedAt: c.admittedAt, reason: reclaimReasonOf(flag), holdMs: flag.kind === 'IDLE' ? idle.idleForMs : idle.notRunningForMs });
+      orders.push({
+        jobId: c.job.id,
+        admittedAt: c.admittedAt,
+        reason: reclaimReasonOf(flag),
+        holdMs: flag.kind === 'IDLE' ? idle.idleForMs : idle.notRunningForMs,
+      });
     }
   }
   const written = changes.length ? await writeChanges(ctx, changes) : new Set<string>();
   if (ctx.ended()) return [];
-  announce(ctx, changes.filter((c) => written.has(c.job.id)));
+  announce(
+    ctx,
+    changes.filter((c) => written.has(c.job.id)),
+  );
   // A flag not written (the job moved on meanwhile) orders nothing.
   return orders.filter((o) => written.has(o.jobId) || !changes.some((c) => c.job.id === o.jobId));
 }
@@ -162,7 +221,13 @@ async function checkJobs(ctx: LeaderTaskContext, settings: IdleReclaimSettings):
  * reads back to its flag's start (at most IDLE_READ_BACK_TIMES idle times), so the stretch and its
  * numbers stay those of the flag.
  */
-async function recentSamples(em: EntityManager, candidates: readonly Candidate[], now: number, timeScale: number, everyMs: number): Promise<Map<string, ProbeSample[]>> {
+async function recentSamples(
+  em: EntityManager,
+  candidates: readonly Candidate[],
+  now: number,
+  timeScale: number,
+  everyMs: number,
+): Promise<Map<string, ProbeSample[]>> {
   const from = new Map<string, number>();
   for (const c of candidates) {
     if (c.startedAt === null) continue;
@@ -170,7 +235,8 @@ async function recentSamples(em: EntityManager, candidates: readonly Candidate[]
     // The margin lets the stretch start just before the idle time with samples a probe interval apart.
     let start = now - idleForMs - Math.min(idleForMs, Math.max(2 * everyMs, 60_000));
     // Bounded: a job flagged IDLE (NOTIFY) for days would otherwise read its whole stretch every check.
-    if (c.storedCurrent && c.stored!.kind === 'IDLE') start = Math.max(Math.min(start, c.stored!.since), now - IDLE_READ_BACK_TIMES * idleForMs);
+    if (c.storedCurrent && c.stored!.kind === 'IDLE')
+      start = Math.max(Math.min(start, c.stored!.since), now - IDLE_READ_BACK_TIMES * idleForMs);
     from.set(c.job.id, Math.max(c.startedAt, start));
   }
   const out = new Map<string, ProbeSample[]>();
@@ -178,38 +244,83 @@ async function recentSamples(em: EntityManager, candidates: readonly Candidate[]
   for (let i = 0; i < ids.length; i += SAMPLE_CHUNK) {
     const chunk = ids.slice(i, i + SAMPLE_CHUNK);
     // Each job from its own start: one job's long look back does not widen the others' reads.
-    const rows = await em.find(JobProbeSample, { $or: chunk.map((id) => ({ job: id, at: { $gte: from.get(id)! } })) }, { orderBy: { at: 'asc', id: 'asc' }, disableIdentityMap: true });
+    const rows = await em.find(
+      JobProbeSample,
+      { $or: chunk.map((id) => ({ job: id, at: { $gte: from.get(id)! } })) },
+      { orderBy: { at: 'asc', id: 'asc' }, disableIdentityMap: true },
+    );
     for (const row of rows) {
       let list = out.get(row.job.id);
       if (!list) out.set(row.job.id, (list = []));
-      list.push({ at: row.at, gpuUtilization: row.gpuUtilization, memoryUtilization: row.memoryUtilization ?? null });
+      list.push({
+        at: row.at,
+        gpuUtilization: row.gpuUtilization,
+        memoryUtilization: row.memoryUtilization ?? null,
+      });
     }
   }
   return out;
 }
 
-/** One fenced write for the whole check: each job's flag, its FLAGGED event and its audit entry. Returns the jobs written. */
+/** One fenced write for the whole check: each job's flag, its FLAGGED event and its audit entry. Returns the
+ * jobs written.
+ */
 async function writeChanges(ctx: LeaderTaskContext, changes: readonly Change[]): Promise<Set<string>> {
   const written = new Set<string>();
   await ctx.write(async (em) => {
     written.clear(); // a retried transaction starts over
-    const jobs = new Map((await em.find(Job, { id: { $in: changes.map((c) => c.job.id) } })).map((j) => [j.id, j]));
+    const jobs = new Map(
+      (await em.find(Job, { id: { $in: changes.map((c) => c.job.id) } })).map((j) => [j.id, j]),
+    );
     const createdAt = new Date(ctx.now);
     for (const change of changes) {
       const job = jobs.get(change.job.id);
       // Finished, cancelled or preempted since the read (or readmitted): the check next time decides.
-      if (!job || !LIVE_STATES.includes(job.state as (typeof LIVE_STATES)[number]) || (job.admittedAt?.getTime() ?? null) !== change.admittedAt) continue;
+      if (
+        !job ||
+        !LIVE_STATES.includes(job.state as (typeof LIVE_STATES)[number]) ||
+        (job.admittedAt?.getTime() ?? null) !== change.admittedAt
+      )
+        continue;
       const audit = (action: string, input: Record<string, unknown>) =>
-        em.create(AuditEvent, { id: change.auditEventId, tenant: job.tenant.id, actor: null, actorTokenId: null, action, targetType: 'Job', targetId: job.id, input, outcome: 'SUCCESS', errorCode: null, requestId: IDLE_RECLAIM_REQUEST_ID, createdAt });
+        em.create(AuditEvent, {
+          id: change.auditEventId,
+          tenant: job.tenant.id,
+          actor: null,
+          actorTokenId: null,
+          action,
+          targetType: 'Job',
+          targetId: job.id,
+          input,
+          outcome: 'SUCCESS',
+          errorCode: null,
+          requestId: IDLE_RECLAIM_REQUEST_ID,
+          createdAt,
+        });
       if (change.type === 'flag') {
         const message = flagMessage(change.flag);
         job.governanceFlag = { ...change.flag };
-        recordJobEvent(em, job, 'FLAGGED', new Date(change.flag.at), change.flag.kind, message.slice(0, 500), { flag: change.flag });
+        recordJobEvent(
+          em,
+          job,
+          'FLAGGED',
+          new Date(change.flag.at),
+          change.flag.kind,
+          message.slice(0, 500),
+          { flag: change.flag },
+        );
         audit('governance.job.flag', { flag: change.flag, queueId: job.queue.id, message });
       } else {
         job.governanceFlag = null;
-        if (change.why) recordJobEvent(em, job, 'FLAGGED', createdAt, 'CLEARED', change.why.slice(0, 500), { cleared: change.previous });
-        audit('governance.job.unflag', { previous: change.previous, queueId: job.queue.id, why: change.why ?? 'no longer applies to this admission or queue' });
+        if (change.why)
+          recordJobEvent(em, job, 'FLAGGED', createdAt, 'CLEARED', change.why.slice(0, 500), {
+            cleared: change.previous,
+          });
+        audit('governance.job.unflag', {
+          previous: change.previous,
+          queueId: job.queue.id,
+          why: change.why ?? 'no longer applies to this admission or queue',
+        });
       }
       written.add(job.id);
     }
@@ -222,7 +333,13 @@ function announce(ctx: LeaderTaskContext, changes: readonly Change[]): void {
   for (const change of changes) {
     const { job } = change;
     if (change.type === 'flag') {
-      ctx.events.publish('tenant-event', job.tenant.id, { kind: 'JOB_FLAGGED', jobId: job.id, queueId: job.queue.id, at: change.flag.at, flag: change.flag });
+      ctx.events.publish('tenant-event', job.tenant.id, {
+        kind: 'JOB_FLAGGED',
+        jobId: job.id,
+        queueId: job.queue.id,
+        at: change.flag.at,
+        flag: change.flag,
+      });
     }
     ctx.events.publish('audit-event', job.tenant.id, { auditEventId: change.auditEventId });
     ctx.events.publish('job-updated', job.id, { jobId: job.id, state: job.state, at: ctx.now });
@@ -243,8 +360,14 @@ export function borrowsGpus(status: QueueStatus | null): boolean {
   return status?.resources.some((r) => r.resource === 'gpu' && r.borrowed > 1e-9) ?? false;
 }
 
-/** The policy's durations (declared time) in the backend's clock, as specs.ts does for minRunBeforeReclaimMs. */
+/** The policy's durations (declared time) in the backend's clock, as specs.ts does for
+ * minRunBeforeReclaimMs.
+ */
 export function inBackendTime(idle: IdlePolicy, timeScale: number): IdlePolicy {
   if (timeScale === 1) return idle;
-  return { ...idle, idleForMs: Math.round(idle.idleForMs / timeScale), notRunningForMs: Math.round(idle.notRunningForMs / timeScale) };
+  return {
+    ...idle,
+    idleForMs: Math.round(idle.idleForMs / timeScale),
+    notRunningForMs: Math.round(idle.notRunningForMs / timeScale),
+  };
 }

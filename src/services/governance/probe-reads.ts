@@ -1,13 +1,14 @@
-// Reading a job's runtime probes (issue 16): its stored samples (job_probe_samples) and the summary
+// Reading a job's runtime probes: its stored samples (job_probe_samples) and the summary
 // on the job. Probe figures are job metadata, like Job.gpuUtilization: whoever may read the job
 // (jobs:read in its tenant) reads them; they say nothing of its content (container, data, env).
-import DataLoader from 'dataloader';
+
 import type { EntityManager } from '@mikro-orm/core';
-import type { ProbeSample } from '../../core/governance/types.js';
+import DataLoader from 'dataloader';
+import type { ProbeSample } from '../../core/governance/index.js';
 import { allBound, placeholders, tableOf } from '../../persistence/bound-sql.js';
-import type { JobView } from '../../persistence/jobs/job-rows.js';
+import type { JobView } from '../../persistence/jobs/index.js';
 import { tenantScope } from '../../persistence/raw-reads.js';
-import { badInput } from '../../shared/client-errors.js';
+import { badInput } from '../../shared/index.js';
 import { requireCapability, type ServiceContext } from '../context.js';
 import type { Loaders } from '../loaders.js';
 import type { ProbeSummary } from './probes.js';
@@ -21,7 +22,10 @@ const loaders = new WeakMap<Loaders, Map<number, DataLoader<string, ProbeSample[
  * The last `last` samples of each job, oldest first: one query for every job of a response (the
  * request's tenant filter applied by hand, as raw-reads.ts does).
  */
-function samplesLoader(ctx: Pick<ServiceContext, 'em' | 'loaders'>, last: number): DataLoader<string, ProbeSample[]> {
+function samplesLoader(
+  ctx: Pick<ServiceContext, 'em' | 'loaders'>,
+  last: number,
+): DataLoader<string, ProbeSample[]> {
   let byLast = loaders.get(ctx.loaders);
   if (!byLast) loaders.set(ctx.loaders, (byLast = new Map()));
   let loader = byLast.get(last);
@@ -38,7 +42,12 @@ function samplesLoader(ctx: Pick<ServiceContext, 'em' | 'loaders'>, last: number
         [...jobIds, ...(scope?.params ?? []), last],
       );
       const byJob = new Map<string, ProbeSample[]>(jobIds.map((id) => [id, []]));
-      for (const r of rows) byJob.get(String(r.job))?.push({ at: Number(r.at), gpuUtilization: Number(r.gpu), memoryUtilization: r.memory == null ? null : Number(r.memory) });
+      for (const r of rows)
+        byJob.get(String(r.job))?.push({
+          at: Number(r.at),
+          gpuUtilization: Number(r.gpu),
+          memoryUtilization: r.memory == null ? null : Number(r.memory),
+        });
       return jobIds.map((id) => byJob.get(id) ?? []);
     });
     byLast.set(last, loader);
@@ -47,14 +56,22 @@ function samplesLoader(ctx: Pick<ServiceContext, 'em' | 'loaders'>, last: number
 }
 
 /** The job's last `last` stored samples, oldest first. */
-export async function jobProbes(ctx: ServiceContext, job: Pick<JobView, 'id' | 'tenant'>, last: number): Promise<ProbeSample[]> {
-  if (!Number.isInteger(last) || last < 1 || last > MAX_PROBE_SAMPLES) throw badInput(`last must be a whole number from 1 to ${MAX_PROBE_SAMPLES}.`);
+export async function jobProbes(
+  ctx: ServiceContext,
+  job: Pick<JobView, 'id' | 'tenant'>,
+  last: number,
+): Promise<ProbeSample[]> {
+  if (!Number.isInteger(last) || last < 1 || last > MAX_PROBE_SAMPLES)
+    throw badInput(`last must be a whole number from 1 to ${MAX_PROBE_SAMPLES}.`);
   requireCapability(ctx, job.tenant.id, 'jobs:read', 'Job');
   return samplesLoader(ctx, last).load(job.id);
 }
 
 /** The summary of the job's stored samples; null before the first. */
-export function jobUtilization(ctx: ServiceContext, job: Pick<JobView, 'tenant' | 'probeSummary'>): ProbeSummary | null {
+export function jobUtilization(
+  ctx: ServiceContext,
+  job: Pick<JobView, 'tenant' | 'probeSummary'>,
+): ProbeSummary | null {
   requireCapability(ctx, job.tenant.id, 'jobs:read', 'Job');
   return job.probeSummary ?? null;
 }

@@ -1,28 +1,36 @@
-// Runtime probes (issue 16): what the backend reports of running jobs (GPU utilization, GPU memory)
+// Runtime probes: what the backend reports of running jobs (GPU utilization, GPU memory)
 // kept as a time series in job_probe_samples, with a summary on the job, written by the scheduling
 // leader. Reports arrive every few seconds per job; a row is written at most once per job per probe
 // interval (the reports in between are averaged into it), all the rows due in one transaction.
 // Samples older than the retention are deleted by another leader task, in bounded batches.
 import type { EntityManager } from '@mikro-orm/core';
 import type { BackendEvent, ExecutionBackend } from '../../backends/port.js';
-import { AuditEvent } from '../../persistence/audit/entities.js';
+import { AuditEvent } from '../../persistence/audit/index.js';
 import { allBound, insertRows, placeholders, runBound, tableOf } from '../../persistence/bound-sql.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import type { LeaderTask, LeaderTaskContext } from '../scheduling/leader-session.js';
+import type { LeaderTask, LeaderTaskContext } from '../scheduling/index.js';
 
 export const DEFAULT_PROBE_INTERVAL_MS = 60_000;
 export const DEFAULT_PROBE_RETENTION_HOURS = 168;
 /** How often the retention task runs, and how many rows one of its transactions deletes at most. */
 export const DEFAULT_PROBE_RETENTION_EVERY_MS = 10 * 60_000;
 export const PROBE_RETENTION_BATCH = 5000;
-/** Batches per retention run: a backlog (retention shortened, a long outage) is worked off over several runs. */
+/** Batches per retention run: a backlog (retention shortened, a long outage) is worked off over several
+ * runs.
+ */
 const RETENTION_BATCHES_PER_RUN = 20;
 /** Jobs per flush transaction at most: the rest are due at the next flush. */
 const FLUSH_BATCH = 500;
 /** Audit request id of the leader's probe housekeeping (no request behind it). */
 export const PROBES_REQUEST_ID = 'system:probes';
 
-export type ProbeSummary = { samples: number; meanGpu: number; lastGpu: number; lastMemory: number | null; lastAt: number };
+export type ProbeSummary = {
+  samples: number;
+  meanGpu: number;
+  lastGpu: number;
+  lastMemory: number | null;
+  lastAt: number;
+};
 
 export interface ProbeSettings {
   /** At most one stored sample per job per this many ms (FAIRWAY_PROBE_INTERVAL_MS). */
@@ -78,7 +86,14 @@ export class ProbeWriter implements LeaderTask {
   /** A backend report (only the leader's scheduler service calls this). Non-finite values are ignored. */
   onUtilization(event: Extract<BackendEvent, { type: 'utilization' }>): void {
     if (!Number.isFinite(event.gpuUtilization) || !Number.isFinite(event.at)) return;
-    const p = this.pending.get(event.jobId) ?? { gpuSum: 0, gpuCount: 0, memorySum: 0, memoryCount: 0, firstAt: event.at, lastAt: event.at };
+    const p = this.pending.get(event.jobId) ?? {
+      gpuSum: 0,
+      gpuCount: 0,
+      memorySum: 0,
+      memoryCount: 0,
+      firstAt: event.at,
+      lastAt: event.at,
+    };
     p.gpuSum += clamp01(event.gpuUtilization);
     p.gpuCount++;
     if (typeof event.memoryUtilization === 'number' && Number.isFinite(event.memoryUtilization)) {
@@ -104,7 +119,8 @@ export class ProbeWriter implements LeaderTask {
     this.forgetEnded();
     const due: [string, Pending][] = [];
     for (const [jobId, p] of this.pending) {
-      // A job's first row, too, covers a whole interval of reports: no burst of rows when many jobs start together.
+      // A job's first row, too, covers a whole interval of reports: no burst of rows when many jobs start
+      // together.
       const since = this.lastRowAt.get(jobId) ?? p.firstAt;
       if (force || p.lastAt - since >= this.intervalMs) due.push([jobId, p]);
       if (due.length >= FLUSH_BATCH) break;
@@ -141,10 +157,12 @@ export class ProbeWriter implements LeaderTask {
     for (const p of this.pending.values()) latest = Math.max(latest, p.lastAt);
     // A job's last reports (less than an interval of them: never due) would stay forever once it ended:
     // those of a job silent for ten intervals are dropped (a live job that resumes starts a fresh row).
-    for (const [jobId, p] of this.pending) if (p.lastAt < latest - 10 * this.intervalMs) this.pending.delete(jobId);
+    for (const [jobId, p] of this.pending)
+      if (p.lastAt < latest - 10 * this.intervalMs) this.pending.delete(jobId);
     if (this.lastRowAt.size <= 2 * this.pending.size + 1000) return;
     for (const at of this.lastRowAt.values()) latest = Math.max(latest, at);
-    for (const [jobId, at] of this.lastRowAt) if (!this.pending.has(jobId) && at < latest - 10 * this.intervalMs) this.lastRowAt.delete(jobId);
+    for (const [jobId, at] of this.lastRowAt)
+      if (!this.pending.has(jobId) && at < latest - 10 * this.intervalMs) this.lastRowAt.delete(jobId);
   }
 
   private restore(jobId: string, p: Pending): void {
@@ -158,7 +176,12 @@ export class ProbeWriter implements LeaderTask {
     newer.lastAt = Math.max(newer.lastAt, p.lastAt);
   }
 
-  private async writeRows(em: EntityManager, due: readonly [string, Pending][], force: boolean, notDue: Map<string, number>): Promise<number> {
+  private async writeRows(
+    em: EntityManager,
+    due: readonly [string, Pending][],
+    force: boolean,
+    notDue: Map<string, number>,
+  ): Promise<number> {
     const j = tableOf(em, 'Job');
     const ids = due.map(([id]) => id);
     const found = await allBound<{ id: string; tenant: string; state: string; summary: unknown }>(
@@ -167,7 +190,18 @@ export class ProbeWriter implements LeaderTask {
       ids,
     );
     const platform = em.getPlatform();
-    const jobs = new Map(found.map((r) => [String(r.id), { tenant: String(r.tenant), state: r.state, summary: (r.summary == null ? null : platform.convertJsonToJSValue(r.summary as string)) as ProbeSummary | null }]));
+    const jobs = new Map(
+      found.map((r) => [
+        String(r.id),
+        {
+          tenant: String(r.tenant),
+          state: r.state,
+          summary: (r.summary == null
+            ? null
+            : platform.convertJsonToJSValue(r.summary as string)) as ProbeSummary | null,
+        },
+      ]),
+    );
     const rows: Record<string, unknown>[] = [];
     const updates: [string, ProbeSummary][] = [];
     for (const [jobId, p] of due) {
@@ -185,7 +219,14 @@ export class ProbeWriter implements LeaderTask {
       const gpu = p.gpuSum / p.gpuCount;
       const memory = p.memoryCount ? p.memorySum / p.memoryCount : null;
       // The job's tenant, from its row: a report never names a tenant.
-      rows.push({ id: uuidv7(), job: jobId, tenant: job.tenant, at: p.lastAt, gpuUtilization: gpu, memoryUtilization: memory });
+      rows.push({
+        id: uuidv7(),
+        job: jobId,
+        tenant: job.tenant,
+        at: p.lastAt,
+        gpuUtilization: gpu,
+        memoryUtilization: memory,
+      });
       const samples = (previous?.samples ?? 0) + 1;
       const meanGpu = previous ? (previous.meanGpu * previous.samples + gpu) / samples : gpu;
       updates.push([jobId, { samples, meanGpu, lastGpu: gpu, lastMemory: memory, lastAt: p.lastAt }]);
@@ -193,7 +234,8 @@ export class ProbeWriter implements LeaderTask {
     }
     await insertRows(em, 'JobProbeSample', rows);
     const sql = `update ${j.table} set ${j.column('probeSummary')} = ? where ${j.column('id')} = ?`;
-    for (const [jobId, summary] of updates) await runBound(em, sql, [j.value('probeSummary', summary), jobId]);
+    for (const [jobId, summary] of updates)
+      await runBound(em, sql, [j.value('probeSummary', summary), jobId]);
     return rows.length;
   }
 }
@@ -202,7 +244,9 @@ export class ProbeWriter implements LeaderTask {
  * Deletes samples taken before now − retention, at most `batch` rows per transaction and
  * RETENTION_BATCHES_PER_RUN transactions per run; a run that deleted anything is audited (system).
  */
-export function probeRetentionTask(settings: ProbeSettings = {}): LeaderTask & { purge(ctx: Pick<LeaderTaskContext, 'now' | 'write' | 'ended'>): Promise<number> } {
+export function probeRetentionTask(
+  settings: ProbeSettings = {},
+): LeaderTask & { purge(ctx: Pick<LeaderTaskContext, 'now' | 'write' | 'ended'>): Promise<number> } {
   const retentionMs = (settings.retentionHours ?? DEFAULT_PROBE_RETENTION_HOURS) * 3_600_000;
   const batch = Math.max(1, settings.retentionBatch ?? PROBE_RETENTION_BATCH);
   const purge = async (ctx: Pick<LeaderTaskContext, 'now' | 'write' | 'ended'>): Promise<number> => {
@@ -249,7 +293,10 @@ export function probeRetentionTask(settings: ProbeSettings = {}): LeaderTask & {
 }
 
 /** Asks a backend that reads a metrics source (pollUtilization) for its readings every `pollMs`; null when it has none. */
-export function probePollTask(backend: ExecutionBackend | undefined, pollMs: number | undefined): LeaderTask | null {
+export function probePollTask(
+  backend: ExecutionBackend | undefined,
+  pollMs: number | undefined,
+): LeaderTask | null {
   if (!backend?.pollUtilization || !pollMs) return null;
   const poll = backend.pollUtilization.bind(backend);
   let inFlight = false;
@@ -266,8 +313,13 @@ export function probePollTask(backend: ExecutionBackend | undefined, pollMs: num
   };
 }
 
-/** The probe tasks the leader runs: the writer (also the receiver of reports), retention, and polling when the backend has a source. */
-export function probeLeaderTasks(settings: ProbeSettings & { backend?: ExecutionBackend }): { writer: ProbeWriter; tasks: LeaderTask[] } {
+/** The probe tasks the leader runs: the writer (also the receiver of reports), retention, and polling when
+ * the backend has a source.
+ */
+export function probeLeaderTasks(settings: ProbeSettings & { backend?: ExecutionBackend }): {
+  writer: ProbeWriter;
+  tasks: LeaderTask[];
+} {
   const writer = new ProbeWriter(settings);
   const poll = probePollTask(settings.backend, settings.pollMs);
   return { writer, tasks: [writer, probeRetentionTask(settings), ...(poll ? [poll] : [])] };

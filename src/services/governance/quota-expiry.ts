@@ -2,9 +2,18 @@
 // ACTIVE temporary ones whose expiry has passed, on the leader's clock. Each request changes in its
 // own fenced write whose conditional status update is the guard: a stale leader writes nothing, and
 // a request already moved (by another leader, or a cancel) is skipped — so each happens once.
-import type { LeaderTask, LeaderTaskContext } from '../scheduling/leader-session.js';
-import { QuotaRequest } from '../../persistence/governance/entities.js';
-import { announceRequest, applyRequest, reloadRequest, systemAudit, transition, undoRequest, type RequestAnnouncement } from './quota-request-apply.js';
+
+import { QuotaRequest } from '../../persistence/governance/index.js';
+import type { LeaderTask, LeaderTaskContext } from '../scheduling/index.js';
+import {
+  announceRequest,
+  applyRequest,
+  type RequestAnnouncement,
+  reloadRequest,
+  systemAudit,
+  transition,
+  undoRequest,
+} from './quota-request-apply.js';
 
 /** How often the leader looks for requests to activate or expire (FAIRWAY_QUOTA_REQUEST_INTERVAL_MS). */
 export const DEFAULT_QUOTA_REQUEST_INTERVAL_MS = 30_000;
@@ -25,7 +34,10 @@ export async function runQuotaRequests(ctx: LeaderTaskContext): Promise<void> {
     QuotaRequest,
     {
       $or: [
-        { status: 'APPROVED', $or: [{ startsAt: null }, { startsAt: { $lte: now } }, { expiresAt: { $lte: now } }] },
+        {
+          status: 'APPROVED',
+          $or: [{ startsAt: null }, { startsAt: { $lte: now } }, { expiresAt: { $lte: now } }],
+        },
         { status: 'ACTIVE', expiresAt: { $ne: null, $lte: now } },
       ],
     },
@@ -58,14 +70,32 @@ async function step(em: Em, id: string, now: Date): Promise<RequestAnnouncement 
     // Its window passed before it could start (the leader was away): it never applied, nothing to undo.
     if (!(await transition(em, id, ['APPROVED'], { status: 'EXPIRED', endedAt: now }))) return null;
     const current = await reloadRequest(em, id);
-    const audit = systemAudit(em, 'quotaRequest.expire', current, { applied: false, expiresAt: current.expiresAt?.toISOString() ?? null }, now);
+    const audit = systemAudit(
+      em,
+      'quotaRequest.expire',
+      current,
+      { applied: false, expiresAt: current.expiresAt?.toISOString() ?? null },
+      now,
+    );
     return { ...base, status: 'EXPIRED', quotaChanged: false, auditEventId: audit.id };
   }
   if (request.status === 'APPROVED' && (!request.startsAt || request.startsAt.getTime() <= now.getTime())) {
     if (!(await transition(em, id, ['APPROVED'], { status: 'ACTIVE' }))) return null;
     const current = await reloadRequest(em, id);
     const change = await applyRequest(em, current, now);
-    const audit = systemAudit(em, 'quotaRequest.activate', current, { flavor: current.flavor, resource: current.resource, from: change.from, to: change.to, startsAt: current.startsAt?.toISOString() ?? null }, now);
+    const audit = systemAudit(
+      em,
+      'quotaRequest.activate',
+      current,
+      {
+        flavor: current.flavor,
+        resource: current.resource,
+        from: change.from,
+        to: change.to,
+        startsAt: current.startsAt?.toISOString() ?? null,
+      },
+      now,
+    );
     return { ...base, status: 'ACTIVE', quotaChanged: true, auditEventId: audit.id };
   }
   if (request.status === 'ACTIVE' && expired) {
@@ -76,7 +106,15 @@ async function step(em: Em, id: string, now: Date): Promise<RequestAnnouncement 
       em,
       'quotaRequest.expire',
       current,
-      { applied: true, flavor: current.flavor, resource: current.resource, granted: current.nominal, previousNominal: current.previousNominal, from: change.from, to: change.to },
+      {
+        applied: true,
+        flavor: current.flavor,
+        resource: current.resource,
+        granted: current.nominal,
+        previousNominal: current.previousNominal,
+        from: change.from,
+        to: change.to,
+      },
       now,
     );
     return { ...base, status: 'EXPIRED', quotaChanged: true, auditEventId: audit.id };

@@ -1,14 +1,14 @@
 // How an approved quota request changes a queue, and how a temporary one is undone: shared by the
 // approval (a caller's audited transaction) and the leader's activation/expiry task (a fenced write).
 // Nothing here opens a transaction or announces anything: the callers do, after commit.
-import { LockMode, type EntityManager } from '@mikro-orm/core';
+import { type EntityManager, LockMode } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/knex';
-import type { QuotaSpec, ResourceName } from '../../core/scheduling/types.js';
-import type { EventBus } from '../../events/bus.js';
-import { AuditEvent } from '../../persistence/audit/entities.js';
-import { QuotaRequest, type QuotaRequestStatus } from '../../persistence/governance/entities.js';
+import type { QuotaSpec, ResourceName } from '../../core/scheduling/index.js';
+import type { EventBus } from '../../events/index.js';
+import { AuditEvent } from '../../persistence/audit/index.js';
+import { Cohort, Queue } from '../../persistence/cluster/index.js';
+import { QuotaRequest, type QuotaRequestStatus } from '../../persistence/governance/index.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { Cohort, Queue } from '../../persistence/cluster/entities.js';
 
 /** The audit log's request id for what the leader does to quota requests by itself (activation, expiry). */
 export const QUOTA_REQUEST_SYSTEM_REQUEST_ID = 'governance.quota-requests';
@@ -17,8 +17,15 @@ export function nominalIn(quotas: QuotaSpec, flavor: string, resource: ResourceN
   return quotas[flavor]?.[resource]?.nominal ?? 0;
 }
 
-/** The quotas with one nominal changed; the resource's borrowing and lending limits and every other line stay. */
-export function withNominal(quotas: QuotaSpec, flavor: string, resource: ResourceName, nominal: number): QuotaSpec {
+/** The quotas with one nominal changed; the resource's borrowing and lending limits and every other line
+ * stay.
+ */
+export function withNominal(
+  quotas: QuotaSpec,
+  flavor: string,
+  resource: ResourceName,
+  nominal: number,
+): QuotaSpec {
   const next = structuredClone(quotas);
   const line = next[flavor] ?? {};
   line[resource] = { ...(line[resource] ?? {}), nominal };
@@ -43,8 +50,18 @@ function isPostgres(em: EntityManager): boolean {
  * The conditional UPDATE is the guard: of two concurrent approvals (or two leaders) only one
  * matches the row; PostgreSQL makes the second wait for the first's commit and re-check `from`.
  */
-export async function transition(em: EntityManager, id: string, from: readonly QuotaRequestStatus[], change: Partial<Pick<QuotaRequest, 'status' | 'decisionNote' | 'decidedAt' | 'endedAt'>> & { decidedBy?: string | null }): Promise<boolean> {
-  const updated = await em.nativeUpdate(QuotaRequest, { id, status: { $in: [...from] } }, { ...change, updatedAt: new Date() } as never);
+export async function transition(
+  em: EntityManager,
+  id: string,
+  from: readonly QuotaRequestStatus[],
+  change: Partial<Pick<QuotaRequest, 'status' | 'decisionNote' | 'decidedAt' | 'endedAt'>> & {
+    decidedBy?: string | null;
+  },
+): Promise<boolean> {
+  const updated = await em.nativeUpdate(QuotaRequest, { id, status: { $in: [...from] } }, {
+    ...change,
+    updatedAt: new Date(),
+  } as never);
   return updated === 1;
 }
 
@@ -53,9 +70,15 @@ export function reloadRequest(em: EntityManager, id: string): Promise<QuotaReque
   return em.findOneOrFail(QuotaRequest, { id }, { refresh: true, filters: false });
 }
 
-/** The queue, locked until commit where the database has row locks (two grants on one queue must not lose one). */
+/** The queue, locked until commit where the database has row locks (two grants on one queue must not lose
+ * one).
+ */
 async function lockedQueue(em: EntityManager, queueId: string): Promise<Queue> {
-  return em.findOneOrFail(Queue, { id: queueId }, { refresh: true, filters: false, ...(isPostgres(em) ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) });
+  return em.findOneOrFail(
+    Queue,
+    { id: queueId },
+    { refresh: true, filters: false, ...(isPostgres(em) ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) },
+  );
 }
 
 export interface QueueChange {
@@ -69,7 +92,12 @@ export interface QueueChange {
  * Applies the request's nominal to its queue (status ACTIVE, previousNominal recorded). `check`
  * tries the new queue on a scratch core before anything is flushed (the caller's validation).
  */
-export async function applyRequest(em: EntityManager, request: QuotaRequest, at: Date, check?: (change: QueueChange) => void): Promise<QueueChange> {
+export async function applyRequest(
+  em: EntityManager,
+  request: QuotaRequest,
+  at: Date,
+  check?: (change: QueueChange) => void,
+): Promise<QueueChange> {
   const queue = await lockedQueue(em, request.queue.id);
   const resource = request.resource as ResourceName;
   const from = nominalIn(queue.quotas, request.flavor, resource);
@@ -100,7 +128,13 @@ async function cohortNameOf(em: EntityManager, queue: Queue): Promise<string | n
 }
 
 /** An audit entry for what the leader did by itself (no actor), as budget alerts are written. */
-export function systemAudit(em: EntityManager, action: string, request: QuotaRequest, input: Record<string, unknown>, at: Date): AuditEvent {
+export function systemAudit(
+  em: EntityManager,
+  action: string,
+  request: QuotaRequest,
+  input: Record<string, unknown>,
+  at: Date,
+): AuditEvent {
   return em.create(AuditEvent, {
     id: uuidv7(),
     tenant: request.tenant.id,
@@ -129,13 +163,21 @@ export interface RequestAnnouncement {
   auditEventId?: string;
 }
 
-/** After commit: the tenant's events (QUOTA_CHANGED when the nominal moved, QUOTA_REQUEST) and the platform's stream. */
+/** After commit: the tenant's events (QUOTA_CHANGED when the nominal moved, QUOTA_REQUEST) and the
+ * platform's stream.
+ */
 export function announceRequest(events: EventBus, a: RequestAnnouncement, at: number): void {
   if (a.quotaChanged) {
     events.publish('tenant-event', a.tenantId, { kind: 'QUOTA_CHANGED', queueId: a.queueId, at });
     events.publish('queue-updated', a.queueId, { queueId: a.queueId, at });
   }
-  events.publish('tenant-event', a.tenantId, { kind: 'QUOTA_REQUEST', requestId: a.requestId, queueId: a.queueId, status: a.status, at });
+  events.publish('tenant-event', a.tenantId, {
+    kind: 'QUOTA_REQUEST',
+    requestId: a.requestId,
+    queueId: a.queueId,
+    status: a.status,
+    at,
+  });
   events.publish('quota-request', { requestId: a.requestId, tenantId: a.tenantId, status: a.status, at });
   if (a.auditEventId) events.publish('audit-event', a.tenantId, { auditEventId: a.auditEventId });
 }

@@ -1,23 +1,25 @@
-import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
-import type { JobSpec } from '../../core/scheduling/types.js';
-import { Job } from '../../persistence/jobs/entities.js';
-import { jobEventRow } from '../../persistence/scheduling/outbox-rows.js';
+import { type EntityManager, UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { JobSpec } from '../../core/scheduling/index.js';
 import { allBound, insertRows, placeholders, tableOf } from '../../persistence/bound-sql.js';
-import { JobRow, type JobView } from '../../persistence/jobs/job-rows.js';
-import { auditedMutation } from '../audit/audit.js';
+import { Job, JobRow, type JobView } from '../../persistence/jobs/index.js';
+import { jobEventRow } from '../../persistence/scheduling/index.js';
+import { badInput, conflict, FairwayError } from '../../shared/index.js';
+import { auditedMutation } from '../audit/index.js';
 import { requirePrincipal, type ServiceContext } from '../context.js';
-import { FairwayError, badInput, conflict } from '../../shared/client-errors.js';
 import { schedulerInputError } from '../errors.js';
+import { totalGpus } from '../scheduling/index.js';
 import { coreSpec, pendingJobFields, requestHash, resolveTarget } from './jobs.js';
-import { type SubmitJobInput } from './submit-input.js';
-import { totalGpus } from '../scheduling/specs.js';
+import type { SubmitJobInput } from './submit-input.js';
 
 /** Slurm's default MaxArraySize is 1,001 tasks; a bigger sweep is several calls. */
 export const MAX_BATCH_JOBS = 1000;
 
 export function requireBatchSize(count: number): void {
   if (count < 1 || count > MAX_BATCH_JOBS) {
-    throw badInput(`Submit from 1 to ${MAX_BATCH_JOBS} jobs per call (got ${count}): split a larger sweep into several calls.`, { count, max: MAX_BATCH_JOBS });
+    throw badInput(
+      `Submit from 1 to ${MAX_BATCH_JOBS} jobs per call (got ${count}): split a larger sweep into several calls.`,
+      { count, max: MAX_BATCH_JOBS },
+    );
   }
 }
 
@@ -62,7 +64,11 @@ export async function submitJobs(ctx: ServiceContext, inputs: SubmitJobInput[]):
   requirePrincipal(ctx);
   requireBatchSize(inputs.length);
   requireDistinctKeys(inputs);
-  return attempt(ctx, inputs, inputs.some((input) => input.idempotencyKey));
+  return attempt(
+    ctx,
+    inputs,
+    inputs.some((input) => input.idempotencyKey),
+  );
 }
 
 async function attempt(ctx: ServiceContext, inputs: SubmitJobInput[], mayRetry: boolean): Promise<JobView[]> {
@@ -75,11 +81,18 @@ async function attempt(ctx: ServiceContext, inputs: SubmitJobInput[], mayRetry: 
   try {
     await write(ctx, tenantId, fresh);
   } catch (error) {
-    // Two retries of one call raced on a key (the unique index; auditedMutation answers CONFLICT): the second look finds the winner's jobs.
-    if (mayRetry && (error instanceof UniqueConstraintViolationException || (error instanceof FairwayError && error.code === 'CONFLICT'))) return attempt(ctx, inputs, false);
+    // Two retries of one call raced on a key (the unique index; auditedMutation answers CONFLICT): the
+    // second look finds the winner's jobs.
+    if (
+      mayRetry &&
+      (error instanceof UniqueConstraintViolationException ||
+        (error instanceof FairwayError && error.code === 'CONFLICT'))
+    )
+      return attempt(ctx, inputs, false);
     throw error;
   }
-  // On the leader each spec goes straight into the core (one cycle serves the burst); a follower tells the leader.
+  // On the leader each spec goes straight into the core (one cycle serves the burst); a follower tells the
+  // leader.
   for (const p of fresh) ctx.scheduler.submitted(p.spec!);
   return plan.map((p) => p.existing ?? p.job!);
 }
@@ -91,7 +104,10 @@ function requireDistinctKeys(inputs: SubmitJobInput[]): void {
     if (!key) return;
     const first = seen.get(key);
     if (first !== undefined) {
-      throw badInput(`jobs[${index}]: idempotencyKey is also that of jobs[${first}]; each job of a call needs its own key.`, { index, field: `jobs[${index}].idempotencyKey` });
+      throw badInput(
+        `jobs[${index}]: idempotencyKey is also that of jobs[${first}]; each job of a call needs its own key.`,
+        { index, field: `jobs[${index}].idempotencyKey` },
+      );
     }
     seen.set(key, index);
   });
@@ -119,7 +135,10 @@ async function resolveAll(ctx: ServiceContext, inputs: SubmitJobInput[]): Promis
     }
     const tenantId = plan[0]?.target.queue.tenant.id;
     if (tenantId && target.queue.tenant.id !== tenantId) {
-      throw badInput(`jobs[${index}]: its queue is in another tenant than jobs[0]'s; one call submits to one tenant's queues.`, { index, field: `jobs[${index}].queueId` });
+      throw badInput(
+        `jobs[${index}]: its queue is in another tenant than jobs[0]'s; one call submits to one tenant's queues.`,
+        { index, field: `jobs[${index}].queueId` },
+      );
     }
     plan.push({ input, target, hash: requestHash(input, target.queue.id) });
   }
@@ -128,12 +147,26 @@ async function resolveAll(ctx: ServiceContext, inputs: SubmitJobInput[]): Promis
 
 /** What resolveTarget and enforceSubmitPolicy read of a job. */
 function policyKey(input: SubmitJobInput): string {
-  const container = input.workload?.container as { image?: string; datasets?: { location: string }[]; artifactStore?: string | null; securityContext?: unknown } | undefined;
+  const container = input.workload?.container as
+    | {
+        image?: string;
+        datasets?: { location: string }[];
+        artifactStore?: string | null;
+        securityContext?: unknown;
+      }
+    | undefined;
   return JSON.stringify([
     input.queueId ?? null,
     input.projectId ?? null,
     input.priorityClass,
-    container ? [container.image, container.datasets?.map((d) => d.location), container.artifactStore ?? null, container.securityContext ?? null] : null,
+    container
+      ? [
+          container.image,
+          container.datasets?.map((d) => d.location),
+          container.artifactStore ?? null,
+          container.securityContext ?? null,
+        ]
+      : null,
   ]);
 }
 
@@ -150,15 +183,20 @@ async function findExisting(em: EntityManager, tenantId: string, plan: Planned[]
   const found = await allBound<{ id: string; k: string; h: string }>(em, sql, [tenantId, ...keys]);
   if (!found.length) return;
   const byKey = new Map(found.map((row) => [row.k, row]));
-  const entities = new Map((await em.find(Job, { id: { $in: found.map((row) => row.id) } })).map((job) => [job.id, job]));
+  const entities = new Map(
+    (await em.find(Job, { id: { $in: found.map((row) => row.id) } })).map((job) => [job.id, job]),
+  );
   plan.forEach((p, index) => {
     const existing = p.input.idempotencyKey ? byKey.get(p.input.idempotencyKey) : undefined;
     if (!existing) return;
     if (existing.h !== p.hash) {
-      throw conflict(`jobs[${index}]: this idempotency key was already used for a different job; use a new key for a new job.`);
+      throw conflict(
+        `jobs[${index}]: this idempotency key was already used for a different job; use a new key for a new job.`,
+      );
     }
     p.existing = entities.get(existing.id);
-    if (!p.existing) throw conflict(`jobs[${index}]: the job made under this idempotency key is being removed; retry.`);
+    if (!p.existing)
+      throw conflict(`jobs[${index}]: the job made under this idempotency key is being removed; retry.`);
   });
 }
 
@@ -173,7 +211,15 @@ function validateShapes(ctx: ServiceContext, plan: Planned[]): void {
     if (p.existing) return;
     const { queue, project } = p.target;
     p.spec = coreSpec(ctx, p.input, queue, project);
-    const shape = JSON.stringify([queue.id, project.id, p.input.priorityClass, p.input.podSets, p.input.expectedDurationMs ?? null, p.input.maxRunMs ?? null, p.input.checkpoint ?? null]);
+    const shape = JSON.stringify([
+      queue.id,
+      project.id,
+      p.input.priorityClass,
+      p.input.podSets,
+      p.input.expectedDurationMs ?? null,
+      p.input.maxRunMs ?? null,
+      p.input.checkpoint ?? null,
+    ]);
     if (checked.has(shape)) return;
     try {
       ctx.scheduler.preview(p.spec);
@@ -192,23 +238,56 @@ async function write(ctx: ServiceContext, tenantId: string, fresh: Planned[]): P
   const principal = requirePrincipal(ctx);
   const at = ctx.now();
   const rows = fresh.map((p) => jobRow(p, tenantId, principal.userId, at));
-  const listed = fresh.map((p) => ({ id: p.spec!.id, name: p.input.name, queue: p.target.queue.name, projectId: p.target.project.id, priorityClass: p.input.priorityClass, gpus: totalGpus(p.spec!) }));
-  await auditedMutation(ctx, { action: 'job.submitBatch', input: { count: fresh.length, jobs: listed }, tenantHint: tenantId }, async (em) => {
-    await insertRows(em, 'Job', rows);
-    const events = fresh.map((p) => jobEventRow(p.spec!.id, tenantId, 'SUBMITTED', at, null, `Submitted to queue ${p.target.queue.name}`));
-    await insertRows(em, 'JobEvent', events);
-    return { result: null, tenantId, targetType: 'Job', targetId: fresh[0]!.spec!.id };
-  });
+  const listed = fresh.map((p) => ({
+    id: p.spec!.id,
+    name: p.input.name,
+    queue: p.target.queue.name,
+    projectId: p.target.project.id,
+    priorityClass: p.input.priorityClass,
+    gpus: totalGpus(p.spec!),
+  }));
+  await auditedMutation(
+    ctx,
+    { action: 'job.submitBatch', input: { count: fresh.length, jobs: listed }, tenantHint: tenantId },
+    async (em) => {
+      await insertRows(em, 'Job', rows);
+      const events = fresh.map((p) =>
+        jobEventRow(p.spec!.id, tenantId, 'SUBMITTED', at, null, `Submitted to queue ${p.target.queue.name}`),
+      );
+      await insertRows(em, 'JobEvent', events);
+      return { result: null, tenantId, targetType: 'Job', targetId: fresh[0]!.spec!.id };
+    },
+  );
   // The answer: plain rows (job-rows.ts), as listJobs answers; an entity per job was ~11% of the call's CPU.
   fresh.forEach((p, i) => {
     const { podSets, workload, admission, ...row } = rows[i]!;
-    const fields = { ...row, tenant: { id: tenantId }, project: { id: row.project }, queue: { id: row.queue }, submittedBy: { id: row.submittedBy } };
-    p.job = JobRow.withValues(Object.assign(new JobRow(), fields), { podSets, workload: workload as Record<string, unknown> | null, admission });
+    const fields = {
+      ...row,
+      tenant: { id: tenantId },
+      project: { id: row.project },
+      queue: { id: row.queue },
+      submittedBy: { id: row.submittedBy },
+    };
+    p.job = JobRow.withValues(Object.assign(new JobRow(), fields), {
+      podSets,
+      workload: workload as Record<string, unknown> | null,
+      admission,
+    });
   });
 }
 
-/** A new job's columns, by property name, relations as ids: submitJob's fields, with the defaults the ORM would add. */
+/** A new job's columns, by property name, relations as ids: submitJob's fields, with the defaults the ORM
+ * would add.
+ */
 function jobRow(p: Planned, tenantId: string, userId: string, at: Date) {
-  const fields = pendingJobFields({ input: p.input, spec: p.spec!, tenantId, projectId: p.target.project.id, queueId: p.target.queue.id, userId, hash: p.hash });
+  const fields = pendingJobFields({
+    input: p.input,
+    spec: p.spec!,
+    tenantId,
+    projectId: p.target.project.id,
+    queueId: p.target.queue.id,
+    userId,
+    hash: p.hash,
+  });
   return { ...fields, meteredFrom: null, submittedAt: at, updatedAt: at };
 }

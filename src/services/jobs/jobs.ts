@@ -1,24 +1,38 @@
 import { createHash } from 'node:crypto';
-import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
-import type { CheckpointSpec, JobSpec, PodSetSpec, Preview } from '../../core/scheduling/types.js';
-// The scheduler's shapes this service's answers carry (a job's pod sets, a preview): the schema takes them from here, never from the core.
+import { type EntityManager, UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { CheckpointSpec, JobSpec, PodSetSpec, Preview } from '../../core/scheduling/index.js';
+
+// The scheduler's shapes this service's answers carry (a job's pod sets, a preview): the schema takes them
+// from here, never from the core.
 export type { PodSetSpec, Preview };
-import { Project } from '../../persistence/tenancy/entities.js';
-import { Job, JobEvent, TERMINAL_JOB_STATES, type JobState } from '../../persistence/jobs/entities.js';
-import { OutboxEntry } from '../../persistence/scheduling/entities.js';
-import { PriorityClassRow, Queue } from '../../persistence/cluster/entities.js';
+
+import type { WorkloadType } from '../../core/governance/index.js';
+import { PriorityClassRow, Queue } from '../../persistence/cluster/index.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { readJobRows, type JobRow } from '../../persistence/jobs/job-rows.js';
-import { auditedMutation, groupedAuditedMutation } from '../audit/audit.js';
-import { requireCapability, requireMutatingCapability, requirePrincipal, type ServiceContext } from '../context.js';
-import { badInput, conflict, notFound } from '../../shared/client-errors.js';
+import {
+  Job,
+  JobEvent,
+  type JobRow,
+  type JobState,
+  readJobRows,
+  TERMINAL_JOB_STATES,
+} from '../../persistence/jobs/index.js';
+import { OutboxEntry } from '../../persistence/scheduling/index.js';
+import { Project } from '../../persistence/tenancy/index.js';
+import { badInput, conflict, notFound } from '../../shared/index.js';
+import { auditedMutation, groupedAuditedMutation } from '../audit/index.js';
+import {
+  requireCapability,
+  requireMutatingCapability,
+  requirePrincipal,
+  type ServiceContext,
+} from '../context.js';
 import { schedulerInputError } from '../errors.js';
 import { findPage, type PageQuery } from '../paging.js';
-import { defaultProjectOf, requireContributor, requireJobChanger } from '../tenancy/project-rights.js';
-import { enforceSubmitPolicy, submitAuditInput } from './submit-policy.js';
-import { checkpointSpec, totalGpus } from '../scheduling/specs.js';
-import type { WorkloadType } from '../../core/governance/types.js';
+import { checkpointSpec, totalGpus } from '../scheduling/index.js';
+import { defaultProjectOf, requireContributor, requireJobChanger } from '../tenancy/index.js';
 import type { SubmitJobInput } from './submit-input.js';
+import { enforceSubmitPolicy, submitAuditInput } from './submit-policy.js';
 
 export interface JobFilter {
   tenantId: string;
@@ -50,7 +64,11 @@ export async function resolveTarget(ctx: ServiceContext, em: EntityManager, inpu
   const queueId = input.queueId ?? project?.defaultQueueId ?? null;
   if (!queueId) {
     if (project) requireCapability(ctx, project.tenant.id, 'jobs:write', 'Project');
-    throw badInput(project ? `Project "${project.slug}" has no default queue: name a queue (queueId).` : 'Name a queue (queueId) or a project (projectId): you belong to several tenants, or none.');
+    throw badInput(
+      project
+        ? `Project "${project.slug}" has no default queue: name a queue (queueId).`
+        : 'Name a queue (queueId) or a project (projectId): you belong to several tenants, or none.',
+    );
   }
   // With its tenant in the same statement: the submit policy reads the tenant (by id, from the identity map).
   const queue = await em.findOne(Queue, { id: queueId }, { populate: ['tenant'] });
@@ -66,7 +84,12 @@ export async function resolveTarget(ctx: ServiceContext, em: EntityManager, inpu
 }
 
 /** The scheduler core's view of a submission, with a fresh id and submit time. */
-export function coreSpec(ctx: ServiceContext, input: SubmitJobInput, queue: Queue, project: Project): JobSpec {
+export function coreSpec(
+  ctx: ServiceContext,
+  input: SubmitJobInput,
+  queue: Queue,
+  project: Project,
+): JobSpec {
   return {
     id: uuidv7(),
     tenant: queue.tenant.id,
@@ -81,16 +104,29 @@ export function coreSpec(ctx: ServiceContext, input: SubmitJobInput, queue: Queu
   };
 }
 
-/** The declared checkpointing as the core's field, none when the job declares none (the same normalisation as a stored row's, checkpointSpec). */
+/** The declared checkpointing as the core's field, none when the job declares none (the same normalisation
+ * as a stored row's, checkpointSpec).
+ */
 export function checkpointOf(input: Pick<SubmitJobInput, 'checkpoint'>): { checkpoint?: CheckpointSpec } {
-  return checkpointSpec({ checkpointIntervalMs: input.checkpoint?.intervalMs ?? null, checkpointResumable: input.checkpoint?.resumable ?? false });
+  return checkpointSpec({
+    checkpointIntervalMs: input.checkpoint?.intervalMs ?? null,
+    checkpointResumable: input.checkpoint?.resumable ?? false,
+  });
 }
 
 /**
  * A new pending job's stored fields, relations as ids: what submitJob and submitJobs
  * (jobs-batch.ts) write for a submission, so the two never store a job differently.
  */
-export function pendingJobFields(p: { input: SubmitJobInput; spec: JobSpec; tenantId: string; projectId: string; queueId: string; userId: string; hash: string }) {
+export function pendingJobFields(p: {
+  input: SubmitJobInput;
+  spec: JobSpec;
+  tenantId: string;
+  projectId: string;
+  queueId: string;
+  userId: string;
+  hash: string;
+}) {
   const { input, spec } = p;
   return {
     id: spec.id,
@@ -142,8 +178,14 @@ export function requestHash(input: SubmitJobInput, queueId: string): string {
 }
 
 /** The declared probe signals as hashed fields: none when undeclared (no type, not latency-sensitive). */
-export function probeSignalsOf(input: Pick<SubmitJobInput, 'workloadType' | 'latencySensitive'>): { workloadType?: WorkloadType; latencySensitive?: true } {
-  return { ...(input.workloadType ? { workloadType: input.workloadType } : {}), ...(input.latencySensitive ? { latencySensitive: true as const } : {}) };
+export function probeSignalsOf(input: Pick<SubmitJobInput, 'workloadType' | 'latencySensitive'>): {
+  workloadType?: WorkloadType;
+  latencySensitive?: true;
+} {
+  return {
+    ...(input.workloadType ? { workloadType: input.workloadType } : {}),
+    ...(input.latencySensitive ? { latencySensitive: true as const } : {}),
+  };
 }
 
 /**
@@ -159,7 +201,7 @@ export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Pro
     if (existing) return sameOrConflict(existing, hash);
   }
   const spec = coreSpec(ctx, input, queue, project);
-  const { id, submitTime } = spec;
+  const { id } = spec;
   try {
     ctx.scheduler.preview(spec);
   } catch (error) {
@@ -167,16 +209,45 @@ export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Pro
   }
   let job: Job;
   try {
-    // Group commit: submits that arrive while one is being written are written together, each answered after the commit.
-    job = await groupedAuditedMutation(ctx, { action: 'job.submit', input: submitAuditInput(input), tenantHint: queue.tenant.id }, (em) => {
-      const created = em.create(Job, pendingJobFields({ input, spec, tenantId: queue.tenant.id, projectId: project.id, queueId: queue.id, userId: principal.userId, hash }));
-      em.create(JobEvent, { job: created, tenant: created.tenant, type: 'SUBMITTED', reason: null, message: `Submitted to queue ${queue.name}`, data: null, at: ctx.now() });
-      // Flushed with the audit event (one unit of work, one commit): a duplicate idempotency key fails there the same way.
-      return { result: created, tenantId: queue.tenant.id, targetType: 'Job', targetId: id };
-    });
+    // Group commit: submits that arrive while one is being written are written together, each answered after
+    // the commit.
+    job = await groupedAuditedMutation(
+      ctx,
+      { action: 'job.submit', input: submitAuditInput(input), tenantHint: queue.tenant.id },
+      (em) => {
+        const created = em.create(
+          Job,
+          pendingJobFields({
+            input,
+            spec,
+            tenantId: queue.tenant.id,
+            projectId: project.id,
+            queueId: queue.id,
+            userId: principal.userId,
+            hash,
+          }),
+        );
+        em.create(JobEvent, {
+          job: created,
+          tenant: created.tenant,
+          type: 'SUBMITTED',
+          reason: null,
+          message: `Submitted to queue ${queue.name}`,
+          data: null,
+          at: ctx.now(),
+        });
+        // Flushed with the audit event (one unit of work, one commit): a duplicate idempotency key fails
+        // there the same way.
+        return { result: created, tenantId: queue.tenant.id, targetType: 'Job', targetId: id };
+      },
+    );
   } catch (error) {
     // Two retries raced with the same key: the loser answers with the winner's job.
-    if (input.idempotencyKey && (error instanceof UniqueConstraintViolationException || (error as { code?: string }).code === 'CONFLICT')) {
+    if (
+      input.idempotencyKey &&
+      (error instanceof UniqueConstraintViolationException ||
+        (error as { code?: string }).code === 'CONFLICT')
+    ) {
       const existing = await findByKey(ctx.em.fork(), queue.tenant.id, input.idempotencyKey);
       if (existing) return sameOrConflict(existing, hash);
     }
@@ -214,15 +285,28 @@ export async function cancelJob(ctx: ServiceContext, id: string): Promise<Job> {
     const found = await em.findOne(Job, { id }, { populate: ['queue'], ...ctx.scheduler.metering.jobLock });
     if (!found) throw notFound('Job');
     requireJobChanger(ctx, found);
-    if (TERMINAL_JOB_STATES.has(found.state)) throw conflict(`The job has already ${found.state.toLowerCase()}.`);
+    if (TERMINAL_JOB_STATES.has(found.state))
+      throw conflict(`The job has already ${found.state.toLowerCase()}.`);
     const now = ctx.now();
     // A running job is charged up to its cancel, with the cancel.
     await ctx.scheduler.metering.charge(em, [found], now.getTime(), 'cancelled');
     found.state = 'CANCELLED';
     found.finishedAt = now;
     found.exitReason = 'cancelled by user';
-    em.create(JobEvent, { job: found, tenant: found.tenant, type: 'CANCELLED', reason: null, message: 'Cancelled', data: null, at: now });
-    em.create(OutboxEntry, { kind: 'job.cancelled', payload: { jobId: found.id, queueId: found.queue.id, at: now.getTime() }, performedAt: null });
+    em.create(JobEvent, {
+      job: found,
+      tenant: found.tenant,
+      type: 'CANCELLED',
+      reason: null,
+      message: 'Cancelled',
+      data: null,
+      at: now,
+    });
+    em.create(OutboxEntry, {
+      kind: 'job.cancelled',
+      payload: { jobId: found.id, queueId: found.queue.id, at: now.getTime() },
+      performedAt: null,
+    });
     await em.flush();
     return { result: found, tenantId: found.tenant.id, targetType: 'Job', targetId: found.id };
   });
@@ -246,7 +330,11 @@ export async function listJobs(ctx: ServiceContext, filter: JobFilter, page: Pag
   return readJobRows(ctx.em, filter, page);
 }
 
-export async function listJobEvents(ctx: ServiceContext, jobId: string, page: PageQuery): Promise<JobEvent[]> {
+export async function listJobEvents(
+  ctx: ServiceContext,
+  jobId: string,
+  page: PageQuery,
+): Promise<JobEvent[]> {
   const job = await getJob(ctx, jobId);
   return findPage(ctx.em, JobEvent, { job: job.id }, page);
 }

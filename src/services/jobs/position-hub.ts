@@ -1,6 +1,12 @@
-import type { JobExplanation } from '../../core/scheduling/types.js';
-import type { JobStateName } from '../../events/bus.js';
-import { keyOf, LatestValueStream, pendingOnly, type JobPosition, type JobPositionSources } from './position-stream.js';
+import type { JobExplanation } from '../../core/scheduling/index.js';
+import type { JobStateName } from '../../events/index.js';
+import {
+  type JobPosition,
+  type JobPositionSources,
+  keyOf,
+  LatestValueStream,
+  pendingOnly,
+} from './position-stream.js';
 
 /** One watched job: what its subscribers were last offered, and who they are. */
 interface Watched {
@@ -44,7 +50,11 @@ export class JobPositionHub {
    * A stream of the job's positions: the current value first. `job` is the row as the caller
    * read it under their rights (its state starts the job's entry if nobody watches it yet).
    */
-  watch(job: { id: string; state: JobStateName; tenantId: string | null }): AsyncIterableIterator<JobPosition> {
+  watch(job: {
+    id: string;
+    state: JobStateName;
+    tenantId: string | null;
+  }): AsyncIterableIterator<JobPosition> {
     const entry = this.jobs.get(job.id) ?? this.open(job);
     const stream = new LatestValueStream<JobPosition>((closed) => this.leave(entry, closed));
     entry.readers.add(stream);
@@ -55,9 +65,18 @@ export class JobPositionHub {
 
   private open(job: { id: string; state: JobStateName; tenantId: string | null }): Watched {
     const pending = pendingOnly(this.sources.scheduler.explain(job.id));
-    const value = valueOf(job.id, job.tenantId, job.state, pending);
+    const value = positionValue(job.id, job.tenantId, job.state, pending);
     const updates = this.sources.events.subscribe('job-updated', job.id)[Symbol.asyncIterator]();
-    const entry: Watched = { jobId: job.id, tenantId: job.tenantId, state: job.state, pending, value, key: keyOf(value), readers: new Set(), stop: () => void updates.return?.() };
+    const entry: Watched = {
+      jobId: job.id,
+      tenantId: job.tenantId,
+      state: job.state,
+      pending,
+      value,
+      key: keyOf(value),
+      readers: new Set(),
+      stop: () => void updates.return?.(),
+    };
     this.jobs.set(job.id, entry);
     this.offState ??= this.sources.scheduler.onStateChange(this.tick);
     void (async () => {
@@ -88,7 +107,7 @@ export class JobPositionHub {
   };
 
   private offerCurrent(entry: Watched): void {
-    const value = valueOf(entry.jobId, entry.tenantId, entry.state, entry.pending);
+    const value = positionValue(entry.jobId, entry.tenantId, entry.state, entry.pending);
     const key = keyOf(value);
     // Every reader holds this key already (read, or waiting to be read): nothing to send.
     if (key === entry.key) return;
@@ -109,7 +128,12 @@ export class JobPositionHub {
   }
 }
 
-function valueOf(jobId: string, tenantId: string | null, state: JobStateName, pending: JobExplanation | null): JobPosition {
+function positionValue(
+  jobId: string,
+  tenantId: string | null,
+  state: JobStateName,
+  pending: JobExplanation | null,
+): JobPosition {
   return { jobId, tenantId, state, explanation: state === 'PENDING' ? pending : null };
 }
 
@@ -142,6 +166,9 @@ export function jobPositionHub(sources: JobPositionSources): JobPositionHub {
  * job is sampled once per cycle however many watch it. This function opens a stream on a hub
  * of its own (in-process callers and tests).
  */
-export function jobPositionStream(sources: JobPositionSources, job: { id: string; state: JobStateName; tenantId?: string }): AsyncIterableIterator<JobPosition> {
+export function jobPositionStream(
+  sources: JobPositionSources,
+  job: { id: string; state: JobStateName; tenantId?: string },
+): AsyncIterableIterator<JobPosition> {
   return new JobPositionHub(sources).watch({ tenantId: null, ...job });
 }

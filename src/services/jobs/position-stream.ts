@@ -1,5 +1,5 @@
-import type { JobExplanation } from '../../core/scheduling/types.js';
-import type { EventBus, JobStateName } from '../../events/bus.js';
+import type { JobExplanation } from '../../core/scheduling/index.js';
+import type { EventBus, JobStateName } from '../../events/index.js';
 
 /** One value of a job's position stream. */
 export interface JobPosition {
@@ -20,12 +20,20 @@ export interface JobPositionSources {
   events: EventBus;
 }
 
-export const pendingOnly = (explanation: JobExplanation | null) => (explanation?.state === 'pending' ? explanation : null);
+export const pendingOnly = (explanation: JobExplanation | null) =>
+  explanation?.state === 'pending' ? explanation : null;
 
 /** What a subscriber sees of a value; the core's bookkeeping (admission, expected end) is left out. */
 export function keyOf(value: JobPosition): string {
   if (!value.explanation) return JSON.stringify([value.state, null]);
-  const { jobId: _id, queue: _queue, state: _state, admission: _admission, expectedEnd: _end, ...visible } = value.explanation;
+  const {
+    jobId: _id,
+    queue: _queue,
+    state: _state,
+    admission: _admission,
+    expectedEnd: _end,
+    ...visible
+  } = value.explanation;
   return JSON.stringify([value.state, visible]);
 }
 
@@ -38,7 +46,8 @@ export class LatestValueStream<T> implements AsyncIterableIterator<T> {
   private latest: T | undefined = undefined;
   private latestKey: string | null = null;
   private lastReadKey: string | null = null;
-  private reader: { resolve: (step: IteratorResult<T>) => void; reject: (error: unknown) => void } | null = null;
+  private reader: { resolve: (step: IteratorResult<T>) => void; reject: (error: unknown) => void } | null =
+    null;
   private closed = false;
 
   constructor(private readonly onClose: (stream: LatestValueStream<T>) => void) {}

@@ -1,5 +1,5 @@
-import type { WorkloadType } from '../../core/governance/types.js';
-import type { CheckpointSpec, PodSetSpec } from '../../core/scheduling/types.js';
+import type { WorkloadType } from '../../core/governance/index.js';
+import type { CheckpointSpec, PodSetSpec } from '../../core/scheduling/index.js';
 
 /** A job as submitted (submitJob, submitJobs, previewJob): what to run, where, and how it saves progress. */
 export interface SubmitJobInput {
@@ -15,7 +15,9 @@ export interface SubmitJobInput {
   checkpoint?: CheckpointSpec | null;
   idempotencyKey?: string | null;
   workload?: Record<string, unknown> | null;
-  /** Probe signals: what the job is (null: undeclared) and whether it serves latency-sensitive traffic (default false). */
+  /** Probe signals: what the job is (null: undeclared) and whether it serves latency-sensitive traffic
+   * (default false).
+   */
   workloadType?: WorkloadType | null;
   latencySensitive?: boolean | null;
 }

@@ -1,10 +1,15 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { Tenant, type DataBoundaries, type Project } from '../../persistence/tenancy/entities.js';
-import { PriorityClassRow, type Queue } from '../../persistence/cluster/entities.js';
+import { PriorityClassRow, type Queue } from '../../persistence/cluster/index.js';
+import { type DataBoundaries, type Project, Tenant } from '../../persistence/tenancy/index.js';
+import { badInput, forbidden } from '../../shared/index.js';
+import {
+  firstViolation,
+  grantedPoolsOf,
+  grantedPriorityClassesOf,
+  KIND_LABEL,
+  type Violation,
+} from '../tenancy/index.js';
 import type { SubmitJobInput } from './submit-input.js';
-import { KIND_LABEL, firstViolation, type Violation } from '../tenancy/data-boundaries.js';
-import { grantedPoolsOf, grantedPriorityClassesOf } from '../tenancy/grants.js';
-import { badInput, forbidden } from '../../shared/client-errors.js';
 
 export interface SubmitTarget {
   queue: Queue;
@@ -20,7 +25,9 @@ export interface JobContainer {
   env: { name: string; value: string }[];
   datasets: { location: string; mountPath: string; readOnly: boolean }[];
   artifactStore: string | null;
-  /** Only what Fairway keeps of the requested security context (absent when neither was given; older rows have none). */
+  /** Only what Fairway keeps of the requested security context (absent when neither was given; older rows
+   * have none).
+   */
   securityContext?: KeptSecurityContext;
 }
 
@@ -50,16 +57,25 @@ const MAX_ID = 2_147_483_647;
  * field) rather than silently overridden, so the caller learns the job would not run as
  * asked. Returns what is kept: the user and group, or undefined when neither was given.
  */
-export function keptSecurityContext(requested: RequestedSecurityContext | null | undefined): KeptSecurityContext | undefined {
+export function keptSecurityContext(
+  requested: RequestedSecurityContext | null | undefined,
+): KeptSecurityContext | undefined {
   if (!requested) return undefined;
-  const refuse = (field: string, why: string) => badInput(`${why}: ${ENFORCED_SECURITY}.`, { field: `container.securityContext.${field}` });
+  const refuse = (field: string, why: string) =>
+    badInput(`${why}: ${ENFORCED_SECURITY}.`, { field: `container.securityContext.${field}` });
   if (requested.privileged === true) throw refuse('privileged', 'A privileged container is not allowed');
-  if (requested.allowPrivilegeEscalation === true) throw refuse('allowPrivilegeEscalation', 'Privilege escalation is not allowed');
-  if (requested.addCapabilities?.length) throw refuse('addCapabilities', `Capabilities cannot be added (asked for: ${requested.addCapabilities.slice(0, 8).join(', ')})`);
+  if (requested.allowPrivilegeEscalation === true)
+    throw refuse('allowPrivilegeEscalation', 'Privilege escalation is not allowed');
+  if (requested.addCapabilities?.length)
+    throw refuse(
+      'addCapabilities',
+      `Capabilities cannot be added (asked for: ${requested.addCapabilities.slice(0, 8).join(', ')})`,
+    );
   if (requested.runAsNonRoot === false) throw refuse('runAsNonRoot', 'runAsNonRoot cannot be false');
   for (const field of ['runAsUser', 'runAsGroup'] as const) {
     const id = requested[field];
-    if (id != null && (!Number.isInteger(id) || id < 0 || id > MAX_ID)) throw refuse(field, `${field} must be an integer from 0 to ${MAX_ID} (got ${id})`);
+    if (id != null && (!Number.isInteger(id) || id < 0 || id > MAX_ID))
+      throw refuse(field, `${field} must be an integer from 0 to ${MAX_ID} (got ${id})`);
   }
   if (requested.runAsUser === 0) throw refuse('runAsUser', 'runAsUser 0 is root');
   const kept: KeptSecurityContext = {
@@ -86,41 +102,69 @@ export async function enforceSubmitPolicy(em: EntityManager, target: SubmitTarge
   await requireGrants(em, tenant, project, queue, input.priorityClass);
   const container = containerOf(input.workload);
   if (container) {
-    // The graph checked the full request already (toSubmitInput); this holds for every other caller of submitJob.
+    // The graph checked the full request already (toSubmitInput); this holds for every other caller of
+    // submitJob.
     keptSecurityContext(container.securityContext);
     requireWithinBoundaries(tenant, project, container);
   }
 }
 
-async function requireGrants(em: EntityManager, tenant: Tenant, project: Project, queue: Queue, priorityClass: string): Promise<void> {
+async function requireGrants(
+  em: EntityManager,
+  tenant: Tenant,
+  project: Project,
+  queue: Queue,
+  priorityClass: string,
+): Promise<void> {
   const row = await em.findOne(PriorityClassRow, { name: priorityClass });
   if (row?.requiresGrant) {
     if (!grantedPriorityClassesOf(tenant).includes(priorityClass)) {
-      throw forbidden(`Priority class "${priorityClass}" needs a grant, and tenant "${tenant.slug}" has not been granted it: ask a platform admin to grant it to the tenant, then a tenant admin to grant it to project "${project.slug}".`);
+      throw forbidden(
+        `Priority class "${priorityClass}" needs a grant, and tenant "${tenant.slug}" has not been granted it: ask a platform admin to grant it to the tenant, then a tenant admin to grant it to project "${project.slug}".`,
+      );
     }
     if (!grantedPriorityClassesOf(project).includes(priorityClass)) {
-      throw forbidden(`Priority class "${priorityClass}" needs a grant, and project "${project.slug}" has not been granted it: ask a tenant admin of "${tenant.slug}" to grant it to the project.`);
+      throw forbidden(
+        `Priority class "${priorityClass}" needs a grant, and project "${project.slug}" has not been granted it: ask a tenant admin of "${tenant.slug}" to grant it to the project.`,
+      );
     }
   }
   if (queue.dedicatedPool && !grantedPoolsOf(project).includes(queue.dedicatedPool)) {
-    throw forbidden(`Queue "${queue.name}" runs on the dedicated pool "${queue.dedicatedPool}", which project "${project.slug}" has not been granted: ask a tenant admin of "${tenant.slug}" to grant it to the project.`);
+    throw forbidden(
+      `Queue "${queue.name}" runs on the dedicated pool "${queue.dedicatedPool}", which project "${project.slug}" has not been granted: ask a tenant admin of "${tenant.slug}" to grant it to the project.`,
+    );
   }
 }
 
-/** The tenant's boundaries (set by the platform) and the project's (set by its admins) must both admit every reference. */
+/** The tenant's boundaries (set by the platform) and the project's (set by its admins) must both admit every
+ * reference.
+ */
 function requireWithinBoundaries(tenant: Tenant, project: Project, container: JobContainer): void {
-  const refs = { image: container.image, datasetLocations: container.datasets.map((d) => d.location), artifactStore: container.artifactStore };
+  const refs = {
+    image: container.image,
+    datasetLocations: container.datasets.map((d) => d.location),
+    artifactStore: container.artifactStore,
+  };
   const levels: [string, DataBoundaries | null][] = [
     [`tenant "${tenant.slug}"`, tenant.dataBoundaries ?? null],
     [`project "${project.slug}"`, project.dataBoundaries ?? null],
   ];
   for (const [whose, boundaries] of levels) {
     const violation = firstViolation(refs, boundaries);
-    if (violation) throw badInput(describe(violation, whose), { field: fieldOf(violation), reference: violation.reference, allowed: violation.allowed });
+    if (violation)
+      throw badInput(describe(violation, whose), {
+        field: fieldOf(violation),
+        reference: violation.reference,
+        allowed: violation.allowed,
+      });
   }
 }
 
-const WHAT: Record<Violation['kind'], string> = { imageRegistries: 'Image', datasetLocations: 'Dataset location', artifactStores: 'Artifact store' };
+const WHAT: Record<Violation['kind'], string> = {
+  imageRegistries: 'Image',
+  datasetLocations: 'Dataset location',
+  artifactStores: 'Artifact store',
+};
 
 function describe(violation: Violation, whose: string): string {
   if (violation.allowed === null) return `${WHAT[violation.kind]}: ${violation.problem}.`;
@@ -129,7 +173,11 @@ function describe(violation: Violation, whose: string): string {
 }
 
 function fieldOf(violation: Violation): string {
-  return violation.kind === 'imageRegistries' ? 'container.image' : violation.kind === 'datasetLocations' ? 'container.datasets' : 'container.artifactStore';
+  return violation.kind === 'imageRegistries'
+    ? 'container.image'
+    : violation.kind === 'datasetLocations'
+      ? 'container.datasets'
+      : 'container.artifactStore';
 }
 
 /**
@@ -140,5 +188,9 @@ export function submitAuditInput(input: SubmitJobInput): Record<string, unknown>
   const container = containerOf(input.workload);
   if (!container) return { ...input, podSets: input.podSets };
   const env = container.env.map((e) => ({ name: e.name, value: '[redacted]' }));
-  return { ...input, podSets: input.podSets, workload: { ...input.workload, container: { ...container, env } } };
+  return {
+    ...input,
+    podSets: input.podSets,
+    workload: { ...input.workload, container: { ...container, env } },
+  };
 }

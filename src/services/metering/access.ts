@@ -1,9 +1,9 @@
-import type { Principal } from '../../auth/principal.js';
-import { accessFor } from '../../auth/principal.js';
+import type { Principal } from '../../auth/index.js';
+import { accessFor } from '../../auth/index.js';
 import { callerRoleIn, requireCapability, requirePlatformAdmin, type ServiceContext } from '../context.js';
 
 /**
- * Who sees what of metering (issue 12), decided here and nowhere else:
+ * Who sees what of metering, decided here and nowhere else:
  * - every usage read needs usage:read in the tenant (a token's USAGE_READ scope);
  * - money (costs, prices applied to a tenant's usage, budget amounts) is for TENANT_ADMIN,
  *   AUDITOR and platform admins;

@@ -3,11 +3,11 @@
 // by the scheduling leader). Neither opens a transaction of its own.
 import type { EntityManager } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/knex';
-import type { AdmissionHold } from '../../core/scheduling/types.js';
-import { AuditEvent } from '../../persistence/audit/entities.js';
+import type { AdmissionHold } from '../../core/scheduling/index.js';
+import { AuditEvent } from '../../persistence/audit/index.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { Budget, BudgetAlert } from '../../persistence/metering/entities.js';
-import { recordOutbox } from '../../persistence/scheduling/outbox-rows.js';
+import { Budget, BudgetAlert } from '../../persistence/metering/index.js';
+import { recordOutbox } from '../../persistence/scheduling/index.js';
 import { alertsFiredOf, periodOf, spendByTenant, spendOf } from './budget-spend.js';
 
 /** The audit log's request id for what metering writes by itself (no request behind it). */
@@ -34,7 +34,8 @@ export interface FiredAlert {
 export type BudgetAlertRow = FiredAlert;
 
 /**
- * For every budget of these tenants (null: of every tenant — the leader after each checkpoint): each threshold crossed this period (UTC month) and not yet
+ * For every budget of these tenants (null: of every tenant — the leader after each checkpoint): each
+ * threshold crossed this period (UTC month) and not yet
  * alerted gets its BudgetAlert row, an audit entry (actor: the system) and an outbox row
  * 'tenant.budget-alert' (published as a BUDGET_ALERT tenant event once the caller commits).
  *
@@ -43,14 +44,23 @@ export type BudgetAlertRow = FiredAlert;
  * on the unique key (budget, period, threshold), so a concurrent writer that got there first is
  * skipped rather than failing the caller's transaction.
  */
-export async function evaluateBudgets(em: EntityManager, tenantIds: Iterable<string> | null, nowMs: number, currency: string): Promise<FiredAlert[]> {
+export async function evaluateBudgets(
+  em: EntityManager,
+  tenantIds: Iterable<string> | null,
+  nowMs: number,
+  currency: string,
+): Promise<FiredAlert[]> {
   const ids = tenantIds === null ? null : [...new Set(tenantIds)];
   if (ids && !ids.length) return [];
   const budgets = await em.find(Budget, ids ? { tenant: { $in: ids } } : {}, { orderBy: { id: 'asc' } });
   if (!budgets.length) return [];
   const period = periodOf(nowMs);
   const spend = await spendByTenant(em, [...new Set(budgets.map((b) => b.tenant.id))], nowMs, false);
-  const fired = await alertsFiredOf(em, budgets.map((b) => b.id), period.key);
+  const fired = await alertsFiredOf(
+    em,
+    budgets.map((b) => b.id),
+    period.key,
+  );
   const at = new Date(nowMs);
   const out: FiredAlert[] = [];
   for (const budget of budgets) {
@@ -62,7 +72,16 @@ export async function evaluateBudgets(em: EntityManager, tenantIds: Iterable<str
       const alertId = uuidv7();
       const result = await (em as SqlEntityManager)
         .createQueryBuilder(BudgetAlert)
-        .insert({ id: alertId, budget: budget.id, tenant: budget.tenant.id, period: period.key, threshold, spent, limitAmount: budget.monthlyAmount, at })
+        .insert({
+          id: alertId,
+          budget: budget.id,
+          tenant: budget.tenant.id,
+          period: period.key,
+          threshold,
+          spent,
+          limitAmount: budget.monthlyAmount,
+          at,
+        })
         .onConflict(['budget', 'period', 'threshold'])
         .ignore()
         .execute('run');
@@ -90,7 +109,14 @@ export async function evaluateBudgets(em: EntityManager, tenantIds: Iterable<str
         action: 'budget.alert',
         targetType: 'Budget',
         targetId: budget.id,
-        input: { threshold, spent, limit: budget.monthlyAmount, currency, period: period.key, projectId: alert.projectId },
+        input: {
+          threshold,
+          spent,
+          limit: budget.monthlyAmount,
+          currency,
+          period: period.key,
+          projectId: alert.projectId,
+        },
         outcome: 'SUCCESS',
         errorCode: null,
         requestId: METERING_REQUEST_ID,
@@ -113,7 +139,11 @@ export async function evaluateBudgets(em: EntityManager, tenantIds: Iterable<str
  * month ends. Two reads whatever the number of budgets: the hard budgets, and one grouped query
  * over this month's rollup for their tenants.
  */
-export async function computeHolds(em: EntityManager, nowMs: number, currency: string): Promise<AdmissionHold[]> {
+export async function computeHolds(
+  em: EntityManager,
+  nowMs: number,
+  currency: string,
+): Promise<AdmissionHold[]> {
   const budgets = await em.find(Budget, { hard: true }, { orderBy: { id: 'asc' } });
   if (!budgets.length) return [];
   const period = periodOf(nowMs);

@@ -2,9 +2,9 @@
 // query answers every budget of a set of tenants, so the leader's hold computation and the
 // graph's budget lists cost the same whether a tenant has one budget or a hundred.
 import type { EntityManager } from '@mikro-orm/core';
-import type { SqlEntityManager } from '@mikro-orm/knex';
 import { raw } from '@mikro-orm/core';
-import { BudgetAlert, UsageHourly, type Budget } from '../../persistence/metering/entities.js';
+import type { SqlEntityManager } from '@mikro-orm/knex';
+import { type Budget, BudgetAlert, UsageHourly } from '../../persistence/metering/index.js';
 
 const HOUR_MS = 3_600_000;
 /** The forecast's burn-rate window at most: a week evens out weekdays and weekends without going stale. */
@@ -24,7 +24,11 @@ export function periodOf(nowMs: number): Period {
   const d = new Date(nowMs);
   const year = d.getUTCFullYear();
   const month = d.getUTCMonth();
-  return { key: `${year}-${String(month + 1).padStart(2, '0')}`, start: Date.UTC(year, month, 1), end: Date.UTC(year, month + 1, 1) };
+  return {
+    key: `${year}-${String(month + 1).padStart(2, '0')}`,
+    start: Date.UTC(year, month, 1),
+    end: Date.UTC(year, month + 1, 1),
+  };
 }
 
 /** Spend of one scope: the month so far, and over the burn window (for the forecast). */
@@ -51,7 +55,12 @@ export function burnWindowStart(period: Period, nowMs: number): number {
  * tenant and project. Buckets after `nowMs` are not counted: the spend is as of that time.
  * With `withRecent`, a second grouped query sums the burn window.
  */
-export async function spendByTenant(em: EntityManager, tenantIds: readonly string[] | null, nowMs: number, withRecent: boolean): Promise<Map<string, TenantSpend>> {
+export async function spendByTenant(
+  em: EntityManager,
+  tenantIds: readonly string[] | null,
+  nowMs: number,
+  withRecent: boolean,
+): Promise<Map<string, TenantSpend>> {
   const out = new Map<string, TenantSpend>();
   if (tenantIds && tenantIds.length === 0) return out;
   const period = periodOf(nowMs);
@@ -79,7 +88,12 @@ export async function spendByTenant(em: EntityManager, tenantIds: readonly strin
   return out;
 }
 
-async function grouped(em: EntityManager, tenantIds: readonly string[] | null, from: Date, last: Date): Promise<{ tenantId: string; projectId: string; cost: number }[]> {
+async function grouped(
+  em: EntityManager,
+  tenantIds: readonly string[] | null,
+  from: Date,
+  last: Date,
+): Promise<{ tenantId: string; projectId: string; cost: number }[]> {
   const where: Record<string, unknown> = { hour: { $gte: from, $lte: last } };
   if (tenantIds) where.tenant = { $in: [...tenantIds] };
   const rows = await (em as SqlEntityManager)
@@ -118,7 +132,12 @@ export interface BudgetStatus {
  * forecast = spent + (spend over the burn window / the window's length) × what is left of the
  * month. At the very start of a month there is no window yet: the forecast is what is spent.
  */
-export function statusOf(budget: Budget, spend: ScopeSpend, nowMs: number, alertsFired: number[]): BudgetStatus {
+export function statusOf(
+  budget: Budget,
+  spend: ScopeSpend,
+  nowMs: number,
+  alertsFired: number[],
+): BudgetStatus {
   const period = periodOf(nowMs);
   const span = nowMs - burnWindowStart(period, nowMs);
   const remaining = Math.max(0, period.end - nowMs);
@@ -134,10 +153,18 @@ export function statusOf(budget: Budget, spend: ScopeSpend, nowMs: number, alert
 }
 
 /** Thresholds alerted this period, per budget id. */
-export async function alertsFiredOf(em: EntityManager, budgetIds: readonly string[], period: string): Promise<Map<string, number[]>> {
+export async function alertsFiredOf(
+  em: EntityManager,
+  budgetIds: readonly string[],
+  period: string,
+): Promise<Map<string, number[]>> {
   const out = new Map<string, number[]>();
   if (!budgetIds.length) return out;
-  for (const alert of await em.find(BudgetAlert, { budget: { $in: [...budgetIds] }, period }, { fields: ['budget', 'threshold'] })) {
+  for (const alert of await em.find(
+    BudgetAlert,
+    { budget: { $in: [...budgetIds] }, period },
+    { fields: ['budget', 'threshold'] },
+  )) {
     const list = out.get(alert.budget.id) ?? [];
     list.push(alert.threshold);
     out.set(alert.budget.id, list);
@@ -146,11 +173,19 @@ export async function alertsFiredOf(em: EntityManager, budgetIds: readonly strin
 }
 
 /** Statuses of budgets (any tenants) in two grouped reads of the rollup and one of the alerts. */
-export async function statusesOf(em: EntityManager, budgets: readonly Budget[], nowMs: number): Promise<Map<string, BudgetStatus>> {
+export async function statusesOf(
+  em: EntityManager,
+  budgets: readonly Budget[],
+  nowMs: number,
+): Promise<Map<string, BudgetStatus>> {
   const tenantIds = [...new Set(budgets.map((b) => b.tenant.id))];
   // One after the other: the EntityManager may be a transaction's (one connection).
   const spend = await spendByTenant(em, tenantIds, nowMs, true);
-  const fired = await alertsFiredOf(em, budgets.map((b) => b.id), periodOf(nowMs).key);
+  const fired = await alertsFiredOf(
+    em,
+    budgets.map((b) => b.id),
+    periodOf(nowMs).key,
+  );
   return new Map(budgets.map((b) => [b.id, statusOf(b, spendOf(b, spend), nowMs, fired.get(b.id) ?? [])]));
 }
 

@@ -2,13 +2,13 @@
 // (the backend's time scale, the utilization samples, the currency) and what must follow a
 // charge in the same transaction (budget thresholds). Every state change that ends or
 // checkpoints a hold calls `charge` inside its own transaction.
-import { LockMode, type EntityManager } from '@mikro-orm/core';
-import type { AdmissionHold } from '../../core/scheduling/types.js';
+import { type EntityManager, LockMode } from '@mikro-orm/core';
+import { UtilizationSamples } from '../../core/metering/index.js';
+import type { AdmissionHold } from '../../core/scheduling/index.js';
+import type { Job } from '../../persistence/jobs/index.js';
+import type { UsageCloser } from '../../persistence/metering/index.js';
+import { loadMeteringTables, type MeteringTables } from '../../persistence/metering/index.js';
 import { chargeJobs } from './ledger.js';
-import { loadMeteringTables, type MeteringTables } from '../../persistence/metering/price-book.js';
-import { UtilizationSamples } from '../../core/metering/utilization.js';
-import type { UsageCloser } from '../../persistence/metering/entities.js';
-import type { Job } from '../../persistence/jobs/entities.js';
 
 export interface MeteringSettings {
   /** The backend's declared time / real time (see LedgerContext.timeScale). */
@@ -51,13 +51,22 @@ export class Metering {
    * Charges the jobs' open intervals up to `until` (see chargeJobs; per job when a function), in the
    * caller's transaction. Returns the tenants charged.
    */
-  async charge(em: EntityManager, jobs: readonly Job[], until: number | ((job: Job) => number), closedBy: UsageCloser): Promise<Set<string>> {
+  async charge(
+    em: EntityManager,
+    jobs: readonly Job[],
+    until: number | ((job: Job) => number),
+    closedBy: UsageCloser,
+  ): Promise<Set<string>> {
     if (!jobs.some((j) => j.meteredFrom != null)) {
       if (closedBy !== 'checkpoint') for (const job of jobs) job.meteredFrom = null;
       return new Set();
     }
     const tables = await this.tablesOf(em);
-    const tenants = await chargeJobs(em, jobs, until, closedBy, { tables, timeScale: this.settings.timeScale, utilization: this.utilization });
+    const tenants = await chargeJobs(em, jobs, until, closedBy, {
+      tables,
+      timeScale: this.settings.timeScale,
+      utilization: this.utilization,
+    });
     if (closedBy !== 'checkpoint') for (const job of jobs) this.utilization.forget(job.id);
     return tenants;
   }

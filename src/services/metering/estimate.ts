@@ -1,6 +1,6 @@
-import type { Admission, PodSetSpec } from '../../core/scheduling/types.js';
-import { unitsPerDevice } from '../../core/metering/allocation.js';
-import { loadMeteringTables } from '../../persistence/metering/price-book.js';
+import { unitsPerDevice } from '../../core/metering/index.js';
+import type { Admission, PodSetSpec } from '../../core/scheduling/index.js';
+import { loadMeteringTables } from '../../persistence/metering/index.js';
 import type { ServiceContext } from '../context.js';
 
 /** What a previewed job would cost: its declared duration × the units it would hold × today's price. */
@@ -17,7 +17,12 @@ export interface CostEstimate {
  */
 export async function estimateCost(
   ctx: ServiceContext,
-  spec: { podSets: readonly PodSetSpec[]; priorityClass: string; expectedDurationMs?: number | null; maxRunMs?: number | null },
+  spec: {
+    podSets: readonly PodSetSpec[];
+    priorityClass: string;
+    expectedDurationMs?: number | null;
+    maxRunMs?: number | null;
+  },
   admission: Admission | null | undefined,
 ): Promise<CostEstimate | null> {
   const durationMs = spec.expectedDurationMs ?? spec.maxRunMs ?? null;

@@ -3,14 +3,14 @@
 // the rows, the hourly rollup and the job's `meteredFrom` commit together or not at all, so
 // after a crash or a failover the next leader charges from exactly where the last commit ended.
 import type { EntityManager } from '@mikro-orm/core';
-import type { Admission, PodSetSpec } from '../../core/scheduling/types.js';
-import { UsageRecord, type UsageHourly, type UsageCloser } from '../../persistence/metering/entities.js';
+import type { UtilizationSource } from '../../core/metering/index.js';
+import { allocationOf } from '../../core/metering/index.js';
+import type { Admission, PodSetSpec } from '../../core/scheduling/index.js';
 import { insertRows, tableOf } from '../../persistence/bound-sql.js';
-import type { Job } from '../../persistence/jobs/entities.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { allocationOf } from '../../core/metering/allocation.js';
-import type { MeteringTables } from '../../persistence/metering/price-book.js';
-import type { UtilizationSource } from '../../core/metering/utilization.js';
+import type { Job } from '../../persistence/jobs/index.js';
+import type { MeteringTables } from '../../persistence/metering/index.js';
+import { type UsageCloser, type UsageHourly, UsageRecord } from '../../persistence/metering/index.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -89,7 +89,8 @@ export function ledgerRows(
         gpuSeconds,
         cpuSeconds: held.cpuCores * seconds,
         memoryGibSeconds: held.memoryGib * seconds,
-        usedGpuSeconds: options.utilization === null || gpuSeconds === 0 ? null : gpuSeconds * options.utilization,
+        usedGpuSeconds:
+          options.utilization === null || gpuSeconds === 0 ? null : gpuSeconds * options.utilization,
         unitPricePerHour,
         cost: (held.gpuUnits * unitPricePerHour * seconds) / 3600,
         closedBy,
@@ -118,11 +119,22 @@ export const chargeableJob = (job: Job): ChargeableJob => ({
  * open (never started, or already closed) is left as it is. Returns the tenants charged.
  * The job rows must be read under the caller's lock (FOR UPDATE where the database has it).
  */
-export async function chargeJobs(em: EntityManager, jobs: readonly Job[], untilOf: number | ((job: Job) => number), closedBy: UsageCloser, ctx: LedgerContext): Promise<Set<string>> {
+export async function chargeJobs(
+  em: EntityManager,
+  jobs: readonly Job[],
+  untilOf: number | ((job: Job) => number),
+  closedBy: UsageCloser,
+  ctx: LedgerContext,
+): Promise<Set<string>> {
   const rows: LedgerRow[] = [];
   // Per job when several holds end at their own instants in one transaction (a batch of backend reports).
   const untilFor = (job: Job) => (typeof untilOf === 'number' ? untilOf : untilOf(job));
-  const charged = await chargedBefore(em, jobs.filter((job) => job.meteredFrom != null && untilFor(job) > job.meteredFrom && mayBeFirst(job, job.meteredFrom)));
+  const charged = await chargedBefore(
+    em,
+    jobs.filter(
+      (job) => job.meteredFrom != null && untilFor(job) > job.meteredFrom && mayBeFirst(job, job.meteredFrom),
+    ),
+  );
   for (const job of jobs) {
     const until = untilFor(job);
     const from = job.meteredFrom ?? null;
@@ -138,8 +150,13 @@ export async function chargeJobs(em: EntityManager, jobs: readonly Job[], untilO
 }
 
 /** One job; see chargeJobs. */
-export const chargeJob = (em: EntityManager, job: Job, until: number, closedBy: UsageCloser, ctx: LedgerContext): Promise<Set<string>> =>
-  chargeJobs(em, [job], until, closedBy, ctx);
+export const chargeJob = (
+  em: EntityManager,
+  job: Job,
+  until: number,
+  closedBy: UsageCloser,
+  ctx: LedgerContext,
+): Promise<Set<string>> => chargeJobs(em, [job], until, closedBy, ctx);
 
 /**
  * Whether this may be the job's first charge ever (it counts the job once in the rollup's `jobs`):
@@ -152,23 +169,60 @@ function mayBeFirst(job: Job, from: number): boolean {
 /** Which of these jobs already have ledger rows: one query for all of them (none when there are none). */
 async function chargedBefore(em: EntityManager, jobs: readonly Job[]): Promise<Set<string>> {
   if (!jobs.length) return new Set();
-  const rows = await em.find(UsageRecord, { job: { $in: jobs.map((j) => j.id) } }, { fields: ['id', 'job'], disableIdentityMap: true });
+  const rows = await em.find(
+    UsageRecord,
+    { job: { $in: jobs.map((j) => j.id) } },
+    { fields: ['id', 'job'], disableIdentityMap: true },
+  );
   return new Set(rows.map((r) => r.job.id));
 }
 
-type HourlyKey = Pick<UsageHourly, 'projectId' | 'queueId' | 'userId' | 'priorityClass' | 'flavor'> & { hour: Date; tenant: string };
-type HourlySums = Pick<UsageHourly, 'gpuSeconds' | 'usedGpuSeconds' | 'measuredGpuSeconds' | 'cpuSeconds' | 'memoryGibSeconds' | 'cost' | 'jobs'>;
+type HourlyKey = Pick<UsageHourly, 'projectId' | 'queueId' | 'userId' | 'priorityClass' | 'flavor'> & {
+  hour: Date;
+  tenant: string;
+};
+type HourlySums = Pick<
+  UsageHourly,
+  'gpuSeconds' | 'usedGpuSeconds' | 'measuredGpuSeconds' | 'cpuSeconds' | 'memoryGibSeconds' | 'cost' | 'jobs'
+>;
 
-const SUMMED = ['gpuSeconds', 'usedGpuSeconds', 'measuredGpuSeconds', 'cpuSeconds', 'memoryGibSeconds', 'cost', 'jobs'] as const;
+const SUMMED = [
+  'gpuSeconds',
+  'usedGpuSeconds',
+  'measuredGpuSeconds',
+  'cpuSeconds',
+  'memoryGibSeconds',
+  'cost',
+  'jobs',
+] as const;
 
 /** Sums rows per hourly key (one statement may not touch the same rollup row twice). */
 export function hourlyDeltas(rows: readonly LedgerRow[]): (HourlyKey & HourlySums)[] {
   const out = new Map<string, HourlyKey & HourlySums>();
   for (const r of rows) {
     const hour = Math.floor(r.startedAt.getTime() / HOUR_MS) * HOUR_MS;
-    const key: HourlyKey = { hour: new Date(hour), tenant: r.tenantId, projectId: r.projectId ?? '', queueId: r.queueId, userId: r.userId ?? '', priorityClass: r.priorityClass, flavor: r.flavor };
-    const id = [hour, key.tenant, key.projectId, key.queueId, key.userId, key.priorityClass, key.flavor].join('\u0000');
-    const cur = out.get(id) ?? { ...key, gpuSeconds: 0, usedGpuSeconds: 0, measuredGpuSeconds: 0, cpuSeconds: 0, memoryGibSeconds: 0, cost: 0, jobs: 0 };
+    const key: HourlyKey = {
+      hour: new Date(hour),
+      tenant: r.tenantId,
+      projectId: r.projectId ?? '',
+      queueId: r.queueId,
+      userId: r.userId ?? '',
+      priorityClass: r.priorityClass,
+      flavor: r.flavor,
+    };
+    const id = [hour, key.tenant, key.projectId, key.queueId, key.userId, key.priorityClass, key.flavor].join(
+      '\u0000',
+    );
+    const cur = out.get(id) ?? {
+      ...key,
+      gpuSeconds: 0,
+      usedGpuSeconds: 0,
+      measuredGpuSeconds: 0,
+      cpuSeconds: 0,
+      memoryGibSeconds: 0,
+      cost: 0,
+      jobs: 0,
+    };
     cur.gpuSeconds += r.gpuSeconds;
     if (r.usedGpuSeconds !== null && r.usedGpuSeconds !== undefined) {
       cur.usedGpuSeconds += r.usedGpuSeconds;
@@ -222,12 +276,19 @@ async function writeRows(em: EntityManager, rows: readonly LedgerRow[]): Promise
     })),
   );
   const h = tableOf(em, 'UsageHourly');
-  const merge = SUMMED.map((f) => `${h.column(f)} = ${h.table}.${h.column(f)} + excluded.${h.column(f)}`).join(', ');
+  const merge = SUMMED.map(
+    (f) => `${h.column(f)} = ${h.table}.${h.column(f)} + excluded.${h.column(f)}`,
+  ).join(', ');
   const properties = [...HOURLY_KEY, ...SUMMED] as const;
   const deltas = hourlyDeltas(rows).map((d) => {
     const row: Record<string, unknown> = { id: uuidv7() };
     for (const p of properties) row[p] = d[p];
     return row;
   });
-  await insertRows(em, 'UsageHourly', deltas, ` on conflict (${HOURLY_KEY.map((p) => h.column(p)).join(', ')}) do update set ${merge}`);
+  await insertRows(
+    em,
+    'UsageHourly',
+    deltas,
+    ` on conflict (${HOURLY_KEY.map((p) => h.column(p)).join(', ')}) do update set ${merge}`,
+  );
 }

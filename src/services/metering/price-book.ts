@@ -1,11 +1,10 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { Flavor, PriorityClassRow } from '../../persistence/cluster/entities.js';
-import { FlavorPrice, PriceMultiplier } from '../../persistence/metering/entities.js';
-import { auditedMutation } from '../audit/audit.js';
-import { requirePlatformAdmin, requirePrincipal, type ServiceContext } from '../context.js';
-import { badInput, notFound } from '../../shared/client-errors.js';
 import { DEFAULT_CURRENCY } from '../../config/index.js';
-import { loadMeteringTables } from '../../persistence/metering/price-book.js';
+import { Flavor, PriorityClassRow } from '../../persistence/cluster/index.js';
+import { FlavorPrice, loadMeteringTables, PriceMultiplier } from '../../persistence/metering/index.js';
+import { badInput, notFound } from '../../shared/index.js';
+import { auditedMutation } from '../audit/index.js';
+import { requirePlatformAdmin, requirePrincipal, type ServiceContext } from '../context.js';
 
 /**
  * The price book's write side and its listing. Prices are platform list prices: anyone
@@ -42,7 +41,11 @@ export interface PriceBookView {
 export const INITIAL_PRICE_FROM = new Date(0);
 
 /** Written beside a new flavor (createFlavor, the demo seed), in the caller's transaction. */
-export function writeInitialFlavorPrice(em: EntityManager, flavor: string, pricePerUnitHour: number): FlavorPrice {
+export function writeInitialFlavorPrice(
+  em: EntityManager,
+  flavor: string,
+  pricePerUnitHour: number,
+): FlavorPrice {
   return em.create(FlavorPrice, { flavor, pricePerUnitHour, effectiveFrom: INITIAL_PRICE_FROM });
 }
 
@@ -50,7 +53,8 @@ function effectiveFromOf(ctx: ServiceContext, requested: Date | null | undefined
   const now = ctx.now();
   if (!requested) return now;
   if (Number.isNaN(requested.getTime())) throw badInput('effectiveFrom must be a valid instant.');
-  if (requested.getTime() < now.getTime()) throw badInput('effectiveFrom must not be in the past: costs already charged never change.');
+  if (requested.getTime() < now.getTime())
+    throw badInput('effectiveFrom must not be in the past: costs already charged never change.');
   return requested;
 }
 
@@ -65,26 +69,43 @@ export async function setFlavorPrice(ctx: ServiceContext, input: SetFlavorPriceI
     requireAmount(input.pricePerUnitHour, 'pricePerUnitHour');
     const effectiveFrom = effectiveFromOf(ctx, input.effectiveFrom);
     if (!(await em.count(Flavor, { name: input.flavor }))) throw notFound('Flavor');
-    const row = em.create(FlavorPrice, { flavor: input.flavor, pricePerUnitHour: input.pricePerUnitHour, effectiveFrom });
+    const row = em.create(FlavorPrice, {
+      flavor: input.flavor,
+      pricePerUnitHour: input.pricePerUnitHour,
+      effectiveFrom,
+    });
     await em.flush();
     return { result: row, tenantId: null, targetType: 'FlavorPrice', targetId: row.id };
   });
 }
 
-export async function setPriceMultiplier(ctx: ServiceContext, input: SetPriceMultiplierInput): Promise<PriceMultiplier> {
+export async function setPriceMultiplier(
+  ctx: ServiceContext,
+  input: SetPriceMultiplierInput,
+): Promise<PriceMultiplier> {
   return auditedMutation(ctx, { action: 'price.setMultiplier', input: { ...input } }, async (em) => {
     requirePlatformAdmin(ctx);
     requireAmount(input.multiplier, 'multiplier');
     const effectiveFrom = effectiveFromOf(ctx, input.effectiveFrom);
     if (!(await em.count(PriorityClassRow, { name: input.priorityClass }))) throw notFound('PriorityClass');
-    const row = em.create(PriceMultiplier, { priorityClass: input.priorityClass, multiplier: input.multiplier, effectiveFrom });
+    const row = em.create(PriceMultiplier, {
+      priorityClass: input.priorityClass,
+      multiplier: input.multiplier,
+      effectiveFrom,
+    });
     await em.flush();
     return { result: row, tenantId: null, targetType: 'PriceMultiplier', targetId: row.id };
   });
 }
 
-/** Versions in effect now and scheduled for later (superseded ones are history: the ledger keeps what they charged). */
-function currentAndScheduled<T extends { effectiveFrom: Date }>(rows: T[], keyOf: (row: T) => string, now: number): PriceVersion<T>[] {
+/** Versions in effect now and scheduled for later (superseded ones are history: the ledger keeps what they
+ * charged).
+ */
+function currentAndScheduled<T extends { effectiveFrom: Date }>(
+  rows: T[],
+  keyOf: (row: T) => string,
+  now: number,
+): PriceVersion<T>[] {
   const byKey = new Map<string, T[]>();
   for (const row of rows) byKey.set(keyOf(row), [...(byKey.get(keyOf(row)) ?? []), row]);
   const out: PriceVersion<T>[] = [];
@@ -101,7 +122,10 @@ function currentAndScheduled<T extends { effectiveFrom: Date }>(rows: T[], keyOf
 export async function listPrices(ctx: ServiceContext): Promise<PriceBookView> {
   requirePrincipal(ctx);
   const now = ctx.now().getTime();
-  const [prices, multipliers] = await Promise.all([ctx.em.find(FlavorPrice, {}), ctx.em.find(PriceMultiplier, {})]);
+  const [prices, multipliers] = await Promise.all([
+    ctx.em.find(FlavorPrice, {}),
+    ctx.em.find(PriceMultiplier, {}),
+  ]);
   return {
     flavorPrices: currentAndScheduled(prices, (p) => p.flavor, now),
     multipliers: currentAndScheduled(multipliers, (m) => m.priorityClass, now),
@@ -109,7 +133,12 @@ export async function listPrices(ctx: ServiceContext): Promise<PriceBookView> {
 }
 
 /** Price of one flavor unit-hour at `at` for a class, as the ledger prices it (PriceBook: latest flavor price × latest multiplier; 0 / 1 when none). */
-export async function unitPriceAt(em: EntityManager, flavor: string, priorityClass: string, at: Date): Promise<number> {
+export async function unitPriceAt(
+  em: EntityManager,
+  flavor: string,
+  priorityClass: string,
+  at: Date,
+): Promise<number> {
   return (await loadMeteringTables(em)).prices.unitPrice(flavor, priorityClass, at.getTime());
 }
 

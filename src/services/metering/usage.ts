@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/knex';
-import { Project } from '../../persistence/tenancy/entities.js';
-import { Queue } from '../../persistence/cluster/entities.js';
-import { badInput, forbidden, notFound } from '../../shared/client-errors.js';
+import { Queue } from '../../persistence/cluster/index.js';
+import { Project } from '../../persistence/tenancy/index.js';
+import { badInput, forbidden, notFound } from '../../shared/index.js';
 import type { ServiceContext } from '../context.js';
 import { requirePlatformUsage, usageScopeFor } from './access.js';
 
@@ -99,20 +99,40 @@ export async function readUsage(ctx: ServiceContext, query: UsageQuery): Promise
     const scope = usageScopeFor(ctx, query.tenantId);
     money = scope.money;
     if (scope.userId) {
-      if (filter.userId && filter.userId !== scope.userId) throw forbidden('Your role shows only your own jobs\' usage.');
+      if (filter.userId && filter.userId !== scope.userId)
+        throw forbidden("Your role shows only your own jobs' usage.");
       filter.userId = scope.userId;
     }
     await requireInTenant(ctx.em, query.tenantId, filter);
   }
   const range = usageRange(query.from, query.to, query.granularity);
-  const rows = await aggregateUsage(ctx.em, { tenantId: query.tenantId, groupBy: query.groupBy, granularity: query.granularity, from: range.from, to: range.to, filter });
-  const report = { tenantId: query.tenantId, ...range, granularity: query.granularity, groupBy: [...new Set(query.groupBy)], money, rows, total: totalOf(rows) };
+  const rows = await aggregateUsage(ctx.em, {
+    tenantId: query.tenantId,
+    groupBy: query.groupBy,
+    granularity: query.granularity,
+    from: range.from,
+    to: range.to,
+    filter,
+  });
+  const report = {
+    tenantId: query.tenantId,
+    ...range,
+    granularity: query.granularity,
+    groupBy: [...new Set(query.groupBy)],
+    money,
+    rows,
+    total: totalOf(rows),
+  };
   if (!money) for (const row of [...report.rows, report.total]) row.cost = null;
   return report;
 }
 
 /** A filter's project or queue of another tenant answers like one that does not exist. */
-export async function requireInTenant(em: EntityManager, tenantId: string, filter: UsageFilter): Promise<void> {
+export async function requireInTenant(
+  em: EntityManager,
+  tenantId: string,
+  filter: UsageFilter,
+): Promise<void> {
   if (filter.projectId) {
     const project = await em.findOne(Project, { id: filter.projectId });
     if (!project || project.tenant.id !== tenantId) throw notFound('Project');
@@ -125,12 +145,16 @@ export async function requireInTenant(em: EntityManager, tenantId: string, filte
 
 /** Validates and rounds a range to whole hours (from down, to up). */
 export function usageRange(from: Date, to: Date, granularity: UsageGranularity): { from: Date; to: Date } {
-  if (Number.isNaN(from.getTime()) || Number.isNaN(to.getTime())) throw badInput('from and to must be valid instants.');
+  if (Number.isNaN(from.getTime()) || Number.isNaN(to.getTime()))
+    throw badInput('from and to must be valid instants.');
   if (from.getTime() >= to.getTime()) throw badInput('from must be before to.');
   const start = Math.floor(from.getTime() / HOUR_MS) * HOUR_MS;
   const end = Math.ceil(to.getTime() / HOUR_MS) * HOUR_MS;
   const maxDays = MAX_SPAN_DAYS[granularity];
-  if (end - start > maxDays * DAY_MS) throw badInput(`A ${granularity} report covers at most ${maxDays} days; narrow from/to or use a coarser granularity.`);
+  if (end - start > maxDays * DAY_MS)
+    throw badInput(
+      `A ${granularity} report covers at most ${maxDays} days; narrow from/to or use a coarser granularity.`,
+    );
   return { from: new Date(start), to: new Date(end) };
 }
 
@@ -144,7 +168,10 @@ export function monthRange(month: string): { from: Date; to: Date } {
 }
 
 function isPostgres(em: EntityManager): boolean {
-  return (em as SqlEntityManager).getKnex().client.config.client === 'pg' || (em as SqlEntityManager).getKnex().client.dialect === 'postgresql';
+  return (
+    (em as SqlEntityManager).getKnex().client.config.client === 'pg' ||
+    (em as SqlEntityManager).getKnex().client.dialect === 'postgresql'
+  );
 }
 
 /**
@@ -152,7 +179,10 @@ function isPostgres(em: EntityManager): boolean {
  * arithmetic and months go through strftime. PostgreSQL has timestamptz: date_trunc in UTC.
  */
 function bucketSql(pg: boolean, granularity: UsageGranularity): string {
-  if (pg) return granularity === 'HOUR' ? 'hour' : `(date_trunc('${granularity.toLowerCase()}', hour at time zone 'UTC') at time zone 'UTC')`;
+  if (pg)
+    return granularity === 'HOUR'
+      ? 'hour'
+      : `(date_trunc('${granularity.toLowerCase()}', hour at time zone 'UTC') at time zone 'UTC')`;
   if (granularity === 'HOUR') return 'hour';
   if (granularity === 'DAY') return `((hour / ${DAY_MS}) * ${DAY_MS})`;
   return `(cast(strftime('%s', hour / 1000, 'unixepoch', 'start of month') as integer) * 1000)`;
@@ -164,11 +194,20 @@ function bucketSql(pg: boolean, granularity: UsageGranularity): string {
  */
 export async function aggregateUsage(
   em: EntityManager,
-  q: { tenantId: string | null; groupBy: readonly UsageDimension[]; granularity: UsageGranularity; from: Date; to: Date; filter?: UsageFilter },
+  q: {
+    tenantId: string | null;
+    groupBy: readonly UsageDimension[];
+    granularity: UsageGranularity;
+    from: Date;
+    to: Date;
+    filter?: UsageFilter;
+  },
 ): Promise<UsageRow[]> {
   const pg = isPostgres(em);
   const knex = (em as SqlEntityManager).getKnex();
-  const dims = [...new Set(q.groupBy)].sort((a, b) => USAGE_DIMENSIONS.indexOf(a) - USAGE_DIMENSIONS.indexOf(b));
+  const dims = [...new Set(q.groupBy)].sort(
+    (a, b) => USAGE_DIMENSIONS.indexOf(a) - USAGE_DIMENSIONS.indexOf(b),
+  );
   const at = (d: Date) => (pg ? d : d.getTime());
   const query = knex('usage_hourly').select(knex.raw(`${bucketSql(pg, q.granularity)} as bucket`));
   for (const dim of dims) query.select(knex.raw(`${COLUMN[dim].column} as d_${COLUMN[dim].column}`));
@@ -198,20 +237,51 @@ export async function aggregateUsage(
     for (const dim of dims) {
       const value = r[`d_${COLUMN[dim].column}`] as string | null;
       // '' stands for "no project" / "no user" in the rollup.
-      (row as unknown as Record<string, unknown>)[COLUMN[dim].key] = value === '' || value == null ? null : String(value);
+      (row as unknown as Record<string, unknown>)[COLUMN[dim].key] =
+        value === '' || value == null ? null : String(value);
     }
-    return fill(row, { gpu: num(r.gpu), used: num(r.used), measured: num(r.measured), cpu: num(r.cpu), mem: num(r.mem), cost: num(r.cost), jobs: num(r.jobs) });
+    return fill(row, {
+      gpu: num(r.gpu),
+      used: num(r.used),
+      measured: num(r.measured),
+      cpu: num(r.cpu),
+      mem: num(r.mem),
+      cost: num(r.cost),
+      jobs: num(r.jobs),
+    });
   });
 }
 
 const num = (v: unknown) => (v == null ? 0 : Number(v));
-const toDate = (v: unknown) => (v instanceof Date ? v : new Date(typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : (v as number | string)));
+const toDate = (v: unknown) =>
+  v instanceof Date
+    ? v
+    : new Date(typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : (v as number | string));
 
 function emptyRow(periodStart: Date | null): UsageRow {
-  return { periodStart, tenantId: null, projectId: null, queueId: null, userId: null, priorityClass: null, flavor: null, gpuHours: 0, cost: 0, efficiency: null, jobs: 0, cpuHours: 0, memoryGibHours: 0, usedGpuSeconds: 0, measuredGpuSeconds: 0 };
+  return {
+    periodStart,
+    tenantId: null,
+    projectId: null,
+    queueId: null,
+    userId: null,
+    priorityClass: null,
+    flavor: null,
+    gpuHours: 0,
+    cost: 0,
+    efficiency: null,
+    jobs: 0,
+    cpuHours: 0,
+    memoryGibHours: 0,
+    usedGpuSeconds: 0,
+    measuredGpuSeconds: 0,
+  };
 }
 
-function fill(row: UsageRow, s: { gpu: number; used: number; measured: number; cpu: number; mem: number; cost: number; jobs: number }): UsageRow {
+function fill(
+  row: UsageRow,
+  s: { gpu: number; used: number; measured: number; cpu: number; mem: number; cost: number; jobs: number },
+): UsageRow {
   row.gpuHours = s.gpu / 3600;
   row.cpuHours = s.cpu / 3600;
   row.memoryGibHours = s.mem / 3600;

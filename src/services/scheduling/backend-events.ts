@@ -1,9 +1,9 @@
-import type { BackendEvent } from '../../backends/port.js';
 import type { EntityManager } from '@mikro-orm/core';
-import { Job, type JobEventType } from '../../persistence/jobs/entities.js';
+import type { BackendEvent } from '../../backends/port.js';
 import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
-import { writeFenced, type FencedWriter } from './cycle-writer.js';
-import { jobEventRow, outboxRow, type OutboxKind } from '../../persistence/scheduling/outbox-rows.js';
+import { Job, type JobEventType } from '../../persistence/jobs/index.js';
+import { jobEventRow, type OutboxKind, outboxRow } from '../../persistence/scheduling/index.js';
+import { type FencedWriter, writeFenced } from './cycle-writer.js';
 
 export type WritableBackendEvent = Exclude<BackendEvent, { type: 'utilization' }>;
 
@@ -14,7 +14,10 @@ export type WritableBackendEvent = Exclude<BackendEvent, { type: 'utilization' }
  * Returns the jobs that finished (their quota and GPUs are free again).
  * Reports about a run that was since preempted or cancelled are stale and change nothing.
  */
-export async function applyBackendEvents(writer: FencedWriter, events: readonly WritableBackendEvent[]): Promise<{ finished: string[] }> {
+export async function applyBackendEvents(
+  writer: FencedWriter,
+  events: readonly WritableBackendEvent[],
+): Promise<{ finished: string[] }> {
   const finished: string[] = [];
   if (!events.length) return { finished };
   // A run's only report in the batch being `started` (the common case) is written without loading its job.
@@ -29,7 +32,12 @@ export async function applyBackendEvents(writer: FencedWriter, events: readonly 
     if (!others.length) return;
     const ids = [...new Set(others.map((e) => e.jobId))].sort();
     // Read unmanaged: the changes are written below as bound UPDATEs, not by the flush.
-    const jobs = new Map((await em.find(Job, { id: { $in: ids } }, { ...jobLock, disableIdentityMap: true })).map((j) => [j.id, j]));
+    const jobs = new Map(
+      (await em.find(Job, { id: { $in: ids } }, { ...jobLock, disableIdentityMap: true })).map((j) => [
+        j.id,
+        j,
+      ]),
+    );
     // Charged once per outcome, after all the reports: a finished job is terminal, so no later
     // report in the batch moves its `meteredFrom`; each is charged up to its own report's time.
     const ends = new Map<string, number>();
@@ -37,8 +45,10 @@ export async function applyBackendEvents(writer: FencedWriter, events: readonly 
     const changed = new Set<Job>();
     const jobEvents: Record<string, unknown>[] = [];
     const outbox: Record<string, unknown>[] = [];
-    const record = (job: Job, type: JobEventType, at: Date, reason: string | null, message: string) => jobEvents.push(jobEventRow(job.id, job.tenant.id, type, at, reason, message));
-    const recordOutbox = (kind: OutboxKind, payload: Record<string, unknown>) => outbox.push(outboxRow(kind, payload));
+    const record = (job: Job, type: JobEventType, at: Date, reason: string | null, message: string) =>
+      jobEvents.push(jobEventRow(job.id, job.tenant.id, type, at, reason, message));
+    const recordOutbox = (kind: OutboxKind, payload: Record<string, unknown>) =>
+      outbox.push(outboxRow(kind, payload));
     for (const event of others) {
       const job = jobs.get(event.jobId);
       if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) continue;
@@ -48,7 +58,13 @@ export async function applyBackendEvents(writer: FencedWriter, events: readonly 
         if (job.state !== 'ADMITTED') continue;
         const message = event.message.slice(0, 500);
         record(job, 'ADMITTED_NOT_RUNNING', at, 'AdmittedNotRunning', message);
-        recordOutbox('job.not-running', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, message, at: event.at });
+        recordOutbox('job.not-running', {
+          jobId: job.id,
+          tenantId: job.tenant.id,
+          queueId: job.queue.id,
+          message,
+          at: event.at,
+        });
       } else if (event.type === 'started') {
         if (job.state !== 'ADMITTED') continue;
         job.state = 'RUNNING';
@@ -66,7 +82,13 @@ export async function applyBackendEvents(writer: FencedWriter, events: readonly 
         job.finishedAt = at;
         job.exitReason = event.type === 'failed' ? event.reason.slice(0, 500) : null;
         changed.add(job);
-        record(job, state, at, event.type === 'failed' ? 'BackendFailure' : null, event.type === 'failed' ? event.reason : 'Completed');
+        record(
+          job,
+          state,
+          at,
+          event.type === 'failed' ? 'BackendFailure' : null,
+          event.type === 'failed' ? event.reason : 'Completed',
+        );
         recordOutbox('job.finished', { jobId: job.id, queueId: job.queue.id, state, at: event.at });
         finished.push(job.id);
       }
@@ -95,9 +117,18 @@ export async function applyBackendEvents(writer: FencedWriter, events: readonly 
  * takes the row lock), the events and outbox rows one multi-row INSERT each. The same rows as
  * the entity path in applyBackendEvents.
  */
-async function writeStarts(em: EntityManager, events: readonly Extract<WritableBackendEvent, { type: 'started' }>[]): Promise<void> {
+async function writeStarts(
+  em: EntityManager,
+  events: readonly Extract<WritableBackendEvent, { type: 'started' }>[],
+): Promise<void> {
   const owners = new Map(
-    (await em.find(Job, { id: { $in: events.map((e) => e.jobId) } }, { fields: ['id', 'tenant', 'queue'], disableIdentityMap: true })).map((j) => [j.id, j] as const),
+    (
+      await em.find(
+        Job,
+        { id: { $in: events.map((e) => e.jobId) } },
+        { fields: ['id', 'tenant', 'queue'], disableIdentityMap: true },
+      )
+    ).map((j) => [j.id, j] as const),
   );
   const j = tableOf(em, 'Job');
   const startSql = `update ${j.table} set ${j.column('state')} = ?, ${j.column('startedAt')} = ?, ${j.column('meteredFrom')} = ?, ${j.column('updatedAt')} = ? where ${j.column('id')} = ? and ${j.column('state')} = ?`;
@@ -108,7 +139,14 @@ async function writeStarts(em: EntityManager, events: readonly Extract<WritableB
     if (!owner) continue;
     const at = new Date(event.at);
     // The hold the ledger charges starts when the backend says the job runs.
-    const written = await runBound(em, startSql, [j.value('state', 'RUNNING'), j.value('startedAt', at), j.value('meteredFrom', event.at), j.value('updatedAt', new Date()), event.jobId, 'ADMITTED']);
+    const written = await runBound(em, startSql, [
+      j.value('state', 'RUNNING'),
+      j.value('startedAt', at),
+      j.value('meteredFrom', event.at),
+      j.value('updatedAt', new Date()),
+      event.jobId,
+      'ADMITTED',
+    ]);
     if (written === 0) continue;
     jobEvents.push(jobEventRow(event.jobId, owner.tenant.id, 'STARTED', at, null, 'Running on the backend'));
     outbox.push(outboxRow('job.started', { jobId: event.jobId, queueId: owner.queue.id, at: event.at }));
@@ -118,7 +156,10 @@ async function writeStarts(em: EntityManager, events: readonly Extract<WritableB
 }
 
 /** One report; see applyBackendEvents. */
-export async function applyBackendEvent(writer: FencedWriter, event: WritableBackendEvent): Promise<{ finished: boolean }> {
+export async function applyBackendEvent(
+  writer: FencedWriter,
+  event: WritableBackendEvent,
+): Promise<{ finished: boolean }> {
   const { finished } = await applyBackendEvents(writer, [event]);
   return { finished: finished.length > 0 };
 }

@@ -1,10 +1,10 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { BackendFlavor, BackendNode, BackendTenant, ExecutionBackend } from '../../backends/port.js';
-import type { EventBus, SchedulerInput } from '../../events/bus.js';
+import type { EventBus, SchedulerInput } from '../../events/index.js';
+import { ClusterNode, Flavor, NodePool, Queue } from '../../persistence/cluster/index.js';
+import { Job } from '../../persistence/jobs/index.js';
+import { Tenant } from '../../persistence/tenancy/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
-import { Tenant } from '../../persistence/tenancy/entities.js';
-import { ClusterNode, Flavor, NodePool, Queue } from '../../persistence/cluster/entities.js';
-import { Job } from '../../persistence/jobs/entities.js';
 import { listenTo } from './service-helpers.js';
 
 export interface BackendSyncOptions {
@@ -17,7 +17,9 @@ export interface BackendSyncOptions {
   announce: (input: SchedulerInput) => void;
   logError: (error: unknown) => void;
   log: (message: string) => void;
-  /** Tenants and the inventory are synced again this often (changes missed, leadership taken). Default 15 s. */
+  /** Tenants and the inventory are synced again this often (changes missed, leadership taken). Default 15 s.
+   *
+   */
   resyncMs?: number;
 }
 
@@ -41,8 +43,21 @@ export class BackendSync {
 
   async start(): Promise<void> {
     const { backend, events, logError } = this.options;
-    if (backend.onInventory) this.unsubscribers.push(backend.onInventory((nodes) => ((this.latestInventory = nodes), this.request())));
-    this.unsubscribers.push(listenTo(events, 'scheduler-input', (input: SchedulerInput) => input.kind === 'config' && this.request(), logError));
+    if (backend.onInventory)
+      this.unsubscribers.push(
+        backend.onInventory((nodes) => {
+          this.latestInventory = nodes;
+          this.request();
+        }),
+      );
+    this.unsubscribers.push(
+      listenTo(
+        events,
+        'scheduler-input',
+        (input: SchedulerInput) => input.kind === 'config' && this.request(),
+        logError,
+      ),
+    );
     await this.syncOnce().catch((error) => logError(error));
     this.timer = setInterval(() => this.request(), this.options.resyncMs ?? 15_000);
     this.timer.unref();
@@ -106,7 +121,9 @@ export class BackendSync {
  * flavor's quota units): nominal plus borrowing limit (no limit: the flavor's whole capacity)
  * as the queue's isolation level allows, capped at the flavor's capacity; and the flavors.
  */
-export async function backendTenants(em: EntityManager): Promise<{ tenants: BackendTenant[]; flavors: BackendFlavor[] }> {
+export async function backendTenants(
+  em: EntityManager,
+): Promise<{ tenants: BackendTenant[]; flavors: BackendFlavor[] }> {
   const [tenants, queues, nodes, flavors] = await Promise.all([
     em.find(Tenant, { status: { $ne: 'ARCHIVED' } }, { orderBy: { id: 'asc' } }),
     em.find(Queue, {}),
@@ -115,8 +132,17 @@ export async function backendTenants(em: EntityManager): Promise<{ tenants: Back
   ]);
   // Capacity in quota units: whole GPUs, or slices / shares for MIG and time-sliced flavors.
   const capacity = new Map<string, number>(flavors.map((f) => [f.name, 0]));
-  for (const n of nodes) capacity.set(n.flavor.name, (capacity.get(n.flavor.name) ?? 0) + n.gpus * (n.flavor.kind === 'gpu' ? 1 : (n.flavor.slicesPerGpu ?? 1)));
-  const backendFlavors = flavors.map((f) => ({ name: f.name, kind: f.kind, slicesPerGpu: f.slicesPerGpu ?? undefined }));
+  for (const n of nodes)
+    capacity.set(
+      n.flavor.name,
+      (capacity.get(n.flavor.name) ?? 0) +
+        n.gpus * (n.flavor.kind === 'gpu' ? 1 : (n.flavor.slicesPerGpu ?? 1)),
+    );
+  const backendFlavors = flavors.map((f) => ({
+    name: f.name,
+    kind: f.kind,
+    slicesPerGpu: f.slicesPerGpu ?? undefined,
+  }));
   const withCeilings = tenants.map((tenant) => {
     const maxGpus: Record<string, number> = Object.fromEntries([...capacity.keys()].map((f) => [f, 0]));
     for (const queue of queues.filter((q) => q.tenant.id === tenant.id)) {
@@ -124,16 +150,31 @@ export async function backendTenants(em: EntityManager): Promise<{ tenants: Back
         const gpu = limits.gpu;
         if (!gpu) continue;
         const cap = capacity.get(flavor) ?? 0;
-        maxGpus[flavor] = Math.min(cap, (maxGpus[flavor] ?? 0) + mostOf(gpu, queue.isolationLevel ?? null, cap));
+        maxGpus[flavor] = Math.min(
+          cap,
+          (maxGpus[flavor] ?? 0) + mostOf(gpu, queue.isolationLevel ?? null, cap),
+        );
       }
     }
-    return { id: tenant.id, slug: tenant.slug, isolationLevel: tenant.isolationLevel, egressAllowlist: tenant.egressAllowlist ?? null, maxGpus };
+    return {
+      id: tenant.id,
+      slug: tenant.slug,
+      isolationLevel: tenant.isolationLevel,
+      egressAllowlist: tenant.egressAllowlist ?? null,
+      maxGpus,
+    };
   });
   return { tenants: withCeilings, flavors: backendFlavors };
 }
 
-/** The most one queue may hold of a flavor: the isolation level is a knob over its limits (core/quota-config.ts). */
-function mostOf(gpu: { nominal: number; borrowingLimit?: number }, isolation: string | null, capacity: number): number {
+/** The most one queue may hold of a flavor: the isolation level is a knob over its limits
+ * (core/quota-config.ts).
+ */
+function mostOf(
+  gpu: { nominal: number; borrowingLimit?: number },
+  isolation: string | null,
+  capacity: number,
+): number {
   if (isolation === 'DEDICATED' || isolation === 'GUARANTEED') return gpu.nominal; // no borrowing
   if (isolation === 'BEST_EFFORT') return gpu.borrowingLimit ?? capacity; // no nominal of its own
   return gpu.borrowingLimit === undefined ? capacity : gpu.nominal + gpu.borrowingLimit;
@@ -144,7 +185,12 @@ function mostOf(gpu: { nominal: number; borrowingLimit?: number }, isolation: st
  * capacity or flavor changed, while admitted jobs still hold it stays (unschedulable) until
  * they end: the core never loses track of GPUs it handed out. Returns whether anything changed.
  */
-export async function applyInventory(em: EntityManager, inventory: BackendNode[], log: (message: string) => void, warned = new Set<string>()): Promise<boolean> {
+export async function applyInventory(
+  em: EntityManager,
+  inventory: BackendNode[],
+  log: (message: string) => void,
+  warned = new Set<string>(),
+): Promise<boolean> {
   let changed = false;
   await em.transactional(async (tx) => {
     const [pools, flavors, stored, live] = await Promise.all([
@@ -154,11 +200,18 @@ export async function applyInventory(em: EntityManager, inventory: BackendNode[]
       tx.find(Job, { state: { $in: ['ADMITTED', 'RUNNING'] } }, { fields: ['id', 'admission'] }),
     ]);
     const busy = new Set<string>();
-    for (const job of live) for (const ps of job.admission?.podSets ?? []) for (const p of ps.placements) busy.add(p.node);
+    for (const job of live)
+      for (const ps of job.admission?.podSets ?? []) for (const p of ps.placements) busy.add(p.node);
     const poolByName = new Map(pools.map((p) => [p.name, p]));
     // A pool whose nodes are tainted for one tenant is that tenant's dedicated pool (if the tenant exists).
-    const taintedFor = [...new Set(inventory.map((n) => n.dedicatedTenant).filter((t): t is string => t !== null))];
-    const knownTenants = new Set(taintedFor.length ? (await tx.find(Tenant, { id: { $in: taintedFor } }, { fields: ['id'] })).map((t) => t.id) : []);
+    const taintedFor = [
+      ...new Set(inventory.map((n) => n.dedicatedTenant).filter((t): t is string => t !== null)),
+    ];
+    const knownTenants = new Set(
+      taintedFor.length
+        ? (await tx.find(Tenant, { id: { $in: taintedFor } }, { fields: ['id'] })).map((t) => t.id)
+        : [],
+    );
     const flavorByName = new Map(flavors.map((f) => [f.name, f]));
     const storedByName = new Map(stored.map((n) => [n.name, n]));
     const seen = new Set<string>();
@@ -167,15 +220,22 @@ export async function applyInventory(em: EntityManager, inventory: BackendNode[]
       if (!flavor) {
         // Said once per node and flavor: the sync runs every few seconds.
         const key = `${node.name}/${node.flavor}`;
-        if (!warned.has(key)) log(`node ${node.name} feeds flavor "${node.flavor}", which is not defined in Fairway: ignored until it is`);
+        if (!warned.has(key))
+          log(
+            `node ${node.name} feeds flavor "${node.flavor}", which is not defined in Fairway: ignored until it is`,
+          );
         warned.add(key);
         continue;
       }
       seen.add(node.name);
-      const dedicatedTenant = node.dedicatedTenant && knownTenants.has(node.dedicatedTenant) ? node.dedicatedTenant : null;
+      const dedicatedTenant =
+        node.dedicatedTenant && knownTenants.has(node.dedicatedTenant) ? node.dedicatedTenant : null;
       let pool = poolByName.get(node.pool);
       if (!pool) {
-        pool = tx.create(NodePool, { name: node.pool, dedicatedTenant: dedicatedTenant ? tx.getReference(Tenant, dedicatedTenant) : null });
+        pool = tx.create(NodePool, {
+          name: node.pool,
+          dedicatedTenant: dedicatedTenant ? tx.getReference(Tenant, dedicatedTenant) : null,
+        });
         poolByName.set(node.pool, pool);
         changed = true;
       } else if (dedicatedTenant && !pool.dedicatedTenant) {
@@ -184,25 +244,52 @@ export async function applyInventory(em: EntityManager, inventory: BackendNode[]
       }
       const current = storedByName.get(node.name);
       if (!current) {
-        tx.create(ClusterNode, { name: node.name, pool, flavor, gpus: node.gpus, cpu: node.cpu, memory: node.memory, unschedulable: node.unschedulable });
+        tx.create(ClusterNode, {
+          name: node.name,
+          pool,
+          flavor,
+          gpus: node.gpus,
+          cpu: node.cpu,
+          memory: node.memory,
+          unschedulable: node.unschedulable,
+        });
         changed = true;
         continue;
       }
-      const reshaped = current.flavor.id !== flavor.id || current.gpus !== node.gpus || current.pool.id !== pool.id;
+      const reshaped =
+        current.flavor.id !== flavor.id || current.gpus !== node.gpus || current.pool.id !== pool.id;
       if (reshaped && busy.has(node.name)) {
         // The core cannot move GPUs it handed out: keep the old shape, place nothing new, apply later.
-        if (!current.unschedulable) ((current.unschedulable = true), (changed = true));
+        if (!current.unschedulable) {
+          current.unschedulable = true;
+          changed = true;
+        }
         continue;
       }
-      if (reshaped || current.cpu !== node.cpu || current.memory !== node.memory || current.unschedulable !== node.unschedulable) {
-        Object.assign(current, { pool, flavor, gpus: node.gpus, cpu: node.cpu, memory: node.memory, unschedulable: node.unschedulable });
+      if (
+        reshaped ||
+        current.cpu !== node.cpu ||
+        current.memory !== node.memory ||
+        current.unschedulable !== node.unschedulable
+      ) {
+        Object.assign(current, {
+          pool,
+          flavor,
+          gpus: node.gpus,
+          cpu: node.cpu,
+          memory: node.memory,
+          unschedulable: node.unschedulable,
+        });
         changed = true;
       }
     }
     for (const node of stored) {
       if (seen.has(node.name)) continue;
       if (busy.has(node.name)) {
-        if (!node.unschedulable) ((node.unschedulable = true), (changed = true));
+        if (!node.unschedulable) {
+          node.unschedulable = true;
+          changed = true;
+        }
       } else {
         tx.remove(node);
         log(`node ${node.name} left the cluster: removed from the scheduler's nodes`);

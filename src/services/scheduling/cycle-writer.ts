@@ -1,12 +1,11 @@
-import { LockMode, type EntityManager } from '@mikro-orm/core';
-import type { Scheduler } from '../../core/scheduling/scheduler.js';
-import type { CycleResult } from '../../core/scheduling/types.js';
-import { Job } from '../../persistence/jobs/entities.js';
+import { type EntityManager, LockMode } from '@mikro-orm/core';
+import { reclaimNotice } from '../../core/governance/index.js';
+import type { CycleResult, Scheduler } from '../../core/scheduling/index.js';
 import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
-import type { Metering } from '../metering/charging.js';
+import { Job } from '../../persistence/jobs/index.js';
+import { jobEventRow, outboxRow, recordJobEvent, recordOutbox } from '../../persistence/scheduling/index.js';
+import type { Metering } from '../metering/index.js';
 import type { LeaderEpochs } from './leader-epoch.js';
-import { jobEventRow, outboxRow, recordJobEvent, recordOutbox } from '../../persistence/scheduling/outbox-rows.js';
-import { reclaimNotice } from '../../core/governance/job-flags.js';
 
 export interface FencedWriter {
   em: EntityManager;
@@ -24,7 +23,10 @@ export interface FencedWriter {
  * runs `work` and flushes. Job rows read with `jobLock` stay locked until commit where the
  * database has row locks (SQLite serialises writers anyway).
  */
-export async function writeFenced(writer: FencedWriter, work: (em: EntityManager, jobLock: { lockMode?: LockMode.PESSIMISTIC_WRITE }) => Promise<void>): Promise<void> {
+export async function writeFenced(
+  writer: FencedWriter,
+  work: (em: EntityManager, jobLock: { lockMode?: LockMode.PESSIMISTIC_WRITE }) => Promise<void>,
+): Promise<void> {
   await writer.em.transactional(async (em) => {
     await writer.epochs.assertCurrent(em, writer.epoch);
     await work(em, writer.dialect === 'postgresql' ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
@@ -60,17 +62,29 @@ export function backToPending(job: Job): void {
  * job and admit it again elsewhere; so each job is written as the core holds it at the
  * end of the cycle, not by replaying the two lists one after the other.
  */
-export async function persistCycle(writer: FencedWriter, core: Scheduler, result: CycleResult): Promise<string[]> {
+export async function persistCycle(
+  writer: FencedWriter,
+  core: Scheduler,
+  result: CycleResult,
+): Promise<string[]> {
   if (result.preempted.length === 0) return persistAdmissions(writer, core, result);
   const skipped: string[] = [];
   const preemptionOf = new Map(result.preempted.map((p) => [p.victimId, p]));
   await writeFenced(writer, async (em, jobLock) => {
-    const ids = [...new Set([...result.preempted.map((p) => p.victimId), ...result.admitted.map((a) => a.jobId), ...result.preempted.map((p) => p.preemptorId).filter((id) => id !== '')])]; // '': a governance reclaim has no preemptor (and '' is no uuid)
+    const ids = [
+      ...new Set([
+        ...result.preempted.map((p) => p.victimId),
+        ...result.admitted.map((a) => a.jobId),
+        ...result.preempted.map((p) => p.preemptorId).filter((id) => id !== ''),
+      ]),
+    ]; // '': a governance reclaim has no preemptor (and '' is no uuid)
     const jobs = new Map(
       (await em.find(Job, { id: { $in: ids } }, { populate: ['queue'], ...jobLock })).map((j) => [j.id, j]),
     );
     const at = new Date(result.at);
-    const touched = [...new Set([...result.preempted.map((p) => p.victimId), ...result.admitted.map((a) => a.jobId)])];
+    const touched = [
+      ...new Set([...result.preempted.map((p) => p.victimId), ...result.admitted.map((a) => a.jobId)]),
+    ];
     for (const id of touched) {
       const job = jobs.get(id);
       const final = core.jobState(id) === 'admitted' ? core.admissionOf(id) : undefined;
@@ -89,9 +103,20 @@ export async function persistCycle(writer: FencedWriter, core: Scheduler, result
         backToPending(job);
         job.preemptionCount += 1;
         const lostGpuHours = lostGpuHoursOf(preemption.lostGpuMs, writer.metering.settings.timeScale);
-        // A governance reclaim ('idle', 'not-running') has no preemptor: its events carry the flag's numbers instead.
+        // A governance reclaim ('idle', 'not-running') has no preemptor: its events carry the flag's numbers
+        // instead.
         const notice = reclaimNotice(job.governanceFlag, preemption.reason);
-        recordJobEvent(em, job, 'PREEMPTED', at, preemption.reason, notice?.message ?? `Preempted (${preemption.reason}) to make room for another job`, notice ? { preemptorJobId: null, lostGpuHours, flag: notice.flag } : { preemptorJobId: preemption.preemptorId, lostGpuHours });
+        recordJobEvent(
+          em,
+          job,
+          'PREEMPTED',
+          at,
+          preemption.reason,
+          notice?.message ?? `Preempted (${preemption.reason}) to make room for another job`,
+          notice
+            ? { preemptorJobId: null, lostGpuHours, flag: notice.flag }
+            : { preemptorJobId: preemption.preemptorId, lostGpuHours },
+        );
         recordOutbox(em, 'job.preempted', {
           jobId: job.id,
           tenantId: job.tenant.id,
@@ -110,9 +135,24 @@ export async function persistCycle(writer: FencedWriter, core: Scheduler, result
         job.state = 'ADMITTED';
         job.admission = final;
         job.admittedAt = at;
-        recordJobEvent(em, job, 'ADMITTED', at, final.mode, final.borrowed ? 'Admitted, borrowing quota from its cohort' : 'Admitted within its quota', { placements: final.podSets });
+        recordJobEvent(
+          em,
+          job,
+          'ADMITTED',
+          at,
+          final.mode,
+          final.borrowed ? 'Admitted, borrowing quota from its cohort' : 'Admitted within its quota',
+          { placements: final.podSets },
+        );
         // The epoch says which leader made the decision (audits, the split-brain test).
-        recordOutbox(em, 'job.admitted', { jobId: job.id, tenantId: job.tenant.id, queueId: job.queue.id, borrowed: final.borrowed, at: result.at, epoch: writer.epoch });
+        recordOutbox(em, 'job.admitted', {
+          jobId: job.id,
+          tenantId: job.tenant.id,
+          queueId: job.queue.id,
+          borrowed: final.borrowed,
+          at: result.at,
+          epoch: writer.epoch,
+        });
       }
     }
   });
@@ -125,7 +165,11 @@ export async function persistCycle(writer: FencedWriter, core: Scheduler, result
  * row lock on PostgreSQL is taken by the UPDATE itself); the job and outbox rows are one
  * multi-row INSERT each. Same rows and same order as the general path below.
  */
-async function persistAdmissions(writer: FencedWriter, core: Scheduler, result: CycleResult): Promise<string[]> {
+async function persistAdmissions(
+  writer: FencedWriter,
+  core: Scheduler,
+  result: CycleResult,
+): Promise<string[]> {
   const skipped: string[] = [];
   await writeFenced(writer, async (em) => {
     skipped.length = 0;
@@ -133,7 +177,13 @@ async function persistAdmissions(writer: FencedWriter, core: Scheduler, result: 
     const at = new Date(result.at);
     // Who owns each job (for the events' tenant and the outbox payload), without hydrating the rows.
     const owners = new Map(
-      (await em.find(Job, { id: { $in: ids } }, { fields: ['id', 'state', 'tenant', 'queue'], disableIdentityMap: true })).map((j) => [j.id, j] as const),
+      (
+        await em.find(
+          Job,
+          { id: { $in: ids } },
+          { fields: ['id', 'state', 'tenant', 'queue'], disableIdentityMap: true },
+        )
+      ).map((j) => [j.id, j] as const),
     );
     const jobs = tableOf(em, 'Job');
     const events: Record<string, unknown>[] = [];
@@ -160,14 +210,40 @@ async function persistAdmissions(writer: FencedWriter, core: Scheduler, result: 
       }
       const tenantId = owner.tenant.id;
       const queueId = owner.queue.id;
-      events.push(jobEventRow(id, tenantId, 'ADMITTED', at, final.mode, final.borrowed ? 'Admitted, borrowing quota from its cohort' : 'Admitted within its quota', { placements: final.podSets }));
+      events.push(
+        jobEventRow(
+          id,
+          tenantId,
+          'ADMITTED',
+          at,
+          final.mode,
+          final.borrowed ? 'Admitted, borrowing quota from its cohort' : 'Admitted within its quota',
+          { placements: final.podSets },
+        ),
+      );
       // The epoch says which leader made the decision (audits, the split-brain test).
-      outbox.push(outboxRow('job.admitted', { jobId: id, tenantId, queueId, borrowed: final.borrowed, at: result.at, epoch: writer.epoch }));
+      outbox.push(
+        outboxRow('job.admitted', {
+          jobId: id,
+          tenantId,
+          queueId,
+          borrowed: final.borrowed,
+          at: result.at,
+          epoch: writer.epoch,
+        }),
+      );
     }
-    // Not pending any more: still admitted or running (nothing to write), or gone (cancelled, finished: release it in the core).
+    // Not pending any more: still admitted or running (nothing to write), or gone (cancelled, finished:
+    // release it in the core).
     if (unchanged.length) {
-      const now = await em.find(Job, { id: { $in: unchanged } }, { fields: ['id', 'state'], disableIdentityMap: true });
-      const live = new Set(now.filter((j) => j.state === 'ADMITTED' || j.state === 'RUNNING').map((j) => j.id));
+      const now = await em.find(
+        Job,
+        { id: { $in: unchanged } },
+        { fields: ['id', 'state'], disableIdentityMap: true },
+      );
+      const live = new Set(
+        now.filter((j) => j.state === 'ADMITTED' || j.state === 'RUNNING').map((j) => j.id),
+      );
       for (const id of unchanged) if (!live.has(id)) skipped.push(id);
     }
     await insertRows(em, 'JobEvent', events);

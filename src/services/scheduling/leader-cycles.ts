@@ -1,7 +1,7 @@
 // The admission cycles of a leader session (leader-session.ts): one cycle, or one slice of it, per
 // serial turn of the leader, its decisions written (fenced) before the next slice is computed.
-import type { CycleResult } from '../../core/scheduling/types.js';
-import { persistCycle, type FencedWriter } from './cycle-writer.js';
+import type { CycleResult } from '../../core/scheduling/index.js';
+import { type FencedWriter, persistCycle } from './cycle-writer.js';
 import type { LeaderHost } from './leader-host.js';
 
 /** Default length of one slice of an admission cycle (FAIRWAY_CYCLE_SLICE_MS). */
@@ -69,7 +69,8 @@ export class LeaderCycles {
     for (const jobId of skipped) if (session.knows(jobId)) core.cancel(jobId);
     this.host.options.events.publish('scheduler-state', { at: result.at });
     session.dispatchSoon();
-    // The rest of a sliced cycle; else admissions may free a StrictFIFO queue or leave room for the next head.
+    // The rest of a sliced cycle; else admissions may free a StrictFIFO queue or leave room for the next
+    // head.
     // Local state-change listeners (positions) are told once, when the cycle ends, not after every slice.
     if (result.more) return this.continueCycle();
     this.host.stateChanged();
@@ -110,7 +111,11 @@ export class LeaderCycles {
   /** Metrics only: an observer that throws must not fail the cycle. */
   private observeCycle(started: number, result: CycleResult): void {
     try {
-      this.host.options.observeCycle?.((performance.now() - started) / 1000, result.admitted, result.preempted);
+      this.host.options.observeCycle?.(
+        (performance.now() - started) / 1000,
+        result.admitted,
+        result.preempted,
+      );
     } catch (error) {
       this.host.options.logError(error);
     }

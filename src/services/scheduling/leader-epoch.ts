@@ -1,5 +1,5 @@
-import { LockMode, type EntityManager } from '@mikro-orm/core';
-import { LeaderEpoch } from '../../persistence/scheduling/entities.js';
+import { type EntityManager, LockMode } from '@mikro-orm/core';
+import { LeaderEpoch } from '../../persistence/scheduling/index.js';
 
 /** A scheduling write made by a replica whose leadership another replica has since taken. */
 export class StaleLeaderError extends Error {
@@ -7,7 +7,9 @@ export class StaleLeaderError extends Error {
     readonly mine: number,
     readonly stored: number,
   ) {
-    super(`scheduler write refused: this replica leads epoch ${mine}, the database is at epoch ${stored} (another replica took over)`);
+    super(
+      `scheduler write refused: this replica leads epoch ${mine}, the database is at epoch ${stored} (another replica took over)`,
+    );
     this.name = 'StaleLeaderError';
   }
 }
@@ -60,6 +62,10 @@ export class LeaderEpochs {
   }
 
   private lockedRow(tx: EntityManager) {
-    return tx.findOne(LeaderEpoch, { id: ROW_ID }, { lockMode: this.dialect === 'postgresql' ? LockMode.PESSIMISTIC_WRITE : undefined, refresh: true });
+    return tx.findOne(
+      LeaderEpoch,
+      { id: ROW_ID },
+      { lockMode: this.dialect === 'postgresql' ? LockMode.PESSIMISTIC_WRITE : undefined, refresh: true },
+    );
   }
 }

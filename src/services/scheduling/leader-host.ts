@@ -1,8 +1,7 @@
 import type { MikroORM } from '@mikro-orm/core';
-import type { Scheduler } from '../../core/scheduling/scheduler.js';
-import type { Admission, Preemption, QueueStatus } from '../../core/scheduling/types.js';
-import type { EventBus } from '../../events/bus.js';
-import type { Metering } from '../metering/charging.js';
+import type { Admission, Preemption, QueueStatus, Scheduler } from '../../core/scheduling/index.js';
+import type { EventBus } from '../../events/index.js';
+import type { Metering } from '../metering/index.js';
 import type { CoreLoaderOptions, LoadedCore } from './core-loader.js';
 import type { LeaderEpochs } from './leader-epoch.js';
 import type { LeaderTask } from './leader-task.js';
@@ -23,7 +22,11 @@ export interface LeaderHost {
     /** Running jobs' open intervals are written to the ledger this often. */
     meteringIntervalMs?: number;
     /** Told after each admission cycle (metrics); a sliced cycle tells each slice. */
-    observeCycle?: (seconds: number, admitted: readonly Admission[], preempted: readonly Preemption[]) => void;
+    observeCycle?: (
+      seconds: number,
+      admitted: readonly Admission[],
+      preempted: readonly Preemption[],
+    ) => void;
     /**
      * An admission cycle runs in slices of about this many milliseconds, the event loop answering
      * requests between them (DEFAULT_CYCLE_SLICE_MS when unset; 0: each cycle in one turn).

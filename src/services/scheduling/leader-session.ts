@@ -1,17 +1,17 @@
 import type { EntityManager } from '@mikro-orm/core';
-import type { SchedulerInput } from '../../events/bus.js';
-import type { JobSpec } from '../../core/scheduling/types.js';
+import type { JobSpec } from '../../core/scheduling/index.js';
+import type { SchedulerInput } from '../../events/index.js';
+import { Job } from '../../persistence/jobs/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
-import { Job } from '../../persistence/jobs/entities.js';
 import { applyBackendEvents, type WritableBackendEvent } from './backend-events.js';
 import { loadCore, requeueDoubleBooked } from './core-loader.js';
-import { writeFenced, type FencedWriter } from './cycle-writer.js';
-import { StaleLeaderError } from './leader-epoch.js';
+import { type FencedWriter, writeFenced } from './cycle-writer.js';
 import { LeaderCycles } from './leader-cycles.js';
+import { StaleLeaderError } from './leader-epoch.js';
 import type { LeaderHost } from './leader-host.js';
+import type { LeaderTask } from './leader-task.js';
 import { chargeRunningJobs } from './metering-checkpoint.js';
 import { jobSpec } from './specs.js';
-import type { LeaderTask } from './leader-task.js';
 
 export { DEFAULT_CYCLE_SLICE_MS } from './leader-cycles.js';
 export type { LeaderHost } from './leader-host.js';
@@ -40,7 +40,9 @@ export class LeaderSession {
   private readonly reports: Writable[] = [];
   /** Whether a turn that writes `reports` is queued and has not begun. */
   private reportsQueued = false;
-  /** Whether the backend has been reconciled with the database in this term (retried by resync until it is). */
+  /** Whether the backend has been reconciled with the database in this term (retried by resync until it is).
+   *
+   */
   private reconciled = false;
   /** Admission cycles and their slices (leader-cycles.ts). */
   private readonly cycles: LeaderCycles;
@@ -83,7 +85,8 @@ export class LeaderSession {
 
   end(): void {
     this.ended = true;
-    for (const timer of [this.wakeTimer, this.resyncTimer, this.recoveryTimer, this.meteringTimer]) if (timer) clearTimeout(timer);
+    for (const timer of [this.wakeTimer, this.resyncTimer, this.recoveryTimer, this.meteringTimer])
+      if (timer) clearTimeout(timer);
     this.wakeTimer = this.resyncTimer = this.recoveryTimer = this.meteringTimer = null;
     for (const timer of this.taskTimers.values()) clearTimeout(timer);
     this.taskTimers.clear();
@@ -163,7 +166,9 @@ export class LeaderSession {
       const requeued = await requeueDoubleBooked(this.writer(), loaded.doubleBooked, options.now());
       for (const conflict of loaded.doubleBooked.filter((c) => requeued.includes(c.jobId))) {
         options.logError(
-          new Error(`restore: job ${conflict.jobId} was admitted onto GPUs ${conflict.gpus.join(', ')} already held by ${conflict.heldBy.join(', ')}; put back to pending and suspended on the backend`),
+          new Error(
+            `restore: job ${conflict.jobId} was admitted onto GPUs ${conflict.gpus.join(', ')} already held by ${conflict.heldBy.join(', ')}; put back to pending and suspended on the backend`,
+          ),
         );
       }
     }
@@ -177,7 +182,13 @@ export class LeaderSession {
   }
 
   private writer(): FencedWriter {
-    return { em: this.em(), dialect: this.host.options.dialect, epochs: this.host.epochs, epoch: this.epoch, metering: this.host.metering };
+    return {
+      em: this.em(),
+      dialect: this.host.options.dialect,
+      epochs: this.host.epochs,
+      epoch: this.epoch,
+      metering: this.host.metering,
+    };
   }
 
   private knows(jobId: string): boolean {
@@ -280,9 +291,15 @@ export class LeaderSession {
   private async resync(): Promise<void> {
     if (this.ended || this.paused) return;
     await this.reconcileBackend();
-    const pending = await this.em().find(Job, { state: 'PENDING' }, { populate: ['queue'], orderBy: { submitTime: 'asc' } });
+    const pending = await this.em().find(
+      Job,
+      { state: 'PENDING' },
+      { populate: ['queue'], orderBy: { submitTime: 'asc' } },
+    );
     if (this.ended) return;
-    for (const job of pending) if (!this.knows(job.id)) this.host.core.submit(jobSpec(job, job.queue.name, this.host.loaderOptions.timeScale));
+    for (const job of pending)
+      if (!this.knows(job.id))
+        this.host.core.submit(jobSpec(job, job.queue.name, this.host.loaderOptions.timeScale));
     await this.host.outbox.dispatch();
     // Charges written by other replicas (cancels) and a new month move budgets too.
     await this.refreshHolds();
@@ -294,13 +311,16 @@ export class LeaderSession {
 
   private scheduleTask(task: LeaderTask): void {
     if (this.ended) return;
-    const timer = setTimeout(() => {
-      this.taskTimers.delete(task.name);
-      void this.host
-        .serial(() => this.runTask(task))
-        .catch((error) => this.failed(error))
-        .finally(() => this.scheduleTask(task));
-    }, Math.max(1, task.everyMs()));
+    const timer = setTimeout(
+      () => {
+        this.taskTimers.delete(task.name);
+        void this.host
+          .serial(() => this.runTask(task))
+          .catch((error) => this.failed(error))
+          .finally(() => this.scheduleTask(task));
+      },
+      Math.max(1, task.everyMs()),
+    );
     timer.unref();
     this.taskTimers.set(task.name, timer);
   }
@@ -343,7 +363,12 @@ export class LeaderSession {
   async checkpoint(): Promise<void> {
     if (this.ended || this.paused) return;
     const now = this.host.options.now();
-    await chargeRunningJobs(() => this.writer(), this.host.metering, now, () => this.ended);
+    await chargeRunningJobs(
+      () => this.writer(),
+      this.host.metering,
+      now,
+      () => this.ended,
+    );
     // Budget thresholds once per checkpoint (alerts are fenced writes too), then the holds:
     // what was just charged may exhaust a hard budget, whose jobs wait from the next cycle on.
     if (this.ended) return;
@@ -374,7 +399,9 @@ export class LeaderSession {
     for (const jobId of finished) if (this.knows(jobId)) this.host.core.finish(jobId);
     this.dispatchSoon();
     if (finished.length) {
-      this.host.options.events.publish('scheduler-state', { at: events.reduce((latest, e) => Math.max(latest, e.at), 0) });
+      this.host.options.events.publish('scheduler-state', {
+        at: events.reduce((latest, e) => Math.max(latest, e.at), 0),
+      });
       // No state-change tick here: the cycle this wakes (a few ms later) ends with one, admitted
       // or not. A tick now would push every watcher an ETA-only value and, with thousands of
       // jobPosition subscribers, hold the event loop past the cycle that admits the next head.

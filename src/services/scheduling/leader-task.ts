@@ -2,9 +2,8 @@
 // tasks implement; LeaderSession schedules them.
 import type { EntityManager } from '@mikro-orm/core';
 import type { BackendEvent } from '../../backends/port.js';
-import type { Scheduler } from '../../core/scheduling/scheduler.js';
-import type { QueueStatus } from '../../core/scheduling/types.js';
-import type { EventBus } from '../../events/bus.js';
+import type { QueueStatus, Scheduler } from '../../core/scheduling/index.js';
+import type { EventBus } from '../../events/index.js';
 
 /**
  * Periodic work only the leader does (idle reclaim, the governance controller, quota expiry, probe
@@ -17,7 +16,9 @@ export interface LeaderTask {
   /** Milliseconds until the next run (read before each). */
   everyMs(): number;
   run(ctx: LeaderTaskContext): Promise<void>;
-  /** Told every backend 'utilization' report while this replica leads (the probe writer), outside the serial turn. */
+  /** Told every backend 'utilization' report while this replica leads (the probe writer), outside the serial
+   * turn.
+   */
   onUtilization?(event: Extract<BackendEvent, { type: 'utilization' }>): void;
 }
 

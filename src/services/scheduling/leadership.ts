@@ -96,17 +96,31 @@ export class PostgresAdvisoryLeadership implements Leadership {
     try {
       if (!this.client) {
         const pg = (await import('pg')).default;
-        const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: this.timeoutMs, keepAlive: true }) as unknown as PgClient;
+        const client = new pg.Client({
+          connectionString: this.url,
+          connectionTimeoutMillis: this.timeoutMs,
+          keepAlive: true,
+        }) as unknown as PgClient;
         // Events of a connection that is no longer ours (replaced or released) are ignored.
-        client.on('error', (error) => this.connectionLost(client, `the lock's connection failed: ${error?.message ?? 'unknown error'}`));
+        client.on('error', (error) =>
+          this.connectionLost(client, `the lock's connection failed: ${error?.message ?? 'unknown error'}`),
+        );
         client.on('end', () => this.connectionLost(client, "the lock's connection ended"));
         this.client = client;
         await within(client.connect(), this.timeoutMs, 'connecting for the scheduler lock');
         // PostgreSQL 14+; older servers keep the session until TCP keepalive ends it.
-        await within(client.query(`set idle_session_timeout = ${Math.round(this.idleSessionTimeoutMs)}`), this.timeoutMs, 'setting the lock session timeout').catch(() => undefined);
+        await within(
+          client.query(`set idle_session_timeout = ${Math.round(this.idleSessionTimeoutMs)}`),
+          this.timeoutMs,
+          'setting the lock session timeout',
+        ).catch(() => undefined);
       }
       const client = this.client;
-      const { rows } = await within(client.query('select pg_try_advisory_lock($1) as locked', [ADVISORY_LOCK_KEY.toString()]), this.timeoutMs, 'the scheduler lock query');
+      const { rows } = await within(
+        client.query('select pg_try_advisory_lock($1) as locked', [ADVISORY_LOCK_KEY.toString()]),
+        this.timeoutMs,
+        'the scheduler lock query',
+      );
       if (this.client !== client) return false; // lost while asking
       this.held = rows[0]?.locked === true;
     } catch (error) {
@@ -120,7 +134,8 @@ export class PostgresAdvisoryLeadership implements Leadership {
   async release(): Promise<void> {
     const client = this.client;
     this.drop();
-    if (client) await within(client.end(), this.timeoutMs, 'closing the scheduler lock').catch(() => undefined);
+    if (client)
+      await within(client.end(), this.timeoutMs, 'closing the scheduler lock').catch(() => undefined);
   }
 
   private startHeartbeat(): void {
@@ -164,5 +179,7 @@ export class PostgresAdvisoryLeadership implements Leadership {
 }
 
 export function leadershipFor(database: DatabaseConfig, _orm?: MikroORM): Leadership {
-  return database.dialect === 'postgresql' ? new PostgresAdvisoryLeadership(database.url) : new SoleLeadership();
+  return database.dialect === 'postgresql'
+    ? new PostgresAdvisoryLeadership(database.url)
+    : new SoleLeadership();
 }

@@ -1,13 +1,13 @@
-import type { EntityManager, MikroORM } from '@mikro-orm/core';
+import type { MikroORM } from '@mikro-orm/core';
 import type { BackendJob, ExecutionBackend } from '../../backends/port.js';
-import type { EventBus, JobStateName } from '../../events/bus.js';
-import { systemEntityManager } from '../../persistence/tenant-filter.js';
+import type { JobFlag } from '../../core/governance/index.js';
+import type { EventBus, JobStateName } from '../../events/index.js';
 import { chunks, placeholders, runBound, tableOf } from '../../persistence/bound-sql.js';
-import { Job } from '../../persistence/jobs/entities.js';
-import { OutboxEntry } from '../../persistence/scheduling/entities.js';
-import type { OutboxKind } from '../../persistence/scheduling/outbox-rows.js';
+import { Job } from '../../persistence/jobs/index.js';
+import type { OutboxKind } from '../../persistence/scheduling/index.js';
+import { OutboxEntry } from '../../persistence/scheduling/index.js';
+import { systemEntityManager } from '../../persistence/tenant-filter.js';
 import { checkpointSpec } from './specs.js';
-import type { JobFlag } from '../../core/governance/types.js';
 
 /** Outbox rows of distinct jobs performed at once (see `dispatch`). */
 export const OUTBOX_PARALLEL = 16;
@@ -25,7 +25,9 @@ export function backendJobOf(job: Job): BackendJob {
     maxRunMs: job.maxRunMs ?? undefined,
     ...checkpointSpec(job),
     // Only when declared (as the checkpoint): a job without them reaches the backend as before.
-    ...(job.workloadType ? { workloadType: job.workloadType as NonNullable<BackendJob['workloadType']> } : {}),
+    ...(job.workloadType
+      ? { workloadType: job.workloadType as NonNullable<BackendJob['workloadType']> }
+      : {}),
     ...(job.latencySensitive ? { latencySensitive: true } : {}),
     workload: job.workload ?? undefined,
   };
@@ -85,11 +87,21 @@ export class OutboxDispatcher {
    */
   private async dispatchOnce(): Promise<void> {
     const em = systemEntityManager(this.options.orm);
-    const entries = await em.find(OutboxEntry, { performedAt: null }, { orderBy: { id: 'asc' }, limit: 1000 });
+    const entries = await em.find(
+      OutboxEntry,
+      { performedAt: null },
+      { orderBy: { id: 'asc' }, limit: 1000 },
+    );
     if (!entries.length) return;
     // The admitted jobs' rows, read in one query rather than one per row.
     const admittedIds = entries.filter((e) => e.kind === 'job.admitted').map((e) => String(e.payload.jobId));
-    const admitted = new Map(admittedIds.length ? (await em.find(Job, { id: { $in: admittedIds } }, { populate: ['queue'] })).map((j) => [j.id, j] as const) : []);
+    const admitted = new Map(
+      admittedIds.length
+        ? (await em.find(Job, { id: { $in: admittedIds } }, { populate: ['queue'] })).map(
+            (j) => [j.id, j] as const,
+          )
+        : [],
+    );
     const performed: string[] = [];
     let next = 0;
     while (next < entries.length) {
@@ -103,7 +115,9 @@ export class OutboxDispatcher {
         wave.push(entry);
         next++;
       }
-      const results = await Promise.allSettled(wave.map((entry) => this.perform(entry.kind as OutboxKind, entry.payload, admitted)));
+      const results = await Promise.allSettled(
+        wave.map((entry) => this.perform(entry.kind as OutboxKind, entry.payload, admitted)),
+      );
       let failed = false;
       results.forEach((result, i) => {
         if (result.status === 'fulfilled') performed.push(wave[i]!.id);
@@ -121,13 +135,21 @@ export class OutboxDispatcher {
     const o = tableOf(em, 'OutboxEntry');
     const performedAt = o.value('performedAt', new Date(this.options.now()));
     for (const [start, size] of chunks(performed.length)) {
-      await runBound(em, `update ${o.table} set ${o.column('performedAt')} = ? where ${o.column('id')} in ${placeholders(size)}`, [performedAt, ...performed.slice(start, start + size)]);
+      await runBound(
+        em,
+        `update ${o.table} set ${o.column('performedAt')} = ? where ${o.column('id')} in ${placeholders(size)}`,
+        [performedAt, ...performed.slice(start, start + size)],
+      );
     }
   }
 
   /** After a takeover: the backend runs exactly the admitted jobs (starts missing runs, removes orphans). */
   async reconcileBackend(): Promise<void> {
-    const jobs = await systemEntityManager(this.options.orm).find(Job, { state: { $in: ['ADMITTED', 'RUNNING'] } }, { populate: ['queue'] });
+    const jobs = await systemEntityManager(this.options.orm).find(
+      Job,
+      { state: { $in: ['ADMITTED', 'RUNNING'] } },
+      { populate: ['queue'] },
+    );
     await this.options.backend.reconcile(jobs.filter((job) => job.admission).map(backendJobOf));
   }
 
@@ -135,17 +157,30 @@ export class OutboxDispatcher {
     await this.options.backend.start(backendJobOf(job));
   }
 
-  private async perform(kind: OutboxKind, payload: Record<string, unknown>, admitted: Map<string, Job>): Promise<void> {
+  private async perform(
+    kind: OutboxKind,
+    payload: Record<string, unknown>,
+    admitted: Map<string, Job>,
+  ): Promise<void> {
     const jobId = String(payload.jobId);
     const at = Number(payload.at);
     const { events, utilization } = this.options;
-    const queueUpdated = (queueId: unknown) => events.publish('queue-updated', String(queueId), { queueId: String(queueId), at });
+    const queueUpdated = (queueId: unknown) =>
+      events.publish('queue-updated', String(queueId), { queueId: String(queueId), at });
     switch (kind) {
       case 'job.admitted': {
-        const job = admitted.get(jobId) ?? (await systemEntityManager(this.options.orm).findOne(Job, { id: jobId }, { populate: ['queue'] }));
+        const job =
+          admitted.get(jobId) ??
+          (await systemEntityManager(this.options.orm).findOne(Job, { id: jobId }, { populate: ['queue'] }));
         if (job && (job.state === 'ADMITTED' || job.state === 'RUNNING')) await this.startOnBackend(job);
         this.publishJob(jobId, 'ADMITTED', at);
-        events.publish('tenant-event', String(payload.tenantId), { kind: 'ADMITTED', jobId, queueId: String(payload.queueId), at, borrowed: Boolean(payload.borrowed) });
+        events.publish('tenant-event', String(payload.tenantId), {
+          kind: 'ADMITTED',
+          jobId,
+          queueId: String(payload.queueId),
+          at,
+          borrowed: Boolean(payload.borrowed),
+        });
         queueUpdated(payload.queueId);
         return;
       }
@@ -164,10 +199,13 @@ export class OutboxDispatcher {
           // The victim's own work lost: its tenant's to see (rows written before this field carry none).
           lostGpuHours: typeof payload.lostGpuHours === 'number' ? payload.lostGpuHours : null,
           // A governance reclaim: why, with the numbers (the victim's own flag, its tenant's to see).
-          ...(typeof payload.message === 'string' ? { message: payload.message, flag: (payload.flag ?? null) as JobFlag | null } : {}),
+          ...(typeof payload.message === 'string'
+            ? { message: payload.message, flag: (payload.flag ?? null) as JobFlag | null }
+            : {}),
         });
         queueUpdated(payload.queueId);
-        if (payload.preemptorQueueId && payload.preemptorQueueId !== payload.queueId) queueUpdated(payload.preemptorQueueId);
+        if (payload.preemptorQueueId && payload.preemptorQueueId !== payload.queueId)
+          queueUpdated(payload.preemptorQueueId);
         return;
       }
       case 'job.requeued':
@@ -187,7 +225,13 @@ export class OutboxDispatcher {
         this.publishJob(jobId, 'RUNNING', at);
         return;
       case 'job.not-running':
-        events.publish('tenant-event', String(payload.tenantId), { kind: 'ADMITTED_NOT_RUNNING', jobId, queueId: String(payload.queueId), at, message: String(payload.message) });
+        events.publish('tenant-event', String(payload.tenantId), {
+          kind: 'ADMITTED_NOT_RUNNING',
+          jobId,
+          queueId: String(payload.queueId),
+          at,
+          message: String(payload.message),
+        });
         return;
       case 'job.finished':
         utilization.delete(jobId);
@@ -207,7 +251,8 @@ export class OutboxDispatcher {
           currency: String(payload.currency),
           period: String(payload.period),
         });
-        if (payload.auditEventId) events.publish('audit-event', tenantId, { auditEventId: String(payload.auditEventId) });
+        if (payload.auditEventId)
+          events.publish('audit-event', tenantId, { auditEventId: String(payload.auditEventId) });
         return;
       }
     }

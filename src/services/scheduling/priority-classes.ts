@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/core';
-import { DEFAULT_PRIORITY_CLASSES } from '../../core/scheduling/scheduler.js';
-import { PriorityClassRow } from '../../persistence/cluster/entities.js';
+import { DEFAULT_PRIORITY_CLASSES } from '../../core/scheduling/index.js';
+import { PriorityClassRow } from '../../persistence/cluster/index.js';
 
 const DESCRIPTIONS: Record<string, string> = {
   'inference-critical': 'Online serving; never preempted; granted by platform admins.',
@@ -17,7 +17,13 @@ export async function ensurePriorityClasses(orm: MikroORM): Promise<void> {
   const em = orm.em.fork({ clear: true });
   if ((await em.count(PriorityClassRow, {})) > 0) return;
   for (const c of DEFAULT_PRIORITY_CLASSES) {
-    em.create(PriorityClassRow, { name: c.name, value: c.value, preemptible: c.preemptible, description: DESCRIPTIONS[c.name] ?? null, requiresGrant: REQUIRES_GRANT.has(c.name) });
+    em.create(PriorityClassRow, {
+      name: c.name,
+      value: c.value,
+      preemptible: c.preemptible,
+      description: DESCRIPTIONS[c.name] ?? null,
+      requiresGrant: REQUIRES_GRANT.has(c.name),
+    });
   }
   await em.flush();
 }

@@ -1,4 +1,4 @@
-import type { FlavorSpec, RestoredAdmission } from '../../core/scheduling/types.js';
+import type { FlavorSpec, RestoredAdmission } from '../../core/scheduling/index.js';
 
 /** A stored admission that claims GPU capacity an earlier admission already holds. */
 export interface DoubleBooking {
@@ -30,7 +30,9 @@ type FlavorShape = Pick<FlavorSpec, 'name' | 'kind' | 'slicesPerGpu'>;
  */
 export function findDoubleBookings(admitted: RestoredAdmission[], flavors: FlavorShape[]): RestoreCheck {
   const flavorByName = new Map(flavors.map((f) => [f.name, f]));
-  const ordered = [...admitted].sort((a, b) => a.admission.at - b.admission.at || (a.job.id < b.job.id ? -1 : a.job.id > b.job.id ? 1 : 0));
+  const ordered = [...admitted].sort(
+    (a, b) => a.admission.at - b.admission.at || (a.job.id < b.job.id ? -1 : a.job.id > b.job.id ? 1 : 0),
+  );
   /** `node#index` → milli units used, and by whom. */
   const used = new Map<string, { milli: number; jobs: string[] }>();
   const load: RestoredAdmission[] = [];
@@ -62,7 +64,10 @@ export function findDoubleBookings(admitted: RestoredAdmission[], flavors: Flavo
 }
 
 /** What one admission claims per `node#index`, in milli units, with that index's capacity. */
-function claimsOf({ job, admission }: RestoredAdmission, flavors: Map<string, FlavorShape>): Map<string, { milli: number; capacity: number }> {
+function claimsOf(
+  { job, admission }: RestoredAdmission,
+  flavors: Map<string, FlavorShape>,
+): Map<string, { milli: number; capacity: number }> {
   const claims = new Map<string, { milli: number; capacity: number }>();
   for (const podSet of admission.podSets) {
     const flavor = flavors.get(podSet.flavor);

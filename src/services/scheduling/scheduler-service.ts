@@ -1,24 +1,33 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import type { Scheduler } from '../../core/scheduling/scheduler.js';
-import type { Admission, JobExplanation, JobSpec, Preemption, Preview, QueueStatus } from '../../core/scheduling/types.js';
 import type { BackendEvent, ExecutionBackend } from '../../backends/port.js';
-import type { EventBus, SchedulerInput } from '../../events/bus.js';
+import type {
+  Admission,
+  JobExplanation,
+  JobSpec,
+  Preemption,
+  Preview,
+  QueueStatus,
+  Scheduler,
+} from '../../core/scheduling/index.js';
+import type { EventBus, SchedulerInput } from '../../events/index.js';
+import { Queue } from '../../persistence/cluster/index.js';
+import { OutboxEntry } from '../../persistence/scheduling/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
-import { inBackendTime } from './specs.js';
-import { loadCore, type CoreLoaderOptions, type LoadedCore } from './core-loader.js';
+import { Metering, type MeteringSettings } from '../metering/index.js';
+import { type CoreLoaderOptions, type LoadedCore, loadCore } from './core-loader.js';
 import { LeaderEpochs } from './leader-epoch.js';
-import { LeaderSession, type LeaderHost, type LeaderTask } from './leader-session.js';
+import { type LeaderHost, LeaderSession, type LeaderTask } from './leader-session.js';
 import type { Leadership } from './leadership.js';
 import { OutboxDispatcher } from './outbox.js';
-import { Metering, type MeteringSettings } from '../metering/charging.js';
 import { listenTo, WindowAnnouncer } from './service-helpers.js';
-import { Queue } from '../../persistence/cluster/entities.js';
-import { OutboxEntry } from '../../persistence/scheduling/entities.js';
+import { inBackendTime } from './specs.js';
 
 /** The preemption loss as the ledger counts it, for /metrics (src/server/metrics/registry.ts). */
 export { lostGpuHoursOf } from './cycle-writer.js';
 
-/** The figures /metrics reads at scrape time (src/server/metrics/registry.ts), which queries no table itself. */
+/** The figures /metrics reads at scrape time (src/server/metrics/registry.ts), which queries no table
+ * itself.
+ */
 export interface SchedulerStats {
   isLeader(): boolean;
   /** Every stored queue's status, by name (queues the core does not know yet are left out). */
@@ -52,9 +61,13 @@ export interface SchedulerServiceOptions {
   meteringIntervalMs?: number;
   /** Currency and what follows a charge (budgets); the time scale comes from the backend. */
   metering?: Pick<MeteringSettings, 'currency' | 'afterCheckpoint' | 'holds'>;
-  /** Admission cycles run in slices of about this many ms, requests answered between them (default DEFAULT_CYCLE_SLICE_MS; 0: unsliced). */
+  /** Admission cycles run in slices of about this many ms, requests answered between them (default
+   * DEFAULT_CYCLE_SLICE_MS; 0: unsliced).
+   */
   cycleSliceMs?: number;
-  /** Told after each leader admission cycle (metrics): its duration in seconds, with the write, and its decisions. */
+  /** Told after each leader admission cycle (metrics): its duration in seconds, with the write, and its
+   * decisions.
+   */
   observeCycle?: (seconds: number, admitted: readonly Admission[], preempted: readonly Preemption[]) => void;
   /** Periodic leader work (governance loops), run by whichever replica leads. */
   leaderTasks?: readonly LeaderTask[];
@@ -98,7 +111,13 @@ export class SchedulerService {
 
   constructor(private readonly options: SchedulerServiceOptions) {
     this.epochs = new LeaderEpochs(options.dialect);
-    this.metering = new Metering({ timeScale: options.backend.timeScale, dialect: options.dialect, currency: options.metering?.currency ?? 'USD', afterCheckpoint: options.metering?.afterCheckpoint, holds: options.metering?.holds });
+    this.metering = new Metering({
+      timeScale: options.backend.timeScale,
+      dialect: options.dialect,
+      currency: options.metering?.currency ?? 'USD',
+      afterCheckpoint: options.metering?.afterCheckpoint,
+      holds: options.metering?.holds,
+    });
     this.loaderOptions = {
       now: options.now,
       placement: options.placement ?? 'best-fit',
@@ -198,12 +217,18 @@ export class SchedulerService {
     return {
       isLeader: () => this.isLeader,
       queueStatuses: async () =>
-        (await em().find(Queue, {}, { fields: ['name'], orderBy: { name: 'asc' } })).map(({ name }) => this.queueStatus(name)).filter((s): s is QueueStatus => s !== null),
+        (await em().find(Queue, {}, { fields: ['name'], orderBy: { name: 'asc' } }))
+          .map(({ name }) => this.queueStatus(name))
+          .filter((s): s is QueueStatus => s !== null),
       // Counted through the (performedAt, id) index.
       unperformedOutbox: () => em().count(OutboxEntry, { performedAt: null }),
       oldestUnperformedOutboxAt: async () => {
         // The oldest by id (uuidv7, time-ordered) through the (performedAt, id) index.
-        const [oldest] = await em().find(OutboxEntry, { performedAt: null }, { fields: ['createdAt'], orderBy: { id: 'asc' }, limit: 1 });
+        const [oldest] = await em().find(
+          OutboxEntry,
+          { performedAt: null },
+          { fields: ['createdAt'], orderBy: { id: 'asc' }, limit: 1 },
+        );
         return oldest ? new Date(oldest.createdAt) : null;
       },
     };
@@ -237,7 +262,9 @@ export class SchedulerService {
     this.session?.wake();
   }
 
-  /** Writes running jobs' open intervals to the ledger now (the leader does it every meteringIntervalMs); a follower does nothing. */
+  /** Writes running jobs' open intervals to the ledger now (the leader does it every meteringIntervalMs); a
+   * follower does nothing.
+   */
   async checkpointUsage(): Promise<void> {
     const session = this.session;
     if (session) await this.serial(() => session.checkpoint());
@@ -254,8 +281,7 @@ export class SchedulerService {
       this.utilization.set(event.jobId, event.gpuUtilization);
       this.metering.utilization.record(event.jobId, event.at, event.gpuUtilization);
       for (const task of this.options.leaderTasks ?? []) task.onUtilization?.(event);
-    }
-    else this.session.backendEvent(event);
+    } else this.session.backendEvent(event);
   }
 
   // ─── leadership ───
@@ -299,7 +325,9 @@ export class SchedulerService {
     }
   }
 
-  /** Stops leading at once: no cycles, timers cancelled, a read model from the database, campaigning again. */
+  /** Stops leading at once: no cycles, timers cancelled, a read model from the database, campaigning again.
+   *
+   */
   private demote(reason: string): void {
     const session = this.session;
     if (!session) return;

@@ -1,11 +1,16 @@
-import type { EventBus } from '../../events/bus.js';
-import type { QueueStatus } from '../../core/scheduling/types.js';
+import type { QueueStatus } from '../../core/scheduling/index.js';
+import type { EventBus } from '../../events/index.js';
 
 /**
  * Calls `handler` for each message on a bus topic until the returned function is called.
  * A handler's failure is logged, never thrown into the loop.
  */
-export function listenTo<K extends 'scheduler-input' | 'scheduler-state'>(events: EventBus, topic: K, handler: (payload: never) => void, logError: (error: unknown) => void): () => void {
+export function listenTo<K extends 'scheduler-input' | 'scheduler-state'>(
+  events: EventBus,
+  topic: K,
+  handler: (payload: never) => void,
+  logError: (error: unknown) => void,
+): () => void {
   const iterator = events.subscribe(topic as never)[Symbol.asyncIterator]();
   let active = true;
   void (async () => {

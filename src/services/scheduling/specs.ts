@@ -1,8 +1,24 @@
-import type { CheckpointSpec, CohortSpec, FlavorSpec, IsolationLevel, JobSpec, NodeSpec, PreemptionSpec, PriorityClass, QueueSpec } from '../../core/scheduling/types.js';
-import type { ClusterNode, Cohort, Flavor, PriorityClassRow, Queue } from '../../persistence/cluster/entities.js';
-import type { Job } from '../../persistence/jobs/entities.js';
-import { applyPolicy } from '../../core/governance/policies.js';
-import type { IsolationPolicy, LimitSetting } from '../../core/governance/types.js';
+import type { IsolationPolicy, LimitSetting } from '../../core/governance/index.js';
+import { applyPolicy } from '../../core/governance/index.js';
+import type {
+  CheckpointSpec,
+  CohortSpec,
+  FlavorSpec,
+  IsolationLevel,
+  JobSpec,
+  NodeSpec,
+  PreemptionSpec,
+  PriorityClass,
+  QueueSpec,
+} from '../../core/scheduling/index.js';
+import type {
+  ClusterNode,
+  Cohort,
+  Flavor,
+  PriorityClassRow,
+  Queue,
+} from '../../persistence/cluster/index.js';
+import type { Job } from '../../persistence/jobs/index.js';
 
 /** Rows → the scheduler core's specs. Names are the core's keys; rows keep ids for the graph. */
 export const flavorSpec = (f: Flavor): FlavorSpec => ({
@@ -13,7 +29,12 @@ export const flavorSpec = (f: Flavor): FlavorSpec => ({
   pricePerUnitHour: f.pricePerUnitHour,
 });
 
-export const nodeSpec = (n: ClusterNode, poolName: string, flavorName: string, dedicatedTenantId: string | null): NodeSpec => ({
+export const nodeSpec = (
+  n: ClusterNode,
+  poolName: string,
+  flavorName: string,
+  dedicatedTenantId: string | null,
+): NodeSpec => ({
   name: n.name,
   pool: poolName,
   flavor: flavorName,
@@ -36,7 +57,12 @@ export const cohortSpec = (c: Cohort, parentName: string | null): CohortSpec => 
  * its limits, isolation level and preemption come from them (applyPolicy), in declared time before scaling.
  * Without it (a queue outside governance) the spec is the queue as configured.
  */
-export function queueSpec(q: Queue, cohortName: string | null, timeScale = 1, governance?: { policy: IsolationPolicy; setting: LimitSetting } | null): QueueSpec {
+export function queueSpec(
+  q: Queue,
+  cohortName: string | null,
+  timeScale = 1,
+  governance?: { policy: IsolationPolicy; setting: LimitSetting } | null,
+): QueueSpec {
   const configured: QueueSpec = {
     name: q.name,
     tenant: q.tenant.id,
@@ -55,14 +81,25 @@ export function queueSpec(q: Queue, cohortName: string | null, timeScale = 1, go
 
 /** The preemption policy's durations (declared time) in the backend's clock. */
 function inBackendPreemption(p: PreemptionSpec, timeScale: number): PreemptionSpec {
-  if (timeScale === 1 || !p || (p.minRunBeforeReclaimMs === undefined && p.fairShareMaxLostRunMs === undefined)) return p;
+  if (
+    timeScale === 1 ||
+    !p ||
+    (p.minRunBeforeReclaimMs === undefined && p.fairShareMaxLostRunMs === undefined)
+  )
+    return p;
   const out = { ...p };
-  if (p.minRunBeforeReclaimMs !== undefined) out.minRunBeforeReclaimMs = Math.round(p.minRunBeforeReclaimMs / timeScale);
-  if (p.fairShareMaxLostRunMs !== undefined) out.fairShareMaxLostRunMs = Math.round(p.fairShareMaxLostRunMs / timeScale);
+  if (p.minRunBeforeReclaimMs !== undefined)
+    out.minRunBeforeReclaimMs = Math.round(p.minRunBeforeReclaimMs / timeScale);
+  if (p.fairShareMaxLostRunMs !== undefined)
+    out.fairShareMaxLostRunMs = Math.round(p.fairShareMaxLostRunMs / timeScale);
   return out;
 }
 
-export const priorityClass = (p: PriorityClassRow): PriorityClass => ({ name: p.name, value: p.value, preemptible: p.preemptible });
+export const priorityClass = (p: PriorityClassRow): PriorityClass => ({
+  name: p.name,
+  value: p.value,
+  preemptible: p.preemptible,
+});
 
 /**
  * A job row → the core's spec. Durations are declared in the job's own time; the core reasons in
@@ -87,19 +124,34 @@ export const jobSpec = (j: Job, queueName: string, timeScale = 1): JobSpec =>
   );
 
 /** A job row's declared checkpointing as the core's field (none declared: no field at all). */
-export function checkpointSpec(j: Pick<Job, 'checkpointIntervalMs' | 'checkpointResumable'>): { checkpoint?: CheckpointSpec } {
+export function checkpointSpec(j: Pick<Job, 'checkpointIntervalMs' | 'checkpointResumable'>): {
+  checkpoint?: CheckpointSpec;
+} {
   const intervalMs = j.checkpointIntervalMs ?? undefined;
   const resumable = Boolean(j.checkpointResumable);
   if (intervalMs === undefined && !resumable) return {};
-  return { checkpoint: { ...(intervalMs !== undefined ? { intervalMs } : {}), ...(resumable ? { resumable: true } : {}) } };
+  return {
+    checkpoint: {
+      ...(intervalMs !== undefined ? { intervalMs } : {}),
+      ...(resumable ? { resumable: true } : {}),
+    },
+  };
 }
 
 /** A spec with durations in declared time → the same spec with durations in the backend's clock. */
 export function inBackendTime(spec: JobSpec, timeScale: number): JobSpec {
   if (timeScale === 1) return spec;
-  const scaledSpec: JobSpec = { ...spec, expectedDurationMs: scaled(spec.expectedDurationMs, timeScale), maxRunMs: scaled(spec.maxRunMs, timeScale) };
+  const scaledSpec: JobSpec = {
+    ...spec,
+    expectedDurationMs: scaled(spec.expectedDurationMs, timeScale),
+    maxRunMs: scaled(spec.maxRunMs, timeScale),
+  };
   // The checkpoint interval is a duration too (the core measures work lost in the backend's clock).
-  if (spec.checkpoint?.intervalMs !== undefined) scaledSpec.checkpoint = { ...spec.checkpoint, intervalMs: Math.max(1, Math.round(spec.checkpoint.intervalMs / timeScale)) };
+  if (spec.checkpoint?.intervalMs !== undefined)
+    scaledSpec.checkpoint = {
+      ...spec.checkpoint,
+      intervalMs: Math.max(1, Math.round(spec.checkpoint.intervalMs / timeScale)),
+    };
   return scaledSpec;
 }
 

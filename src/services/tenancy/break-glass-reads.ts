@@ -1,9 +1,8 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { AuditEvent } from '../../persistence/audit/entities.js';
-import { Tenant, User } from '../../persistence/tenancy/entities.js';
-import { BreakGlassGrant } from '../../persistence/tenancy/access-entities.js';
-import type { EventBus } from '../../events/bus.js';
-import type { Principal } from '../../auth/principal.js';
+import type { Principal } from '../../auth/index.js';
+import type { EventBus } from '../../events/index.js';
+import { AuditEvent } from '../../persistence/audit/index.js';
+import { BreakGlassGrant, Tenant, User } from '../../persistence/tenancy/index.js';
 
 /** Thrown by flush when a grant the reads were made under ended before the answer left. */
 export class BreakGlassGrantEnded extends Error {
@@ -34,7 +33,13 @@ export class BreakGlassReads {
   }
 
   /** Writes and forgets the noted reads; one audit event per tenant. */
-  async flush(parts: { em: EntityManager; principal: Principal | null; requestId: string; now: () => Date; events: EventBus }): Promise<void> {
+  async flush(parts: {
+    em: EntityManager;
+    principal: Principal | null;
+    requestId: string;
+    now: () => Date;
+    events: EventBus;
+  }): Promise<void> {
     if (this.pending.size === 0 || !parts.principal) return;
     const entries = [...this.pending.entries()];
     this.pending.clear();
@@ -46,7 +51,16 @@ export class BreakGlassReads {
       // cached for a few seconds; a slow query may straddle the expiry): content read under a
       // grant leaves only while that grant is still open.
       const grantIds = [...new Set(entries.map(([, entry]) => entry.grantId))];
-      const open = await em.count(BreakGlassGrant, { id: { $in: grantIds }, operator: principal.userId, closedAt: null, expiresAt: { $gt: parts.now() } }, { filters: false });
+      const open = await em.count(
+        BreakGlassGrant,
+        {
+          id: { $in: grantIds },
+          operator: principal.userId,
+          closedAt: null,
+          expiresAt: { $gt: parts.now() },
+        },
+        { filters: false },
+      );
       if (open !== grantIds.length) throw new BreakGlassGrantEnded();
       for (const [tenantId, { grantId, reads }] of entries) {
         const event = em.create(AuditEvent, {
@@ -65,6 +79,7 @@ export class BreakGlassReads {
         written.push({ tenantId, event });
       }
     });
-    for (const { tenantId, event } of written) parts.events.publish('audit-event', tenantId, { auditEventId: event.id });
+    for (const { tenantId, event } of written)
+      parts.events.publish('audit-event', tenantId, { auditEventId: event.id });
   }
 }

@@ -1,9 +1,14 @@
-import { BreakGlassGrant } from '../../persistence/tenancy/access-entities.js';
-import { Tenant, User } from '../../persistence/tenancy/entities.js';
-import { auditedMutation } from '../audit/audit.js';
-import { announceCredentialsChanged } from '../../events/bus.js';
-import { callerHasCapability, requireCapability, requirePrincipal, requireTenantAdmin, type ServiceContext } from '../context.js';
-import { badInput, conflict, forbidden, notFound } from '../../shared/client-errors.js';
+import { announceCredentialsChanged } from '../../events/index.js';
+import { BreakGlassGrant, Tenant, User } from '../../persistence/tenancy/index.js';
+import { badInput, conflict, forbidden, notFound } from '../../shared/index.js';
+import { auditedMutation } from '../audit/index.js';
+import {
+  callerHasCapability,
+  requireCapability,
+  requirePrincipal,
+  requireTenantAdmin,
+  type ServiceContext,
+} from '../context.js';
 
 export type { BreakGlassGrant };
 
@@ -29,24 +34,50 @@ export function isGrantActive(grant: Pick<BreakGlassGrant, 'closedAt' | 'expires
  * admin. The opening is audited in the tenant's own log with the reason, so its auditors see
  * who broke the glass, why and for how long.
  */
-export async function openBreakGlass(ctx: ServiceContext, input: OpenBreakGlassInput): Promise<BreakGlassGrant> {
+export async function openBreakGlass(
+  ctx: ServiceContext,
+  input: OpenBreakGlassInput,
+): Promise<BreakGlassGrant> {
   const reason = input.reason.trim();
   // Checked before anything is written (the schema checks the same): a malformed request leaves no trace.
   if (reason.length < REASON_MIN_CHARS || reason.length > REASON_MAX_CHARS) {
-    throw badInput(`reason must be ${REASON_MIN_CHARS} to ${REASON_MAX_CHARS} characters: say why you need to look inside this tenant.`);
+    throw badInput(
+      `reason must be ${REASON_MIN_CHARS} to ${REASON_MAX_CHARS} characters: say why you need to look inside this tenant.`,
+    );
   }
-  if (!Number.isInteger(input.durationMinutes) || input.durationMinutes < MIN_DURATION_MINUTES || input.durationMinutes > MAX_DURATION_MINUTES) {
-    throw badInput(`durationMinutes must be a whole number from ${MIN_DURATION_MINUTES} to ${MAX_DURATION_MINUTES}.`);
+  if (
+    !Number.isInteger(input.durationMinutes) ||
+    input.durationMinutes < MIN_DURATION_MINUTES ||
+    input.durationMinutes > MAX_DURATION_MINUTES
+  ) {
+    throw badInput(
+      `durationMinutes must be a whole number from ${MIN_DURATION_MINUTES} to ${MAX_DURATION_MINUTES}.`,
+    );
   }
-  const meta = { action: 'breakglass.open', input: { tenantId: input.tenantId, reason, durationMinutes: input.durationMinutes }, tenantHint: input.tenantId };
+  const meta = {
+    action: 'breakglass.open',
+    input: { tenantId: input.tenantId, reason, durationMinutes: input.durationMinutes },
+    tenantHint: input.tenantId,
+  };
   const opened = await auditedMutation(ctx, meta, async (em) => {
     const principal = requirePrincipal(ctx);
-    if (!principal.isPlatformAdmin) throw forbidden('Only platform admins open break-glass grants; tenant admins already see their tenant.');
+    if (!principal.isPlatformAdmin)
+      throw forbidden(
+        'Only platform admins open break-glass grants; tenant admins already see their tenant.',
+      );
     const tenant = await em.findOne(Tenant, { id: input.tenantId });
     if (!tenant) throw notFound('Tenant');
     const now = ctx.now();
-    const open = await em.findOne(BreakGlassGrant, { tenant: tenant.id, operator: principal.userId, closedAt: null, expiresAt: { $gt: now } });
-    if (open) throw conflict('You already hold an open break-glass grant for this tenant: close it (closeBreakGlass) before opening another.');
+    const open = await em.findOne(BreakGlassGrant, {
+      tenant: tenant.id,
+      operator: principal.userId,
+      closedAt: null,
+      expiresAt: { $gt: now },
+    });
+    if (open)
+      throw conflict(
+        'You already hold an open break-glass grant for this tenant: close it (closeBreakGlass) before opening another.',
+      );
     const grant = em.create(BreakGlassGrant, {
       tenant,
       operator: em.getReference(User, principal.userId),
@@ -63,9 +94,15 @@ export async function openBreakGlass(ctx: ServiceContext, input: OpenBreakGlassI
   return opened;
 }
 
-/** After commit: the operator's cached principals (which hold their open grants) are looked up again, on every replica. */
+/** After commit: the operator's cached principals (which hold their open grants) are looked up again, on
+ * every replica.
+ */
 function grantChanged(ctx: ServiceContext, grant: BreakGlassGrant): void {
-  announceCredentialsChanged(ctx.events, { userId: grant.operator.id, tenantId: grant.tenant.id, at: ctx.now().getTime() });
+  announceCredentialsChanged(ctx.events, {
+    userId: grant.operator.id,
+    tenantId: grant.tenant.id,
+    at: ctx.now().getTime(),
+  });
 }
 
 /**
@@ -80,7 +117,12 @@ export async function closeBreakGlass(ctx: ServiceContext, id: string): Promise<
     const tenantId = grant.tenant.id;
     // Platform admins may always end a grant: closing only takes access away.
     if (!principal.isPlatformAdmin) requireTenantAdmin(ctx, tenantId, 'members:write', 'Break-glass grant');
-    if (!isGrantActive(grant, ctx.now())) throw conflict(grant.closedAt ? 'This break-glass grant is already closed.' : 'This break-glass grant has already expired.');
+    if (!isGrantActive(grant, ctx.now()))
+      throw conflict(
+        grant.closedAt
+          ? 'This break-glass grant is already closed.'
+          : 'This break-glass grant has already expired.',
+      );
     grant.closedAt = ctx.now();
     await em.flush();
     return { result: grant, tenantId, targetType: 'BreakGlassGrant', targetId: grant.id };
@@ -97,13 +139,21 @@ function requireGrantReader(ctx: ServiceContext, tenantId: string, what: string)
   const principal = requireCapability(ctx, tenantId, 'tenant:read', what);
   // Platform admins see grants without one: checked first so it is not noted as a break-glass read.
   if (principal.isPlatformAdmin) return;
-  if (!callerHasCapability(ctx, tenantId, 'audit:read')) throw forbidden("A tenant's break-glass grants are for its admins and auditors.");
+  if (!callerHasCapability(ctx, tenantId, 'audit:read'))
+    throw forbidden("A tenant's break-glass grants are for its admins and auditors.");
 }
 
 /** Every grant of the tenant, open and ended, newest first (ids are time-ordered UUIDv7). */
-export async function listBreakGlassGrants(ctx: ServiceContext, tenantId: string): Promise<BreakGlassGrant[]> {
+export async function listBreakGlassGrants(
+  ctx: ServiceContext,
+  tenantId: string,
+): Promise<BreakGlassGrant[]> {
   requireGrantReader(ctx, tenantId, 'Tenant');
-  return ctx.em.find(BreakGlassGrant, { tenant: tenantId }, { populate: ['operator'], orderBy: { id: 'desc' } });
+  return ctx.em.find(
+    BreakGlassGrant,
+    { tenant: tenantId },
+    { populate: ['operator'], orderBy: { id: 'desc' } },
+  );
 }
 
 export async function getBreakGlassGrant(ctx: ServiceContext, id: string): Promise<BreakGlassGrant> {

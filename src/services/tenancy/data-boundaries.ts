@@ -1,4 +1,4 @@
-import type { DataBoundaries } from '../../persistence/tenancy/entities.js';
+import type { DataBoundaries } from '../../persistence/tenancy/index.js';
 
 export type { DataBoundaries };
 
@@ -13,12 +13,26 @@ export type { DataBoundaries };
  */
 
 export type BoundaryKind = 'imageRegistries' | 'datasetLocations' | 'artifactStores';
-export const BOUNDARY_KINDS: readonly BoundaryKind[] = ['imageRegistries', 'datasetLocations', 'artifactStores'];
-export const KIND_LABEL: Record<BoundaryKind, string> = { imageRegistries: 'image registries', datasetLocations: 'dataset locations', artifactStores: 'artifact stores' };
+export const BOUNDARY_KINDS: readonly BoundaryKind[] = [
+  'imageRegistries',
+  'datasetLocations',
+  'artifactStores',
+];
+export const KIND_LABEL: Record<BoundaryKind, string> = {
+  imageRegistries: 'image registries',
+  datasetLocations: 'dataset locations',
+  artifactStores: 'artifact stores',
+};
 
-export const UNRESTRICTED: DataBoundaries = { imageRegistries: null, datasetLocations: null, artifactStores: null };
+export const UNRESTRICTED: DataBoundaries = {
+  imageRegistries: null,
+  datasetLocations: null,
+  artifactStores: null,
+};
 
-/** A reference cut into what matching compares: the first segment (registry or scheme://authority) and the path below it. */
+/** A reference cut into what matching compares: the first segment (registry or scheme://authority) and the
+ * path below it.
+ */
 export interface Normalised {
   /** Segments compared one by one; the first is the registry host or `scheme://authority`. */
   segments: string[];
@@ -57,7 +71,8 @@ function canonicalRegistry(host: string): string {
  */
 export function parseImage(reference: string): Parsed {
   if (reference.length === 0) return fail('an image reference must not be empty');
-  if (reference.length > MAX_REFERENCE) return fail(`an image reference must be at most ${MAX_REFERENCE} characters`);
+  if (reference.length > MAX_REFERENCE)
+    return fail(`an image reference must be at most ${MAX_REFERENCE} characters`);
   let rest = reference;
   const at = rest.indexOf('@');
   if (at >= 0) {
@@ -76,7 +91,10 @@ export function parseImage(reference: string): Parsed {
     if (!DOMAIN.test(parts[0]!)) return fail(`"${reference}" names a malformed registry host`);
     registry = canonicalRegistry(parts.shift()!);
   }
-  if (parts.some((p) => !PATH_COMPONENT.test(p))) return fail(`"${reference}" is not a valid image reference (repository names use lowercase letters, digits and . _ -)`);
+  if (parts.some((p) => !PATH_COMPONENT.test(p)))
+    return fail(
+      `"${reference}" is not a valid image reference (repository names use lowercase letters, digits and . _ -)`,
+    );
   if (registry === DOCKER_HUB && parts.length === 1) parts.unshift('library');
   return done([registry, ...parts]);
 }
@@ -89,12 +107,17 @@ export function parseImage(reference: string): Parsed {
 export function parseRegistryEntry(entry: string): Parsed {
   const trimmed = entry.replace(/\/+$/, '');
   if (trimmed.length === 0) return fail('a registry entry must not be empty');
-  if (trimmed.length > MAX_REFERENCE) return fail(`a registry entry must be at most ${MAX_REFERENCE} characters`);
+  if (trimmed.length > MAX_REFERENCE)
+    return fail(`a registry entry must be at most ${MAX_REFERENCE} characters`);
   if (trimmed.includes('@')) return fail(`"${entry}": a registry entry names no digest`);
   const parts = trimmed.split('/');
   const host = parts.shift()!;
-  if (!looksLikeRegistry(host) || !DOMAIN.test(host)) return fail(`"${entry}" must start with a registry host (e.g. docker.io/myorg, nvcr.io/nvidia, registry.example.com)`);
-  if (parts.some((p) => !PATH_COMPONENT.test(p))) return fail(`"${entry}" is not a valid registry path (lowercase letters, digits and . _ -; no tag)`);
+  if (!looksLikeRegistry(host) || !DOMAIN.test(host))
+    return fail(
+      `"${entry}" must start with a registry host (e.g. docker.io/myorg, nvcr.io/nvidia, registry.example.com)`,
+    );
+  if (parts.some((p) => !PATH_COMPONENT.test(p)))
+    return fail(`"${entry}" is not a valid registry path (lowercase letters, digits and . _ -; no tag)`);
   return done([canonicalRegistry(host), ...parts]);
 }
 
@@ -105,7 +128,8 @@ const SCHEME_URI = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/(.*)$/s;
  * every other tenant's pods on it, not a data store of its own.
  */
 const NODE_LOCAL_SCHEMES = new Set(['file', 'hostpath', 'host']);
-const NODE_LOCAL_ADVICE = "Fairway never mounts the node's own filesystem: use a claim (pvc://claim/path) or a data store (s3://bucket/path)";
+const NODE_LOCAL_ADVICE =
+  "Fairway never mounts the node's own filesystem: use a claim (pvc://claim/path) or a data store (s3://bucket/path)";
 const SEGMENT = /^[A-Za-z0-9._~!$&'()*+,;=:-]+$/;
 const MAX_LOCATION = 2048;
 
@@ -122,11 +146,16 @@ export function parseLocation(location: string): Parsed {
   if (location.length > MAX_LOCATION) return fail(`a location must be at most ${MAX_LOCATION} characters`);
   if (location.startsWith('/')) return fail(`"${location}" is a path on the node. ${NODE_LOCAL_ADVICE}`);
   const match = SCHEME_URI.exec(location);
-  if (!match) return fail(`"${location}" is not an absolute URI (write e.g. s3://bucket/path or pvc://claim/path; relative paths are not allowed)`);
+  if (!match)
+    return fail(
+      `"${location}" is not an absolute URI (write e.g. s3://bucket/path or pvc://claim/path; relative paths are not allowed)`,
+    );
   const scheme = match[1]!.toLowerCase();
-  if (NODE_LOCAL_SCHEMES.has(scheme)) return fail(`"${location}": ${scheme}:// reaches the node itself. ${NODE_LOCAL_ADVICE}`);
+  if (NODE_LOCAL_SCHEMES.has(scheme))
+    return fail(`"${location}": ${scheme}:// reaches the node itself. ${NODE_LOCAL_ADVICE}`);
   const rest = match[2]!.replace(/\/+$/, '');
-  if (rest.includes('%')) return fail(`"${location}": percent-encoded characters are not allowed in locations`);
+  if (rest.includes('%'))
+    return fail(`"${location}": percent-encoded characters are not allowed in locations`);
   if (/[?#]/.test(rest)) return fail(`"${location}": a location has no query or fragment`);
   if (rest.includes('@')) return fail(`"${location}": credentials do not belong in a location`);
   const parts = rest.split('/');
@@ -141,11 +170,14 @@ export function parseLocation(location: string): Parsed {
   return done([`${scheme}://${authority}`, ...parts]);
 }
 
-export const parserFor = (kind: BoundaryKind): ((value: string) => Parsed) => (kind === 'imageRegistries' ? parseRegistryEntry : parseLocation);
+export const parserFor = (kind: BoundaryKind): ((value: string) => Parsed) =>
+  kind === 'imageRegistries' ? parseRegistryEntry : parseLocation;
 
 /** Whether `inner` lies at or below `outer`, compared by whole segments. */
 export function lies(inner: Normalised, outer: Normalised): boolean {
-  return outer.segments.length <= inner.segments.length && outer.segments.every((s, i) => s === inner.segments[i]);
+  return (
+    outer.segments.length <= inner.segments.length && outer.segments.every((s, i) => s === inner.segments[i])
+  );
 }
 
 /** Whether a normalised reference is allowed by a list (null: unrestricted). */
@@ -162,7 +194,10 @@ export function allowedBy(reference: Normalised, list: string[] | null, kind: Bo
  * Normalises a list given by an admin: each entry valid, canonical, duplicates dropped.
  * Returns the problem of the first bad entry instead.
  */
-export function normaliseList(list: string[] | null, kind: BoundaryKind): { ok: true; list: string[] | null } | { ok: false; problem: string } {
+export function normaliseList(
+  list: string[] | null,
+  kind: BoundaryKind,
+): { ok: true; list: string[] | null } | { ok: false; problem: string } {
   if (list === null) return { ok: true, list: null };
   const out: string[] = [];
   for (const entry of list) {
@@ -174,7 +209,11 @@ export function normaliseList(list: string[] | null, kind: BoundaryKind): { ok: 
 }
 
 /** The entries of a project's list that do not lie within the tenant's list (empty when all do). */
-export function entriesOutside(projectList: string[] | null, tenantList: string[] | null, kind: BoundaryKind): string[] {
+export function entriesOutside(
+  projectList: string[] | null,
+  tenantList: string[] | null,
+  kind: BoundaryKind,
+): string[] {
   // A project list that is null narrows nothing: the project keeps the tenant's list.
   if (tenantList === null || projectList === null) return [];
   const parse = parserFor(kind);
@@ -189,18 +228,26 @@ export function entriesOutside(projectList: string[] | null, tenantList: string[
  * project's lists. Both are sets of prefixes, so the intersection is every entry of one
  * that lies within some entry of the other.
  */
-export function effectiveList(tenantList: string[] | null, projectList: string[] | null, kind: BoundaryKind): string[] | null {
+export function effectiveList(
+  tenantList: string[] | null,
+  projectList: string[] | null,
+  kind: BoundaryKind,
+): string[] | null {
   if (tenantList === null) return projectList;
   if (projectList === null) return tenantList;
   const parse = parserFor(kind);
-  const within = (list: string[], other: string[]) => list.filter((entry) => {
-    const parsed = parse(entry);
-    return parsed.ok && allowedBy(parsed.value, other, kind);
-  });
+  const within = (list: string[], other: string[]) =>
+    list.filter((entry) => {
+      const parsed = parse(entry);
+      return parsed.ok && allowedBy(parsed.value, other, kind);
+    });
   return [...new Set([...within(projectList, tenantList), ...within(tenantList, projectList)])];
 }
 
-export function effectiveBoundaries(tenant: DataBoundaries | null, project: DataBoundaries | null): DataBoundaries {
+export function effectiveBoundaries(
+  tenant: DataBoundaries | null,
+  project: DataBoundaries | null,
+): DataBoundaries {
   const t = tenant ?? UNRESTRICTED;
   const p = project ?? UNRESTRICTED;
   return {
@@ -227,29 +274,49 @@ export interface Violation {
 }
 
 /** Each reference parsed; the first malformed one is a violation whatever the lists say. */
-export function parseReferences(refs: ContainerReferences): { ok: true; parsed: { kind: BoundaryKind; reference: string; value: Normalised }[] } | { ok: false; violation: Violation } {
+export function parseReferences(
+  refs: ContainerReferences,
+):
+  | { ok: true; parsed: { kind: BoundaryKind; reference: string; value: Normalised }[] }
+  | { ok: false; violation: Violation } {
   const items: { kind: BoundaryKind; reference: string }[] = [
     { kind: 'imageRegistries', reference: refs.image },
     ...refs.datasetLocations.map((reference) => ({ kind: 'datasetLocations' as const, reference })),
-    ...(refs.artifactStore !== null ? [{ kind: 'artifactStores' as const, reference: refs.artifactStore }] : []),
+    ...(refs.artifactStore !== null
+      ? [{ kind: 'artifactStores' as const, reference: refs.artifactStore }]
+      : []),
   ];
   const parsed: { kind: BoundaryKind; reference: string; value: Normalised }[] = [];
   for (const item of items) {
-    const result = item.kind === 'imageRegistries' ? parseImage(item.reference) : parseLocation(item.reference);
-    if (!result.ok) return { ok: false, violation: { kind: item.kind, reference: item.reference, problem: result.problem, allowed: null } };
+    const result =
+      item.kind === 'imageRegistries' ? parseImage(item.reference) : parseLocation(item.reference);
+    if (!result.ok)
+      return {
+        ok: false,
+        violation: { kind: item.kind, reference: item.reference, problem: result.problem, allowed: null },
+      };
     parsed.push({ ...item, value: result.value });
   }
   return { ok: true, parsed };
 }
 
 /** The first reference outside the boundaries, or null when all lie within. */
-export function firstViolation(refs: ContainerReferences, boundaries: DataBoundaries | null): Violation | null {
+export function firstViolation(
+  refs: ContainerReferences,
+  boundaries: DataBoundaries | null,
+): Violation | null {
   const parsed = parseReferences(refs);
   if (!parsed.ok) return parsed.violation;
   const b = boundaries ?? UNRESTRICTED;
   for (const item of parsed.parsed) {
     const list = b[item.kind];
-    if (!allowedBy(item.value, list, item.kind)) return { kind: item.kind, reference: item.reference, problem: `not within the allowed ${KIND_LABEL[item.kind]}`, allowed: list };
+    if (!allowedBy(item.value, list, item.kind))
+      return {
+        kind: item.kind,
+        reference: item.reference,
+        problem: `not within the allowed ${KIND_LABEL[item.kind]}`,
+        allowed: list,
+      };
   }
   return null;
 }

@@ -1,4 +1,4 @@
-import type { Membership } from '../../persistence/tenancy/entities.js';
+import type { Membership } from '../../persistence/tenancy/index.js';
 
 /**
  * A member's name as their tenant sees it: the name typed when they were added, until they

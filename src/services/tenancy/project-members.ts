@@ -1,14 +1,19 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { MUTATING_ROLES } from '../../auth/capabilities.js';
-import { ProjectMembership } from '../../persistence/tenancy/access-entities.js';
-import { Membership, Project, type ProjectRole, type TenantRole } from '../../persistence/tenancy/entities.js';
-import { auditedMutation } from '../audit/audit.js';
-import { announceCredentialsChanged } from '../../events/bus.js';
+import { MUTATING_ROLES } from '../../auth/index.js';
+import { announceCredentialsChanged } from '../../events/index.js';
+import {
+  Membership,
+  Project,
+  ProjectMembership,
+  type ProjectRole,
+  type TenantRole,
+} from '../../persistence/tenancy/index.js';
+import { badInput, conflict, notFound } from '../../shared/index.js';
+import { auditedMutation } from '../audit/index.js';
 import { requireCapability, requirePrincipal, type ServiceContext } from '../context.js';
-import { memberName } from './member-names.js';
 import { findPage, type PageQuery } from '../paging.js';
+import { memberName } from './member-names.js';
 import { requireProjectManager } from './project-rights.js';
-import { badInput, conflict, notFound } from '../../shared/client-errors.js';
 
 export type { ProjectMembership };
 
@@ -31,11 +36,17 @@ export interface ProjectRoleInput {
  */
 function requireRoleFitsTenantRole(tenantRole: TenantRole, role: ProjectRole): void {
   if (role !== 'VIEWER' && !MUTATING_ROLES.has(tenantRole)) {
-    throw badInput(`A ${tenantRole} of the tenant can only be a VIEWER of its projects; change their tenant role first.`);
+    throw badInput(
+      `A ${tenantRole} of the tenant can only be a VIEWER of its projects; change their tenant role first.`,
+    );
   }
 }
 
-export async function listProjectMembers(ctx: ServiceContext, project: Project, page: PageQuery): Promise<ProjectMembership[]> {
+export async function listProjectMembers(
+  ctx: ServiceContext,
+  project: Project,
+  page: PageQuery,
+): Promise<ProjectMembership[]> {
   requireCapability(ctx, project.tenant.id, 'tenant:read', 'Project');
   return findPage(ctx.em, ProjectMembership, { project: project.id }, page, ['user']);
 }
@@ -55,32 +66,51 @@ export async function projectMemberName(ctx: ServiceContext, row: ProjectMembers
   return membership ? memberName(membership) : 'Former member';
 }
 
-export async function addProjectMember(ctx: ServiceContext, input: AddProjectMemberInput): Promise<ProjectMembership> {
-  const added = await auditedMutation(ctx, { action: 'project.addMember', input: { ...input } }, async (em) => {
-    const project = await em.findOne(Project, { id: input.projectId });
-    if (!project) throw notFound('Project');
-    requireProjectManager(ctx, project);
-    const membership = await em.findOne(Membership, { id: input.memberId }, { populate: ['user'] });
-    if (!membership || membership.tenant.id !== project.tenant.id) throw notFound('Member');
-    const row = await createProjectMembership(em, project, membership, input.role);
-    await em.flush();
-    return { result: row, tenantId: project.tenant.id, targetType: 'ProjectMember', targetId: row.id };
-  });
+export async function addProjectMember(
+  ctx: ServiceContext,
+  input: AddProjectMemberInput,
+): Promise<ProjectMembership> {
+  const added = await auditedMutation(
+    ctx,
+    { action: 'project.addMember', input: { ...input } },
+    async (em) => {
+      const project = await em.findOne(Project, { id: input.projectId });
+      if (!project) throw notFound('Project');
+      requireProjectManager(ctx, project);
+      const membership = await em.findOne(Membership, { id: input.memberId }, { populate: ['user'] });
+      if (!membership || membership.tenant.id !== project.tenant.id) throw notFound('Member');
+      const row = await createProjectMembership(em, project, membership, input.role);
+      await em.flush();
+      return { result: row, tenantId: project.tenant.id, targetType: 'ProjectMember', targetId: row.id };
+    },
+  );
   projectRoleChanged(ctx, added);
   return added;
 }
 
-/** After commit: the person's cached principals (which hold their project roles) are looked up again, on every replica. */
+/** After commit: the person's cached principals (which hold their project roles) are looked up again, on
+ * every replica.
+ */
 function projectRoleChanged(ctx: ServiceContext, row: Pick<ProjectMembership, 'user' | 'tenant'>): void {
-  announceCredentialsChanged(ctx.events, { userId: row.user.id, tenantId: row.tenant.id, at: ctx.now().getTime() });
+  announceCredentialsChanged(ctx.events, {
+    userId: row.user.id,
+    tenantId: row.tenant.id,
+    at: ctx.now().getTime(),
+  });
 }
 
 /**
  * addMember's `projects`: gives a new tenant member their project roles in the same
  * transaction. Each project is checked as addProjectMember checks it.
  */
-export async function addToProjects(ctx: ServiceContext, em: EntityManager, membership: Membership, roles: readonly ProjectRoleInput[]): Promise<void> {
-  if (new Set(roles.map((r) => r.projectId)).size !== roles.length) throw badInput('Each project may be named only once.');
+export async function addToProjects(
+  ctx: ServiceContext,
+  em: EntityManager,
+  membership: Membership,
+  roles: readonly ProjectRoleInput[],
+): Promise<void> {
+  if (new Set(roles.map((r) => r.projectId)).size !== roles.length)
+    throw badInput('Each project may be named only once.');
   for (const { projectId, role } of roles) {
     const project = await em.findOne(Project, { id: projectId });
     if (!project || project.tenant.id !== membership.tenant.id) throw notFound('Project');
@@ -89,49 +119,74 @@ export async function addToProjects(ctx: ServiceContext, em: EntityManager, memb
   }
 }
 
-async function createProjectMembership(em: EntityManager, project: Project, membership: Membership, role: ProjectRole): Promise<ProjectMembership> {
+async function createProjectMembership(
+  em: EntityManager,
+  project: Project,
+  membership: Membership,
+  role: ProjectRole,
+): Promise<ProjectMembership> {
   requireRoleFitsTenantRole(membership.role, role);
-  if (project.status === 'ARCHIVED') throw conflict(`Project "${project.slug}" is archived; it takes no new members.`);
+  if (project.status === 'ARCHIVED')
+    throw conflict(`Project "${project.slug}" is archived; it takes no new members.`);
   if (await em.count(ProjectMembership, { project: project.id, user: membership.user.id })) {
-    throw conflict(`${memberName(membership)} is already in project "${project.slug}"; change their role instead.`);
+    throw conflict(
+      `${memberName(membership)} is already in project "${project.slug}"; change their role instead.`,
+    );
   }
   return em.create(ProjectMembership, { tenant: project.tenant, project, user: membership.user, role });
 }
 
-export async function changeProjectMemberRole(ctx: ServiceContext, id: string, role: ProjectRole): Promise<ProjectMembership> {
-  const changed = await auditedMutation(ctx, { action: 'project.changeMemberRole', input: { id, role } }, async (em) => {
-    const { row, project } = await loadRow(em, id);
-    requireProjectManager(ctx, project);
-    const membership = await em.findOne(Membership, { tenant: row.tenant.id, user: row.user.id });
-    if (!membership) throw notFound('ProjectMember');
-    requireRoleFitsTenantRole(membership.role, role);
-    row.role = role;
-    await em.flush();
-    return { result: row, tenantId: row.tenant.id, targetType: 'ProjectMember', targetId: row.id };
-  });
+export async function changeProjectMemberRole(
+  ctx: ServiceContext,
+  id: string,
+  role: ProjectRole,
+): Promise<ProjectMembership> {
+  const changed = await auditedMutation(
+    ctx,
+    { action: 'project.changeMemberRole', input: { id, role } },
+    async (em) => {
+      const { row, project } = await loadRow(em, id);
+      requireProjectManager(ctx, project);
+      const membership = await em.findOne(Membership, { tenant: row.tenant.id, user: row.user.id });
+      if (!membership) throw notFound('ProjectMember');
+      requireRoleFitsTenantRole(membership.role, role);
+      row.role = role;
+      await em.flush();
+      return { result: row, tenantId: row.tenant.id, targetType: 'ProjectMember', targetId: row.id };
+    },
+  );
   projectRoleChanged(ctx, changed);
   return changed;
 }
 
 /** Project managers remove anyone from the project; anyone may leave a project themself. */
 export async function removeProjectMember(ctx: ServiceContext, id: string): Promise<ProjectMembership> {
-  const removed = await auditedMutation(ctx, { action: 'project.removeMember', input: { id } }, async (em) => {
-    const { row, project } = await loadRow(em, id);
-    const principal = requirePrincipal(ctx);
-    // Leaving only takes access away, so seeing the tenant is enough (a VIEWER may leave too).
-    if (row.user.id === principal.userId && principal.kind === 'user') requireCapability(ctx, row.tenant.id, 'tenant:read', 'ProjectMember');
-    else requireProjectManager(ctx, project);
-    const removed = { ...row } as ProjectMembership;
-    em.remove(row);
-    await em.flush();
-    return { result: removed, tenantId: removed.tenant.id, targetType: 'ProjectMember', targetId: id };
-  });
+  const removed = await auditedMutation(
+    ctx,
+    { action: 'project.removeMember', input: { id } },
+    async (em) => {
+      const { row, project } = await loadRow(em, id);
+      const principal = requirePrincipal(ctx);
+      // Leaving only takes access away, so seeing the tenant is enough (a VIEWER may leave too).
+      if (row.user.id === principal.userId && principal.kind === 'user')
+        requireCapability(ctx, row.tenant.id, 'tenant:read', 'ProjectMember');
+      else requireProjectManager(ctx, project);
+      const removed = { ...row } as ProjectMembership;
+      em.remove(row);
+      await em.flush();
+      return { result: removed, tenantId: removed.tenant.id, targetType: 'ProjectMember', targetId: id };
+    },
+  );
   projectRoleChanged(ctx, removed);
   return removed;
 }
 
 /** removeMember: a person who leaves the tenant leaves all its projects (same transaction). */
-export async function removeFromTenantProjects(em: EntityManager, tenantId: string, userId: string): Promise<void> {
+export async function removeFromTenantProjects(
+  em: EntityManager,
+  tenantId: string,
+  userId: string,
+): Promise<void> {
   await em.nativeDelete(ProjectMembership, { tenant: tenantId, user: userId });
 }
 

@@ -1,8 +1,21 @@
-import { mayChangeJob, mayManageProject, maySubmitTo, mayReadJobContent, type ContentSettings, type JobScope } from '../../auth/project-access.js';
 import type { EntityManager } from '@mikro-orm/core';
-import { Project, Tenant } from '../../persistence/tenancy/entities.js';
-import { forbidden } from '../../shared/client-errors.js';
-import { noteAccess, requireCapability, requireMutatingCapability, type Principal, type ServiceContext } from '../context.js';
+import {
+  type ContentSettings,
+  type JobScope,
+  mayChangeJob,
+  mayManageProject,
+  mayReadJobContent,
+  maySubmitTo,
+} from '../../auth/index.js';
+import { Project, Tenant } from '../../persistence/tenancy/index.js';
+import { forbidden } from '../../shared/index.js';
+import {
+  noteAccess,
+  type Principal,
+  requireCapability,
+  requireMutatingCapability,
+  type ServiceContext,
+} from '../context.js';
 
 /**
  * The service-layer checks of project and job rights (the rules are in
@@ -13,21 +26,29 @@ import { noteAccess, requireCapability, requireMutatingCapability, type Principa
 /** Its admins (and tenant admins): members, default queue, visibility, data boundaries. */
 export function requireProjectManager(ctx: ServiceContext, project: Project): Principal {
   const principal = requireMutatingCapability(ctx, project.tenant.id, 'projects:write', 'Project');
-  if (!mayManageProject(principal, scopeOf(project))) throw forbidden(`Only admins of project "${project.slug}" (and tenant admins) may change it.`);
+  if (!mayManageProject(principal, scopeOf(project)))
+    throw forbidden(`Only admins of project "${project.slug}" (and tenant admins) may change it.`);
   return principal;
 }
 
 /** Contributors and admins of the project submit (and preview) jobs in it. */
 export function requireContributor(ctx: ServiceContext, project: Project): Principal {
   const principal = requireMutatingCapability(ctx, project.tenant.id, 'jobs:write', 'Project');
-  if (!maySubmitTo(principal, scopeOf(project))) throw forbidden(`You are not a contributor of project "${project.slug}": ask one of its admins to add you.`);
+  if (!maySubmitTo(principal, scopeOf(project)))
+    throw forbidden(
+      `You are not a contributor of project "${project.slug}": ask one of its admins to add you.`,
+    );
   return principal;
 }
 
 /** The job's submitter (still a contributor) and the project's admins cancel or change it. */
-export function requireJobChanger(ctx: ServiceContext, job: { tenant: { id: string }; project?: { id: string } | null; submittedBy?: { id: string } | null }): Principal {
+export function requireJobChanger(
+  ctx: ServiceContext,
+  job: { tenant: { id: string }; project?: { id: string } | null; submittedBy?: { id: string } | null },
+): Principal {
   const principal = requireMutatingCapability(ctx, job.tenant.id, 'jobs:write', 'Job');
-  if (!mayChangeJob(principal, jobScopeOf(job))) throw forbidden("Only the job's submitter and its project's admins may change it.");
+  if (!mayChangeJob(principal, jobScopeOf(job)))
+    throw forbidden("Only the job's submitter and its project's admins may change it.");
   return principal;
 }
 
@@ -35,14 +56,28 @@ export function requireJobChanger(ctx: ServiceContext, job: { tenant: { id: stri
  * Whether the caller may read a job's content (container, command, environment, data
  * paths). Needs the tenant's and the project's settings; the loaders batch them.
  */
-export async function mayReadContent(ctx: ServiceContext, job: { tenant: { id: string }; project?: { id: string } | null; submittedBy?: { id: string } | null }): Promise<boolean> {
+export async function mayReadContent(
+  ctx: ServiceContext,
+  job: { tenant: { id: string }; project?: { id: string } | null; submittedBy?: { id: string } | null },
+): Promise<boolean> {
   requireCapability(ctx, job.tenant.id, 'jobs:read', 'Job');
   const settings = await contentSettings(ctx, job);
-  return noteAccess(ctx, job.tenant.id, mayReadJobContent(ctx.principal, jobScopeOf(job), settings), 'job content');
+  return noteAccess(
+    ctx,
+    job.tenant.id,
+    mayReadJobContent(ctx.principal, jobScopeOf(job), settings),
+    'job content',
+  );
 }
 
-async function contentSettings(ctx: ServiceContext, job: { tenant: { id: string }; project?: { id: string } | null }): Promise<ContentSettings> {
-  const [tenant, project] = await Promise.all([ctx.loaders.tenant.load(job.tenant.id), job.project ? ctx.loaders.project.load(job.project.id) : null]);
+async function contentSettings(
+  ctx: ServiceContext,
+  job: { tenant: { id: string }; project?: { id: string } | null },
+): Promise<ContentSettings> {
+  const [tenant, project] = await Promise.all([
+    ctx.loaders.tenant.load(job.tenant.id),
+    job.project ? ctx.loaders.project.load(job.project.id) : null,
+  ]);
   return { projectsOpen: tenant?.projectsOpen ?? false, jobVisibility: project?.jobVisibility ?? 'PROJECT' };
 }
 
@@ -50,8 +85,16 @@ export function scopeOf(project: Project): { id: string; tenantId: string } {
   return { id: project.id, tenantId: project.tenant.id };
 }
 
-export function jobScopeOf(job: { tenant: { id: string }; project?: { id: string } | null; submittedBy?: { id: string } | null }): JobScope {
-  return { tenantId: job.tenant.id, projectId: job.project?.id ?? null, submittedById: job.submittedBy?.id ?? null };
+export function jobScopeOf(job: {
+  tenant: { id: string };
+  project?: { id: string } | null;
+  submittedBy?: { id: string } | null;
+}): JobScope {
+  return {
+    tenantId: job.tenant.id,
+    projectId: job.project?.id ?? null,
+    submittedById: job.submittedBy?.id ?? null,
+  };
 }
 
 /** The project a submit lands in when it names none: the tenant's default project. */

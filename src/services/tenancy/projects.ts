@@ -1,8 +1,14 @@
-import { Project, Tenant, type JobVisibility, type ProjectRole, type ProjectStatus } from '../../persistence/tenancy/entities.js';
-import { projectRoleOf } from '../../auth/project-access.js';
-import { auditedMutation } from '../audit/audit.js';
+import { projectRoleOf } from '../../auth/index.js';
+import {
+  type JobVisibility,
+  Project,
+  type ProjectRole,
+  type ProjectStatus,
+  Tenant,
+} from '../../persistence/tenancy/index.js';
+import { conflict, notFound } from '../../shared/index.js';
+import { auditedMutation } from '../audit/index.js';
 import { requireCapability, requireTenantAdmin, type ServiceContext } from '../context.js';
-import { conflict, notFound } from '../../shared/client-errors.js';
 import { findPage, type PageQuery } from '../paging.js';
 import { requireProjectManager, scopeOf } from './project-rights.js';
 
@@ -19,7 +25,12 @@ export interface UpdateProjectInput {
   jobVisibility?: JobVisibility;
 }
 
-export async function listProjects(ctx: ServiceContext, tenantId: string, page: PageQuery, status?: ProjectStatus | null): Promise<Project[]> {
+export async function listProjects(
+  ctx: ServiceContext,
+  tenantId: string,
+  page: PageQuery,
+  status?: ProjectStatus | null,
+): Promise<Project[]> {
   requireCapability(ctx, tenantId, 'tenant:read', 'Tenant');
   return findPage(ctx.em, Project, status ? { tenant: tenantId, status } : { tenant: tenantId }, page);
 }
@@ -32,17 +43,28 @@ export async function getProject(ctx: ServiceContext, id: string): Promise<Proje
 }
 
 export async function createProject(ctx: ServiceContext, input: CreateProjectInput): Promise<Project> {
-  return auditedMutation(ctx, { action: 'project.create', input: { ...input }, tenantHint: input.tenantId }, async (em) => {
-    requireTenantAdmin(ctx, input.tenantId, 'projects:write', 'Tenant');
-    const tenant = await em.findOne(Tenant, { id: input.tenantId });
-    if (!tenant) throw notFound('Tenant');
-    if (await em.count(Project, { tenant: tenant.id, slug: input.slug })) {
-      throw conflict(`This tenant already has a project with slug "${input.slug}".`);
-    }
-    const project = em.create(Project, { tenant, slug: input.slug, name: input.name, description: input.description ?? null, status: 'ACTIVE', archivedAt: null });
-    await em.flush();
-    return { result: project, tenantId: tenant.id, targetType: 'Project', targetId: project.id };
-  });
+  return auditedMutation(
+    ctx,
+    { action: 'project.create', input: { ...input }, tenantHint: input.tenantId },
+    async (em) => {
+      requireTenantAdmin(ctx, input.tenantId, 'projects:write', 'Tenant');
+      const tenant = await em.findOne(Tenant, { id: input.tenantId });
+      if (!tenant) throw notFound('Tenant');
+      if (await em.count(Project, { tenant: tenant.id, slug: input.slug })) {
+        throw conflict(`This tenant already has a project with slug "${input.slug}".`);
+      }
+      const project = em.create(Project, {
+        tenant,
+        slug: input.slug,
+        name: input.name,
+        description: input.description ?? null,
+        status: 'ACTIVE',
+        archivedAt: null,
+      });
+      await em.flush();
+      return { result: project, tenantId: tenant.id, targetType: 'Project', targetId: project.id };
+    },
+  );
 }
 
 export async function archiveProject(ctx: ServiceContext, id: string): Promise<Project> {
@@ -51,7 +73,8 @@ export async function archiveProject(ctx: ServiceContext, id: string): Promise<P
     if (!project) throw notFound('Project');
     requireTenantAdmin(ctx, project.tenant.id, 'projects:write', 'Project');
     const tenant = await em.findOne(Tenant, { id: project.tenant.id });
-    if (tenant?.defaultProjectId === project.id) throw conflict("This is the tenant's default project; make another project the default first.");
+    if (tenant?.defaultProjectId === project.id)
+      throw conflict("This is the tenant's default project; make another project the default first.");
     if (project.status === 'ARCHIVED') throw conflict('The project is already archived.');
     project.status = 'ARCHIVED';
     project.archivedAt = ctx.now();
@@ -61,7 +84,11 @@ export async function archiveProject(ctx: ServiceContext, id: string): Promise<P
 }
 
 /** Its admins (and tenant admins): name, description and who reads its jobs' content. */
-export async function updateProject(ctx: ServiceContext, id: string, input: UpdateProjectInput): Promise<Project> {
+export async function updateProject(
+  ctx: ServiceContext,
+  id: string,
+  input: UpdateProjectInput,
+): Promise<Project> {
   return auditedMutation(ctx, { action: 'project.update', input: { id, ...input } }, async (em) => {
     const project = await em.findOne(Project, { id });
     if (!project) throw notFound('Project');

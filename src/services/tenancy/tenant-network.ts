@@ -1,8 +1,8 @@
 import net from 'node:net';
-import { Tenant } from '../../persistence/tenancy/entities.js';
-import { auditedMutation } from '../audit/audit.js';
+import { Tenant } from '../../persistence/tenancy/index.js';
+import { badInput, notFound } from '../../shared/index.js';
+import { auditedMutation } from '../audit/index.js';
 import { requirePlatformAdmin, type ServiceContext } from '../context.js';
-import { badInput, notFound } from '../../shared/client-errors.js';
 
 /**
  * Where a tenant's pods may open connections: a list of CIDRs set by platform admins and
@@ -29,7 +29,11 @@ export function normaliseCidr(entry: string): CidrResult {
   const address = slash < 0 ? text : text.slice(0, slash);
   const prefixText = slash < 0 ? null : text.slice(slash + 1);
   const family = net.isIPv4(address) ? 4 : net.isIPv6(address) && !address.includes('%') ? 6 : null;
-  if (family === null) return { ok: false, problem: `"${entry}" is not an IPv4 or IPv6 address or CIDR (write e.g. 10.0.0.0/8, 2001:db8::/32 or 192.0.2.7)` };
+  if (family === null)
+    return {
+      ok: false,
+      problem: `"${entry}" is not an IPv4 or IPv6 address or CIDR (write e.g. 10.0.0.0/8, 2001:db8::/32 or 192.0.2.7)`,
+    };
   const bits = family === 4 ? 32 : 128;
   if (prefixText !== null && (!PREFIX.test(prefixText) || Number(prefixText) > bits)) {
     return { ok: false, problem: `"${entry}" has a malformed prefix length (0 to ${bits} for IPv${family})` };
@@ -37,7 +41,11 @@ export function normaliseCidr(entry: string): CidrResult {
   const prefix = prefixText === null ? bits : Number(prefixText);
   const canonical = family === 4 ? address : new URL(`http://[${address}]/`).hostname.slice(1, -1);
   const network = networkAddress(canonical, family, prefix);
-  if (network !== canonical) return { ok: false, problem: `"${entry}" has address bits set below its /${prefix} prefix: write ${network}/${prefix} for the network, or ${canonical}/${bits} for the one address` };
+  if (network !== canonical)
+    return {
+      ok: false,
+      problem: `"${entry}" has address bits set below its /${prefix} prefix: write ${network}/${prefix} for the network, or ${canonical}/${bits} for the one address`,
+    };
   return { ok: true, cidr: `${canonical}/${prefix}` };
 }
 
@@ -64,9 +72,12 @@ function ipv6Groups(canonical: string): number[] {
 }
 
 /** A whole list checked and canonical, duplicates dropped; the first bad entry's problem instead. */
-export function normaliseEgressAllowlist(cidrs: string[] | null): { ok: true; list: string[] | null } | { ok: false; problem: string; entry?: string } {
+export function normaliseEgressAllowlist(
+  cidrs: string[] | null,
+): { ok: true; list: string[] | null } | { ok: false; problem: string; entry?: string } {
   if (cidrs === null) return { ok: true, list: null };
-  if (cidrs.length > MAX_EGRESS_ENTRIES) return { ok: false, problem: `at most ${MAX_EGRESS_ENTRIES} entries (got ${cidrs.length})` };
+  if (cidrs.length > MAX_EGRESS_ENTRIES)
+    return { ok: false, problem: `at most ${MAX_EGRESS_ENTRIES} entries (got ${cidrs.length})` };
   const out: string[] = [];
   for (const entry of cidrs) {
     const result = normaliseCidr(entry);
@@ -83,21 +94,33 @@ export function normaliseEgressAllowlist(cidrs: string[] | null): { ok: true; li
  * event records the list before and after. The scheduler is told afterwards so the
  * Kubernetes backend reconciles the tenant's NetworkPolicy.
  */
-export async function setTenantEgressAllowlist(ctx: ServiceContext, tenantId: string, cidrs: string[] | null): Promise<Tenant> {
+export async function setTenantEgressAllowlist(
+  ctx: ServiceContext,
+  tenantId: string,
+  cidrs: string[] | null,
+): Promise<Tenant> {
   // auditedMutation builds the event after the work, so what the work adds here is recorded.
   const auditInput: Record<string, unknown> = { tenantId, cidrs };
-  const tenant = await auditedMutation(ctx, { action: 'tenant.setEgressAllowlist', input: auditInput, tenantHint: tenantId }, async (em) => {
-    requirePlatformAdmin(ctx);
-    const found = await em.findOne(Tenant, { id: tenantId });
-    if (!found) throw notFound('Tenant');
-    const result = normaliseEgressAllowlist(cidrs);
-    if (!result.ok) throw badInput(`Egress allowlist: ${result.problem}.`, { field: 'cidrs', ...(result.entry !== undefined ? { entry: result.entry } : {}) });
-    auditInput.before = found.egressAllowlist ?? null;
-    auditInput.after = result.list;
-    found.egressAllowlist = result.list;
-    await em.flush();
-    return { result: found, tenantId: found.id, targetType: 'Tenant', targetId: found.id };
-  });
+  const tenant = await auditedMutation(
+    ctx,
+    { action: 'tenant.setEgressAllowlist', input: auditInput, tenantHint: tenantId },
+    async (em) => {
+      requirePlatformAdmin(ctx);
+      const found = await em.findOne(Tenant, { id: tenantId });
+      if (!found) throw notFound('Tenant');
+      const result = normaliseEgressAllowlist(cidrs);
+      if (!result.ok)
+        throw badInput(`Egress allowlist: ${result.problem}.`, {
+          field: 'cidrs',
+          ...(result.entry !== undefined ? { entry: result.entry } : {}),
+        });
+      auditInput.before = found.egressAllowlist ?? null;
+      auditInput.after = result.list;
+      found.egressAllowlist = result.list;
+      await em.flush();
+      return { result: found, tenantId: found.id, targetType: 'Tenant', targetId: found.id };
+    },
+  );
   ctx.scheduler.announce({ kind: 'config' });
   return tenant;
 }

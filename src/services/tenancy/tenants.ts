@@ -1,12 +1,26 @@
-import { Membership, Project, Tenant, User, type IsolationLevel, type TenantStatus, type TenantTier } from '../../persistence/tenancy/entities.js';
+import { announceCredentialsChanged } from '../../events/index.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { invitation, newInvitedUser } from './members.js';
-import { auditedMutation } from '../audit/audit.js';
-import { announceCredentialsChanged } from '../../events/bus.js';
-import { requireCapability, requirePlatformAdmin, requirePrincipal, requireTenantAdmin, type ServiceContext } from '../context.js';
-import { badInput, conflict, notFound } from '../../shared/client-errors.js';
-import { findPage, type PageQuery } from '../paging.js';
 import { findMapped } from '../../persistence/raw-reads.js';
+import {
+  type IsolationLevel,
+  Membership,
+  Project,
+  Tenant,
+  type TenantStatus,
+  type TenantTier,
+  User,
+} from '../../persistence/tenancy/index.js';
+import { badInput, conflict, notFound } from '../../shared/index.js';
+import { auditedMutation } from '../audit/index.js';
+import {
+  requireCapability,
+  requirePlatformAdmin,
+  requirePrincipal,
+  requireTenantAdmin,
+  type ServiceContext,
+} from '../context.js';
+import { findPage, type PageQuery } from '../paging.js';
+import { invitation, newInvitedUser } from './members.js';
 
 export interface CreateTenantInput {
   slug: string;
@@ -57,7 +71,8 @@ export async function getTenantBySlug(ctx: ServiceContext, slug: string): Promis
 export async function createTenant(ctx: ServiceContext, input: CreateTenantInput): Promise<Tenant> {
   const created = await auditedMutation(ctx, { action: 'tenant.create', input: { ...input } }, async (em) => {
     requirePlatformAdmin(ctx);
-    if (await em.count(Tenant, { slug: input.slug })) throw conflict(`A tenant with slug "${input.slug}" already exists.`);
+    if (await em.count(Tenant, { slug: input.slug }))
+      throw conflict(`A tenant with slug "${input.slug}" already exists.`);
     const tenant = em.create(Tenant, {
       slug: input.slug,
       name: input.name,
@@ -67,7 +82,16 @@ export async function createTenant(ctx: ServiceContext, input: CreateTenantInput
       projectsOpen: false,
     });
     // Every tenant has a project a submit can default to; its members are added by its admins.
-    const project = em.create(Project, { id: uuidv7(), tenant, slug: 'default', name: 'Default', description: null, status: 'ACTIVE', archivedAt: null, defaultQueueId: null });
+    const project = em.create(Project, {
+      id: uuidv7(),
+      tenant,
+      slug: 'default',
+      name: 'Default',
+      description: null,
+      status: 'ACTIVE',
+      archivedAt: null,
+      defaultQueueId: null,
+    });
     tenant.defaultProjectId = project.id;
     if (input.adminEmail) {
       // A platform admin sets a tenant up, then stays out of it: the first admin takes over.
@@ -87,15 +111,26 @@ export async function createTenant(ctx: ServiceContext, input: CreateTenantInput
   return created;
 }
 
-export async function updateTenant(ctx: ServiceContext, id: string, input: UpdateTenantInput): Promise<Tenant> {
-  const updated = await auditedMutation(ctx, { action: 'tenant.update', input: { id, ...input }, tenantHint: id }, async (em) => {
-    requirePlatformAdmin(ctx);
-    const tenant = await em.findOne(Tenant, { id });
-    if (!tenant) throw notFound('Tenant');
-    em.assign(tenant, Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined && v !== null)));
-    await em.flush();
-    return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
-  });
+export async function updateTenant(
+  ctx: ServiceContext,
+  id: string,
+  input: UpdateTenantInput,
+): Promise<Tenant> {
+  const updated = await auditedMutation(
+    ctx,
+    { action: 'tenant.update', input: { id, ...input }, tenantHint: id },
+    async (em) => {
+      requirePlatformAdmin(ctx);
+      const tenant = await em.findOne(Tenant, { id });
+      if (!tenant) throw notFound('Tenant');
+      em.assign(
+        tenant,
+        Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined && v !== null)),
+      );
+      await em.flush();
+      return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
+    },
+  );
   // After the commit: the leader's rebuild must read the new row. Isolation level and status shape
   // the tenant's namespace (placement, removal when archived); the tier chooses governed queues' policies.
   ctx.scheduler.announce({ kind: 'config' });
@@ -103,21 +138,32 @@ export async function updateTenant(ctx: ServiceContext, id: string, input: Updat
 }
 
 /** Tenant admins: how open the tenant's projects are to each other, and the default project. */
-export async function updateTenantSettings(ctx: ServiceContext, tenantId: string, input: TenantSettingsInput): Promise<Tenant> {
-  return auditedMutation(ctx, { action: 'tenant.updateSettings', input: { tenantId, ...input }, tenantHint: tenantId }, async (em) => {
-    requireTenantAdmin(ctx, tenantId, 'projects:write', 'Tenant');
-    const tenant = await em.findOne(Tenant, { id: tenantId });
-    if (!tenant) throw notFound('Tenant');
-    if (input.defaultProjectId !== undefined) {
-      const project = await em.findOne(Project, { id: input.defaultProjectId });
-      if (!project || project.tenant.id !== tenant.id) throw notFound('Project');
-      if (project.status === 'ARCHIVED') throw badInput(`Project "${project.slug}" is archived; an archived project takes no new work, so it cannot be the default.`);
-      tenant.defaultProjectId = project.id;
-    }
-    if (input.projectsOpen !== undefined) tenant.projectsOpen = input.projectsOpen;
-    await em.flush();
-    return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
-  });
+export async function updateTenantSettings(
+  ctx: ServiceContext,
+  tenantId: string,
+  input: TenantSettingsInput,
+): Promise<Tenant> {
+  return auditedMutation(
+    ctx,
+    { action: 'tenant.updateSettings', input: { tenantId, ...input }, tenantHint: tenantId },
+    async (em) => {
+      requireTenantAdmin(ctx, tenantId, 'projects:write', 'Tenant');
+      const tenant = await em.findOne(Tenant, { id: tenantId });
+      if (!tenant) throw notFound('Tenant');
+      if (input.defaultProjectId !== undefined) {
+        const project = await em.findOne(Project, { id: input.defaultProjectId });
+        if (!project || project.tenant.id !== tenant.id) throw notFound('Project');
+        if (project.status === 'ARCHIVED')
+          throw badInput(
+            `Project "${project.slug}" is archived; an archived project takes no new work, so it cannot be the default.`,
+          );
+        tenant.defaultProjectId = project.id;
+      }
+      if (input.projectsOpen !== undefined) tenant.projectsOpen = input.projectsOpen;
+      await em.flush();
+      return { result: tenant, tenantId: tenant.id, targetType: 'Tenant', targetId: tenant.id };
+    },
+  );
 }
 
 /** The project submits go to when they name none (null only for a tenant being set up). */

@@ -1,27 +1,28 @@
-// Governance in a trace replay (issue 16): probes (a seeded utilization profile per job), idle
+// Governance in a trace replay: probes (a seeded utilization profile per job), idle
 // reclaim on the virtual clock, and the controller's windows. The replay calls the hooks below when
 // a job is submitted, starts and stops; everything here is deterministic (seeded, no wall clock).
-import { IndexedHeap } from '../../core/scheduling/heap.js';
+
 import {
-  controllerStep,
-  DEFAULT_CONTROLLER_SETTINGS,
-  meanUtilization,
-  utilizationProfile,
   type AdjustmentReason,
   type ControllerAdjustment,
   type ControllerQueueInput,
   type ControllerSettings,
+  controllerStep,
+  DEFAULT_CONTROLLER_SETTINGS,
   type IsolationPolicy,
   type LimitSetting,
+  meanUtilization,
   type UtilizationProfile,
+  utilizationProfile,
   type WorkloadType,
 } from '../../core/governance/index.js';
 import type { Scheduler } from '../../core/scheduling/index.js';
+import { IndexedHeap } from '../../core/scheduling/index.js';
 import { round6 } from '../engine.js';
-import { jobWorkloadType } from './policy.js';
-import { governedQueueSpec, type BuiltScheduler } from '../scheduling-policies.js';
 import { nominalGpus, type SimQueue } from '../queues.js';
+import { type BuiltScheduler, governedQueueSpec } from '../scheduling-policies.js';
 import { jobGpus, type TraceJob } from '../trace.js';
+import { jobWorkloadType } from './policy.js';
 import type { GovernanceOptions, GovernanceOutcome, IdleCounts, IdleFlag, ProbeSegment } from './types.js';
 
 interface IdleEvent {
@@ -102,7 +103,21 @@ export class GovernanceRun {
       if (policy) this.policyByName.set(policy.name, policy);
       // a best-effort queue's nominal is 0 in the core, whatever the file says
       const nominal = policy?.level === 'BEST_EFFORT' ? 0 : nominalGpus(q);
-      const m: QueueMeter = { queue: q, policy, nominal, used: 0, at: start, usedInt: 0, borrowedInt: 0, unusedInt: 0, busyInt: 0, pending: new Map(), pendingGpus: 0, sla: [], slaNext: 0 };
+      const m: QueueMeter = {
+        queue: q,
+        policy,
+        nominal,
+        used: 0,
+        at: start,
+        usedInt: 0,
+        borrowedInt: 0,
+        unusedInt: 0,
+        busyInt: 0,
+        pending: new Map(),
+        pendingGpus: 0,
+        sla: [],
+        slaNext: 0,
+      };
       byName.set(q.name, m);
       return m;
     });
@@ -150,7 +165,13 @@ export class GovernanceRun {
     this.accrueBusy(i, t, m);
     this.setUsed(m, t, -this.gpus[i]!);
     const start = this.runStart[i]!;
-    this.segments.push({ job: i, start, end: t, offsetMs: this.offset[i]!, keptMs: preempted ? keptMs : t - start });
+    this.segments.push({
+      job: i,
+      start,
+      end: t,
+      offsetMs: this.offset[i]!,
+      keptMs: preempted ? keptMs : t - start,
+    });
     this.running.delete(i);
     this.runStart[i] = -1;
     this.gen[i]!++;
@@ -221,7 +242,12 @@ export class GovernanceRun {
     if (!this.opts.idleReclaim || !m.policy) return;
     const p = this.profiles[i]!;
     const rule = m.policy.idle;
-    const idleFrom = p.busy < rule.utilizationBelow ? 0 : p.idleAfterMs !== null && p.idle < rule.utilizationBelow ? p.idleAfterMs : null;
+    const idleFrom =
+      p.busy < rule.utilizationBelow
+        ? 0
+        : p.idleAfterMs !== null && p.idle < rule.utilizationBelow
+          ? p.idleAfterMs
+          : null;
     if (idleFrom === null) return;
     const at = t + Math.max(0, idleFrom - doneMs) + rule.idleForMs;
     if (at >= t + this.trace[i]!.durationMs - doneMs) return;
@@ -322,7 +348,8 @@ export class GovernanceRun {
           m.slaNext++;
         }
         // what others borrowed, attributed to the lenders in proportion to their unused nominal
-        const lent = this.unusedTotalInt > 0 ? (this.borrowedTotalInt * m.unusedInt) / this.unusedTotalInt : 0;
+        const lent =
+          this.unusedTotalInt > 0 ? (this.borrowedTotalInt * m.unusedInt) / this.unusedTotalInt : 0;
         inputs.push({
           queue: m.queue.name,
           tenant: m.queue.tenant,
@@ -357,8 +384,15 @@ export class GovernanceRun {
 }
 
 /** Adjustments per reason (a queue's adjustment may carry several). */
-export function adjustmentsByReason(adjustments: readonly ControllerAdjustment[]): Record<AdjustmentReason, number> {
-  const out: Record<AdjustmentReason, number> = { LEND_IDLE: 0, TIGHTEN_LENDING: 0, TIGHTEN_BORROWING: 0, RELAX_BORROWING: 0 };
+export function adjustmentsByReason(
+  adjustments: readonly ControllerAdjustment[],
+): Record<AdjustmentReason, number> {
+  const out: Record<AdjustmentReason, number> = {
+    LEND_IDLE: 0,
+    TIGHTEN_LENDING: 0,
+    TIGHTEN_BORROWING: 0,
+    RELAX_BORROWING: 0,
+  };
   for (const a of adjustments) for (const r of a.reasons) out[r]++;
   return out;
 }

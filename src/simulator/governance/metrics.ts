@@ -1,8 +1,14 @@
-// The governance figures of a replay (issue 16): probed GPU utilization beside allocation, idle
+// The governance figures of a replay: probed GPU utilization beside allocation, idle
 // reclaim and the controller's adjustments, overall and per tenant. Only runs made with probes have
 // them (the report of a run without keeps its earlier shape byte for byte).
-import { meanUtilization, WORKLOAD_TYPES, type AdjustmentReason, type LimitSetting, type WorkloadType } from '../../core/governance/index.js';
-import { round6, type ReplayOutcome } from '../engine.js';
+import {
+  type AdjustmentReason,
+  type LimitSetting,
+  meanUtilization,
+  WORKLOAD_TYPES,
+  type WorkloadType,
+} from '../../core/governance/index.js';
+import { type ReplayOutcome, round6 } from '../engine.js';
 import { adjustmentsByReason } from './governance.js';
 import type { IdleCounts } from './types.js';
 
@@ -35,9 +41,13 @@ export interface GovernanceMetrics {
   controllerWindowMs: number | null;
   /** Jobs per workload type (the trace's column, else drawn by seed). */
   workloadTypes: Record<WorkloadType, number>;
-  /** Σ over runs inside the window of GPUs × duration × mean probed utilization / (capacity × window): "allocation × probed utilization". */
+  /** Σ over runs inside the window of GPUs × duration × mean probed utilization / (capacity × window):
+   * "allocation × probed utilization".
+   */
   utilization: number;
-  /** The same over runs kept (GPU-time a preemption threw away left out), as useful allocation is to allocation. */
+  /** The same over runs kept (GPU-time a preemption threw away left out), as useful allocation is to
+   * allocation.
+   */
   usefulUtilization: number;
   /** utilization / allocation: the probed utilization of the GPUs held. */
   meanUtilizationOfAllocated: number | null;
@@ -53,9 +63,17 @@ export interface GovernanceMetrics {
   tenants: GovernanceTenantMetrics[];
 }
 
-const idleStats = (c: IdleCounts): IdleStats => ({ flagged: c.flagged, notified: c.notified, reclaimed: c.reclaimed, gpuHoursFreed: round6(c.freedGpuMs / H) });
+const idleStats = (c: IdleCounts): IdleStats => ({
+  flagged: c.flagged,
+  notified: c.notified,
+  reclaimed: c.reclaimed,
+  gpuHoursFreed: round6(c.freedGpuMs / H),
+});
 
-export function computeGovernanceMetrics(o: ReplayOutcome, allocationRatio: number): GovernanceMetrics | undefined {
+export function computeGovernanceMetrics(
+  o: ReplayOutcome,
+  allocationRatio: number,
+): GovernanceMetrics | undefined {
   const g = o.governance;
   if (!g) return undefined;
   const w0 = o.windowStart;

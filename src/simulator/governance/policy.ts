@@ -12,12 +12,18 @@ import { Prng } from '../prng.js';
 import type { SimQueue } from '../queues.js';
 import type { TraceJob } from '../trace.js';
 
-export const POLICY_LIBRARY: ReadonlyMap<string, IsolationPolicy> = new Map(BUILT_IN_POLICIES.map((p) => [p.name, p]));
+export const POLICY_LIBRARY: ReadonlyMap<string, IsolationPolicy> = new Map(
+  BUILT_IN_POLICIES.map((p) => [p.name, p]),
+);
 
 /** The tier a queue's tenant has when the queues file names none (the services' default). */
 export const DEFAULT_TIER = 'STANDARD';
 
-const SIM_LIBRARY: PolicyLibrary = { policies: POLICY_LIBRARY, rules: [...DEFAULT_POLICY_RULES], defaultRules: true };
+const SIM_LIBRARY: PolicyLibrary = {
+  policies: POLICY_LIBRARY,
+  rules: [...DEFAULT_POLICY_RULES],
+  defaultRules: true,
+};
 
 /**
  * The policy governing a queue, or null outside governance: the services' rule

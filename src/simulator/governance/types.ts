@@ -1,6 +1,12 @@
 // What a governance replay (governance.ts) is given and what it reports: data only, so that the
 // engine's outcome types can name them without importing the replay.
-import type { ControllerAdjustment, ControllerSettings, LimitSetting, UtilizationProfile, WorkloadType } from '../../core/governance/index.js';
+import type {
+  ControllerAdjustment,
+  ControllerSettings,
+  LimitSetting,
+  UtilizationProfile,
+  WorkloadType,
+} from '../../core/governance/index.js';
 
 export interface GovernanceOptions {
   /** Seeds the workload types (jobs without a trace type) and the utilization profiles. */

@@ -1,15 +1,22 @@
 // The Kubernetes backend passes a job's declared checkpointing to its workload (annotations and env);
 // a job that declared none gets exactly the objects it got before the field existed.
-import { describe, expect, it } from 'vitest';
+
 import { Job } from 'kubernetes-models/batch/v1';
+import { describe, expect, it } from 'vitest';
+import { type JobBuildContext, jobObjects, toWireJson } from '../../../src/backends/kubernetes/objects.js';
+import { type FlavorMapping, parseKubernetesSettings } from '../../../src/backends/kubernetes/settings.js';
 import type { BackendJob } from '../../../src/backends/port.js';
-import { jobObjects, toWireJson, type JobBuildContext } from '../../../src/backends/kubernetes/objects.js';
-import { parseKubernetesSettings, type FlavorMapping } from '../../../src/backends/kubernetes/settings.js';
 
 const settings = parseKubernetesSettings({ flavors: [{ flavor: 'a100', resource: 'nvidia.com/gpu' }] });
 const ctx: JobBuildContext = {
   namespace: 'fairway-aurora',
-  tenant: { id: 'tenant-1', slug: 'aurora', isolationLevel: 'ELASTIC', egressAllowlist: null, maxResources: {} },
+  tenant: {
+    id: 'tenant-1',
+    slug: 'aurora',
+    isolationLevel: 'ELASTIC',
+    egressAllowlist: null,
+    maxResources: {},
+  },
   flavors: new Map<string, FlavorMapping>(settings.flavors.map((m) => [m.flavor, m])),
   nodePools: new Map([['n1', 'train']]),
 };
@@ -21,7 +28,14 @@ function job(over: Partial<BackendJob> = {}): BackendJob {
     queue: 'q',
     name: 'train',
     podSets: [{ name: 'main', count: 1, perPod: { gpu: 1, cpu: 1000, memory: 1024 } }],
-    admission: { jobId: 'j', queue: 'q', at: 1_700_000_000_000, podSets: [{ name: 'main', flavor: 'a100', count: 1, placements: [{ node: 'n1', pods: 1 }] }], borrowed: false, mode: 'fit' },
+    admission: {
+      jobId: 'j',
+      queue: 'q',
+      at: 1_700_000_000_000,
+      podSets: [{ name: 'main', flavor: 'a100', count: 1, placements: [{ node: 'n1', pods: 1 }] }],
+      borrowed: false,
+      mode: 'fit',
+    },
     expectedDurationMs: 3_600_000,
     ...over,
   };
@@ -53,7 +67,13 @@ describe('Kubernetes job objects: declared checkpointing', () => {
     expect(intervalOnly.metadata.annotations['fairway.dev/resumable']).toBeUndefined();
     expect(intervalOnly.metadata.annotations['fairway.dev/checkpoint-interval-seconds']).toBe('60');
     const none = built(job());
-    expect(Object.keys(none.metadata.annotations).filter((k) => k.includes('checkpoint') || k.includes('resumable'))).toEqual([]);
-    expect(none.spec.template.spec.containers[0].env.map((e: { name: string }) => e.name)).toEqual(['FAIRWAY_JOB_ID']);
+    expect(
+      Object.keys(none.metadata.annotations).filter(
+        (k) => k.includes('checkpoint') || k.includes('resumable'),
+      ),
+    ).toEqual([]);
+    expect(none.spec.template.spec.containers[0].env.map((e: { name: string }) => e.name)).toEqual([
+      'FAIRWAY_JOB_ID',
+    ]);
   });
 });

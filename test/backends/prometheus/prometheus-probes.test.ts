@@ -1,4 +1,4 @@
-// The Kubernetes backend's runtime probes (issue 16): a real HTTP server speaking Prometheus'
+// The Kubernetes backend's runtime probes: a real HTTP server speaking Prometheus'
 // /api/v1/query answers DCGM exporter figures per namespace and pod; the leader polls it, maps the
 // pods to jobs by their names within the job tenant's namespace, and stores the samples. A server
 // that is down or answers garbage changes nothing and is asked again at the next poll; a pod named
@@ -7,13 +7,23 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BackendEvent } from '../../../src/backends/port.js';
-import { podOfName, readPods, utilizationReports, DEFAULT_PROMETHEUS_PROBES } from '../../../src/backends/prometheus/probes.js';
-import { eventually, startKubeApp, type KubeTestApp } from '../../helpers/kube-app.js';
+import {
+  DEFAULT_PROMETHEUS_PROBES,
+  podOfName,
+  readPods,
+  utilizationReports,
+} from '../../../src/backends/prometheus/probes.js';
+import { eventually, type KubeTestApp, startKubeApp } from '../../helpers/kube-app.js';
 
 type Mode = 'ok' | 'down' | 'garbage' | 'not-json' | 'matrix';
 
-/** A Prometheus stand-in: GPU utilization (percent) for the GPU query, the memory share for the memory query. */
-async function fakePrometheus(series: () => { namespace?: string; pod?: string; gpu: string; memory: string }[], port = 0) {
+/** A Prometheus stand-in: GPU utilization (percent) for the GPU query, the memory share for the memory
+ * query.
+ */
+async function fakePrometheus(
+  series: () => { namespace?: string; pod?: string; gpu: string; memory: string }[],
+  port = 0,
+) {
   const state = { mode: 'ok' as Mode, queries: [] as string[] };
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url!, 'http://x');
@@ -21,30 +31,63 @@ async function fakePrometheus(series: () => { namespace?: string; pod?: string; 
     const query = url.searchParams.get('query') ?? '';
     state.queries.push(query);
     if (state.mode === 'down') return void res.writeHead(503).end('unavailable');
-    if (state.mode === 'not-json') return void res.writeHead(200, { 'content-type': 'application/json' }).end('<html>proxy error</html>');
-    if (state.mode === 'garbage') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'success', data: { resultType: 'vector', result: [{ metric: 'x', value: 'y' }] } }));
-    if (state.mode === 'matrix') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'success', data: { resultType: 'matrix', result: [] } }));
+    if (state.mode === 'not-json')
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end('<html>proxy error</html>');
+    if (state.mode === 'garbage')
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          status: 'success',
+          data: { resultType: 'vector', result: [{ metric: 'x', value: 'y' }] },
+        }),
+      );
+    if (state.mode === 'matrix')
+      return void res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ status: 'success', data: { resultType: 'matrix', result: [] } }));
     const memory = query.includes('FB_USED');
-    const result = series().map((s) => ({ metric: { ...(s.namespace ? { namespace: s.namespace } : {}), ...(s.pod ? { pod: s.pod } : {}) }, value: [Date.now() / 1000, memory ? s.memory : s.gpu] }));
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'success', data: { resultType: 'vector', result } }));
+    const result = series().map((s) => ({
+      metric: { ...(s.namespace ? { namespace: s.namespace } : {}), ...(s.pod ? { pod: s.pod } : {}) },
+      value: [Date.now() / 1000, memory ? s.memory : s.gpu],
+    }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ status: 'success', data: { resultType: 'vector', result } }));
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, port: (server.address() as AddressInfo).port, state, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    url,
+    port: (server.address() as AddressInfo).port,
+    state,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 describe('Prometheus probe source', () => {
   it('reads pods from the two queries over HTTP, skips series without labels or a number, and maps only owned pods', async () => {
     const prometheus = await fakePrometheus(() => [
-      { namespace: 'fairway-a', pod: 'fw-0190f0a0-0000-7000-8000-000000000001-0-0-bcdfg', gpu: '80', memory: '0.5' },
-      { namespace: 'fairway-a', pod: 'fw-0190f0a0-0000-7000-8000-000000000001-1-bcdfh', gpu: '40', memory: '0.25' },
+      {
+        namespace: 'fairway-a',
+        pod: 'fw-0190f0a0-0000-7000-8000-000000000001-0-0-bcdfg',
+        gpu: '80',
+        memory: '0.5',
+      },
+      {
+        namespace: 'fairway-a',
+        pod: 'fw-0190f0a0-0000-7000-8000-000000000001-1-bcdfh',
+        gpu: '40',
+        memory: '0.25',
+      },
       { namespace: 'fairway-a', gpu: '99', memory: '0.9' },
       { namespace: 'fairway-a', pod: 'notebook-7', gpu: 'NaN', memory: '0.1' },
     ]);
     try {
       const settings = { ...DEFAULT_PROMETHEUS_PROBES, prometheusUrl: prometheus.url };
       const pods = await readPods(settings, 'fairway-');
-      expect(prometheus.state.queries).toEqual([DEFAULT_PROMETHEUS_PROBES.gpuQuery.replaceAll('{namespacePrefix}', 'fairway-'), DEFAULT_PROMETHEUS_PROBES.memoryQuery.replaceAll('{namespacePrefix}', 'fairway-')]);
+      expect(prometheus.state.queries).toEqual([
+        DEFAULT_PROMETHEUS_PROBES.gpuQuery.replaceAll('{namespacePrefix}', 'fairway-'),
+        DEFAULT_PROMETHEUS_PROBES.memoryQuery.replaceAll('{namespacePrefix}', 'fairway-'),
+      ]);
       expect(pods.map((p) => [p.pod, p.gpu, p.memory])).toEqual([
         ['fw-0190f0a0-0000-7000-8000-000000000001-0-0-bcdfg', 0.8, 0.5],
         ['fw-0190f0a0-0000-7000-8000-000000000001-1-bcdfh', 0.4, 0.25],
@@ -53,11 +96,19 @@ describe('Prometheus probe source', () => {
       // Weighted by the pods' GPUs: pod set 0 holds 3, pod set 1 holds 1.
       const owner = (namespace: string, pod: string) => {
         const named = podOfName(pod);
-        return named && namespace === 'fairway-a' ? { jobId: named.jobId, gpus: named.podSet === 0 ? 3 : 1 } : null;
+        return named && namespace === 'fairway-a'
+          ? { jobId: named.jobId, gpus: named.podSet === 0 ? 3 : 1 }
+          : null;
       };
       const [report, ...rest] = utilizationReports(pods, owner, 42);
       expect(rest).toEqual([]);
-      expect(report).toEqual({ type: 'utilization', jobId: '0190f0a0-0000-7000-8000-000000000001', at: 42, gpuUtilization: expect.closeTo(0.7, 9), memoryUtilization: expect.closeTo(0.4375, 9) });
+      expect(report).toEqual({
+        type: 'utilization',
+        jobId: '0190f0a0-0000-7000-8000-000000000001',
+        at: 42,
+        gpuUtilization: expect.closeTo(0.7, 9),
+        memoryUtilization: expect.closeTo(0.4375, 9),
+      });
       for (const mode of ['down', 'garbage', 'not-json', 'matrix'] as const) {
         prometheus.state.mode = mode;
         await expect(readPods(settings, 'fairway-')).rejects.toThrow(/Prometheus answered/);
@@ -77,36 +128,71 @@ describe('Kubernetes backend with a Prometheus probe source', () => {
     t = null;
   });
 
-  it('stores the DCGM figures of a running job, never maps another tenant\'s namespace to it, and survives a source that is down or answers garbage', async () => {
+  it("stores the DCGM figures of a running job, never maps another tenant's namespace to it, and survives a source that is down or answers garbage", async () => {
     let auroraPod = 'none';
     const prometheus = await fakePrometheus(() => [
       { namespace: 'fairway-aurora-research', pod: auroraPod, gpu: '85', memory: '0.4' },
-      // The same pod name in another tenant's namespace (a forged pod, or a name collision): never aurora's job.
+      // The same pod name in another tenant's namespace (a forged pod, or a name collision): never aurora's
+      // job.
       { namespace: 'fairway-borealis-inference', pod: auroraPod, gpu: '5', memory: '0.9' },
       { namespace: 'fairway-aurora-research', pod: 'notebook-0', gpu: '50', memory: '0.5' },
     ]);
     try {
-      t = await startKubeApp({ settings: { probes: { prometheusUrl: prometheus.url } }, governance: { probes: { intervalMs: 200, flushMs: 20, pollMs: 50 } } });
+      t = await startKubeApp({
+        settings: { probes: { prometheusUrl: prometheus.url } },
+        governance: { probes: { intervalMs: 200, flushMs: 20, pollMs: 50 } },
+      });
       const member = t.token('aurora-research', 'MEMBER');
       const events: BackendEvent[] = [];
       t.app.backend.onEvent((e) => e.type === 'utilization' && events.push(e));
       const res = await t.gql(member, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, {
-        in: { name: 'probed', workloadType: 'TRAINING', latencySensitive: true, podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 3600, container: { image: 'nvcr.io/nvidia/pytorch:24.05-py3', env: [{ name: 'FAIRWAY_TEST_RUN_MS', value: '30000' }] } },
+        in: {
+          name: 'probed',
+          workloadType: 'TRAINING',
+          latencySensitive: true,
+          podSets: [{ gpusPerPod: 1 }],
+          expectedDurationSeconds: 3600,
+          container: {
+            image: 'nvcr.io/nvidia/pytorch:24.05-py3',
+            env: [{ name: 'FAIRWAY_TEST_RUN_MS', value: '30000' }],
+          },
+        },
       });
       expect(res.errors).toBeUndefined();
       const id = res.data!.submitJob.id as string;
       const jobId = Buffer.from(id, 'base64').toString().split(':')[1]!;
       const JOB = `query($id: ID!) { node(id: $id) { ... on Job { state utilization { samples lastGpu lastMemory } probes { gpuUtilization memoryUtilization } } } }`;
-      await eventually(async () => (await t!.gql(member, JOB, { id })).data?.node?.state === 'RUNNING', 'RUNNING');
+      await eventually(
+        async () => (await t!.gql(member, JOB, { id })).data?.node?.state === 'RUNNING',
+        'RUNNING',
+      );
       const pod = t.kube.objects('Pod').find((p) => p.metadata.labels?.['fairway.dev/job-id'] === jobId)!;
-      expect(pod.metadata.annotations).toMatchObject({ 'fairway.dev/workload-type': 'TRAINING', 'fairway.dev/latency-sensitive': 'true' });
+      expect(pod.metadata.annotations).toMatchObject({
+        'fairway.dev/workload-type': 'TRAINING',
+        'fairway.dev/latency-sensitive': 'true',
+      });
       auroraPod = pod.metadata.name as string;
-      const utilization = await eventually(async () => (await t!.gql(member, JOB, { id })).data?.node?.utilization ?? false, 'a stored sample');
-      expect(utilization).toMatchObject({ lastGpu: expect.closeTo(0.85, 9), lastMemory: expect.closeTo(0.4, 9) });
+      const utilization = await eventually(
+        async () => (await t!.gql(member, JOB, { id })).data?.node?.utilization ?? false,
+        'a stored sample',
+      );
+      expect(utilization).toMatchObject({
+        lastGpu: expect.closeTo(0.85, 9),
+        lastMemory: expect.closeTo(0.4, 9),
+      });
       expect(utilization.samples).toBeGreaterThanOrEqual(1);
-      // Every report the backend made for the job is aurora's pod alone: 0.85 and 0.4, never the borealis series'.
+      // Every report the backend made for the job is aurora's pod alone: 0.85 and 0.4, never the borealis
+      // series'.
       expect(events.length).toBeGreaterThan(0);
-      expect(events.every((e) => e.type === 'utilization' && e.jobId === jobId && Math.abs(e.gpuUtilization - 0.85) < 1e-9 && Math.abs(e.memoryUtilization! - 0.4) < 1e-9)).toBe(true);
+      expect(
+        events.every(
+          (e) =>
+            e.type === 'utilization' &&
+            e.jobId === jobId &&
+            Math.abs(e.gpuUtilization - 0.85) < 1e-9 &&
+            Math.abs(e.memoryUtilization! - 0.4) < 1e-9,
+        ),
+      ).toBe(true);
 
       // Down, then garbage: polls go on, nothing is reported, nothing crashes; back up, reports resume.
       for (const mode of ['down', 'garbage', 'not-json', 'matrix'] as const) {
@@ -122,14 +208,23 @@ describe('Kubernetes backend with a Prometheus probe source', () => {
       const quiet = events.length;
       await new Promise((r) => setTimeout(r, 300));
       expect(events.length).toBe(quiet);
-      const back = await fakePrometheus(() => [{ namespace: 'fairway-aurora-research', pod: auroraPod, gpu: '60', memory: '0.3' }], prometheus.port);
+      const back = await fakePrometheus(
+        () => [{ namespace: 'fairway-aurora-research', pod: auroraPod, gpu: '60', memory: '0.3' }],
+        prometheus.port,
+      );
       try {
-        await eventually(() => events.some((e) => e.type === 'utilization' && Math.abs(e.gpuUtilization - 0.6) < 1e-9), 'reports again');
+        await eventually(
+          () => events.some((e) => e.type === 'utilization' && Math.abs(e.gpuUtilization - 0.6) < 1e-9),
+          'reports again',
+        );
       } finally {
         await back.close();
       }
       expect(t.errors).toEqual([]);
-      expect((await t.gql(t.token('borealis-inference', 'TENANT_ADMIN'), JOB, { id })).errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+      expect(
+        (await t.gql(t.token('borealis-inference', 'TENANT_ADMIN'), JOB, { id })).errors?.[0]?.extensions
+          ?.code,
+      ).toBe('NOT_FOUND');
     } finally {
       await prometheus.close().catch(() => undefined);
     }

@@ -25,12 +25,17 @@ function harness(timeScale = 1) {
   const backend = new SimulatedBackend({ timeScale, utilizationIntervalMs: 0, onListenerError: () => {} });
   const events: (BackendEvent & { real: number })[] = [];
   backend.onEvent((e) => events.push({ ...e, real: Date.now() - t0 }));
-  const endOf = (id: string) => events.find((e) => e.jobId === id && (e.type === 'succeeded' || e.type === 'failed'));
+  const endOf = (id: string) =>
+    events.find((e) => e.jobId === id && (e.type === 'succeeded' || e.type === 'failed'));
   return { backend, events, endOf, t0 };
 }
 
 /** Runs `spec` for `ranMs` real ms, suspends it, waits 5 min, starts it again: real ms from the second start to its success. */
-async function secondRun(spec: Partial<BackendJob>, ranMs: number, timeScale = 1): Promise<{ second: number; resumePoint: number }> {
+async function secondRun(
+  spec: Partial<BackendJob>,
+  ranMs: number,
+  timeScale = 1,
+): Promise<{ second: number; resumePoint: number }> {
   const { backend, endOf, t0 } = harness(timeScale);
   await backend.start(job('a', 1, spec));
   await vi.advanceTimersByTimeAsync(ranMs);
@@ -58,14 +63,23 @@ describe('SimulatedBackend: suspend and resume of checkpointing jobs', () => {
   });
 
   it('a resumable job resumes where it stopped and runs only its remaining time', async () => {
-    expect(await secondRun({ checkpoint: { resumable: true } }, 4 * MIN)).toEqual({ second: 6 * MIN, resumePoint: 4 * MIN });
+    expect(await secondRun({ checkpoint: { resumable: true } }, 4 * MIN)).toEqual({
+      second: 6 * MIN,
+      resumePoint: 4 * MIN,
+    });
   });
 
   it('a job with a checkpoint interval resumes from its last checkpoint', async () => {
     // 7 minutes run, checkpoints every 3: the work up to minute 6 is kept, 4 minutes remain.
-    expect(await secondRun({ checkpoint: { intervalMs: 3 * MIN } }, 7 * MIN)).toEqual({ second: 4 * MIN, resumePoint: 6 * MIN });
+    expect(await secondRun({ checkpoint: { intervalMs: 3 * MIN } }, 7 * MIN)).toEqual({
+      second: 4 * MIN,
+      resumePoint: 6 * MIN,
+    });
     // Preempted before its first checkpoint: nothing kept.
-    expect(await secondRun({ checkpoint: { intervalMs: 3 * MIN } }, 2 * MIN)).toEqual({ second: 10 * MIN, resumePoint: 0 });
+    expect(await secondRun({ checkpoint: { intervalMs: 3 * MIN } }, 2 * MIN)).toEqual({
+      second: 10 * MIN,
+      resumePoint: 0,
+    });
   });
 
   it('counts checkpoints over all runs, in declared time (time scale 60)', async () => {
@@ -88,7 +102,11 @@ describe('SimulatedBackend: suspend and resume of checkpointing jobs', () => {
   });
 
   it('a suspended run that had not started keeps what it had; cancel forgets the progress', async () => {
-    const backend = new SimulatedBackend({ utilizationIntervalMs: 0, startDelayMs: 10 * S, onListenerError: () => {} });
+    const backend = new SimulatedBackend({
+      utilizationIntervalMs: 0,
+      startDelayMs: 10 * S,
+      onListenerError: () => {},
+    });
     const spec = { checkpoint: { resumable: true } };
     await backend.start(job('a', 1, spec));
     await vi.advanceTimersByTimeAsync(10 * S + 2 * MIN);

@@ -1,6 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { BackendEvent, BackendJob } from '../../../src/backends/port.js';
-import { MAX_RUN_TIME_EXCEEDED, SIMULATED_FAILURE, SimulatedBackend, type SimulatedBackendOptions } from '../../../src/backends/simulated/simulated.js';
+import {
+  MAX_RUN_TIME_EXCEEDED,
+  SIMULATED_FAILURE,
+  SimulatedBackend,
+  type SimulatedBackendOptions,
+} from '../../../src/backends/simulated/simulated.js';
 import type { Timers } from '../../../src/backends/simulated/timers.js';
 
 const S = 1000;
@@ -25,7 +30,8 @@ function harness(options: SimulatedBackendOptions = {}) {
   const backend = new SimulatedBackend({ utilizationIntervalMs: 0, onListenerError: () => {}, ...options });
   const events: (BackendEvent & { real: number })[] = [];
   backend.onEvent((e) => events.push({ ...e, real: Date.now() - t0 }));
-  const of = (jobId: string, type?: BackendEvent['type']) => events.filter((e) => e.jobId === jobId && (!type || e.type === type));
+  const of = (jobId: string, type?: BackendEvent['type']) =>
+    events.filter((e) => e.jobId === jobId && (!type || e.type === type));
   return { backend, events, of };
 }
 
@@ -167,9 +173,18 @@ describe('SimulatedBackend', () => {
 
   it('workload.simulate forces a failure at failAfterMs (declared, scaled)', async () => {
     const { backend, of } = harness({ timeScale: 10 });
-    await backend.start(job('a', { expectedDurationMs: 100 * S, workload: { simulate: { outcome: 'fail', failAfterMs: 30 * S } } }));
-    await backend.start(job('b', { expectedDurationMs: 100 * S, workload: { simulate: { failAfterMs: 50 * S } } }));
-    await backend.start(job('c', { expectedDurationMs: 100 * S, workload: { simulate: { outcome: 'fail' } } }));
+    await backend.start(
+      job('a', {
+        expectedDurationMs: 100 * S,
+        workload: { simulate: { outcome: 'fail', failAfterMs: 30 * S } },
+      }),
+    );
+    await backend.start(
+      job('b', { expectedDurationMs: 100 * S, workload: { simulate: { failAfterMs: 50 * S } } }),
+    );
+    await backend.start(
+      job('c', { expectedDurationMs: 100 * S, workload: { simulate: { outcome: 'fail' } } }),
+    );
     await vi.advanceTimersByTimeAsync(2_999);
     expect(of('a', 'failed')).toEqual([]);
     await vi.advanceTimersByTimeAsync(20 * S);
@@ -181,8 +196,12 @@ describe('SimulatedBackend', () => {
 
   it("workload.simulate outcome 'succeed' overrides failureRate 1; malformed directives are ignored", async () => {
     const { backend, of } = harness({ failureRate: 1, seed: 3 });
-    await backend.start(job('a', { expectedDurationMs: 10 * S, workload: { simulate: { outcome: 'succeed' } } }));
-    await backend.start(job('b', { expectedDurationMs: 10 * S, workload: { simulate: { outcome: 'maybe', failAfterMs: -5 } } }));
+    await backend.start(
+      job('a', { expectedDurationMs: 10 * S, workload: { simulate: { outcome: 'succeed' } } }),
+    );
+    await backend.start(
+      job('b', { expectedDurationMs: 10 * S, workload: { simulate: { outcome: 'maybe', failAfterMs: -5 } } }),
+    );
     await vi.advanceTimersByTimeAsync(10 * S);
     expect(of('a').map((e) => e.type)).toEqual(['started', 'succeeded']);
     // b's directive is ignored, so failureRate 1 applies: a failure strictly before the end.
@@ -200,7 +219,9 @@ describe('SimulatedBackend', () => {
       ['started', 0, undefined],
       ['failed', 1 * MIN, MAX_RUN_TIME_EXCEEDED],
     ]);
-    expect(of('open', 'failed')).toEqual([expect.objectContaining({ reason: MAX_RUN_TIME_EXCEEDED, real: 30 * S })]);
+    expect(of('open', 'failed')).toEqual([
+      expect.objectContaining({ reason: MAX_RUN_TIME_EXCEEDED, real: 30 * S }),
+    ]);
     expect(of('ok').map((e) => [e.type, e.real])).toEqual([
       ['started', 0],
       ['succeeded', 1 * MIN],
@@ -250,7 +271,9 @@ describe('SimulatedBackend', () => {
       expect(s.real).toBeLessThan(end.real);
     }
     // Seeded, but not constant.
-    expect(new Set(samples.map((s) => (s.type === 'utilization' ? s.gpuUtilization : 0))).size).toBeGreaterThan(1);
+    expect(
+      new Set(samples.map((s) => (s.type === 'utilization' ? s.gpuUtilization : 0))).size,
+    ).toBeGreaterThan(1);
     expect(of('cpu', 'utilization')).toEqual([]);
   });
 
@@ -270,7 +293,10 @@ describe('SimulatedBackend', () => {
 
   it('a throwing listener does not break delivery to others; unsubscribe works', async () => {
     const errors: unknown[] = [];
-    const backend = new SimulatedBackend({ utilizationIntervalMs: 0, onListenerError: (e) => errors.push(e) });
+    const backend = new SimulatedBackend({
+      utilizationIntervalMs: 0,
+      onListenerError: (e) => errors.push(e),
+    });
     const first: string[] = [];
     const last: string[] = [];
     backend.onEvent((e) => first.push(e.type));

@@ -1,11 +1,16 @@
-// Scheduler.reclaim (issue 16): a governance flag takes an admitted job's resources back. The next
+// Scheduler.reclaim: a governance flag takes an admitted job's resources back. The next
 // cycle lists the preemption first (no preemptor), frees quota and nodes as a preemption does, puts
 // the job back to pending in its place and keeps it out until its hold ends; sliced cycles, what-ifs,
 // restore and admission holds stay exact.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Scheduler, SchedulerInputError, type AdmissionHold, type JobSpec } from '../../../src/core/scheduling/index.js';
-import { FLAVORS, makeCluster, makeJob, makeQueue, ManualClock, nodes } from '../builders.js';
+import {
+  type AdmissionHold,
+  type JobSpec,
+  Scheduler,
+  SchedulerInputError,
+} from '../../../src/core/scheduling/index.js';
+import { FLAVORS, ManualClock, makeCluster, makeJob, makeQueue, nodes } from '../builders.js';
 
 const MIN = 60_000;
 
@@ -16,7 +21,8 @@ function cluster(opts: { strict?: boolean } = {}) {
   return makeCluster({ nodes: nodes(1), queues: [a] });
 }
 const gpusFree = (s: Scheduler): number => s.nodeStatus().reduce((n, x) => n + x.free.gpu, 0);
-const used = (s: Scheduler, q: string): number => s.queueStatus(q).resources.find((r) => r.flavor === 'h100' && r.resource === 'gpu')!.used;
+const used = (s: Scheduler, q: string): number =>
+  s.queueStatus(q).resources.find((r) => r.flavor === 'h100' && r.resource === 'gpu')!.used;
 const code = (f: () => void): string | undefined => {
   try {
     f();
@@ -52,13 +58,28 @@ describe('Scheduler.reclaim', () => {
     expect(s.jobState('j1')).toBe('admitted');
     expect(used(s, 'a')).toBe(2);
     const r = s.cycle();
-    expect(r.preempted).toEqual([{ victimId: 'j1', victimQueue: 'a', preemptorId: '', preemptorQueue: '', reason: 'idle', at: clock.now(), lostGpuMs: 2 * 10 * MIN }]);
+    expect(r.preempted).toEqual([
+      {
+        victimId: 'j1',
+        victimQueue: 'a',
+        preemptorId: '',
+        preemptorQueue: '',
+        reason: 'idle',
+        at: clock.now(),
+        lostGpuMs: 2 * 10 * MIN,
+      },
+    ]);
     expect(r.admitted).toEqual([]);
     expect(s.jobState('j1')).toBe('pending');
     expect(used(s, 'a')).toBe(0);
     expect(gpusFree(s)).toBe(8);
     const e = s.explain('j1');
-    expect(e).toMatchObject({ state: 'pending', preemptions: 1, lastPreemption: { reason: 'idle', preemptorId: '' }, positionInQueue: 1 });
+    expect(e).toMatchObject({
+      state: 'pending',
+      preemptions: 1,
+      lastPreemption: { reason: 'idle', preemptorId: '' },
+      positionInQueue: 1,
+    });
     expect(e.preemptedBy).toBeUndefined();
     expect(s.cycle().admitted.map((a) => a.jobId)).toEqual(['j1']);
   });
@@ -103,7 +124,13 @@ describe('Scheduler.reclaim', () => {
     clock.advance(1000);
     s.cycle();
     const e = s.explain('j1');
-    expect(e).toMatchObject({ state: 'pending', reason: 'ReclaimHold', reclaimHoldUntil: asked + 5 * MIN, eta: null, etaUnknownReason: 'ReclaimHold' });
+    expect(e).toMatchObject({
+      state: 'pending',
+      reason: 'ReclaimHold',
+      reclaimHoldUntil: asked + 5 * MIN,
+      eta: null,
+      etaUnknownReason: 'ReclaimHold',
+    });
     expect(e.message).toContain(new Date(asked + 5 * MIN).toISOString());
     expect(e.message).not.toContain('j1');
     expect(s.queueStatus('a').pendingCount).toBe(1);
@@ -122,12 +149,18 @@ describe('Scheduler.reclaim', () => {
     s.reclaim('j1', 'idle', 1000);
     clock.advance(2000);
     expect(s.cycle().preempted).toHaveLength(1);
-    expect(s.explain('j1')).toMatchObject({ reason: 'NotYetEvaluated', message: 'fits now; waits for the next admission cycle' });
+    expect(s.explain('j1')).toMatchObject({
+      reason: 'NotYetEvaluated',
+      message: 'fits now; waits for the next admission cycle',
+    });
     expect(s.cycle().admitted.map((a) => a.jobId)).toEqual(['j1']);
   });
 
   it('a sliced cycle emits it first in the slice after the call, before and during the cycle', () => {
-    const { s } = makeCluster({ nodes: nodes(2), queues: ['a', 'b', 'c', 'd'].map((q) => makeQueue(q).nominal('h100', 4)) });
+    const { s } = makeCluster({
+      nodes: nodes(2),
+      queues: ['a', 'b', 'c', 'd'].map((q) => makeQueue(q).nominal('h100', 4)),
+    });
     s.submit(makeJob('r1').queue('a').gpus(2).build());
     s.submit(makeJob('r2').queue('b').gpus(2).build());
     s.cycle();
@@ -176,11 +209,32 @@ describe('Scheduler.reclaim', () => {
   });
 
   it('leaves what-ifs exact: preview and explain change nothing, before or after the cycle', () => {
-    const { s, clock } = makeCluster({ nodes: nodes(1), queues: [makeQueue('a').cohort('c').nominal('h100', 4), makeQueue('b').cohort('c').nominal('h100', 4)] });
-    s.submit(makeJob('j1').queue('a').gpus(2).duration(60 * MIN).build());
-    s.submit(makeJob('j2').queue('b').gpus(4).duration(60 * MIN).build());
+    const { s, clock } = makeCluster({
+      nodes: nodes(1),
+      queues: [makeQueue('a').cohort('c').nominal('h100', 4), makeQueue('b').cohort('c').nominal('h100', 4)],
+    });
+    s.submit(
+      makeJob('j1')
+        .queue('a')
+        .gpus(2)
+        .duration(60 * MIN)
+        .build(),
+    );
+    s.submit(
+      makeJob('j2')
+        .queue('b')
+        .gpus(4)
+        .duration(60 * MIN)
+        .build(),
+    );
     s.cycle();
-    s.submit(makeJob('w').queue('b').gpus(4).duration(30 * MIN).build());
+    s.submit(
+      makeJob('w')
+        .queue('b')
+        .gpus(4)
+        .duration(30 * MIN)
+        .build(),
+    );
     s.cycle();
     const what = makeJob('what').queue('a').gpus(3).build();
     s.reclaim('j1', 'idle', 10 * MIN);
@@ -212,7 +266,9 @@ describe('Scheduler.reclaim', () => {
     s.upsertQueue(makeQueue('a').nominal('h100', 4).build());
     s.restore([{ job: spec, admission }]);
     s.reclaim('old', 'not-running');
-    expect(s.cycle().preempted).toEqual([expect.objectContaining({ victimId: 'old', lostGpuMs: 2 * 60 * MIN })]);
+    expect(s.cycle().preempted).toEqual([
+      expect.objectContaining({ victimId: 'old', lostGpuMs: 2 * 60 * MIN }),
+    ]);
     expect(gpusFree(s)).toBe(8);
   });
 
@@ -222,7 +278,12 @@ describe('Scheduler.reclaim', () => {
     s.cycle();
     s.reclaim('j1', 'idle', 10 * MIN);
     s.cycle();
-    const hold: AdmissionHold = { scope: 'tenant', id: 't-a', exemptPriorityClasses: [], budget: { spent: 10, limit: 5, currency: 'EUR', period: '2026-01' } };
+    const hold: AdmissionHold = {
+      scope: 'tenant',
+      id: 't-a',
+      exemptPriorityClasses: [],
+      budget: { spent: 10, limit: 5, currency: 'EUR', period: '2026-01' },
+    };
     s.setAdmissionHolds([hold]);
     s.setAdmissionHolds([]); // lifting the budget hold does not lift the reclaim hold
     expect(s.explain('j1').reason).toBe('ReclaimHold');
@@ -248,22 +309,61 @@ describe('Scheduler.reclaim', () => {
 
   it('property: with reclaims mixed into submits, finishes and (sliced) cycles, capacity and quota come back exactly', () => {
     const opArb = fc.oneof(
-      { weight: 5, arbitrary: fc.record({ kind: fc.constant('submit' as const), q: fc.constantFrom('a', 'b'), gpus: fc.constantFrom(1, 2, 4), pods: fc.integer({ min: 1, max: 2 }), pc: fc.constantFrom('training', 'experiment', 'production') }) },
-      { weight: 3, arbitrary: fc.record({ kind: fc.constant('reclaim' as const), pick: fc.nat(), hold: fc.constantFrom(0, 0, 30_000, 300_000) }) },
+      {
+        weight: 5,
+        arbitrary: fc.record({
+          kind: fc.constant('submit' as const),
+          q: fc.constantFrom('a', 'b'),
+          gpus: fc.constantFrom(1, 2, 4),
+          pods: fc.integer({ min: 1, max: 2 }),
+          pc: fc.constantFrom('training', 'experiment', 'production'),
+        }),
+      },
+      {
+        weight: 3,
+        arbitrary: fc.record({
+          kind: fc.constant('reclaim' as const),
+          pick: fc.nat(),
+          hold: fc.constantFrom(0, 0, 30_000, 300_000),
+        }),
+      },
       { weight: 1, arbitrary: fc.record({ kind: fc.constant('finish' as const), pick: fc.nat() }) },
-      { weight: 4, arbitrary: fc.record({ kind: fc.constant('cycle' as const), maxHeads: fc.option(fc.integer({ min: 1, max: 2 }), { nil: undefined }) }) },
-      { weight: 2, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 120_000 }) }) },
+      {
+        weight: 4,
+        arbitrary: fc.record({
+          kind: fc.constant('cycle' as const),
+          maxHeads: fc.option(fc.integer({ min: 1, max: 2 }), { nil: undefined }),
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          kind: fc.constant('advance' as const),
+          ms: fc.integer({ min: 1, max: 120_000 }),
+        }),
+      },
     );
     fc.assert(
       fc.property(fc.array(opArb, { maxLength: 40 }), (ops) => {
-        const { s, clock } = makeCluster({ nodes: nodes(2), queues: [makeQueue('a').cohort('c').nominal('h100', 8), makeQueue('b').cohort('c').nominal('h100', 8).reclaim('Any')] });
+        const { s, clock } = makeCluster({
+          nodes: nodes(2),
+          queues: [
+            makeQueue('a').cohort('c').nominal('h100', 8),
+            makeQueue('b').cohort('c').nominal('h100', 8).reclaim('Any'),
+          ],
+        });
         const empty = s.debugState() as { quota: unknown; nodes: unknown; flavors: unknown };
         const ids: string[] = [];
         const perPod = new Map<string, number>();
         let n = 0;
         for (const op of ops) {
           if (op.kind === 'submit') {
-            const spec: JobSpec = makeJob(`j${n++}`).queue(op.q).gpus(op.gpus).pods(op.pods).priority(op.pc).build();
+            const spec: JobSpec = makeJob(`j${n++}`)
+              .queue(op.q)
+              .gpus(op.gpus)
+              .pods(op.pods)
+              .priority(op.pc)
+              .build();
             s.submit(spec);
             ids.push(spec.id);
             perPod.set(spec.id, op.gpus);
@@ -281,7 +381,10 @@ describe('Scheduler.reclaim', () => {
           // Capacity is exact at every step: free GPUs = 16 − GPUs of admitted jobs.
           const held = ids
             .filter((id) => s.jobState(id) === 'admitted')
-            .reduce((g, id) => g + s.admissionOf(id)!.podSets.reduce((x, p) => x + p.count * perPod.get(id)!, 0), 0);
+            .reduce(
+              (g, id) => g + s.admissionOf(id)!.podSets.reduce((x, p) => x + p.count * perPod.get(id)!, 0),
+              0,
+            );
           expect(gpusFree(s)).toBe(16 - held);
         }
         for (const id of ids) if (s.jobState(id) !== undefined) s.cancel(id);

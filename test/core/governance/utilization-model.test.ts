@@ -1,16 +1,24 @@
-// The seeded utilization model (issue 16): same seed and job key → same series; per-type levels and
+// The seeded utilization model: same seed and job key → same series; per-type levels and
 // shares of idle tails as documented; meanUtilization is the exact mean of the readings.
 import { describe, expect, it } from 'vitest';
-import { meanUtilization, utilizationAt, utilizationProfile, WORKLOAD_TYPES, type UtilizationProfile, type WorkloadType } from '../../../src/core/governance/index.js';
+import {
+  meanUtilization,
+  type UtilizationProfile,
+  utilizationAt,
+  utilizationProfile,
+  WORKLOAD_TYPES,
+  type WorkloadType,
+} from '../../../src/core/governance/index.js';
 
 const HOUR = 3_600_000;
 
-const EXPECTED: Record<WorkloadType, { busy: [number, number]; tailShare: number; tail: [number, number] }> = {
-  TRAINING: { busy: [0.7, 0.9], tailShare: 0.08, tail: [0.2, 0.6] },
-  FINE_TUNING: { busy: [0.5, 0.8], tailShare: 0.12, tail: [0.2, 0.6] },
-  BATCH_INFERENCE: { busy: [0.4, 0.7], tailShare: 0.06, tail: [0.2, 0.5] },
-  ONLINE_INFERENCE: { busy: [0.15, 0.45], tailShare: 0.15, tail: [0.3, 0.7] },
-};
+const EXPECTED: Record<WorkloadType, { busy: [number, number]; tailShare: number; tail: [number, number] }> =
+  {
+    TRAINING: { busy: [0.7, 0.9], tailShare: 0.08, tail: [0.2, 0.6] },
+    FINE_TUNING: { busy: [0.5, 0.8], tailShare: 0.12, tail: [0.2, 0.6] },
+    BATCH_INFERENCE: { busy: [0.4, 0.7], tailShare: 0.06, tail: [0.2, 0.5] },
+    ONLINE_INFERENCE: { busy: [0.15, 0.45], tailShare: 0.15, tail: [0.3, 0.7] },
+  };
 
 describe('utilization model', () => {
   it('is deterministic: same (seed, job key) → same profile and readings, whatever was drawn before', () => {

@@ -3,18 +3,38 @@
 // if its jobs were withdrawn while it matched and submitted again when it lifted.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type AdmissionHold, type CycleResult, type JobSpec, Scheduler, SchedulerInputError } from '../../../src/core/scheduling/index.js';
-import { admittedIds, FLAVORS, makeCluster, makeJob, makeQueue, ManualClock, nodes } from '../builders.js';
+import {
+  type AdmissionHold,
+  type CycleResult,
+  type JobSpec,
+  Scheduler,
+  SchedulerInputError,
+} from '../../../src/core/scheduling/index.js';
+import { admittedIds, FLAVORS, ManualClock, makeCluster, makeJob, makeQueue, nodes } from '../builders.js';
 
 const budget = { spent: 1234, limit: 1000, currency: 'USD', period: '2026-12' };
-const tenantHold = (id: string, exempt = ['inference-critical']): AdmissionHold => ({ scope: 'tenant', id, exemptPriorityClasses: exempt, budget });
-const projectHold = (id: string, exempt: string[] = []): AdmissionHold => ({ scope: 'project', id, exemptPriorityClasses: exempt, budget });
+const tenantHold = (id: string, exempt = ['inference-critical']): AdmissionHold => ({
+  scope: 'tenant',
+  id,
+  exemptPriorityClasses: exempt,
+  budget,
+});
+const projectHold = (id: string, exempt: string[] = []): AdmissionHold => ({
+  scope: 'project',
+  id,
+  exemptPriorityClasses: exempt,
+  budget,
+});
 const withProject = (spec: JobSpec, project: string): JobSpec => ({ ...spec, project });
 
 const cluster = () =>
   makeCluster({
     nodes: nodes(2),
-    queues: [makeQueue('a').nominal('h100', 8), makeQueue('b').nominal('h100', 8), makeQueue('s').tenant('t-a').nominal('h100', 0).strictFIFO()],
+    queues: [
+      makeQueue('a').nominal('h100', 8),
+      makeQueue('b').nominal('h100', 8),
+      makeQueue('s').tenant('t-a').nominal('h100', 0).strictFIFO(),
+    ],
   });
 
 describe('admission holds', () => {
@@ -40,7 +60,8 @@ describe('admission holds', () => {
     expect(e).toMatchObject({
       state: 'pending',
       reason: 'BudgetExhausted',
-      message: "The tenant's monthly budget is exhausted: 1,234.00 of 1,000.00 USD spent in 2026-12; jobs of this priority class wait until it is raised or the month ends",
+      message:
+        "The tenant's monthly budget is exhausted: 1,234.00 of 1,000.00 USD spent in 2026-12; jobs of this priority class wait until it is raised or the month ends",
       hold: { scope: 'tenant', id: 't-a', spent: 1234, limit: 1000, currency: 'USD', period: '2026-12' },
       eta: null,
       etaUnknownReason: 'BudgetExhausted',
@@ -50,8 +71,16 @@ describe('admission holds', () => {
   });
 
   it('positions of the others exclude held jobs, and a held StrictFIFO head blocks nobody', () => {
-    const { s } = makeCluster({ nodes: nodes(1), queues: [makeQueue('s').tenant('t-a').nominal('h100', 8).strictFIFO()] });
-    s.submit(withProject(makeJob('big').queue('s').tenant('t-a').gpus(8).pods(2).priority('production').build(), 'p1'));
+    const { s } = makeCluster({
+      nodes: nodes(1),
+      queues: [makeQueue('s').tenant('t-a').nominal('h100', 8).strictFIFO()],
+    });
+    s.submit(
+      withProject(
+        makeJob('big').queue('s').tenant('t-a').gpus(8).pods(2).priority('production').build(),
+        'p1',
+      ),
+    );
     s.submit(makeJob('small').queue('s').tenant('t-a').gpus(1).build());
     expect(admittedIds(s.cycle())).toEqual([]);
     expect(s.explain('small')).toMatchObject({ reason: 'StrictFIFOBlocked', positionInQueue: 2 });
@@ -67,7 +96,10 @@ describe('admission holds', () => {
     s.submit(withProject(makeJob('p2-job').queue('a').gpus(1).build(), 'p2'));
     s.submit(makeJob('none').queue('a').gpus(1).build());
     expect(admittedIds(s.cycle())).toEqual(['none', 'p2-job']);
-    expect(s.explain('p1-job')).toMatchObject({ reason: 'BudgetExhausted', hold: { scope: 'project', id: 'p1' } });
+    expect(s.explain('p1-job')).toMatchObject({
+      reason: 'BudgetExhausted',
+      hold: { scope: 'project', id: 'p1' },
+    });
     expect(s.explain('p1-job').message).toContain("The project's monthly budget is exhausted");
   });
 
@@ -86,7 +118,10 @@ describe('admission holds', () => {
   });
 
   it('leaves running jobs alone; a victim evicted under a hold waits held', () => {
-    const { s } = makeCluster({ nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 8).withinQueue('LowerPriority')] });
+    const { s } = makeCluster({
+      nodes: nodes(1),
+      queues: [makeQueue('a').nominal('h100', 8).withinQueue('LowerPriority')],
+    });
     s.submit(withProject(makeJob('r').queue('a').gpus(8).build(), 'p1'));
     expect(admittedIds(s.cycle())).toEqual(['r']);
     s.setAdmissionHolds([projectHold('p1', ['inference-critical'])]);
@@ -106,8 +141,14 @@ describe('admission holds', () => {
     const { s } = cluster();
     s.setAdmissionHolds([tenantHold('t-a')]);
     const before = s.debugState();
-    expect(s.preview(makeJob('p').queue('a').build())).toMatchObject({ admissible: false, reason: 'BudgetExhausted', hold: { spent: 1234, limit: 1000 } });
-    expect(s.preview(makeJob('p').queue('a').priority('inference-critical').build())).toMatchObject({ admissible: true });
+    expect(s.preview(makeJob('p').queue('a').build())).toMatchObject({
+      admissible: false,
+      reason: 'BudgetExhausted',
+      hold: { spent: 1234, limit: 1000 },
+    });
+    expect(s.preview(makeJob('p').queue('a').priority('inference-critical').build())).toMatchObject({
+      admissible: true,
+    });
     expect(s.debugState()).toEqual(before);
   });
 
@@ -129,7 +170,9 @@ describe('admission holds', () => {
   it('rejects a malformed or duplicated hold', () => {
     const { s } = cluster();
     expect(() => s.setAdmissionHolds([tenantHold('t-a'), tenantHold('t-a')])).toThrow(SchedulerInputError);
-    expect(() => s.setAdmissionHolds([{ ...tenantHold('t-a'), scope: 'queue' as 'tenant' }])).toThrow(SchedulerInputError);
+    expect(() => s.setAdmissionHolds([{ ...tenantHold('t-a'), scope: 'queue' as 'tenant' }])).toThrow(
+      SchedulerInputError,
+    );
   });
 });
 
@@ -142,7 +185,12 @@ type Op =
   | { kind: 'advance'; ms: number }
   | { kind: 'holds'; picks: { target: number; exempt: boolean }[] };
 
-const TARGETS: [AdmissionHold['scope'], string][] = [['tenant', 't0'], ['tenant', 't1'], ['project', 'p0'], ['project', 'p1']];
+const TARGETS: [AdmissionHold['scope'], string][] = [
+  ['tenant', 't0'],
+  ['tenant', 't1'],
+  ['project', 'p0'],
+  ['project', 'p1'],
+];
 const CLASSES = ['inference-critical', 'production', 'training', 'experiment'];
 
 const worldArb = fc.record({
@@ -163,17 +211,44 @@ const worldArb = fc.record({
 type World = typeof worldArb extends fc.Arbitrary<infer W> ? W : never;
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ kind: fc.constant('submit' as const), queue: fc.nat(), gpu: fc.constantFrom(0.5, 1, 1, 2, 4), pods: fc.integer({ min: 1, max: 2 }), priority: fc.constantFrom(...CLASSES), project: fc.integer({ min: 0, max: 2 }) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constantFrom('finish' as const, 'cancel' as const), pick: fc.nat() }) },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      kind: fc.constant('submit' as const),
+      queue: fc.nat(),
+      gpu: fc.constantFrom(0.5, 1, 1, 2, 4),
+      pods: fc.integer({ min: 1, max: 2 }),
+      priority: fc.constantFrom(...CLASSES),
+      project: fc.integer({ min: 0, max: 2 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constantFrom('finish' as const, 'cancel' as const), pick: fc.nat() }),
+  },
   { weight: 6, arbitrary: fc.constant({ kind: 'cycle' as const }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 600_000 }) }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('holds' as const), picks: fc.uniqueArray(fc.record({ target: fc.integer({ min: 0, max: 3 }), exempt: fc.boolean() }), { selector: (p) => p.target, maxLength: 3 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 600_000 }) }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('holds' as const),
+      picks: fc.uniqueArray(fc.record({ target: fc.integer({ min: 0, max: 3 }), exempt: fc.boolean() }), {
+        selector: (p) => p.target,
+        maxLength: 3,
+      }),
+    }),
+  },
 );
 
 function build(w: World, clock: ManualClock): Scheduler {
   const s = new Scheduler({ clock, placement: w.placement, fairSharing: { enabled: w.fairSharing } });
   for (const f of FLAVORS) s.upsertFlavor(f);
-  w.gpus.forEach((g, i) => s.upsertNode({ name: `n${i}`, pool: 'default', flavor: 'h100', gpus: g, cpu: 64_000, memory: 256_000 }));
+  w.gpus.forEach((g, i) =>
+    s.upsertNode({ name: `n${i}`, pool: 'default', flavor: 'h100', gpus: g, cpu: 64_000, memory: 256_000 }),
+  );
   s.upsertCohort({ name: 'c' });
   w.queues.forEach((q, i) =>
     s.upsertQueue({
@@ -188,12 +263,18 @@ function build(w: World, clock: ManualClock): Scheduler {
   return s;
 }
 
-/** debugState without the hold bookkeeping and the held jobs, in an order that does not depend on resubmission. */
+/** debugState without the hold bookkeeping and the held jobs, in an order that does not depend on
+ * resubmission.
+ */
 function normalized(s: Scheduler, held: Set<string>): unknown {
   const d = s.debugState() as { jobs: [string][]; shapes: [string][]; holds?: unknown; held?: unknown };
   const { holds: _h, held: _held, ...rest } = d;
   const byKey = (a: [string], b: [string]) => (a[0] < b[0] ? -1 : 1);
-  return { ...rest, jobs: d.jobs.filter((j) => !held.has(j[0])).sort(byKey), shapes: [...d.shapes].sort(byKey) };
+  return {
+    ...rest,
+    jobs: d.jobs.filter((j) => !held.has(j[0])).sort(byKey),
+    shapes: [...d.shapes].sort(byKey),
+  };
 }
 
 /** Cycle results compared without `preemptedBy` (a withdrawn-and-resubmitted job forgets who evicted it; a held one does not). */
@@ -209,7 +290,11 @@ describe('admission holds (property)', () => {
         const b = build(w, clockB);
         let holds: AdmissionHold[] = [];
         const matches = (j: JobSpec) =>
-          holds.some((h) => (h.scope === 'tenant' ? j.tenant === h.id : j.project === h.id) && !h.exemptPriorityClasses.includes(j.priorityClass));
+          holds.some(
+            (h) =>
+              (h.scope === 'tenant' ? j.tenant === h.id : j.project === h.id) &&
+              !h.exemptPriorityClasses.includes(j.priorityClass),
+          );
         const live = new Map<string, JobSpec>(); // submission order
         const stash = new Map<string, JobSpec>(); // withdrawn from b, in the order a held them
         const pendingInB = new Set<string>();
@@ -220,9 +305,26 @@ describe('admission holds (property)', () => {
           pendingInB.delete(id);
           stash.set(id, live.get(id)!);
         };
-        // Low-priority work running first, so that later jobs have victims (some of them under a hold by then).
-        const fill: Op[] = w.queues.flatMap((_, i) => [0, 1, 2].map((p) => ({ kind: 'submit' as const, queue: i, gpu: 1, pods: 2, priority: 'experiment', project: p })));
-        for (const op of [...fill, { kind: 'cycle' as const }, ...ops, { kind: 'holds' as const, picks: [] }, { kind: 'cycle' as const }, { kind: 'cycle' as const }]) {
+        // Low-priority work running first, so that later jobs have victims (some of them under a hold by
+        // then).
+        const fill: Op[] = w.queues.flatMap((_, i) =>
+          [0, 1, 2].map((p) => ({
+            kind: 'submit' as const,
+            queue: i,
+            gpu: 1,
+            pods: 2,
+            priority: 'experiment',
+            project: p,
+          })),
+        );
+        for (const op of [
+          ...fill,
+          { kind: 'cycle' as const },
+          ...ops,
+          { kind: 'holds' as const, picks: [] },
+          { kind: 'cycle' as const },
+          { kind: 'cycle' as const },
+        ]) {
           if (op.kind === 'submit') {
             const qi = op.queue % w.queues.length;
             const job: JobSpec = {
@@ -271,7 +373,8 @@ describe('admission holds (property)', () => {
               return { scope, id, exemptPriorityClasses: exempt ? ['inference-critical'] : [], budget };
             });
             a.setAdmissionHolds(holds);
-            // In submission order, as the core does (the order decides which withdrawal unblocks a StrictFIFO queue).
+            // In submission order, as the core does (the order decides which withdrawal unblocks a
+            // StrictFIFO queue).
             for (const [id, job] of live) if (pendingInB.has(id) && matches(job)) withdraw(id);
             for (const [id, job] of [...stash]) {
               if (matches(job)) continue;
@@ -301,38 +404,59 @@ describe('admission holds (property)', () => {
 
   it('a what-if under holds leaves the state exactly as it was', () => {
     fc.assert(
-      fc.property(worldArb, fc.array(opArb, { minLength: 5, maxLength: 30 }), fc.array(opArb, { minLength: 1, maxLength: 4 }), (w, ops, probes) => {
-        const clock = new ManualClock();
-        const s = build(w, clock);
-        let seq = 0;
-        const spec = (op: Extract<Op, { kind: 'submit' }>, id: string): JobSpec => {
-          const qi = op.queue % w.queues.length;
-          return { id, tenant: `t${qi % 2}`, ...(op.project < 2 ? { project: `p${op.project}` } : {}), queue: `q${qi}`, priorityClass: op.priority, submitTime: clock.now(), podSets: [{ name: 'main', count: op.pods, perPod: { gpu: op.gpu } }] };
-        };
-        const ids: string[] = [];
-        for (const op of ops) {
-          try {
-            if (op.kind === 'submit') {
-              s.submit(spec(op, `j${seq}`));
-              ids.push(`j${seq++}`);
-            } else if (op.kind === 'cycle') s.cycle();
-            else if (op.kind === 'holds') s.setAdmissionHolds(op.picks.map(({ target, exempt }) => ({ scope: TARGETS[target]![0], id: TARGETS[target]![1], exemptPriorityClasses: exempt ? ['inference-critical'] : [], budget })));
-          } catch (e) {
-            if (!(e instanceof SchedulerInputError)) throw e;
+      fc.property(
+        worldArb,
+        fc.array(opArb, { minLength: 5, maxLength: 30 }),
+        fc.array(opArb, { minLength: 1, maxLength: 4 }),
+        (w, ops, probes) => {
+          const clock = new ManualClock();
+          const s = build(w, clock);
+          let seq = 0;
+          const spec = (op: Extract<Op, { kind: 'submit' }>, id: string): JobSpec => {
+            const qi = op.queue % w.queues.length;
+            return {
+              id,
+              tenant: `t${qi % 2}`,
+              ...(op.project < 2 ? { project: `p${op.project}` } : {}),
+              queue: `q${qi}`,
+              priorityClass: op.priority,
+              submitTime: clock.now(),
+              podSets: [{ name: 'main', count: op.pods, perPod: { gpu: op.gpu } }],
+            };
+          };
+          const ids: string[] = [];
+          for (const op of ops) {
+            try {
+              if (op.kind === 'submit') {
+                s.submit(spec(op, `j${seq}`));
+                ids.push(`j${seq++}`);
+              } else if (op.kind === 'cycle') s.cycle();
+              else if (op.kind === 'holds')
+                s.setAdmissionHolds(
+                  op.picks.map(({ target, exempt }) => ({
+                    scope: TARGETS[target]![0],
+                    id: TARGETS[target]![1],
+                    exemptPriorityClasses: exempt ? ['inference-critical'] : [],
+                    budget,
+                  })),
+                );
+            } catch (e) {
+              if (!(e instanceof SchedulerInputError)) throw e;
+            }
           }
-        }
-        for (const [i, p] of probes.entries()) {
-          if (p.kind !== 'submit') continue;
-          const before = s.debugState();
-          try {
-            s.preview(spec(p, `probe${i}`));
-            for (const id of ids) s.explain(id);
-          } catch (e) {
-            if (!(e instanceof SchedulerInputError)) throw e;
+          for (const [i, p] of probes.entries()) {
+            if (p.kind !== 'submit') continue;
+            const before = s.debugState();
+            try {
+              s.preview(spec(p, `probe${i}`));
+              for (const id of ids) s.explain(id);
+            } catch (e) {
+              if (!(e instanceof SchedulerInputError)) throw e;
+            }
+            expect(s.debugState()).toEqual(before);
           }
-          expect(s.debugState()).toEqual(before);
-        }
-      }),
+        },
+      ),
       { numRuns: 120 },
     );
   });

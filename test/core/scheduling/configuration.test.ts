@@ -1,10 +1,11 @@
-// Configuration (src/core/scheduling/configure.ts, src/core/scheduling/quota-config.ts), called directly: quota specs in
+// Configuration (src/core/scheduling/configure.ts, src/core/scheduling/quota-config.ts), called directly:
+// quota specs in
 // internal units with isolation levels applied, windows laid over base quotas, the tree rebuilt.
 import { describe, expect, it } from 'vitest';
 import { removeNode, upsertQueue } from '../../../src/core/scheduling/configure.js';
 import { SchedulerInputError } from '../../../src/core/scheduling/errors.js';
-import { convertQuotas, effectiveQuotas, refreshWindows } from '../../../src/core/scheduling/quota-config.js';
 import { CPU, GPU } from '../../../src/core/scheduling/quota.js';
+import { convertQuotas, effectiveQuotas, refreshWindows } from '../../../src/core/scheduling/quota-config.js';
 import { makeJob, makeQueue, nodes } from '../builders.js';
 import { admit, makeCore, queueOf } from '../core-builders.js';
 
@@ -44,18 +45,33 @@ describe('quota conversion', () => {
       }
       return undefined;
     };
-    expect(code(() => convertQuotas(c, { nope: { gpu: { nominal: 1 } } }, 'ELASTIC', 'q'))).toBe('UNKNOWN_FLAVOR');
-    expect(code(() => convertQuotas(c, { h100: { gpu: { nominal: -1 } } }, 'ELASTIC', 'q'))).toBe('NEGATIVE_QUANTITY');
-    expect(code(() => convertQuotas(c, { h100: { gpu: { nominal: Number.NaN } } }, 'ELASTIC', 'q'))).toBe('INVALID_QUANTITY');
+    expect(code(() => convertQuotas(c, { nope: { gpu: { nominal: 1 } } }, 'ELASTIC', 'q'))).toBe(
+      'UNKNOWN_FLAVOR',
+    );
+    expect(code(() => convertQuotas(c, { h100: { gpu: { nominal: -1 } } }, 'ELASTIC', 'q'))).toBe(
+      'NEGATIVE_QUANTITY',
+    );
+    expect(code(() => convertQuotas(c, { h100: { gpu: { nominal: Number.NaN } } }, 'ELASTIC', 'q'))).toBe(
+      'INVALID_QUANTITY',
+    );
   });
 });
 
 describe('time windows over base quotas', () => {
   // Monday 12:00 UTC (the builders' clock) is inside 08:00–20:00.
-  const window = { days: [1, 2, 3, 4, 5], start: '08:00', end: '20:00', timeZone: 'UTC', quotas: { h100: { gpu: { nominal: 16 } } } };
+  const window = {
+    days: [1, 2, 3, 4, 5],
+    start: '08:00',
+    end: '20:00',
+    timeZone: 'UTC',
+    quotas: { h100: { gpu: { nominal: 16 } } },
+  };
 
   it('an open window replaces the resources it names and keeps the rest', () => {
-    const { core } = makeCore({ nodes: nodes(2), queues: [makeQueue('a').nominal('h100', 4).nominal('h100', 32_000, 'cpu').window(window)] });
+    const { core } = makeCore({
+      nodes: nodes(2),
+      queues: [makeQueue('a').nominal('h100', 4).nominal('h100', 32_000, 'cpu').window(window)],
+    });
     const a = queueOf(core, 'a');
     expect(a.activeWindow).toBe(0);
     const fq = effectiveQuotas(core, a).get('h100');
@@ -64,7 +80,13 @@ describe('time windows over base quotas', () => {
   });
 
   it('a closing window rebuilds the tree and makes the excess reclaimable (nothing is killed)', () => {
-    const { core, clock } = makeCore({ nodes: nodes(2), queues: [makeQueue('a').cohort('c').nominal('h100', 4).window(window), makeQueue('b').cohort('c').nominal('h100', 0)] });
+    const { core, clock } = makeCore({
+      nodes: nodes(2),
+      queues: [
+        makeQueue('a').cohort('c').nominal('h100', 4).window(window),
+        makeQueue('b').cohort('c').nominal('h100', 0),
+      ],
+    });
     admit(core, makeJob('big').queue('a').gpus(8));
     clock.advance(9 * 3_600_000); // 21:00
     refreshWindows(core, clock.now());

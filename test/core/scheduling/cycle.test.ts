@@ -17,7 +17,11 @@ describe('cycle phases', () => {
 
   it('BestEffortFIFO: a head that cannot fit is parked and the next job is tried in the same cycle', () => {
     const { core } = makeCore({ nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 8)] });
-    const r = admit(core, makeJob('big').queue('a').gpus(8).pods(2).submittedAt(1), makeJob('small').queue('a').gpus(4).submittedAt(2));
+    const r = admit(
+      core,
+      makeJob('big').queue('a').gpus(8).pods(2).submittedAt(1),
+      makeJob('small').queue('a').gpus(4).submittedAt(2),
+    );
     expect(r.admitted.map((x) => x.jobId)).toEqual(['small']);
     expect(r.pending.map((p) => [p.jobId, p.reason])).toEqual([['big', 'ExceedsMaxQuota']]);
     expect(jobOf(core, 'big').parked).toBe(true);
@@ -26,7 +30,11 @@ describe('cycle phases', () => {
   it('StrictFIFO: a head that cannot fit blocks its queue; nothing behind it is tried', () => {
     const { core } = makeCore({ nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 8).strictFIFO()] });
     admit(core, makeJob('r').queue('a').gpus(6));
-    const r = admit(core, makeJob('head').queue('a').gpus(4).submittedAt(1), makeJob('behind').queue('a').gpus(1).submittedAt(2));
+    const r = admit(
+      core,
+      makeJob('head').queue('a').gpus(4).submittedAt(1),
+      makeJob('behind').queue('a').gpus(1).submittedAt(2),
+    );
     expect(r.admitted).toEqual([]);
     expect(r.pending.map((p) => p.jobId)).toEqual(['head']);
     const a = queueOf(core, 'a');
@@ -35,7 +43,10 @@ describe('cycle phases', () => {
   });
 
   it('order: without fair sharing a non-borrowing head goes before a borrowing one', () => {
-    const { core } = makeCore({ nodes: nodes(1), queues: [makeQueue('a').cohort('c').nominal('h100', 4), makeQueue('b').cohort('c').nominal('h100', 4)] });
+    const { core } = makeCore({
+      nodes: nodes(1),
+      queues: [makeQueue('a').cohort('c').nominal('h100', 4), makeQueue('b').cohort('c').nominal('h100', 4)],
+    });
     // a's head would borrow (6 > 4) and is older; b's fits its nominal: b goes first and a no longer fits.
     submit(core, makeJob('a-borrow').queue('a').gpus(6).submittedAt(1).priority('production').build());
     submit(core, makeJob('b-fit').queue('b').gpus(4).submittedAt(2).build());
@@ -47,7 +58,10 @@ describe('cycle phases', () => {
   it('a victim is not re-admitted in the cycle that evicted it; its queue is woken at the next cycle', () => {
     const { core } = makeCore({
       nodes: nodes(1),
-      queues: [makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 0)],
+      queues: [
+        makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'),
+        makeQueue('b').cohort('c').nominal('h100', 0),
+      ],
     });
     admit(core, makeJob('v').queue('b').gpus(8));
     const r = admit(core, makeJob('p').queue('a').gpus(8));

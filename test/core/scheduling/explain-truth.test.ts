@@ -1,4 +1,4 @@
-// Issue 8, items 2, 4 and 6 (core half): pending reasons true as of now, NoNodeFits with the free
+// Items 2, 4 and 6 (core half): pending reasons true as of now, NoNodeFits with the free
 // blocks, an ETA simulated over the jobs ahead, and no other job's id in any core message.
 import { describe, expect, it } from 'vitest';
 import { makeCluster, makeJob, makeNode, makeQueue, nodes } from '../builders.js';
@@ -15,7 +15,10 @@ describe('pending reasons are diagnosed against the current state', () => {
     expect(s.explain('big').shortfall).toMatchObject({ requested: 8, available: 0, used: 8 });
     s.finish('r1');
     expect(s.cycle()).toMatchObject({ admitted: [], pending: [] }); // 4 free, big needs 8: not retried
-    expect(s.explain('big')).toMatchObject({ reason: 'WaitingForQuota', shortfall: { requested: 8, available: 4, used: 4 } });
+    expect(s.explain('big')).toMatchObject({
+      reason: 'WaitingForQuota',
+      shortfall: { requested: 8, available: 4, used: 4 },
+    });
     expect(s.explain('big').message).toMatch(/available 4/);
   });
 
@@ -40,12 +43,19 @@ describe('pending reasons are diagnosed against the current state', () => {
     });
     s.submit(makeJob('b-run').queue('b').gpus(4).build());
     s.cycle();
-    // Both heads borrow; a-big has the higher priority so it is tried (and fails) first, then b-small takes 2.
+    // Both heads borrow; a-big has the higher priority so it is tried (and fails) first, then b-small takes
+    // 2.
     s.submit(makeJob('a-big').queue('a').gpus(8).priority('production').build());
     s.submit(makeJob('b-small').queue('b').gpus(2).build());
     const res = s.cycle();
     expect(res.admitted.map((a) => a.jobId)).toEqual(['b-small']);
-    expect(res.pending).toEqual([expect.objectContaining({ jobId: 'a-big', reason: 'WaitingForQuota', shortfall: expect.objectContaining({ available: 2 }) })]);
+    expect(res.pending).toEqual([
+      expect.objectContaining({
+        jobId: 'a-big',
+        reason: 'WaitingForQuota',
+        shortfall: expect.objectContaining({ available: 2 }),
+      }),
+    ]);
     expect(s.explain('a-big').shortfall).toMatchObject({ available: 2 });
   });
 
@@ -55,15 +65,24 @@ describe('pending reasons are diagnosed against the current state', () => {
     s.submit(makeJob('gang').queue('a').gpus(4).pods(2).build());
     const res = s.cycle();
     const fit = [{ flavor: 'h100', largestFreeGpusOnOneNode: 2, freeGpus: 8, podsNeeded: 2, gpusPerPod: 4 }];
-    expect(res.pending).toEqual([expect.objectContaining({ jobId: 'gang', reason: 'NoNodeFits', nodeFit: fit })]);
+    expect(res.pending).toEqual([
+      expect.objectContaining({ jobId: 'gang', reason: 'NoNodeFits', nodeFit: fit }),
+    ]);
     const e = s.explain('gang');
     expect(e).toMatchObject({ reason: 'NoNodeFits', nodeFit: fit });
     expect(e.shortfall).toBeUndefined();
-    expect(s.preview(makeJob('p').queue('a').gpus(4).pods(2).build())).toMatchObject({ admissible: false, reason: 'NoNodeFits', nodeFit: fit });
+    expect(s.preview(makeJob('p').queue('a').gpus(4).pods(2).build())).toMatchObject({
+      admissible: false,
+      reason: 'NoNodeFits',
+      nodeFit: fit,
+    });
   });
 
   it('NoFittingNode only when no eligible node exists at all', () => {
-    const { s } = makeCluster({ nodes: [makeNode('n').gpus(8)], queues: [makeQueue('a').nominal('h100', 8).dedicatedPool('empty-pool')] });
+    const { s } = makeCluster({
+      nodes: [makeNode('n').gpus(8)],
+      queues: [makeQueue('a').nominal('h100', 8).dedicatedPool('empty-pool')],
+    });
     s.submit(makeJob('w').queue('a').gpus(1).build());
     expect(s.cycle().pending).toEqual([expect.objectContaining({ jobId: 'w', reason: 'NoFittingNode' })]);
     expect(s.explain('w').nodeFit).toBeUndefined();
@@ -74,7 +93,10 @@ describe('no other job id in core messages: structured fields instead', () => {
   it('a victim knows its preemptor only through preemptedBy; the text names no job', () => {
     const { s } = makeCluster({
       nodes: nodes(1),
-      queues: [makeQueue('a').cohort('c').nominal('h100', 4).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 4)],
+      queues: [
+        makeQueue('a').cohort('c').nominal('h100', 4).reclaim('Any'),
+        makeQueue('b').cohort('c').nominal('h100', 4),
+      ],
     });
     s.submit(makeJob('victim-b').queue('b').gpus(8).build());
     s.cycle();
@@ -115,9 +137,14 @@ describe('ETA: a forward simulation over the jobs ahead', () => {
     const t0 = clock.now();
     s.submit(makeJob('run').queue('a').gpus(8).duration(HOUR).build());
     s.cycle();
-    for (let i = 1; i <= 3; i++) s.submit(makeJob(`w${i}`).queue('a').gpus(8).duration(HOUR).submittedAt(i).build());
+    for (let i = 1; i <= 3; i++)
+      s.submit(makeJob(`w${i}`).queue('a').gpus(8).duration(HOUR).submittedAt(i).build());
     s.cycle();
-    expect(['w1', 'w2', 'w3'].map((id) => s.explain(id).eta)).toEqual([t0 + HOUR, t0 + 2 * HOUR, t0 + 3 * HOUR]);
+    expect(['w1', 'w2', 'w3'].map((id) => s.explain(id).eta)).toEqual([
+      t0 + HOUR,
+      t0 + 2 * HOUR,
+      t0 + 3 * HOUR,
+    ]);
     expect(s.explain('w3').etaUnknownReason).toBeUndefined();
   });
 
@@ -138,7 +165,15 @@ describe('ETA: a forward simulation over the jobs ahead', () => {
     s.cycle();
     expect(s.explain('huge')).toMatchObject({ eta: null, etaUnknownReason: 'NeverFits' });
     const far = makeCluster({ nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 8)] }).s;
-    for (let i = 0; i < 130; i++) far.submit(makeJob(`q${String(i).padStart(3, '0')}`).queue('a').gpus(8).duration(60_000).submittedAt(i).build());
+    for (let i = 0; i < 130; i++)
+      far.submit(
+        makeJob(`q${String(i).padStart(3, '0')}`)
+          .queue('a')
+          .gpus(8)
+          .duration(60_000)
+          .submittedAt(i)
+          .build(),
+      );
     far.cycle();
     expect(far.explain('q050').eta).not.toBeNull();
     expect(far.explain('q120')).toMatchObject({ eta: null, etaUnknownReason: 'TooFarAhead' });
@@ -176,7 +211,12 @@ describe('ETA: a forward simulation over the jobs ahead', () => {
     });
     let n = 0;
     for (const q of ['a', 'b', 'd'])
-      for (const [gpus, pods, dur] of [[8, 1, HOUR], [4, 2, undefined], [2, 3, 30 * 60_000], [8, 2, HOUR]] as const) {
+      for (const [gpus, pods, dur] of [
+        [8, 1, HOUR],
+        [4, 2, undefined],
+        [2, 3, 30 * 60_000],
+        [8, 2, HOUR],
+      ] as const) {
         const j = makeJob(`${q}-${n++}`).queue(q).gpus(gpus).pods(pods).submittedAt(n);
         if (dur !== undefined) j.duration(dur);
         s.submit(j.build());
@@ -185,7 +225,10 @@ describe('ETA: a forward simulation over the jobs ahead', () => {
     s.cycle();
     clock.advance(1000);
     const before = s.debugState();
-    const explained = Array.from({ length: n }, (_, i) => ['a', 'b', 'd'].map((q) => `${q}-${i}`)).flat().filter((id) => s.jobState(id) === 'pending').map((id) => s.explain(id));
+    const explained = Array.from({ length: n }, (_, i) => ['a', 'b', 'd'].map((q) => `${q}-${i}`))
+      .flat()
+      .filter((id) => s.jobState(id) === 'pending')
+      .map((id) => s.explain(id));
     expect(explained.length).toBeGreaterThan(3);
     expect(s.debugState()).toEqual(before);
     for (const e of explained) expect(e.eta === null ? e.etaUnknownReason : 'known').toBeDefined();

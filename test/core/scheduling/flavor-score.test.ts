@@ -2,14 +2,19 @@
 // (best-fit or the expected-fragmentation increase), pinned lists keep their order, Kueue's
 // flavorFungibility options, CPU-only pods away from free GPUs, and the FGD score itself.
 import { describe, expect, it } from 'vitest';
-import type { QueueSpec, SchedulerOptions } from '../../../src/core/scheduling/index.js';
 import { fragGroups, fragOf } from '../../../src/core/scheduling/frag-score.js';
+import type { QueueSpec, SchedulerOptions } from '../../../src/core/scheduling/index.js';
 import { makeCluster, makeJob, makeNode, makeQueue } from '../builders.js';
 
-const flavorOf = (r: { admitted: { podSets: { flavor: string; placements: { node: string }[] }[] }[] }): string => `${r.admitted[0]!.podSets[0]!.flavor}/${r.admitted[0]!.podSets[0]!.placements[0]!.node}`;
+const flavorOf = (r: {
+  admitted: { podSets: { flavor: string; placements: { node: string }[] }[] }[];
+}): string => `${r.admitted[0]!.podSets[0]!.flavor}/${r.admitted[0]!.podSets[0]!.placements[0]!.node}`;
 
 // h100 (declared first) has an empty 8-GPU node; a100 a 2-GPU node with one GPU in use.
-function twoFlavors(options: Partial<SchedulerOptions> = {}, queue: (q: ReturnType<typeof makeQueue>) => ReturnType<typeof makeQueue> = (q) => q) {
+function twoFlavors(
+  options: Partial<SchedulerOptions> = {},
+  queue: (q: ReturnType<typeof makeQueue>) => ReturnType<typeof makeQueue> = (q) => q,
+) {
   const { s } = makeCluster({
     nodes: [makeNode('big').flavor('h100').gpus(8), makeNode('small').flavor('a100').gpus(2)],
     queues: [queue(makeQueue('q').nominal('h100', 8).nominal('a100', 2))],
@@ -40,7 +45,10 @@ describe('flavor choice by score', () => {
   });
 
   it('ties go to declaration order', () => {
-    const { s } = makeCluster({ nodes: [makeNode('x').flavor('h100').gpus(4), makeNode('y').flavor('a100').gpus(4)], queues: [makeQueue('q').nominal('a100', 4).nominal('h100', 4)] });
+    const { s } = makeCluster({
+      nodes: [makeNode('x').flavor('h100').gpus(4), makeNode('y').flavor('a100').gpus(4)],
+      queues: [makeQueue('q').nominal('a100', 4).nominal('h100', 4)],
+    });
     s.submit(makeJob('j').queue('q').gpus(2).build());
     expect(flavorOf(s.cycle())).toBe('a100/y');
   });
@@ -60,7 +68,10 @@ describe('flavor choice by score', () => {
       const { s } = makeCluster({
         nodes: [makeNode('big').flavor('h100').gpus(8), makeNode('small').flavor('a100').gpus(2)],
         queues: [
-          { ...makeQueue('q').cohort('c').nominal('h100', 8).nominal('a100', 1).build(), ...(fung ? { flavorFungibility: fung } : {}) },
+          {
+            ...makeQueue('q').cohort('c').nominal('h100', 8).nominal('a100', 1).build(),
+            ...(fung ? { flavorFungibility: fung } : {}),
+          },
           makeQueue('lender').cohort('c').nominal('a100', 1).build(),
         ],
       });
@@ -70,8 +81,10 @@ describe('flavor choice by score', () => {
       const r = s.cycle();
       return `${flavorOf(r)} borrowed=${r.admitted[0]!.borrowed}`;
     };
-    it('TryNextFlavor (default): a flavor that fits within nominal wins over a tighter one that borrows', () => expect(setup(undefined)).toBe('h100/big borrowed=false'));
-    it('Borrow: borrowing competes on score', () => expect(setup({ whenCanBorrow: 'Borrow' })).toBe('a100/small borrowed=true'));
+    it('TryNextFlavor (default): a flavor that fits within nominal wins over a tighter one that borrows', () =>
+      expect(setup(undefined)).toBe('h100/big borrowed=false'));
+    it('Borrow: borrowing competes on score', () =>
+      expect(setup({ whenCanBorrow: 'Borrow' })).toBe('a100/small borrowed=true'));
   });
 
   it('whenCanPreempt Preempt: a job that would borrow reclaims within its nominal by preemption instead', () => {
@@ -80,7 +93,14 @@ describe('flavor choice by score', () => {
       const { s } = makeCluster({
         nodes: [makeNode('n').flavor('h100').gpus(4)],
         queues: [
-          { ...makeQueue('a').cohort('c').nominal('h100', 2).preemption({ withinQueue: 'LowerPriority' }).build(), flavorFungibility: { whenCanPreempt } },
+          {
+            ...makeQueue('a')
+              .cohort('c')
+              .nominal('h100', 2)
+              .preemption({ withinQueue: 'LowerPriority' })
+              .build(),
+            flavorFungibility: { whenCanPreempt },
+          },
           makeQueue('b').cohort('c').nominal('h100', 2).build(),
         ],
       });
@@ -96,10 +116,17 @@ describe('flavor choice by score', () => {
 });
 
 describe('FGD expected fragmentation of a node', () => {
-  const shapes = (xs: [number, number, number, number][]) => xs.map(([gpu, cpu, mem, weight]) => ({ gpu, cpu, mem, weight }));
+  const shapes = (xs: [number, number, number, number][]) =>
+    xs.map(([gpu, cpu, mem, weight]) => ({ gpu, cpu, mem, weight }));
   it('a share cannot use GPUs whose free part is below it; whole GPUs need whole free GPUs', () => {
-    const g = fragGroups(shapes([[500, 0, 0, 0.5], [2000, 0, 0, 0.5]]));
-    // GPUs free: 300, 1000, 1000 (milli). Share 0.5: the 300 is unusable. 2 GPUs: the partial 300 is unusable.
+    const g = fragGroups(
+      shapes([
+        [500, 0, 0, 0.5],
+        [2000, 0, 0, 0.5],
+      ]),
+    );
+    // GPUs free: 300, 1000, 1000 (milli). Share 0.5: the 300 is unusable. 2 GPUs: the partial 300 is
+    // unusable.
     expect(fragOf([300, 1000, 1000], 1000, 'gpu', 10, 10, g)).toBeCloseTo(0.5 * 300 + 0.5 * 300);
     // only one whole GPU: the 2-GPU shape can use nothing
     expect(fragOf([300, 1000, 0], 1000, 'gpu', 10, 10, g)).toBeCloseTo(0.5 * 300 + 0.5 * 1300);
@@ -115,7 +142,13 @@ describe('FGD expected fragmentation of a node', () => {
     const { s } = makeCluster({
       nodes: [makeNode('n').flavor('h100').gpus(2)],
       queues: [makeQueue('q').nominal('h100', 2)],
-      options: { placement: 'fragmentation-aware', workloadShapes: [{ perPod: { gpu: 1 }, weight: 1 }, { perPod: { gpu: 0.5 }, weight: 1 }] },
+      options: {
+        placement: 'fragmentation-aware',
+        workloadShapes: [
+          { perPod: { gpu: 1 }, weight: 1 },
+          { perPod: { gpu: 0.5 }, weight: 1 },
+        ],
+      },
     });
     s.submit(makeJob('a').queue('q').gpus(0.4).build());
     s.cycle();

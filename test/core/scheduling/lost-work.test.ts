@@ -1,8 +1,8 @@
 // Victims chosen by the work they lose (preemption/lost-work.ts): checkpoint-aware candidate order,
 // the cost-first walk-back, minRunBeforeReclaimMs, Preemption.lostGpuMs and the input checks.
 import { describe, expect, it } from 'vitest';
-import { SchedulerInputError, type CheckpointSpec } from '../../../src/core/scheduling/index.js';
-import { makeCluster, makeJob, makeQueue, nodes, type JobBuilder } from '../builders.js';
+import { type CheckpointSpec, SchedulerInputError } from '../../../src/core/scheduling/index.js';
+import { type JobBuilder, makeCluster, makeJob, makeQueue, nodes } from '../builders.js';
 
 const MIN = 60_000;
 
@@ -12,13 +12,19 @@ function withCheckpoint(j: JobBuilder, cp: CheckpointSpec) {
   return spec;
 }
 
-/** a (reclaims Any) and b in one cohort; b runs its nominal and borrows a's. Each entry: [job, minutes after start]. */
+/** a (reclaims Any) and b in one cohort; b runs its nominal and borrows a's. Each entry: [job, minutes after
+ * start].
+ */
 function lenderAndBorrower(opts: { nodes: number; gpusPerNode: number; minRunMs?: number }) {
   const b = makeQueue('b').cohort('c').nominal('h100', 8);
   if (opts.minRunMs !== undefined) b.preemption({ minRunBeforeReclaimMs: opts.minRunMs });
   const { s, clock } = makeCluster({
     nodes: nodes(opts.nodes, 'h100', opts.gpusPerNode),
-    queues: [makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'), b, makeQueue('d').cohort('c').nominal('h100', 8)],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'),
+      b,
+      makeQueue('d').cohort('c').nominal('h100', 8),
+    ],
   });
   const t0 = clock.t;
   const run = (jobs: [ReturnType<JobBuilder['build']>, number][]) => {
@@ -40,10 +46,14 @@ describe('victims chosen by the work they lose', () => {
       [makeJob('b-new').queue('b').gpus(4).build(), 60],
     ]);
     clock.t = t0 + 125 * MIN; // b-ckpt checkpointed 5 min ago; b-new has run 65 min
-    expect(s.preview(makeJob('a4').queue('a').gpus(4).build()).wouldPreempt.map((p) => [p.victimId, p.lostGpuMs])).toEqual([['b-ckpt', 4 * 5 * MIN]]);
+    expect(
+      s.preview(makeJob('a4').queue('a').gpus(4).build()).wouldPreempt.map((p) => [p.victimId, p.lostGpuMs]),
+    ).toEqual([['b-ckpt', 4 * 5 * MIN]]);
     s.submit(makeJob('a4').queue('a').gpus(4).build());
     const r = s.cycle();
-    expect(r.preempted.map((p) => [p.victimId, p.reason, p.lostGpuMs])).toEqual([['b-ckpt', 'reclaim', 4 * 5 * MIN]]);
+    expect(r.preempted.map((p) => [p.victimId, p.reason, p.lostGpuMs])).toEqual([
+      ['b-ckpt', 'reclaim', 4 * 5 * MIN],
+    ]);
     expect(r.admitted.map((a) => a.jobId)).toEqual(['a4']);
   });
 
@@ -119,7 +129,9 @@ describe('victims chosen by the work they lose', () => {
     expect(s.preview(probe).admission?.mode).toBe('preempt');
     s.finish('d-small'); // any release in the tree retries the waiting lender
     const r = s.cycle();
-    expect(r.preempted.map((p) => [p.victimId, p.reason, p.lostGpuMs])).toEqual([['b-bor', 'reclaim', 8 * 130 * MIN]]);
+    expect(r.preempted.map((p) => [p.victimId, p.reason, p.lostGpuMs])).toEqual([
+      ['b-bor', 'reclaim', 8 * 130 * MIN],
+    ]);
     expect(r.admitted.map((a) => a.jobId)).toEqual(['a8']);
   });
 
@@ -131,17 +143,30 @@ describe('victims chosen by the work they lose', () => {
   it('minRunBeforeReclaimMs does not shield a job from priority preemption in its own queue', () => {
     const { s } = makeCluster({
       nodes: nodes(1),
-      queues: [makeQueue('a').nominal('h100', 8).preemption({ withinQueue: 'LowerPriority', minRunBeforeReclaimMs: 3_600_000 })],
+      queues: [
+        makeQueue('a')
+          .nominal('h100', 8)
+          .preemption({ withinQueue: 'LowerPriority', minRunBeforeReclaimMs: 3_600_000 }),
+      ],
     });
     s.submit(makeJob('exp').queue('a').gpus(8).priority('experiment').build());
     s.cycle();
     s.submit(makeJob('train').queue('a').gpus(8).priority('training').build());
-    expect(s.cycle().preempted.map((p) => [p.victimId, p.reason, p.lostGpuMs])).toEqual([['exp', 'priority', 0]]);
+    expect(s.cycle().preempted.map((p) => [p.victimId, p.reason, p.lostGpuMs])).toEqual([
+      ['exp', 'priority', 0],
+    ]);
   });
 
   it('rejects bad checkpoint and minimum-run values with INVALID_SPEC', () => {
     const { s } = makeCluster({ nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 8)] });
-    const bad: unknown[] = [{ intervalMs: 0 }, { intervalMs: -5 }, { intervalMs: Number.NaN }, { resumable: 'yes' }, 'hourly', null];
+    const bad: unknown[] = [
+      { intervalMs: 0 },
+      { intervalMs: -5 },
+      { intervalMs: Number.NaN },
+      { resumable: 'yes' },
+      'hourly',
+      null,
+    ];
     for (const cp of bad) {
       const spec = makeJob('j').queue('a').gpus(1).build();
       (spec as { checkpoint?: unknown }).checkpoint = cp;
@@ -153,10 +178,20 @@ describe('victims chosen by the work they lose', () => {
       }
     }
     for (const v of [-1, Number.POSITIVE_INFINITY, Number.NaN]) {
-      expect(() => s.upsertQueue({ ...makeQueue('q').nominal('h100', 1).build(), preemption: { minRunBeforeReclaimMs: v } })).toThrow(/minRunBeforeReclaimMs/);
+      expect(() =>
+        s.upsertQueue({
+          ...makeQueue('q').nominal('h100', 1).build(),
+          preemption: { minRunBeforeReclaimMs: v },
+        }),
+      ).toThrow(/minRunBeforeReclaimMs/);
     }
     for (const v of [-1, Number.NaN]) {
-      expect(() => s.upsertQueue({ ...makeQueue('q').nominal('h100', 1).build(), preemption: { fairShareMaxLostRunMs: v } })).toThrow(/fairShareMaxLostRunMs/);
+      expect(() =>
+        s.upsertQueue({
+          ...makeQueue('q').nominal('h100', 1).build(),
+          preemption: { fairShareMaxLostRunMs: v },
+        }),
+      ).toThrow(/fairShareMaxLostRunMs/);
     }
     s.submit(withCheckpoint(makeJob('ok').queue('a').gpus(1), { intervalMs: 1000, resumable: false }));
   });
@@ -169,13 +204,22 @@ describe('victims chosen by the work they lose', () => {
       if (maxMin !== undefined) b.preemption({ fairShareMaxLostRunMs: maxMin * MIN });
       const { s, clock } = makeCluster({
         nodes: nodes(2),
-        queues: [makeQueue('a').cohort('c').nominal('h100', 4).reclaim('Any'), b, makeQueue('d').cohort('c').nominal('h100', 8)],
+        queues: [
+          makeQueue('a').cohort('c').nominal('h100', 4).reclaim('Any'),
+          b,
+          makeQueue('d').cohort('c').nominal('h100', 8),
+        ],
         options: { fairSharing: { enabled: true } },
       });
       const t0 = clock.t;
       const jobs: [ReturnType<JobBuilder['build']>, number][] = [
         [makeJob('b-nom').queue('b').gpus(4).build(), 0],
-        [ckpt ? withCheckpoint(makeJob('b-bor1').queue('b').gpus(4), ckpt) : makeJob('b-bor1').queue('b').gpus(4).build(), 0],
+        [
+          ckpt
+            ? withCheckpoint(makeJob('b-bor1').queue('b').gpus(4), ckpt)
+            : makeJob('b-bor1').queue('b').gpus(4).build(),
+          0,
+        ],
         [makeJob('b-bor2').queue('b').gpus(4).build(), 60],
       ];
       if (aRunning) jobs.push([makeJob('a-nom').queue('a').gpus(4).build(), 60]);
@@ -191,7 +235,9 @@ describe('victims chosen by the work they lose', () => {
     }
 
     it('without a limit the borrowing preemptor wins by share against the youngest borrower', () => {
-      expect(setup(undefined, true).preempted.map((p) => [p.victimId, p.reason])).toEqual([['b-bor2', 'fair-share']]);
+      expect(setup(undefined, true).preempted.map((p) => [p.victimId, p.reason])).toEqual([
+        ['b-bor2', 'fair-share'],
+      ]);
     });
 
     it('a victim that would lose more than the limit is not taken by fair share', () => {
@@ -201,7 +247,9 @@ describe('victims chosen by the work they lose', () => {
 
     it('a job that checkpointed recently is within the limit again', () => {
       // b-bor1 checkpoints every 50 min: at 120 min it would lose 20 (b-bor2 would lose 60).
-      expect(setup(30, true, { intervalMs: 50 * MIN }).preempted.map((p) => [p.victimId, p.lostGpuMs])).toEqual([['b-bor1', 4 * 20 * MIN]]);
+      expect(
+        setup(30, true, { intervalMs: 50 * MIN }).preempted.map((p) => [p.victimId, p.lostGpuMs]),
+      ).toEqual([['b-bor1', 4 * 20 * MIN]]);
     });
 
     it('does not limit a reclaim (the preemptor stays within its nominal)', () => {
@@ -215,7 +263,11 @@ describe('victims chosen by the work they lose', () => {
  * asks for its 8 GPUs back (a8 submitted, not yet cycled).
  */
 function lenderWaitsForYoungBorrower(minRunMs?: number): ReturnType<typeof lenderAndBorrower> {
-  const env = lenderAndBorrower({ nodes: 3, gpusPerNode: 8, ...(minRunMs !== undefined ? { minRunMs } : {}) });
+  const env = lenderAndBorrower({
+    nodes: 3,
+    gpusPerNode: 8,
+    ...(minRunMs !== undefined ? { minRunMs } : {}),
+  });
   env.run([
     [makeJob('b-nom').queue('b').gpus(8).build(), 0],
     [makeJob('b-bor').queue('b').gpus(8).build(), 0],

@@ -1,13 +1,17 @@
-// Parking and wake-ups (src/core/scheduling/queueing.ts, src/core/scheduling/wake.ts), called directly: why a job is
+// Parking and wake-ups (src/core/scheduling/queueing.ts, src/core/scheduling/wake.ts), called directly: why
+// a job is
 // parked decides what wakes it; a release wakes only those whose need it meets.
 import { describe, expect, it } from 'vitest';
+import type { Fail } from '../../../src/core/scheduling/assignment/plan.js';
 import { upsertNode } from '../../../src/core/scheduling/configure.js';
 import { cycle } from '../../../src/core/scheduling/cycle.js';
-import { finish, submit } from '../../../src/core/scheduling/jobs.js';
-import { classifyPark, knownPreemptFail, rememberPreemptFail } from '../../../src/core/scheduling/queueing.js';
+import { buildJob, finish, submit } from '../../../src/core/scheduling/jobs.js';
+import {
+  classifyPark,
+  knownPreemptFail,
+  rememberPreemptFail,
+} from '../../../src/core/scheduling/queueing.js';
 import { needMet } from '../../../src/core/scheduling/wake.js';
-import { buildJob } from '../../../src/core/scheduling/jobs.js';
-import type { Fail } from '../../../src/core/scheduling/assignment/plan.js';
 import { makeJob, makeNode, makeQueue, nodes } from '../builders.js';
 import { admit, jobOf, makeCore, queueOf } from '../core-builders.js';
 
@@ -38,7 +42,9 @@ describe('why a job is parked', () => {
     j.releasable = new Map([['h100', [1000, 0, 0]]]);
     classifyPark(j, fail('WaitingForQuota'));
     expect(j.parkKind).toBe('quota');
-    expect(j.parkNeeds).toEqual([{ flavor: 'h100', need: [3000, Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY] }]);
+    expect(j.parkNeeds).toEqual([
+      { flavor: 'h100', need: [3000, Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY] },
+    ]);
     expect(needMet(j, new Map())).toBe(false); // available 0 < 3
   });
 });
@@ -47,7 +53,11 @@ describe('wake-ups', () => {
   it('a release wakes the quota waiters whose need it meets, and only those', () => {
     const { core } = makeCore({ nodes: nodes(2), queues: [makeQueue('a').nominal('h100', 8)] });
     admit(core, makeJob('r1').queue('a').gpus(4), makeJob('r2').queue('a').gpus(4));
-    const res = admit(core, makeJob('small').queue('a').gpus(4).submittedAt(1), makeJob('big').queue('a').gpus(8).submittedAt(2));
+    const res = admit(
+      core,
+      makeJob('small').queue('a').gpus(4).submittedAt(1),
+      makeJob('big').queue('a').gpus(8).submittedAt(2),
+    );
     expect(res.pending.map((p) => p.reason)).toEqual(['WaitingForQuota', 'WaitingForQuota']);
     const a = queueOf(core, 'a');
     expect([...a.parked].map((j) => j.spec.id).sort()).toEqual(['big', 'small']);
@@ -60,7 +70,10 @@ describe('wake-ups', () => {
   });
 
   it('a job parked for want of nodes wakes when a node it fits is added', () => {
-    const { core } = makeCore({ nodes: [makeNode('n0').gpus(2)], queues: [makeQueue('a').nominal('h100', 16)] });
+    const { core } = makeCore({
+      nodes: [makeNode('n0').gpus(2)],
+      queues: [makeQueue('a').nominal('h100', 16)],
+    });
     const res = admit(core, makeJob('j').queue('a').gpus(2).pods(2));
     expect(res.pending[0]?.reason).toBe('NoNodeFits');
     expect(jobOf(core, 'j').parkKind).toBe('node');
@@ -94,7 +107,10 @@ describe('a job waiting on quota for one flavor and on nodes for another', () =>
     // release of h100 quota must wake it.
     const { core } = makeCore({
       nodes: nodes(2, 'h100', 8),
-      queues: [makeQueue('a').cohort('c').nominal('h100', 8).nominal('a100', 16), makeQueue('b').cohort('c').nominal('h100', 8)],
+      queues: [
+        makeQueue('a').cohort('c').nominal('h100', 8).nominal('a100', 16),
+        makeQueue('b').cohort('c').nominal('h100', 8),
+      ],
     });
     admit(core, makeJob('held').queue('b').gpus(8));
     const res = admit(core, makeJob('wide').queue('a').gpus(8).pods(2));

@@ -1,15 +1,21 @@
 // Placement on nodes: MIG slices, time-slice shares, fractional GPUs, dedicated pools,
 // best-fit vs fragmentation-aware, and input validation.
 import { describe, expect, it } from 'vitest';
-import { SchedulerInputError, type JobSpec } from '../../../src/core/scheduling/index.js';
+import { type JobSpec, SchedulerInputError } from '../../../src/core/scheduling/index.js';
 import { makeCluster, makeJob, makeNode, makeQueue, nodes } from '../builders.js';
 
 const gpuFree = (s: ReturnType<typeof makeCluster>['s'], node: string): number[] =>
-  s.nodeStatus().find((n) => n.name === node)!.gpus.map((g) => g.free);
+  s
+    .nodeStatus()
+    .find((n) => n.name === node)!
+    .gpus.map((g) => g.free);
 
 describe('MIG and time-slice placement', () => {
   it('MIG slices are placed on GPUs that have them, packing the fullest GPU first', () => {
-    const { s } = makeCluster({ nodes: [makeNode('m').flavor('a100-1g').gpus(2)], queues: [makeQueue('a').nominal('a100-1g', 14)] });
+    const { s } = makeCluster({
+      nodes: [makeNode('m').flavor('a100-1g').gpus(2)],
+      queues: [makeQueue('a').nominal('a100-1g', 14)],
+    });
     s.submit(makeJob('j1').queue('a').gpus(3).build());
     s.submit(makeJob('j2').queue('a').gpus(3).build());
     s.cycle();
@@ -25,7 +31,10 @@ describe('MIG and time-slice placement', () => {
   });
 
   it('MIG: more slices than the node has free is NoNodeFits; slices must be whole', () => {
-    const { s } = makeCluster({ nodes: [makeNode('m').flavor('a100-1g').gpus(1)], queues: [makeQueue('a').nominal('a100-1g', 14)] });
+    const { s } = makeCluster({
+      nodes: [makeNode('m').flavor('a100-1g').gpus(1)],
+      queues: [makeQueue('a').nominal('a100-1g', 14)],
+    });
     s.submit(makeJob('j1').queue('a').gpus(5).build());
     s.submit(makeJob('j2').queue('a').gpus(3).build());
     const res = s.cycle();
@@ -34,19 +43,30 @@ describe('MIG and time-slice placement', () => {
   });
 
   it('time-slice shares: N shares per GPU', () => {
-    const { s } = makeCluster({ nodes: [makeNode('t').flavor('l4-ts').gpus(2)], queues: [makeQueue('a').nominal('l4-ts', 100)] });
+    const { s } = makeCluster({
+      nodes: [makeNode('t').flavor('l4-ts').gpus(2)],
+      queues: [makeQueue('a').nominal('l4-ts', 100)],
+    });
     for (let i = 0; i < 9; i++) s.submit(makeJob(`s${i}`).queue('a').gpus(1).build());
     const res = s.cycle();
     expect(res.admitted).toHaveLength(8);
     expect(res.pending.map((p) => p.reason)).toEqual(['NoNodeFits']);
     expect(gpuFree(s, 't')).toEqual([0, 0]);
-    expect(res.admitted.slice(0, 4).map((a) => a.podSets[0]!.placements[0]!.gpuIndices)).toEqual([[0], [0], [0], [0]]);
+    expect(res.admitted.slice(0, 4).map((a) => a.podSets[0]!.placements[0]!.gpuIndices)).toEqual([
+      [0],
+      [0],
+      [0],
+      [0],
+    ]);
   });
 });
 
 describe('fractional GPUs', () => {
   it('shares pack onto one physical GPU and whole GPUs stay whole', () => {
-    const { s } = makeCluster({ nodes: [makeNode('n').gpus(2)], queues: [makeQueue('a').nominal('h100', 2)] });
+    const { s } = makeCluster({
+      nodes: [makeNode('n').gpus(2)],
+      queues: [makeQueue('a').nominal('h100', 2)],
+    });
     for (let i = 0; i < 4; i++) s.submit(makeJob(`q${i}`).queue('a').gpus(0.25).build());
     const res = s.cycle();
     expect(res.admitted.map((a) => a.podSets[0]!.placements[0]!.gpuIndices)).toEqual([[0], [0], [0], [0]]);
@@ -57,7 +77,10 @@ describe('fractional GPUs', () => {
   });
 
   it('a share must fit on one GPU: 0.6 + 0.6 does not share a GPU', () => {
-    const { s } = makeCluster({ nodes: [makeNode('n').gpus(1)], queues: [makeQueue('a').nominal('h100', 4)] });
+    const { s } = makeCluster({
+      nodes: [makeNode('n').gpus(1)],
+      queues: [makeQueue('a').nominal('h100', 4)],
+    });
     s.submit(makeJob('x').queue('a').gpus(0.6).build());
     s.submit(makeJob('y').queue('a').gpus(0.6).build());
     s.submit(makeJob('z').queue('a').gpus(0.4).build());
@@ -68,7 +91,10 @@ describe('fractional GPUs', () => {
   });
 
   it('no float drift: ten 0.1 shares fill a GPU exactly', () => {
-    const { s } = makeCluster({ nodes: [makeNode('n').gpus(1)], queues: [makeQueue('a').nominal('h100', 1)] });
+    const { s } = makeCluster({
+      nodes: [makeNode('n').gpus(1)],
+      queues: [makeQueue('a').nominal('h100', 1)],
+    });
     for (let i = 0; i < 11; i++) s.submit(makeJob(`d${i}`).queue('a').gpus(0.1).build());
     const res = s.cycle();
     expect(res.admitted).toHaveLength(10);
@@ -93,7 +119,10 @@ describe('dedicated pools', () => {
     const res = s.cycle();
     const where = Object.fromEntries(res.admitted.map((a) => [a.jobId, a.podSets[0]!.placements[0]!.node]));
     expect(where).toEqual({ y1: 'shared', x1: 'ded' });
-    expect(Object.fromEntries(res.pending.map((p) => [p.jobId, p.reason]))).toEqual({ y2: 'NoNodeFits', x2: 'NoNodeFits' });
+    expect(Object.fromEntries(res.pending.map((p) => [p.jobId, p.reason]))).toEqual({
+      y2: 'NoNodeFits',
+      x2: 'NoNodeFits',
+    });
   });
 });
 
@@ -105,9 +134,22 @@ describe('placement policy', () => {
       queues: [makeQueue('f').nominal('h100', 16), makeQueue('z').nominal('h100', 4)],
       options: { placement },
     });
-    const fill = (id: string, node: string, gpus: number[]): { job: JobSpec; admission: Parameters<typeof s.restore>[0][number]['admission'] } => ({
+    const fill = (
+      id: string,
+      node: string,
+      gpus: number[],
+    ): { job: JobSpec; admission: Parameters<typeof s.restore>[0][number]['admission'] } => ({
       job: makeJob(id).queue('f').gpus(gpus.length).build(),
-      admission: { jobId: id, queue: 'f', at: 0, borrowed: false, mode: 'fit', podSets: [{ name: 'main', flavor: 'h100', count: 1, placements: [{ node, pods: 1, gpuIndices: gpus }] }] },
+      admission: {
+        jobId: id,
+        queue: 'f',
+        at: 0,
+        borrowed: false,
+        mode: 'fit',
+        podSets: [
+          { name: 'main', flavor: 'h100', count: 1, placements: [{ node, pods: 1, gpuIndices: gpus }] },
+        ],
+      },
     });
     s.restore([fill('fa', 'a', [0, 1, 2]), fill('fb', 'b', [0, 1, 2, 3])]);
     s.submit(makeJob('wants4').queue('z').gpus(4).pods(2).build()); // pending (exceeds its quota), but its shape counts
@@ -116,16 +158,26 @@ describe('placement policy', () => {
     return s.cycle().admitted[0]!.podSets[0]!.placements[0]!.node;
   };
   it('best-fit puts a pod on the node it fills most tightly', () => expect(setup('best-fit')).toBe('b'));
-  it('fragmentation-aware keeps the 4-GPU hole usable by the pending shape', () => expect(setup('fragmentation-aware')).toBe('a'));
+  it('fragmentation-aware keeps the 4-GPU hole usable by the pending shape', () =>
+    expect(setup('fragmentation-aware')).toBe('a'));
 });
 
 describe('input validation', () => {
-  const base = () => makeCluster({ nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 8).nominal('a100-1g', 7)] });
+  const base = () =>
+    makeCluster({ nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 8).nominal('a100-1g', 7)] });
   const cases: { name: string; job: (j: ReturnType<typeof makeJob>) => unknown; code: string }[] = [
     { name: 'unknown queue', job: (j) => j.queue('nope'), code: 'UNKNOWN_QUEUE' },
-    { name: 'unknown priority class', job: (j) => j.queue('a').priority('vip'), code: 'UNKNOWN_PRIORITY_CLASS' },
+    {
+      name: 'unknown priority class',
+      job: (j) => j.queue('a').priority('vip'),
+      code: 'UNKNOWN_PRIORITY_CLASS',
+    },
     { name: 'unknown flavor', job: (j) => j.queue('a').flavors('tpu'), code: 'UNKNOWN_FLAVOR' },
-    { name: 'flavor the queue does not declare', job: (j) => j.queue('a').flavors('l4-ts'), code: 'UNKNOWN_FLAVOR' },
+    {
+      name: 'flavor the queue does not declare',
+      job: (j) => j.queue('a').flavors('l4-ts'),
+      code: 'UNKNOWN_FLAVOR',
+    },
     { name: 'negative GPUs', job: (j) => j.queue('a').gpus(-1), code: 'NEGATIVE_QUANTITY' },
     { name: 'negative memory', job: (j) => j.queue('a').memory(-5), code: 'NEGATIVE_QUANTITY' },
     { name: 'larger than any node', job: (j) => j.queue('a').gpus(9), code: 'REQUEST_TOO_LARGE' },
@@ -133,7 +185,11 @@ describe('input validation', () => {
     { name: '1.5 GPUs', job: (j) => j.queue('a').gpus(1.5), code: 'INVALID_QUANTITY' },
     { name: 'zero pods', job: (j) => j.queue('a').pods(0), code: 'INVALID_QUANTITY' },
     { name: 'minCount above count', job: (j) => j.queue('a').pods(2, 3), code: 'INVALID_QUANTITY' },
-    { name: 'tenant does not own the queue', job: (j) => j.queue('a').tenant('t-other'), code: 'TENANT_MISMATCH' },
+    {
+      name: 'tenant does not own the queue',
+      job: (j) => j.queue('a').tenant('t-other'),
+      code: 'TENANT_MISMATCH',
+    },
   ];
   it.each(cases)('$name → $code', ({ job, code }) => {
     const { s } = base();
@@ -160,10 +216,14 @@ describe('input validation', () => {
 
   it('configuration errors: unknown cohort, cohort cycles, nodes in use', () => {
     const { s } = base();
-    expect(() => s.upsertQueue(makeQueue('q').cohort('missing').nominal('h100', 1).build())).toThrow(expect.objectContaining({ code: 'UNKNOWN_COHORT' }));
+    expect(() => s.upsertQueue(makeQueue('q').cohort('missing').nominal('h100', 1).build())).toThrow(
+      expect.objectContaining({ code: 'UNKNOWN_COHORT' }),
+    );
     s.upsertCohort({ name: 'c1' });
     s.upsertCohort({ name: 'c2', parent: 'c1' });
-    expect(() => s.upsertCohort({ name: 'c1', parent: 'c2' })).toThrow(expect.objectContaining({ code: 'COHORT_CYCLE' }));
+    expect(() => s.upsertCohort({ name: 'c1', parent: 'c2' })).toThrow(
+      expect.objectContaining({ code: 'COHORT_CYCLE' }),
+    );
     s.submit(makeJob('r').queue('a').gpus(1).build());
     s.cycle();
     expect(() => s.removeNode('h100-0')).toThrow(expect.objectContaining({ code: 'NODE_IN_USE' }));
@@ -174,7 +234,13 @@ describe('input validation', () => {
 
   it('pendingShapes lists distinct pending pod shapes with counts', () => {
     const { s } = base();
-    s.submit(makeJob('p1').queue('a').gpus(9 - 1).pods(2).build());
+    s.submit(
+      makeJob('p1')
+        .queue('a')
+        .gpus(9 - 1)
+        .pods(2)
+        .build(),
+    );
     s.submit(makeJob('p2').queue('a').gpus(8).pods(2).build());
     s.submit(makeJob('p3').queue('a').gpus(1).flavors('a100-1g').build());
     expect(s.pendingShapes()).toEqual([

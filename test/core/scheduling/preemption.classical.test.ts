@@ -6,8 +6,8 @@ import { candidates } from '../../../src/core/scheduling/preemption/candidates.j
 import { classicalOtherQueues, classicalSearch } from '../../../src/core/scheduling/preemption/classical.js';
 import { preemptionReason } from '../../../src/core/scheduling/preemption/preemptor.js';
 import { available, GPU } from '../../../src/core/scheduling/quota.js';
-import { rollback } from '../../../src/core/scheduling/trail.js';
 import type { QueueState } from '../../../src/core/scheduling/state.js';
+import { rollback } from '../../../src/core/scheduling/trail.js';
 import { makeJob, makeQueue, nodes } from '../builders.js';
 import { admit, gpuUsage, jobOf, makeCore, queueOf, snapshot } from '../core-builders.js';
 
@@ -77,7 +77,10 @@ describe('candidates and the staged search', () => {
   it('reclaim under nominal takes the fewest victims, never pushing a queue below its nominal; they stay released on the trail', () => {
     const { core, clock } = makeCore({
       nodes: nodes(2),
-      queues: [makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 8)],
+      queues: [
+        makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'),
+        makeQueue('b').cohort('c').nominal('h100', 8),
+      ],
     });
     for (const id of ['b1', 'b2', 'b3']) {
       clock.advance(1000);
@@ -91,7 +94,8 @@ describe('candidates and the staged search', () => {
     const cands = candidates(core, job, request, need, classicalOtherQueues(a, true));
     expect(cands.map((c) => c.job.spec.id)).toEqual(['b3', 'b2', 'b1']);
     const fits = (allowBorrowing: boolean): boolean =>
-      available(a.node, 'h100', GPU) >= 6000 && (allowBorrowing || (a.node.flavors.get('h100')?.usage[GPU] ?? 0) + 6000 <= 8000);
+      available(a.node, 'h100', GPU) >= 6000 &&
+      (allowBorrowing || (a.node.flavors.get('h100')?.usage[GPU] ?? 0) + 6000 <= 8000);
     const victims = classicalSearch(core, job, request, need, cands, [], true, fits, new Set());
     expect(victims?.map((v) => v.spec.id)).toEqual(['b3']);
     expect(available(a.node, 'h100', GPU)).toBe(8000);
@@ -102,8 +106,20 @@ describe('candidates and the staged search', () => {
   it('not under nominal and no own candidates: no victims, and nothing left on the trail', () => {
     const core = cohort();
     const job = buildJob(core, makeJob('p').queue('a').gpus(8).build());
-    const others = candidates(core, job, gpuUsage('h100', 8), [['h100', GPU]], () => true).filter((c) => c.other);
-    const victims = classicalSearch(core, job, gpuUsage('h100', 8), [['h100', GPU]], others, [], false, () => true, new Set());
+    const others = candidates(core, job, gpuUsage('h100', 8), [['h100', GPU]], () => true).filter(
+      (c) => c.other,
+    );
+    const victims = classicalSearch(
+      core,
+      job,
+      gpuUsage('h100', 8),
+      [['h100', GPU]],
+      others,
+      [],
+      false,
+      () => true,
+      new Set(),
+    );
     expect(victims).toBeNull();
     expect(core.trail.length).toBe(0);
   });
@@ -111,8 +127,16 @@ describe('candidates and the staged search', () => {
 
 describe('preemption reasons', () => {
   it('own queue → priority, another queue → reclaim, a queue over its closed window → window-closed', () => {
-    const { core } = makeCore({ nodes: nodes(1), queues: [makeQueue('a').cohort('c').nominal('h100', 4), makeQueue('b').cohort('c').nominal('h100', 4)] });
-    admit(core, makeJob('a1').queue('a').gpus(2), makeJob('b1').queue('b').gpus(2), makeJob('p').queue('a').gpus(1));
+    const { core } = makeCore({
+      nodes: nodes(1),
+      queues: [makeQueue('a').cohort('c').nominal('h100', 4), makeQueue('b').cohort('c').nominal('h100', 4)],
+    });
+    admit(
+      core,
+      makeJob('a1').queue('a').gpus(2),
+      makeJob('b1').queue('b').gpus(2),
+      makeJob('p').queue('a').gpus(1),
+    );
     const p = jobOf(core, 'p');
     expect(preemptionReason(core, p, jobOf(core, 'a1'), false)).toBe('priority');
     expect(preemptionReason(core, p, jobOf(core, 'b1'), true)).toBe('reclaim'); // no fair sharing: never 'fair-share'

@@ -1,12 +1,16 @@
-// Fair-sharing preemption rules (src/core/scheduling/preemption/fair-sharing.ts), called directly: which queues
+// Fair-sharing preemption rules (src/core/scheduling/preemption/fair-sharing.ts), called directly: which
+// queues
 // may lose jobs, the per-victim no-ping-pong rule, and the 'fair-share' reason.
 import { describe, expect, it } from 'vitest';
 import { buildJob } from '../../../src/core/scheduling/jobs.js';
-import { fairShareAllows, fairShareOtherQueues } from '../../../src/core/scheduling/preemption/fair-sharing.js';
+import {
+  fairShareAllows,
+  fairShareOtherQueues,
+} from '../../../src/core/scheduling/preemption/fair-sharing.js';
 import { preemptionReason } from '../../../src/core/scheduling/preemption/preemptor.js';
 import { weightedShare } from '../../../src/core/scheduling/queue-usage.js';
-import { chargeQueue } from '../../../src/core/scheduling/trail.js';
 import type { CoreState, JobState } from '../../../src/core/scheduling/state.js';
+import { chargeQueue } from '../../../src/core/scheduling/trail.js';
 import { makeJob, makeQueue, nodes } from '../builders.js';
 import { gpuUsage, makeCore, queueOf, snapshot } from '../core-builders.js';
 
@@ -14,7 +18,9 @@ import { gpuUsage, makeCore, queueOf, snapshot } from '../core-builders.js';
 function cohort(usage: Record<string, number>): CoreState {
   const { core } = makeCore({
     nodes: nodes(5),
-    queues: ['a', 'b', 'd'].map((n) => makeQueue(n).cohort('c').nominal('h100', 8)).concat(makeQueue('e').cohort('c').nominal('h100', 16)),
+    queues: ['a', 'b', 'd']
+      .map((n) => makeQueue(n).cohort('c').nominal('h100', 8))
+      .concat(makeQueue('e').cohort('c').nominal('h100', 16)),
     options: { fairSharing: { enabled: true } },
   });
   for (const [q, g] of Object.entries(usage)) chargeQueue(queueOf(core, q), gpuUsage('h100', g), 1);

@@ -1,7 +1,7 @@
 // Preemption: each policy, priority classes, candidate order, minimal victim set, fair sharing.
 import { describe, expect, it } from 'vitest';
 import type { PreemptionReason } from '../../../src/core/scheduling/index.js';
-import { makeCluster, makeJob, makeQueue, nodes, type JobBuilder, type QueueBuilder } from '../builders.js';
+import { type JobBuilder, makeCluster, makeJob, makeQueue, nodes, type QueueBuilder } from '../builders.js';
 
 interface PreemptCase {
   name: string;
@@ -10,11 +10,18 @@ interface PreemptCase {
   running: JobBuilder[];
   job: JobBuilder;
   fairSharing?: boolean;
-  expect: { victims: string[]; reason?: PreemptionReason; mode: 'preempt' | 'preempt-borrow' } | { pending: string };
+  expect:
+    | { victims: string[]; reason?: PreemptionReason; mode: 'preempt' | 'preempt-borrow' }
+    | { pending: string };
 }
 
-const solo = (w: 'Never' | 'LowerPriority' | 'LowerOrNewerEqualPriority') => [makeQueue('a').nominal('h100', 8).withinQueue(w)];
-const pair = (reclaim: 'Never' | 'LowerPriority' | 'Any') => [makeQueue('a').cohort('c').nominal('h100', 8).reclaim(reclaim), makeQueue('b').cohort('c').nominal('h100', 8)];
+const solo = (w: 'Never' | 'LowerPriority' | 'LowerOrNewerEqualPriority') => [
+  makeQueue('a').nominal('h100', 8).withinQueue(w),
+];
+const pair = (reclaim: 'Never' | 'LowerPriority' | 'Any') => [
+  makeQueue('a').cohort('c').nominal('h100', 8).reclaim(reclaim),
+  makeQueue('b').cohort('c').nominal('h100', 8),
+];
 
 const cases: PreemptCase[] = [
   {
@@ -62,33 +69,46 @@ const cases: PreemptCase[] = [
   {
     name: 'reclaimWithinCohort Any: the lender takes back its nominal from a higher-priority borrower',
     queues: pair('Any'),
-    running: [makeJob('b8').queue('b').pods(8).priority('production'), makeJob('b-borrow').queue('b').pods(8).priority('production')],
+    running: [
+      makeJob('b8').queue('b').pods(8).priority('production'),
+      makeJob('b-borrow').queue('b').pods(8).priority('production'),
+    ],
     job: makeJob('a8').queue('a').pods(8).priority('experiment'),
     expect: { victims: ['b-borrow'], reason: 'reclaim', mode: 'preempt' },
   },
   {
     name: 'reclaimWithinCohort LowerPriority: a higher-priority borrower stays',
     queues: pair('LowerPriority'),
-    running: [makeJob('b8').queue('b').pods(8).priority('training'), makeJob('b-borrow').queue('b').pods(8).priority('training')],
+    running: [
+      makeJob('b8').queue('b').pods(8).priority('training'),
+      makeJob('b-borrow').queue('b').pods(8).priority('training'),
+    ],
     job: makeJob('a8').queue('a').pods(8).priority('experiment'),
     expect: { pending: 'WaitingForQuota' },
   },
   {
     name: 'reclaimWithinCohort LowerPriority: a lower-priority borrower goes',
     queues: pair('LowerPriority'),
-    running: [makeJob('b8').queue('b').pods(8).priority('training'), makeJob('b-borrow').queue('b').pods(8).priority('experiment')],
+    running: [
+      makeJob('b8').queue('b').pods(8).priority('training'),
+      makeJob('b-borrow').queue('b').pods(8).priority('experiment'),
+    ],
     job: makeJob('a8').queue('a').pods(8).priority('training'),
     expect: { victims: ['b-borrow'], reason: 'reclaim', mode: 'preempt' },
   },
   {
     name: 'reclaimWithinCohort Never: it waits',
     queues: pair('Never'),
-    running: [makeJob('b8').queue('b').pods(8).priority('experiment'), makeJob('b-borrow').queue('b').pods(8).priority('experiment')],
+    running: [
+      makeJob('b8').queue('b').pods(8).priority('experiment'),
+      makeJob('b-borrow').queue('b').pods(8).priority('experiment'),
+    ],
     job: makeJob('a8').queue('a').pods(8).priority('training'),
     expect: { pending: 'WaitingForQuota' },
   },
   {
-    // It could never be reclaimed, so it never borrows a's idle nominal (test/core/scheduling/floor-unpreemptible.test.ts:
+    // It could never be reclaimed, so it never borrows a's idle nominal
+    // (test/core/scheduling/floor-unpreemptible.test.ts:
     // one above its nominal after a quota cut is still never a reclaim victim).
     name: 'inference-critical is never preempted, so it does not borrow: beyond its nominal it waits',
     queues: pair('Any'),
@@ -99,34 +119,59 @@ const cases: PreemptCase[] = [
   {
     name: 'a queue within its nominal is never a reclaim victim',
     queues: pair('Any'),
-    running: [makeJob('a-own').queue('a').pods(8).priority('training'), makeJob('b-own').queue('b').pods(8).priority('experiment')],
+    running: [
+      makeJob('a-own').queue('a').pods(8).priority('training'),
+      makeJob('b-own').queue('b').pods(8).priority('experiment'),
+    ],
     job: makeJob('a-more').queue('a').pods(4).priority('inference-critical'),
     expect: { pending: 'WaitingForQuota' },
   },
   {
     name: 'candidate order: another queue before the own queue, even at higher priority',
-    queues: [makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any').withinQueue('LowerPriority'), makeQueue('b').cohort('c').nominal('h100', 8)],
-    running: [makeJob('a-exp').queue('a').pods(4).priority('experiment'), makeJob('b-own').queue('b').pods(8).priority('training'), makeJob('b-borrow').queue('b').pods(4).priority('training')],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any').withinQueue('LowerPriority'),
+      makeQueue('b').cohort('c').nominal('h100', 8),
+    ],
+    running: [
+      makeJob('a-exp').queue('a').pods(4).priority('experiment'),
+      makeJob('b-own').queue('b').pods(8).priority('training'),
+      makeJob('b-borrow').queue('b').pods(4).priority('training'),
+    ],
     job: makeJob('a4').queue('a').pods(4).priority('training'),
     expect: { victims: ['b-borrow'], reason: 'reclaim', mode: 'preempt' },
   },
   {
     name: 'candidate order: lower priority first',
-    queues: [makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 0)],
-    running: [makeJob('b-exp').queue('b').pods(4).priority('experiment'), makeJob('b-train').queue('b').pods(4).priority('training')],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'),
+      makeQueue('b').cohort('c').nominal('h100', 0),
+    ],
+    running: [
+      makeJob('b-exp').queue('b').pods(4).priority('experiment'),
+      makeJob('b-train').queue('b').pods(4).priority('training'),
+    ],
     job: makeJob('a4').queue('a').pods(4).priority('training'),
     expect: { victims: ['b-exp'], reason: 'reclaim', mode: 'preempt' },
   },
   {
     name: 'candidate order: most recently admitted first',
-    queues: [makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 0)],
-    running: [makeJob('b-first').queue('b').pods(4).priority('training'), makeJob('b-second').queue('b').pods(4).priority('training')],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'),
+      makeQueue('b').cohort('c').nominal('h100', 0),
+    ],
+    running: [
+      makeJob('b-first').queue('b').pods(4).priority('training'),
+      makeJob('b-second').queue('b').pods(4).priority('training'),
+    ],
     job: makeJob('a4').queue('a').pods(4).priority('training'),
     expect: { victims: ['b-second'], reason: 'reclaim', mode: 'preempt' },
   },
   {
     name: 'minimal set: a victim taken early but not needed is put back',
-    queues: [makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 2)],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'),
+      makeQueue('b').cohort('c').nominal('h100', 2),
+    ],
     running: [
       makeJob('a-own').queue('a').pods(2).priority('training'),
       makeJob('b-t0').queue('b').pods(2).priority('training'),
@@ -138,53 +183,102 @@ const cases: PreemptCase[] = [
   },
   {
     name: 'minimal set: several victims when one is not enough',
-    queues: [makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 0)],
-    running: [makeJob('b1').queue('b').pods(2).priority('training'), makeJob('b2').queue('b').pods(2).priority('training'), makeJob('b3').queue('b').pods(2).priority('training')],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'),
+      makeQueue('b').cohort('c').nominal('h100', 0),
+    ],
+    running: [
+      makeJob('b1').queue('b').pods(2).priority('training'),
+      makeJob('b2').queue('b').pods(2).priority('training'),
+      makeJob('b3').queue('b').pods(2).priority('training'),
+    ],
     job: makeJob('a6').queue('a').pods(6).priority('training'),
     expect: { victims: ['b2', 'b3'], reason: 'reclaim', mode: 'preempt' },
   },
   {
     name: 'borrowWithinCohort Never: a job that would borrow after reclaiming waits',
-    queues: [makeQueue('a').cohort('c').nominal('h100', 4).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 4), makeQueue('l').cohort('c').nominal('h100', 8)],
-    running: [makeJob('b4').queue('b').pods(4).priority('experiment'), makeJob('b8').queue('b').pods(8).priority('experiment')],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 4).reclaim('Any'),
+      makeQueue('b').cohort('c').nominal('h100', 4),
+      makeQueue('l').cohort('c').nominal('h100', 8),
+    ],
+    running: [
+      makeJob('b4').queue('b').pods(4).priority('experiment'),
+      makeJob('b8').queue('b').pods(8).priority('experiment'),
+    ],
     job: makeJob('a8').queue('a').pods(8).priority('training'),
     expect: { pending: 'WaitingForQuota' },
   },
   {
     name: 'borrowWithinCohort LowerPriority: preempt and borrow',
     queues: [
-      makeQueue('a').cohort('c').nominal('h100', 4).preemption({ reclaimWithinCohort: 'Any', borrowWithinCohort: { policy: 'LowerPriority' } }),
+      makeQueue('a')
+        .cohort('c')
+        .nominal('h100', 4)
+        .preemption({ reclaimWithinCohort: 'Any', borrowWithinCohort: { policy: 'LowerPriority' } }),
       makeQueue('b').cohort('c').nominal('h100', 4),
       makeQueue('l').cohort('c').nominal('h100', 8),
     ],
-    running: [makeJob('b4').queue('b').pods(4).priority('experiment'), makeJob('b8').queue('b').pods(8).priority('experiment')],
+    running: [
+      makeJob('b4').queue('b').pods(4).priority('experiment'),
+      makeJob('b8').queue('b').pods(8).priority('experiment'),
+    ],
     job: makeJob('a8').queue('a').pods(8).priority('training'),
     expect: { victims: ['b8'], reason: 'reclaim', mode: 'preempt-borrow' },
   },
   {
     name: 'borrowWithinCohort: maxPriorityThreshold protects victims above it',
     queues: [
-      makeQueue('a').cohort('c').nominal('h100', 4).preemption({ reclaimWithinCohort: 'Any', borrowWithinCohort: { policy: 'LowerPriority', maxPriorityThreshold: 5 } }),
+      makeQueue('a')
+        .cohort('c')
+        .nominal('h100', 4)
+        .preemption({
+          reclaimWithinCohort: 'Any',
+          borrowWithinCohort: { policy: 'LowerPriority', maxPriorityThreshold: 5 },
+        }),
       makeQueue('b').cohort('c').nominal('h100', 4),
       makeQueue('l').cohort('c').nominal('h100', 8),
     ],
-    running: [makeJob('b4').queue('b').pods(4).priority('experiment'), makeJob('b8').queue('b').pods(8).priority('experiment')],
+    running: [
+      makeJob('b4').queue('b').pods(4).priority('experiment'),
+      makeJob('b8').queue('b').pods(8).priority('experiment'),
+    ],
     job: makeJob('a8').queue('a').pods(8).priority('training'),
     expect: { pending: 'WaitingForQuota' },
   },
   {
     name: 'fair sharing: the lower share may take from the higher share',
     fairSharing: true,
-    queues: [makeQueue('a').cohort('c').nominal('h100', 4).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 4).reclaim('Any'), makeQueue('l').cohort('c').nominal('h100', 8)],
-    running: [makeJob('a4').queue('a').pods(4), makeJob('a-b1').queue('a').pods(2), makeJob('a-b2').queue('a').pods(2), makeJob('a-b3').queue('a').pods(2), makeJob('b4').queue('b').pods(4), makeJob('b-b1').queue('b').pods(2)],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 4).reclaim('Any'),
+      makeQueue('b').cohort('c').nominal('h100', 4).reclaim('Any'),
+      makeQueue('l').cohort('c').nominal('h100', 8),
+    ],
+    running: [
+      makeJob('a4').queue('a').pods(4),
+      makeJob('a-b1').queue('a').pods(2),
+      makeJob('a-b2').queue('a').pods(2),
+      makeJob('a-b3').queue('a').pods(2),
+      makeJob('b4').queue('b').pods(4),
+      makeJob('b-b1').queue('b').pods(2),
+    ],
     job: makeJob('b-b2').queue('b').pods(2),
     expect: { victims: ['a-b3'], reason: 'fair-share', mode: 'preempt-borrow' },
   },
   {
     name: 'fair sharing: no preemption that would leave the preemptor above the victim',
     fairSharing: true,
-    queues: [makeQueue('a').cohort('c').nominal('h100', 4).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 4).reclaim('Any'), makeQueue('l').cohort('c').nominal('h100', 8)],
-    running: [makeJob('a4').queue('a').pods(4), makeJob('a-b').queue('a').pods(4), makeJob('b4').queue('b').pods(4), makeJob('b-b').queue('b').pods(2)],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 4).reclaim('Any'),
+      makeQueue('b').cohort('c').nominal('h100', 4).reclaim('Any'),
+      makeQueue('l').cohort('c').nominal('h100', 8),
+    ],
+    running: [
+      makeJob('a4').queue('a').pods(4),
+      makeJob('a-b').queue('a').pods(4),
+      makeJob('b4').queue('b').pods(4),
+      makeJob('b-b').queue('b').pods(2),
+    ],
     job: makeJob('b-b2').queue('b').pods(4),
     expect: { pending: 'WaitingForQuota' },
   },
@@ -192,7 +286,11 @@ const cases: PreemptCase[] = [
 
 describe('preemption', () => {
   it.each(cases)('$name', (c) => {
-    const { s } = makeCluster({ nodes: nodes(2), queues: c.queues, options: { fairSharing: { enabled: c.fairSharing ?? false } } });
+    const { s } = makeCluster({
+      nodes: nodes(2),
+      queues: c.queues,
+      options: { fairSharing: { enabled: c.fairSharing ?? false } },
+    });
     for (const r of c.running) {
       const spec = r.build();
       s.submit(spec);
@@ -225,10 +323,19 @@ describe('preemption', () => {
   it('fair sharing: the victim does not take its capacity back in later cycles (no ping-pong)', () => {
     const { s } = makeCluster({
       nodes: nodes(2),
-      queues: [makeQueue('a').cohort('c').nominal('h100', 4).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 4).reclaim('Any'), makeQueue('l').cohort('c').nominal('h100', 8)],
+      queues: [
+        makeQueue('a').cohort('c').nominal('h100', 4).reclaim('Any'),
+        makeQueue('b').cohort('c').nominal('h100', 4).reclaim('Any'),
+        makeQueue('l').cohort('c').nominal('h100', 8),
+      ],
       options: { fairSharing: { enabled: true } },
     });
-    const setup = [makeJob('a4').queue('a').pods(4), makeJob('a2x').queue('a').pods(2), makeJob('a2y').queue('a').pods(2), makeJob('a2z').queue('a').pods(2)];
+    const setup = [
+      makeJob('a4').queue('a').pods(4),
+      makeJob('a2x').queue('a').pods(2),
+      makeJob('a2y').queue('a').pods(2),
+      makeJob('a2z').queue('a').pods(2),
+    ];
     for (const j of [...setup, makeJob('b4').queue('b').pods(4), makeJob('b2').queue('b').pods(2)]) {
       s.submit(j.build());
       s.cycle();

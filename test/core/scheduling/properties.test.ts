@@ -2,13 +2,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  Scheduler,
-  SchedulerInputError,
   type Admission,
   type CycleResult,
   type JobSpec,
   type NodeSpec,
   type QueueSpec,
+  Scheduler,
+  SchedulerInputError,
   type SchedulerOptions,
 } from '../../../src/core/scheduling/index.js';
 import { FLAVORS, ManualClock } from '../builders.js';
@@ -24,7 +24,15 @@ interface World {
 }
 
 type Op =
-  | { kind: 'submit'; queue: number; gpu: number; pods: number; minPods: number; priority: string; flavor: number }
+  | {
+      kind: 'submit';
+      queue: number;
+      gpu: number;
+      pods: number;
+      minPods: number;
+      priority: string;
+      flavor: number;
+    }
   | { kind: 'finish'; pick: number }
   | { kind: 'cancel'; pick: number }
   | { kind: 'cycle' }
@@ -33,12 +41,25 @@ type Op =
 const policyArb = fc.record({
   withinQueue: fc.constantFrom('Never', 'LowerPriority', 'LowerOrNewerEqualPriority' as const),
   reclaimWithinCohort: fc.constantFrom('Never', 'LowerPriority', 'Any' as const),
-  borrowWithinCohort: fc.option(fc.record({ policy: fc.constantFrom('Never', 'LowerPriority' as const), maxPriorityThreshold: fc.option(fc.constantFrom(10, 100, 500), { nil: undefined }) }), { nil: undefined }),
+  borrowWithinCohort: fc.option(
+    fc.record({
+      policy: fc.constantFrom('Never', 'LowerPriority' as const),
+      maxPriorityThreshold: fc.option(fc.constantFrom(10, 100, 500), { nil: undefined }),
+    }),
+    { nil: undefined },
+  ),
 });
 
 const worldArb: fc.Arbitrary<World> = fc
   .record({
-    nodes: fc.array(fc.record({ flavor: fc.constantFrom('h100', 'h100', 'a100-1g'), gpus: fc.integer({ min: 1, max: 8 }), dedicated: fc.boolean() }), { minLength: 1, maxLength: 8 }),
+    nodes: fc.array(
+      fc.record({
+        flavor: fc.constantFrom('h100', 'h100', 'a100-1g'),
+        gpus: fc.integer({ min: 1, max: 8 }),
+        dedicated: fc.boolean(),
+      }),
+      { minLength: 1, maxLength: 8 },
+    ),
     nested: fc.boolean(),
     queues: fc.array(
       fc.record({
@@ -66,13 +87,21 @@ const worldArb: fc.Arbitrary<World> = fc
       memory: 256_000,
       ...(n.dedicated && i === 0 ? { dedicatedTenant: 't0' } : {}),
     })),
-    cohorts: w.nested ? [{ name: 'root' }, { name: 'c1', parent: 'root' }, { name: 'c2', parent: 'root' }] : [{ name: 'c1' }, { name: 'c2' }],
+    cohorts: w.nested
+      ? [{ name: 'root' }, { name: 'c1', parent: 'root' }, { name: 'c2', parent: 'root' }]
+      : [{ name: 'c1' }, { name: 'c2' }],
     queues: w.queues.map((q, i) => {
       const spec: QueueSpec = {
         name: `q${i}`,
         tenant: `t${i}`,
         quotas: {
-          h100: { gpu: { nominal: q.h100, ...(q.borrowingLimit !== undefined ? { borrowingLimit: q.borrowingLimit } : {}), ...(q.lendingLimit !== undefined ? { lendingLimit: q.lendingLimit } : {}) } },
+          h100: {
+            gpu: {
+              nominal: q.h100,
+              ...(q.borrowingLimit !== undefined ? { borrowingLimit: q.borrowingLimit } : {}),
+              ...(q.lendingLimit !== undefined ? { lendingLimit: q.lendingLimit } : {}),
+            },
+          },
           ...(q.mig !== undefined ? { 'a100-1g': { gpu: { nominal: q.mig } } } : {}),
         },
         weight: q.weight,
@@ -87,15 +116,33 @@ const worldArb: fc.Arbitrary<World> = fc
   }));
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ kind: fc.constant('submit' as const), queue: fc.nat(), gpu: fc.constantFrom(0.25, 0.5, 1, 1, 2, 3, 4, 8), pods: fc.integer({ min: 1, max: 3 }), minPods: fc.integer({ min: 1, max: 3 }), priority: fc.constantFrom('inference-critical', 'production', 'training', 'experiment'), flavor: fc.nat() }) },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      kind: fc.constant('submit' as const),
+      queue: fc.nat(),
+      gpu: fc.constantFrom(0.25, 0.5, 1, 1, 2, 3, 4, 8),
+      pods: fc.integer({ min: 1, max: 3 }),
+      minPods: fc.integer({ min: 1, max: 3 }),
+      priority: fc.constantFrom('inference-critical', 'production', 'training', 'experiment'),
+      flavor: fc.nat(),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('finish' as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancel' as const), pick: fc.nat() }) },
   { weight: 3, arbitrary: fc.constant({ kind: 'cycle' as const }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 600_000 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 600_000 }) }),
+  },
 );
 
 function build(w: World, clock: ManualClock): Scheduler {
-  const opts: SchedulerOptions = { clock, placement: w.placement, fairSharing: { enabled: w.fairSharing, usageHalfLifeMs: 600_000 } };
+  const opts: SchedulerOptions = {
+    clock,
+    placement: w.placement,
+    fairSharing: { enabled: w.fairSharing, usageHalfLifeMs: 600_000 },
+  };
   const s = new Scheduler(opts);
   for (const f of FLAVORS) s.upsertFlavor(f);
   for (const n of w.nodes) s.upsertNode(n);
@@ -105,7 +152,15 @@ function build(w: World, clock: ManualClock): Scheduler {
 }
 
 /** Runs ops, keeping an independent model of running jobs from the decisions returned. */
-function run(w: World, ops: Op[], onCycle?: (s: Scheduler, r: CycleResult, running: Map<string, { job: JobSpec; admission: Admission }>) => void) {
+function run(
+  w: World,
+  ops: Op[],
+  onCycle?: (
+    s: Scheduler,
+    r: CycleResult,
+    running: Map<string, { job: JobSpec; admission: Admission }>,
+  ) => void,
+) {
   const clock = new ManualClock();
   const s = build(w, clock);
   const running = new Map<string, { job: JobSpec; admission: Admission }>();
@@ -122,7 +177,18 @@ function run(w: World, ops: Op[], onCycle?: (s: Scheduler, r: CycleResult, runni
         queue: q.name,
         priorityClass: op.priority,
         submitTime: clock.now(),
-        podSets: [{ name: 'main', count: op.pods, minCount: Math.min(op.minPods, op.pods), perPod: { gpu: op.gpu, cpu: 1000 }, flavors: [flavors[op.flavor % flavors.length]!, ...flavors.filter((_, i) => i !== op.flavor % flavors.length)] }],
+        podSets: [
+          {
+            name: 'main',
+            count: op.pods,
+            minCount: Math.min(op.minPods, op.pods),
+            perPod: { gpu: op.gpu, cpu: 1000 },
+            flavors: [
+              flavors[op.flavor % flavors.length]!,
+              ...flavors.filter((_, i) => i !== op.flavor % flavors.length),
+            ],
+          },
+        ],
         expectedDurationMs: 600_000,
       };
       try {
@@ -155,7 +221,11 @@ function run(w: World, ops: Op[], onCycle?: (s: Scheduler, r: CycleResult, runni
 }
 
 /** Independent check of node capacity from the admissions alone. */
-function checkCapacity(w: World, running: Map<string, { job: JobSpec; admission: Admission }>, s: Scheduler): void {
+function checkCapacity(
+  w: World,
+  running: Map<string, { job: JobSpec; admission: Admission }>,
+  s: Scheduler,
+): void {
   const perGpu = new Map<string, number[]>();
   const cpu = new Map<string, number>();
   for (const n of w.nodes) {
@@ -192,8 +262,14 @@ function checkCapacity(w: World, running: Map<string, { job: JobSpec; admission:
   }
 }
 
-/** Per queue and flavor: usage ≤ nominal + borrowingLimit (≤ nominal without a cohort); per tree: usage ≤ the sum of nominals. */
-function checkQuota(w: World, running: Map<string, { job: JobSpec; admission: Admission }>, s: Scheduler): void {
+/** Per queue and flavor: usage ≤ nominal + borrowingLimit (≤ nominal without a cohort); per tree: usage ≤
+ * the sum of nominals.
+ */
+function checkQuota(
+  w: World,
+  running: Map<string, { job: JobSpec; admission: Admission }>,
+  s: Scheduler,
+): void {
   const used = new Map<string, number>();
   for (const { job, admission } of running.values())
     for (const ps of admission.podSets) {
@@ -203,12 +279,14 @@ function checkQuota(w: World, running: Map<string, { job: JobSpec; admission: Ad
     }
   const treeUsed = new Map<string, number>();
   const treeNominal = new Map<string, number>();
-  const tree = (q: QueueSpec) => (q.cohort === undefined ? q.name : w.cohorts.some((c) => c.name === 'root') ? 'root' : q.cohort);
+  const tree = (q: QueueSpec) =>
+    q.cohort === undefined ? q.name : w.cohorts.some((c) => c.name === 'root') ? 'root' : q.cohort;
   for (const q of w.queues) {
     for (const [f, res] of Object.entries(q.quotas)) {
       const u = used.get(`${q.name}/${f}`) ?? 0;
       const lim = res.gpu!;
-      const max = q.cohort === undefined ? lim.nominal : lim.nominal + (lim.borrowingLimit ?? Number.POSITIVE_INFINITY);
+      const max =
+        q.cohort === undefined ? lim.nominal : lim.nominal + (lim.borrowingLimit ?? Number.POSITIVE_INFINITY);
       expect(u).toBeLessThanOrEqual(Math.round(max * 1000));
       const st = s.queueStatus(q.name).resources.find((r) => r.flavor === f && r.resource === 'gpu')!;
       expect(Math.round(st.used * 1000)).toBe(u);
@@ -248,42 +326,64 @@ describe('properties', () => {
 
   it('a what-if leaves the snapshot unchanged', () => {
     fc.assert(
-      fc.property(worldArb, fc.array(opArb, { minLength: 5, maxLength: 30 }), fc.array(opArb.filter((o) => o.kind === 'submit'), { minLength: 1, maxLength: 4 }), (w, ops, probes) => {
-        const { s } = run(w, [...ops, { kind: 'cycle' }]);
-        for (const [i, p] of probes.entries()) {
-          if (p.kind !== 'submit') continue;
-          const q = w.queues[p.queue % w.queues.length]!;
-          const before = s.debugState();
-          try {
-            s.preview({ id: `probe${i}`, tenant: q.tenant, queue: q.name, priorityClass: p.priority, submitTime: 0, podSets: [{ name: 'main', count: p.pods, perPod: { gpu: p.gpu } }] });
-          } catch (e) {
-            if (!(e instanceof SchedulerInputError)) throw e;
+      fc.property(
+        worldArb,
+        fc.array(opArb, { minLength: 5, maxLength: 30 }),
+        fc.array(
+          opArb.filter((o) => o.kind === 'submit'),
+          { minLength: 1, maxLength: 4 },
+        ),
+        (w, ops, probes) => {
+          const { s } = run(w, [...ops, { kind: 'cycle' }]);
+          for (const [i, p] of probes.entries()) {
+            if (p.kind !== 'submit') continue;
+            const q = w.queues[p.queue % w.queues.length]!;
+            const before = s.debugState();
+            try {
+              s.preview({
+                id: `probe${i}`,
+                tenant: q.tenant,
+                queue: q.name,
+                priorityClass: p.priority,
+                submitTime: 0,
+                podSets: [{ name: 'main', count: p.pods, perPod: { gpu: p.gpu } }],
+              });
+            } catch (e) {
+              if (!(e instanceof SchedulerInputError)) throw e;
+            }
+            expect(s.debugState()).toEqual(before);
           }
-          expect(s.debugState()).toEqual(before);
-        }
-      }),
+        },
+      ),
       RUNS,
     );
   });
 
   it('no two jobs preempt each other back and forth, and cycles settle', () => {
     fc.assert(
-      fc.property(worldArb, fc.array(opArb.filter((o) => o.kind === 'submit'), { minLength: 3, maxLength: 30 }), (w, submits) => {
-        const ops: Op[] = [];
-        // Interleave cycles so jobs get admitted before others arrive and preempt them.
-        submits.forEach((o, i) => ops.push(o, ...(i % 3 === 2 ? [{ kind: 'cycle' as const }] : [])));
-        for (let i = 0; i < 8; i++) ops.push({ kind: 'cycle' });
-        const pairs = new Set<string>();
-        const { trace } = run(w, ops, (_s, r) => {
-          for (const p of r.preempted) {
-            expect(pairs.has(`${p.preemptorId}>${p.victimId}`)).toBe(false);
-            pairs.add(`${p.victimId}>${p.preemptorId}`);
-          }
-        });
-        const last = trace[trace.length - 1] as CycleResult;
-        expect(last.admitted).toEqual([]);
-        expect(last.preempted).toEqual([]);
-      }),
+      fc.property(
+        worldArb,
+        fc.array(
+          opArb.filter((o) => o.kind === 'submit'),
+          { minLength: 3, maxLength: 30 },
+        ),
+        (w, submits) => {
+          const ops: Op[] = [];
+          // Interleave cycles so jobs get admitted before others arrive and preempt them.
+          submits.forEach((o, i) => ops.push(o, ...(i % 3 === 2 ? [{ kind: 'cycle' as const }] : [])));
+          for (let i = 0; i < 8; i++) ops.push({ kind: 'cycle' });
+          const pairs = new Set<string>();
+          const { trace } = run(w, ops, (_s, r) => {
+            for (const p of r.preempted) {
+              expect(pairs.has(`${p.preemptorId}>${p.victimId}`)).toBe(false);
+              pairs.add(`${p.victimId}>${p.preemptorId}`);
+            }
+          });
+          const last = trace[trace.length - 1] as CycleResult;
+          expect(last.admitted).toEqual([]);
+          expect(last.preempted).toEqual([]);
+        },
+      ),
       RUNS,
     );
   });
@@ -293,7 +393,14 @@ describe('properties', () => {
     // reclaim Any everywhere: whatever is missing is borrowed by queues above their nominal.
     const arb = fc.record({
       nominals: fc.array(fc.integer({ min: 0, max: 12 }), { minLength: 2, maxLength: 5 }),
-      jobs: fc.array(fc.record({ queue: fc.nat(), pods: fc.integer({ min: 1, max: 6 }), priority: fc.constantFrom('production', 'training', 'experiment') }), { maxLength: 30 }),
+      jobs: fc.array(
+        fc.record({
+          queue: fc.nat(),
+          pods: fc.integer({ min: 1, max: 6 }),
+          priority: fc.constantFrom('production', 'training', 'experiment'),
+        }),
+        { maxLength: 30 },
+      ),
       probeQueue: fc.nat(),
       probeSize: fc.nat(),
       fairSharing: fc.boolean(),
@@ -307,14 +414,35 @@ describe('properties', () => {
         const s = new Scheduler({ clock, fairSharing: { enabled: fairSharing } });
         s.upsertFlavor(FLAVORS[0]!);
         for (let i = 0, left = total; left > 0; i++, left -= 8)
-          s.upsertNode({ name: `n${i}`, pool: 'p', flavor: 'h100', gpus: Math.min(8, left), cpu: 1e6, memory: 1e6 });
+          s.upsertNode({
+            name: `n${i}`,
+            pool: 'p',
+            flavor: 'h100',
+            gpus: Math.min(8, left),
+            cpu: 1e6,
+            memory: 1e6,
+          });
         s.upsertCohort({ name: 'c' });
         nominals.forEach((n, i) =>
-          s.upsertQueue({ name: `q${i}`, tenant: `t${i}`, cohort: 'c', quotas: { h100: { gpu: { nominal: n } } }, preemption: { reclaimWithinCohort: 'Any' }, ...(strict ? { queueingStrategy: 'StrictFIFO' as const } : {}) }),
+          s.upsertQueue({
+            name: `q${i}`,
+            tenant: `t${i}`,
+            cohort: 'c',
+            quotas: { h100: { gpu: { nominal: n } } },
+            preemption: { reclaimWithinCohort: 'Any' },
+            ...(strict ? { queueingStrategy: 'StrictFIFO' as const } : {}),
+          }),
         );
         jobs.forEach((j, i) => {
           const q = j.queue % nominals.length;
-          s.submit({ id: `j${i}`, tenant: `t${q}`, queue: `q${q}`, priorityClass: j.priority, submitTime: i, podSets: [{ name: 'm', count: j.pods, perPod: { gpu: 1 } }] });
+          s.submit({
+            id: `j${i}`,
+            tenant: `t${q}`,
+            queue: `q${q}`,
+            priorityClass: j.priority,
+            submitTime: i,
+            podSets: [{ name: 'm', count: j.pods, perPod: { gpu: 1 } }],
+          });
           if (i % 4 === 3) s.cycle();
         });
         s.cycle();
@@ -323,10 +451,18 @@ describe('properties', () => {
         const room = st.nominal - st.used;
         if (room < 1) return;
         const k = 1 + (probeSize % room);
-        s.submit({ id: 'probe', tenant: `t${qi}`, queue: `q${qi}`, priorityClass: 'inference-critical', submitTime: 1e9, podSets: [{ name: 'm', count: k, perPod: { gpu: 1 } }] });
+        s.submit({
+          id: 'probe',
+          tenant: `t${qi}`,
+          queue: `q${qi}`,
+          priorityClass: 'inference-critical',
+          submitTime: 1e9,
+          podSets: [{ name: 'm', count: k, perPod: { gpu: 1 } }],
+        });
         const r = s.cycle();
         expect(r.admitted.map((a) => a.jobId)).toContain('probe');
-        for (const p of r.preempted.filter((x) => x.preemptorId === 'probe')) expect(p.victimQueue).not.toBe(`q${qi}`);
+        for (const p of r.preempted.filter((x) => x.preemptorId === 'probe'))
+          expect(p.victimQueue).not.toBe(`q${qi}`);
       }),
       { numRuns: 200 },
     );

@@ -1,9 +1,17 @@
-// Queue usage views (src/core/scheduling/queue-usage.ts) and the pending shape index (src/core/scheduling/pending-shapes.ts),
+// Queue usage views (src/core/scheduling/queue-usage.ts) and the pending shape index
+// (src/core/scheduling/pending-shapes.ts),
 // called directly on a CoreState.
 import { describe, expect, it } from 'vitest';
-import { submit, cancel } from '../../../src/core/scheduling/jobs.js';
+import { cancel, submit } from '../../../src/core/scheduling/jobs.js';
 import { fragShapes, pendingShapes } from '../../../src/core/scheduling/pending-shapes.js';
-import { anyOverNominal, historyAt, historyChange, overNominal, weightedShare, withinNominal } from '../../../src/core/scheduling/queue-usage.js';
+import {
+  anyOverNominal,
+  historyAt,
+  historyChange,
+  overNominal,
+  weightedShare,
+  withinNominal,
+} from '../../../src/core/scheduling/queue-usage.js';
 import { GPU } from '../../../src/core/scheduling/quota.js';
 import { chargeQueue } from '../../../src/core/scheduling/trail.js';
 import { makeJob, makeQueue, nodes } from '../builders.js';
@@ -13,7 +21,10 @@ describe('queue usage', () => {
   const cohort = (weightA = 1) =>
     makeCore({
       nodes: nodes(2),
-      queues: [makeQueue('a').cohort('c').nominal('h100', 4).weight(weightA), makeQueue('b').cohort('c').nominal('h100', 12)],
+      queues: [
+        makeQueue('a').cohort('c').nominal('h100', 4).weight(weightA),
+        makeQueue('b').cohort('c').nominal('h100', 12),
+      ],
       options: { fairSharing: { enabled: true, usageHalfLifeMs: 60_000 } },
     });
 
@@ -69,7 +80,11 @@ describe('queue usage', () => {
 
 describe('pending shape index', () => {
   it('counts pending pods per shape and forgets a shape with its last job', () => {
-    const { core } = makeCore({ nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 0)], options: { placement: 'fragmentation-aware' } });
+    const { core } = makeCore({
+      nodes: nodes(1),
+      queues: [makeQueue('a').nominal('h100', 0)],
+      options: { placement: 'fragmentation-aware' },
+    });
     submit(core, makeJob('x').queue('a').gpus(2).pods(3).build());
     submit(core, makeJob('y').queue('a').gpus(2).build());
     submit(core, makeJob('z').queue('a').gpus(1).build());

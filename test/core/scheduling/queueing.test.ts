@@ -101,7 +101,12 @@ describe('gangs', () => {
   it('several pod sets: a CPU launcher and GPU workers are admitted together', () => {
     const { s } = makeCluster({ nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 8)] });
     s.submit(
-      makeJob('mpi').queue('a').gpus(2).pods(4).podSet({ name: 'launcher', count: 1, perPod: { cpu: 2000, memory: 4096 } }).build(),
+      makeJob('mpi')
+        .queue('a')
+        .gpus(2)
+        .pods(4)
+        .podSet({ name: 'launcher', count: 1, perPod: { cpu: 2000, memory: 4096 } })
+        .build(),
     );
     const [adm] = s.cycle().admitted;
     expect(adm?.podSets.map((p) => [p.name, p.count])).toEqual([
@@ -128,11 +133,23 @@ describe('explain: reasons, positions, ETA', () => {
     const a1 = s.explain('a1');
     const a2 = s.explain('a2');
     const b1 = s.explain('b1');
-    expect(a1).toMatchObject({ state: 'pending', reason: 'WaitingForQuota', positionInQueue: 1, cohortPending: 3 });
+    expect(a1).toMatchObject({
+      state: 'pending',
+      reason: 'WaitingForQuota',
+      positionInQueue: 1,
+      cohortPending: 3,
+    });
     expect(a2).toMatchObject({ positionInQueue: 2 });
     // b borrows (it runs 8 on a nominal of 4), so a's jobs, which do not borrow, come first in the cohort.
     expect([a1.positionInCohort, a2.positionInCohort, b1.positionInCohort]).toEqual([1, 2, 3]);
-    expect(a1.shortfall).toMatchObject({ flavor: 'h100', resource: 'gpu', requested: 2, available: 0, nominal: 4, used: 0 });
+    expect(a1.shortfall).toMatchObject({
+      flavor: 'h100',
+      resource: 'gpu',
+      requested: 2,
+      available: 0,
+      nominal: 4,
+      used: 0,
+    });
   });
 
   it('ETA from running jobs expected end times', () => {
@@ -167,19 +184,29 @@ describe('explain: reasons, positions, ETA', () => {
     const res = s.cycle();
     expect(res.pending).toEqual([expect.objectContaining({ jobId: 'w', reason: 'NoNodeFits' })]);
     expect(s.explain('w').message).toMatch(/no set of eligible nodes/);
-    expect(s.explain('w').nodeFit).toEqual([{ flavor: 'h100', largestFreeGpusOnOneNode: 2, freeGpus: 2, podsNeeded: 1, gpusPerPod: 4 }]);
+    expect(s.explain('w').nodeFit).toEqual([
+      { flavor: 'h100', largestFreeGpusOnOneNode: 2, freeGpus: 2, podsNeeded: 1, gpusPerPod: 4 },
+    ]);
   });
 
   it('a cycle with nothing new to try does no work; a release wakes only its own tree and flavors', () => {
     const { s } = makeCluster({
       nodes: [...nodes(1), ...nodes(1, 'a100')],
-      queues: [makeQueue('a').cohort('c1').nominal('h100', 8), makeQueue('x').cohort('c2').nominal('a100', 8)],
+      queues: [
+        makeQueue('a').cohort('c1').nominal('h100', 8),
+        makeQueue('x').cohort('c2').nominal('a100', 8),
+      ],
     });
     s.submit(makeJob('a-run').queue('a').gpus(8).build());
     s.submit(makeJob('x-run').queue('x').gpus(8).build());
     s.submit(makeJob('a-wait').queue('a').gpus(8).build());
     s.submit(makeJob('x-wait').queue('x').gpus(8).build());
-    expect(s.cycle().pending.map((p) => p.jobId).sort()).toEqual(['a-wait', 'x-wait']);
+    expect(
+      s
+        .cycle()
+        .pending.map((p) => p.jobId)
+        .sort(),
+    ).toEqual(['a-wait', 'x-wait']);
     expect(s.cycle().pending).toEqual([]); // parked: not re-evaluated
     s.finish('x-run');
     const res = s.cycle();

@@ -1,7 +1,7 @@
 // Quota arithmetic: fit, borrowing within/beyond limits, lending limits, nested cohorts.
 import { describe, expect, it } from 'vitest';
 import type { CohortSpec } from '../../../src/core/scheduling/index.js';
-import { makeCluster, makeJob, makeQueue, nodes, type JobBuilder, type QueueBuilder } from '../builders.js';
+import { type JobBuilder, makeCluster, makeJob, makeQueue, nodes, type QueueBuilder } from '../builders.js';
 
 interface QuotaCase {
   name: string;
@@ -14,8 +14,18 @@ interface QuotaCase {
 }
 
 const cases: QuotaCase[] = [
-  { name: 'fits within nominal', queues: [makeQueue('a').nominal('h100', 8)], job: makeJob().queue('a').pods(4), expect: { mode: 'fit' } },
-  { name: 'fits exactly the nominal', queues: [makeQueue('a').nominal('h100', 8)], job: makeJob().queue('a').pods(8), expect: { mode: 'fit' } },
+  {
+    name: 'fits within nominal',
+    queues: [makeQueue('a').nominal('h100', 8)],
+    job: makeJob().queue('a').pods(4),
+    expect: { mode: 'fit' },
+  },
+  {
+    name: 'fits exactly the nominal',
+    queues: [makeQueue('a').nominal('h100', 8)],
+    job: makeJob().queue('a').pods(8),
+    expect: { mode: 'fit' },
+  },
   {
     name: 'no cohort: nothing to borrow',
     queues: [makeQueue('a').nominal('h100', 8)],
@@ -24,13 +34,19 @@ const cases: QuotaCase[] = [
   },
   {
     name: 'borrows within the borrowing limit',
-    queues: [makeQueue('a').cohort('c').nominal('h100', 8).borrowingLimit(4), makeQueue('b').cohort('c').nominal('h100', 8)],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 8).borrowingLimit(4),
+      makeQueue('b').cohort('c').nominal('h100', 8),
+    ],
     job: makeJob().queue('a').pods(12),
     expect: { mode: 'borrow' },
   },
   {
     name: 'beyond the borrowing limit never fits',
-    queues: [makeQueue('a').cohort('c').nominal('h100', 8).borrowingLimit(4), makeQueue('b').cohort('c').nominal('h100', 8)],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 8).borrowingLimit(4),
+      makeQueue('b').cohort('c').nominal('h100', 8),
+    ],
     job: makeJob().queue('a').pods(13),
     expect: { reason: 'ExceedsMaxQuota', maxAvailable: 12 },
   },
@@ -42,19 +58,28 @@ const cases: QuotaCase[] = [
   },
   {
     name: 'lending limit caps what a sibling can take',
-    queues: [makeQueue('a').cohort('c').nominal('h100', 8), makeQueue('b').cohort('c').nominal('h100', 8).lendingLimit(2)],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 8),
+      makeQueue('b').cohort('c').nominal('h100', 8).lendingLimit(2),
+    ],
     job: makeJob().queue('a').pods(11),
     expect: { reason: 'ExceedsMaxQuota', maxAvailable: 10 },
   },
   {
     name: 'lending limit: borrowing up to it fits',
-    queues: [makeQueue('a').cohort('c').nominal('h100', 8), makeQueue('b').cohort('c').nominal('h100', 8).lendingLimit(2)],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 8),
+      makeQueue('b').cohort('c').nominal('h100', 8).lendingLimit(2),
+    ],
     job: makeJob().queue('a').pods(10),
     expect: { mode: 'borrow' },
   },
   {
     name: 'the lender keeps its non-lendable part even when a borrower is in',
-    queues: [makeQueue('a').cohort('c').nominal('h100', 8), makeQueue('b').cohort('c').nominal('h100', 8).lendingLimit(2)],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 8),
+      makeQueue('b').cohort('c').nominal('h100', 8).lendingLimit(2),
+    ],
     running: [makeJob().queue('a').pods(10)],
     job: makeJob().queue('b').pods(6),
     expect: { mode: 'fit' },
@@ -68,7 +93,10 @@ const cases: QuotaCase[] = [
   },
   {
     name: 'waiting for quota while the cohort is in use',
-    queues: [makeQueue('a').cohort('c').nominal('h100', 8).borrowingLimit(8), makeQueue('b').cohort('c').nominal('h100', 8)],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 8).borrowingLimit(8),
+      makeQueue('b').cohort('c').nominal('h100', 8),
+    ],
     running: [makeJob().queue('a').pods(8), makeJob().queue('b').pods(8)],
     job: makeJob().queue('a').pods(1),
     expect: { reason: 'WaitingForQuota', available: 0 },
@@ -76,21 +104,37 @@ const cases: QuotaCase[] = [
   {
     name: 'nested cohorts: borrow across the tree',
     cohorts: [{ name: 'root' }, { name: 'c1', parent: 'root' }, { name: 'c2', parent: 'root' }],
-    queues: [makeQueue('a').cohort('c1').nominal('h100', 4), makeQueue('b').cohort('c1').nominal('h100', 4), makeQueue('x').cohort('c2').nominal('h100', 8)],
+    queues: [
+      makeQueue('a').cohort('c1').nominal('h100', 4),
+      makeQueue('b').cohort('c1').nominal('h100', 4),
+      makeQueue('x').cohort('c2').nominal('h100', 8),
+    ],
     job: makeJob().queue('a').pods(16),
     expect: { mode: 'borrow' },
   },
   {
     name: 'nested cohorts: an inner cohort borrowing limit caps its queues',
-    cohorts: [{ name: 'root' }, { name: 'c1', parent: 'root', quotas: { h100: { gpu: { nominal: 0, borrowingLimit: 2 } } } }, { name: 'c2', parent: 'root' }],
-    queues: [makeQueue('a').cohort('c1').nominal('h100', 4), makeQueue('b').cohort('c1').nominal('h100', 4), makeQueue('x').cohort('c2').nominal('h100', 8)],
+    cohorts: [
+      { name: 'root' },
+      { name: 'c1', parent: 'root', quotas: { h100: { gpu: { nominal: 0, borrowingLimit: 2 } } } },
+      { name: 'c2', parent: 'root' },
+    ],
+    queues: [
+      makeQueue('a').cohort('c1').nominal('h100', 4),
+      makeQueue('b').cohort('c1').nominal('h100', 4),
+      makeQueue('x').cohort('c2').nominal('h100', 8),
+    ],
     job: makeJob().queue('a').pods(11),
     expect: { reason: 'ExceedsMaxQuota', maxAvailable: 10 },
   },
   {
     name: 'nested cohorts: usage in another branch is charged up to the root',
     cohorts: [{ name: 'root' }, { name: 'c1', parent: 'root' }, { name: 'c2', parent: 'root' }],
-    queues: [makeQueue('a').cohort('c1').nominal('h100', 4), makeQueue('b').cohort('c1').nominal('h100', 4), makeQueue('x').cohort('c2').nominal('h100', 8)],
+    queues: [
+      makeQueue('a').cohort('c1').nominal('h100', 4),
+      makeQueue('b').cohort('c1').nominal('h100', 4),
+      makeQueue('x').cohort('c2').nominal('h100', 8),
+    ],
     running: [makeJob().queue('x').pods(8)],
     job: makeJob().queue('a').pods(9),
     expect: { reason: 'WaitingForQuota', available: 8 },
@@ -118,7 +162,11 @@ const cases: QuotaCase[] = [
 
 describe('quota arithmetic', () => {
   it.each(cases)('$name', (c) => {
-    const { s } = makeCluster({ nodes: nodes(4), queues: c.queues, ...(c.cohorts ? { cohorts: c.cohorts } : {}) });
+    const { s } = makeCluster({
+      nodes: nodes(4),
+      queues: c.queues,
+      ...(c.cohorts ? { cohorts: c.cohorts } : {}),
+    });
     for (const r of c.running ?? []) s.submit(r.build());
     if (c.running) expect(s.cycle().admitted).toHaveLength(c.running.length);
     const job = c.job.build();
@@ -139,14 +187,19 @@ describe('quota arithmetic', () => {
   it('queueStatus reports nominal, used, borrowed, lent and the weighted share', () => {
     const { s } = makeCluster({
       nodes: nodes(4),
-      queues: [makeQueue('a').cohort('c').nominal('h100', 8).borrowingLimit(8).weight(2), makeQueue('b').cohort('c').nominal('h100', 8)],
+      queues: [
+        makeQueue('a').cohort('c').nominal('h100', 8).borrowingLimit(8).weight(2),
+        makeQueue('b').cohort('c').nominal('h100', 8),
+      ],
       options: { fairSharing: { enabled: true } },
     });
     s.submit(makeJob().queue('a').pods(12).build());
     s.submit(makeJob().queue('a').pods(8).build());
     s.cycle();
     const a = s.queueStatus('a');
-    expect(a.resources).toEqual([{ flavor: 'h100', resource: 'gpu', nominal: 8, used: 12, borrowed: 4, lent: 0, borrowingLimit: 8 }]);
+    expect(a.resources).toEqual([
+      { flavor: 'h100', resource: 'gpu', nominal: 8, used: 12, borrowed: 4, lent: 0, borrowingLimit: 8 },
+    ]);
     // lendable from the parent for a = 16 (potential of the cohort); DRS = 4*1000/16 = 250; weight 2 → 125
     expect(a.weightedShare).toBe(125);
     expect(a.pendingCount).toBe(1);
@@ -157,7 +210,10 @@ describe('quota arithmetic', () => {
   });
 
   it('finishing a job frees quota up the tree and lets the next job in', () => {
-    const { s } = makeCluster({ nodes: nodes(2), queues: [makeQueue('a').cohort('c').nominal('h100', 8), makeQueue('b').cohort('c').nominal('h100', 8)] });
+    const { s } = makeCluster({
+      nodes: nodes(2),
+      queues: [makeQueue('a').cohort('c').nominal('h100', 8), makeQueue('b').cohort('c').nominal('h100', 8)],
+    });
     const big = makeJob().queue('a').pods(16).build();
     const next = makeJob().queue('b').pods(8).build();
     s.submit(big);

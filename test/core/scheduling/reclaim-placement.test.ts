@@ -1,4 +1,4 @@
-// Placement-aware reclaim (issue 8, item 3): quota owed to a queue is taken back from victims whose
+// Placement-aware reclaim: quota owed to a queue is taken back from victims whose
 // release makes the pods fit on nodes, not from the ones that free GPUs scattered over the cluster.
 import { describe, expect, it } from 'vitest';
 import { makeCluster, makeJob, makeQueue, nodes } from '../builders.js';
@@ -14,7 +14,10 @@ const HOUR = 3_600_000;
 function demo() {
   const c = makeCluster({
     nodes: nodes(4),
-    queues: [makeQueue('a').cohort('c').nominal('h100', 16).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 16)],
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 16).reclaim('Any'),
+      makeQueue('b').cohort('c').nominal('h100', 16),
+    ],
   });
   const { s } = c;
   s.submit(makeJob('x1').queue('b').gpus(6).duration(HOUR).submittedAt(1).build());
@@ -23,7 +26,15 @@ function demo() {
     ['x1', 'h100-0'],
     ['x2', 'h100-1'],
   ]);
-  for (let i = 1; i <= 4; i++) s.submit(makeJob(`w${i}`).queue('b').gpus(4).duration(HOUR).submittedAt(10 + i).build());
+  for (let i = 1; i <= 4; i++)
+    s.submit(
+      makeJob(`w${i}`)
+        .queue('b')
+        .gpus(4)
+        .duration(HOUR)
+        .submittedAt(10 + i)
+        .build(),
+    );
   expect(s.cycle().admitted.map((a) => [a.jobId, a.podSets[0]?.placements[0]?.node])).toEqual([
     ['w1', 'h100-2'],
     ['w2', 'h100-2'],
@@ -34,7 +45,8 @@ function demo() {
   return c;
 }
 
-const gang = (id: string, at = 100) => makeJob(id).queue('a').gpus(8).pods(2).duration(HOUR).submittedAt(at).build();
+const gang = (id: string, at = 100) =>
+  makeJob(id).queue('a').gpus(8).pods(2).duration(HOUR).submittedAt(at).build();
 
 describe('placement-aware reclaim', () => {
   it('reclaims the jobs whose release frees whole nodes for a 2 × 8 gang, and only those', () => {
@@ -45,7 +57,9 @@ describe('placement-aware reclaim', () => {
       ['x1', 'reclaim'],
       ['x2', 'reclaim'],
     ]);
-    expect(res.admitted.map((a) => [a.jobId, a.podSets[0]?.placements.map((p) => p.node)])).toEqual([['a1', ['h100-0', 'h100-1']]]);
+    expect(res.admitted.map((a) => [a.jobId, a.podSets[0]?.placements.map((p) => p.node)])).toEqual([
+      ['a1', ['h100-0', 'h100-1']],
+    ]);
     // b is back at its nominal, not below it; a got exactly what it is owed.
     expect(s.queueStatus('b').resources[0]).toMatchObject({ used: 16, borrowed: 0 });
     expect(s.queueStatus('a').resources[0]).toMatchObject({ used: 16 });
@@ -69,7 +83,9 @@ describe('placement-aware reclaim', () => {
     expect(pre.admissible).toBe(true);
     s.submit(gang('a1'));
     const res = s.cycle();
-    expect(pre.wouldPreempt.map((p) => [p.victimId, p.reason])).toEqual(res.preempted.map((p) => [p.victimId, p.reason]));
+    expect(pre.wouldPreempt.map((p) => [p.victimId, p.reason])).toEqual(
+      res.preempted.map((p) => [p.victimId, p.reason]),
+    );
     expect(pre.wouldPreempt.length).toBeGreaterThan(0);
     expect(pre.admission?.podSets).toEqual(res.admitted[0]?.podSets);
   });
@@ -77,9 +93,13 @@ describe('placement-aware reclaim', () => {
   it('when the policy order already frees room, the victims stay the policy choice (most recently admitted first)', () => {
     const { s } = makeCluster({
       nodes: nodes(4),
-      queues: [makeQueue('a').cohort('c').nominal('h100', 16).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 16)],
+      queues: [
+        makeQueue('a').cohort('c').nominal('h100', 16).reclaim('Any'),
+        makeQueue('b').cohort('c').nominal('h100', 16),
+      ],
     });
-    for (let i = 0; i < 4; i++) s.submit(makeJob(`b${i}`).queue('b').gpus(7).duration(HOUR).submittedAt(i).build());
+    for (let i = 0; i < 4; i++)
+      s.submit(makeJob(`b${i}`).queue('b').gpus(7).duration(HOUR).submittedAt(i).build());
     s.cycle();
     s.submit(gang('a1'));
     const res = s.cycle();

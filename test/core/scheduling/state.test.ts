@@ -7,7 +7,12 @@ const cluster = () =>
   makeCluster({
     nodes: [...nodes(2), ...nodes(1, 'a100-1g', 2)],
     queues: [
-      makeQueue('a').cohort('c').nominal('h100', 8).nominal('a100-1g', 14).reclaim('Any').withinQueue('LowerPriority'),
+      makeQueue('a')
+        .cohort('c')
+        .nominal('h100', 8)
+        .nominal('a100-1g', 14)
+        .reclaim('Any')
+        .withinQueue('LowerPriority'),
       makeQueue('b').cohort('c').nominal('h100', 8),
     ],
     options: { fairSharing: { enabled: true, usageHalfLifeMs: 3_600_000 } },
@@ -25,7 +30,12 @@ describe('preview (what-if)', () => {
     const before = s.debugState();
 
     const fit = s.preview(makeJob('p-fit').queue('a').gpus(1).flavors('a100-1g').build());
-    expect(fit).toMatchObject({ admissible: true, borrowed: false, wouldPreempt: [], admission: { mode: 'fit' } });
+    expect(fit).toMatchObject({
+      admissible: true,
+      borrowed: false,
+      wouldPreempt: [],
+      admission: { mode: 'fit' },
+    });
     const pre = s.preview(makeJob('p-pre').queue('a').gpus(6).flavors('h100').build());
     expect(pre.admissible).toBe(true);
     expect(pre.admission?.mode).toBe('preempt');
@@ -68,7 +78,10 @@ describe('restore', () => {
     for (const j of jobs) a.s.submit(j);
     const admitted = a.s.cycle().admitted;
     expect(admitted).toHaveLength(jobs.length);
-    const persisted = admitted.map((adm) => ({ job: jobs.find((j) => j.id === adm.jobId)!, admission: JSON.parse(JSON.stringify(adm)) as Admission }));
+    const persisted = admitted.map((adm) => ({
+      job: jobs.find((j) => j.id === adm.jobId)!,
+      admission: JSON.parse(JSON.stringify(adm)) as Admission,
+    }));
 
     const b = cluster();
     b.s.restore(persisted);
@@ -92,7 +105,26 @@ describe('restore', () => {
     const { s } = cluster();
     const job = makeJob('x').queue('a').gpus(1).build();
     expect(() =>
-      s.restore([{ job, admission: { jobId: 'x', queue: 'a', at: 0, borrowed: false, mode: 'fit', podSets: [{ name: 'main', flavor: 'h100', count: 1, placements: [{ node: 'gone', pods: 1, gpuIndices: [0] }] }] } }]),
+      s.restore([
+        {
+          job,
+          admission: {
+            jobId: 'x',
+            queue: 'a',
+            at: 0,
+            borrowed: false,
+            mode: 'fit',
+            podSets: [
+              {
+                name: 'main',
+                flavor: 'h100',
+                count: 1,
+                placements: [{ node: 'gone', pods: 1, gpuIndices: [0] }],
+              },
+            ],
+          },
+        },
+      ]),
     ).toThrow(expect.objectContaining({ code: 'UNKNOWN_NODE' }));
   });
 });
@@ -115,7 +147,14 @@ describe('configuration changes', () => {
     s.submit(makeJob('w').queue('a').gpus(8).build());
     s.cycle();
     expect(s.explain('w').reason).toBe('NoNodeFits');
-    s.upsertNode({ name: 'h100-new', pool: 'default', flavor: 'h100', gpus: 8, cpu: 64_000, memory: 512_000 });
+    s.upsertNode({
+      name: 'h100-new',
+      pool: 'default',
+      flavor: 'h100',
+      gpus: 8,
+      cpu: 64_000,
+      memory: 512_000,
+    });
     expect(s.cycle().admitted.map((x) => x.jobId)).toEqual(['w']);
   });
 

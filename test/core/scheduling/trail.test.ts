@@ -3,13 +3,24 @@
 import { describe, expect, it } from 'vitest';
 import { assignDirect } from '../../../src/core/scheduling/assignment/direct.js';
 import { buildJob } from '../../../src/core/scheduling/jobs.js';
-import { rollback, tCharge, tPlace, tReadd, tRelease, tReleaseHeld, tUncharge } from '../../../src/core/scheduling/trail.js';
 import type { FlavorState } from '../../../src/core/scheduling/nodes.js';
+import {
+  rollback,
+  tCharge,
+  tPlace,
+  tReadd,
+  tRelease,
+  tReleaseHeld,
+  tUncharge,
+} from '../../../src/core/scheduling/trail.js';
 import { makeJob, makeQueue, nodes } from '../builders.js';
 import { admit, availGpus, gpuUsage, jobOf, makeCore, queueOf, snapshot } from '../core-builders.js';
 
 const setup = () => {
-  const { core } = makeCore({ nodes: nodes(2), queues: [makeQueue('a').cohort('c').nominal('h100', 8), makeQueue('b').cohort('c').nominal('h100', 8)] });
+  const { core } = makeCore({
+    nodes: nodes(2),
+    queues: [makeQueue('a').cohort('c').nominal('h100', 8), makeQueue('b').cohort('c').nominal('h100', 8)],
+  });
   admit(core, makeJob('run').queue('a').gpus(4).pods(2));
   return core;
 };
@@ -81,7 +92,12 @@ describe('trail', () => {
     if (!r.ok) throw new Error(r.message);
     const withSim = snapshot(core);
     const mark = core.trail.length;
-    tReleaseHeld(core, queueOf(core, 'a'), r.usage, r.parts.flatMap((p) => p.allocs));
+    tReleaseHeld(
+      core,
+      queueOf(core, 'a'),
+      r.usage,
+      r.parts.flatMap((p) => p.allocs),
+    );
     // Released: as before the simulated admission (but for the trail, which holds both changes).
     expect({ ...(snapshot(core) as object), trail: 0 }).toEqual(before);
     rollback(core, mark);

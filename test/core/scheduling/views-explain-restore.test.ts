@@ -3,15 +3,22 @@
 import { describe, expect, it } from 'vitest';
 import { simulateTree, trialAdmit } from '../../../src/core/scheduling/eta-tree.js';
 import { explain, treeView } from '../../../src/core/scheduling/explain.js';
+import type { JobSpec } from '../../../src/core/scheduling/index.js';
 import { buildJob } from '../../../src/core/scheduling/jobs.js';
 import { restore } from '../../../src/core/scheduling/restore.js';
 import { rollback } from '../../../src/core/scheduling/trail.js';
 import { admissionOf, preview } from '../../../src/core/scheduling/views.js';
-import type { JobSpec } from '../../../src/core/scheduling/index.js';
 import { makeJob, makeQueue, nodes } from '../builders.js';
 import { admit, makeCore, queueOf, snapshot } from '../core-builders.js';
 
-const setup = () => makeCore({ nodes: nodes(2), queues: [makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'), makeQueue('b').cohort('c').nominal('h100', 8)] });
+const setup = () =>
+  makeCore({
+    nodes: nodes(2),
+    queues: [
+      makeQueue('a').cohort('c').nominal('h100', 8).reclaim('Any'),
+      makeQueue('b').cohort('c').nominal('h100', 8),
+    ],
+  });
 
 describe('what-ifs', () => {
   it('preview predicts the victims and leaves the state exactly as it was', () => {
@@ -46,7 +53,12 @@ describe('what-ifs', () => {
     const root = queueOf(core, 'a').root;
     const v1 = treeView(core, root);
     expect(treeView(core, root)).toBe(v1);
-    expect(explain(core, 'w')).toMatchObject({ state: 'pending', positionInQueue: 1, positionInCohort: 1, cohortPending: 1 });
+    expect(explain(core, 'w')).toMatchObject({
+      state: 'pending',
+      positionInQueue: 1,
+      positionInCohort: 1,
+      cohortPending: 1,
+    });
     admit(core, makeJob('w2').queue('b').gpus(8));
     expect(treeView(core, root)).not.toBe(v1);
   });
@@ -55,10 +67,16 @@ describe('what-ifs', () => {
 describe('restore', () => {
   it('rebuilds usage and placements from admissions, equal to the state that made them', () => {
     const a = setup();
-    const specs: JobSpec[] = [makeJob('x').queue('a').gpus(4).pods(2).build(), makeJob('y').queue('b').gpus(2).build()];
+    const specs: JobSpec[] = [
+      makeJob('x').queue('a').gpus(4).pods(2).build(),
+      makeJob('y').queue('b').gpus(2).build(),
+    ];
     admit(a.core, ...specs);
     const b = setup();
-    restore(b.core, specs.map((job) => ({ job, admission: admissionOf(a.core, job.id)! })));
+    restore(
+      b.core,
+      specs.map((job) => ({ job, admission: admissionOf(a.core, job.id)! })),
+    );
     const strip = (s: unknown) => {
       const o = s as { quota: unknown; nodes: unknown; flavors: unknown };
       return [o.quota, o.nodes, o.flavors];

@@ -7,13 +7,20 @@ import { nextWindowChange, windowOpen } from '../../../src/core/scheduling/windo
 import { ManualClock, makeCluster, makeQueue, nodes } from '../builders.js';
 
 const MIN = 60_000;
-const win = (days: number[], start: string, end: string, timeZone: string): TimeWindowSpec => ({ days, start, end, timeZone, quotas: {} });
+const win = (days: number[], start: string, end: string, timeZone: string): TimeWindowSpec => ({
+  days,
+  start,
+  end,
+  timeZone,
+  quotas: {},
+});
 const weekdays = [1, 2, 3, 4, 5];
 
 /** Every change in [from, to) by chaining nextWindowChange. */
 function changes(queues: TimeWindowSpec[][], from: number, to: number): number[] {
   const out: number[] = [];
-  for (let t = nextWindowChange(queues, from); t !== undefined && t < to; t = nextWindowChange(queues, t)) out.push(t);
+  for (let t = nextWindowChange(queues, from); t !== undefined && t < to; t = nextWindowChange(queues, t))
+    out.push(t);
   return out;
 }
 /** Every change in (from, to) by evaluating windowOpen at each minute (the core's own rule). */
@@ -42,9 +49,13 @@ describe('nextWindowChange', () => {
   });
 
   it('a window inside the DST gap opens when the clock jumps into it; one in the repeated hour opens twice', () => {
-    // Berlin, Sunday 2026-03-29: 02:00 CET jumps to 03:00 CEST at 01:00 UTC; 02:30–04:00 is open from the jump
+    // Berlin, Sunday 2026-03-29: 02:00 CET jumps to 03:00 CEST at 01:00 UTC; 02:30–04:00 is open from the
+    // jump
     const gap = [[win([0], '02:30', '04:00', 'Europe/Berlin')]];
-    expect(changes(gap, Date.UTC(2026, 2, 28, 0, 0), Date.UTC(2026, 2, 30))).toEqual([Date.UTC(2026, 2, 29, 1, 0), Date.UTC(2026, 2, 29, 2, 0)]);
+    expect(changes(gap, Date.UTC(2026, 2, 28, 0, 0), Date.UTC(2026, 2, 30))).toEqual([
+      Date.UTC(2026, 2, 29, 1, 0),
+      Date.UTC(2026, 2, 29, 2, 0),
+    ]);
     // Sunday 2026-10-25: 03:00 CEST falls back to 02:00 CET at 01:00 UTC, so 02:15–02:45 happens twice
     const rep = [[win([0], '02:15', '02:45', 'Europe/Berlin')]];
     expect(changes(rep, Date.UTC(2026, 9, 24, 0, 0), Date.UTC(2026, 9, 26))).toEqual([
@@ -59,7 +70,10 @@ describe('nextWindowChange', () => {
     const queues: TimeWindowSpec[][] = [
       [win(weekdays, '08:00', '20:00', 'America/New_York')],
       // two windows: the first open one counts (a change of index is a change)
-      [win([5, 6], '22:00', '06:00', 'Australia/Adelaide'), win([0, 1, 2, 3, 4, 5, 6], '00:00', '12:00', 'Australia/Adelaide')],
+      [
+        win([5, 6], '22:00', '06:00', 'Australia/Adelaide'),
+        win([0, 1, 2, 3, 4, 5, 6], '00:00', '12:00', 'Australia/Adelaide'),
+      ],
       [win([0], '01:30', '02:30', 'Europe/London'), win([3], '23:30', '24:00', 'Asia/Kolkata')],
     ];
     // US DST starts 2026-03-08; London's 2026-03-29; Adelaide's ends 2026-04-05 (and a Wednesday)
@@ -80,8 +94,15 @@ describe('nextWindowChange', () => {
     expect(nextWindowChange([[win([], '08:00', '20:00', 'UTC')]], 0)).toBeUndefined();
     expect(nextWindowChange([], 0)).toBeUndefined();
     const clock = new ManualClock(Date.UTC(2026, 0, 5, 12, 0)); // Monday 13:00 in Berlin
-    const w = { ...win(weekdays, '08:00', '20:00', 'Europe/Berlin'), quotas: { h100: { gpu: { nominal: 8 } } } };
-    const { s } = makeCluster({ clock, nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 2).window(w), makeQueue('b').nominal('h100', 2)] });
+    const w = {
+      ...win(weekdays, '08:00', '20:00', 'Europe/Berlin'),
+      quotas: { h100: { gpu: { nominal: 8 } } },
+    };
+    const { s } = makeCluster({
+      clock,
+      nodes: nodes(1),
+      queues: [makeQueue('a').nominal('h100', 2).window(w), makeQueue('b').nominal('h100', 2)],
+    });
     expect(s.nextWindowChange(clock.t)).toBe(Date.UTC(2026, 0, 5, 19, 0));
     expect(s.nextWindowChange(Date.UTC(2026, 0, 5, 18, 0))).toBe(Date.UTC(2026, 0, 5, 19, 0)); // from the memo
     expect(s.nextWindowChange(Date.UTC(2026, 0, 5, 19, 0))).toBe(Date.UTC(2026, 0, 6, 7, 0));
@@ -91,20 +112,32 @@ describe('nextWindowChange', () => {
   });
 
   it('is cheap enough to ask at every event', () => {
-    const queues = [[win(weekdays, '08:00', '20:00', 'Europe/Berlin')], [win([6, 0], '00:00', '24:00', 'America/Los_Angeles')]];
+    const queues = [
+      [win(weekdays, '08:00', '20:00', 'Europe/Berlin')],
+      [win([6, 0], '00:00', '24:00', 'America/Los_Angeles')],
+    ];
     let t0 = performance.now();
     let n = 0;
-    for (let t = Date.UTC(2026, 0, 1); t < Date.UTC(2026, 1, 1); t += 3 * 3_600_000) if (nextWindowChange(queues, t) !== undefined) n++;
+    for (let t = Date.UTC(2026, 0, 1); t < Date.UTC(2026, 1, 1); t += 3 * 3_600_000)
+      if (nextWindowChange(queues, t) !== undefined) n++;
     expect(n).toBe(248);
     // cold look-ups cost a few dozen Intl calls (~0.6 ms here); generous bound for a loaded machine
     expect(performance.now() - t0).toBeLessThan(2500);
     // the façade remembers: 20,000 asks at events between two changes cost a comparison each
     const clock = new ManualClock(Date.UTC(2026, 0, 5, 8, 0));
-    const w = { ...win(weekdays, '08:00', '20:00', 'Europe/Berlin'), quotas: { h100: { gpu: { nominal: 8 } } } };
-    const { s } = makeCluster({ clock, nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 2).window(w)] });
+    const w = {
+      ...win(weekdays, '08:00', '20:00', 'Europe/Berlin'),
+      quotas: { h100: { gpu: { nominal: 8 } } },
+    };
+    const { s } = makeCluster({
+      clock,
+      nodes: nodes(1),
+      queues: [makeQueue('a').nominal('h100', 2).window(w)],
+    });
     t0 = performance.now();
     let same = 0;
-    for (let i = 0; i < 20_000; i++) if (s.nextWindowChange(Date.UTC(2026, 0, 5, 8, 0) + i * 1000) === Date.UTC(2026, 0, 5, 19, 0)) same++;
+    for (let i = 0; i < 20_000; i++)
+      if (s.nextWindowChange(Date.UTC(2026, 0, 5, 8, 0) + i * 1000) === Date.UTC(2026, 0, 5, 19, 0)) same++;
     expect(same).toBe(20_000);
     expect(performance.now() - t0).toBeLessThan(2500);
   });

@@ -4,8 +4,8 @@
  * TTL) comes due. Every write goes through the store, so the pods it makes are validated too.
  */
 import { randomBytes } from 'node:crypto';
-import { kubeTime, type Store, type StoreEvent } from './store.js';
 import { podRequests, quotaExceeded, unfitReason, unschedulableMessage } from './scheduling.js';
+import { kubeTime, type Store, type StoreEvent } from './store.js';
 
 export interface KubeletOptions {
   /** Pod Pending → Running this long after it is bound to a node. Default 20. */
@@ -19,13 +19,28 @@ export const ANNOTATION_OUTCOME = 'fairway.dev/test-outcome';
 const INDEX_KEY = 'batch.kubernetes.io/job-completion-index';
 
 const terminal = (pod: any) => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
-const hasCondition = (obj: any, type: string) => (obj.status?.conditions ?? []).some((c: any) => c.type === type && c.status === 'True');
+const hasCondition = (obj: any, type: string) =>
+  (obj.status?.conditions ?? []).some((c: any) => c.type === type && c.status === 'True');
 
-/** Sets a condition, keeping lastTransitionTime when nothing about it changed (so reconciling twice writes nothing). */
-function setCondition(status: any, type: string, value: 'True' | 'False', reason: string, message: string): void {
+/** Sets a condition, keeping lastTransitionTime when nothing about it changed (so reconciling twice writes
+ * nothing).
+ */
+function setCondition(
+  status: any,
+  type: string,
+  value: 'True' | 'False',
+  reason: string,
+  message: string,
+): void {
   const conditions: any[] = (status.conditions ??= []);
   const existing = conditions.find((c) => c.type === type);
-  if (existing && existing.status === value && (existing.reason ?? '') === reason && (existing.message ?? '') === message) return;
+  if (
+    existing &&
+    existing.status === value &&
+    (existing.reason ?? '') === reason &&
+    (existing.message ?? '') === message
+  )
+    return;
   const condition = {
     type,
     status: value,
@@ -53,7 +68,9 @@ export class Controllers {
   private readonly startedAt = new Map<string, number>();
   /** Pods the Job controller deletes itself (suspend, deadline, completion): not failures. */
   private readonly ownDeletes = new Set<string>();
-  /** Job uid → its pods deleted from outside while still active: they count as failed, as on a real cluster. */
+  /** Job uid → its pods deleted from outside while still active: they count as failed, as on a real cluster.
+   *
+   */
   private readonly lostPods = new Map<string, number>();
   private readonly unsubscribe: () => void;
   /** Writes the controllers could not make (e.g. a pod refused by a quota), newest last. */
@@ -61,7 +78,7 @@ export class Controllers {
 
   constructor(
     private readonly store: Store,
-    private readonly kubelet: Required<Pick<KubeletOptions, 'startDelayMs'>> & KubeletOptions | false,
+    private readonly kubelet: (Required<Pick<KubeletOptions, 'startDelayMs'>> & KubeletOptions) | false,
   ) {
     this.unsubscribe = store.subscribe((e) => this.observe(e));
   }
@@ -76,8 +93,11 @@ export class Controllers {
   private observe(e: StoreEvent): void {
     if (e.kind === 'Pod' && e.type === 'DELETED') {
       const uid = e.object.metadata.uid;
-      const owner = (e.object.metadata.ownerReferences ?? []).find((r: any) => r.kind === 'Job' && r.controller);
-      if (!this.ownDeletes.delete(uid) && owner && !terminal(e.object)) this.lostPods.set(owner.uid, (this.lostPods.get(owner.uid) ?? 0) + 1);
+      const owner = (e.object.metadata.ownerReferences ?? []).find(
+        (r: any) => r.kind === 'Job' && r.controller,
+      );
+      if (!this.ownDeletes.delete(uid) && owner && !terminal(e.object))
+        this.lostPods.set(owner.uid, (this.lostPods.get(owner.uid) ?? 0) + 1);
       this.boundAt.delete(uid);
       this.startedAt.delete(uid);
     }
@@ -156,7 +176,14 @@ export class Controllers {
       const failed = mine.filter((p) => p.status?.phase === 'Failed').length + (this.lostPods.get(uid) ?? 0);
       const status = structuredClone(job.status ?? {});
       const finish = (type: 'Complete' | 'Failed', reason: string, message: string) => {
-        if (type === 'Complete') setCondition(status, 'SuccessCriteriaMet', 'True', 'CompletionsReached', 'Reached expected number of succeeded pods');
+        if (type === 'Complete')
+          setCondition(
+            status,
+            'SuccessCriteriaMet',
+            'True',
+            'CompletionsReached',
+            'Reached expected number of succeeded pods',
+          );
         else setCondition(status, 'FailureTarget', 'True', reason, message);
         setCondition(status, type, 'True', reason, message);
         status.completionTime ??= kubeTime(now);
@@ -194,7 +221,13 @@ export class Controllers {
         } else if (succeeded >= completions) {
           finish('Complete', 'CompletionsReached', 'Reached expected number of succeeded pods');
         } else {
-          this.startPods(job, mine, active, pods, Math.min(parallelism, completions - succeeded) - active.length);
+          this.startPods(
+            job,
+            mine,
+            active,
+            pods,
+            Math.min(parallelism, completions - succeeded) - active.length,
+          );
         }
       }
       if (active.length > 0) status.active = active.length;
@@ -211,13 +244,25 @@ export class Controllers {
   /** Creates up to `count` pods for the Job, each with a completion index no pod of it holds yet. */
   private startPods(job: any, mine: any[], active: any[], allPods: any[], count: number): void {
     const indexed = job.spec.completionMode === 'Indexed';
-    const taken = new Set(mine.filter((p) => p.status?.phase !== 'Failed').map((p) => Number(p.metadata.annotations?.[INDEX_KEY] ?? p.metadata.labels?.[INDEX_KEY] ?? -1)));
+    const taken = new Set(
+      mine
+        .filter((p) => p.status?.phase !== 'Failed')
+        .map((p) => Number(p.metadata.annotations?.[INDEX_KEY] ?? p.metadata.labels?.[INDEX_KEY] ?? -1)),
+    );
     const completions: number = job.spec.completions ?? 1;
-    for (let index = 0, made = 0; made < count && index < Math.max(completions, mine.length + count); index++) {
+    for (
+      let index = 0, made = 0;
+      made < count && index < Math.max(completions, mine.length + count);
+      index++
+    ) {
       if (indexed && taken.has(index)) continue;
       if (!indexed && index < mine.length) continue;
       const pod = this.podFor(job, index, indexed);
-      const quota = quotaExceeded(pod, this.store.list('ResourceQuota', job.metadata.namespace), allPods.filter((p) => p.metadata.namespace === job.metadata.namespace && !terminal(p)));
+      const quota = quotaExceeded(
+        pod,
+        this.store.list('ResourceQuota', job.metadata.namespace),
+        allPods.filter((p) => p.metadata.namespace === job.metadata.namespace && !terminal(p)),
+      );
       if (quota) {
         this.problem(`pods "${job.metadata.name}-${index}-*" is forbidden: ${quota}`);
         return;
@@ -238,7 +283,10 @@ export class Controllers {
     const indexLabel = indexed ? { [INDEX_KEY]: String(index) } : {};
     const spec = template.spec ?? {};
     if (indexed) {
-      const env = { name: 'JOB_COMPLETION_INDEX', valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${INDEX_KEY}']` } } };
+      const env = {
+        name: 'JOB_COMPLETION_INDEX',
+        valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${INDEX_KEY}']` } },
+      };
       for (const c of spec.containers ?? []) c.env = [...(c.env ?? []), env];
     }
     return {
@@ -247,9 +295,25 @@ export class Controllers {
       metadata: {
         name: `${jobName}-${index}-${randomSuffix()}`,
         namespace: job.metadata.namespace,
-        labels: { ...(template.metadata?.labels ?? {}), 'job-name': jobName, 'batch.kubernetes.io/job-name': jobName, 'controller-uid': uid, 'batch.kubernetes.io/controller-uid': uid, ...indexLabel },
+        labels: {
+          ...(template.metadata?.labels ?? {}),
+          'job-name': jobName,
+          'batch.kubernetes.io/job-name': jobName,
+          'controller-uid': uid,
+          'batch.kubernetes.io/controller-uid': uid,
+          ...indexLabel,
+        },
         annotations: { ...(template.metadata?.annotations ?? {}), ...indexLabel },
-        ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: jobName, uid, controller: true, blockOwnerDeletion: true }],
+        ownerReferences: [
+          {
+            apiVersion: 'batch/v1',
+            kind: 'Job',
+            name: jobName,
+            uid,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
       },
       spec,
       status: { phase: 'Pending' },
@@ -266,10 +330,14 @@ export class Controllers {
       const used: Record<string, string> = {};
       for (const key of Object.keys(hard)) {
         const resource = key.replace(/^(requests|limits)\./, '');
-        used[key] = key === 'pods' ? String(inNamespace.length) : asQuantity(inNamespace.reduce((sum, p) => sum + (podRequests(p).get(resource) ?? 0), 0));
+        used[key] =
+          key === 'pods'
+            ? String(inNamespace.length)
+            : asQuantity(inNamespace.reduce((sum, p) => sum + (podRequests(p).get(resource) ?? 0), 0));
       }
       const status = { hard, used };
-      if (JSON.stringify(status) !== JSON.stringify(quota.status)) this.write(() => this.store.replace({ ...quota, status }, 'system'));
+      if (JSON.stringify(status) !== JSON.stringify(quota.status))
+        this.write(() => this.store.replace({ ...quota, status }, 'system'));
     }
   }
 
@@ -289,20 +357,36 @@ export class Controllers {
       });
       const status = structuredClone(pod.status ?? {});
       if (node) {
-        setCondition(status, 'PodScheduled', 'True', 'Scheduled', `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${node.metadata.name}`);
+        setCondition(
+          status,
+          'PodScheduled',
+          'True',
+          'Scheduled',
+          `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${node.metadata.name}`,
+        );
         const next = { ...pod, spec: { ...pod.spec, nodeName: node.metadata.name }, status };
         this.write(() => {
           listIn(bound, node.metadata.name).push(this.store.replace(next, 'system'));
         });
         this.boundAt.set(pod.metadata.uid, now);
       } else {
-        setCondition(status, 'PodScheduled', 'False', 'Unschedulable', unschedulableMessage(reasons, nodes.length));
-        if (JSON.stringify(status) !== JSON.stringify(pod.status)) this.write(() => this.store.replace({ ...pod, status }, 'system'));
+        setCondition(
+          status,
+          'PodScheduled',
+          'False',
+          'Unschedulable',
+          unschedulableMessage(reasons, nodes.length),
+        );
+        if (JSON.stringify(status) !== JSON.stringify(pod.status))
+          this.write(() => this.store.replace({ ...pod, status }, 'system'));
       }
     }
   }
 
-  private kubeletPass(now: number, options: Required<Pick<KubeletOptions, 'startDelayMs'>> & KubeletOptions): void {
+  private kubeletPass(
+    now: number,
+    options: Required<Pick<KubeletOptions, 'startDelayMs'>> & KubeletOptions,
+  ): void {
     const nodes = new Set(this.store.list('Node').map((n) => n.metadata.name));
     for (const pod of this.store.list('Pod')) {
       if (!pod.spec?.nodeName || terminal(pod)) continue;
@@ -324,38 +408,89 @@ export class Controllers {
         if (badImage) {
           const waiting = started
             ? { reason: 'ImagePullBackOff', message: `Back-off pulling image "${badImage.image}"` }
-            : { reason: 'ErrImagePull', message: `failed to pull and unpack image "${badImage.image}": not found` };
-          setCondition(status, 'Ready', 'False', 'ContainersNotReady', `containers with unready status: [${badImage.name}]`);
-          status.containerStatuses = containers.map((c) => ({ ...base(c), ready: false, started: false, state: { waiting: c === badImage ? waiting : { reason: 'ContainerCreating' } } }));
+            : {
+                reason: 'ErrImagePull',
+                message: `failed to pull and unpack image "${badImage.image}": not found`,
+              };
+          setCondition(
+            status,
+            'Ready',
+            'False',
+            'ContainersNotReady',
+            `containers with unready status: [${badImage.name}]`,
+          );
+          status.containerStatuses = containers.map((c) => ({
+            ...base(c),
+            ready: false,
+            started: false,
+            state: { waiting: c === badImage ? waiting : { reason: 'ContainerCreating' } },
+          }));
         } else if (!started) {
-          status.containerStatuses = containers.map((c) => ({ ...base(c), ready: false, started: false, state: { waiting: { reason: 'ContainerCreating' } } }));
+          status.containerStatuses = containers.map((c) => ({
+            ...base(c),
+            ready: false,
+            started: false,
+            state: { waiting: { reason: 'ContainerCreating' } },
+          }));
         } else {
           const at = kubeTime(now);
           this.startedAt.set(uid, now);
-          Object.assign(status, { phase: 'Running', startTime: at, podIP: `10.1.${(now >> 8) & 255}.${now & 255}` });
-          for (const type of ['Initialized', 'ContainersReady', 'Ready']) setCondition(status, type, 'True', '', '');
-          status.containerStatuses = containers.map((c) => ({ ...base(c), imageID: `${c.image}@sha256:test`, ready: true, started: true, state: { running: { startedAt: at } } }));
+          Object.assign(status, {
+            phase: 'Running',
+            startTime: at,
+            podIP: `10.1.${(now >> 8) & 255}.${now & 255}`,
+          });
+          for (const type of ['Initialized', 'ContainersReady', 'Ready'])
+            setCondition(status, type, 'True', '', '');
+          status.containerStatuses = containers.map((c) => ({
+            ...base(c),
+            imageID: `${c.image}@sha256:test`,
+            ready: true,
+            started: true,
+            state: { running: { startedAt: at } },
+          }));
         }
       } else if (status.phase === 'Running') {
         // What the workload does: its pod annotation, or (as a real program reads its
         // environment) the first container's FAIRWAY_TEST_RUN_MS / FAIRWAY_TEST_OUTCOME.
-        const env = (name: string): string | undefined => containers[0]?.env?.find((e: { name: string; value?: string }) => e.name === name)?.value;
+        const env = (name: string): string | undefined =>
+          containers[0]?.env?.find((e: { name: string; value?: string }) => e.name === name)?.value;
         const annotation = pod.metadata.annotations?.[ANNOTATION_RUN_MS] ?? env('FAIRWAY_TEST_RUN_MS');
         const runMs = annotation !== undefined ? Number(annotation) : options.defaultRunMs;
         const startedAt = this.startedAt.get(uid) ?? now;
         this.startedAt.set(uid, startedAt);
         if (runMs === undefined || !this.due(startedAt + runMs, now)) continue;
         const outcome = pod.metadata.annotations?.[ANNOTATION_OUTCOME] ?? env('FAIRWAY_TEST_OUTCOME');
-        const [phase, exitCode, reason] = outcome === 'oom' ? ['Failed', 137, 'OOMKilled'] : outcome === 'fail' ? ['Failed', 1, 'Error'] : ['Succeeded', 0, 'Completed'];
+        const [phase, exitCode, reason] =
+          outcome === 'oom'
+            ? ['Failed', 137, 'OOMKilled']
+            : outcome === 'fail'
+              ? ['Failed', 1, 'Error']
+              : ['Succeeded', 0, 'Completed'];
         const finishedAt = kubeTime(now);
         status.phase = phase;
-        for (const type of ['ContainersReady', 'Ready']) setCondition(status, type, 'False', phase === 'Succeeded' ? 'PodCompleted' : 'PodFailed', '');
+        for (const type of ['ContainersReady', 'Ready'])
+          setCondition(status, type, 'False', phase === 'Succeeded' ? 'PodCompleted' : 'PodFailed', '');
         status.containerStatuses = containers.map((c) => ({
-          ...base(c), imageID: `${c.image}@sha256:test`, ready: false, started: false,
-          state: { terminated: { exitCode, reason, startedAt: status.startTime ?? finishedAt, finishedAt, ...(reason === 'Error' ? { message: `the test workload failed (${ANNOTATION_OUTCOME}: fail)` } : {}) } },
+          ...base(c),
+          imageID: `${c.image}@sha256:test`,
+          ready: false,
+          started: false,
+          state: {
+            terminated: {
+              exitCode,
+              reason,
+              startedAt: status.startTime ?? finishedAt,
+              finishedAt,
+              ...(reason === 'Error'
+                ? { message: `the test workload failed (${ANNOTATION_OUTCOME}: fail)` }
+                : {}),
+            },
+          },
         }));
       }
-      if (JSON.stringify(status) !== JSON.stringify(pod.status)) this.write(() => this.store.replace({ ...pod, status }, 'system'));
+      if (JSON.stringify(status) !== JSON.stringify(pod.status))
+        this.write(() => this.store.replace({ ...pod, status }, 'system'));
     }
   }
 }

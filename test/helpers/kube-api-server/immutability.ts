@@ -5,7 +5,8 @@
  * (labels, annotations, nodeSelector, tolerations, affinity, schedulingGates: Kubernetes ≥ 1.27);
  * completions only change together with parallelism on an Indexed Job (elastic Indexed Jobs);
  * selector, completionMode, podFailurePolicy and manualSelector never change.
- * A Pod's spec cannot change through a client write except for image, activeDeadlineSeconds and added tolerations.
+ * A Pod's spec cannot change through a client write except for image, activeDeadlineSeconds and added
+ * tolerations.
  */
 const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 
@@ -33,7 +34,9 @@ function jobProblems(current: any, next: any): string[] {
     };
     if (!notStarted) problems.push('spec.template: Invalid value: field is immutable');
     else if (!same(strip(before.template), strip(after.template))) {
-      problems.push('spec.template: Invalid value: only labels, annotations, nodeSelector, tolerations, affinity and schedulingGates may change on a suspended Job; the rest is immutable');
+      problems.push(
+        'spec.template: Invalid value: only labels, annotations, nodeSelector, tolerations, affinity and schedulingGates may change on a suspended Job; the rest is immutable',
+      );
     }
   }
   return problems;
@@ -47,11 +50,20 @@ function podProblems(current: any, next: any): string[] {
     copy.tolerations = (copy.tolerations ?? []).slice(0, (current.spec?.tolerations ?? []).length);
     return copy;
   };
-  return same(strip(current.spec), strip(next.spec)) ? [] : ['spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.activeDeadlineSeconds` or `spec.tolerations` (only additions to existing tolerations)'];
+  return same(strip(current.spec), strip(next.spec))
+    ? []
+    : [
+        'spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.activeDeadlineSeconds` or `spec.tolerations` (only additions to existing tolerations)',
+      ];
 }
 
 /** Why a client may not make this update, or undefined. */
 export function immutabilityErrors(current: any, next: any): string | undefined {
-  const problems = current.kind === 'Job' ? jobProblems(current, next) : current.kind === 'Pod' ? podProblems(current, next) : [];
+  const problems =
+    current.kind === 'Job'
+      ? jobProblems(current, next)
+      : current.kind === 'Pod'
+        ? podProblems(current, next)
+        : [];
   return problems.length > 0 ? problems.join('; ') : undefined;
 }

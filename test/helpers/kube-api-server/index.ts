@@ -24,14 +24,14 @@
 import { writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { stringify as toYaml } from 'yaml';
+import { Controllers, type KubeletOptions } from './controllers.js';
+import { createApiHttpServer, type ServerState, TEST_TOKEN, type WriteRecord } from './server.js';
 import { Store } from './store.js';
 import { Watches } from './watch.js';
-import { Controllers, type KubeletOptions } from './controllers.js';
-import { TEST_TOKEN, createApiHttpServer, type ServerState, type WriteRecord } from './server.js';
 
 export type { KubeletOptions } from './controllers.js';
-export type { WriteRecord } from './server.js';
 export { ANNOTATION_OUTCOME, ANNOTATION_RUN_MS } from './controllers.js';
+export type { WriteRecord } from './server.js';
 export { TEST_TOKEN } from './server.js';
 
 export interface KubeApiServerOptions {
@@ -53,7 +53,9 @@ export interface KubeApiServer {
   writes: WriteRecord[];
   /** Validation failures seen (each also answered with 422, or kept from the controllers' own writes). */
   invalid: { kind: string; name: string; errors: string }[];
-  /** Writes the controllers could not make (a pod refused by a ResourceQuota, an invalid pod), newest last. */
+  /** Writes the controllers could not make (a pod refused by a ResourceQuota, an invalid pod), newest last.
+   *
+   */
   controllerProblems: string[];
   /** Current objects of a kind (deep copies, with apiVersion and kind), optionally of one namespace. */
   objects(kind: string, namespace?: string): any[];
@@ -80,7 +82,8 @@ export interface KubeApiServer {
 
 export async function startKubeApiServer(options: KubeApiServerOptions = {}): Promise<KubeApiServer> {
   const store = new Store(options.validate ?? true, options.watchHistory ?? 1000);
-  for (const name of ['default', 'kube-system']) store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, 'system');
+  for (const name of ['default', 'kube-system'])
+    store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, 'system');
   const watches = new Watches(store);
   const state: ServerState = { store, watches, writes: [], requests: 0, down: false, applied: new Map() };
   const kubelet = options.kubelet === false ? false : { startDelayMs: 20, ...options.kubelet };

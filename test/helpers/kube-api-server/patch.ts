@@ -22,7 +22,10 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
 function pointer(path: string): string[] {
   if (path === '') return [];
   if (!path.startsWith('/')) throw new ApiError(422, 'Invalid', `invalid JSON pointer ${path}`);
-  return path.slice(1).split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return path
+    .slice(1)
+    .split('/')
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
 interface JsonPatchOp {
@@ -34,20 +37,23 @@ interface JsonPatchOp {
 
 /** RFC 6902: add, remove, replace, test, move, copy. Errors are 422 like the real server's. */
 export function jsonPatch(target: unknown, ops: unknown): unknown {
-  if (!Array.isArray(ops)) throw new ApiError(400, 'BadRequest', 'a JSON patch must be an array of operations');
+  if (!Array.isArray(ops))
+    throw new ApiError(400, 'BadRequest', 'a JSON patch must be an array of operations');
   let doc = structuredClone(target);
   const parentOf = (parts: string[]): [any, string] => {
     let node: any = doc;
     for (const part of parts.slice(0, -1)) {
       node = node?.[part];
-      if (typeof node !== 'object' || node === null) throw new ApiError(422, 'Invalid', `path /${parts.join('/')} does not exist`);
+      if (typeof node !== 'object' || node === null)
+        throw new ApiError(422, 'Invalid', `path /${parts.join('/')} does not exist`);
     }
     return [node, parts[parts.length - 1]!];
   };
   const read = (path: string): unknown => {
     let node: any = doc;
     for (const part of pointer(path)) {
-      if (typeof node !== 'object' || node === null || !(part in node)) throw new ApiError(422, 'Invalid', `path ${path} does not exist`);
+      if (typeof node !== 'object' || node === null || !(part in node))
+        throw new ApiError(422, 'Invalid', `path ${path} does not exist`);
       node = node[part];
     }
     return node;
@@ -66,20 +72,36 @@ export function jsonPatch(target: unknown, ops: unknown): unknown {
     }
     const [parent, key] = parentOf(parts);
     if (replace && !(key in parent)) throw new ApiError(422, 'Invalid', `path ${path} does not exist`);
-    if (Array.isArray(parent) && !replace) parent.splice(key === '-' ? parent.length : Number(key), 0, structuredClone(value));
+    if (Array.isArray(parent) && !replace)
+      parent.splice(key === '-' ? parent.length : Number(key), 0, structuredClone(value));
     else parent[key] = structuredClone(value);
   };
   for (const op of ops as JsonPatchOp[]) {
     switch (op.op) {
-      case 'add': add(op.path, op.value, false); break;
-      case 'replace': add(op.path, op.value, true); break;
-      case 'remove': remove(op.path); break;
-      case 'test':
-        if (JSON.stringify(read(op.path)) !== JSON.stringify(op.value)) throw new ApiError(422, 'Invalid', `test failed at ${op.path}`);
+      case 'add':
+        add(op.path, op.value, false);
         break;
-      case 'copy': add(op.path, read(op.from ?? ''), false); break;
-      case 'move': { const v = read(op.from ?? ''); remove(op.from ?? ''); add(op.path, v, false); break; }
-      default: throw new ApiError(422, 'Invalid', `unknown JSON patch op ${String(op.op)}`);
+      case 'replace':
+        add(op.path, op.value, true);
+        break;
+      case 'remove':
+        remove(op.path);
+        break;
+      case 'test':
+        if (JSON.stringify(read(op.path)) !== JSON.stringify(op.value))
+          throw new ApiError(422, 'Invalid', `test failed at ${op.path}`);
+        break;
+      case 'copy':
+        add(op.path, read(op.from ?? ''), false);
+        break;
+      case 'move': {
+        const v = read(op.from ?? '');
+        remove(op.from ?? '');
+        add(op.path, v, false);
+        break;
+      }
+      default:
+        throw new ApiError(422, 'Invalid', `unknown JSON patch op ${String(op.op)}`);
     }
   }
   return doc;

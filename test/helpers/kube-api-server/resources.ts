@@ -15,15 +15,87 @@ export interface ResourceType {
 }
 
 export const RESOURCE_TYPES: ResourceType[] = [
-  { kind: 'Namespace', group: '', version: 'v1', plural: 'namespaces', singular: 'namespace', namespaced: false, hasStatus: true },
-  { kind: 'Node', group: '', version: 'v1', plural: 'nodes', singular: 'node', namespaced: false, hasStatus: true },
-  { kind: 'Pod', group: '', version: 'v1', plural: 'pods', singular: 'pod', namespaced: true, hasStatus: true },
-  { kind: 'ServiceAccount', group: '', version: 'v1', plural: 'serviceaccounts', singular: 'serviceaccount', namespaced: true, hasStatus: false },
-  { kind: 'ResourceQuota', group: '', version: 'v1', plural: 'resourcequotas', singular: 'resourcequota', namespaced: true, hasStatus: true },
-  { kind: 'LimitRange', group: '', version: 'v1', plural: 'limitranges', singular: 'limitrange', namespaced: true, hasStatus: false },
-  { kind: 'Job', group: 'batch', version: 'v1', plural: 'jobs', singular: 'job', namespaced: true, hasStatus: true },
-  { kind: 'NetworkPolicy', group: 'networking.k8s.io', version: 'v1', plural: 'networkpolicies', singular: 'networkpolicy', namespaced: true, hasStatus: false },
-  { kind: 'PriorityClass', group: 'scheduling.k8s.io', version: 'v1', plural: 'priorityclasses', singular: 'priorityclass', namespaced: false, hasStatus: false },
+  {
+    kind: 'Namespace',
+    group: '',
+    version: 'v1',
+    plural: 'namespaces',
+    singular: 'namespace',
+    namespaced: false,
+    hasStatus: true,
+  },
+  {
+    kind: 'Node',
+    group: '',
+    version: 'v1',
+    plural: 'nodes',
+    singular: 'node',
+    namespaced: false,
+    hasStatus: true,
+  },
+  {
+    kind: 'Pod',
+    group: '',
+    version: 'v1',
+    plural: 'pods',
+    singular: 'pod',
+    namespaced: true,
+    hasStatus: true,
+  },
+  {
+    kind: 'ServiceAccount',
+    group: '',
+    version: 'v1',
+    plural: 'serviceaccounts',
+    singular: 'serviceaccount',
+    namespaced: true,
+    hasStatus: false,
+  },
+  {
+    kind: 'ResourceQuota',
+    group: '',
+    version: 'v1',
+    plural: 'resourcequotas',
+    singular: 'resourcequota',
+    namespaced: true,
+    hasStatus: true,
+  },
+  {
+    kind: 'LimitRange',
+    group: '',
+    version: 'v1',
+    plural: 'limitranges',
+    singular: 'limitrange',
+    namespaced: true,
+    hasStatus: false,
+  },
+  {
+    kind: 'Job',
+    group: 'batch',
+    version: 'v1',
+    plural: 'jobs',
+    singular: 'job',
+    namespaced: true,
+    hasStatus: true,
+  },
+  {
+    kind: 'NetworkPolicy',
+    group: 'networking.k8s.io',
+    version: 'v1',
+    plural: 'networkpolicies',
+    singular: 'networkpolicy',
+    namespaced: true,
+    hasStatus: false,
+  },
+  {
+    kind: 'PriorityClass',
+    group: 'scheduling.k8s.io',
+    version: 'v1',
+    plural: 'priorityclasses',
+    singular: 'priorityclass',
+    namespaced: false,
+    hasStatus: false,
+  },
 ];
 
 export function groupVersion(t: ResourceType): string {
@@ -45,9 +117,24 @@ export function apiResourceList(gv: string): object | undefined {
   const types = RESOURCE_TYPES.filter((t) => groupVersion(t) === gv);
   if (types.length === 0) return undefined;
   const resources = types.flatMap((t) => {
-    const main = { name: t.plural, singularName: t.singular, namespaced: t.namespaced, kind: t.kind, verbs: VERBS };
+    const main = {
+      name: t.plural,
+      singularName: t.singular,
+      namespaced: t.namespaced,
+      kind: t.kind,
+      verbs: VERBS,
+    };
     if (!t.hasStatus) return [main];
-    return [main, { name: `${t.plural}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] }];
+    return [
+      main,
+      {
+        name: `${t.plural}/status`,
+        singularName: '',
+        namespaced: t.namespaced,
+        kind: t.kind,
+        verbs: ['get', 'patch', 'update'],
+      },
+    ];
   });
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: gv, resources };
 }
@@ -74,8 +161,22 @@ export interface StatusBody {
 }
 
 /** A Kubernetes `Status` as the real API server writes it for errors. */
-export function statusBody(code: number, reason: string, message: string, details?: StatusBody['details']): StatusBody {
-  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason, message, code, ...(details ? { details } : {}) };
+export function statusBody(
+  code: number,
+  reason: string,
+  message: string,
+  details?: StatusBody['details'],
+): StatusBody {
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    reason,
+    message,
+    code,
+    ...(details ? { details } : {}),
+  };
 }
 
 /** An error a store operation throws, answered as its Status. */
@@ -95,5 +196,9 @@ export class ApiError extends Error {
 
 export function notFound(t: ResourceType, name: string): ApiError {
   const resource = t.group ? `${t.plural}.${t.group}` : t.plural;
-  return new ApiError(404, 'NotFound', `${resource} "${name}" not found`, { name, kind: t.plural, group: t.group });
+  return new ApiError(404, 'NotFound', `${resource} "${name}" not found`, {
+    name,
+    kind: t.plural,
+    group: t.group,
+  });
 }

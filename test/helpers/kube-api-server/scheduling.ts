@@ -4,8 +4,20 @@
  */
 
 const SUFFIXES: Record<string, number> = {
-  m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
-  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
+  m: 1e-3,
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
 };
 
 /** A Kubernetes quantity ('500m', '16Gi', '1e3', 4) as a number of base units (cores, bytes, devices). */
@@ -18,7 +30,9 @@ export function parseQuantity(q: string | number | undefined): number {
   return Number(m[1]) * factor;
 }
 
-/** A pod's requests per resource: each container's request, or its limit when it has no request (as the API server defaults it). */
+/** A pod's requests per resource: each container's request, or its limit when it has no request (as the API
+ * server defaults it).
+ */
 export function podRequests(pod: any): Map<string, number> {
   const total = new Map<string, number>();
   for (const c of pod.spec?.containers ?? []) {
@@ -40,20 +54,29 @@ function matchesExpression(labels: Record<string, string>, e: any): boolean {
   const value = labels[e.key];
   const has = value !== undefined;
   switch (e.operator) {
-    case 'In': return has && (e.values ?? []).includes(value);
-    case 'NotIn': return !has || !(e.values ?? []).includes(value);
-    case 'Exists': return has;
-    case 'DoesNotExist': return !has;
-    case 'Gt': return has && Number(value) > Number(e.values?.[0]);
-    case 'Lt': return has && Number(value) < Number(e.values?.[0]);
-    default: return false;
+    case 'In':
+      return has && (e.values ?? []).includes(value);
+    case 'NotIn':
+      return !has || !(e.values ?? []).includes(value);
+    case 'Exists':
+      return has;
+    case 'DoesNotExist':
+      return !has;
+    case 'Gt':
+      return has && Number(value) > Number(e.values?.[0]);
+    case 'Lt':
+      return has && Number(value) < Number(e.values?.[0]);
+    default:
+      return false;
   }
 }
 
 function matchesPlacement(pod: any, node: any): boolean {
   const labels = labelsOf(node);
-  for (const [k, v] of Object.entries<string>(pod.spec?.nodeSelector ?? {})) if (labels[k] !== v) return false;
-  const terms: any[] | undefined = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+  for (const [k, v] of Object.entries<string>(pod.spec?.nodeSelector ?? {}))
+    if (labels[k] !== v) return false;
+  const terms: any[] | undefined =
+    pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
   if (!terms || terms.length === 0) return true;
   return terms.some(
     (t) =>
@@ -71,9 +94,14 @@ function tolerates(toleration: any, taint: any): boolean {
 function untoleratedTaint(pod: any, node: any): any | undefined {
   const taints: any[] = [...(node.spec?.taints ?? [])];
   const ready = (node.status?.conditions ?? []).find((c: any) => c.type === 'Ready');
-  if (ready && ready.status !== 'True') taints.push({ key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' });
+  if (ready && ready.status !== 'True')
+    taints.push({ key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' });
   const tolerations: any[] = pod.spec?.tolerations ?? [];
-  return taints.find((t) => (t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !tolerations.some((tol) => tolerates(tol, t)));
+  return taints.find(
+    (t) =>
+      (t.effect === 'NoSchedule' || t.effect === 'NoExecute') &&
+      !tolerations.some((tol) => tolerates(tol, t)),
+  );
 }
 
 /**
@@ -87,7 +115,8 @@ export function unfitReason(pod: any, node: any, podsOnNode: any[]): string | un
   if (taint) return `node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`;
   const allocatable: Record<string, string> = node.status?.allocatable ?? node.status?.capacity ?? {};
   const used = new Map<string, number>();
-  for (const other of podsOnNode) for (const [r, n] of podRequests(other)) used.set(r, (used.get(r) ?? 0) + n);
+  for (const other of podsOnNode)
+    for (const [r, n] of podRequests(other)) used.set(r, (used.get(r) ?? 0) + n);
   for (const [resource, amount] of podRequests(pod)) {
     if (amount <= 0) continue;
     const free = parseQuantity(allocatable[resource]) - (used.get(resource) ?? 0);
@@ -108,13 +137,15 @@ export function unschedulableMessage(reasons: Map<string, number>, nodeCount: nu
  */
 export function quotaExceeded(pod: any, quotas: any[], podsInNamespace: any[]): string | undefined {
   const used = new Map<string, number>();
-  for (const other of podsInNamespace) for (const [r, n] of podRequests(other)) used.set(r, (used.get(r) ?? 0) + n);
+  for (const other of podsInNamespace)
+    for (const [r, n] of podRequests(other)) used.set(r, (used.get(r) ?? 0) + n);
   const asking = podRequests(pod);
   for (const quota of quotas) {
     for (const [key, hardText] of Object.entries<string>(quota.spec?.hard ?? {})) {
       const hard = parseQuantity(hardText);
       if (key === 'pods') {
-        if (podsInNamespace.length + 1 > hard) return `exceeded quota: ${quota.metadata.name}, requested: pods=1, used: pods=${podsInNamespace.length}, limited: pods=${hardText}`;
+        if (podsInNamespace.length + 1 > hard)
+          return `exceeded quota: ${quota.metadata.name}, requested: pods=1, used: pods=${podsInNamespace.length}, limited: pods=${hardText}`;
         continue;
       }
       const resource = key.replace(/^(requests|limits)\./, '');

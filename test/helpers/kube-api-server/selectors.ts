@@ -42,12 +42,16 @@ export function labelMatcher(selector: string | null | undefined): Matcher {
   return (obj) => {
     const labels: Record<string, string> = obj?.metadata?.labels ?? {};
     return requirements.every((r) => {
-      const has = Object.prototype.hasOwnProperty.call(labels, r.key);
+      const has = Object.hasOwn(labels, r.key);
       switch (r.op) {
-        case 'exists': return has;
-        case '!exists': return !has;
-        case 'in': return has && r.values.includes(labels[r.key]!);
-        case 'notin': return !has || !r.values.includes(labels[r.key]!);
+        case 'exists':
+          return has;
+        case '!exists':
+          return !has;
+        case 'in':
+          return has && r.values.includes(labels[r.key]!);
+        case 'notin':
+          return !has || !r.values.includes(labels[r.key]!);
       }
     });
   };

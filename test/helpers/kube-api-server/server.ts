@@ -4,9 +4,17 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
-import { ApiError, apiGroupList, apiResourceList, groupVersion, statusBody, typeByPath, type ResourceType } from './resources.js';
-import { fieldMatcher, labelMatcher } from './selectors.js';
 import { applyPatch, jsonPatch, mergePatch } from './patch.js';
+import {
+  ApiError,
+  apiGroupList,
+  apiResourceList,
+  groupVersion,
+  type ResourceType,
+  statusBody,
+  typeByPath,
+} from './resources.js';
+import { fieldMatcher, labelMatcher } from './selectors.js';
 import type { Propagation, Store, Writer } from './store.js';
 import type { Watches } from './watch.js';
 
@@ -63,7 +71,8 @@ function route(segments: string[]): Route | undefined {
   let gv: string;
   let rest: string[];
   if (segments[0] === 'api' && segments[1] === 'v1') [gv, rest] = ['v1', segments.slice(2)];
-  else if (segments[0] === 'apis' && segments.length >= 3) [gv, rest] = [`${segments[1]}/${segments[2]}`, segments.slice(3)];
+  else if (segments[0] === 'apis' && segments.length >= 3)
+    [gv, rest] = [`${segments[1]}/${segments[2]}`, segments.slice(3)];
   else return undefined;
   if (rest[0] === 'namespaces' && rest.length >= 3) {
     const type = typeByPath(gv, rest[2]!);
@@ -75,7 +84,12 @@ function route(segments: string[]): Route | undefined {
 }
 
 function listBody(state: ServerState, r: Route, query: URLSearchParams): object {
-  const all = state.store.list(r.type.kind, r.namespace, query.get('labelSelector'), query.get('fieldSelector'));
+  const all = state.store.list(
+    r.type.kind,
+    r.namespace,
+    query.get('labelSelector'),
+    query.get('fieldSelector'),
+  );
   const offset = Number(query.get('continue') || 0);
   const limit = Number(query.get('limit') || 0);
   const page = limit > 0 ? all.slice(offset, offset + limit) : all.slice(offset);
@@ -85,21 +99,33 @@ function listBody(state: ServerState, r: Route, query: URLSearchParams): object 
   return {
     kind: `${r.type.kind}List`,
     apiVersion: groupVersion(r.type),
-    metadata: { resourceVersion: state.store.resourceVersion, ...(more ? { continue: String(offset + limit) } : {}) },
+    metadata: {
+      resourceVersion: state.store.resourceVersion,
+      ...(more ? { continue: String(offset + limit) } : {}),
+    },
     items,
   };
 }
 
 /** Fills in the route's kind, apiVersion and namespace; a body that names another one is a 400. */
 function bodyFor(r: Route, body: any): any {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, 'BadRequest', 'the request body must be an object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new ApiError(400, 'BadRequest', 'the request body must be an object');
   const gv = groupVersion(r.type);
   if ((body.kind && body.kind !== r.type.kind) || (body.apiVersion && body.apiVersion !== gv)) {
-    throw new ApiError(400, 'BadRequest', `the body is a ${body.apiVersion}/${body.kind}, the URL addresses ${gv}/${r.type.kind}`);
+    throw new ApiError(
+      400,
+      'BadRequest',
+      `the body is a ${body.apiVersion}/${body.kind}, the URL addresses ${gv}/${r.type.kind}`,
+    );
   }
   const metadata = body.metadata ?? {};
   if (r.type.namespaced && metadata.namespace && metadata.namespace !== r.namespace) {
-    throw new ApiError(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+    throw new ApiError(
+      400,
+      'BadRequest',
+      'the namespace of the provided object does not match the namespace sent on the request',
+    );
   }
   if (r.name && metadata.name && metadata.name !== r.name) {
     throw new ApiError(400, 'BadRequest', 'the name of the object does not match the name on the URL');
@@ -108,7 +134,11 @@ function bodyFor(r: Route, body: any): any {
     ...body,
     apiVersion: gv,
     kind: r.type.kind,
-    metadata: { ...metadata, ...(r.name ? { name: r.name } : {}), ...(r.type.namespaced ? { namespace: r.namespace } : {}) },
+    metadata: {
+      ...metadata,
+      ...(r.name ? { name: r.name } : {}),
+      ...(r.type.namespaced ? { namespace: r.namespace } : {}),
+    },
   };
 }
 
@@ -120,10 +150,17 @@ function propagationOf(r: Route, query: URLSearchParams, body: any): Propagation
   return r.type.kind === 'Job' ? 'Orphan' : 'Background';
 }
 
-async function write(state: ServerState, req: IncomingMessage, r: Route, query: URLSearchParams, text: string): Promise<[WriteVerb, number, unknown]> {
+async function write(
+  state: ServerState,
+  req: IncomingMessage,
+  r: Route,
+  query: URLSearchParams,
+  text: string,
+): Promise<[WriteVerb, number, unknown]> {
   const { store } = state;
   const writer: Writer = r.subresource === 'status' ? 'status' : 'client';
-  if (r.subresource && r.subresource !== 'status') throw new ApiError(404, 'NotFound', `subresource ${r.subresource} is not served`);
+  if (r.subresource && r.subresource !== 'status')
+    throw new ApiError(404, 'NotFound', `subresource ${r.subresource} is not served`);
   if (req.method === 'POST' && !r.name) return ['create', 201, store.create(bodyFor(r, parseJson(text)))];
   if (!r.name) throw new ApiError(405, 'MethodNotAllowed', `${req.method} needs a name`);
   const existing = store.get(r.type.kind, r.namespace, r.name);
@@ -134,11 +171,17 @@ async function write(state: ServerState, req: IncomingMessage, r: Route, query: 
     const details = { name: r.name, kind: r.type.plural, group: r.type.group, uid: deleted.metadata.uid };
     return ['delete', 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details }];
   }
-  if (req.method !== 'PATCH') throw new ApiError(405, 'MethodNotAllowed', `${req.method} is not allowed here`);
+  if (req.method !== 'PATCH')
+    throw new ApiError(405, 'MethodNotAllowed', `${req.method} is not allowed here`);
   const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim();
   if (contentType === 'application/apply-patch+yaml') {
     const manager = query.get('fieldManager');
-    if (!manager) throw new ApiError(422, 'Invalid', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
+    if (!manager)
+      throw new ApiError(
+        422,
+        'Invalid',
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+      );
     let applied: any;
     try {
       applied = parseYaml(text);
@@ -146,7 +189,8 @@ async function write(state: ServerState, req: IncomingMessage, r: Route, query: 
       throw new ApiError(400, 'BadRequest', 'the apply patch is not valid YAML');
     }
     applied = bodyFor(r, applied);
-    if (!applied.apiVersion || !applied.kind) throw new ApiError(400, 'BadRequest', 'apply needs apiVersion and kind');
+    if (!applied.apiVersion || !applied.kind)
+      throw new ApiError(400, 'BadRequest', 'apply needs apiVersion and kind');
     let result: any;
     if (!existing) result = store.create(applied, writer === 'status' ? 'system' : 'client');
     else {
@@ -158,38 +202,80 @@ async function write(state: ServerState, req: IncomingMessage, r: Route, query: 
     state.applied.set(`${result.metadata.uid}|${manager}`, applied);
     return ['apply', existing ? 200 : 201, result];
   }
-  if (!existing) throw new ApiError(404, 'NotFound', `${r.type.plural} "${r.name}" not found`, { name: r.name, kind: r.type.plural, group: r.type.group });
+  if (!existing)
+    throw new ApiError(404, 'NotFound', `${r.type.plural} "${r.name}" not found`, {
+      name: r.name,
+      kind: r.type.plural,
+      group: r.type.group,
+    });
   let next: any;
   if (contentType === 'application/json-patch+json') next = jsonPatch(existing, parseJson(text));
-  else if (contentType === 'application/merge-patch+json' || contentType === 'application/strategic-merge-patch+json') {
+  else if (
+    contentType === 'application/merge-patch+json' ||
+    contentType === 'application/strategic-merge-patch+json'
+  ) {
     const patch = parseJson(text);
     next = mergePatch(existing, patch);
     if (!patch?.metadata?.resourceVersion) next.metadata.resourceVersion = existing.metadata.resourceVersion;
-  } else throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
+  } else
+    throw new ApiError(
+      415,
+      'UnsupportedMediaType',
+      `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
+    );
   next.metadata = { ...next.metadata, name: r.name, ...(r.namespace ? { namespace: r.namespace } : {}) };
   return ['patch', 200, store.replace(next, writer)];
 }
 
 async function handle(state: ServerState, req: IncomingMessage, res: ServerResponse): Promise<void> {
   state.requests++;
-  if (state.down) return send(res, 503, statusBody(503, 'ServiceUnavailable', 'the test API server is down (setDown(true))'));
-  if (req.headers.authorization !== `Bearer ${TEST_TOKEN}`) return send(res, 401, statusBody(401, 'Unauthorized', 'Unauthorized'));
+  if (state.down)
+    return send(
+      res,
+      503,
+      statusBody(503, 'ServiceUnavailable', 'the test API server is down (setDown(true))'),
+    );
+  if (req.headers.authorization !== `Bearer ${TEST_TOKEN}`)
+    return send(res, 401, statusBody(401, 'Unauthorized', 'Unauthorized'));
   const url = new URL(req.url ?? '/', 'http://localhost');
   const segments = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
   const query = url.searchParams;
   const path = segments.join('/');
   if (req.method === 'GET') {
-    if (path === 'version') return send(res, 200, { major: '1', minor: '31', gitVersion: 'v1.31.0-fairway-test', platform: 'linux/amd64' });
-    if (path === 'api') return send(res, 200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
+    if (path === 'version')
+      return send(res, 200, {
+        major: '1',
+        minor: '31',
+        gitVersion: 'v1.31.0-fairway-test',
+        platform: 'linux/amd64',
+      });
+    if (path === 'api')
+      return send(res, 200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
     if (path === 'apis') return send(res, 200, apiGroupList());
-    const gv = path === 'api/v1' ? 'v1' : segments[0] === 'apis' && segments.length === 3 ? `${segments[1]}/${segments[2]}` : undefined;
+    const gv =
+      path === 'api/v1'
+        ? 'v1'
+        : segments[0] === 'apis' && segments.length === 3
+          ? `${segments[1]}/${segments[2]}`
+          : undefined;
     if (gv !== undefined) {
       const list = apiResourceList(gv);
-      return list ? send(res, 200, list) : send(res, 404, statusBody(404, 'NotFound', 'the server could not find the requested resource'));
+      return list
+        ? send(res, 200, list)
+        : send(res, 404, statusBody(404, 'NotFound', 'the server could not find the requested resource'));
     }
   }
   const r = route(segments);
-  if (!r) return send(res, 404, statusBody(404, 'NotFound', `the server could not find the requested resource (${req.method} ${url.pathname})`));
+  if (!r)
+    return send(
+      res,
+      404,
+      statusBody(
+        404,
+        'NotFound',
+        `the server could not find the requested resource (${req.method} ${url.pathname})`,
+      ),
+    );
   if (req.method === 'GET') {
     const watching = query.get('watch') === 'true' || query.get('watch') === '1';
     if (watching) {
@@ -207,7 +293,13 @@ async function handle(state: ServerState, req: IncomingMessage, res: ServerRespo
     }
     if (!r.name) return send(res, 200, listBody(state, r, query));
     const obj = state.store.get(r.type.kind, r.namespace, r.name);
-    if (!obj) throw new ApiError(404, 'NotFound', `${r.type.group ? `${r.type.plural}.${r.type.group}` : r.type.plural} "${r.name}" not found`, { name: r.name, kind: r.type.plural, group: r.type.group });
+    if (!obj)
+      throw new ApiError(
+        404,
+        'NotFound',
+        `${r.type.group ? `${r.type.plural}.${r.type.group}` : r.type.plural} "${r.name}" not found`,
+        { name: r.name, kind: r.type.plural, group: r.type.group },
+      );
     return send(res, 200, obj);
   }
   const text = await readBody(req);
@@ -219,10 +311,25 @@ async function handle(state: ServerState, req: IncomingMessage, res: ServerRespo
       // the write itself answers the unreadable body
     }
   }
-  let verb: WriteVerb = req.method === 'POST' ? 'create' : req.method === 'PUT' ? 'update' : req.method === 'DELETE' ? 'delete' : 'patch';
-  if (req.method === 'PATCH' && (req.headers['content-type'] ?? '').startsWith('application/apply-patch')) verb = 'apply';
+  let verb: WriteVerb =
+    req.method === 'POST'
+      ? 'create'
+      : req.method === 'PUT'
+        ? 'update'
+        : req.method === 'DELETE'
+          ? 'delete'
+          : 'patch';
+  if (req.method === 'PATCH' && (req.headers['content-type'] ?? '').startsWith('application/apply-patch'))
+    verb = 'apply';
   const record = (status: number, objectName: string) =>
-    state.writes.push({ verb, kind: r.type.kind, ...(r.namespace ? { namespace: r.namespace } : {}), name: objectName, status, at: Date.now() });
+    state.writes.push({
+      verb,
+      kind: r.type.kind,
+      ...(r.namespace ? { namespace: r.namespace } : {}),
+      name: objectName,
+      status,
+      at: Date.now(),
+    });
   try {
     const [doneVerb, code, body] = await write(state, req, r, query, text);
     verb = doneVerb;
@@ -239,7 +346,11 @@ export function createApiHttpServer(state: ServerState): Server {
     handle(state, req, res).catch((error: unknown) => {
       if (res.headersSent) return void res.destroy();
       if (error instanceof ApiError) return send(res, error.code, error.status());
-      send(res, 500, statusBody(500, 'InternalError', error instanceof Error ? error.message : String(error)));
+      send(
+        res,
+        500,
+        statusBody(500, 'InternalError', error instanceof Error ? error.message : String(error)),
+      );
     });
   });
 }

@@ -3,10 +3,10 @@
  * can resume from, validation of every write, and garbage collection through ownerReferences.
  */
 import { randomUUID } from 'node:crypto';
-import { ApiError, notFound, typeByKind, type ResourceType } from './resources.js';
-import { validationErrors } from './validate.js';
 import { immutabilityErrors } from './immutability.js';
+import { ApiError, notFound, type ResourceType, typeByKind } from './resources.js';
 import { fieldMatcher, labelMatcher } from './selectors.js';
+import { validationErrors } from './validate.js';
 
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 export interface StoreEvent {
@@ -21,7 +21,9 @@ export interface StoreEvent {
 
 export type Propagation = 'Orphan' | 'Background' | 'Foreground';
 
-/** Who writes: a client through the main resource (status kept), its /status subresource, or the server itself / a test. */
+/** Who writes: a client through the main resource (status kept), its /status subresource, or the server
+ * itself / a test.
+ */
 export type Writer = 'client' | 'status' | 'system';
 
 export function kubeTime(ms = Date.now()): string {
@@ -69,7 +71,8 @@ export class Store {
 
   type(kind: string): ResourceType {
     const t = typeByKind(kind);
-    if (!t) throw new ApiError(404, 'NotFound', `the server could not find the requested resource (kind ${kind})`);
+    if (!t)
+      throw new ApiError(404, 'NotFound', `the server could not find the requested resource (kind ${kind})`);
     return t;
   }
 
@@ -78,13 +81,25 @@ export class Store {
     return obj === undefined ? undefined : structuredClone(obj);
   }
 
-  list(kind: string, namespace?: string, labelSelector?: string | null, fieldSelector?: string | null): any[] {
+  list(
+    kind: string,
+    namespace?: string,
+    labelSelector?: string | null,
+    fieldSelector?: string | null,
+  ): any[] {
     const t = this.type(kind);
     const labels = labelMatcher(labelSelector);
     const fields = fieldMatcher(fieldSelector);
     return [...this.objects.values()]
-      .filter((o) => o.kind === t.kind && (!namespace || o.metadata.namespace === namespace) && labels(o) && fields(o))
-      .sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`))
+      .filter(
+        (o) =>
+          o.kind === t.kind && (!namespace || o.metadata.namespace === namespace) && labels(o) && fields(o),
+      )
+      .sort((a, b) =>
+        `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(
+          `${b.metadata.namespace}/${b.metadata.name}`,
+        ),
+      )
       .map((o) => structuredClone(o));
   }
 
@@ -96,7 +111,11 @@ export class Store {
     const name = String(obj.metadata?.name ?? '');
     this.invalid.push({ kind: t.kind, name, errors });
     const resource = t.group ? `${t.kind}.${t.group}` : t.kind;
-    throw new ApiError(422, 'Invalid', `${resource} "${name}" is invalid: ${errors}`, { name, kind: t.plural, group: t.group });
+    throw new ApiError(422, 'Invalid', `${resource} "${name}" is invalid: ${errors}`, {
+      name,
+      kind: t.plural,
+      group: t.group,
+    });
   }
 
   private commit(type: EventType, obj: any, previous?: any): any {
@@ -106,7 +125,13 @@ export class Store {
     const key = keyOf(t.kind, obj.metadata.namespace, obj.metadata.name);
     if (type === 'DELETED') this.objects.delete(key);
     else this.objects.set(key, obj);
-    const event: StoreEvent = { type, rv: this.rv, kind: t.kind, object: structuredClone(obj), ...(previous ? { previous } : {}) };
+    const event: StoreEvent = {
+      type,
+      rv: this.rv,
+      kind: t.kind,
+      object: structuredClone(obj),
+      ...(previous ? { previous } : {}),
+    };
     this.history.push(event);
     while (this.history.length > this.historyLimit) this.horizon = this.history.shift()!.rv;
     for (const listener of [...this.listeners]) listener(event);
@@ -120,16 +145,33 @@ export class Store {
     obj.kind = t.kind;
     const meta = (obj.metadata ??= {});
     if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomUUID().slice(0, 5)}`;
-    if (!meta.name) throw new ApiError(422, 'Invalid', `${t.kind} is invalid: metadata.name: Required value: name or generateName is required`);
+    if (!meta.name)
+      throw new ApiError(
+        422,
+        'Invalid',
+        `${t.kind} is invalid: metadata.name: Required value: name or generateName is required`,
+      );
     if (t.namespaced) {
-      if (!meta.namespace) throw new ApiError(400, 'BadRequest', `${t.kind} ${meta.name}: the namespace of the object is missing`);
+      if (!meta.namespace)
+        throw new ApiError(
+          400,
+          'BadRequest',
+          `${t.kind} ${meta.name}: the namespace of the object is missing`,
+        );
       if (!this.objects.has(keyOf('Namespace', undefined, meta.namespace))) {
-        throw new ApiError(404, 'NotFound', `namespaces "${meta.namespace}" not found`, { name: meta.namespace, kind: 'namespaces' });
+        throw new ApiError(404, 'NotFound', `namespaces "${meta.namespace}" not found`, {
+          name: meta.namespace,
+          kind: 'namespaces',
+        });
       }
     } else delete meta.namespace;
     if (this.objects.has(keyOf(t.kind, meta.namespace, meta.name))) {
       const resource = t.group ? `${t.plural}.${t.group}` : t.plural;
-      throw new ApiError(409, 'AlreadyExists', `${resource} "${meta.name}" already exists`, { name: meta.name, kind: t.plural, group: t.group });
+      throw new ApiError(409, 'AlreadyExists', `${resource} "${meta.name}" already exists`, {
+        name: meta.name,
+        kind: t.plural,
+        group: t.group,
+      });
     }
     if (writer !== 'system' && t.hasStatus) delete obj.status;
     meta.uid = randomUUID();
@@ -155,7 +197,12 @@ export class Store {
     const expectedRv = input.metadata.resourceVersion;
     if (expectedRv && expectedRv !== current.metadata.resourceVersion) {
       const resource = t.group ? `${t.plural}.${t.group}` : t.plural;
-      throw new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified; please apply your changes to the latest version and try again`, { name, kind: t.plural, group: t.group });
+      throw new ApiError(
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+        { name, kind: t.plural, group: t.group },
+      );
     }
     let obj = structuredClone(input);
     if (writer === 'status') obj = { ...structuredClone(current), status: obj.status };
@@ -164,8 +211,15 @@ export class Store {
     obj.apiVersion = current.apiVersion;
     obj.kind = current.kind;
     // What the server owns does not change through a write.
-    obj.metadata = { ...obj.metadata, uid: current.metadata.uid, creationTimestamp: current.metadata.creationTimestamp, name, ...(namespace ? { namespace } : {}) };
-    if (current.metadata.deletionTimestamp) obj.metadata.deletionTimestamp = current.metadata.deletionTimestamp;
+    obj.metadata = {
+      ...obj.metadata,
+      uid: current.metadata.uid,
+      creationTimestamp: current.metadata.creationTimestamp,
+      name,
+      ...(namespace ? { namespace } : {}),
+    };
+    if (current.metadata.deletionTimestamp)
+      obj.metadata.deletionTimestamp = current.metadata.deletionTimestamp;
     const specChanged = JSON.stringify(obj.spec) !== JSON.stringify(current.spec);
     obj.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
     obj.metadata.resourceVersion = current.metadata.resourceVersion;
@@ -179,7 +233,12 @@ export class Store {
    * Orphan strips the reference, Background/Foreground delete them (immediately, both).
    * A Namespace takes every object in it along.
    */
-  delete(kind: string, namespace: string | undefined, name: string, propagation: Propagation = 'Background'): any {
+  delete(
+    kind: string,
+    namespace: string | undefined,
+    name: string,
+    propagation: Propagation = 'Background',
+  ): any {
     const t = this.type(kind);
     const current = this.objects.get(keyOf(t.kind, t.namespaced ? namespace : undefined, name));
     if (!current) throw notFound(t, name);
@@ -187,7 +246,8 @@ export class Store {
     if (t.kind === 'Namespace') {
       for (const o of [...this.objects.values()]) {
         const stillThere = this.objects.has(keyOf(o.kind, name, o.metadata.name)); // a cascade may have taken it already
-        if (o.metadata.namespace === name && stillThere) this.delete(o.kind, name, o.metadata.name, 'Background');
+        if (o.metadata.namespace === name && stillThere)
+          this.delete(o.kind, name, o.metadata.name, 'Background');
       }
     }
     for (const o of [...this.objects.values()]) {

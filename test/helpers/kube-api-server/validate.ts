@@ -9,10 +9,10 @@
  * The field lists come from @kubernetes/client-node's generated models (attributeTypeMap).
  */
 import * as k8s from '@kubernetes/client-node';
-import { Namespace, Pod, Node, ResourceQuota, LimitRange, ServiceAccount } from 'kubernetes-models/v1';
 import { Job } from 'kubernetes-models/batch/v1';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PriorityClass } from 'kubernetes-models/scheduling.k8s.io/v1';
+import { LimitRange, Namespace, Node, Pod, ResourceQuota, ServiceAccount } from 'kubernetes-models/v1';
 
 interface Validatable {
   validate(): void;
@@ -35,7 +35,10 @@ interface AttributeType {
   baseName: string;
   type: string;
 }
-const clientModels = k8s as unknown as Record<string, { getAttributeTypeMap?: () => AttributeType[] } | undefined>;
+const clientModels = k8s as unknown as Record<
+  string,
+  { getAttributeTypeMap?: () => AttributeType[] } | undefined
+>;
 
 /** Paths of fields the client-node model of `typeName` does not know, e.g. `spec.template.spec.container`. */
 function unknownFields(value: unknown, typeName: string, path: string, out: string[]): void {

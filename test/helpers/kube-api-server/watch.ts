@@ -8,9 +8,9 @@
  * A filtered watch turns a MODIFIED that moves an object into (out of) its selector into ADDED (DELETED).
  */
 import type { ServerResponse } from 'node:http';
-import { statusBody, type ResourceType } from './resources.js';
-import type { Store, StoreEvent } from './store.js';
+import { type ResourceType, statusBody } from './resources.js';
 import type { Matcher } from './selectors.js';
+import type { Store, StoreEvent } from './store.js';
 
 export interface WatchRequest {
   type: ResourceType;
@@ -39,7 +39,9 @@ export class Watches {
     response.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' });
     response.flushHeaders();
     const write = (type: string, object: unknown) => response.write(`${JSON.stringify({ type, object })}\n`);
-    const inScope = (e: StoreEvent) => e.kind === request.type.kind && (!request.namespace || e.object.metadata.namespace === request.namespace);
+    const inScope = (e: StoreEvent) =>
+      e.kind === request.type.kind &&
+      (!request.namespace || e.object.metadata.namespace === request.namespace);
     const send = (e: StoreEvent) => {
       if (!inScope(e)) return;
       const now = request.matches(e.object);
@@ -55,15 +57,21 @@ export class Watches {
 
     const rv = request.resourceVersion;
     if (rv && !/^\d+$/.test(rv)) {
-      response.end(`${JSON.stringify({ type: 'ERROR', object: statusBody(400, 'BadRequest', `invalid resource version: ${rv}`) })}\n`);
+      response.end(
+        `${JSON.stringify({ type: 'ERROR', object: statusBody(400, 'BadRequest', `invalid resource version: ${rv}`) })}\n`,
+      );
       return;
     }
     if (!rv || rv === '0') {
-      for (const obj of this.store.list(request.type.kind, request.namespace)) if (request.matches(obj)) write('ADDED', obj);
+      for (const obj of this.store.list(request.type.kind, request.namespace))
+        if (request.matches(obj)) write('ADDED', obj);
     } else {
       const replay = this.store.eventsAfter(Number(rv));
       if (!replay) {
-        write('ERROR', statusBody(410, 'Expired', `too old resource version: ${rv} (${this.store.resourceVersion})`));
+        write(
+          'ERROR',
+          statusBody(410, 'Expired', `too old resource version: ${rv} (${this.store.resourceVersion})`),
+        );
         response.end();
         return;
       }
@@ -71,7 +79,9 @@ export class Watches {
     }
 
     const unsubscribe = this.store.subscribe(send);
-    const timer = request.timeoutSeconds ? setTimeout(() => watch.end(), request.timeoutSeconds * 1000).unref() : undefined;
+    const timer = request.timeoutSeconds
+      ? setTimeout(() => watch.end(), request.timeoutSeconds * 1000).unref()
+      : undefined;
     const watch: OpenWatch = {
       response,
       end: (graceful = true) => {
@@ -89,7 +99,9 @@ export class Watches {
   /** Ends every open watch with a 410 Expired ERROR event (the caller then forgets the history). */
   expireAll(): void {
     for (const watch of [...this.open]) {
-      watch.response.write(`${JSON.stringify({ type: 'ERROR', object: statusBody(410, 'Expired', 'The resourceVersion for the provided watch is too old.') })}\n`);
+      watch.response.write(
+        `${JSON.stringify({ type: 'ERROR', object: statusBody(410, 'Expired', 'The resourceVersion for the provided watch is too old.') })}\n`,
+      );
       watch.end();
     }
   }

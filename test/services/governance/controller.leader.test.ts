@@ -1,20 +1,35 @@
-// Issue 16, the controller across a leader change: two apps on one PostgreSQL database (one event
+// The controller across a leader change: two apps on one PostgreSQL database (one event
 // bus). The first leader closes a window and adjusts; its lock's session is killed; the second app
 // takes over, starts an empty window and continues from the committed setting — no adjustment is
 // applied twice, the chain of audited adjustments is unbroken and recomputes, followers' cores follow.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { exportSPKI, generateKeyPair } from 'jose';
+import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { buildApp, type FairwayApp } from '../../../src/server/app.js';
 import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
+import { buildApp, type FairwayApp } from '../../../src/server/app.js';
+import {
+  CONTROLLER_TEST_GOVERNANCE,
+  controllerEvents,
+  controllerSettingOf,
+  coreLimits,
+  enc,
+  expectReproducibleAuditLog,
+  type Fixture,
+  setUpControllerQueues,
+  WINDOW_MS,
+} from '../../helpers/controller-fixture.js';
 import { describeNeeding } from '../../helpers/database.js';
-import { startTestApp, testConfig, type TestApp } from '../../helpers/harness.js';
-import { eventually, liveSubscription, wsClient, type LiveSubscription } from '../../helpers/live-subscription.js';
+import { startTestApp, type TestApp, testConfig } from '../../helpers/harness.js';
+import {
+  eventually,
+  type LiveSubscription,
+  liveSubscription,
+  wsClient,
+} from '../../helpers/live-subscription.js';
 import { schedulerLockHolders } from '../../helpers/scheduler-lock.js';
-import { CONTROLLER_TEST_GOVERNANCE, WINDOW_MS, controllerEvents, controllerSettingOf, coreLimits, enc, expectReproducibleAuditLog, setUpControllerQueues, type Fixture } from '../../helpers/controller-fixture.js';
 
 describeNeeding(['postgresql'], 'governance controller across a leader change', () => {
   let t: TestApp;
@@ -25,20 +40,44 @@ describeNeeding(['postgresql'], 'governance controller across a leader change', 
   let client: ReturnType<typeof wsClient>;
   const bErrors: unknown[] = [];
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-ctl-b-'));
-  const adjustments = async () => (await controllerEvents(systemEntityManager(t.app.orm).fork({ clear: true }))).filter((e) => e.action === 'governance.controller.adjust');
+  const adjustments = async () =>
+    (await controllerEvents(systemEntityManager(t.app.orm).fork({ clear: true }))).filter(
+      (e) => e.action === 'governance.controller.adjust',
+    );
 
   beforeAll(async () => {
     // The first app's leader session ends when its lock's session is killed; it logs that.
-    t = await startTestApp({ dialect: 'postgresql', governance: CONTROLLER_TEST_GOVERNANCE, expectedServerErrors: /terminat|connection|Connection|lock/ });
+    t = await startTestApp({
+      dialect: 'postgresql',
+      governance: CONTROLLER_TEST_GOVERNANCE,
+      expectedServerErrors: /terminat|connection|Connection|lock/,
+    });
     f = await setUpControllerQueues(t.app);
     await t.app.scheduler.rebuild();
     const { publicKey } = await generateKeyPair('RS256');
-    const config = testConfig({ dataDir, database: t.app.config.database, oidc: { publicKeyPem: await exportSPKI(publicKey) } });
-    b = await buildApp({ config, now: () => t.now.value, events: t.app.events, logError: (e) => bErrors.push(e), reauthCacheMs: 0, scheduler: { leaderRetryMs: 100 }, governance: CONTROLLER_TEST_GOVERNANCE });
+    const config = testConfig({
+      dataDir,
+      database: t.app.config.database,
+      oidc: { publicKeyPem: await exportSPKI(publicKey) },
+    });
+    b = await buildApp({
+      config,
+      now: () => t.now.value,
+      events: t.app.events,
+      logError: (e) => bErrors.push(e),
+      reauthCacheMs: 0,
+      scheduler: { leaderRetryMs: 100 },
+      governance: CONTROLLER_TEST_GOVERNANCE,
+    });
     sql = new pg.Client({ connectionString: (t.app.config.database as { url: string }).url });
     await sql.connect();
     client = wsClient(t.url, t.token('aurora-research', 'MEMBER'));
-    heard = liveSubscription(client, `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind queueId lend } }`, { t: enc('Tenant', f.aurora.tenantId) }, (d) => d.tenantEvents);
+    heard = liveSubscription(
+      client,
+      `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind queueId lend } }`,
+      { t: enc('Tenant', f.aurora.tenantId) },
+      (d) => d.tenantEvents,
+    );
     await new Promise((r) => setTimeout(r, 200));
   }, 60_000);
   afterAll(async () => {
@@ -79,7 +118,9 @@ describeNeeding(['postgresql'], 'governance controller across a leader change', 
     const [first, second] = await adjustments();
     expect(await adjustments()).toHaveLength(2);
     expect(first!.requestId).not.toBe(second!.requestId);
-    expect((second!.input as { windowStart: number }).windowStart).toBeGreaterThanOrEqual((first!.input as { windowEnd: number }).windowEnd);
+    expect((second!.input as { windowStart: number }).windowStart).toBeGreaterThanOrEqual(
+      (first!.input as { windowEnd: number }).windowEnd,
+    );
     await expectReproducibleAuditLog(t.app, { [f.aurora.queueId]: { lend: 0.5, borrow: 0 } });
     await heard.until((v) => v.filter((e) => e.kind === 'LIMITS_ADJUSTED').length === 2, 5000);
     expect(heard.values.filter((e) => e.kind === 'LIMITS_ADJUSTED').map((e) => [e.queueId, e.lend])).toEqual([

@@ -22,8 +22,11 @@ describeEachDialect('a job that is never preempted does not borrow (API)', (dial
     const borealis = await t.idsOf('borealis-inference');
     const aurora = await t.idsOf('aurora-research');
     const bob = t.token('borealis-inference', 'MEMBER');
-    const input = (queueId: string, name: string, priorityClass: string, count: number) => ({ in: { queueId, name, priorityClass, podSets: [{ count, gpusPerPod: 8, flavors: ['h100-80g'] }] } });
-    const stateOf = async (bearer: string, id: string) => (await t.gql(bearer, PENDING, { id })).body.data!.node;
+    const input = (queueId: string, name: string, priorityClass: string, count: number) => ({
+      in: { queueId, name, priorityClass, podSets: [{ count, gpusPerPod: 8, flavors: ['h100-80g'] }] },
+    });
+    const stateOf = async (bearer: string, id: string) =>
+      (await t.gql(bearer, PENDING, { id })).body.data!.node;
     const until = async (check: () => Promise<boolean>) => {
       const deadline = Date.now() + 20_000;
       while (!(await check()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -34,16 +37,26 @@ describeEachDialect('a job that is never preempted does not borrow (API)', (dial
     expect(training.body.data!.previewJob).toMatchObject({ admissible: true, borrowed: true });
     const preview = await t.gql(bob, PREVIEW, input(borealis.Queue!, 'serve-24', 'inference-critical', 3));
     expect(preview.body.errors, JSON.stringify(preview.body)).toBeUndefined();
-    const WHY = "gpu on h100-80g: requested 24 exceeds the most the queue can ever get (16). Its priority class is never preempted, so it runs only within its queue's nominal quota and never borrows.";
-    expect(preview.body.data!.previewJob).toEqual({ admissible: false, borrowed: false, reason: 'ExceedsMaxQuota', message: WHY });
+    const WHY =
+      "gpu on h100-80g: requested 24 exceeds the most the queue can ever get (16). Its priority class is never preempted, so it runs only within its queue's nominal quota and never borrows.";
+    expect(preview.body.data!.previewJob).toEqual({
+      admissible: false,
+      borrowed: false,
+      reason: 'ExceedsMaxQuota',
+      message: WHY,
+    });
 
     const big = await t.gql(bob, SUBMIT, input(borealis.Queue!, 'serve-24', 'inference-critical', 3));
     expect(big.body.errors, JSON.stringify(big.body)).toBeUndefined();
     const bigId = big.body.data!.submitJob.id as string;
     await until(async () => (await stateOf(bob, bigId)).pendingReason?.code === 'ExceedsMaxQuota');
     const pending = await stateOf(bob, bigId);
-    expect(pending).toMatchObject({ state: 'PENDING', pendingReason: { code: 'ExceedsMaxQuota', message: WHY, requested: 24, nominal: 16, borrowingLimit: 0 } });
-    // What it may use now is what its own jobs leave of the nominal (the demo's jobs may hold some), not the cohort's idle half.
+    expect(pending).toMatchObject({
+      state: 'PENDING',
+      pendingReason: { code: 'ExceedsMaxQuota', message: WHY, requested: 24, nominal: 16, borrowingLimit: 0 },
+    });
+    // What it may use now is what its own jobs leave of the nominal (the demo's jobs may hold some), not the
+    // cohort's idle half.
     expect(pending.pendingReason.available + pending.pendingReason.used).toBe(16);
 
     // Aurora's nominal is there for it at once.

@@ -1,11 +1,11 @@
-// Issue 8, item 4: the core reasons in the backend's clock. A declared hour runs one minute on the
+// The core reasons in the backend's clock. A declared hour runs one minute on the
 // simulated cluster at time scale 60, so the spec the core gets (and its expected ends and ETAs)
 // must say one minute.
 import { describe, expect, it } from 'vitest';
-import { SimulatedBackend } from '../../../src/backends/simulated/simulated.js';
 import type { ExecutionBackend } from '../../../src/backends/port.js';
-import { jobSpec } from '../../../src/services/scheduling/specs.js';
+import { SimulatedBackend } from '../../../src/backends/simulated/simulated.js';
 import type { Job } from '../../../src/persistence/jobs/entities.js';
+import { jobSpec } from '../../../src/services/scheduling/specs.js';
 import { makeCluster, makeQueue, nodes } from '../../core/builders.js';
 
 const HOUR = 3_600_000;

@@ -25,8 +25,26 @@ beforeAll(async () => {
   const tie = '2026-10-03T00:00:00Z';
   const h100 = { flavor: 'h100-80g', hours: 1, gpuUnits: 1, unitPrice: 2.49, utilization: null };
   await seedUsage(t, [
-    { people: seed.aurora, user: 'max', name: 'tie-a', priorityClass: 'training', state: 'SUCCEEDED', finishedAt: tie, exitReason: 'completed', intervals: [{ ...h100, start: '2026-10-02T23:00:00Z' }] },
-    { people: seed.aurora, user: 'max', name: 'tie-b', priorityClass: 'training', state: 'SUCCEEDED', finishedAt: tie, exitReason: 'completed', intervals: [{ ...h100, start: '2026-10-02T23:00:00Z' }] },
+    {
+      people: seed.aurora,
+      user: 'max',
+      name: 'tie-a',
+      priorityClass: 'training',
+      state: 'SUCCEEDED',
+      finishedAt: tie,
+      exitReason: 'completed',
+      intervals: [{ ...h100, start: '2026-10-02T23:00:00Z' }],
+    },
+    {
+      people: seed.aurora,
+      user: 'max',
+      name: 'tie-b',
+      priorityClass: 'training',
+      state: 'SUCCEEDED',
+      finishedAt: tie,
+      exitReason: 'completed',
+      intervals: [{ ...h100, start: '2026-10-02T23:00:00Z' }],
+    },
   ]);
 }, 60_000);
 afterAll(async () => {
@@ -39,8 +57,21 @@ describe('job history', () => {
     const data = await expectOk(t, admin, HISTORY, { t: aurora, first: 10 });
     expect(names(data)).toEqual(['ada-eval', 'tie-b', 'tie-a', 'ada-mig-sweep', 'max-pretrain']);
     const failed = data.jobHistory.edges[0].node;
-    expect(failed).toMatchObject({ state: 'FAILED', exitReason: 'exit code 1', finishedAt: '2026-11-05T06:00:00.000Z', gpuHours: expect.closeTo(4, 9), cost: expect.closeTo(9.96, 9) });
-    expect(failed.usageIntervals).toEqual([{ flavor: 'h100-80g', gpuHours: expect.closeTo(4, 9), cost: expect.closeTo(9.96, 9), closedBy: 'failed' }]);
+    expect(failed).toMatchObject({
+      state: 'FAILED',
+      exitReason: 'exit code 1',
+      finishedAt: '2026-11-05T06:00:00.000Z',
+      gpuHours: expect.closeTo(4, 9),
+      cost: expect.closeTo(9.96, 9),
+    });
+    expect(failed.usageIntervals).toEqual([
+      {
+        flavor: 'h100-80g',
+        gpuHours: expect.closeTo(4, 9),
+        cost: expect.closeTo(9.96, 9),
+        closedBy: 'failed',
+      },
+    ]);
   });
 
   it('pages forwards and backwards on (finishedAt, id) without skipping or repeating', async () => {
@@ -56,30 +87,61 @@ describe('job history', () => {
     expect(seen).toEqual(['ada-eval', 'tie-b', 'tie-a', 'ada-mig-sweep', 'max-pretrain']);
     const last = await expectOk(t, admin, HISTORY, { t: aurora, last: 2 });
     expect(names(last)).toEqual(['ada-mig-sweep', 'max-pretrain']);
-    const before = await expectOk(t, admin, HISTORY, { t: aurora, last: 2, before: last.jobHistory.pageInfo.startCursor });
+    const before = await expectOk(t, admin, HISTORY, {
+      t: aurora,
+      last: 2,
+      before: last.jobHistory.pageInfo.startCursor,
+    });
     expect(names(before)).toEqual(['tie-b', 'tie-a']);
-    expect(codesOf(await t.gql(admin, HISTORY, { t: aurora, first: 2, after: 'bm90LWEtY3Vyc29y' }))).toEqual(['BAD_USER_INPUT']);
+    expect(codesOf(await t.gql(admin, HISTORY, { t: aurora, first: 2, after: 'bm90LWEtY3Vyc29y' }))).toEqual([
+      'BAD_USER_INPUT',
+    ]);
   });
 
   it('filters by state, finish time, person, project, queue and priority class; only terminal states', async () => {
     const admin = t.token('aurora-research', 'TENANT_ADMIN');
-    const by = async (f: Record<string, unknown>) => names(await expectOk(t, admin, HISTORY, { t: aurora, f, first: 20 }));
+    const by = async (f: Record<string, unknown>) =>
+      names(await expectOk(t, admin, HISTORY, { t: aurora, f, first: 20 }));
     expect(await by({ states: ['FAILED', 'CANCELLED'] })).toEqual(['ada-eval', 'ada-mig-sweep']);
-    expect(await by({ finishedAfter: '2026-10-02T00:00:00Z', finishedBefore: '2026-11-01T00:00:00Z' })).toEqual(['tie-b', 'tie-a', 'ada-mig-sweep']);
-    expect(await by({ memberId: enc('Member', seed.aurora.members.ada!.id) })).toEqual(['ada-eval', 'ada-mig-sweep']);
+    expect(
+      await by({ finishedAfter: '2026-10-02T00:00:00Z', finishedBefore: '2026-11-01T00:00:00Z' }),
+    ).toEqual(['tie-b', 'tie-a', 'ada-mig-sweep']);
+    expect(await by({ memberId: enc('Member', seed.aurora.members.ada!.id) })).toEqual([
+      'ada-eval',
+      'ada-mig-sweep',
+    ]);
     expect(await by({ priorityClass: 'experiment' })).toEqual(['ada-mig-sweep']);
-    expect((await by({ projectId: enc('Project', seed.aurora.project.id), queueId: enc('Queue', seed.aurora.queue.id) })).length).toBe(5);
-    expect(codesOf(await t.gql(admin, HISTORY, { t: aurora, f: { states: ['RUNNING'] } }))).toEqual(['BAD_USER_INPUT']);
-    expect(codesOf(await t.gql(admin, HISTORY, { t: aurora, f: { finishedAfter: '2026-11-01T00:00:00Z', finishedBefore: '2026-10-01T00:00:00Z' } }))).toEqual(['BAD_USER_INPUT']);
+    expect(
+      (
+        await by({
+          projectId: enc('Project', seed.aurora.project.id),
+          queueId: enc('Queue', seed.aurora.queue.id),
+        })
+      ).length,
+    ).toBe(5);
+    expect(codesOf(await t.gql(admin, HISTORY, { t: aurora, f: { states: ['RUNNING'] } }))).toEqual([
+      'BAD_USER_INPUT',
+    ]);
+    expect(
+      codesOf(
+        await t.gql(admin, HISTORY, {
+          t: aurora,
+          f: { finishedAfter: '2026-11-01T00:00:00Z', finishedBefore: '2026-10-01T00:00:00Z' },
+        }),
+      ),
+    ).toEqual(['BAD_USER_INPUT']);
   });
 
-  it("members read the history; usage of their own jobs only and never cost", async () => {
+  it('members read the history; usage of their own jobs only and never cost', async () => {
     const data = await expectOk(t, t.token('aurora-research', 'MEMBER'), HISTORY, { t: aurora, first: 10 });
     const byName = Object.fromEntries(data.jobHistory.edges.map((e: any) => [e.node.name, e.node]));
     expect(byName['max-pretrain']).toMatchObject({ gpuHours: expect.closeTo(16, 9), cost: null });
     expect(byName['max-pretrain'].usageIntervals.every((i: any) => i.cost === null)).toBe(true);
     expect(byName['ada-eval']).toMatchObject({ gpuHours: null, cost: null, usageIntervals: null });
-    const auditor = await expectOk(t, t.token('aurora-research', 'AUDITOR'), HISTORY, { t: aurora, first: 1 });
+    const auditor = await expectOk(t, t.token('aurora-research', 'AUDITOR'), HISTORY, {
+      t: aurora,
+      first: 1,
+    });
     expect(auditor.jobHistory.edges[0].node.cost).toBeCloseTo(9.96, 9);
   });
 
@@ -89,9 +151,18 @@ describe('job history', () => {
     const ghost = (type: string) => enc(type, '01900000-0000-7000-8000-000000000000');
     const pairs: [Record<string, unknown>, Record<string, unknown>][] = [
       [{ t: aurora }, { t: ghost('Tenant') }],
-      [{ t: borealis, f: { projectId: enc('Project', seed.aurora.project.id) } }, { t: borealis, f: { projectId: ghost('Project') } }],
-      [{ t: borealis, f: { queueId: enc('Queue', seed.aurora.queue.id) } }, { t: borealis, f: { queueId: ghost('Queue') } }],
-      [{ t: borealis, f: { memberId: enc('Member', seed.aurora.members.max!.id) } }, { t: borealis, f: { memberId: ghost('Member') } }],
+      [
+        { t: borealis, f: { projectId: enc('Project', seed.aurora.project.id) } },
+        { t: borealis, f: { projectId: ghost('Project') } },
+      ],
+      [
+        { t: borealis, f: { queueId: enc('Queue', seed.aurora.queue.id) } },
+        { t: borealis, f: { queueId: ghost('Queue') } },
+      ],
+      [
+        { t: borealis, f: { memberId: enc('Member', seed.aurora.members.max!.id) } },
+        { t: borealis, f: { memberId: ghost('Member') } },
+      ],
     ];
     for (const [foreign, missing] of pairs) {
       const a = await t.gql(bea, HISTORY, { ...foreign, first: 5 });

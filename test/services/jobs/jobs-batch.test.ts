@@ -1,12 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { codesOf, expectOk, expectRefusedUnchanged, startTestApp, type TestApp } from '../../helpers/harness.js';
-import { describeEachDialect } from '../../helpers/database.js';
 import { parse } from 'graphql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operationCost } from '../../../plugins/useRateLimits.js';
+import { describeEachDialect } from '../../helpers/database.js';
+import {
+  codesOf,
+  expectOk,
+  expectRefusedUnchanged,
+  startTestApp,
+  type TestApp,
+} from '../../helpers/harness.js';
 
 const SUBMIT_JOBS = `mutation($jobs: [SubmitJobInput!]!) { submitJobs(jobs: $jobs) { id name state queue { name } submittedAt expectedDurationSeconds gpus podSets { name count gpusPerPod } } }`;
 /** Each job's state, by id (aliases: one request). */
-const STATES = (ids: string[]) => `query { ${ids.map((id, i) => `j${i}: node(id: "${id}") { ... on Job { state pendingReason { code } } }`).join(' ')} }`;
+const STATES = (ids: string[]) =>
+  `query { ${ids.map((id, i) => `j${i}: node(id: "${id}") { ... on Job { state pendingReason { code } } }`).join(' ')} }`;
 const AUDIT = `query($id: ID!) { auditEvents(tenantId: $id, first: 50) { edges { node { action outcome targetId input } } } }`;
 
 let t: TestApp;
@@ -18,10 +25,18 @@ let ada: string;
 const rawId = (globalId: string) => Buffer.from(globalId, 'base64').toString().split(':')[1];
 /** A sweep: one shape, one argument changing, as a user's script would send it. */
 const sweep = (n: number, prefix: string, extra: (i: number) => Record<string, unknown> = () => ({})) =>
-  Array.from({ length: n }, (_, i) => ({ queueId: aurora.Queue, name: `${prefix}-${i}`, podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 36_000, ...extra(i) }));
+  Array.from({ length: n }, (_, i) => ({
+    queueId: aurora.Queue,
+    name: `${prefix}-${i}`,
+    podSets: [{ gpusPerPod: 1 }],
+    expectedDurationSeconds: 36_000,
+    ...extra(i),
+  }));
 
 async function count(table: string, where = ''): Promise<number> {
-  const [row] = await t.app.orm.em.getConnection().execute<{ n: number | string }[]>(`select count(*) as n from ${table} ${where}`);
+  const [row] = await t.app.orm.em
+    .getConnection()
+    .execute<{ n: number | string }[]>(`select count(*) as n from ${table} ${where}`);
   return Number(row!.n);
 }
 
@@ -62,13 +77,19 @@ describeEachDialect('submitJobs', (dialect) => {
     let states: { state: string; pendingReason: { code: string } | null }[] = [];
     await waitFor(async () => {
       // At most 30 aliases per request (the query limits).
-      const halves = await Promise.all([ids.slice(0, 20), ids.slice(20)].map((part) => expectOk(t, max, STATES(part))));
+      const halves = await Promise.all(
+        [ids.slice(0, 20), ids.slice(20)].map((part) => expectOk(t, max, STATES(part))),
+      );
       states = halves.flatMap((data) => Object.values(data));
-      return states.every((s) => s.state !== 'PENDING' || (s.pendingReason && s.pendingReason.code !== 'NotYetEvaluated'));
+      return states.every(
+        (s) => s.state !== 'PENDING' || (s.pendingReason && s.pendingReason.code !== 'NotYetEvaluated'),
+      );
     });
     expect(states.some((s) => s.state !== 'PENDING')).toBe(true);
 
-    const audit = (await expectOk(t, ada, AUDIT, { id: aurora.Tenant })).auditEvents.edges.map((e: any) => e.node).filter((e: any) => e.action === 'job.submitBatch');
+    const audit = (await expectOk(t, ada, AUDIT, { id: aurora.Tenant })).auditEvents.edges
+      .map((e: any) => e.node)
+      .filter((e: any) => e.action === 'job.submitBatch');
     expect(audit).toHaveLength(1);
     expect(audit[0].outcome).toBe('SUCCESS');
     expect(audit[0].input.count).toBe(40);
@@ -96,22 +117,36 @@ describeEachDialect('submitJobs', (dialect) => {
 
     // Part retry, part new: the known key answers with its job, the new one is made.
     const mixed = [jobs[3]!, { ...jobs[0]!, name: 'keyed-new', idempotencyKey: 'keyed-new' }];
-    const answer = (await expectOk(t, max, SUBMIT_JOBS, { jobs: mixed })).submitJobs.map((j: { id: string }) => j.id);
+    const answer = (await expectOk(t, max, SUBMIT_JOBS, { jobs: mixed })).submitJobs.map(
+      (j: { id: string }) => j.id,
+    );
     expect(answer[0]).toBe(first[3]);
     expect(first).not.toContain(answer[1]);
   });
 
   it("one call may go to several of the tenant's queues, and answers each job with its own", async () => {
     const platform = t.token(null, 'PLATFORM_ADMIN');
-    const second = (await expectOk(t, platform, `mutation($in: CreateQueueInput!) { createQueue(input: $in) { id } }`, {
-      in: { name: 'aurora-sweeps', tenantId: aurora.Tenant, quotas: [{ flavor: 'h100-80g', nominal: 4 }] },
-    })).createQueue.id;
+    const second = (
+      await expectOk(t, platform, `mutation($in: CreateQueueInput!) { createQueue(input: $in) { id } }`, {
+        in: { name: 'aurora-sweeps', tenantId: aurora.Tenant, quotas: [{ flavor: 'h100-80g', nominal: 4 }] },
+      })
+    ).createQueue.id;
     // The scheduler takes a new queue in with its next configuration rebuild (asynchronous).
     const preview = `mutation($in: SubmitJobInput!) { previewJob(input: $in) { admissible } }`;
-    await waitFor(async () => !(await t.gql(max, preview, { in: sweep(1, 'probe', () => ({ queueId: second }))[0] })).body.errors);
+    await waitFor(
+      async () =>
+        !(await t.gql(max, preview, { in: sweep(1, 'probe', () => ({ queueId: second }))[0] })).body.errors,
+    );
     const jobs = sweep(6, 'two-queues', (i) => (i % 2 ? { queueId: second } : {}));
     const answer = (await expectOk(t, max, SUBMIT_JOBS, { jobs })).submitJobs;
-    expect(answer.map((j: { queue: { name: string } }) => j.queue.name)).toEqual(['aurora-training', 'aurora-sweeps', 'aurora-training', 'aurora-sweeps', 'aurora-training', 'aurora-sweeps']);
+    expect(answer.map((j: { queue: { name: string } }) => j.queue.name)).toEqual([
+      'aurora-training',
+      'aurora-sweeps',
+      'aurora-training',
+      'aurora-sweeps',
+      'aurora-training',
+      'aurora-sweeps',
+    ]);
   });
 
   it('two copies of one call sent at once make each job once, and both answer the same jobs', async () => {
@@ -131,7 +166,13 @@ describeEachDialect('submitJobs', (dialect) => {
     expect(res.body.errors![0]!.message).toMatch(/^jobs\[4\]: idempotencyKey is also that of jobs\[1\]/);
 
     await expectRefusedUnchanged(t, max, SUBMIT_JOBS, { jobs: [] }, 'BAD_USER_INPUT');
-    const tooMany = await expectRefusedUnchanged(t, max, SUBMIT_JOBS, { jobs: sweep(1001, 'big') }, 'BAD_USER_INPUT');
+    const tooMany = await expectRefusedUnchanged(
+      t,
+      max,
+      SUBMIT_JOBS,
+      { jobs: sweep(1001, 'big') },
+      'BAD_USER_INPUT',
+    );
     expect(tooMany.body.errors![0]!.message).toMatch(/1 to 1000 jobs per call \(got 1001\)/);
   });
 
@@ -140,7 +181,11 @@ describeEachDialect('submitJobs', (dialect) => {
       // The scheduler's validation (an unknown priority class).
       [{ priorityClass: 'no-such-class' }, 'BAD_USER_INPUT', /^jobs\[17\]: /],
       // Container security, refused while converting the input.
-      [{ container: { image: 'nvcr.io/nvidia/pytorch:24.01-py3', securityContext: { privileged: true } } }, 'BAD_USER_INPUT', /^jobs\[17\]: A privileged container/],
+      [
+        { container: { image: 'nvcr.io/nvidia/pytorch:24.01-py3', securityContext: { privileged: true } } },
+        'BAD_USER_INPUT',
+        /^jobs\[17\]: A privileged container/,
+      ],
       // The tenant's data boundaries.
       [{ container: { image: 'docker.io/library/ubuntu:22.04' } }, 'BAD_USER_INPUT', /^jobs\[17\]: Image/],
       // A grant the project lacks (FORBIDDEN, as submitJob).
@@ -160,7 +205,11 @@ describeEachDialect('submitJobs', (dialect) => {
   it("another tenant's queue at one index is NOT_FOUND for that index, as a queue that does not exist", async () => {
     const foreign = sweep(10, 'foreign', (i) => (i === 6 ? { queueId: borealis.Queue } : {}));
     const res = await expectRefusedUnchanged(t, max, SUBMIT_JOBS, { jobs: foreign }, 'NOT_FOUND');
-    const missing = sweep(10, 'missing', (i) => (i === 6 ? { queueId: Buffer.from('Queue:00000000-0000-7000-8000-000000000000').toString('base64') } : {}));
+    const missing = sweep(10, 'missing', (i) =>
+      i === 6
+        ? { queueId: Buffer.from('Queue:00000000-0000-7000-8000-000000000000').toString('base64') }
+        : {},
+    );
     const none = await expectRefusedUnchanged(t, max, SUBMIT_JOBS, { jobs: missing }, 'NOT_FOUND');
     expect(res.body.errors![0]!.message).toBe('jobs[6]: Queue not found');
     expect(none.body.errors![0]!.message).toBe(res.body.errors![0]!.message);
@@ -171,12 +220,23 @@ describeEachDialect('submitJobs', (dialect) => {
 });
 
 describe('the rate limiter charges submitJobs by its size', () => {
-  const cost = (query: string, variables?: Record<string, unknown>) => operationCost(parse(query), undefined, variables);
+  const cost = (query: string, variables?: Record<string, unknown>) =>
+    operationCost(parse(query), undefined, variables);
   it('3 points as any mutation, plus one per 10 jobs, from the variable or the literal list, aliases and fragments included', () => {
     expect(cost('mutation { submitJob(input: {name: "a", podSets: []}) { id } }')).toBe(3);
-    expect(cost('mutation($j: [SubmitJobInput!]!) { submitJobs(jobs: $j) { id } }', { j: new Array(1000).fill({}) })).toBe(103);
-    expect(cost('mutation($j: [SubmitJobInput!]!) { submitJobs(jobs: $j) { id } }', { j: new Array(5).fill({}) })).toBe(4);
-    expect(cost('mutation { a: submitJobs(jobs: [{name: "a"}, {name: "b"}]) { id } ...F } fragment F on Mutation { submitJobs(jobs: [{name: "c"}]) { id } }')).toBe(4);
+    expect(
+      cost('mutation($j: [SubmitJobInput!]!) { submitJobs(jobs: $j) { id } }', {
+        j: new Array(1000).fill({}),
+      }),
+    ).toBe(103);
+    expect(
+      cost('mutation($j: [SubmitJobInput!]!) { submitJobs(jobs: $j) { id } }', { j: new Array(5).fill({}) }),
+    ).toBe(4);
+    expect(
+      cost(
+        'mutation { a: submitJobs(jobs: [{name: "a"}, {name: "b"}]) { id } ...F } fragment F on Mutation { submitJobs(jobs: [{name: "c"}]) { id } }',
+      ),
+    ).toBe(4);
     expect(cost('query { __typename }')).toBe(1);
   });
 });

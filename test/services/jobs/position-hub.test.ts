@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobExplanation } from '../../../src/core/scheduling/types.js';
 import { createEventBus } from '../../../src/events/bus.js';
 import { JobPositionHub } from '../../../src/services/jobs/position-hub.js';
@@ -8,11 +8,13 @@ import { startTestApp, type TestApp } from '../../helpers/harness.js';
 import { eventually, liveSubscription, wsClient } from '../../helpers/live-subscription.js';
 
 /**
- * Position fan-out (issue 14): one hub per server samples each watched job once per cycle,
+ * Position fan-out: one hub per server samples each watched job once per cycle,
  * however many subscribers it has, and offers a value only to the subscribers of a job whose
  * value changed; delivering it runs no SQL for a subscriber that did not select `job`.
  */
-/** The statements of resolving an API token (src/auth/identity.ts), which the harness does per event (reauthCacheMs: 0). */
+/** The statements of resolving an API token (src/auth/identity.ts), which the harness does per event
+ * (reauthCacheMs: 0).
+ */
 const CREDENTIAL_CHECK = /from `(api_tokens|memberships|project_memberships)`/;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -25,7 +27,16 @@ function fakeScheduler() {
     explanations,
     calls,
     listeners,
-    set: (jobId: string, inQueue: number) => explanations.set(jobId, { jobId, queue: 'q', state: 'pending', preemptions: 0, positionInQueue: inQueue, queuePending: 10, reason: 'WaitingForQuota' } as JobExplanation),
+    set: (jobId: string, inQueue: number) =>
+      explanations.set(jobId, {
+        jobId,
+        queue: 'q',
+        state: 'pending',
+        preemptions: 0,
+        positionInQueue: inQueue,
+        queuePending: 10,
+        reason: 'WaitingForQuota',
+      } as JobExplanation),
     explain(jobId: string) {
       calls.set(jobId, (calls.get(jobId) ?? 0) + 1);
       return explanations.get(jobId) ?? null;
@@ -42,7 +53,10 @@ function fakeScheduler() {
 }
 
 /** Reads a stream continuously: `values` is what has been delivered so far. */
-function collect(stream: AsyncIterableIterator<JobPosition>): { values: JobPosition[]; stream: AsyncIterableIterator<JobPosition> } {
+function collect(stream: AsyncIterableIterator<JobPosition>): {
+  values: JobPosition[];
+  stream: AsyncIterableIterator<JobPosition>;
+} {
   const values: JobPosition[] = [];
   void (async () => {
     for (;;) {
@@ -60,8 +74,12 @@ describe('JobPositionHub', () => {
     const events = createEventBus();
     const hub = new JobPositionHub({ scheduler, events });
     for (const id of ['crowded', 'quiet', 'other-tenant']) scheduler.set(id, 5);
-    const crowded = Array.from({ length: 200 }, () => collect(hub.watch({ id: 'crowded', state: 'PENDING', tenantId: 't1' })));
-    const quiet = Array.from({ length: 3 }, () => collect(hub.watch({ id: 'quiet', state: 'PENDING', tenantId: 't1' })));
+    const crowded = Array.from({ length: 200 }, () =>
+      collect(hub.watch({ id: 'crowded', state: 'PENDING', tenantId: 't1' })),
+    );
+    const quiet = Array.from({ length: 3 }, () =>
+      collect(hub.watch({ id: 'quiet', state: 'PENDING', tenantId: 't1' })),
+    );
     const other = collect(hub.watch({ id: 'other-tenant', state: 'PENDING', tenantId: 't2' }));
     const all = [...crowded, ...quiet, other];
     expect(hub.size).toEqual({ jobs: 3, readers: 204 });
@@ -69,13 +87,23 @@ describe('JobPositionHub', () => {
     await sleep(5);
     // First values: each stream its own job's, and only that.
     for (const c of all) expect(c.values).toMatchObject([{ explanation: { positionInQueue: 5 } }]);
-    expect(crowded.every((c) => c.values[0]!.jobId === 'crowded') && other.values[0]!.tenantId === 't2').toBe(true);
+    expect(crowded.every((c) => c.values[0]!.jobId === 'crowded') && other.values[0]!.tenantId === 't2').toBe(
+      true,
+    );
 
     scheduler.set('crowded', 4);
     scheduler.tick();
     expect(Object.fromEntries(scheduler.calls)).toEqual({ crowded: 1, quiet: 1, 'other-tenant': 1 });
     await sleep(5);
-    expect(crowded.every((c) => c.values.length === 2 && c.values[1]!.jobId === 'crowded' && c.values[1]!.tenantId === 't1' && c.values[1]!.explanation?.positionInQueue === 4)).toBe(true);
+    expect(
+      crowded.every(
+        (c) =>
+          c.values.length === 2 &&
+          c.values[1]!.jobId === 'crowded' &&
+          c.values[1]!.tenantId === 't1' &&
+          c.values[1]!.explanation?.positionInQueue === 4,
+      ),
+    ).toBe(true);
     // One value object for all 200 subscribers: computed once, not per subscriber.
     expect(new Set(crowded.map((c) => c.values[1])).size).toBe(1);
     // Unchanged: nothing offered, nothing read.
@@ -85,8 +113,14 @@ describe('JobPositionHub', () => {
     scheduler.set('other-tenant', 1);
     scheduler.tick();
     await sleep(5);
-    expect(other.values.at(-1)).toMatchObject({ jobId: 'other-tenant', tenantId: 't2', explanation: { positionInQueue: 1 } });
-    expect(crowded.every((c) => c.values.length === 2) && quiet.every((c) => c.values.length === 1)).toBe(true);
+    expect(other.values.at(-1)).toMatchObject({
+      jobId: 'other-tenant',
+      tenantId: 't2',
+      explanation: { positionInQueue: 1 },
+    });
+    expect(crowded.every((c) => c.values.length === 2) && quiet.every((c) => c.values.length === 1)).toBe(
+      true,
+    );
 
     // A tick that changes nothing sends nothing to anyone.
     scheduler.tick();
@@ -114,7 +148,8 @@ describe('JobPositionHub', () => {
     expect((await joiner.next()).value).toMatchObject({ explanation: { positionInQueue: 2 } });
 
     events.publish('job-updated', 'j', { jobId: 'j', state: 'ADMITTED', at: 0 });
-    for (const stream of [first, joiner]) expect((await stream.next()).value).toMatchObject({ state: 'ADMITTED', explanation: null });
+    for (const stream of [first, joiner])
+      expect((await stream.next()).value).toMatchObject({ state: 'ADMITTED', explanation: null });
     await first.return!();
     await joiner.return!();
     expect(scheduler.listeners.size).toBe(0);
@@ -135,7 +170,12 @@ describe('jobPosition on a real server', () => {
     admin = t.token('aurora-research', 'TENANT_ADMIN');
     // Five full nodes: more than the queue can ever get, so it waits.
     const res = await t.gql(admin, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, {
-      in: { queueId: aurora.Queue, name: 'watched', podSets: [{ count: 5, gpusPerPod: 8, flavors: ['h100-80g'] }], expectedDurationSeconds: 600 },
+      in: {
+        queueId: aurora.Queue,
+        name: 'watched',
+        podSets: [{ count: 5, gpusPerPod: 8, flavors: ['h100-80g'] }],
+        expectedDurationSeconds: 600,
+      },
     });
     expect(res.body.errors).toBeUndefined();
     jobId = res.body.data!.submitJob.id;
@@ -163,24 +203,39 @@ describe('jobPosition on a real server', () => {
 
   it('delivering a value runs no SQL for subscribers that do not select `job`, and reads the job for one that does', async () => {
     const POSITION = `subscription($id: ID!) { jobPosition(id: $id) { state position { inQueue queueLength } } }`;
-    const subs = Array.from({ length: 20 }, () => liveSubscription<{ state: string }>(client(admin), POSITION, { id: jobId }, (d) => d.jobPosition));
+    const subs = Array.from({ length: 20 }, () =>
+      liveSubscription<{ state: string }>(client(admin), POSITION, { id: jobId }, (d) => d.jobPosition),
+    );
     await Promise.all(subs.map((s) => s.until((v) => v.length === 1)));
     await quiesce();
 
     // A state change as the outbox announces it (no scheduler work, so every statement seen is delivery's).
     const from = statements.length;
-    t.app.events.publish('job-updated', rawId(jobId), { jobId: rawId(jobId), state: 'ADMITTED', at: Date.now() });
+    t.app.events.publish('job-updated', rawId(jobId), {
+      jobId: rawId(jobId),
+      state: 'ADMITTED',
+      at: Date.now(),
+    });
     await Promise.all(subs.map((s) => s.until((v) => v.at(-1)?.state === 'ADMITTED')));
     // Re-authenticating the caller is the identity cache's business (src/auth/identity-cache.ts,
     // shared by all of a token's subscriptions); nothing else may run: no snapshot transaction, no job row.
     expect(statements.slice(from).filter((sql) => !CREDENTIAL_CHECK.test(sql))).toEqual([]);
 
     // The same change for a subscriber that selected `job`: the row, read in the event's snapshot.
-    const withJob = liveSubscription<{ state: string; job: { state: string } }>(client(admin), `subscription($id: ID!) { jobPosition(id: $id) { state job { state } } }`, { id: jobId }, (d) => d.jobPosition);
+    const withJob = liveSubscription<{ state: string; job: { state: string } }>(
+      client(admin),
+      `subscription($id: ID!) { jobPosition(id: $id) { state job { state } } }`,
+      { id: jobId },
+      (d) => d.jobPosition,
+    );
     await withJob.until((v) => v.length === 1);
     await quiesce();
     const before = statements.length;
-    t.app.events.publish('job-updated', rawId(jobId), { jobId: rawId(jobId), state: 'PENDING', at: Date.now() });
+    t.app.events.publish('job-updated', rawId(jobId), {
+      jobId: rawId(jobId),
+      state: 'PENDING',
+      at: Date.now(),
+    });
     await withJob.until((v) => v.at(-1)?.state === 'PENDING');
     await Promise.all(subs.map((s) => s.until((v) => v.at(-1)?.state === 'PENDING')));
     expect(withJob.values.at(-1)!.job.state).toBe('PENDING');
@@ -192,10 +247,19 @@ describe('jobPosition on a real server', () => {
   });
 
   it("another tenant's caller learns nothing of the job: refused at subscribe, and nothing after", async () => {
-    const outsider = liveSubscription<{ state: string }>(client(t.token('borealis-inference', 'TENANT_ADMIN')), `subscription($id: ID!) { jobPosition(id: $id) { state position { inQueue } } }`, { id: jobId }, (d) => d.jobPosition);
+    const outsider = liveSubscription<{ state: string }>(
+      client(t.token('borealis-inference', 'TENANT_ADMIN')),
+      `subscription($id: ID!) { jobPosition(id: $id) { state position { inQueue } } }`,
+      { id: jobId },
+      (d) => d.jobPosition,
+    );
     await eventually(async () => outsider.errors.length > 0);
     expect(JSON.stringify(outsider.errors)).toMatch(/NOT_FOUND/);
-    t.app.events.publish('job-updated', rawId(jobId), { jobId: rawId(jobId), state: 'ADMITTED', at: Date.now() });
+    t.app.events.publish('job-updated', rawId(jobId), {
+      jobId: rawId(jobId),
+      state: 'ADMITTED',
+      at: Date.now(),
+    });
     await sleep(200);
     expect(outsider.values).toEqual([]);
     outsider.dispose();

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobExplanation } from '../../../src/core/scheduling/types.js';
 import { createEventBus } from '../../../src/events/bus.js';
 import { jobPositionStream } from '../../../src/services/jobs/position-hub.js';
@@ -33,17 +33,44 @@ const POSITION = `subscription($id: ID!) {
 
 interface Update {
   state: string;
-  position: { inQueue: number | null; queueLength: number | null; inCohort: number | null; cohortLength: number | null } | null;
+  position: {
+    inQueue: number | null;
+    queueLength: number | null;
+    inCohort: number | null;
+    cohortLength: number | null;
+  } | null;
   eta: string | null;
   pendingReason: { code: string; message: string } | null;
 }
 
 /** What the test compares between the stream and the scheduler's end-of-cycle states. */
-const fromUpdate = (u: Update) => JSON.stringify([u.position?.inQueue, u.position?.queueLength, u.position?.inCohort, u.position?.cohortLength, u.eta, u.pendingReason?.code]);
+const fromUpdate = (u: Update) =>
+  JSON.stringify([
+    u.position?.inQueue,
+    u.position?.queueLength,
+    u.position?.inCohort,
+    u.position?.cohortLength,
+    u.eta,
+    u.pendingReason?.code,
+  ]);
 const fromExplanation = (e: JobExplanation) =>
-  JSON.stringify([e.positionInQueue ?? null, e.queuePending ?? null, e.positionInCohort ?? null, e.cohortPending ?? null, e.eta == null ? null : new Date(e.eta).toISOString(), e.reason ?? 'NotYetEvaluated']);
+  JSON.stringify([
+    e.positionInQueue ?? null,
+    e.queuePending ?? null,
+    e.positionInCohort ?? null,
+    e.cohortPending ?? null,
+    e.eta == null ? null : new Date(e.eta).toISOString(),
+    e.reason ?? 'NotYetEvaluated',
+  ]);
 /** Everything a subscriber can be shown of an explanation (the core's bookkeeping left out). */
-const visible = ({ jobId: _j, queue: _q, state: _s, admission: _a, expectedEnd: _e, ...rest }: JobExplanation) => JSON.stringify(rest);
+const visible = ({
+  jobId: _j,
+  queue: _q,
+  state: _s,
+  admission: _a,
+  expectedEnd: _e,
+  ...rest
+}: JobExplanation) => JSON.stringify(rest);
 const rawId = (globalId: string) => Buffer.from(globalId, 'base64').toString().split(':')[1]!;
 const withoutRepeats = (values: string[]) => values.filter((v, i) => i === 0 || v !== values[i - 1]);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -54,7 +81,8 @@ async function submit(input: Record<string, unknown>): Promise<string> {
   return res.body.data!.submitJob.id;
 }
 const cancel = async (id: string) => expect((await t.gql(admin, CANCEL, { id })).body.errors).toBeUndefined();
-const stateOf = async (id: string): Promise<{ state: string; pendingReason: { code: string } | null }> => (await t.gql(admin, STATE, { id })).body.data!.node;
+const stateOf = async (id: string): Promise<{ state: string; pendingReason: { code: string } | null }> =>
+  (await t.gql(admin, STATE, { id })).body.data!.node;
 
 beforeAll(async () => {
   t = await startTestApp();
@@ -71,11 +99,15 @@ afterAll(async () => {
 describe('jobPosition: once per cycle that changed something, from the end of the cycle', () => {
   it('jobs submitted ahead, finishing and cancelled: exactly the end-of-cycle values, no flip-flop, no repeats, no more updates than changes', async () => {
     // P needs more than the queue can ever get: it stays pending, first in its queue.
-    const never = { podSets: [{ count: 5, gpusPerPod: 8, flavors: ['h100-80g'] }], expectedDurationSeconds: 600 };
+    const never = {
+      podSets: [{ count: 5, gpusPerPod: 8, flavors: ['h100-80g'] }],
+      expectedDurationSeconds: 600,
+    };
     const p = await submit({ name: 'P', ...never });
     await eventually(async () => (await stateOf(p)).pendingReason?.code === 'ExceedsMaxQuota');
 
-    // The scheduler's state at the end of every cycle (and rebuild or finish), sampled the way a subscriber may see it.
+    // The scheduler's state at the end of every cycle (and rebuild or finish), sampled the way a subscriber
+    // may see it.
     const endOfCycle: JobExplanation[] = [];
     const record = () => {
       const explanation = t.app.scheduler.explain(rawId(p));
@@ -95,9 +127,19 @@ describe('jobPosition: once per cycle that changed something, from the end of th
     // Small production jobs rank ahead of P from the moment they are submitted until the
     // cycle that admits them: between the two P is 3rd of 3, a state no cycle ends in.
     for (let round = 0; round < 4; round++) {
-      const finishes = await submit({ name: `quick ${round}`, priorityClass: 'production', podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], expectedDurationSeconds: 20 });
+      const finishes = await submit({
+        name: `quick ${round}`,
+        priorityClass: 'production',
+        podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }],
+        expectedDurationSeconds: 20,
+      });
       await eventually(async () => (await stateOf(finishes)).state === 'SUCCEEDED');
-      const cancelled = await submit({ name: `cancelled ${round}`, priorityClass: 'production', podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], expectedDurationSeconds: 86_400 });
+      const cancelled = await submit({
+        name: `cancelled ${round}`,
+        priorityClass: 'production',
+        podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }],
+        expectedDurationSeconds: 86_400,
+      });
       await eventually(async () => (await stateOf(cancelled)).state === 'RUNNING');
       await cancel(cancelled);
     }
@@ -115,10 +157,14 @@ describe('jobPosition: once per cycle that changed something, from the end of th
     const context = JSON.stringify({ received, endOfCycle: withoutRepeats(endOfCycle.map(fromExplanation)) });
 
     // No two consecutive updates alike.
-    for (let i = 1; i < received.length; i++) expect(received[i], `update ${i} repeats update ${i - 1}: ${context}`).not.toEqual(received[i - 1]);
+    for (let i = 1; i < received.length; i++)
+      expect(received[i], `update ${i} repeats update ${i - 1}: ${context}`).not.toEqual(received[i - 1]);
 
     // Never the moment between a submit and its cycle: P was never 3rd, its queue never 3 long.
-    expect(pending.every((u) => u.position!.inQueue! <= 2 && u.position!.queueLength! <= 2), context).toBe(true);
+    expect(
+      pending.every((u) => u.position!.inQueue! <= 2 && u.position!.queueLength! <= 2),
+      context,
+    ).toBe(true);
     expect(withoutRepeats(pending.map((u) => String(u.position!.inQueue)))).toEqual(['1', '2', '1']);
 
     // Every pending value is an end-of-cycle state, in the order the cycles produced them.
@@ -126,11 +172,15 @@ describe('jobPosition: once per cycle that changed something, from the end of th
     let from = 0;
     for (const update of pending) {
       const at = cycleValues.indexOf(fromUpdate(update), from);
-      expect(at, `not an end-of-cycle state (or out of order): ${fromUpdate(update)}; ${context}`).toBeGreaterThanOrEqual(0);
+      expect(
+        at,
+        `not an end-of-cycle state (or out of order): ${fromUpdate(update)}; ${context}`,
+      ).toBeGreaterThanOrEqual(0);
       from = at;
     }
 
-    // At most one update per cycle that changed what a subscriber sees (plus the first value), and one per state change.
+    // At most one update per cycle that changed what a subscriber sees (plus the first value), and one per
+    // state change.
     const changes = withoutRepeats(endOfCycle.map(visible)).length - 1;
     expect(pending.length, context).toBeLessThanOrEqual(1 + changes);
     expect(received.length - pending.length).toBe(1);
@@ -140,7 +190,10 @@ describe('jobPosition: once per cycle that changed something, from the end of th
 
 describe('jobPositionStream with the real core and event bus', () => {
   it('a job admitted and preempted before its job-updated events arrive shows PENDING with the explanation of the cycle that preempted it', async () => {
-    const { s } = makeCluster({ nodes: nodes(1), queues: [makeQueue('a').nominal('h100', 8).withinQueue('LowerPriority')] });
+    const { s } = makeCluster({
+      nodes: nodes(1),
+      queues: [makeQueue('a').nominal('h100', 8).withinQueue('LowerPriority')],
+    });
     const listeners = new Set<() => void>();
     const scheduler = {
       explain: (id: string) => {
@@ -170,11 +223,15 @@ describe('jobPositionStream with the real core and event bus', () => {
     cycle(); // preempts it
     expect(scheduler.explain('victim')).toMatchObject({ state: 'pending', preemptions: 1 });
     // The outbox publishes after the cycles: the job's state changes arrive late, in a burst.
-    for (const state of ['ADMITTED', 'RUNNING', 'PENDING'] as const) events.publish('job-updated', 'victim', { jobId: 'victim', state, at: 0 });
+    for (const state of ['ADMITTED', 'RUNNING', 'PENDING'] as const)
+      events.publish('job-updated', 'victim', { jobId: 'victim', state, at: 0 });
     await sleep(50);
     const read: JobPosition[] = [];
     while (read.at(-1)?.state !== 'PENDING') read.push((await stream.next()).value as JobPosition);
-    expect(read.at(-1)!.explanation, JSON.stringify(read)).toMatchObject({ state: 'pending', preemptions: 1 });
+    expect(read.at(-1)!.explanation, JSON.stringify(read)).toMatchObject({
+      state: 'pending',
+      preemptions: 1,
+    });
     await stream.return!();
     expect(listeners.size).toBe(0);
   });

@@ -1,8 +1,8 @@
+import { type Client, createClient } from 'graphql-ws';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { BudgetAlert } from '../../../src/persistence/metering/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { describeEachDialect } from '../../helpers/database.js';
 import { startTestApp, type TestApp } from '../../helpers/harness.js';
 
@@ -32,7 +32,11 @@ describeEachDialect('a hard budget gates admission', (dialect) => {
     await t?.close();
   });
 
-  async function until<T>(what: string, check: () => Promise<T | null | false | undefined>, timeoutMs = 10_000): Promise<T> {
+  async function until<T>(
+    what: string,
+    check: () => Promise<T | null | false | undefined>,
+    timeoutMs = 10_000,
+  ): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const value = await check();
@@ -47,19 +51,46 @@ describeEachDialect('a hard budget gates admission', (dialect) => {
     const admin = t.token('borealis-inference', 'TENANT_ADMIN');
     const member = t.token('borealis-inference', 'MEMBER');
     const alerts: any[] = [];
-    const client = createClient({ url: t.url.replace('http', 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${admin}` }, retryAttempts: 0 });
-    clients.push(client);
-    client.subscribe({ query: `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind threshold spent limit currency period } }`, variables: { t: borealis.Tenant } }, {
-      next: (m: any) => m.data?.tenantEvents?.kind === 'BUDGET_ALERT' && alerts.push(m.data.tenantEvents),
-      error: () => undefined,
-      complete: () => undefined,
+    const client = createClient({
+      url: t.url.replace('http', 'ws'),
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${admin}` },
+      retryAttempts: 0,
     });
+    clients.push(client);
+    client.subscribe(
+      {
+        query: `subscription($t: ID!) { tenantEvents(tenantId: $t) { kind threshold spent limit currency period } }`,
+        variables: { t: borealis.Tenant },
+      },
+      {
+        next: (m: any) => m.data?.tenantEvents?.kind === 'BUDGET_ALERT' && alerts.push(m.data.tenantEvents),
+        error: () => undefined,
+        complete: () => undefined,
+      },
+    );
 
-    const set = await t.gql(admin, SET_BUDGET, { in: { tenantId: borealis.Tenant, monthlyAmount: 100, hard: true, thresholds: [50, 100], exemptPriorityClasses: ['inference-critical'] } });
+    const set = await t.gql(admin, SET_BUDGET, {
+      in: {
+        tenantId: borealis.Tenant,
+        monthlyAmount: 100,
+        hard: true,
+        thresholds: [50, 100],
+        exemptPriorityClasses: ['inference-critical'],
+      },
+    });
     expect(set.body.errors, JSON.stringify(set.body.errors)).toBeUndefined();
     const budgetId = Buffer.from(set.body.data!.setBudget.id, 'base64').toString().split(':')[1]!;
 
-    const first = await t.gql(member, SUBMIT, { in: { queueId: borealis.Queue, name: 'spender', priorityClass: 'experiment', podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], expectedDurationSeconds: 5e6 } });
+    const first = await t.gql(member, SUBMIT, {
+      in: {
+        queueId: borealis.Queue,
+        name: 'spender',
+        priorityClass: 'experiment',
+        podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }],
+        expectedDurationSeconds: 5e6,
+      },
+    });
     expect(first.body.errors).toBeUndefined();
     const spender = first.body.data!.submitJob.id;
     await until('the spender runs', async () => (await stateOf(member, spender)).state === 'RUNNING');
@@ -68,13 +99,39 @@ describeEachDialect('a hard budget gates admission', (dialect) => {
     t.now.value += HOUR;
     await t.app.scheduler.checkpointUsage();
     const spent = await until('the budget shows exhausted', async () => {
-      const b = (await t.gql(admin, `query($t: ID!) { node(id: $t) { ... on Tenant { budgets { exhausted spent alertsFired } } } }`, { t: borealis.Tenant })).body.data!.node.budgets[0];
+      const b = (
+        await t.gql(
+          admin,
+          `query($t: ID!) { node(id: $t) { ... on Tenant { budgets { exhausted spent alertsFired } } } }`,
+          { t: borealis.Tenant },
+        )
+      ).body.data!.node.budgets[0];
       return b?.exhausted ? b : null;
     });
     expect(spent.alertsFired).toEqual([50, 100]);
 
-    const blocked = (await t.gql(member, SUBMIT, { in: { queueId: borealis.Queue, name: 'blocked', priorityClass: 'experiment', podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], expectedDurationSeconds: 100 } })).body.data!.submitJob.id;
-    const exempt = (await t.gql(member, SUBMIT, { in: { queueId: borealis.Queue, name: 'serving', priorityClass: 'inference-critical', podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], expectedDurationSeconds: 5e6 } })).body.data!.submitJob.id;
+    const blocked = (
+      await t.gql(member, SUBMIT, {
+        in: {
+          queueId: borealis.Queue,
+          name: 'blocked',
+          priorityClass: 'experiment',
+          podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }],
+          expectedDurationSeconds: 100,
+        },
+      })
+    ).body.data!.submitJob.id;
+    const exempt = (
+      await t.gql(member, SUBMIT, {
+        in: {
+          queueId: borealis.Queue,
+          name: 'serving',
+          priorityClass: 'inference-critical',
+          podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }],
+          expectedDurationSeconds: 5e6,
+        },
+      })
+    ).body.data!.submitJob.id;
     await until('the exempt job runs', async () => (await stateOf(member, exempt)).state === 'RUNNING');
     const waiting = await until('the blocked job says why', async () => {
       const node = await stateOf(member, blocked);
@@ -82,7 +139,12 @@ describeEachDialect('a hard budget gates admission', (dialect) => {
     });
     expect(waiting.state).toBe('PENDING');
     // Amounts are money: the member learns why, not how much.
-    expect(waiting.pendingReason).toMatchObject({ budgetSpent: null, budgetLimit: null, budgetCurrency: 'USD', budgetScope: 'tenant' });
+    expect(waiting.pendingReason).toMatchObject({
+      budgetSpent: null,
+      budgetLimit: null,
+      budgetCurrency: 'USD',
+      budgetScope: 'tenant',
+    });
     expect(waiting.pendingReason.message).toMatch(/budget is exhausted/i);
     expect(waiting.pendingReason.message).not.toMatch(/\d/);
     const seenByAdmin = (await stateOf(admin, blocked)).pendingReason;
@@ -103,6 +165,8 @@ describeEachDialect('a hard budget gates admission', (dialect) => {
     // Raised far above the spend: the waiting job runs.
     const raised = await t.gql(admin, SET_BUDGET, { in: { tenantId: borealis.Tenant, monthlyAmount: 1e12 } });
     expect(raised.body.errors).toBeUndefined();
-    await until('the blocked job is admitted once the budget is raised', async () => ['ADMITTED', 'RUNNING', 'SUCCEEDED'].includes((await stateOf(member, blocked)).state));
+    await until('the blocked job is admitted once the budget is raised', async () =>
+      ['ADMITTED', 'RUNNING', 'SUCCEEDED'].includes((await stateOf(member, blocked)).state),
+    );
   });
 });

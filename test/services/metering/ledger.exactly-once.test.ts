@@ -1,17 +1,22 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import fc from 'fast-check';
 import type { MikroORM } from '@mikro-orm/core';
+import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { seedDemo } from '../../../src/server/demo/seed.js';
-import { openDatabase, migrate } from '../../../src/persistence/orm.js';
-import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
-import { Job } from '../../../src/persistence/jobs/entities.js';
 import { Queue } from '../../../src/persistence/cluster/entities.js';
+import { Job } from '../../../src/persistence/jobs/entities.js';
 import { UsageHourly, UsageRecord } from '../../../src/persistence/metering/entities.js';
+import { migrate, openDatabase } from '../../../src/persistence/orm.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
+import { seedDemo } from '../../../src/server/demo/seed.js';
 import { Metering } from '../../../src/services/metering/charging.js';
-import { createTestDatabase, describeEachDialect, type Dialect, type TestDatabase } from '../../helpers/database.js';
+import {
+  createTestDatabase,
+  type Dialect,
+  describeEachDialect,
+  type TestDatabase,
+} from '../../helpers/database.js';
 
 /**
  * The ledger against a real database, driven by random sequences of what happens to a job:
@@ -20,8 +25,11 @@ import { createTestDatabase, describeEachDialect, type Dialect, type TestDatabas
  * ledger holds exactly the time the job held GPUs, once, and the rollup sums the ledger.
  */
 
-type Op =
-  | { kind: 'start' | 'checkpoint' | 'preempt' | 'finish' | 'cancel'; advanceMs: number; crash: boolean };
+type Op = {
+  kind: 'start' | 'checkpoint' | 'preempt' | 'finish' | 'cancel';
+  advanceMs: number;
+  crash: boolean;
+};
 
 const op: fc.Arbitrary<Op> = fc.record({
   kind: fc.constantFrom('start', 'checkpoint', 'checkpoint', 'preempt', 'finish', 'cancel'),
@@ -45,7 +53,11 @@ describeEachDialect('ledger: exactly once over random holds, crashes included', 
     await migrate(orm);
     await seedDemo(orm, dataDir, () => Date.UTC(2026, 11, 1));
     const em = systemEntityManager(orm);
-    const queue = await em.findOneOrFail(Queue, { name: { $like: '%' } }, { orderBy: { name: 'asc' }, populate: ['tenant'] });
+    const queue = await em.findOneOrFail(
+      Queue,
+      { name: { $like: '%' } },
+      { orderBy: { name: 'asc' }, populate: ['tenant'] },
+    );
     template = em.create(Job, {
       tenant: queue.tenant,
       queue,
@@ -74,7 +86,11 @@ describeEachDialect('ledger: exactly once over random holds, crashes included', 
         const reset = systemEntityManager(orm);
         await reset.nativeDelete(UsageRecord, { job: jobId });
         await reset.nativeDelete(UsageHourly, {});
-        await reset.nativeUpdate(Job, { id: jobId }, { state: 'PENDING', meteredFrom: null, startedAt: null, admission: null, preemptionCount: 0 });
+        await reset.nativeUpdate(
+          Job,
+          { id: jobId },
+          { state: 'PENDING', meteredFrom: null, startedAt: null, admission: null, preemptionCount: 0 },
+        );
         let now = Date.UTC(2026, 11, 1, 8, 17);
         let heldMs = 0;
         let runningSince: number | null = null;
@@ -83,16 +99,36 @@ describeEachDialect('ledger: exactly once over random holds, crashes included', 
           const at = now;
           const apply = async () =>
             systemEntityManager(orm).transactional(async (em) => {
-              const job = await em.findOneOrFail(Job, { id: jobId }, { populate: ['queue'], ...metering.jobLock });
+              const job = await em.findOneOrFail(
+                Job,
+                { id: jobId },
+                { populate: ['queue'], ...metering.jobLock },
+              );
               if (step.kind === 'start') {
                 if (job.state === 'RUNNING') return false;
                 job.state = 'RUNNING';
                 job.startedAt = new Date(at);
-                job.admission = { jobId, queue: job.queue.name, at, borrowed: false, mode: 'fit', podSets: [{ name: 'main', flavor: flavorName, count: 2, placements: [{ node: 'n', pods: 2 }] }] };
+                job.admission = {
+                  jobId,
+                  queue: job.queue.name,
+                  at,
+                  borrowed: false,
+                  mode: 'fit',
+                  podSets: [
+                    { name: 'main', flavor: flavorName, count: 2, placements: [{ node: 'n', pods: 2 }] },
+                  ],
+                };
                 job.meteredFrom = at;
               } else {
                 if (job.state !== 'RUNNING') return false;
-                const closedBy = step.kind === 'checkpoint' ? 'checkpoint' : step.kind === 'preempt' ? 'preempted' : step.kind === 'finish' ? 'succeeded' : 'cancelled';
+                const closedBy =
+                  step.kind === 'checkpoint'
+                    ? 'checkpoint'
+                    : step.kind === 'preempt'
+                      ? 'preempted'
+                      : step.kind === 'finish'
+                        ? 'succeeded'
+                        : 'cancelled';
                 await metering.charge(em, [job], at, closedBy);
                 if (step.kind === 'preempt') {
                   job.state = 'PENDING';
@@ -129,9 +165,14 @@ describeEachDialect('ledger: exactly once over random holds, crashes included', 
           });
           heldMs += now - runningSince;
         }
-        const rows = await systemEntityManager(orm).find(UsageRecord, { job: jobId }, { orderBy: { startedAt: 'asc' } });
+        const rows = await systemEntityManager(orm).find(
+          UsageRecord,
+          { job: jobId },
+          { orderBy: { startedAt: 'asc' } },
+        );
         expect(rows.reduce((s, r) => s + r.durationMs, 0)).toBe(heldMs);
-        for (let i = 1; i < rows.length; i++) expect(rows[i]!.startedAt.getTime()).toBeGreaterThanOrEqual(rows[i - 1]!.endedAt.getTime());
+        for (let i = 1; i < rows.length; i++)
+          expect(rows[i]!.startedAt.getTime()).toBeGreaterThanOrEqual(rows[i - 1]!.endedAt.getTime());
         expect(rows.filter((r) => r.firstOfJob).length).toBe(rows.length ? 1 : 0);
         const hourly = await systemEntityManager(orm).find(UsageHourly, {});
         const sum = (xs: { gpuSeconds: number }[]) => xs.reduce((s, r) => s + r.gpuSeconds, 0);

@@ -1,8 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { allocationOf } from '../../../src/core/metering/allocation.js';
-import { hourlyDeltas, ledgerRows, segmentsOf, type ChargeableJob, type LedgerContext } from '../../../src/services/metering/ledger.js';
 import { PriceBook } from '../../../src/persistence/metering/price-book.js';
+import {
+  type ChargeableJob,
+  hourlyDeltas,
+  type LedgerContext,
+  ledgerRows,
+  segmentsOf,
+} from '../../../src/services/metering/ledger.js';
 
 const HOUR = 3_600_000;
 const T0 = Date.UTC(2026, 11, 1, 9, 0, 0);
@@ -37,7 +43,10 @@ const flavors = new Map([
   ['a100-1g', { kind: 'mig' as const, slicesPerGpu: 7 }],
 ]);
 
-const context = (prices: PriceBook, timeScale = 1): LedgerContext => ({ tables: { prices, flavors }, timeScale });
+const context = (prices: PriceBook, timeScale = 1): LedgerContext => ({
+  tables: { prices, flavors },
+  timeScale,
+});
 
 describe('allocation', () => {
   it('counts MIG slices as their fraction of a device and prices them per slice', () => {
@@ -63,9 +72,14 @@ describe('ledger rows', () => {
       ],
       [{ priorityClass: 'training', effectiveFrom: 0, multiplier: 0.5 }],
     );
-    const rows = ledgerRows(job(), T0 + 10 * 60_000, T0 + 70 * 60_000, 'checkpoint', context(prices), { firstOfJob: true, utilization: 0.5 });
+    const rows = ledgerRows(job(), T0 + 10 * 60_000, T0 + 70 * 60_000, 'checkpoint', context(prices), {
+      firstOfJob: true,
+      utilization: 0.5,
+    });
     const h100 = rows.filter((r) => r.flavor === 'h100');
-    expect(h100.map((r) => [r.startedAt.getTime() - T0, r.endedAt.getTime() - T0].map((m) => m / 60_000))).toEqual([
+    expect(
+      h100.map((r) => [r.startedAt.getTime() - T0, r.endedAt.getTime() - T0].map((m) => m / 60_000)),
+    ).toEqual([
       [10, 30],
       [30, 60],
       [60, 70],
@@ -79,7 +93,10 @@ describe('ledger rows', () => {
 
   it('charges scaled time on a faster-than-real backend', () => {
     const prices = new PriceBook([{ flavor: 'h100', effectiveFrom: 0, pricePerUnitHour: 1 }], []);
-    const rows = ledgerRows(job(), T0, T0 + 60_000, 'succeeded', context(prices, 60), { firstOfJob: false, utilization: null });
+    const rows = ledgerRows(job(), T0, T0 + 60_000, 'succeeded', context(prices, 60), {
+      firstOfJob: false,
+      utilization: null,
+    });
     const h100 = rows.find((r) => r.flavor === 'h100')!;
     expect(h100.durationMs).toBe(60_000);
     expect(h100.gpuSeconds).toBe(8 * 3600);
@@ -98,22 +115,37 @@ describe('ledger rows', () => {
           const from = T0 + offset;
           const to = from + span;
           const prices = new PriceBook(
-            [{ flavor: 'h100', effectiveFrom: 0, pricePerUnitHour: price }, ...changes.map((c, i) => ({ flavor: 'h100', effectiveFrom: T0 + c, pricePerUnitHour: price + i + 1 }))],
+            [
+              { flavor: 'h100', effectiveFrom: 0, pricePerUnitHour: price },
+              ...changes.map((c, i) => ({
+                flavor: 'h100',
+                effectiveFrom: T0 + c,
+                pricePerUnitHour: price + i + 1,
+              })),
+            ],
             [],
           );
-          const rows = ledgerRows(job(), from, to, 'checkpoint', context(prices), { firstOfJob: false, utilization: 0.25 });
+          const rows = ledgerRows(job(), from, to, 'checkpoint', context(prices), {
+            firstOfJob: false,
+            utilization: 0.25,
+          });
           for (const flavor of ['h100', 'a100-1g']) {
             const mine = rows.filter((r) => r.flavor === flavor);
             expect(mine.reduce((s, r) => s + r.durationMs, 0)).toBe(span);
             for (let i = 0; i < mine.length; i++) {
               const r = mine[i]!;
               if (i > 0) expect(r.startedAt.getTime()).toBe(mine[i - 1]!.endedAt.getTime());
-              expect(Math.floor(r.startedAt.getTime() / HOUR)).toBe(Math.floor((r.endedAt.getTime() - 1) / HOUR));
-              if (flavor === 'h100') for (const c of changes) expect(T0 + c <= r.startedAt.getTime() || T0 + c >= r.endedAt.getTime()).toBe(true);
+              expect(Math.floor(r.startedAt.getTime() / HOUR)).toBe(
+                Math.floor((r.endedAt.getTime() - 1) / HOUR),
+              );
+              if (flavor === 'h100')
+                for (const c of changes)
+                  expect(T0 + c <= r.startedAt.getTime() || T0 + c >= r.endedAt.getTime()).toBe(true);
             }
           }
           const deltas = hourlyDeltas(rows);
-          const sum = (xs: { gpuSeconds: number; cost: number }[]) => xs.reduce((a, r) => [a[0]! + r.gpuSeconds, a[1]! + r.cost], [0, 0]);
+          const sum = (xs: { gpuSeconds: number; cost: number }[]) =>
+            xs.reduce((a, r) => [a[0]! + r.gpuSeconds, a[1]! + r.cost], [0, 0]);
           const [g1, c1] = sum(rows);
           const [g2, c2] = sum(deltas);
           expect(g2).toBeCloseTo(g1!, 6);
@@ -126,6 +158,11 @@ describe('ledger rows', () => {
 
   it('segments: an empty or reversed span has none', () => {
     expect(segmentsOf(T0, T0)).toEqual([]);
-    expect(ledgerRows(job(), T0, T0 - 1, 'checkpoint', context(new PriceBook([], [])), { firstOfJob: false, utilization: null })).toEqual([]);
+    expect(
+      ledgerRows(job(), T0, T0 - 1, 'checkpoint', context(new PriceBook([], [])), {
+        firstOfJob: false,
+        utilization: null,
+      }),
+    ).toEqual([]);
   });
 });

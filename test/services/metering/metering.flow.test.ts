@@ -1,7 +1,8 @@
+import { IsolationLevel } from '@mikro-orm/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { Job } from '../../../src/persistence/jobs/entities.js';
 import { UsageHourly, UsageRecord } from '../../../src/persistence/metering/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { describeEachDialect } from '../../helpers/database.js';
 import { startTestApp, type TestApp } from '../../helpers/harness.js';
 
@@ -45,7 +46,17 @@ describeEachDialect('metering through the gateway', (dialect) => {
     const auroraMember = t.token('aurora-research', 'MEMBER');
     // Borealis borrows aurora's idle H100s with more jobs than fit, so a reclaim must preempt.
     const submitted = await Promise.all(
-      [1, 2, 3, 4, 5].map((i) => t.gql(borealisMember, SUBMIT, { in: { queueId: borealis.Queue, name: `borrower-${i}`, priorityClass: 'experiment', podSets: [{ gpusPerPod: 8, flavors: ['h100-80g'] }], expectedDurationSeconds: 1e6 } })),
+      [1, 2, 3, 4, 5].map((i) =>
+        t.gql(borealisMember, SUBMIT, {
+          in: {
+            queueId: borealis.Queue,
+            name: `borrower-${i}`,
+            priorityClass: 'experiment',
+            podSets: [{ gpusPerPod: 8, flavors: ['h100-80g'] }],
+            expectedDurationSeconds: 1e6,
+          },
+        }),
+      ),
     );
     const ids = submitted.map((r) => decodeId(r.body.data!.submitJob.id));
     await until(async () => (await em().count(Job, { id: { $in: ids }, state: 'RUNNING' })) >= 3);
@@ -62,7 +73,15 @@ describeEachDialect('metering through the gateway', (dialect) => {
     }
 
     t.now.value += 30 * MIN;
-    const reclaim = await t.gql(auroraMember, SUBMIT, { in: { queueId: aurora.Queue, name: 'reclaimer', priorityClass: 'training', podSets: [{ gpusPerPod: 8, flavors: ['h100-80g'] }], expectedDurationSeconds: 1e6 } });
+    const reclaim = await t.gql(auroraMember, SUBMIT, {
+      in: {
+        queueId: aurora.Queue,
+        name: 'reclaimer',
+        priorityClass: 'training',
+        podSets: [{ gpusPerPod: 8, flavors: ['h100-80g'] }],
+        expectedDurationSeconds: 1e6,
+      },
+    });
     expect(reclaim.body.errors).toBeUndefined();
     await until(async () => (await em().count(Job, { id: { $in: ids }, preemptionCount: { $gt: 0 } })) > 0);
     const victim = (await em().find(Job, { id: { $in: ids }, preemptionCount: { $gt: 0 } }))[0]!;
@@ -72,16 +91,24 @@ describeEachDialect('metering through the gateway', (dialect) => {
 
     const survivor = running.find((j) => j.id !== victim.id)!;
     t.now.value += 10 * MIN;
-    const cancel = await t.gql(borealisMember, `mutation($id: ID!) { cancelJob(id: $id) { state } }`, { id: Buffer.from(`Job:${survivor.id}`).toString('base64') });
+    const cancel = await t.gql(borealisMember, `mutation($id: ID!) { cancelJob(id: $id) { state } }`, {
+      id: Buffer.from(`Job:${survivor.id}`).toString('base64'),
+    });
     expect(cancel.body.errors).toBeUndefined();
     expect(await heldMs(survivor.id)).toBe(130 * MIN);
     expect((await rowsOf(survivor.id)).at(-1)!.closedBy).toBe('cancelled');
     expect((await em().findOneOrFail(Job, { id: survivor.id })).meteredFrom).toBeNull();
 
-    // The rollup sums the ledger; each job counts once.
-    const ledger = await em().find(UsageRecord, {});
-    const hourly = await em().find(UsageHourly, {});
-    const sum = (xs: { gpuSeconds: number; cost: number }[]) => [xs.reduce((s, r) => s + r.gpuSeconds, 0), xs.reduce((s, r) => s + r.cost, 0)];
+    // The rollup sums the ledger; each job counts once. Both read from one snapshot: the leader may
+    // commit a checkpoint (ledger rows and their rollup together) between two separate reads.
+    const [ledger, hourly] = await em().transactional(
+      async (tx) => [await tx.find(UsageRecord, {}), await tx.find(UsageHourly, {})] as const,
+      { isolationLevel: IsolationLevel.REPEATABLE_READ },
+    );
+    const sum = (xs: { gpuSeconds: number; cost: number }[]) => [
+      xs.reduce((s, r) => s + r.gpuSeconds, 0),
+      xs.reduce((s, r) => s + r.cost, 0),
+    ];
     expect(sum(hourly)[0]).toBeCloseTo(sum(ledger)[0]!, 3);
     expect(sum(hourly)[1]).toBeCloseTo(sum(ledger)[1]!, 6);
     expect(hourly.reduce((s, r) => s + r.jobs, 0)).toBe(new Set(ledger.map((r) => r.job.id)).size);

@@ -13,7 +13,6 @@ import { waitFor } from '../../helpers/process.js';
 
 const title = 'PostgreSQL advisory leadership notices a lost lock';
 
-
 /** A TCP proxy to PostgreSQL that can stop passing bytes in both directions (a black hole). */
 async function blackHoleProxy(target: URL) {
   const sockets = new Set<net.Socket>();
@@ -52,11 +51,14 @@ describeNeeding(['postgresql'], title, () => {
     return (db.database as { url: string }).url;
   }
 
-  it('terminating the lock\'s session calls onLost once, and another holder can then take the lock', async () => {
+  it("terminating the lock's session calls onLost once, and another holder can then take the lock", async () => {
     const url = await database();
     const first = new PostgresAdvisoryLeadership(url, { heartbeatMs: 60_000 });
     const second = new PostgresAdvisoryLeadership(url, { heartbeatMs: 60_000 });
-    cleanup.push(() => first.release(), () => second.release());
+    cleanup.push(
+      () => first.release(),
+      () => second.release(),
+    );
     const lost: string[] = [];
     first.onLost((reason) => lost.push(reason));
     expect(await first.tryAcquire()).toBe(true);
@@ -64,7 +66,9 @@ describeNeeding(['postgresql'], title, () => {
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     cleanup.push(() => admin.end());
-    const { rows } = await admin.query(`select pid from pg_locks where locktype = 'advisory' and granted and database = (select oid from pg_database where datname = current_database())`);
+    const { rows } = await admin.query(
+      `select pid from pg_locks where locktype = 'advisory' and granted and database = (select oid from pg_database where datname = current_database())`,
+    );
     expect(rows).toHaveLength(1);
     await admin.query(`select pg_terminate_backend($1)`, [rows[0].pid]);
     // The heartbeat is a minute away: the connection's own error/end says it.
@@ -82,7 +86,11 @@ describeNeeding(['postgresql'], title, () => {
     const viaProxy = new URL(url);
     viaProxy.hostname = '127.0.0.1';
     viaProxy.port = String(proxy.port);
-    const leadership = new PostgresAdvisoryLeadership(viaProxy.toString(), { heartbeatMs: 200, timeoutMs: 500, idleSessionTimeoutMs: 1500 });
+    const leadership = new PostgresAdvisoryLeadership(viaProxy.toString(), {
+      heartbeatMs: 200,
+      timeoutMs: 500,
+      idleSessionTimeoutMs: 1500,
+    });
     cleanup.push(() => leadership.release());
     const lost: string[] = [];
     leadership.onLost((reason) => lost.push(reason));
@@ -102,6 +110,11 @@ describeNeeding(['postgresql'], title, () => {
     // been idle for idleSessionTimeoutMs, and another replica can lead.
     const other = new PostgresAdvisoryLeadership(url.toString(), { heartbeatMs: 60_000 });
     cleanup.push(() => other.release());
-    await waitFor('another holder takes the lock the silent session held', () => other.tryAcquire(), 10_000, 200);
+    await waitFor(
+      'another holder takes the lock the silent session held',
+      () => other.tryAcquire(),
+      10_000,
+      200,
+    );
   });
 });

@@ -1,12 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Admission, JobSpec, RestoredAdmission } from '../../../src/core/scheduling/types.js';
-import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { Job, JobEvent } from '../../../src/persistence/jobs/entities.js';
 import { OutboxEntry } from '../../../src/persistence/scheduling/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { findDoubleBookings } from '../../../src/services/scheduling/restore-check.js';
 import { describeEachDialect } from '../../helpers/database.js';
 import { waitFor } from '../../helpers/process.js';
-import { startSchedulerApp, type SchedulerTestApp } from '../../helpers/scheduler-app.js';
+import { type SchedulerTestApp, startSchedulerApp } from '../../helpers/scheduler-app.js';
 
 /**
  * The restore check: when the core is loaded from the database, two stored admissions on
@@ -19,9 +19,31 @@ const flavors = [
   { name: 'mig', kind: 'mig' as const, slicesPerGpu: 7 },
 ];
 
-function stored(id: string, at: number, flavor: string, perPodGpu: number, placements: { node: string; pods: number; gpuIndices: number[] }[]): RestoredAdmission {
-  const job: JobSpec = { id, tenant: 't', queue: 'q', priorityClass: 'training', submitTime: 0, podSets: [{ name: 'main', count: placements.reduce((n, p) => n + p.pods, 0), perPod: { gpu: perPodGpu } }] };
-  const admission: Admission = { jobId: id, queue: 'q', at, borrowed: false, mode: 'fit', podSets: [{ name: 'main', flavor, count: job.podSets[0]!.count, placements }] };
+function stored(
+  id: string,
+  at: number,
+  flavor: string,
+  perPodGpu: number,
+  placements: { node: string; pods: number; gpuIndices: number[] }[],
+): RestoredAdmission {
+  const job: JobSpec = {
+    id,
+    tenant: 't',
+    queue: 'q',
+    priorityClass: 'training',
+    submitTime: 0,
+    podSets: [
+      { name: 'main', count: placements.reduce((n, p) => n + p.pods, 0), perPod: { gpu: perPodGpu } },
+    ],
+  };
+  const admission: Admission = {
+    jobId: id,
+    queue: 'q',
+    at,
+    borrowed: false,
+    mode: 'fit',
+    podSets: [{ name: 'main', flavor, count: job.podSets[0]!.count, placements }],
+  };
   return { job, admission };
 }
 
@@ -44,7 +66,7 @@ describe('findDoubleBookings', () => {
     expect(conflicts).toEqual([{ jobId: 'q1', gpus: ['n1#3'], heldBy: ['h1', 'h2'] }]);
   });
 
-  it('counts MIG slices against the GPU\'s slicesPerGpu, one unit per gpuIndices entry', () => {
+  it("counts MIG slices against the GPU's slicesPerGpu, one unit per gpuIndices entry", () => {
     // 7 slices per GPU: 3 + 4 fit on GPU 0; one more slice does not.
     const three = stored('m3', 1, 'mig', 3, [{ node: 'n1', pods: 1, gpuIndices: [0, 0, 0] }]);
     const four = stored('m4', 2, 'mig', 2, [{ node: 'n1', pods: 2, gpuIndices: [0, 0, 0, 0] }]);
@@ -75,17 +97,28 @@ describeEachDialect('restoring double-booked admissions', (dialect) => {
     const queueId = (await t.gql(token, `{ queues { id } }`)).data.queues[0].id;
     const ids: string[] = [];
     for (const name of ['first', 'second']) {
-      const res = await t.gql(token, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, { in: { queueId, name, podSets: [{ gpusPerPod: 2, flavors: ['h100-80g'] }], expectedDurationSeconds: 1e6 } });
+      const res = await t.gql(token, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, {
+        in: {
+          queueId,
+          name,
+          podSets: [{ gpusPerPod: 2, flavors: ['h100-80g'] }],
+          expectedDurationSeconds: 1e6,
+        },
+      });
       expect(res.errors).toBeUndefined();
       ids.push(Buffer.from(res.data.submitJob.id, 'base64').toString().replace(/^Job:/, ''));
     }
     const em = () => systemEntityManager(t.app.orm);
     const admitted = await waitFor('both admitted', async () => {
       const jobs = await em().find(Job, { id: { $in: ids } }, { orderBy: { admittedAt: 'asc', id: 'asc' } });
-      return jobs.length === 2 && jobs.every((j) => j.state === 'ADMITTED' || j.state === 'RUNNING') ? jobs : null;
+      return jobs.length === 2 && jobs.every((j) => j.state === 'ADMITTED' || j.state === 'RUNNING')
+        ? jobs
+        : null;
     });
     // Forge what two leaders would have left: the later admission on the earlier one's GPUs.
-    const [early, late] = [...admitted].sort((a, b) => a.admission!.at - b.admission!.at || (a.id < b.id ? -1 : 1));
+    const [early, late] = [...admitted].sort(
+      (a, b) => a.admission!.at - b.admission!.at || (a.id < b.id ? -1 : 1),
+    );
     const forged = structuredClone(late!.admission!);
     forged.podSets[0]!.placements = structuredClone(early!.admission!.podSets[0]!.placements);
     await em().nativeUpdate(Job, { id: late!.id }, { admission: forged });
@@ -98,7 +131,9 @@ describeEachDialect('restoring double-booked admissions', (dialect) => {
     expect(events.map((e) => e.reason)).toEqual(['DoubleBooked']);
     const outbox = (await em().find(OutboxEntry, { kind: 'job.requeued' })).map((o) => o.payload.jobId);
     expect(outbox).toEqual([late!.id]);
-    expect(t.errors.map(String)).toEqual([expect.stringContaining(`restore: job ${late!.id} was admitted onto GPUs`)]);
+    expect(t.errors.map(String)).toEqual([
+      expect.stringContaining(`restore: job ${late!.id} was admitted onto GPUs`),
+    ]);
     // The core loaded only the earliest on those GPUs; the next cycle places the other elsewhere.
     expect(t.app.scheduler.explain(early!.id)?.state).toBe('admitted');
     t.app.scheduler.wake();
@@ -106,9 +141,15 @@ describeEachDialect('restoring double-booked admissions', (dialect) => {
       const j = await em().findOneOrFail(Job, { id: late!.id });
       return j.state === 'ADMITTED' || j.state === 'RUNNING' ? j : null;
     });
-    const gpus = (j: Job) => j.admission!.podSets.flatMap((ps) => ps.placements.flatMap((p) => (p.gpuIndices ?? []).map((i) => `${p.node}#${i}`)));
+    const gpus = (j: Job) =>
+      j.admission!.podSets.flatMap((ps) =>
+        ps.placements.flatMap((p) => (p.gpuIndices ?? []).map((i) => `${p.node}#${i}`)),
+      );
     // The suspend was performed (the backend stopped the double-booked run).
-    await waitFor('the requeue is performed', async () => (await em().find(OutboxEntry, { kind: 'job.requeued' }))[0]?.performedAt != null);
+    await waitFor(
+      'the requeue is performed',
+      async () => (await em().find(OutboxEntry, { kind: 'job.requeued' }))[0]?.performedAt != null,
+    );
     const earlyGpus = new Set(gpus(early!));
     expect(gpus(again).filter((g) => earlyGpus.has(g))).toEqual([]);
   }, 30_000);

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { Job } from '../../../src/persistence/jobs/entities.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { waitFor } from '../../helpers/process.js';
-import { startSchedulerApp, type SchedulerTestApp } from '../../helpers/scheduler-app.js';
+import { type SchedulerTestApp, startSchedulerApp } from '../../helpers/scheduler-app.js';
 
 /**
  * onStateChange (what position and ETA streams recompute on) fires once at the end of each
@@ -36,12 +36,23 @@ describe('scheduler state notifications', () => {
     // One-GPU jobs, well within the queue's quota: each is admitted by the cycle that sees it.
     // (Long runs: the simulated cluster runs 1000× fast, and a finish is a notification too.)
     for (let i = 0; i < 4; i++) {
-      const res = await t.gql(token, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, { in: { queueId, name: `n${i}`, podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }], expectedDurationSeconds: 1e6 } });
+      const res = await t.gql(token, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, {
+        in: {
+          queueId,
+          name: `n${i}`,
+          podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }],
+          expectedDurationSeconds: 1e6,
+        },
+      });
       expect(res.errors).toBeUndefined();
       ids.push(Buffer.from(res.data.submitJob.id, 'base64').toString().replace(/^Job:/, ''));
     }
     const em = () => systemEntityManager(t.app.orm);
-    await waitFor('all admitted', async () => (await em().find(Job, { id: { $in: ids } })).every((j) => j.state === 'ADMITTED' || j.state === 'RUNNING'));
+    await waitFor('all admitted', async () =>
+      (await em().find(Job, { id: { $in: ids } })).every(
+        (j) => j.state === 'ADMITTED' || j.state === 'RUNNING',
+      ),
+    );
     await new Promise((r) => setTimeout(r, 200)); // the follow-up cycles are done
     expect(seen.length).toBeGreaterThan(0);
     const pendingSeen = seen.filter((s) => s.pending > 0 || Object.values(s.jobs).includes('pending'));

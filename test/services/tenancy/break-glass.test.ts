@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachDialect } from '../../helpers/database.js';
 import { codesOf, startTestApp, type TestApp } from '../../helpers/harness.js';
 import { eventually, liveSubscription, wsClient } from '../../helpers/live-subscription.js';
@@ -41,20 +41,33 @@ interface AuditRow {
 /** The tenant's audit log as its auditor (otto) reads it, oldest first. */
 async function auditLog(tenant = aurora): Promise<AuditRow[]> {
   const bearer = tenant === aurora ? otto : bea;
-  const res = await t.gql(bearer, `query($id: ID!) { auditEvents(tenantId: $id, last: 500) { edges { node { id action actorName targetId input outcome } } } }`, { id: tenant.Tenant });
+  const res = await t.gql(
+    bearer,
+    `query($id: ID!) { auditEvents(tenantId: $id, last: 500) { edges { node { id action actorName targetId input outcome } } } }`,
+    { id: tenant.Tenant },
+  );
   expect(res.body.errors).toBeUndefined();
   return res.body.data!.auditEvents.edges.map((e: { node: AuditRow }) => e.node);
 }
-const breakGlassReads = async (tenant = aurora) => (await auditLog(tenant)).filter((e) => e.action === 'breakglass.read');
+const breakGlassReads = async (tenant = aurora) =>
+  (await auditLog(tenant)).filter((e) => e.action === 'breakglass.read');
 
-async function open(reason = 'Investigating ticket INC-4711: stuck jobs', durationMinutes = 30, tenant = aurora): Promise<Record<string, any>> {
+async function open(
+  reason = 'Investigating ticket INC-4711: stuck jobs',
+  durationMinutes = 30,
+  tenant = aurora,
+): Promise<Record<string, any>> {
   const res = await t.gql(operator, OPEN, { in: { tenantId: tenant.Tenant, reason, durationMinutes } });
   expect(res.body.errors).toBeUndefined();
   return res.body.data!.openBreakGlass;
 }
 
 async function readContent(): Promise<{ codes: string[]; data: Record<string, any> }> {
-  const res = await t.gql(operator, CONTENT, { slug: 'aurora-research', job: aurora.Job, event: aurora.AuditEvent });
+  const res = await t.gql(operator, CONTENT, {
+    slug: 'aurora-research',
+    job: aurora.Job,
+    event: aurora.AuditEvent,
+  });
   return { codes: codesOf(res), data: res.body.data! };
 }
 
@@ -92,7 +105,9 @@ describeEachDialect('break-glass grants', (dialect) => {
     }
     expect(await t.rowCounts()).toEqual(before);
     for (const member of [ada, otto, max]) {
-      const res = await t.gql(member, OPEN, { in: { tenantId: aurora.Tenant, reason: 'Let me look at everything', durationMinutes: 30 } });
+      const res = await t.gql(member, OPEN, {
+        in: { tenantId: aurora.Tenant, reason: 'Let me look at everything', durationMinutes: 30 },
+      });
       expect(codesOf(res)).toEqual(['FORBIDDEN']);
     }
     const { AuditEvent: _audited, ...beforeWithoutAudit } = before;
@@ -104,45 +119,79 @@ describeEachDialect('break-glass grants', (dialect) => {
 
   it('opens a grant, audited with the reason in the tenant log; listed to its admins, auditors and the operator, hidden from outsiders', async () => {
     const grant = (firstGrant = await open());
-    expect(grant).toMatchObject({ operatorName: 'Platform Admin', reason: 'Investigating ticket INC-4711: stuck jobs', closedAt: null, active: true, tenant: { slug: 'aurora-research' } });
+    expect(grant).toMatchObject({
+      operatorName: 'Platform Admin',
+      reason: 'Investigating ticket INC-4711: stuck jobs',
+      closedAt: null,
+      active: true,
+      tenant: { slug: 'aurora-research' },
+    });
     expect(new Date(grant.expiresAt).getTime()).toBe(t.now.value + 30 * 60_000);
 
     // The members' refused attempts are in the log too (DENIED); one succeeded.
-    const opened = (await auditLog()).filter((e) => e.action === 'breakglass.open' && e.outcome === 'SUCCESS');
+    const opened = (await auditLog()).filter(
+      (e) => e.action === 'breakglass.open' && e.outcome === 'SUCCESS',
+    );
     expect(opened).toHaveLength(1);
-    expect(opened[0]).toMatchObject({ actorName: 'Platform Admin', targetId: grant.id, outcome: 'SUCCESS', input: { reason: 'Investigating ticket INC-4711: stuck jobs', durationMinutes: 30 } });
+    expect(opened[0]).toMatchObject({
+      actorName: 'Platform Admin',
+      targetId: grant.id,
+      outcome: 'SUCCESS',
+      input: { reason: 'Investigating ticket INC-4711: stuck jobs', durationMinutes: 30 },
+    });
 
     for (const reader of [ada, otto, operator]) {
       const res = await t.gql(reader, GRANTS, { id: aurora.Tenant });
       expect(res.body.errors).toBeUndefined();
       // Newest first (an older, closed fixture grant may follow).
-      expect(res.body.data!.breakGlassGrants[0]).toEqual({ id: grant.id, operatorName: 'Platform Admin', reason: grant.reason, active: true });
+      expect(res.body.data!.breakGlassGrants[0]).toEqual({
+        id: grant.id,
+        operatorName: 'Platform Admin',
+        reason: grant.reason,
+        active: true,
+      });
       expect(res.body.data!.breakGlassGrants.filter((g: { active: boolean }) => g.active)).toHaveLength(1);
-      const viaTenant = await t.gql(reader, `query { tenant(slug: "aurora-research") { breakGlassGrants { id } } }`);
+      const viaTenant = await t.gql(
+        reader,
+        `query { tenant(slug: "aurora-research") { breakGlassGrants { id } } }`,
+      );
       expect(viaTenant.body.data!.tenant.breakGlassGrants[0]).toEqual({ id: grant.id });
-      const node = await t.gql(reader, `query($id: ID!) { node(id: $id) { ... on BreakGlassGrant { id reason } } }`, { id: grant.id });
+      const node = await t.gql(
+        reader,
+        `query($id: ID!) { node(id: $id) { ... on BreakGlassGrant { id reason } } }`,
+        { id: grant.id },
+      );
       expect(node.body.data!.node).toEqual({ id: grant.id, reason: grant.reason });
     }
     const mine = await t.gql(operator, `{ viewer { breakGlassGrants { id tenant { slug } } } }`);
-    expect(mine.body.data!.viewer.breakGlassGrants).toEqual([{ id: grant.id, tenant: { slug: 'aurora-research' } }]);
-    expect((await t.gql(ada, `{ viewer { breakGlassGrants { id } } }`)).body.data!.viewer.breakGlassGrants).toEqual([]);
+    expect(mine.body.data!.viewer.breakGlassGrants).toEqual([
+      { id: grant.id, tenant: { slug: 'aurora-research' } },
+    ]);
+    expect(
+      (await t.gql(ada, `{ viewer { breakGlassGrants { id } } }`)).body.data!.viewer.breakGlassGrants,
+    ).toEqual([]);
 
     // A member without audit:read: FORBIDDEN; another tenant's admin: NOT_FOUND, as for nothing.
     expect(codesOf(await t.gql(max, GRANTS, { id: aurora.Tenant }))).toEqual(['FORBIDDEN']);
     expect(codesOf(await t.gql(bea, GRANTS, { id: aurora.Tenant }))).toEqual(['NOT_FOUND']);
     const probe = await t.gql(bea, `query($id: ID!) { node(id: $id) { id } }`, { id: grant.id });
-    const missing = await t.gql(bea, `query($id: ID!) { node(id: $id) { id } }`, { id: Buffer.from('BreakGlassGrant:00000000-0000-7000-8000-000000000000').toString('base64') });
+    const missing = await t.gql(bea, `query($id: ID!) { node(id: $id) { id } }`, {
+      id: Buffer.from('BreakGlassGrant:00000000-0000-7000-8000-000000000000').toString('base64'),
+    });
     expect(codesOf(probe)).toEqual(['NOT_FOUND']);
     expect(probe.body.errors![0]!.message).toBe(missing.body.errors![0]!.message);
     expect(codesOf(await t.gql(bea, CLOSE, { id: grant.id }))).toEqual(['NOT_FOUND']);
 
     // One open grant per operator and tenant.
-    const again = await t.gql(operator, OPEN, { in: { tenantId: aurora.Tenant, reason: 'A second reason here', durationMinutes: 10 } });
+    const again = await t.gql(operator, OPEN, {
+      in: { tenantId: aurora.Tenant, reason: 'A second reason here', durationMinutes: 10 },
+    });
     expect(codesOf(again)).toEqual(['CONFLICT']);
   });
 
   it('under the grant the content reads succeed, and each request that read content writes one breakglass.read event for the auditors', async () => {
-    const [grant] = (await t.gql(operator, `{ viewer { breakGlassGrants { id } } }`)).body.data!.viewer.breakGlassGrants;
+    const [grant] = (await t.gql(operator, `{ viewer { breakGlassGrants { id } } }`)).body.data!.viewer
+      .breakGlassGrants;
     const before = (await breakGlassReads()).length;
 
     const first = await readContent();
@@ -155,7 +204,9 @@ describeEachDialect('break-glass grants', (dialect) => {
     expect(reads).toHaveLength(before + 1);
     const event = reads.at(-1)!;
     expect(event).toMatchObject({ actorName: 'Platform Admin', targetId: grant.id, outcome: 'SUCCESS' });
-    expect(event.input!.reads).toEqual(expect.arrayContaining(['e-mail addresses', 'job content', 'audit details']));
+    expect(event.input!.reads).toEqual(
+      expect.arrayContaining(['e-mail addresses', 'job content', 'audit details']),
+    );
 
     await readContent();
     reads = await breakGlassReads();
@@ -172,19 +223,34 @@ describeEachDialect('break-glass grants', (dialect) => {
     const connection = t.app.orm.em.getConnection();
     // The audit store refuses break-glass records (a fault injected in the database itself).
     if (dialect === 'sqlite') {
-      await connection.execute(`create trigger audit_store_down before insert on audit_events when new.action = 'breakglass.read' begin select raise(abort, 'audit store down'); end`);
+      await connection.execute(
+        `create trigger audit_store_down before insert on audit_events when new.action = 'breakglass.read' begin select raise(abort, 'audit store down'); end`,
+      );
     } else {
-      await connection.execute(`create or replace function audit_store_down() returns trigger as $$ begin if new.action = 'breakglass.read' then raise exception 'audit store down'; end if; return new; end $$ language plpgsql`);
-      await connection.execute(`create trigger audit_store_down before insert on audit_events for each row execute function audit_store_down()`);
+      await connection.execute(
+        `create or replace function audit_store_down() returns trigger as $$ begin if new.action = 'breakglass.read' then raise exception 'audit store down'; end if; return new; end $$ language plpgsql`,
+      );
+      await connection.execute(
+        `create trigger audit_store_down before insert on audit_events for each row execute function audit_store_down()`,
+      );
     }
     try {
-      const res = await t.gql(operator, CONTENT, { slug: 'aurora-research', job: aurora.Job, event: aurora.AuditEvent });
+      const res = await t.gql(operator, CONTENT, {
+        slug: 'aurora-research',
+        job: aurora.Job,
+        event: aurora.AuditEvent,
+      });
       expect(codesOf(res)).toEqual(['SERVICE_UNAVAILABLE']);
       expect(res.body.data ?? null).toBeNull();
       const text = JSON.stringify(res.body);
-      for (const secret of ['otto@aurora.example', 'audit store down', 'test.fixture']) expect(text).not.toContain(secret);
+      for (const secret of ['otto@aurora.example', 'audit store down', 'test.fixture'])
+        expect(text).not.toContain(secret);
     } finally {
-      await connection.execute(dialect === 'sqlite' ? `drop trigger audit_store_down` : `drop trigger audit_store_down on audit_events`);
+      await connection.execute(
+        dialect === 'sqlite'
+          ? `drop trigger audit_store_down`
+          : `drop trigger audit_store_down on audit_events`,
+      );
     }
     expect(await breakGlassReads()).toHaveLength(before);
     const again = await readContent();
@@ -195,19 +261,31 @@ describeEachDialect('break-glass grants', (dialect) => {
 
   it('a grant for one tenant gives nothing in another', async () => {
     const before = await t.rowCounts({ ignoreAudit: true });
-    const res = await t.gql(operator, `{ tenant(slug: "borealis-inference") { members(first: 5) { edges { node { email } } } } }`);
+    const res = await t.gql(
+      operator,
+      `{ tenant(slug: "borealis-inference") { members(first: 5) { edges { node { email } } } } }`,
+    );
     expect(new Set(codesOf(res))).toEqual(new Set(['FORBIDDEN']));
     expect(JSON.stringify(res.body.data)).not.toContain('@borealis.example');
-    const create = await t.gql(operator, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: borealis.Tenant, slug: 'bg-elsewhere', name: 'x' } });
+    const create = await t.gql(
+      operator,
+      `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`,
+      { in: { tenantId: borealis.Tenant, slug: 'bg-elsewhere', name: 'x' } },
+    );
     expect(codesOf(create)).toEqual(['FORBIDDEN']);
     expect(await t.rowCounts({ ignoreAudit: true })).toEqual(before);
     expect(await breakGlassReads(borealis)).toEqual([]);
   });
 
-  it("a change made under the grant names the grant in its audit input", async () => {
-    const [grant] = (await t.gql(operator, `{ viewer { breakGlassGrants { id } } }`)).body.data!.viewer.breakGlassGrants;
+  it('a change made under the grant names the grant in its audit input', async () => {
+    const [grant] = (await t.gql(operator, `{ viewer { breakGlassGrants { id } } }`)).body.data!.viewer
+      .breakGlassGrants;
     const readsBefore = await breakGlassReads();
-    const res = await t.gql(operator, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: aurora.Tenant, slug: 'bg-fix', name: 'Fix' } });
+    const res = await t.gql(
+      operator,
+      `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`,
+      { in: { tenantId: aurora.Tenant, slug: 'bg-fix', name: 'Fix' } },
+    );
     // The change is its own audit record; the write check alone is not a read.
     expect(await breakGlassReads()).toEqual(readsBefore);
     expect(res.body.errors).toBeUndefined();
@@ -219,20 +297,34 @@ describeEachDialect('break-glass grants', (dialect) => {
   it('a subscription event read under the grant is audited too (and the audit records do not feed on themselves)', async () => {
     const client = wsClient(t.url, operator);
     clients.push(client);
-    const sub = liveSubscription(client, `subscription($id: ID!) { auditEventRecorded(tenantId: $id) { action actorEmail input } }`, { id: aurora.Tenant }, (d) => d.auditEventRecorded);
+    const sub = liveSubscription(
+      client,
+      `subscription($id: ID!) { auditEventRecorded(tenantId: $id) { action actorEmail input } }`,
+      { id: aurora.Tenant },
+      (d) => d.auditEventRecorded,
+    );
     // graphql-ws says nothing when a subscription is live: make changes until one arrives.
     let n = 0;
     await eventually(async () => {
-      await t.gql(ada, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: aurora.Tenant, slug: `bg-live-${++n}`, name: 'Live' } });
+      await t.gql(ada, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, {
+        in: { tenantId: aurora.Tenant, slug: `bg-live-${++n}`, name: 'Live' },
+      });
       await new Promise((resolve) => setTimeout(resolve, 100));
       return sub.values.some((v) => v.action === 'project.create');
     });
     const seen = sub.values.find((v) => v.action === 'project.create')!;
     expect(seen.actorEmail).toBe('ada@aurora.example');
     expect(seen.input).toMatchObject({ slug: expect.stringMatching(/^bg-live-/) });
-    await eventually(async () => (await breakGlassReads()).some((e) => e.input!.reads.includes('audit details') && e.input!.reads.some((r: string) => r.startsWith('Audit event'))));
+    await eventually(async () =>
+      (await breakGlassReads()).some(
+        (e) =>
+          e.input!.reads.includes('audit details') &&
+          e.input!.reads.some((r: string) => r.startsWith('Audit event')),
+      ),
+    );
 
-    // Its own breakglass.read records reach the subscription too; reading them must not write more of them forever.
+    // Its own breakglass.read records reach the subscription too; reading them must not write more of them
+    // forever.
     await new Promise((resolve) => setTimeout(resolve, 500));
     const settled = (await breakGlassReads()).length;
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -253,11 +345,22 @@ describeEachDialect('break-glass grants', (dialect) => {
       expect(new Set(after.codes)).toEqual(new Set(['FORBIDDEN']));
       expect(JSON.stringify(after.data)).not.toContain('@aurora.example');
       expect((await breakGlassReads()).length).toBe(before);
-      expect((await t.gql(operator, `{ viewer { breakGlassGrants { id } } }`)).body.data!.viewer.breakGlassGrants).toEqual([]);
-      expect((await t.gql(otto, GRANTS, { id: aurora.Tenant })).body.data!.breakGlassGrants).toContainEqual({ id: grant.id, operatorName: 'Platform Admin', reason: grant.reason, active: false });
+      expect(
+        (await t.gql(operator, `{ viewer { breakGlassGrants { id } } }`)).body.data!.viewer.breakGlassGrants,
+      ).toEqual([]);
+      expect((await t.gql(otto, GRANTS, { id: aurora.Tenant })).body.data!.breakGlassGrants).toContainEqual({
+        id: grant.id,
+        operatorName: 'Platform Admin',
+        reason: grant.reason,
+        active: false,
+      });
       // Ended: closing it is a conflict, and a change is refused.
       expect(codesOf(await t.gql(operator, CLOSE, { id: grant.id }))).toEqual(['CONFLICT']);
-      const create = await t.gql(operator, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: aurora.Tenant, slug: 'bg-late', name: 'Late' } });
+      const create = await t.gql(
+        operator,
+        `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`,
+        { in: { tenantId: aurora.Tenant, slug: 'bg-late', name: 'Late' } },
+      );
       expect(codesOf(create)).toEqual(['FORBIDDEN']);
     } finally {
       t.now.value = saved;
@@ -271,10 +374,17 @@ describeEachDialect('break-glass grants', (dialect) => {
     expect((await readContent()).codes).toEqual([]);
     const client = wsClient(t.url, operator);
     clients.push(client);
-    const sub = liveSubscription(client, `subscription($id: ID!) { auditEventRecorded(tenantId: $id) { action input } }`, { id: aurora.Tenant }, (d) => d.auditEventRecorded);
+    const sub = liveSubscription(
+      client,
+      `subscription($id: ID!) { auditEventRecorded(tenantId: $id) { action input } }`,
+      { id: aurora.Tenant },
+      (d) => d.auditEventRecorded,
+    );
     let n = 0;
     await eventually(async () => {
-      await t.gql(ada, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: aurora.Tenant, slug: `bg-open-${++n}`, name: 'Open' } });
+      await t.gql(ada, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, {
+        in: { tenantId: aurora.Tenant, slug: `bg-open-${++n}`, name: 'Open' },
+      });
       await new Promise((resolve) => setTimeout(resolve, 100));
       return sub.values.some((v) => v.action === 'project.create');
     });
@@ -290,25 +400,39 @@ describeEachDialect('break-glass grants', (dialect) => {
     // The open subscription stops at once too: the next tenant event is not sent, nor audited as read.
     const readsAfterClose = (await breakGlassReads()).length;
     const seen = sub.values.length;
-    await t.gql(ada, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: aurora.Tenant, slug: 'bg-after-close', name: 'After close' } });
+    await t.gql(ada, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, {
+      in: { tenantId: aurora.Tenant, slug: 'bg-after-close', name: 'After close' },
+    });
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(sub.values.slice(seen).filter((v) => v.action === 'project.create')).toEqual([]);
     expect(JSON.stringify(sub.values)).not.toContain('bg-after-close');
     expect((await breakGlassReads()).length).toBe(readsAfterClose);
     sub.dispose();
     expect(codesOf(await t.gql(ada, CLOSE, { id: grant.id }))).toEqual(['CONFLICT']);
-    const close = (await auditLog()).filter((e) => e.action === 'breakglass.close' && e.outcome === 'SUCCESS');
+    const close = (await auditLog()).filter(
+      (e) => e.action === 'breakglass.close' && e.outcome === 'SUCCESS',
+    );
     expect(close).toHaveLength(1);
     expect(close[0]).toMatchObject({ actorName: 'Ada Admin', targetId: grant.id });
 
-    // Content read in the very request that closes the grant does not leave: the answer is withheld, the close stands.
+    // Content read in the very request that closes the grant does not leave: the answer is withheld, the
+    // close stands.
     const fourth = await open('Fourth look: ticket INC-4714', 5);
     const readsBefore = (await breakGlassReads()).length;
-    const closing = await t.gql(operator, `mutation($id: ID!) { closeBreakGlass(id: $id) { id tenant { members(first: 10) { edges { node { email } } } } } }`, { id: fourth.id });
+    const closing = await t.gql(
+      operator,
+      `mutation($id: ID!) { closeBreakGlass(id: $id) { id tenant { members(first: 10) { edges { node { email } } } } } }`,
+      { id: fourth.id },
+    );
     expect(codesOf(closing)).toEqual(['FORBIDDEN']);
     expect(JSON.stringify(closing.body)).not.toContain('@aurora.example');
     expect((await breakGlassReads()).length).toBe(readsBefore);
-    expect((await t.gql(otto, GRANTS, { id: aurora.Tenant })).body.data!.breakGlassGrants).toContainEqual({ id: fourth.id, operatorName: 'Platform Admin', reason: fourth.reason, active: false });
+    expect((await t.gql(otto, GRANTS, { id: aurora.Tenant })).body.data!.breakGlassGrants).toContainEqual({
+      id: fourth.id,
+      operatorName: 'Platform Admin',
+      reason: fourth.reason,
+      active: false,
+    });
 
     // The operator closes their own, too.
     const third = await open('Third look: ticket INC-4713', 5);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  type ContainerReferences,
   effectiveBoundaries,
   entriesOutside,
   firstViolation,
@@ -7,7 +8,6 @@ import {
   parseImage,
   parseLocation,
   parseRegistryEntry,
-  type ContainerReferences,
 } from '../../../src/services/tenancy/data-boundaries.js';
 
 const image = (ref: string) => {
@@ -18,8 +18,16 @@ const location = (ref: string) => {
   const parsed = parseLocation(ref);
   return parsed.ok ? parsed.value.text : 'invalid';
 };
-const refs = (image: string, datasetLocations: string[] = [], artifactStore: string | null = null): ContainerReferences => ({ image, datasetLocations, artifactStore });
-const images = (list: string[] | null) => ({ imageRegistries: list, datasetLocations: null, artifactStores: null });
+const refs = (
+  image: string,
+  datasetLocations: string[] = [],
+  artifactStore: string | null = null,
+): ContainerReferences => ({ image, datasetLocations, artifactStore });
+const images = (list: string[] | null) => ({
+  imageRegistries: list,
+  datasetLocations: null,
+  artifactStores: null,
+});
 
 describe('image references are normalised the Docker way', () => {
   it.each([
@@ -40,7 +48,19 @@ describe('image references are normalised the Docker way', () => {
     expect(image(ref)).toBe(expected);
   });
 
-  it.each(['', 'team/UPPER', 'Upper', 'a//b', 'registry.example.com/../x', 'img:bad tag', 'img@sha256:short', 'nvcr.io/nvidia/Py', 'x/y%2fz', ' ubuntu', 'a'.repeat(513)])('refuses %j', (ref) => {
+  it.each([
+    '',
+    'team/UPPER',
+    'Upper',
+    'a//b',
+    'registry.example.com/../x',
+    'img:bad tag',
+    'img@sha256:short',
+    'nvcr.io/nvidia/Py',
+    'x/y%2fz',
+    ' ubuntu',
+    'a'.repeat(513),
+  ])('refuses %j', (ref) => {
     expect(image(ref)).toMatch(/^invalid/);
   });
 });
@@ -76,17 +96,26 @@ describe('registry entries match at a path boundary', () => {
     expect(parseRegistryEntry('nvcr.io/nvidia/pytorch:24.01').ok).toBe(false);
     expect(parseRegistryEntry(`nvcr.io/x@sha256:${'a'.repeat(64)}`).ok).toBe(false);
     expect(parseRegistryEntry('').ok).toBe(false);
-    expect(normaliseList(['NVCR.io/nvidia/', 'nvcr.io/nvidia', 'index.docker.io/library'], 'imageRegistries')).toEqual({ ok: true, list: ['nvcr.io/nvidia', 'docker.io/library'] });
+    expect(
+      normaliseList(['NVCR.io/nvidia/', 'nvcr.io/nvidia', 'index.docker.io/library'], 'imageRegistries'),
+    ).toEqual({ ok: true, list: ['nvcr.io/nvidia', 'docker.io/library'] });
   });
 
   it('null is unrestricted, [] allows nothing', () => {
     expect(firstViolation(refs('anything.example/x'), images(null))).toBeNull();
-    expect(firstViolation(refs('ubuntu'), images([]))).toMatchObject({ kind: 'imageRegistries', reference: 'ubuntu', allowed: [] });
+    expect(firstViolation(refs('ubuntu'), images([]))).toMatchObject({
+      kind: 'imageRegistries',
+      reference: 'ubuntu',
+      allowed: [],
+    });
     expect(firstViolation(refs('ubuntu'), null)).toBeNull();
   });
 
   it('a malformed image is a violation even when unrestricted', () => {
-    expect(firstViolation(refs('Not An Image'), null)).toMatchObject({ kind: 'imageRegistries', allowed: null });
+    expect(firstViolation(refs('Not An Image'), null)).toMatchObject({
+      kind: 'imageRegistries',
+      allowed: null,
+    });
   });
 });
 
@@ -124,8 +153,13 @@ describe('data locations are URIs matched by scheme and path prefix', () => {
     expect(location(ref)).toBe('invalid');
   });
 
-  const datasets = (list: string[] | null) => ({ imageRegistries: null, datasetLocations: list, artifactStores: null });
-  const allow = (entry: string, ref: string) => firstViolation(refs('ubuntu', [ref]), datasets([entry])) === null;
+  const datasets = (list: string[] | null) => ({
+    imageRegistries: null,
+    datasetLocations: list,
+    artifactStores: null,
+  });
+  const allow = (entry: string, ref: string) =>
+    firstViolation(refs('ubuntu', [ref]), datasets([entry])) === null;
 
   it('a prefix admits what lies below it at a "/" boundary', () => {
     expect(allow('s3://aurora-datasets', 's3://aurora-datasets/imagenet')).toBe(true);
@@ -141,14 +175,20 @@ describe('data locations are URIs matched by scheme and path prefix', () => {
   it('the artifact store is checked against its own list', () => {
     const b = { imageRegistries: null, datasetLocations: null, artifactStores: ['s3://aurora-models'] };
     expect(firstViolation(refs('ubuntu', ['s3://anything/x'], 's3://aurora-models/run-1'), b)).toBeNull();
-    expect(firstViolation(refs('ubuntu', [], 's3://aurora-datasets/run-1'), b)).toMatchObject({ kind: 'artifactStores', reference: 's3://aurora-datasets/run-1', allowed: ['s3://aurora-models'] });
+    expect(firstViolation(refs('ubuntu', [], 's3://aurora-datasets/run-1'), b)).toMatchObject({
+      kind: 'artifactStores',
+      reference: 's3://aurora-datasets/run-1',
+      allowed: ['s3://aurora-models'],
+    });
     expect(firstViolation(refs('ubuntu', [], null), { ...b, artifactStores: [] })).toBeNull();
   });
 });
 
 describe('project lists within the tenant’s', () => {
   it('entries outside the tenant list are named', () => {
-    expect(entriesOutside(['nvcr.io/nvidia/pytorch', 'docker.io/library'], ['nvcr.io/nvidia'], 'imageRegistries')).toEqual(['docker.io/library']);
+    expect(
+      entriesOutside(['nvcr.io/nvidia/pytorch', 'docker.io/library'], ['nvcr.io/nvidia'], 'imageRegistries'),
+    ).toEqual(['docker.io/library']);
     expect(entriesOutside(['s3://a/x', 's3://ab'], ['s3://a'], 'datasetLocations')).toEqual(['s3://ab']);
     expect(entriesOutside(['s3://a'], null, 'datasetLocations')).toEqual([]);
     expect(entriesOutside(null, ['s3://a'], 'datasetLocations')).toEqual([]);
@@ -156,9 +196,21 @@ describe('project lists within the tenant’s', () => {
   });
 
   it('the effective list is the intersection', () => {
-    const tenant = { imageRegistries: ['nvcr.io/nvidia', 'registry.a.example'], datasetLocations: ['s3://data/team'], artifactStores: null };
-    const project = { imageRegistries: ['nvcr.io/nvidia/pytorch'], datasetLocations: ['s3://data'], artifactStores: null };
-    expect(effectiveBoundaries(tenant, project)).toEqual({ imageRegistries: ['nvcr.io/nvidia/pytorch'], datasetLocations: ['s3://data/team'], artifactStores: null });
+    const tenant = {
+      imageRegistries: ['nvcr.io/nvidia', 'registry.a.example'],
+      datasetLocations: ['s3://data/team'],
+      artifactStores: null,
+    };
+    const project = {
+      imageRegistries: ['nvcr.io/nvidia/pytorch'],
+      datasetLocations: ['s3://data'],
+      artifactStores: null,
+    };
+    expect(effectiveBoundaries(tenant, project)).toEqual({
+      imageRegistries: ['nvcr.io/nvidia/pytorch'],
+      datasetLocations: ['s3://data/team'],
+      artifactStores: null,
+    });
     expect(effectiveBoundaries(tenant, null)).toEqual(tenant);
     expect(effectiveBoundaries(null, project)).toEqual(project);
     expect(effectiveBoundaries({ ...tenant, imageRegistries: [] }, project).imageRegistries).toEqual([]);

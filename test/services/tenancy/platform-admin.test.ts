@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachDialect } from '../../helpers/database.js';
-import { codesOf, startTestApp, type GqlResponse, type TestApp } from '../../helpers/harness.js';
+import { codesOf, type GqlResponse, startTestApp, type TestApp } from '../../helpers/harness.js';
 import { eventually, liveSubscription, wsClient } from '../../helpers/live-subscription.js';
 
 /**
@@ -23,9 +23,15 @@ function codesAt(res: GqlResponse, ...prefix: (string | number)[]): string[] {
 }
 
 async function jobStates(): Promise<Record<string, string>> {
-  const res = await t.gql(admin, `query($id: ID!) { jobs(tenantId: $id, first: 100) { edges { node { id state } } } }`, { id: aurora.Tenant });
+  const res = await t.gql(
+    admin,
+    `query($id: ID!) { jobs(tenantId: $id, first: 100) { edges { node { id state } } } }`,
+    { id: aurora.Tenant },
+  );
   expect(res.body.errors).toBeUndefined();
-  return Object.fromEntries(res.body.data!.jobs.edges.map((e: { node: { id: string; state: string } }) => [e.node.id, e.node.state]));
+  return Object.fromEntries(
+    res.body.data!.jobs.edges.map((e: { node: { id: string; state: string } }) => [e.node.id, e.node.state]),
+  );
 }
 
 describeEachDialect('a platform admin without a break-glass grant', (dialect) => {
@@ -62,7 +68,11 @@ describeEachDialect('a platform admin without a break-glass grant', (dialect) =>
   }
 
   it("gets FORBIDDEN (null) on members' e-mails, and the rest of the answer", async () => {
-    const res = await t.gql(platformJwt, `query($slug: String!) { tenant(slug: $slug) { name members(first: 10) { edges { node { name email } } } } }`, { slug: 'aurora-research' });
+    const res = await t.gql(
+      platformJwt,
+      `query($slug: String!) { tenant(slug: $slug) { name members(first: 10) { edges { node { name email } } } } }`,
+      { slug: 'aurora-research' },
+    );
     const members = res.body.data!.tenant.members.edges.map((e: any) => e.node);
     expect(members.length).toBe(4);
     expect(members.every((m: any) => m.email === null && typeof m.name === 'string')).toBe(true);
@@ -71,23 +81,42 @@ describeEachDialect('a platform admin without a break-glass grant', (dialect) =>
   });
 
   it("gets FORBIDDEN on a tenant event's input and actor e-mail (platform log), and on the tenant's audit log itself", async () => {
-    await t.gql(admin, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: aurora.Tenant, slug: 'split-probe', name: 'Split probe' } });
-    const res = await t.gql(platformJwt, `{ platformAuditEvents(last: 50) { edges { node { action actorName actorEmail input } } } }`);
-    const created = res.body.data!.platformAuditEvents.edges.map((e: any) => e.node).find((e: any) => e.action === 'project.create');
+    await t.gql(admin, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, {
+      in: { tenantId: aurora.Tenant, slug: 'split-probe', name: 'Split probe' },
+    });
+    const res = await t.gql(
+      platformJwt,
+      `{ platformAuditEvents(last: 50) { edges { node { action actorName actorEmail input } } } }`,
+    );
+    const created = res.body
+      .data!.platformAuditEvents.edges.map((e: any) => e.node)
+      .find((e: any) => e.action === 'project.create');
     expect(created).toMatchObject({ actorName: 'Ada Admin', actorEmail: null, input: null });
     expect(codesOf(res).length).toBeGreaterThan(0);
     expect(new Set(codesOf(res))).toEqual(new Set(['FORBIDDEN']));
     expect(JSON.stringify(res.body)).not.toContain('split-probe');
 
-    const log = await t.gql(platformJwt, `query($id: ID!) { auditEvents(tenantId: $id, first: 5) { edges { node { action } } } }`, { id: aurora.Tenant });
+    const log = await t.gql(
+      platformJwt,
+      `query($id: ID!) { auditEvents(tenantId: $id, first: 5) { edges { node { action } } } }`,
+      { id: aurora.Tenant },
+    );
     expect(codesOf(log)).toEqual(['FORBIDDEN']);
-    const one = await t.gql(platformJwt, `query($id: ID!) { node(id: $id) { ... on AuditEvent { action input } } }`, { id: aurora.AuditEvent });
+    const one = await t.gql(
+      platformJwt,
+      `query($id: ID!) { node(id: $id) { ... on AuditEvent { action input } } }`,
+      { id: aurora.AuditEvent },
+    );
     expect(codesOf(one)).toEqual(['FORBIDDEN']);
     expect(one.body.data?.node ?? null).toBeNull();
   });
 
   it("gets FORBIDDEN (null) on a job's container", async () => {
-    const res = await t.gql(platformJwt, `query($id: ID!) { node(id: $id) { ... on Job { name state container { image } } } }`, { id: aurora.Job });
+    const res = await t.gql(
+      platformJwt,
+      `query($id: ID!) { node(id: $id) { ... on Job { name state container { image } } } }`,
+      { id: aurora.Job },
+    );
     expect(res.body.data!.node).toMatchObject({ name: 'fixture job aurora-research', container: null });
     expect(codesOf(res)).toEqual(['FORBIDDEN']);
   });
@@ -96,9 +125,18 @@ describeEachDialect('a platform admin without a break-glass grant', (dialect) =>
     const before = await t.rowCounts({ ignoreAudit: true });
     const states = await jobStates();
     const attempts = [
-      [`mutation($in: AddMemberInput!) { addMember(input: $in) { id } }`, { in: { tenantId: aurora.Tenant, email: 'mallory@evil.example', role: 'TENANT_ADMIN' } }],
-      [`mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: aurora.Tenant, slug: 'by-platform', name: 'By platform' } }],
-      [`mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, { in: { queueId: aurora.Queue, name: 'platform job', podSets: [{ gpusPerPod: 1 }] } }],
+      [
+        `mutation($in: AddMemberInput!) { addMember(input: $in) { id } }`,
+        { in: { tenantId: aurora.Tenant, email: 'mallory@evil.example', role: 'TENANT_ADMIN' } },
+      ],
+      [
+        `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`,
+        { in: { tenantId: aurora.Tenant, slug: 'by-platform', name: 'By platform' } },
+      ],
+      [
+        `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`,
+        { in: { queueId: aurora.Queue, name: 'platform job', podSets: [{ gpusPerPod: 1 }] } },
+      ],
       [`mutation($id: ID!) { cancelJob(id: $id) { state } }`, { id: aurora.Job }],
     ] as const;
     for (const bearer of [platformJwt, t.token(null, 'PLATFORM_ADMIN')]) {
@@ -115,42 +153,75 @@ describeEachDialect('a platform admin without a break-glass grant', (dialect) =>
   it('over graphql-ws: the tenant audit subscription is refused, and no event arrives', async () => {
     const client = wsClient(t.url, platformJwt);
     clients.push(client);
-    const sub = liveSubscription(client, `subscription($id: ID!) { auditEventRecorded(tenantId: $id) { action input } }`, { id: aurora.Tenant }, (d) => d.auditEventRecorded);
+    const sub = liveSubscription(
+      client,
+      `subscription($id: ID!) { auditEventRecorded(tenantId: $id) { action input } }`,
+      { id: aurora.Tenant },
+      (d) => d.auditEventRecorded,
+    );
     await eventually(async () => sub.errors.length > 0);
     expect(JSON.stringify(sub.errors)).toContain('FORBIDDEN');
-    await t.gql(admin, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, { in: { tenantId: aurora.Tenant, slug: 'split-ws', name: 'Split ws' } });
+    await t.gql(admin, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`, {
+      in: { tenantId: aurora.Tenant, slug: 'split-ws', name: 'Split ws' },
+    });
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(sub.values).toEqual([]);
     sub.dispose();
   });
   it("a member's refused change that named only an id is filed in the tenant's log, not the platform's (no e-mail or target there)", async () => {
     const max = t.token('aurora-research', 'MEMBER');
-    const refused = await t.gql(max, `mutation($id: ID!) { removeMember(id: $id) { removedMemberId } }`, { id: aurora.AdminMember });
+    const refused = await t.gql(max, `mutation($id: ID!) { removeMember(id: $id) { removedMemberId } }`, {
+      id: aurora.AdminMember,
+    });
     expect(codesOf(refused)).toEqual(['FORBIDDEN']);
-    const auditorLog = await t.gql(t.token('aurora-research', 'AUDITOR'), `query($id: ID!) { auditEvents(tenantId: $id, last: 20) { edges { node { action outcome actorName } } } }`, { id: aurora.Tenant });
+    const auditorLog = await t.gql(
+      t.token('aurora-research', 'AUDITOR'),
+      `query($id: ID!) { auditEvents(tenantId: $id, last: 20) { edges { node { action outcome actorName } } } }`,
+      { id: aurora.Tenant },
+    );
     const tenantEvents = auditorLog.body.data!.auditEvents.edges.map((e: any) => e.node);
-    expect(tenantEvents.some((e: any) => e.action === "member.remove" && e.outcome === "DENIED"), JSON.stringify(auditorLog.body)).toBe(true);
-    const platformLog = await t.gql(platformJwt, `{ platformAuditEvents(last: 200) { edges { node { action outcome actorEmail input } } } }`);
+    expect(
+      tenantEvents.some((e: any) => e.action === 'member.remove' && e.outcome === 'DENIED'),
+      JSON.stringify(auditorLog.body),
+    ).toBe(true);
+    const platformLog = await t.gql(
+      platformJwt,
+      `{ platformAuditEvents(last: 200) { edges { node { action outcome actorEmail input } } } }`,
+    );
     const text = JSON.stringify(platformLog.body.data);
     expect(text).not.toContain('max@aurora.example');
-    const denied = platformLog.body.data!.platformAuditEvents.edges.map((e: any) => e.node).filter((e: any) => e.action === 'member.remove' && e.outcome === 'DENIED');
+    const denied = platformLog.body
+      .data!.platformAuditEvents.edges.map((e: any) => e.node)
+      .filter((e: any) => e.action === 'member.remove' && e.outcome === 'DENIED');
     expect(denied.length).toBeGreaterThan(0);
     for (const event of denied) expect(event).toMatchObject({ actorEmail: null, input: null });
   });
   it('sets a tenant up with its first admin and a default project, then stays out of it', async () => {
-    const created = await t.gql(platformJwt, `mutation($in: CreateTenantInput!) { createTenant(input: $in) { id slug defaultProject { slug isDefault } } }`, {
-      in: { slug: 'cygnus-labs', name: 'Cygnus Labs', adminEmail: 'Cyd@Cygnus.example' },
-    });
+    const created = await t.gql(
+      platformJwt,
+      `mutation($in: CreateTenantInput!) { createTenant(input: $in) { id slug defaultProject { slug isDefault } } }`,
+      {
+        in: { slug: 'cygnus-labs', name: 'Cygnus Labs', adminEmail: 'Cyd@Cygnus.example' },
+      },
+    );
     expect(created.body.errors, JSON.stringify(created.body)).toBeUndefined();
     const tenant = created.body.data!.createTenant;
     expect(tenant.defaultProject).toEqual({ slug: 'default', isDefault: true });
     const cyd = await t.jwt('cyd@cygnus.example');
     const own = await t.gql(cyd, `{ viewer { memberships { role tenant { slug } } } }`);
-    expect(own.body.data!.viewer.memberships).toEqual([{ role: 'TENANT_ADMIN', tenant: { slug: 'cygnus-labs' } }]);
+    expect(own.body.data!.viewer.memberships).toEqual([
+      { role: 'TENANT_ADMIN', tenant: { slug: 'cygnus-labs' } },
+    ]);
     // The first admin runs it; the platform admin cannot add people to it without a grant.
-    const added = await t.gql(cyd, `mutation($in: AddMemberInput!) { addMember(input: $in) { role } }`, { in: { tenantId: tenant.id, email: 'cy2@cygnus.example', role: 'MEMBER' } });
+    const added = await t.gql(cyd, `mutation($in: AddMemberInput!) { addMember(input: $in) { role } }`, {
+      in: { tenantId: tenant.id, email: 'cy2@cygnus.example', role: 'MEMBER' },
+    });
     expect(added.body.errors, JSON.stringify(added.body)).toBeUndefined();
-    const refused = await t.gql(platformJwt, `mutation($in: AddMemberInput!) { addMember(input: $in) { role } }`, { in: { tenantId: tenant.id, email: 'mallory@evil.example', role: 'TENANT_ADMIN' } });
+    const refused = await t.gql(
+      platformJwt,
+      `mutation($in: AddMemberInput!) { addMember(input: $in) { role } }`,
+      { in: { tenantId: tenant.id, email: 'mallory@evil.example', role: 'TENANT_ADMIN' } },
+    );
     expect(codesOf(refused)).toEqual(['FORBIDDEN']);
   });
 });

@@ -6,7 +6,12 @@ import { assignDirect } from './direct.js';
 import type { Fail } from './plan.js';
 
 export function decisionFrom(job: JobState, res: Fail): PendingDecision {
-  const d: PendingDecision = { jobId: job.spec.id, queue: job.queue.spec.name, reason: res.reason, message: res.message };
+  const d: PendingDecision = {
+    jobId: job.spec.id,
+    queue: job.queue.spec.name,
+    reason: res.reason,
+    message: res.message,
+  };
   if (res.shortfall) d.shortfall = res.shortfall;
   if (res.nodeFit) d.nodeFit = res.nodeFit;
   if (job.preemptedBy) d.preemptedBy = { ...job.preemptedBy };
@@ -20,11 +25,20 @@ export function decisionFrom(job: JobState, res: Fail): PendingDecision {
 export function currentDecision(core: CoreState, j: JobState): PendingDecision {
   if (j.decision && j.decisionVersion === core.stateVersion) return j.decision;
   const mark = core.trail.length;
-  const res = assignDirect(core, j, j.podSets.map((p) => p.count));
+  const res = assignDirect(
+    core,
+    j,
+    j.podSets.map((p) => p.count),
+  );
   rollback(core, mark);
   let d: PendingDecision;
   if (res.ok) {
-    d = { jobId: j.spec.id, queue: j.queue.spec.name, reason: 'NotYetEvaluated', message: 'fits now; waits for the next admission cycle' };
+    d = {
+      jobId: j.spec.id,
+      queue: j.queue.spec.name,
+      reason: 'NotYetEvaluated',
+      message: 'fits now; waits for the next admission cycle',
+    };
     if (j.preemptedBy) d.preemptedBy = { ...j.preemptedBy };
   } else d = decisionFrom(j, res);
   j.decision = d;

@@ -1,8 +1,8 @@
 // Why a job does not fit: NoNodeFits / NoFittingNode with per-flavor nodeFit, WindowClosed,
 // ExceedsMaxQuota or WaitingForQuota with its numeric QuotaShortfall.
 import type { FlavorState } from '../nodes.js';
-import { convertQuotas } from '../quota-config.js';
 import { available, potentialAvailable } from '../quota.js';
+import { convertQuotas } from '../quota-config.js';
 import { keptOffReserved } from '../reservation.js';
 import type { CoreState, JobState, PodSetState, QueueState } from '../state.js';
 import { rollback, tPlace } from '../trail.js';
@@ -13,7 +13,8 @@ import type { Fail } from './plan.js';
 import { NOFIT, nominalOnly } from './quota-mode.js';
 
 /** Said of a job that is never preempted, after its numbers (quota-mode.ts, nominalOnly). */
-const NOMINAL_ONLY_WHY = 'its priority class is never preempted, so it runs only within its queue\'s nominal and does not borrow';
+const NOMINAL_ONLY_WHY =
+  "its priority class is never preempted, so it runs only within its queue's nominal and does not borrow";
 
 /** The numbers behind a quota wait; for a `nominalOnly` job, what applies to it (no borrowing: limit 0, at most its nominal). */
 export function shortfall(job: JobState, f: string, r: number, requested: number): QuotaShortfall {
@@ -61,7 +62,14 @@ export function diagnose(
         largest = Math.max(largest, n.freeGpuTotal);
         free += n.freeGpuTotal;
       }
-      if (any) nodeFit.push({ flavor: f, largestFreeGpusOnOneNode: largest / 1000, freeGpus: free / 1000, podsNeeded: count, gpusPerPod: ps.shape.gpu / 1000 });
+      if (any)
+        nodeFit.push({
+          flavor: f,
+          largestFreeGpusOnOneNode: largest / 1000,
+          freeGpus: free / 1000,
+          podsNeeded: count,
+          gpusPerPod: ps.shape.gpu / 1000,
+        });
     }
     const quotaWaitToo = options.some((o) => !nodeFailed.includes(o.f) && o.mode !== NOFIT);
     if (nodeFit.length === 0) {
@@ -73,7 +81,12 @@ export function diagnose(
         ...(quotaWaitToo ? { quotaWaitToo } : {}),
       };
     }
-    const blocks = nodeFit.map((n) => `${n.flavor}: largest free on one node ${n.largestFreeGpusOnOneNode}, free in total ${n.freeGpus}`).join('; ');
+    const blocks = nodeFit
+      .map(
+        (n) =>
+          `${n.flavor}: largest free on one node ${n.largestFreeGpusOnOneNode}, free in total ${n.freeGpus}`,
+      )
+      .join('; ');
     const off = reservedOnly(core, job, nodeFailed, ps, count);
     return {
       ok: false,
@@ -120,8 +133,16 @@ export function diagnose(
   };
 }
 
-/** Kept out only by reservations (reservation.ts): reserved nodes have room, and with them the pods would be placed (a trial, rolled back). */
-function reservedOnly(core: CoreState, job: JobState, flavors: string[], ps: PodSetState, count: number): { nodes: number; start: number } | null {
+/** Kept out only by reservations (reservation.ts): reserved nodes have room, and with them the pods would be
+ * placed (a trial, rolled back).
+ */
+function reservedOnly(
+  core: CoreState,
+  job: JobState,
+  flavors: string[],
+  ps: PodSetState,
+  count: number,
+): { nodes: number; start: number } | null {
   const off = keptOffReserved(core, job, flavors);
   if (!off) return null;
   const eligible = eligibleFor(job);
@@ -135,12 +156,19 @@ function reservedOnly(core: CoreState, job: JobState, flavors: string[], ps: Pod
 }
 
 /** Would another of the queue's time windows allow the request (a `nominalOnly` job: within that window's nominal)? */
-export function windowWouldAllow(core: CoreState, q: QueueState, f: string, r: number, requested: number, withinNominal = false): boolean {
+export function windowWouldAllow(
+  core: CoreState,
+  q: QueueState,
+  f: string,
+  r: number,
+  requested: number,
+  withinNominal = false,
+): boolean {
   const ws = q.spec.timeWindows ?? [];
   for (let i = 0; i < ws.length; i++) {
     if (i === q.activeWindow) continue;
     const fq = convertQuotas(core, (ws[i] as (typeof ws)[number]).quotas, q.isolation, q.spec.name).get(f);
-    if (!fq || !fq.declared[r]) continue;
+    if (!fq?.declared[r]) continue;
     const bl = withinNominal ? 0 : fq.borrowingLimit[r];
     if ((fq.nominal[r] as number) + (bl ?? Number.POSITIVE_INFINITY) >= requested) return true;
   }

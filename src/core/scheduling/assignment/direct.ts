@@ -1,9 +1,9 @@
 // Direct assignment (Fit → Borrow, no preemption): per pod set, the flavors in preference order
 // ranked by quota mode, each tried with a trial placement on the job's eligible nodes.
 import { type FlavorState, type PlaceScore, type PodAlloc, scoreLess } from '../nodes.js';
+import { reservationGate } from '../reservation.js';
 import type { CoreState, JobState, PodSetState } from '../state.js';
 import { rollback, tCharge, tPlace } from '../trail.js';
-import { reservationGate } from '../reservation.js';
 import { addVec } from '../units.js';
 import { diagnose } from './diagnose.js';
 import { eligibleFor } from './eligible.js';
@@ -16,7 +16,11 @@ import { BORROW, nominalOnly, quotaMode } from './quota-mode.js';
  * charging quota and placing pods on the trail. On failure everything is rolled back and a
  * diagnosis of the best option is returned.
  */
-export function assignDirect(core: CoreState, job: JobState, counts: readonly number[]): { ok: true; parts: PodSetPlan[]; usage: Map<string, number[]> } | Fail {
+export function assignDirect(
+  core: CoreState,
+  job: JobState,
+  counts: readonly number[],
+): { ok: true; parts: PodSetPlan[]; usage: Map<string, number[]> } | Fail {
   const q = job.queue;
   const mark = core.trail.length;
   const parts: PodSetPlan[] = [];
@@ -26,15 +30,30 @@ export function assignDirect(core: CoreState, job: JobState, counts: readonly nu
     const ps = job.podSets[i] as PodSetState;
     const count = counts[i] as number;
     const vec = [ps.shape.gpu * count, ps.shape.cpu * count, ps.shape.mem * count];
-    const options = ps.flavors.map((f, pref) => ({ f, pref, ...quotaMode(q, f, vec, usage.get(f), nominalOnly(job)) }));
-    const tiers = flavorTiers(job, options.filter((o) => o.mode <= BORROW), choosesByScore(core, job, i));
+    const options = ps.flavors.map((f, pref) => ({
+      f,
+      pref,
+      ...quotaMode(q, f, vec, usage.get(f), nominalOnly(job)),
+    }));
+    const tiers = flavorTiers(
+      job,
+      options.filter((o) => o.mode <= BORROW),
+      choosesByScore(core, job, i),
+    );
     let placed = false;
     const nodeFailed: string[] = [];
     // charge and place on one option; on failure nothing stays on the trail
     const tryOn = (o: (typeof options)[number], score?: PlaceScore): PodAlloc[] | null => {
       const m = core.trail.length;
       tCharge(core, q, new Map([[o.f, vec]]));
-      const allocs = tPlace(core, core.flavors.get(o.f) as FlavorState, count, ps.shape, reservationGate(core, job, o.mode, eligible), score);
+      const allocs = tPlace(
+        core,
+        core.flavors.get(o.f) as FlavorState,
+        count,
+        ps.shape,
+        reservationGate(core, job, o.mode, eligible),
+        score,
+      );
       if (!allocs) rollback(core, m);
       return allocs;
     };

@@ -22,12 +22,21 @@ export function choosesByScore(core: CoreState, job: JobState, podSet: number): 
  * flavors that fit within quota form the first tier, those that need borrowing the second;
  * `Borrow`: one tier, borrowing is no worse than fitting.
  */
-export function flavorTiers<T extends FlavorOption>(job: JobState, options: readonly T[], byScore: boolean): T[][] {
+export function flavorTiers<T extends FlavorOption>(
+  job: JobState,
+  options: readonly T[],
+  byScore: boolean,
+): T[][] {
   const borrowCompetes = job.queue.spec.flavorFungibility?.whenCanBorrow === 'Borrow';
   const byPref = [...options].sort((a, b) => a.pref - b.pref);
-  if (!byScore) return borrowCompetes ? byPref.map((o) => [o]) : [...options].sort((a, b) => a.mode - b.mode || a.pref - b.pref).map((o) => [o]);
+  if (!byScore)
+    return borrowCompetes
+      ? byPref.map((o) => [o])
+      : [...options].sort((a, b) => a.mode - b.mode || a.pref - b.pref).map((o) => [o]);
   if (borrowCompetes) return byPref.length > 0 ? [byPref] : [];
-  return [byPref.filter((o) => o.mode === FIT), byPref.filter((o) => o.mode === BORROW)].filter((t) => t.length > 0);
+  return [byPref.filter((o) => o.mode === FIT), byPref.filter((o) => o.mode === BORROW)].filter(
+    (t) => t.length > 0,
+  );
 }
 
 /** After a plan's charge: does the job's queue now use more than its nominal on a flavor the plan charged? */
@@ -36,7 +45,9 @@ export function planBorrows(job: JobState, usage: Map<string, number[]>): boolea
   for (const [f, v] of usage) {
     const fq = q.node.flavors.get(f);
     if (!fq) continue;
-    for (let r = 0; r < v.length; r++) if ((v[r] as number) > 0 && fq.declared[r] && (fq.usage[r] as number) > (fq.nominal[r] as number)) return true;
+    for (let r = 0; r < v.length; r++)
+      if ((v[r] as number) > 0 && fq.declared[r] && (fq.usage[r] as number) > (fq.nominal[r] as number))
+        return true;
   }
   return false;
 }

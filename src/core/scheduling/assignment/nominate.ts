@@ -18,7 +18,11 @@ export function evaluate(core: CoreState, job: JobState, allowPreemption: boolea
   const direct = assignDirect(core, job, full);
   if (direct.ok) {
     // whenCanPreempt: Preempt — reclaiming within nominal beats borrowing (Kueue's flavorFungibility)
-    if (allowPreemption && job.queue.spec.flavorFungibility?.whenCanPreempt === 'Preempt' && planBorrows(job, direct.usage)) {
+    if (
+      allowPreemption &&
+      job.queue.spec.flavorFungibility?.whenCanPreempt === 'Preempt' &&
+      planBorrows(job, direct.usage)
+    ) {
       rollback(core, mark);
       const p = preempting(core, job);
       if (p && !planBorrows(job, p.usage)) return p;
@@ -32,7 +36,12 @@ export function evaluate(core: CoreState, job: JobState, allowPreemption: boolea
   }
   const reduced = assignReducedGang(core, job);
   if (reduced) return reduced;
-  if (allowPreemption && !direct.reservedOff && direct.reason !== 'ExceedsMaxQuota' && direct.reason !== 'WindowClosed') {
+  if (
+    allowPreemption &&
+    !direct.reservedOff &&
+    direct.reason !== 'ExceedsMaxQuota' &&
+    direct.reason !== 'WindowClosed'
+  ) {
     const p = preempting(core, job);
     if (p) return p;
   }

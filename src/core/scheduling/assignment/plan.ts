@@ -4,7 +4,13 @@ import type { PodAlloc } from '../nodes.js';
 import { overNominal } from '../queue-usage.js';
 import { RESOURCE_COUNT } from '../quota.js';
 import type { JobState, PodSetState } from '../state.js';
-import type { AdmissionMode, NodeFit, PendingReasonCode, PreemptionReason, QuotaShortfall } from '../types.js';
+import type {
+  AdmissionMode,
+  NodeFit,
+  PendingReasonCode,
+  PreemptionReason,
+  QuotaShortfall,
+} from '../types.js';
 
 export interface PodSetPlan {
   ps: PodSetState;
@@ -34,13 +40,22 @@ export interface Fail {
    * job must also wake on quota releases, not only on node changes.
    */
   quotaWaitToo?: boolean;
-  /** Only nodes reserved for a longer-waiting job kept it out (reservation.ts): it waits, it does not preempt around them. */
+  /** Only nodes reserved for a longer-waiting job kept it out (reservation.ts): it waits, it does not
+   * preempt around them.
+   */
   reservedOff?: { nodes: number; start: number };
 }
 
-export function planFrom(job: JobState, parts: PodSetPlan[], usage: Map<string, number[]>, victims: Plan['victims']): Plan {
+export function planFrom(
+  job: JobState,
+  parts: PodSetPlan[],
+  usage: Map<string, number[]>,
+  victims: Plan['victims'],
+): Plan {
   let borrowed = false;
-  for (const f of usage.keys()) for (let r = 0; r < RESOURCE_COUNT; r++) if (overNominal(job.queue, f, r)) borrowed = true;
-  const mode: AdmissionMode = victims.length > 0 ? (borrowed ? 'preempt-borrow' : 'preempt') : borrowed ? 'borrow' : 'fit';
+  for (const f of usage.keys())
+    for (let r = 0; r < RESOURCE_COUNT; r++) if (overNominal(job.queue, f, r)) borrowed = true;
+  const mode: AdmissionMode =
+    victims.length > 0 ? (borrowed ? 'preempt-borrow' : 'preempt') : borrowed ? 'borrow' : 'fit';
   return { ok: true, parts, usage, victims, mode, borrowed };
 }

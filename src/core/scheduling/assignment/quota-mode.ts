@@ -43,7 +43,8 @@ export function quotaMode(
     if (x === 0 || !fq.declared[r]) continue;
     const total = x + (jobCharged ? (jobCharged[r] as number) : 0);
     let m: number;
-    if (total > potentialAvailable(q.node, f, r) || (withinNominal && total > (fq.nominal[r] as number))) m = NOFIT;
+    if (total > potentialAvailable(q.node, f, r) || (withinNominal && total > (fq.nominal[r] as number)))
+      m = NOFIT;
     else {
       const borrow = (fq.usage[r] as number) + x > (fq.nominal[r] as number);
       if (withinNominal) m = !borrow && x <= available(q.node, f, r) ? FIT : PREEMPT;
@@ -59,7 +60,9 @@ export function quotaMode(
   return { mode, r, requested: (vec[r] as number) + (jobCharged ? (jobCharged[r] as number) : 0) };
 }
 
-/** Would the head exceed its queue's nominal on its first preferred flavor? (Non-borrowing heads go first without fair sharing, as in Kueue.) */
+/** Would the head exceed its queue's nominal on its first preferred flavor? (Non-borrowing heads go first
+ * without fair sharing, as in Kueue.)
+ */
 export function headBorrows(j: JobState): boolean {
   const q = j.queue;
   for (const ps of j.podSets) {
@@ -67,7 +70,9 @@ export function headBorrows(j: JobState): boolean {
     const fq = q.node.flavors.get(f);
     if (!fq) continue;
     const vec = [ps.shape.gpu * ps.count, ps.shape.cpu * ps.count, ps.shape.mem * ps.count];
-    for (let r = 0; r < RESOURCE_COUNT; r++) if (fq.declared[r] && (fq.usage[r] as number) + (vec[r] as number) > (fq.nominal[r] as number)) return true;
+    for (let r = 0; r < RESOURCE_COUNT; r++)
+      if (fq.declared[r] && (fq.usage[r] as number) + (vec[r] as number) > (fq.nominal[r] as number))
+        return true;
   }
   return false;
 }

@@ -20,7 +20,12 @@ export interface Candidate {
  * GPU-time its candidates would lose, then the fewest candidate GPUs, then name; within a node the
  * policy order stays. Null if it changes nothing.
  */
-export function placementOrder(job: JobState, choice: string[], cands: Candidate[], now: number): Candidate[] | null {
+export function placementOrder(
+  job: JobState,
+  choice: string[],
+  cands: Candidate[],
+  now: number,
+): Candidate[] | null {
   const podGpu = new Map<string, number>(); // per chosen flavor: the smallest GPU pod shape
   job.podSets.forEach((ps, i) => {
     const f = choice[i] as string;
@@ -42,8 +47,20 @@ export function placementOrder(job: JobState, choice: string[], cands: Candidate
     }
   }
   const ranked = [...held.entries()]
-    .map(([n, h]) => ({ n, h, lost: cost.get(n) ?? 0, useful: n.freeGpuTotal + h >= (podGpu.get(n.flavor.spec.name) as number) ? 0 : 1 }))
-    .sort((a, b) => a.useful - b.useful || b.n.freeGpuTotal - a.n.freeGpuTotal || a.lost - b.lost || a.h - b.h || (a.n.spec.name < b.n.spec.name ? -1 : 1));
+    .map(([n, h]) => ({
+      n,
+      h,
+      lost: cost.get(n) ?? 0,
+      useful: n.freeGpuTotal + h >= (podGpu.get(n.flavor.spec.name) as number) ? 0 : 1,
+    }))
+    .sort(
+      (a, b) =>
+        a.useful - b.useful ||
+        b.n.freeGpuTotal - a.n.freeGpuTotal ||
+        a.lost - b.lost ||
+        a.h - b.h ||
+        (a.n.spec.name < b.n.spec.name ? -1 : 1),
+    );
   const out: Candidate[] = [];
   const seen = new Set<Candidate>();
   for (const { n } of ranked)
@@ -57,9 +74,14 @@ export function placementOrder(job: JobState, choice: string[], cands: Candidate
 }
 
 /** Is `v` using more than its nominal on a (flavor, resource) the preemptor needs? */
-export function borrowingOnNeed(v: QueueState, request: Map<string, number[]>, need: [string, number][]): boolean {
+export function borrowingOnNeed(
+  v: QueueState,
+  request: Map<string, number[]>,
+  need: [string, number][],
+): boolean {
   if (need.length > 0) return need.some(([f, r]) => overNominal(v, f, r));
-  for (const [f, vec] of request) for (let r = 0; r < RESOURCE_COUNT; r++) if ((vec[r] as number) > 0 && overNominal(v, f, r)) return true;
+  for (const [f, vec] of request)
+    for (let r = 0; r < RESOURCE_COUNT; r++) if ((vec[r] as number) > 0 && overNominal(v, f, r)) return true;
   return false;
 }
 
@@ -92,7 +114,8 @@ export function candidates(
       const newerEqual =
         q.withinQueue === 'LowerOrNewerEqualPriority' &&
         c.priority === job.priority &&
-        (c.spec.submitTime > job.spec.submitTime || (c.spec.submitTime === job.spec.submitTime && c.spec.id > job.spec.id));
+        (c.spec.submitTime > job.spec.submitTime ||
+          (c.spec.submitTime === job.spec.submitTime && c.spec.id > job.spec.id));
       if (lower || newerEqual) out.push({ job: c, other: false, reclaimOk: false, borrowOk: false });
     }
   }
@@ -107,9 +130,13 @@ export function candidates(
         }
         if (fairShare && tooCostlyForFairShare(c, now)) continue;
         const lower = c.priority < job.priority;
-        const reclaimOk = q.reclaim === 'Any' || (q.reclaim === 'LowerPriority' && (lower || v.isolation === 'BEST_EFFORT'));
+        const reclaimOk =
+          q.reclaim === 'Any' || (q.reclaim === 'LowerPriority' && (lower || v.isolation === 'BEST_EFFORT'));
         const borrowOk =
-          q.borrowPolicy === 'LowerPriority' && c.preemptible === 'yes' && lower && (q.borrowThreshold === null || c.priority <= q.borrowThreshold);
+          q.borrowPolicy === 'LowerPriority' &&
+          c.preemptible === 'yes' &&
+          lower &&
+          (q.borrowThreshold === null || c.priority <= q.borrowThreshold);
         if (reclaimOk || borrowOk) out.push({ job: c, other: true, reclaimOk, borrowOk });
       }
     }

@@ -31,11 +31,23 @@ export function classicalSearch(
 ): JobState[] | null {
   const q = job.queue;
   if (q.borrowPolicy === 'LowerPriority') {
-    const cs = underNominal ? ordered.filter((c) => !c.other || c.reclaimOk || c.borrowOk) : ordered.filter((c) => !c.other || c.borrowOk);
+    const cs = underNominal
+      ? ordered.filter((c) => !c.other || c.reclaimOk || c.borrowOk)
+      : ordered.filter((c) => !c.other || c.borrowOk);
     return minimalSet(core, job, request, need, cs, true, fits, taken);
   }
   let found: JobState[] | null = null;
-  if (underNominal) found = minimalSet(core, job, request, need, ordered.filter((c) => !c.other || c.reclaimOk), false, fits, taken);
+  if (underNominal)
+    found = minimalSet(
+      core,
+      job,
+      request,
+      need,
+      ordered.filter((c) => !c.other || c.reclaimOk),
+      false,
+      fits,
+      taken,
+    );
   if (!found && own.length > 0) found = minimalSet(core, job, request, need, own, true, fits, taken);
   return found;
 }

@@ -9,7 +9,12 @@ import { rollback, tCharge, tUncharge } from '../trail.js';
  * queue's share, and strictly below the victim queue's share before it (so equal shares never
  * trade jobs back and forth).
  */
-export function fairShareAllows(core: CoreState, q: QueueState, request: Map<string, number[]>, victim: JobState): boolean {
+export function fairShareAllows(
+  core: CoreState,
+  q: QueueState,
+  request: Map<string, number[]>,
+  victim: JobState,
+): boolean {
   const mark = core.trail.length;
   const vBefore = weightedShare(victim.queue);
   tUncharge(core, victim.queue, victim.usage);
@@ -24,7 +29,11 @@ export function fairShareAllows(core: CoreState, q: QueueState, request: Map<str
  * With fair sharing, only queues whose weighted share is above the preemptor's share after
  * admission can lose jobs to it. Decided once per search (a trial charge, rolled back).
  */
-export function fairShareOtherQueues(core: CoreState, q: QueueState, request: Map<string, number[]>): (v: QueueState) => boolean {
+export function fairShareOtherQueues(
+  core: CoreState,
+  q: QueueState,
+  request: Map<string, number[]>,
+): (v: QueueState) => boolean {
   const m = core.trail.length;
   tCharge(core, q, request);
   const pAfter = weightedShare(q);

@@ -27,7 +27,8 @@ export function lostGpuMs(job: JobState, now: number): number {
  * asking at least as much as the victim holds this is the run time lost (cheapest GPU-time first,
  * and for jobs that do not checkpoint exactly Kueue's "most recently admitted first"); for a small
  * preemptor it is the victim's whole loss, so a 1-GPU job does not evict a young 8-GPU job that
- * loses more in all than an older 1-GPU one. Jobs without GPUs (or a preemptor without) rank by run time lost.
+ * loses more in all than an older 1-GPU one. Jobs without GPUs (or a preemptor without) rank by run time
+ * lost.
  */
 export function victimCost(job: JobState, now: number, needGpu: number): number {
   const run = lostRunMs(job, now);

@@ -1,7 +1,7 @@
 // The preemption search (Kueue's preemptor): flavor choice, candidates, victim search under the
 // classical or fair-sharing rules, the placement-aware retry, and each victim's reason.
 import { eligibleFor } from '../assignment/eligible.js';
-import { type Plan, planFrom, type PodSetPlan } from '../assignment/plan.js';
+import { type Plan, type PodSetPlan, planFrom } from '../assignment/plan.js';
 import { NOFIT, nominalOnly, quotaMode } from '../assignment/quota-mode.js';
 import type { FlavorState } from '../nodes.js';
 import { nominalOf, overNominal, usageOf, withinNominal } from '../queue-usage.js';
@@ -51,18 +51,37 @@ export function preempting(core: CoreState, job: JobState): Plan | null {
     for (let r = 0; r < RESOURCE_COUNT; r++) {
       const fq = q.node.flavors.get(f);
       const x = v[r] as number;
-      if (x > 0 && fq?.declared[r] && (x > available(q.node, f, r) || (noBorrowing && (fq.usage[r] as number) + x > (fq.nominal[r] as number)))) need.push([f, r]);
+      if (
+        x > 0 &&
+        fq?.declared[r] &&
+        (x > available(q.node, f, r) ||
+          (noBorrowing && (fq.usage[r] as number) + x > (fq.nominal[r] as number)))
+      )
+        need.push([f, r]);
     }
-  const underNominal = need.length > 0 ? need.every(([f, r]) => !overNominal(q, f, r) && usageOf(q, f, r) < nominalOf(q, f, r)) : true;
+  const underNominal =
+    need.length > 0
+      ? need.every(([f, r]) => !overNominal(q, f, r) && usageOf(q, f, r) < nominalOf(q, f, r))
+      : true;
   // Which other queues can lose jobs to this one at all (decided once per queue, not per job):
   // with fair sharing only queues whose share is above the preemptor's share after admission
   // (fair-sharing.ts); otherwise only when reclaiming while under nominal, or with
   // borrowWithinCohort (classical.ts).
-  const otherOk = core.fairSharing ? fairShareOtherQueues(core, q, request) : classicalOtherQueues(q, underNominal);
+  const otherOk = core.fairSharing
+    ? fairShareOtherQueues(core, q, request)
+    : classicalOtherQueues(q, underNominal);
   // Jobs of other queues younger than their queue's minRunBeforeReclaimMs are left out (lost-work.ts).
   const young = { count: 0 };
   // A preemptor that ends up borrowing under fair sharing wins by share: fairShareMaxLostRunMs applies.
-  const cands = candidates(core, job, request, need, otherOk, young, core.fairSharing && !withinNominal(q, request));
+  const cands = candidates(
+    core,
+    job,
+    request,
+    need,
+    otherOk,
+    young,
+    core.fairSharing && !withinNominal(q, request),
+  );
   // While some are left out for youth, a retry may succeed once they age: what the job waits for is
   // not bounded by what it can release now, so it is parked to retry at every release (the core has
   // no timers; classifyPark reads a flavor with no releasable entry as "any").
@@ -71,7 +90,8 @@ export function preempting(core: CoreState, job: JobState): Plan | null {
     return null;
   };
   for (const f of request.keys()) job.releasable.set(f, [0, 0, 0]);
-  for (const c of cands) for (const [f, u] of c.job.usage) if (request.has(f)) addVec(job.releasable, f, u, 1);
+  for (const c of cands)
+    for (const [f, u] of c.job.usage) if (request.has(f)) addVec(job.releasable, f, u, 1);
   if (cands.length === 0) return failed();
   // Even releasing every candidate would not free enough quota: skip the search.
   for (const [f, r] of need) {
@@ -98,7 +118,9 @@ export function preempting(core: CoreState, job: JobState): Plan | null {
     let ok = true;
     for (let i = 0; i < job.podSets.length && ok; i++) {
       const ps = job.podSets[i] as PodSetState;
-      ok = tPlace(core, core.flavors.get(choice[i] as string) as FlavorState, ps.count, ps.shape, eligible) !== null;
+      ok =
+        tPlace(core, core.flavors.get(choice[i] as string) as FlavorState, ps.count, ps.shape, eligible) !==
+        null;
     }
     rollback(core, m);
     if (!ok) placementShort = true;
@@ -149,13 +171,24 @@ export function preempting(core: CoreState, job: JobState): Plan | null {
   tCharge(core, q, request);
   for (let i = 0; i < job.podSets.length; i++) {
     const ps = job.podSets[i] as PodSetState;
-    const allocs = tPlace(core, core.flavors.get(choice[i] as string) as FlavorState, ps.count, ps.shape, eligible);
+    const allocs = tPlace(
+      core,
+      core.flavors.get(choice[i] as string) as FlavorState,
+      ps.count,
+      ps.shape,
+      eligible,
+    );
     if (!allocs) return null; // cannot happen: fits() just placed the same pods on the same state
     parts.push({ ps, flavor: choice[i] as string, count: ps.count, allocs });
   }
   // Charged above: does the preemptor's queue end up above its nominal on what it asked for?
-  const preemptorBorrows = [...request].some(([f, vec]) => vec.some((v, r) => (v as number) > 0 && overNominal(q, f, r)));
-  const withReasons = victims.map((v) => ({ job: v, reason: preemptionReason(core, job, v, preemptorBorrows) }));
+  const preemptorBorrows = [...request].some(([f, vec]) =>
+    vec.some((v, r) => (v as number) > 0 && overNominal(q, f, r)),
+  );
+  const withReasons = victims.map((v) => ({
+    job: v,
+    reason: preemptionReason(core, job, v, preemptorBorrows),
+  }));
   return planFrom(job, parts, request, withReasons);
 }
 
@@ -186,7 +219,12 @@ function searchVictims(
  * without fair sharing (Kueue's InCohortReclamation); only a preemptor that borrows wins
  * by share (InCohortFairSharing).
  */
-export function preemptionReason(core: CoreState, preemptor: JobState, victim: JobState, preemptorBorrows: boolean): PreemptionReason {
+export function preemptionReason(
+  core: CoreState,
+  preemptor: JobState,
+  victim: JobState,
+  preemptorBorrows: boolean,
+): PreemptionReason {
   if (victim.queue === preemptor.queue) return 'priority';
   if (victim.queue.windowReclaimable) return 'window-closed';
   if (core.fairSharing && preemptorBorrows) return 'fair-share';

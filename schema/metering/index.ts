@@ -1,0 +1,3 @@
+export * from './budget.js';
+export * from './price-book.js';
+export * from './usage.js';

@@ -1,0 +1,2 @@
+export * from './simulated.js';
+export * from './timers.js';

@@ -1,0 +1,2 @@
+export * from './access-entities.js';
+export * from './entities.js';

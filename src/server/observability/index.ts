@@ -1,0 +1,2 @@
+export * from './observability.js';
+export * from './tracing.js';

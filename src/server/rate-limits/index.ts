@@ -1,0 +1,2 @@
+export * from './client-address.js';
+export * from './limiter.js';

@@ -1,0 +1,3 @@
+export * from './limits.js';
+export * from './stream.js';
+export * from './websocket.js';

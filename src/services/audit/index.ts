@@ -1,0 +1,2 @@
+export * from './audit.js';
+export * from './audit-events.js';
