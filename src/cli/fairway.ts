@@ -2,109 +2,23 @@
 // The project CLI. Subcommands: simulate, convert-philly, generate-hetero, convert-openb. Flags by node:util
 // parseArgs.
 import { fileURLToPath } from 'node:url';
-import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { writeHetero } from '../simulator/hetero-gen.js';
 import { convertOpenb } from '../simulator/openb.js';
 import { checkPhillyDir, convertPhilly, type PhillyDirSource } from '../simulator/philly.js';
 import { barProgress, lineProgress, NO_PROGRESS, type ProgressDisplay } from '../simulator/progress.js';
-import {
-  type RunTiming,
-  type SimulateOptions,
-  simulate,
-  terminalReport,
-  writeReport,
-} from '../simulator/run.js';
-import {
-  ALL_POLICIES,
-  PLACEMENTS,
-  type PlacementName,
-  POLICIES,
-  type PolicyName,
-} from '../simulator/scheduling-policies.js';
+import { type RunTiming, simulate, terminalReport, writeReport } from '../simulator/run.js';
+import { int, parseFlags, str, UsageError } from './fairway-flags.js';
+import { HETERO_HELP, MAIN_HELP, OPENB_HELP, PHILLY_HELP, SIMULATE_HELP } from './fairway-help.js';
 import type { Io } from './io.js';
-import { runTenantCommand, TENANT_COMMANDS, TENANT_HELP } from './tenant/index.js';
+import { parseSimulateArgs } from './simulate-args.js';
+import { runTenantCommand, TENANT_COMMANDS } from './tenant/index.js';
 
-export class UsageError extends Error {}
+export { parseFlags, UsageError } from './fairway-flags.js';
+export { parseSimulateArgs } from './simulate-args.js';
 
-const MAIN_HELP = `usage: fairway <command> [options]
-
-commands:
-  simulate         replay or fill a job trace through the scheduler core and report quality
-  convert-philly   convert the Philly trace to the simulator's trace, cluster and queues files
-  generate-hetero  write a seeded heterogeneous fill trace, cluster and queues (several GPU models)
-  convert-openb    convert an Alibaba GPU trace (openb node and pod lists) to the same fill inputs
-  help [command]   show help
-
-${TENANT_HELP}
-
-Run 'fairway <command> --help' for the options of a command.`;
-
-const SIMULATE_HELP = `usage: fairway simulate --trace FILE --cluster FILE --queues FILE [options]
-
-  --trace FILE         trace CSV (submit_time, duration_s, tenant, gpus, pods, ...)
-  --cluster FILE       cluster CSV (name, pool, gpu_type, gpus, cpu_milli, memory_mib, count, ...)
-  --queues FILE        queues file, JSON (.json) or YAML subset (.yaml/.yml)
-  --policy LIST        comma list of fairway, static, fifo, governed, controller (default: the
-                       first three; governed = fairway with the queues' isolation policies,
-                       controller = governed with the two-level controller)
-  --placement LIST     comma list of best-fit, fragmentation-aware (default: best-fit)
-  --mode MODE          replay (default) or fill
-  --seed N             seed for fill sampling (default 1)
-  --fill-targets LIST  requested-capacity percentages for fill (default 50,80,90,100,130)
-  --window END         measurement window end for replay: last-submit (default) or last-finish
-  --sla-seconds N      SLA start deadline in seconds (default 60)
-  --no-preview         do not call the core's preview at submit (faster; previewAtSubmit stays 'none')
-  --eta                sample the core's ETA at submit for jobs left pending and report its error
-                       against the actual start (etaAtSubmit; 4-9 times slower on Philly)
-  --probes             seeded GPU utilization per job (by --seed) for every run: utilization beside
-                       allocation (governed and controller runs always have it)
-  --idle-reclaim MODE  on or off (default off): governed and controller runs flag jobs idle for
-                       their queue's policy's time and reclaim them as it says
-  --controller-window-min N  the controller's window in virtual minutes (default 5)
-  --out DIR            output directory for report.json and report.html (default sim-out)
-  --name NAME          output file base name (default report)
-  --no-tenants         terminal output without the per-tenant tables
-  --quiet              no progress display (stderr: a bar on a terminal, else a line every 5 s)
-  -h, --help           this help
-
-See docs/simulator.md for the file formats and exact metric definitions.`;
-
-const PHILLY_HELP = `usage: fairway convert-philly [options]
-
-  --philly-dir DIR     directory with philly-2017-09-10.csv and philly-vc-nodes.csv
-                       (default: $FAIRWAY_PHILLY_DIR, else ../shared/traces/philly
-                       next to the repository)
-  --out DIR            where to write the trace, cluster and queues files (default sim-out/philly)
-  --gpus N             cluster size in GPUs, a multiple of 8 (default 768)
-  --quota MODE         scaled (default: VC table shares of the cluster) or raw (nodes × 8)
-  --fractional P       synthetic variant: each 1-GPU job becomes a share k/10 (k = 1…9) of one GPU
-                       with probability P, drawn with --seed (default 0: none)
-  --seed N             seed for --fractional (default 1)
-  -h, --help           this help`;
-
-const HETERO_HELP = `usage: fairway generate-hetero [options]
-
-  --seed N             seed of the generator (default 1)
-  --scale X            multiplies node and pod counts (default 1: ~1,500 nodes, ~6,200 GPUs, 8,000 pods)
-  --out DIR            where to write hetero-{trace,cluster}.csv, hetero-queues.json and the
-                       merged (one flavor) variants hetero-*-merged.* (default sim-out/hetero)
-  -h, --help           this help
-
-See docs/simulator.md ("Heterogeneous fill generator") for the distributions.`;
 const HETERO_STRINGS = ['seed', 'scale', 'out'];
-
-const OPENB_HELP = `usage: fairway convert-openb --node-list FILE --pod-list FILE [options]
-
-  --node-list FILE     node CSV (sn, cpu_milli, memory_mib, gpu, model; no model = CPU-only)
-  --pod-list FILE      pod CSV (name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec, ...)
-  --out DIR            where to write openb-{trace,cluster}.csv, openb-queues.json and the
-                       merged variants (default sim-out/openb)
-  -h, --help           this help
-
-A gpu_spec naming several models is written without a pin (the trace pins one flavor).`;
 const OPENB_STRINGS = ['node-list', 'pod-list', 'out'];
-
-type Flags = Map<string, string | true>;
+const PHILLY_STRINGS = ['philly-dir', 'out', 'gpus', 'quota', 'fractional', 'seed'];
 
 /** `../shared/traces/philly` beside the repository (where the shared traces are checked out), whatever the working directory. */
 export const DEFAULT_PHILLY_DIR = fileURLToPath(new URL('../../../shared/traces/philly', import.meta.url));
@@ -121,162 +35,6 @@ export function phillyDir(
   const fromEnv = env.FAIRWAY_PHILLY_DIR;
   if (fromEnv) return { dir: fromEnv, source: 'FAIRWAY_PHILLY_DIR' };
   return { dir: dflt, source: 'default' };
-}
-
-/**
- * Flags by `node:util` parseArgs, with the CLI's own rules on top: `-h` is `--help`; an
- * option is given at most once (booleans may repeat); a value may start with one dash
- * (`--seed -5`) but not two (`--trace --cluster` is a missing value). Options the caller
- * does not know are kept (as strings when followed by a value) so that it can put `--help`
- * before "unknown option".
- */
-export function parseFlags(args: string[], strings: readonly string[], booleans: readonly string[]): Flags {
-  const options: NonNullable<ParseArgsConfig['options']> = {};
-  for (const k of strings) options[k] = { type: 'string' };
-  for (const k of booleans) options[k] = { type: 'boolean' };
-  options.help = { type: 'boolean', short: 'h' };
-  // strict off: parseArgs would refuse `--seed -5` as ambiguous and word errors its own way
-  const { tokens } = parseArgs({ args, options, strict: false, allowPositionals: true, tokens: true });
-  const m: Flags = new Map();
-  const set = (key: string, val: string): void => {
-    if (m.has(key)) throw new UsageError(`--${key} given twice`);
-    m.set(key, val);
-  };
-  for (let i = 0; i < tokens.length; i++) {
-    const t = tokens[i]!;
-    if (t.kind === 'positional') throw new UsageError(`unexpected argument '${t.value}'`);
-    if (t.kind === 'option-terminator') {
-      // a bare `--` reads as an option with an empty name, as it always did here
-      const next = tokens[i + 1];
-      if (next?.kind !== 'positional') throw new UsageError(`-- needs a value`);
-      set('', next.value);
-      i++;
-      continue;
-    }
-    if (t.rawName !== '-h' && !t.rawName.startsWith('--'))
-      throw new UsageError(`unexpected argument '${t.rawName}'`);
-    const key = t.name;
-    const type = options[key]?.type;
-    if (type === 'boolean') {
-      if (t.inlineValue) throw new UsageError(`--${key} takes no value`);
-      m.set(key, true);
-    } else if (type === 'string') {
-      if (t.value === undefined || (!t.inlineValue && t.value.startsWith('--')))
-        throw new UsageError(`--${key} needs a value`);
-      set(key, t.value);
-    } else if (t.value !== undefined) {
-      set(key, t.value); // unknown, `--key=value`
-    } else {
-      // unknown, parsed as a boolean: its value is the next argument when that is not an option
-      const next = tokens[i + 1];
-      if (next?.kind !== 'positional') throw new UsageError(`--${key} needs a value`);
-      set(key, next.value);
-      i++;
-    }
-  }
-  return m;
-}
-
-function str(f: Flags, k: string): string | undefined {
-  const v = f.get(k);
-  return typeof v === 'string' ? v : undefined;
-}
-
-function list<T extends string>(f: Flags, k: string, allowed: readonly T[], dflt: T[]): T[] {
-  const v = str(f, k);
-  if (v === undefined) return dflt;
-  const items = v
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  for (const it of items)
-    if (!(allowed as readonly string[]).includes(it))
-      throw new UsageError(`--${k}: '${it}' is not one of ${allowed.join(', ')}`);
-  if (items.length === 0) throw new UsageError(`--${k} is empty`);
-  return [...new Set(items)] as T[];
-}
-
-function int(f: Flags, k: string, dflt: number): number {
-  const v = str(f, k);
-  if (v === undefined) return dflt;
-  if (!/^-?\d+$/.test(v)) throw new UsageError(`--${k} must be an integer, got '${v}'`);
-  return Number(v);
-}
-
-const SIM_STRINGS = [
-  'trace',
-  'cluster',
-  'queues',
-  'policy',
-  'placement',
-  'mode',
-  'seed',
-  'fill-targets',
-  'window',
-  'sla-seconds',
-  'out',
-  'name',
-  'idle-reclaim',
-  'controller-window-min',
-];
-const SIM_BOOLEANS = ['no-preview', 'eta', 'no-tenants', 'quiet', 'help', 'probes'];
-const SIM_KNOWN = [...SIM_STRINGS, ...SIM_BOOLEANS];
-const PHILLY_STRINGS = ['philly-dir', 'out', 'gpus', 'quota', 'fractional', 'seed'];
-
-type SimulateCommand = SimulateOptions & { out: string; name: string; tenants: boolean; quiet: boolean };
-
-export function parseSimulateArgs(args: string[]): SimulateCommand | 'help' {
-  const f = parseFlags(args, SIM_STRINGS, SIM_BOOLEANS);
-  if (f.has('help')) return 'help';
-  for (const k of f.keys()) if (!SIM_KNOWN.includes(k)) throw new UsageError(`unknown option --${k}`);
-  const need = (k: string): string => {
-    const v = str(f, k);
-    if (v === undefined) throw new UsageError(`--${k} FILE is required`);
-    return v;
-  };
-  const mode = str(f, 'mode') ?? 'replay';
-  if (mode !== 'replay' && mode !== 'fill')
-    throw new UsageError(`--mode must be replay or fill, got '${mode}'`);
-  const win = str(f, 'window');
-  if (win !== undefined && win !== 'last-submit' && win !== 'last-finish')
-    throw new UsageError(`--window must be last-submit or last-finish`);
-  const o: SimulateCommand = {
-    trace: need('trace'),
-    cluster: need('cluster'),
-    queues: need('queues'),
-    policies: list<PolicyName>(f, 'policy', ALL_POLICIES, [...POLICIES]),
-    placements: list<PlacementName>(f, 'placement', PLACEMENTS, ['best-fit']),
-    mode,
-    seed: int(f, 'seed', 1),
-    out: str(f, 'out') ?? 'sim-out',
-    name: str(f, 'name') ?? 'report',
-    tenants: !f.has('no-tenants'),
-    quiet: f.has('quiet'),
-  };
-  if (win !== undefined) o.windowEnd = win;
-  if (f.has('sla-seconds')) o.slaSeconds = int(f, 'sla-seconds', 60);
-  if (f.has('no-preview')) o.preview = false;
-  if (f.has('eta')) o.eta = true;
-  if (f.has('probes')) o.probes = true;
-  const idle = str(f, 'idle-reclaim');
-  if (idle !== undefined && idle !== 'on' && idle !== 'off')
-    throw new UsageError(`--idle-reclaim must be on or off, got '${idle}'`);
-  if (idle === 'on') o.idleReclaim = true;
-  if (f.has('controller-window-min')) {
-    const m = int(f, 'controller-window-min', 5);
-    if (m < 1) throw new UsageError(`--controller-window-min must be at least 1`);
-    o.controllerWindowMs = m * 60_000;
-  }
-  const ft = str(f, 'fill-targets');
-  if (ft !== undefined) {
-    const xs = ft.split(',').map((s) => Number(s.trim()));
-    if (xs.some((x) => !(x > 0) || !Number.isFinite(x)))
-      throw new UsageError(`--fill-targets must be positive numbers, got '${ft}'`);
-    o.fillTargets = xs;
-  }
-  if (!/^[\w.-]+$/.test(o.name))
-    throw new UsageError(`--name may use letters, digits, '.', '_' and '-' only`);
-  return o;
 }
 
 export type { Io } from './io.js';

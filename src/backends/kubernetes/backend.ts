@@ -2,14 +2,7 @@
 // in the tenant's namespace, suspended on preemption and resumed on readmission, deleted on
 // cancel; informers on Jobs, Pods and Nodes turn what the cluster does back into Fairway's
 // events and inventory. Shaped after Kueue's contract with Jobs (see ../README.md).
-import {
-  BatchV1Api,
-  CoreV1Api,
-  type KubeConfig,
-  type V1Job,
-  type V1Node,
-  type V1Pod,
-} from '@kubernetes/client-node';
+import type { KubeConfig, V1Job } from '@kubernetes/client-node';
 import type {
   BackendEvent,
   BackendFlavor,
@@ -19,21 +12,16 @@ import type {
   ExecutionBackend,
 } from '../port.js';
 import { type PodOwner, PrometheusProbes, podOfName } from '../prometheus/index.js';
-import {
-  apiMessage,
-  KubeClient,
-  type KubeClientOptions,
-  loadKubeConfig,
-  ResilientInformer,
-  statusOf,
-} from './client.js';
-import { inventoryOf } from './inventory.js';
+import { apiMessage, KubeClient, type KubeClientOptions, loadKubeConfig, statusOf } from './client.js';
+import { InventoryFeed } from './inventory-feed.js';
 import { ensureJob, finished, refOf, withWorkloadHash } from './job-updates.js';
-import { ANNOTATION_ADMISSION, LABEL_JOB_ID, MANAGED_BY, namespaceName } from './naming.js';
+import { namespaceName } from './naming.js';
 import { jobObjects, type KubeTenant } from './objects.js';
+import { notRunningReport, runChange, type TrackedRun, trackedRun } from './run-tracking.js';
 import type { KubernetesSettings } from './settings.js';
-import { notRunningMessage, observeRun, tenantSafeMessage } from './status.js';
+import { tenantSafeMessage } from './status.js';
 import { TenantReconciler, TenantRefusedError } from './tenant-reconciler.js';
+import { ClusterWatches } from './watches.js';
 
 export interface KubernetesBackendOptions {
   kubeConfig: KubeConfig;
@@ -50,29 +38,6 @@ export interface KubernetesBackendOptions {
   fetch?: typeof fetch;
 }
 
-const MANAGED_SELECTOR = Object.entries(MANAGED_BY)
-  .map(([k, v]) => `${k}=${v}`)
-  .join(',');
-
-/** One admitted run the backend answers for: its Kubernetes Jobs (one per pod set) of this admission. */
-interface Tracked {
-  job: BackendJob;
-  admissionAt: string;
-  namespace: string;
-  names: string[];
-  expectedPods: number;
-  admittedAtMs: number;
-  started: boolean;
-  notRunningReported: boolean;
-  /** A failure seen only on the Job so far: reported after a short wait for its pods' reasons. */
-  failureSeenAt?: number;
-}
-
-/** Jobs and Pods are separate watches: a Job's Failed condition may arrive before its pod's OOMKilled. */
-const POD_REASON_WAIT_MS = 1000;
-
-const jobIdOf = (o: V1Job | V1Pod) => o.metadata?.labels?.[LABEL_JOB_ID];
-
 export class KubernetesBackend implements ExecutionBackend {
   readonly name = 'kubernetes';
   readonly timeScale = 1;
@@ -81,20 +46,11 @@ export class KubernetesBackend implements ExecutionBackend {
   private readonly now: () => number;
   private readonly logError: (error: unknown) => void;
   private readonly log: (message: string) => void;
-  private readonly jobs: ResilientInformer<V1Job>;
-  private readonly pods: ResilientInformer<V1Pod>;
-  private readonly nodes: ResilientInformer<V1Node>;
+  private readonly watches: ClusterWatches;
+  private readonly inventory: InventoryFeed;
   private readonly tenantReconciler: TenantReconciler;
-  /** Fairway job id → its Kubernetes Jobs / Pods by name (maintained from the informers). */
-  private readonly jobsById = new Map<string, Map<string, V1Job>>();
-  private readonly podsById = new Map<string, Map<string, V1Pod>>();
-  private readonly tracked = new Map<string, Tracked>();
+  private readonly tracked = new Map<string, TrackedRun>();
   private readonly listeners = new Set<(event: BackendEvent) => void>();
-  private readonly inventoryListeners = new Set<(nodes: BackendNode[]) => void>();
-  private nodePools = new Map<string, string>();
-  private lastInventory = '';
-  private readonly ignoredSaid = new Set<string>();
-  private inventoryTimer: NodeJS.Timeout | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private started: Promise<void> | null = null;
   private closed = false;
@@ -110,46 +66,14 @@ export class KubernetesBackend implements ExecutionBackend {
     this.log = options.log ?? ((message) => console.log(`[fairway] kubernetes: ${message}`));
     const kc = options.kubeConfig;
     this.client = new KubeClient(kc, { requestTimeoutMs: this.settings.requestTimeoutMs, ...options.client });
-    const watchTimings = {
-      listTimeoutMs: this.settings.requestTimeoutMs,
-      restartEveryMs: this.settings.watchRestartMs,
-    };
     this.tenantReconciler = new TenantReconciler(this.client, this.settings, this.log);
-    const batch = kc.makeApiClient(BatchV1Api);
-    const core = kc.makeApiClient(CoreV1Api);
-    const health = (what: string) => (healthy: boolean, error?: unknown) => {
-      if (healthy) this.log(`watching ${what} again`);
-      else
-        this.log(
-          `lost the watch on ${what} (${error instanceof Error ? error.message : String(error)}); retrying with backoff`,
-        );
-    };
-    this.jobs = new ResilientInformer<V1Job>(kc, {
-      path: '/apis/batch/v1/jobs',
-      list: () => batch.listJobForAllNamespaces({ labelSelector: MANAGED_SELECTOR }),
-      labelSelector: MANAGED_SELECTOR,
-      onChange: (j) => this.indexed(this.jobsById, j, false),
-      onDelete: (j) => this.indexed(this.jobsById, j, true),
-      onHealth: health('jobs'),
-      ...watchTimings,
+    this.watches = new ClusterWatches(kc, this.client, this.settings, this.log, {
+      onRunObject: (jobId) => {
+        if (this.tracked.has(jobId)) this.evaluate(jobId);
+      },
+      onNodes: () => this.inventory.changed(),
     });
-    this.pods = new ResilientInformer<V1Pod>(kc, {
-      path: '/api/v1/pods',
-      list: () => core.listPodForAllNamespaces({ labelSelector: MANAGED_SELECTOR }),
-      labelSelector: MANAGED_SELECTOR,
-      onChange: (p) => this.indexed(this.podsById, p, false),
-      onDelete: (p) => this.indexed(this.podsById, p, true),
-      onHealth: health('pods'),
-      ...watchTimings,
-    });
-    this.nodes = new ResilientInformer<V1Node>(kc, {
-      path: '/api/v1/nodes',
-      list: () => core.listNode(),
-      onChange: () => this.inventoryChanged(),
-      onDelete: () => this.inventoryChanged(),
-      onHealth: health('nodes'),
-      ...watchTimings,
-    });
+    this.inventory = new InventoryFeed(() => this.watches.nodes.list(), this.settings, this.log);
     const resync = setInterval(() => this.evaluateAll(), options.resyncMs ?? 30_000);
     const check = setInterval(() => this.checkNotRunning(), options.checkIntervalMs ?? 5000);
     for (const t of [resync, check]) t.unref();
@@ -192,9 +116,7 @@ export class KubernetesBackend implements ExecutionBackend {
 
   /** Lists and watches Jobs, Pods and Nodes; resolves once the three caches are filled. Idempotent. */
   ready(): Promise<void> {
-    this.started ??= Promise.all([this.jobs.start(), this.pods.start(), this.nodes.start()]).then(() =>
-      this.inventoryChanged(0),
-    );
+    this.started ??= this.watches.start().then(() => this.inventory.changed(0));
     return this.started;
   }
 
@@ -216,7 +138,7 @@ export class KubernetesBackend implements ExecutionBackend {
       const { flavorMappings: flavors, flavorSpecs } = this.tenantReconciler;
       built = jobObjects(
         job,
-        { namespace, tenant, flavors, nodePools: this.nodePools, flavorSpecs },
+        { namespace, tenant, flavors, nodePools: this.inventory.pools, flavorSpecs },
         this.settings,
       ).map(withWorkloadHash);
     } catch (error) {
@@ -227,25 +149,15 @@ export class KubernetesBackend implements ExecutionBackend {
         `cannot run on this Kubernetes cluster: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
-    const admissionAt = String(job.admission.at);
-    const previous = this.tracked.get(job.jobId);
-    const tracked: Tracked = {
-      job,
-      admissionAt,
-      namespace,
-      names: built.map((b) => b.metadata!.name!),
-      expectedPods: built.reduce((n, b) => n + (b.spec?.parallelism ?? 1), 0),
-      admittedAtMs: previous?.admissionAt === admissionAt ? previous.admittedAtMs : this.now(),
-      started: previous?.admissionAt === admissionAt ? previous.started : false,
-      notRunningReported: previous?.admissionAt === admissionAt ? previous.notRunningReported : false,
-    };
+    const tracked = trackedRun(job, namespace, built, this.tracked.get(job.jobId), this.now);
+    const { admissionAt } = tracked;
     // Tracked before the writes, so a watch event that beats the create's answer is understood.
     this.tracked.set(job.jobId, tracked);
     try {
       for (const desired of built)
         await ensureJob(
           this.client,
-          this.jobs.get(desired.metadata!.name!, desired.metadata!.namespace),
+          this.watches.jobs.get(desired.metadata!.name!, desired.metadata!.namespace),
           desired,
           admissionAt,
         );
@@ -272,7 +184,7 @@ export class KubernetesBackend implements ExecutionBackend {
     const queue = this.tracked.get(jobId)?.job.queue;
     this.tracked.delete(jobId);
     const remove = queue !== undefined && this.settings.deleteOnPreemptQueues.includes(queue);
-    for (const j of await this.jobsOf(jobId)) {
+    for (const j of await this.watches.jobsOf(jobId)) {
       if (finished(j)) continue;
       if (remove) await this.client.deleteIfPresent(refOf(j));
       else if (!j.spec?.suspend) await this.client.mergePatch(refOf(j), { spec: { suspend: true } });
@@ -283,7 +195,7 @@ export class KubernetesBackend implements ExecutionBackend {
     this.assertOpen();
     await this.ready();
     this.tracked.delete(jobId);
-    for (const j of await this.jobsOf(jobId)) await this.client.deleteIfPresent(refOf(j));
+    for (const j of await this.watches.jobsOf(jobId)) await this.client.deleteIfPresent(refOf(j));
   }
 
   onEvent(listener: (event: BackendEvent) => void): () => void {
@@ -293,9 +205,7 @@ export class KubernetesBackend implements ExecutionBackend {
   }
 
   onInventory(listener: (nodes: BackendNode[]) => void): () => void {
-    this.inventoryListeners.add(listener);
-    if (this.lastInventory) setImmediate(() => listener(JSON.parse(this.lastInventory) as BackendNode[]));
-    return () => void this.inventoryListeners.delete(listener);
+    return this.inventory.subscribe(listener);
   }
 
   async syncTenants(tenants: BackendTenant[], flavors: BackendFlavor[]): Promise<void> {
@@ -306,7 +216,7 @@ export class KubernetesBackend implements ExecutionBackend {
   async running(): Promise<string[]> {
     await this.ready();
     const out: string[] = [];
-    for (const [jobId, byName] of this.jobsById)
+    for (const [jobId, byName] of this.watches.jobsById)
       if ([...byName.values()].some((j) => !j.spec?.suspend && !finished(j))) out.push(jobId);
     return out;
   }
@@ -320,7 +230,7 @@ export class KubernetesBackend implements ExecutionBackend {
     for (const job of live) await this.start(job).catch((error: unknown) => problems.push(error));
     const liveIds = new Set(live.map((j) => j.jobId));
     let orphans = 0;
-    for (const [jobId, byName] of [...this.jobsById]) {
+    for (const [jobId, byName] of [...this.watches.jobsById]) {
       if (liveIds.has(jobId)) continue;
       this.tracked.delete(jobId);
       // Finished Jobs of finished Fairway jobs stay for their TTL (logs); anything else is an orphan.
@@ -344,10 +254,9 @@ export class KubernetesBackend implements ExecutionBackend {
   async close(): Promise<void> {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
-    if (this.inventoryTimer) clearTimeout(this.inventoryTimer);
+    this.inventory.close();
     this.listeners.clear();
-    this.inventoryListeners.clear();
-    await Promise.all([this.jobs.stop(), this.pods.stop(), this.nodes.stop()]);
+    await this.watches.stop();
   }
 
   // ─── internals ───
@@ -356,114 +265,42 @@ export class KubernetesBackend implements ExecutionBackend {
     if (this.closed) throw new Error('kubernetes backend is closed');
   }
 
-  /** The Fairway job's Kubernetes Jobs: from the cache, or (not seen yet) from the API. */
-  private async jobsOf(jobId: string): Promise<V1Job[]> {
-    const cached = this.jobsById.get(jobId);
-    if (cached?.size) return [...cached.values()];
-    return this.client.list<V1Job>('batch/v1', 'Job', `${MANAGED_SELECTOR},${LABEL_JOB_ID}=${jobId}`);
-  }
-
-  private indexed<T extends V1Job | V1Pod>(
-    index: Map<string, Map<string, T>>,
-    object: T,
-    deleted: boolean,
-  ): void {
-    const jobId = jobIdOf(object);
-    const name = `${object.metadata?.namespace}/${object.metadata?.name}`;
-    if (!jobId) return;
-    let byName = index.get(jobId);
-    if (deleted) {
-      byName?.delete(name);
-      if (byName && byName.size === 0) index.delete(jobId);
-    } else {
-      if (!byName) index.set(jobId, (byName = new Map()));
-      byName.set(name, object);
-    }
-    if (this.tracked.has(jobId)) this.evaluate(jobId);
-  }
-
   private evaluateAll(): void {
     for (const jobId of [...this.tracked.keys()]) this.evaluate(jobId);
   }
 
-  /** Compares what the cluster shows for the tracked run with what was reported, and reports the difference.
-   *
-   */
+  /** Reports what changed for the tracked run since it was last looked at (run-tracking.ts). */
   private evaluate(jobId: string): void {
     const t = this.tracked.get(jobId);
     if (!t || this.closed) return;
-    const current = (o: V1Job | V1Pod) => o.metadata?.annotations?.[ANNOTATION_ADMISSION] === t.admissionAt;
-    const jobs = [...(this.jobsById.get(jobId)?.values() ?? [])].filter(
-      (j) => current(j) && !j.spec?.suspend,
-    );
-    if (jobs.length < t.names.length) return;
-    const pods = [...(this.podsById.get(jobId)?.values() ?? [])].filter(current);
-    const seen = observeRun(jobs, pods, t.expectedPods);
-    const at = this.now();
-    if (seen.kind === 'running' && !t.started) {
-      t.started = true;
-      this.emit({ type: 'started', jobId, at });
-    } else if (seen.kind === 'succeeded' || seen.kind === 'failed') {
-      if (seen.kind === 'failed' && seen.reason.startsWith('BackoffLimitExceeded')) {
-        t.failureSeenAt ??= at;
-        if (at - t.failureSeenAt < POD_REASON_WAIT_MS) {
-          setTimeout(() => this.evaluate(jobId), POD_REASON_WAIT_MS).unref();
-          return;
-        }
-      }
+    const { jobsById, podsById } = this.watches;
+    const change = runChange(t, jobsById.get(jobId), podsById.get(jobId), this.now);
+    if (change.kind === 'started') this.emit({ type: 'started', jobId, at: change.at });
+    else if (change.kind === 'recheck') setTimeout(() => this.evaluate(jobId), change.afterMs).unref();
+    else if (change.kind === 'succeeded') {
       this.tracked.delete(jobId);
-      if (seen.kind === 'succeeded') this.emit({ type: 'succeeded', jobId, at });
-      else {
-        this.emit({
-          type: 'failed',
-          jobId,
-          at,
-          reason: tenantSafeMessage(seen.reason, [jobId, t.job.tenant]),
-        });
-        // A Job whose pods cannot start (an image that does not pull) would hold its GPUs forever.
-        for (const j of jobs)
-          if (!finished(j))
-            void this.client.mergePatch(refOf(j), { spec: { suspend: true } }).catch(this.logError);
-      }
+      this.emit({ type: 'succeeded', jobId, at: change.at });
+    } else if (change.kind === 'failed') {
+      this.tracked.delete(jobId);
+      this.emit({ type: 'failed', jobId, at: change.at, reason: change.reason });
+      // A Job whose pods cannot start (an image that does not pull) would hold its GPUs forever.
+      for (const j of change.jobs)
+        if (!finished(j))
+          void this.client.mergePatch(refOf(j), { spec: { suspend: true } }).catch(this.logError);
     }
   }
 
   private checkNotRunning(): void {
     const now = this.now();
     for (const [jobId, t] of this.tracked) {
-      if (t.started || t.notRunningReported || now - t.admittedAtMs < this.settings.notRunningAfterMs)
-        continue;
-      t.notRunningReported = true;
-      const pods = [...(this.podsById.get(jobId)?.values() ?? [])].filter(
-        (p) => p.metadata?.annotations?.[ANNOTATION_ADMISSION] === t.admissionAt,
+      const message = notRunningReport(
+        t,
+        this.watches.podsById.get(jobId),
+        now,
+        this.settings.notRunningAfterMs,
       );
-      this.emit({
-        type: 'not-running',
-        jobId,
-        at: now,
-        message: tenantSafeMessage(notRunningMessage(pods, t.expectedPods), [jobId, t.job.tenant]),
-      });
+      if (message !== undefined) this.emit({ type: 'not-running', jobId, at: now, message });
     }
-  }
-
-  private inventoryChanged(delayMs = 100): void {
-    if (this.inventoryTimer || this.closed) return;
-    this.inventoryTimer = setTimeout(() => {
-      this.inventoryTimer = null;
-      const { nodes, ignored } = inventoryOf([...this.nodes.list()], this.settings);
-      for (const { name, why } of ignored) {
-        // Said once per node and reason: an operator's mapping mistake, not news every 100 ms.
-        if (!this.ignoredSaid.has(`${name}\u0000${why}`)) this.log(`node ${name} is not used: ${why}`);
-        this.ignoredSaid.add(`${name}\u0000${why}`);
-      }
-      this.nodePools = new Map(nodes.map((n) => [n.name, n.pool]));
-      const inventory: BackendNode[] = nodes.map(({ gpuProduct: _product, ...node }) => node);
-      const serialized = JSON.stringify(inventory);
-      if (serialized === this.lastInventory) return;
-      this.lastInventory = serialized;
-      for (const listener of [...this.inventoryListeners]) listener(inventory);
-    }, delayMs);
-    this.inventoryTimer.unref();
   }
 
   private emit(event: BackendEvent): void {
