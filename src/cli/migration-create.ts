@@ -56,7 +56,7 @@ function writeIndex(dir: string, name: string) {
     .filter((f) => /^Migration\d+.*\.ts$/.test(f))
     .sort();
   const imports = files.map(
-    (f, i) => `import { ${className(dir, f)} as M${i} } from '../persistence/${f.replace(/\.ts$/, '.js')}';`,
+    (f, i) => `import { ${className(dir, f)} as M${i} } from './${f.replace(/\.ts$/, '.js')}';`,
   );
   const entries = files.map((f, i) => `  { name: '${f.replace(/\.ts$/, '')}', class: M${i} },`);
   fs.writeFileSync(
