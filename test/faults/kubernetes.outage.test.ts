@@ -130,7 +130,18 @@ function putOrphan(k: KubeTestApp, template: string, orphanId: string): string {
     managedFields: _m,
     ...metadata
   } = copy.metadata;
-  const relabel = (labels: Record<string, string>) => ({ ...labels, 'fairway.dev/job-id': orphanId });
+  // The API server generates the selector and its labels anew (a copied selector is refused, as on a real one).
+  const generated = [
+    'controller-uid',
+    'batch.kubernetes.io/controller-uid',
+    'job-name',
+    'batch.kubernetes.io/job-name',
+  ];
+  const relabel = (labels: Record<string, string>) => ({
+    ...Object.fromEntries(Object.entries(labels).filter(([k]) => !generated.includes(k))),
+    'fairway.dev/job-id': orphanId,
+  });
+  const { selector: _s, ...spec } = copy.spec;
   const podSpec = copy.spec.template.spec;
   const env = (podSpec.containers[0].env as { name: string; value: string }[]).map((e) =>
     e.name === 'FAIRWAY_TEST_RUN_MS'
@@ -144,7 +155,7 @@ function putOrphan(k: KubeTestApp, template: string, orphanId: string): string {
     kind: 'Job',
     metadata: { ...metadata, name: orphanName, labels: relabel(copy.metadata.labels) },
     spec: {
-      ...copy.spec,
+      ...spec,
       template: {
         metadata: { ...copy.spec.template.metadata, labels: relabel(copy.spec.template.metadata.labels) },
         spec: { ...podSpec, containers: [{ ...podSpec.containers[0], env }] },
@@ -231,11 +242,15 @@ describe('Kubernetes backend under faults', () => {
       'the Job deleted',
       6000,
     );
-    expect(
-      t.kube
-        .objects('Pod', 'fairway-aurora-research')
-        .filter((p) => p.metadata.name.startsWith(`${kubeName(id!)}-`)),
-    ).toEqual([]);
+    // Its pods stop over their grace, as on a real cluster, then are gone.
+    await eventually(
+      () =>
+        t!.kube
+          .objects('Pod', 'fairway-aurora-research')
+          .every((p) => !p.metadata.name.startsWith(`${kubeName(id!)}-`)),
+      'its pods gone',
+      6000,
+    );
     expect(jobWrites(t, kubeName(id!))).toEqual(['create', 'delete']);
     expect((await jobOf(t, id!))?.state).toBe('CANCELLED');
   });

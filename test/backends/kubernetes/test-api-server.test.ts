@@ -259,7 +259,11 @@ describe('test Kubernetes API server', () => {
     await informer.start();
     stoppers.push(() => void informer.stop());
     await api.create(job('j5', { suspend: true }));
-    await api.create({ ...job('other', { suspend: true }), metadata: { name: 'other', namespace: NS } }); // no label: not seen
+    // No label: not seen. (Its template has none either: a Job without labels takes its template's.)
+    const other = job('other', { suspend: true });
+    other.metadata = { name: 'other', namespace: NS };
+    delete other.spec!.template.metadata!.labels;
+    await api.create(other);
     await waitFor('add', () => seen.includes('add j5'));
     await api.patch(
       {
@@ -340,7 +344,10 @@ describe('test Kubernetes API server', () => {
         headers: { Authorization: 'Bearer test-token' },
       },
     );
-    await api.create(job('j11', { suspend: true }));
+    // A second label: a Job left without any would take its template's again (SetDefaults_Job).
+    const j11 = job('j11', { suspend: true });
+    j11.metadata!.labels!.team = 'ml';
+    await api.create(j11);
     await api.patch(
       {
         apiVersion: 'batch/v1',
@@ -552,7 +559,9 @@ describe('test Kubernetes API server', () => {
     await api.create(job('j18', { gpu: 1 }));
     await waitFor('pod', () => podsOf('j18').length === 1);
     await core.deleteNamespace({ name: NS });
+    // Terminating until its running pod has stopped (gracefully), then gone with everything in it.
     expect(server.objects('Job')).toEqual([]);
+    await waitFor('the namespace gone', () => !server.get('Namespace', undefined, NS));
     expect(server.objects('Pod')).toEqual([]);
   });
 

@@ -5,8 +5,9 @@
  * (labels, annotations, nodeSelector, tolerations, affinity, schedulingGates: Kubernetes ≥ 1.27);
  * completions only change together with parallelism on an Indexed Job (elastic Indexed Jobs);
  * selector, completionMode, podFailurePolicy and manualSelector never change.
- * A Pod's spec cannot change through a client write except for image, activeDeadlineSeconds and added
- * tolerations.
+ * A Pod's spec cannot change through a client write except for images, activeDeadlineSeconds, added
+ * tolerations and removed schedulingGates; while it has scheduling gates, its nodeSelector and required
+ * node affinity may also be tightened (additions only), as Kubernetes ≥ 1.27 allows.
  */
 const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 
@@ -42,19 +43,70 @@ function jobProblems(current: any, next: any): string[] {
   return problems;
 }
 
+/** The scheduling directives a gated pod may tighten: nodeSelector additions, node affinity additions. */
+function gatedPodProblems(before: any, after: any): string[] {
+  const problems: string[] = [];
+  const oldSelector: Record<string, string> = before.nodeSelector ?? {};
+  const newSelector: Record<string, string> = after.nodeSelector ?? {};
+  if (Object.entries(oldSelector).some(([k, v]) => newSelector[k] !== v))
+    problems.push(
+      `spec.nodeSelector: Invalid value: ${JSON.stringify(newSelector)}: only additions to spec.nodeSelector are allowed (no mutations or deletions)`,
+    );
+  const path = 'spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms';
+  const oldTerms: any[] =
+    before.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+  const newTerms: any[] =
+    after.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+  if (oldTerms.length > 0) {
+    if (oldTerms.length !== newTerms.length)
+      problems.push(
+        `${path}: Invalid value: ${JSON.stringify(newTerms)}: no additions/deletions to non-empty NodeSelectorTerms list are allowed`,
+      );
+    else
+      oldTerms.forEach((term, i) => {
+        for (const field of ['matchExpressions', 'matchFields']) {
+          const kept = (newTerms[i]?.[field] ?? []).slice(0, (term[field] ?? []).length);
+          if (!same(kept, term[field] ?? []))
+            problems.push(
+              `${path}[${i}].${field}: Invalid value: ${JSON.stringify(newTerms[i]?.[field] ?? [])}: only additions are allowed (no mutations or deletions)`,
+            );
+        }
+      });
+  }
+  return problems;
+}
+
 function podProblems(current: any, next: any): string[] {
+  const before = current.spec ?? {};
+  const after = next.spec ?? {};
+  const problems: string[] = [];
+  const oldGates = new Set((before.schedulingGates ?? []).map((g: any) => g.name));
+  for (const gate of after.schedulingGates ?? [])
+    if (!oldGates.has(gate.name))
+      problems.push(
+        `spec.schedulingGates: Forbidden: only deletion is allowed, but found new scheduling gate '${gate.name}'`,
+      );
+  const gated = oldGates.size > 0;
+  if (gated) problems.push(...gatedPodProblems(before, after));
   const strip = (spec: any) => {
     const copy = structuredClone(spec ?? {});
     for (const c of copy.containers ?? []) delete c.image;
+    for (const c of copy.initContainers ?? []) delete c.image;
     delete copy.activeDeadlineSeconds;
-    copy.tolerations = (copy.tolerations ?? []).slice(0, (current.spec?.tolerations ?? []).length);
+    delete copy.schedulingGates;
+    copy.tolerations = (copy.tolerations ?? []).slice(0, (before.tolerations ?? []).length);
+    if (gated) {
+      delete copy.nodeSelector;
+      if (copy.affinity) delete copy.affinity.nodeAffinity;
+      if (copy.affinity && Object.keys(copy.affinity).length === 0) delete copy.affinity;
+    }
     return copy;
   };
-  return same(strip(current.spec), strip(next.spec))
-    ? []
-    : [
-        'spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.activeDeadlineSeconds` or `spec.tolerations` (only additions to existing tolerations)',
-      ];
+  if (!same(strip(before), strip(after)))
+    problems.push(
+      'spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
+    );
+  return problems;
 }
 
 /** Why a client may not make this update, or undefined. */

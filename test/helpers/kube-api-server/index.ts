@@ -1,36 +1,85 @@
 /**
  * A Kubernetes API server for tests: enough of the REST + watch protocol for
- * @kubernetes/client-node 1.4.0 to work against it unmodified, every write validated with
- * kubernetes-models, and a small Job controller / scheduler / kubelet so Jobs actually run.
- * See test/backends/kubernetes/test-api-server.test.ts for what it is checked to do.
+ * @kubernetes/client-node 1.4.0 to work against it unmodified, as strict as a real one about what
+ * it stores, and a small control plane (Job controller, scheduler, kubelet, pod GC, quota
+ * controller) so Jobs actually run. See test/backends/kubernetes/test-api-server*.test.ts for what
+ * it is checked to do. Not for production code.
  *
  * Behaviour worth knowing (as on a real cluster unless said otherwise):
- * - list items carry no apiVersion/kind; watch event objects do;
+ * - kinds: Namespace, Node, Pod (+ pods/eviction), Service, Event (core v1, and events.k8s.io/v1 as a
+ *   view of the same objects), ServiceAccount, ResourceQuota, LimitRange, Job, NetworkPolicy,
+ *   PriorityClass (system-cluster-critical / system-node-critical exist), Lease; all in discovery;
+ * - list items carry no apiVersion/kind; watch event objects do; a watch without resourceVersion starts
+ *   with synthetic ADDED events; allowWatchBookmarks=true adds a BOOKMARK (only metadata.resourceVersion)
+ *   every `bookmarkIntervalMs`;
+ * - every write is defaulted (a Job's generated selector and controller-uid / job-name template labels,
+ *   a user-set selector refused unless manualSelector; backoffLimit 6, completionMode NonIndexed,
+ *   parallelism/completions 1, podReplacementPolicy; a Job without labels takes its template's; pods:
+ *   restartPolicy Always, terminationGracePeriodSeconds 30, requests from limits, qosClass, …; a Service's
+ *   clusterIP, unless `None`), then validated: kubernetes-models' schemas, unknown fields (422, like
+ *   fieldValidation=Strict), names (DNS-1123 subdomain; Namespace DNS-1123 label; Service DNS-1035 label;
+ *   a Job's name is its pods' job-name label so ≤ 63, and `<name>-<completions-1>` of an Indexed Job a
+ *   DNS label), labels, Job rules (restartPolicy Never/OnFailure, podFailurePolicy);
+ * - a pod create passes admission: LimitRanger (the namespace's container defaults, min/max), Priority
+ *   (spec.priority from its class, the globalDefault class or 0; an unknown class → 403), PodSecurity
+ *   (the namespace's `pod-security.kubernetes.io/enforce` level, 403 `violates PodSecurity
+ *   "restricted:latest": …`), ResourceQuota (403 `exceeded quota`); pods the Job controller cannot create
+ *   are a FailedCreate Event and an entry in `controllerProblems`, retried every 200 ms;
+ * - a namespaced object can only be created in an existing Namespace that is not terminating ('default',
+ *   'kube-system', 'kube-public', 'kube-node-lease' exist); deleting a Namespace makes it Terminating until
+ *   its content is gone;
+ * - a Job's pod template is immutable once started; while it is suspended and status.startTime is unset
+ *   (the Job controller clears it once the suspended Job's pods are gone, `jobControllerDelayMs` later)
+ *   labels, annotations, nodeSelector, tolerations, affinity, schedulingGates may change;
+ * - a pod's spec is immutable but for images, activeDeadlineSeconds, added tolerations, removed
+ *   schedulingGates and, while gated, added nodeSelector / node affinity; a gated pod stays Pending
+ *   (PodScheduled=False SchedulingGated);
+ * - server-side apply tracks field ownership in metadata.managedFields: an apply changing a field another
+ *   manager owns is a 409 Conflict unless force=true; fields a manager stops applying are removed unless
+ *   another manager owns them; updates and patches own what they change (operation Update; the manager is
+ *   `fieldManager` or the User-Agent's product); maps and keyed lists (containers, env, volumes…) merge,
+ *   other lists are atomic;
+ * - deleting a bound pod is graceful: deletionTimestamp + deletionGracePeriodSeconds, the pod keeps its node's
+ *   resources while its process handles SIGTERM (`fairway.dev/test-sigterm-ms`, default 0), exits 143 (0 with
+ *   `fairway.dev/test-outcome: success`) or is killed at the end of the grace (137), ends Failed (Succeeded)
+ *   and is removed; gracePeriodSeconds=0, an unbound or a finished pod go at once; `gracefulDeletion: false`
+ *   (or no kubelet) deletes at once as this server used to; objects with finalizers wait for them;
+ *   Foreground deletion keeps the owner until its dependents are gone;
  * - deleting a Job without propagationPolicy orphans its pods (batch/v1's default): pass 'Background';
- * - a namespaced object can only be created in an existing Namespace ('default' and 'kube-system' exist);
- * - unknown fields are refused (422), like fieldValidation=Strict (client-node's own serializer already
- *   drops fields its models do not know, so this mostly guards plain-JSON writes);
- * - a Job's pod template is immutable once started; while suspended (the controller clears
- *   status.startTime then) labels, annotations, nodeSelector, tolerations, affinity may change;
- * - ResourceQuota: pods beyond `hard` are not created (see controllerProblems); status.used is kept;
- * - server-side apply does not model conflicts between field managers (every apply acts as force=true);
- *   fields a manager applied before and leaves out now are removed; lists are replaced whole;
- * - deletion is immediate (no graceful termination, no finalizers); a pod bound to a deleted Node is deleted;
- * - after dropWatches()/setDown(true), client-node's informer emits 'error' ("Premature close") and
- *   does NOT restart by itself: the caller must start() it again (it resumes from its resourceVersion);
- * - a Job's pod deleted from outside while active counts as a failure of the Job;
- * - a watch without resourceVersion starts with synthetic ADDED events for the current objects.
+ * - disruptions set the pod condition DisruptionTarget: the Eviction API / `evict` / `drain`
+ *   (EvictionByEvictionAPI, then a graceful delete; no PodDisruptionBudgets), a deleted Node (DeletionByPodGC,
+ *   Failed, removed at once), `kubeletEvict` (TerminationByKubelet, Failed, reason Evicted, the pod stays),
+ *   preemption with `preemption: true` (PreemptionByScheduler; nominatedNodeName);
+ * - the Job controller counts each finished pod once: a pod deleted from outside (no podFailurePolicy: as soon
+ *   as it is terminating) or Failed is a failure, unless a podFailurePolicy rule says Ignore; FailJob fails the
+ *   Job (PodFailurePolicy), more than backoffLimit failures fail it (BackoffLimitExceeded), replacements are
+ *   made up to then (without the real 10 s exponential back-off); FailureTarget / SuccessCriteriaMet come
+ *   first, Failed / Complete once no pod is left running; pods stopped by a suspension are no failures;
+ *   Indexed pods get hostname `<job>-<index>` and the template's subdomain; a refused create is retried;
+ * - the scheduler takes higher priority first; `scoring` picks among fitting nodes: 'first-fit' (by name,
+ *   the default here), 'least-allocated' (kube-scheduler's default: spreads), 'most-allocated' (packs);
+ * - the kubelet gives each running pod a podIP (10.244.x.y); `resolve` answers cluster DNS (headless Service
+ *   + hostname/subdomain → the pod's IP while it is ready; a Service → its clusterIP); a container a pod's
+ *   restartPolicy restarts (Always, OnFailure) goes into CrashLoopBackOff instead of ending the pod;
+ * - the controllers write Events (Scheduled, FailedScheduling, Preempted, SuccessfulCreate, FailedCreate,
+ *   SuccessfulDelete, Completed, BackoffLimitExceeded, Suspended, Resumed, Killing, Evicted, BackOff…),
+ *   repeats counted (count, lastTimestamp);
+ * - ResourceQuota: status.used is kept; after dropWatches()/setDown(true), client-node's informer emits
+ *   'error' ("Premature close") and does NOT restart by itself: the caller must start() it again (it resumes
+ *   from its resourceVersion).
  */
 import { writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { stringify as toYaml } from 'yaml';
-import { Controllers, type KubeletOptions } from './controllers.js';
+import { Controllers, type KubeletOptions, type Scoring } from './controllers.js';
+import { drainNode, evictPod, kubeletEvictPod } from './disruption.js';
+import { resolveName } from './dns.js';
 import { createApiHttpServer, type ServerState, TEST_TOKEN, type WriteRecord } from './server.js';
 import { Store } from './store.js';
 import { Watches } from './watch.js';
 
-export type { KubeletOptions } from './controllers.js';
-export { ANNOTATION_OUTCOME, ANNOTATION_RUN_MS } from './controllers.js';
+export type { KubeletOptions, Scoring } from './controllers.js';
+export { ANNOTATION_OUTCOME, ANNOTATION_RUN_MS, ANNOTATION_SIGTERM_MS } from './controllers.js';
 export type { WriteRecord } from './server.js';
 export { TEST_TOKEN } from './server.js';
 
@@ -41,6 +90,22 @@ export interface KubeApiServerOptions {
   kubelet?: KubeletOptions | false;
   /** Events kept for watch resume; a watch from an older resourceVersion gets 410. Default 1000. */
   watchHistory?: number;
+  /**
+   * false: a deleted pod goes at once (no deletionTimestamp, no SIGTERM, no grace period), as this server
+   * did before it modelled graceful termination. Default true (what a real cluster does); without a
+   * kubelet there is no one to stop pods, so deletion is immediate then.
+   */
+  gracefulDeletion?: boolean;
+  /** How the scheduler picks among the nodes a pod fits. Default 'first-fit' (by node name). */
+  scoring?: Scoring;
+  /** The scheduler preempts lower-priority pods for a pod that fits no node. Default false. */
+  preemption?: boolean;
+  /** A slow Job controller: a suspended Job's status.startTime is cleared this long after its pods are gone. Default 0. */
+  jobControllerDelayMs?: number;
+  /** How often a watch asking allowWatchBookmarks=true gets a BOOKMARK. Default 1000. */
+  bookmarkIntervalMs?: number;
+  /** The port to listen on (127.0.0.1). Default 0: any free port. */
+  port?: number;
 }
 
 export interface KubeApiServer {
@@ -65,8 +130,28 @@ export interface KubeApiServer {
    * Unlike a client's write it sets status as given (a Node's allocatable, say). Returns the stored copy.
    */
   put(obj: any): any;
-  /** Deletes an object (dependents deleted in the background); throws if there is none. */
-  remove(kind: string, namespace: string | undefined, name: string): void;
+  /**
+   * Deletes an object as a client would (dependents in the background; a bound pod gracefully unless
+   * gracePeriodSeconds is 0; a Node at once: its pods are then garbage-collected); throws if there is none.
+   */
+  remove(
+    kind: string,
+    namespace: string | undefined,
+    name: string,
+    options?: { gracePeriodSeconds?: number },
+  ): void;
+  /** The Eviction API for one pod (DisruptionTarget EvictionByEvictionAPI, then a graceful delete). */
+  evict(namespace: string, pod: string): void;
+  /** `kubectl drain`: cordons the node and evicts its pods; returns them as `namespace/name`. */
+  drain(nodeName: string): string[];
+  /** Node-pressure eviction by the kubelet: the pod is killed and stays Failed (reason Evicted). */
+  kubeletEvict(namespace: string, pod: string, resource?: string): void;
+  /**
+   * Cluster DNS (A record) as seen from a pod of `fromNamespace` (default 'default'):
+   * `<hostname>.<subdomain>[.<namespace>[.svc[.cluster.local]]]` → the pod's IP when a headless Service
+   * `<subdomain>` selects it and it is ready; `<service>[.<namespace>…]` → a Service's clusterIP.
+   */
+  resolve(name: string, fromNamespace?: string): string | undefined;
   /** Ends every open watch with a 410 Expired ERROR event and forgets history, so clients must relist. */
   expireWatches(): void;
   /** Drops open watch connections without an event (a network cut). */
@@ -81,17 +166,50 @@ export interface KubeApiServer {
 }
 
 export async function startKubeApiServer(options: KubeApiServerOptions = {}): Promise<KubeApiServer> {
-  const store = new Store(options.validate ?? true, options.watchHistory ?? 1000);
-  for (const name of ['default', 'kube-system'])
-    store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, 'system');
-  const watches = new Watches(store);
-  const state: ServerState = { store, watches, writes: [], requests: 0, down: false, applied: new Map() };
   const kubelet = options.kubelet === false ? false : { startDelayMs: 20, ...options.kubelet };
-  const controllers = new Controllers(store, kubelet);
+  const store = new Store({
+    validate: options.validate ?? true,
+    historyLimit: options.watchHistory ?? 1000,
+    gracefulPods: kubelet !== false && options.gracefulDeletion !== false,
+  });
+  for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
+    store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, 'system');
+  // The classes every API server creates for itself.
+  for (const [name, value] of [
+    ['system-cluster-critical', 2000000000],
+    ['system-node-critical', 2000001000],
+  ] as const)
+    store.create(
+      {
+        apiVersion: 'scheduling.k8s.io/v1',
+        kind: 'PriorityClass',
+        metadata: { name },
+        value,
+        preemptionPolicy: 'PreemptLowerPriority',
+        description: 'Used for system critical pods that must not be moved from their current node.',
+      },
+      'system',
+    );
+  const watches = new Watches(store);
+  const controllers = new Controllers(store, {
+    kubelet,
+    scoring: options.scoring ?? 'first-fit',
+    preemption: options.preemption ?? false,
+    jobControllerDelayMs: options.jobControllerDelayMs ?? 0,
+  });
+  const state: ServerState = {
+    store,
+    watches,
+    writes: [],
+    requests: 0,
+    down: false,
+    events: controllers.events,
+    bookmarkIntervalMs: options.bookmarkIntervalMs ?? 1000,
+  };
   const http = createApiHttpServer(state);
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
-    http.listen(0, '127.0.0.1', () => resolve());
+    http.listen(options.port ?? 0, '127.0.0.1', () => resolve());
   });
   const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
   const kubeconfigYaml = toYaml({
@@ -120,7 +238,11 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
       const { resourceVersion: _ignored, ...metadata } = obj.metadata;
       return store.replace({ ...obj, metadata }, 'system');
     },
-    remove: (kind, namespace, name) => void store.delete(kind, namespace, name, 'Background'),
+    remove: (kind, namespace, name, opts = {}) => void store.delete(kind, namespace, name, opts),
+    evict: (namespace, pod) => evictPod(controllers, namespace, pod),
+    drain: (nodeName) => drainNode(controllers, nodeName),
+    kubeletEvict: (namespace, pod, resource) => kubeletEvictPod(controllers, namespace, pod, resource),
+    resolve: (name, fromNamespace) => resolveName(store, name, fromNamespace),
     expireWatches: () => {
       watches.expireAll();
       store.compact();

@@ -1,7 +1,7 @@
 /**
- * The patch formats the test API server accepts: JSON merge patch (RFC 7386; strategic merge
- * patch is treated as one, so lists are replaced rather than merged by key), JSON patch (RFC 6902)
- * and server-side apply.
+ * The patch formats the test API server accepts besides server-side apply (apply.ts): JSON merge
+ * patch (RFC 7386; strategic merge patch is treated as one, so lists are replaced rather than merged
+ * by key) and JSON patch (RFC 6902).
  */
 import { ApiError } from './resources.js';
 
@@ -105,24 +105,4 @@ export function jsonPatch(target: unknown, ops: unknown): unknown {
     }
   }
   return doc;
-}
-
-/**
- * Server-side apply for one field manager: fields the manager applied last time but not now are
- * removed, then the applied fields are merged in (lists replaced whole). Conflicts between managers
- * are not modelled: every apply behaves as if `force=true`.
- */
-export function applyPatch(current: unknown, previousApplied: unknown, applied: unknown): unknown {
-  const pruned = prune(structuredClone(current), previousApplied, applied);
-  return mergePatch(pruned, applied);
-}
-
-function prune(current: unknown, previous: unknown, next: unknown): unknown {
-  if (!isPlainObject(current) || !isPlainObject(previous)) return current;
-  const nextObject = isPlainObject(next) ? next : {};
-  for (const key of Object.keys(previous)) {
-    if (!(key in nextObject)) delete current[key];
-    else current[key] = prune(current[key], previous[key], nextObject[key]);
-  }
-  return current;
 }

@@ -12,98 +12,56 @@ export interface ResourceType {
   namespaced: boolean;
   /** Whether writes to the main resource ignore `status` (it has a /status subresource). */
   hasStatus: boolean;
+  /** Another API version of a stored kind (events.k8s.io/v1 Event): served through `storedAs`, converted. */
+  storedAs?: string;
+  /** Subresources besides status, for discovery: name → [kind, group, version, verbs]. */
+  subresources?: Record<string, [string, string, string, string[]]>;
 }
 
+const type = (
+  kind: string,
+  group: string,
+  plural: string,
+  namespaced: boolean,
+  hasStatus: boolean,
+  extra: Partial<ResourceType> = {},
+): ResourceType => ({
+  kind,
+  group,
+  version: 'v1',
+  plural,
+  singular: kind.toLowerCase(),
+  namespaced,
+  hasStatus,
+  ...extra,
+});
+
 export const RESOURCE_TYPES: ResourceType[] = [
-  {
-    kind: 'Namespace',
-    group: '',
-    version: 'v1',
-    plural: 'namespaces',
-    singular: 'namespace',
-    namespaced: false,
-    hasStatus: true,
-  },
-  {
-    kind: 'Node',
-    group: '',
-    version: 'v1',
-    plural: 'nodes',
-    singular: 'node',
-    namespaced: false,
-    hasStatus: true,
-  },
-  {
-    kind: 'Pod',
-    group: '',
-    version: 'v1',
-    plural: 'pods',
-    singular: 'pod',
-    namespaced: true,
-    hasStatus: true,
-  },
-  {
-    kind: 'ServiceAccount',
-    group: '',
-    version: 'v1',
-    plural: 'serviceaccounts',
-    singular: 'serviceaccount',
-    namespaced: true,
-    hasStatus: false,
-  },
-  {
-    kind: 'ResourceQuota',
-    group: '',
-    version: 'v1',
-    plural: 'resourcequotas',
-    singular: 'resourcequota',
-    namespaced: true,
-    hasStatus: true,
-  },
-  {
-    kind: 'LimitRange',
-    group: '',
-    version: 'v1',
-    plural: 'limitranges',
-    singular: 'limitrange',
-    namespaced: true,
-    hasStatus: false,
-  },
-  {
-    kind: 'Job',
-    group: 'batch',
-    version: 'v1',
-    plural: 'jobs',
-    singular: 'job',
-    namespaced: true,
-    hasStatus: true,
-  },
-  {
-    kind: 'NetworkPolicy',
-    group: 'networking.k8s.io',
-    version: 'v1',
-    plural: 'networkpolicies',
-    singular: 'networkpolicy',
-    namespaced: true,
-    hasStatus: false,
-  },
-  {
-    kind: 'PriorityClass',
-    group: 'scheduling.k8s.io',
-    version: 'v1',
-    plural: 'priorityclasses',
-    singular: 'priorityclass',
-    namespaced: false,
-    hasStatus: false,
-  },
+  type('Namespace', '', 'namespaces', false, true),
+  type('Node', '', 'nodes', false, true),
+  type('Pod', '', 'pods', true, true, {
+    subresources: { eviction: ['Eviction', 'policy', 'v1', ['create']] },
+  }),
+  type('Service', '', 'services', true, true),
+  type('Event', '', 'events', true, false),
+  type('ServiceAccount', '', 'serviceaccounts', true, false),
+  type('ResourceQuota', '', 'resourcequotas', true, true),
+  type('LimitRange', '', 'limitranges', true, false),
+  type('Job', 'batch', 'jobs', true, true),
+  type('NetworkPolicy', 'networking.k8s.io', 'networkpolicies', true, false),
+  type('PriorityClass', 'scheduling.k8s.io', 'priorityclasses', false, false),
+  type('Lease', 'coordination.k8s.io', 'leases', true, false),
+  // The same objects as core v1 Events, in the newer shape (regarding/note/eventTime): see events.ts.
+  type('Event', 'events.k8s.io', 'events', true, false, { storedAs: 'Event' }),
 ];
 
 export function groupVersion(t: ResourceType): string {
   return t.group ? `${t.group}/${t.version}` : t.version;
 }
 
+/** The stored type of a kind (for Event: the core v1 one). */
 export function typeByKind(kind: string): ResourceType | undefined {
-  return RESOURCE_TYPES.find((t) => t.kind.toLowerCase() === kind.toLowerCase());
+  return RESOURCE_TYPES.find((t) => !t.storedAs && t.kind.toLowerCase() === kind.toLowerCase());
 }
 
 export function typeByPath(groupVersionPath: string, plural: string): ResourceType | undefined {
@@ -124,17 +82,23 @@ export function apiResourceList(gv: string): object | undefined {
       kind: t.kind,
       verbs: VERBS,
     };
-    if (!t.hasStatus) return [main];
-    return [
-      main,
-      {
-        name: `${t.plural}/status`,
-        singularName: '',
-        namespaced: t.namespaced,
-        kind: t.kind,
-        verbs: ['get', 'patch', 'update'],
-      },
-    ];
+    const status = {
+      name: `${t.plural}/status`,
+      singularName: '',
+      namespaced: t.namespaced,
+      kind: t.kind,
+      verbs: ['get', 'patch', 'update'],
+    };
+    const others = Object.entries(t.subresources ?? {}).map(([name, [kind, group, version, verbs]]) => ({
+      name: `${t.plural}/${name}`,
+      singularName: '',
+      namespaced: t.namespaced,
+      group,
+      version,
+      kind,
+      verbs,
+    }));
+    return [main, ...(t.hasStatus ? [status] : []), ...others];
   });
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: gv, resources };
 }
@@ -157,7 +121,13 @@ export interface StatusBody {
   reason?: string;
   message?: string;
   code: number;
-  details?: { name?: string; kind?: string; group?: string; uid?: string };
+  details?: {
+    name?: string;
+    kind?: string;
+    group?: string;
+    uid?: string;
+    causes?: { reason?: string; type?: string; message: string; field?: string }[];
+  };
 }
 
 /** A Kubernetes `Status` as the real API server writes it for errors. */
@@ -200,5 +170,47 @@ export function notFound(t: ResourceType, name: string): ApiError {
     name,
     kind: t.plural,
     group: t.group,
+  });
+}
+
+/** `jobs.batch`, `pods`: how error messages name a resource. */
+export function resourceName(t: ResourceType): string {
+  return t.group ? `${t.plural}.${t.group}` : t.plural;
+}
+
+/** 403 Forbidden from an admission plugin: `pods "x" is forbidden: <why>`. */
+export function forbidden(t: ResourceType, name: string, why: string): ApiError {
+  return new ApiError(403, 'Forbidden', `${resourceName(t)} "${name}" is forbidden: ${why}`, {
+    name,
+    kind: t.plural,
+    group: t.group,
+  });
+}
+
+const CAUSES: Record<string, string> = {
+  'Invalid value': 'FieldValueInvalid',
+  'Required value': 'FieldValueRequired',
+  Forbidden: 'FieldValueForbidden',
+  'Unsupported value': 'FieldValueNotSupported',
+  'Duplicate value': 'FieldValueDuplicate',
+};
+
+/** 422 Invalid, as field validation answers: `Job.batch "x" is invalid: [a, b]`, with one cause per error. */
+export function invalid(t: ResourceType, name: string, errors: string[]): ApiError {
+  const kind = t.group ? `${t.kind}.${t.group}` : t.kind;
+  const text = errors.length === 1 ? errors[0] : `[${errors.join(', ')}]`;
+  const causes = errors.map((e) => {
+    const m =
+      /^([\w.[\]\-/~'"=()*]+): (Invalid value|Required value|Forbidden|Unsupported value|Duplicate value)/.exec(
+        e,
+      );
+    if (!m) return { reason: 'FieldValueInvalid', message: e };
+    return { reason: CAUSES[m[2]!], message: e.slice(m[1]!.length + 2), field: m[1] };
+  });
+  return new ApiError(422, 'Invalid', `${kind} "${name}" is invalid: ${text}`, {
+    name,
+    kind: t.plural,
+    group: t.group,
+    causes,
   });
 }

@@ -109,10 +109,13 @@ function untoleratedTaint(pod: any, node: any): any | undefined {
  * `podsOnNode`: the non-terminal pods already bound there, whose requests use the node's allocatable.
  */
 export function unfitReason(pod: any, node: any, podsOnNode: any[]): string | undefined {
-  if (node.spec?.unschedulable) return 'node(s) were unschedulable';
-  if (!matchesPlacement(pod, node)) return "node(s) didn't match Pod's node affinity/selector";
+  // In the order of kube-scheduler's filter plugins: NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit.
+  const cordon = { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' };
+  if (node.spec?.unschedulable && !(pod.spec?.tolerations ?? []).some((t: any) => tolerates(t, cordon)))
+    return 'node(s) were unschedulable';
   const taint = untoleratedTaint(pod, node);
   if (taint) return `node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`;
+  if (!matchesPlacement(pod, node)) return "node(s) didn't match Pod's node affinity/selector";
   const allocatable: Record<string, string> = node.status?.allocatable ?? node.status?.capacity ?? {};
   const used = new Map<string, number>();
   for (const other of podsOnNode)
@@ -156,4 +159,78 @@ export function quotaExceeded(pod: any, quotas: any[], podsInNamespace: any[]): 
     }
   }
   return undefined;
+}
+
+/** kube-scheduler's non-zero defaults for scoring a container that requests no cpu / memory. */
+const NON_ZERO: Record<string, number> = { cpu: 0.1, memory: 200 * 2 ** 20 };
+
+function scoringRequest(pod: any, resource: string): number {
+  let total = 0;
+  for (const c of pod.spec?.containers ?? []) {
+    const r = c.resources ?? {};
+    const amount = r.requests?.[resource] ?? r.limits?.[resource];
+    total += amount === undefined ? NON_ZERO[resource]! : parseQuantity(amount);
+  }
+  return total;
+}
+
+/**
+ * NodeResourcesFit's score (0–100) of `node` for `pod` over cpu and memory (weight 1 each):
+ * LeastAllocated (the default) favours free capacity, so pods spread; MostAllocated packs them.
+ */
+export function nodeScore(
+  pod: any,
+  node: any,
+  podsOnNode: any[],
+  strategy: 'least-allocated' | 'most-allocated',
+): number {
+  const allocatable: Record<string, string> = node.status?.allocatable ?? node.status?.capacity ?? {};
+  let sum = 0;
+  let weights = 0;
+  for (const resource of ['cpu', 'memory']) {
+    const capacity = parseQuantity(allocatable[resource]);
+    if (capacity <= 0) continue;
+    const requested = [...podsOnNode, pod].reduce((s, p) => s + scoringRequest(p, resource), 0);
+    const used = Math.min(requested, capacity);
+    sum += strategy === 'least-allocated' ? ((capacity - used) * 100) / capacity : (used * 100) / capacity;
+    weights++;
+  }
+  return weights ? sum / weights : 0;
+}
+
+export const priorityOf = (pod: any): number => pod.spec?.priority ?? 0;
+
+/**
+ * DefaultPreemption's choice for a pod that fits no node: the node where evicting the fewest, least
+ * important lower-priority pods makes it fit (victims with the lowest highest priority, then the fewest),
+ * or undefined. `podsByNode`: the non-terminal pods bound to each node.
+ */
+export function preemptionCandidate(
+  pod: any,
+  nodes: any[],
+  podsByNode: Map<string, any[]>,
+): { node: any; victims: any[] } | undefined {
+  if (pod.spec?.preemptionPolicy === 'Never') return undefined;
+  const mine = priorityOf(pod);
+  const candidates: { node: any; victims: any[] }[] = [];
+  for (const node of nodes) {
+    const on = podsByNode.get(node.metadata.name) ?? [];
+    const lower = on.filter((p) => priorityOf(p) < mine && !p.metadata.deletionTimestamp);
+    const kept = on.filter((p) => !lower.includes(p));
+    if (lower.length === 0 || unfitReason(pod, node, kept)) continue;
+    // Reprieve the most important victims that can stay.
+    const victims: any[] = [];
+    for (const p of [...lower].sort((a, b) => priorityOf(b) - priorityOf(a))) {
+      if (unfitReason(pod, node, [...kept, p])) victims.push(p);
+      else kept.push(p);
+    }
+    candidates.push({ node, victims });
+  }
+  const worst = (c: { victims: any[] }) => Math.max(...c.victims.map(priorityOf));
+  return candidates.sort(
+    (a, b) =>
+      worst(a) - worst(b) ||
+      a.victims.length - b.victims.length ||
+      String(a.node.metadata.name).localeCompare(b.node.metadata.name),
+  )[0];
 }

@@ -73,3 +73,27 @@ export function fieldMatcher(selector: string | null | undefined): Matcher {
       return (actual === r.value) !== r.negate;
     });
 }
+
+/** A metav1.LabelSelector (matchLabels + matchExpressions) against a label map; an empty selector matches all. */
+export function selectorMatches(
+  selector: { matchLabels?: Record<string, string>; matchExpressions?: any[] } | undefined,
+  labels: Record<string, string> | undefined,
+): boolean {
+  const l = labels ?? {};
+  for (const [k, v] of Object.entries(selector?.matchLabels ?? {})) if (l[k] !== v) return false;
+  return (selector?.matchExpressions ?? []).every((e) => {
+    const has = Object.hasOwn(l, e.key);
+    switch (e.operator) {
+      case 'In':
+        return has && (e.values ?? []).includes(l[e.key]);
+      case 'NotIn':
+        return !has || !(e.values ?? []).includes(l[e.key]);
+      case 'Exists':
+        return has;
+      case 'DoesNotExist':
+        return !has;
+      default:
+        return false;
+    }
+  });
+}

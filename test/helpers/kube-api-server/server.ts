@@ -1,26 +1,27 @@
 /**
- * HTTP routing of the test API server: discovery, list/get/watch, create, replace, the patch
- * formats, delete; bearer-token auth ('test-token'); Status bodies for every error; an outage switch.
+ * HTTP routing of the test API server: discovery, list/get/watch (with bookmarks), the writes
+ * (writes.ts); bearer-token auth ('test-token'); Status bodies for every error; an outage switch.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { parse as parseYaml } from 'yaml';
-import { applyPatch, jsonPatch, mergePatch } from './patch.js';
+import type { EventRecorder } from './events.js';
 import {
   ApiError,
   apiGroupList,
   apiResourceList,
   groupVersion,
-  type ResourceType,
+  notFound,
   statusBody,
+  typeByKind,
   typeByPath,
 } from './resources.js';
 import { fieldMatcher, labelMatcher } from './selectors.js';
-import type { Propagation, Store, Writer } from './store.js';
+import type { Store } from './store.js';
 import type { Watches } from './watch.js';
+import { type Route, viewOf, type WriteVerb, write } from './writes.js';
 
 export const TEST_TOKEN = 'test-token';
 
-export type WriteVerb = 'create' | 'patch' | 'apply' | 'update' | 'delete';
+export type { WriteVerb } from './writes.js';
 export interface WriteRecord {
   verb: WriteVerb;
   kind: string;
@@ -36,15 +37,9 @@ export interface ServerState {
   writes: WriteRecord[];
   requests: number;
   down: boolean;
-  /** Last object each field manager applied, by `${uid}|${manager}`: what the next apply may remove. */
-  applied: Map<string, unknown>;
-}
-
-interface Route {
-  type: ResourceType;
-  namespace?: string;
-  name?: string;
-  subresource?: string;
+  events: EventRecorder;
+  /** How often a watch with allowWatchBookmarks=true gets a BOOKMARK. */
+  bookmarkIntervalMs: number;
 }
 
 function send(res: ServerResponse, code: number, body: unknown): void {
@@ -56,14 +51,6 @@ async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
-}
-
-function parseJson(text: string): any {
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new ApiError(400, 'BadRequest', 'the request body is not valid JSON');
-  }
 }
 
 /** `/api/v1/...` or `/apis/<group>/<version>/...` → the resource it addresses. */
@@ -84,18 +71,17 @@ function route(segments: string[]): Route | undefined {
 }
 
 function listBody(state: ServerState, r: Route, query: URLSearchParams): object {
-  const all = state.store.list(
-    r.type.kind,
-    r.namespace,
-    query.get('labelSelector'),
-    query.get('fieldSelector'),
-  );
+  const { kind, toView } = viewOf(r);
+  const all = state.store.list(kind, r.namespace, query.get('labelSelector'), query.get('fieldSelector'));
   const offset = Number(query.get('continue') || 0);
   const limit = Number(query.get('limit') || 0);
   const page = limit > 0 ? all.slice(offset, offset + limit) : all.slice(offset);
   const more = limit > 0 && offset + limit < all.length;
   // Like a real server, list items carry no apiVersion/kind (the list says what they are).
-  const items = page.map(({ apiVersion: _a, kind: _k, ...rest }) => rest);
+  const items = page.map((o) => {
+    const { apiVersion: _a, kind: _k, ...rest } = toView(o);
+    return rest;
+  });
   return {
     kind: `${r.type.kind}List`,
     apiVersion: groupVersion(r.type),
@@ -105,126 +91,6 @@ function listBody(state: ServerState, r: Route, query: URLSearchParams): object 
     },
     items,
   };
-}
-
-/** Fills in the route's kind, apiVersion and namespace; a body that names another one is a 400. */
-function bodyFor(r: Route, body: any): any {
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw new ApiError(400, 'BadRequest', 'the request body must be an object');
-  const gv = groupVersion(r.type);
-  if ((body.kind && body.kind !== r.type.kind) || (body.apiVersion && body.apiVersion !== gv)) {
-    throw new ApiError(
-      400,
-      'BadRequest',
-      `the body is a ${body.apiVersion}/${body.kind}, the URL addresses ${gv}/${r.type.kind}`,
-    );
-  }
-  const metadata = body.metadata ?? {};
-  if (r.type.namespaced && metadata.namespace && metadata.namespace !== r.namespace) {
-    throw new ApiError(
-      400,
-      'BadRequest',
-      'the namespace of the provided object does not match the namespace sent on the request',
-    );
-  }
-  if (r.name && metadata.name && metadata.name !== r.name) {
-    throw new ApiError(400, 'BadRequest', 'the name of the object does not match the name on the URL');
-  }
-  return {
-    ...body,
-    apiVersion: gv,
-    kind: r.type.kind,
-    metadata: {
-      ...metadata,
-      ...(r.name ? { name: r.name } : {}),
-      ...(r.type.namespaced ? { namespace: r.namespace } : {}),
-    },
-  };
-}
-
-function propagationOf(r: Route, query: URLSearchParams, body: any): Propagation {
-  const asked = query.get('propagationPolicy') ?? body?.propagationPolicy;
-  if (asked === 'Orphan' || asked === 'Background' || asked === 'Foreground') return asked;
-  if (query.get('orphanDependents') === 'true' || body?.orphanDependents === true) return 'Orphan';
-  // batch/v1 Jobs default to orphaning their pods when deleted through the API, as on a real cluster.
-  return r.type.kind === 'Job' ? 'Orphan' : 'Background';
-}
-
-async function write(
-  state: ServerState,
-  req: IncomingMessage,
-  r: Route,
-  query: URLSearchParams,
-  text: string,
-): Promise<[WriteVerb, number, unknown]> {
-  const { store } = state;
-  const writer: Writer = r.subresource === 'status' ? 'status' : 'client';
-  if (r.subresource && r.subresource !== 'status')
-    throw new ApiError(404, 'NotFound', `subresource ${r.subresource} is not served`);
-  if (req.method === 'POST' && !r.name) return ['create', 201, store.create(bodyFor(r, parseJson(text)))];
-  if (!r.name) throw new ApiError(405, 'MethodNotAllowed', `${req.method} needs a name`);
-  const existing = store.get(r.type.kind, r.namespace, r.name);
-  if (req.method === 'PUT') return ['update', 200, store.replace(bodyFor(r, parseJson(text)), writer)];
-  if (req.method === 'DELETE') {
-    const body = text ? parseJson(text) : undefined;
-    const deleted = store.delete(r.type.kind, r.namespace, r.name, propagationOf(r, query, body));
-    const details = { name: r.name, kind: r.type.plural, group: r.type.group, uid: deleted.metadata.uid };
-    return ['delete', 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details }];
-  }
-  if (req.method !== 'PATCH')
-    throw new ApiError(405, 'MethodNotAllowed', `${req.method} is not allowed here`);
-  const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim();
-  if (contentType === 'application/apply-patch+yaml') {
-    const manager = query.get('fieldManager');
-    if (!manager)
-      throw new ApiError(
-        422,
-        'Invalid',
-        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
-      );
-    let applied: any;
-    try {
-      applied = parseYaml(text);
-    } catch {
-      throw new ApiError(400, 'BadRequest', 'the apply patch is not valid YAML');
-    }
-    applied = bodyFor(r, applied);
-    if (!applied.apiVersion || !applied.kind)
-      throw new ApiError(400, 'BadRequest', 'apply needs apiVersion and kind');
-    let result: any;
-    if (!existing) result = store.create(applied, writer === 'status' ? 'system' : 'client');
-    else {
-      const previous = state.applied.get(`${existing.metadata.uid}|${manager}`);
-      const next: any = applyPatch(existing, previous, applied);
-      if (!applied.metadata.resourceVersion) delete next.metadata.resourceVersion;
-      result = store.replace(next, writer);
-    }
-    state.applied.set(`${result.metadata.uid}|${manager}`, applied);
-    return ['apply', existing ? 200 : 201, result];
-  }
-  if (!existing)
-    throw new ApiError(404, 'NotFound', `${r.type.plural} "${r.name}" not found`, {
-      name: r.name,
-      kind: r.type.plural,
-      group: r.type.group,
-    });
-  let next: any;
-  if (contentType === 'application/json-patch+json') next = jsonPatch(existing, parseJson(text));
-  else if (
-    contentType === 'application/merge-patch+json' ||
-    contentType === 'application/strategic-merge-patch+json'
-  ) {
-    const patch = parseJson(text);
-    next = mergePatch(existing, patch);
-    if (!patch?.metadata?.resourceVersion) next.metadata.resourceVersion = existing.metadata.resourceVersion;
-  } else
-    throw new ApiError(
-      415,
-      'UnsupportedMediaType',
-      `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
-    );
-  next.metadata = { ...next.metadata, name: r.name, ...(r.namespace ? { namespace: r.namespace } : {}) };
-  return ['patch', 200, store.replace(next, writer)];
 }
 
 async function handle(state: ServerState, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -289,18 +155,17 @@ async function handle(state: ServerState, req: IncomingMessage, res: ServerRespo
         matches: (o) => byName(o) && labels(o) && fields(o),
         ...(query.get('resourceVersion') ? { resourceVersion: query.get('resourceVersion')! } : {}),
         ...(timeout > 0 ? { timeoutSeconds: timeout } : {}),
+        ...(query.get('allowWatchBookmarks') === 'true'
+          ? { bookmarkIntervalMs: state.bookmarkIntervalMs }
+          : {}),
+        ...(r.type.storedAs ? { convert: viewOf(r).toView } : {}),
       });
     }
     if (!r.name) return send(res, 200, listBody(state, r, query));
-    const obj = state.store.get(r.type.kind, r.namespace, r.name);
-    if (!obj)
-      throw new ApiError(
-        404,
-        'NotFound',
-        `${r.type.group ? `${r.type.plural}.${r.type.group}` : r.type.plural} "${r.name}" not found`,
-        { name: r.name, kind: r.type.plural, group: r.type.group },
-      );
-    return send(res, 200, obj);
+    const { kind, toView } = viewOf(r);
+    const obj = state.store.get(kind, r.namespace, r.name);
+    if (!obj) throw notFound(typeByKind(kind)!, r.name);
+    return send(res, 200, toView(obj));
   }
   const text = await readBody(req);
   let name = r.name ?? '';
@@ -331,7 +196,7 @@ async function handle(state: ServerState, req: IncomingMessage, res: ServerRespo
       at: Date.now(),
     });
   try {
-    const [doneVerb, code, body] = await write(state, req, r, query, text);
+    const [doneVerb, code, body] = await write(state.store, state.events, req, r, query, text);
     verb = doneVerb;
     record(code, name || String((body as any)?.metadata?.name ?? ''));
     send(res, code, body);

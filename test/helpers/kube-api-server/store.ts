@@ -1,10 +1,25 @@
 /**
  * The test API server's objects: one global resourceVersion counter, the watch history a client
- * can resume from, validation of every write, and garbage collection through ownerReferences.
+ * can resume from, and what a real server does on every write: defaulting, admission (pods),
+ * validation (schema, names, field rules, immutability), field ownership (managedFields).
+ * Deletion (graceful pods, finalizers, namespaces, garbage collection) is in deletion.ts.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mutatePod, validatePod } from './admission.js';
+import { type ManagedEntry, recordUpdate } from './apply.js';
+import { applyDefaults, initialPodStatus } from './defaults.js';
+import { type DeleteOptions, type DeleteResult, Deletion } from './deletion.js';
 import { immutabilityErrors } from './immutability.js';
-import { ApiError, notFound, type ResourceType, typeByKind } from './resources.js';
+import {
+  ApiError,
+  forbidden,
+  invalid,
+  notFound,
+  type ResourceType,
+  resourceName,
+  typeByKind,
+} from './resources.js';
+import { ruleErrors } from './rules.js';
 import { fieldMatcher, labelMatcher } from './selectors.js';
 import { validationErrors } from './validate.js';
 
@@ -20,33 +35,60 @@ export interface StoreEvent {
 }
 
 export type Propagation = 'Orphan' | 'Background' | 'Foreground';
+export type { DeleteOptions, DeleteResult } from './deletion.js';
 
 /** Who writes: a client through the main resource (status kept), its /status subresource, or the server
  * itself / a test.
  */
 export type Writer = 'client' | 'status' | 'system';
 
+export interface WriteOptions {
+  /** The field manager: the fields this write changes become its own (managedFields, operation Update). */
+  manager?: string;
+  /** managedFields were computed by server-side apply: store them as given. */
+  applied?: boolean;
+}
+
+export interface StoreOptions {
+  validate: boolean;
+  historyLimit: number;
+  /** Pods are deleted gracefully (deletionTimestamp, then the kubelet removes them); false: at once. */
+  gracefulPods: boolean;
+}
+
 export function kubeTime(ms = Date.now()): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
-function keyOf(kind: string, namespace: string | undefined, name: string): string {
-  return `${kind}|${namespace ?? ''}|${name}`;
+export const terminal = (pod: any) => pod?.status?.phase === 'Succeeded' || pod?.status?.phase === 'Failed';
+
+/** Five characters as the API server's name generator picks them (no vowels, no look-alikes). */
+function randomSuffix(): string {
+  const alphabet = 'bcdfghjklmnpqrstvwxz2456789';
+  return [...randomBytes(5)].map((b) => alphabet[b % alphabet.length]).join('');
+}
+
+export function keyOf(namespace: string | undefined, name: string): string {
+  return `${namespace ?? ''}|${name}`;
 }
 
 export class Store {
+  /** Every object by `${kind}|${namespace}|${name}` (bench/kube/cluster.ts reads this map directly). */
   private readonly objects = new Map<string, any>();
+  /** The same objects by kind, then `${namespace}|${name}`. */
+  private readonly byKind = new Map<string, Map<string, any>>();
   private history: StoreEvent[] = [];
   /** Events after this resourceVersion are all in `history`; a watch from an older one gets 410. */
   private horizon = 0;
   private rv = 0;
+  private ips = 0;
   private readonly listeners = new Set<(event: StoreEvent) => void>();
+  private readonly deletion: Deletion;
   readonly invalid: { kind: string; name: string; errors: string }[] = [];
 
-  constructor(
-    private readonly validate: boolean,
-    private readonly historyLimit: number,
-  ) {}
+  constructor(readonly options: StoreOptions) {
+    this.deletion = new Deletion(this, (type, obj, previous) => this.commit(type, obj, previous));
+  }
 
   get resourceVersion(): string {
     return String(this.rv);
@@ -76,9 +118,32 @@ export class Store {
     return t;
   }
 
+  private bucket(kind: string): Map<string, any> {
+    let map = this.byKind.get(kind);
+    if (!map) this.byKind.set(kind, (map = new Map()));
+    return map;
+  }
+
+  /** The stored object itself (no copy): for reads that do not keep or change it. */
+  peek(kind: string, namespace: string | undefined, name: string): any | undefined {
+    const t = this.type(kind);
+    return this.bucket(t.kind).get(keyOf(t.namespaced ? namespace : undefined, name));
+  }
+
   get(kind: string, namespace: string | undefined, name: string): any | undefined {
-    const obj = this.objects.get(keyOf(this.type(kind).kind, namespace, name));
+    const obj = this.peek(kind, namespace, name);
     return obj === undefined ? undefined : structuredClone(obj);
+  }
+
+  /** The stored objects of a kind (no copies), optionally of one namespace. */
+  peekAll(kind: string, namespace?: string): any[] {
+    const all = [...this.bucket(this.type(kind).kind).values()];
+    return namespace ? all.filter((o) => o.metadata.namespace === namespace) : all;
+  }
+
+  /** Kinds with at least one object. */
+  kinds(): string[] {
+    return [...this.byKind].filter(([, m]) => m.size > 0).map(([k]) => k);
   }
 
   list(
@@ -87,14 +152,10 @@ export class Store {
     labelSelector?: string | null,
     fieldSelector?: string | null,
   ): any[] {
-    const t = this.type(kind);
     const labels = labelMatcher(labelSelector);
     const fields = fieldMatcher(fieldSelector);
-    return [...this.objects.values()]
-      .filter(
-        (o) =>
-          o.kind === t.kind && (!namespace || o.metadata.namespace === namespace) && labels(o) && fields(o),
-      )
+    return this.peekAll(kind, namespace)
+      .filter((o) => labels(o) && fields(o))
       .sort((a, b) =>
         `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(
           `${b.metadata.namespace}/${b.metadata.name}`,
@@ -104,27 +165,32 @@ export class Store {
   }
 
   private check(obj: any, current?: any): void {
-    if (!this.validate) return;
-    const errors = validationErrors(obj) ?? (current ? immutabilityErrors(current, obj) : undefined);
-    if (errors === undefined) return;
+    if (!this.options.validate) return;
+    const problems = [...ruleErrors(obj)];
+    const schema = validationErrors(obj);
+    if (schema) problems.push(schema);
+    const immutable = current ? immutabilityErrors(current, obj) : undefined;
+    if (!problems.length && immutable) problems.push(immutable);
+    if (!problems.length) return;
     const t = this.type(obj.kind);
     const name = String(obj.metadata?.name ?? '');
-    this.invalid.push({ kind: t.kind, name, errors });
-    const resource = t.group ? `${t.kind}.${t.group}` : t.kind;
-    throw new ApiError(422, 'Invalid', `${resource} "${name}" is invalid: ${errors}`, {
-      name,
-      kind: t.plural,
-      group: t.group,
-    });
+    this.invalid.push({ kind: t.kind, name, errors: problems.join('; ') });
+    throw invalid(t, name, problems);
   }
 
+  /** Stores a change and tells the watches (used by deletion.ts too). */
   private commit(type: EventType, obj: any, previous?: any): any {
     this.rv++;
     obj.metadata.resourceVersion = String(this.rv);
     const t = this.type(obj.kind);
-    const key = keyOf(t.kind, obj.metadata.namespace, obj.metadata.name);
-    if (type === 'DELETED') this.objects.delete(key);
-    else this.objects.set(key, obj);
+    const key = keyOf(obj.metadata.namespace, obj.metadata.name);
+    if (type === 'DELETED') {
+      this.bucket(t.kind).delete(key);
+      this.objects.delete(`${t.kind}|${key}`);
+    } else {
+      this.bucket(t.kind).set(key, obj);
+      this.objects.set(`${t.kind}|${key}`, obj);
+    }
     const event: StoreEvent = {
       type,
       rv: this.rv,
@@ -133,41 +199,61 @@ export class Store {
       ...(previous ? { previous } : {}),
     };
     this.history.push(event);
-    while (this.history.length > this.historyLimit) this.horizon = this.history.shift()!.rv;
+    while (this.history.length > this.options.historyLimit) this.horizon = this.history.shift()!.rv;
     for (const listener of [...this.listeners]) listener(event);
     return structuredClone(obj);
   }
 
-  create(input: any, writer: Writer = 'client'): any {
+  /** What admission reads: the stored objects, uncopied. */
+  private readonly reader = {
+    get: (kind: string, namespace: string | undefined, name: string) => this.peek(kind, namespace, name),
+    list: (kind: string, namespace?: string) => this.peekAll(kind, namespace),
+  };
+
+  private allocateIp = (): string => {
+    const n = ++this.ips;
+    return `10.96.${(n >> 8) & 255}.${n & 255}`;
+  };
+
+  create(input: any, writer: Writer = 'client', options: WriteOptions = {}): any {
     const t = this.type(input?.kind);
     const obj = structuredClone(input);
     obj.apiVersion = t.group ? `${t.group}/${t.version}` : t.version;
     obj.kind = t.kind;
     const meta = (obj.metadata ??= {});
-    if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomUUID().slice(0, 5)}`;
-    if (!meta.name)
+    if (!meta.name && !meta.generateName)
       throw new ApiError(
         422,
         'Invalid',
         `${t.kind} is invalid: metadata.name: Required value: name or generateName is required`,
       );
+    const errorName = String(meta.name || meta.generateName);
     if (t.namespaced) {
       if (!meta.namespace)
         throw new ApiError(
           400,
           'BadRequest',
-          `${t.kind} ${meta.name}: the namespace of the object is missing`,
+          `${t.kind} ${errorName}: the namespace of the object is missing`,
         );
-      if (!this.objects.has(keyOf('Namespace', undefined, meta.namespace))) {
+      const namespace = this.peek('Namespace', undefined, meta.namespace);
+      if (!namespace)
         throw new ApiError(404, 'NotFound', `namespaces "${meta.namespace}" not found`, {
           name: meta.namespace,
           kind: 'namespaces',
         });
-      }
+      if (namespace.metadata.deletionTimestamp)
+        throw forbidden(
+          t,
+          errorName,
+          `unable to create new content in namespace ${meta.namespace} because it is being terminated`,
+        );
     } else delete meta.namespace;
-    if (this.objects.has(keyOf(t.kind, meta.namespace, meta.name))) {
-      const resource = t.group ? `${t.plural}.${t.group}` : t.plural;
-      throw new ApiError(409, 'AlreadyExists', `${resource} "${meta.name}" already exists`, {
+    if (!meta.name) {
+      do meta.name = `${String(meta.generateName).slice(0, 58)}${randomSuffix()}`;
+      while (this.peek(t.kind, meta.namespace, meta.name));
+    }
+    if (this.peek(t.kind, meta.namespace, meta.name)) {
+      throw new ApiError(409, 'AlreadyExists', `${resourceName(t)} "${meta.name}" already exists`, {
         name: meta.name,
         kind: t.plural,
         group: t.group,
@@ -179,8 +265,23 @@ export class Store {
     meta.generation = 1;
     delete meta.resourceVersion;
     delete meta.deletionTimestamp;
-    if (t.kind === 'Namespace') obj.status = { phase: 'Active' };
+    delete meta.deletionGracePeriodSeconds;
+    if (t.kind === 'Namespace') {
+      obj.status = { phase: 'Active' };
+      meta.labels = { ...meta.labels, 'kubernetes.io/metadata.name': meta.name };
+    }
+    applyDefaults(obj, { creating: true, allocateIp: this.allocateIp });
+    if (t.kind === 'Pod') {
+      mutatePod(obj, this.reader, errorName);
+      initialPodStatus(obj, writer === 'system');
+    }
     this.check(obj);
+    if (t.kind === 'Pod') validatePod(obj, this.reader, errorName);
+    if (!options.applied) {
+      delete meta.managedFields;
+      if (options.manager) meta.managedFields = recordUpdate(undefined, obj, options.manager);
+      if (!meta.managedFields) delete meta.managedFields;
+    }
     return this.commit('ADDED', obj);
   }
 
@@ -188,19 +289,18 @@ export class Store {
    * Replaces an object. `expectedRv` (from the body's metadata.resourceVersion) must be current
    * or the write is a 409 Conflict; a client writer cannot change status, a status writer only status.
    */
-  replace(input: any, writer: Writer = 'client'): any {
+  replace(input: any, writer: Writer = 'client', options: WriteOptions = {}): any {
     const t = this.type(input?.kind);
     const name = input?.metadata?.name;
     const namespace = t.namespaced ? input?.metadata?.namespace : undefined;
-    const current = this.objects.get(keyOf(t.kind, namespace, name));
+    const current = this.peek(t.kind, namespace, name);
     if (!current) throw notFound(t, name);
     const expectedRv = input.metadata.resourceVersion;
     if (expectedRv && expectedRv !== current.metadata.resourceVersion) {
-      const resource = t.group ? `${t.plural}.${t.group}` : t.plural;
       throw new ApiError(
         409,
         'Conflict',
-        `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+        `Operation cannot be fulfilled on ${resourceName(t)} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
         { name, kind: t.plural, group: t.group },
       );
     }
@@ -218,50 +318,46 @@ export class Store {
       name,
       ...(namespace ? { namespace } : {}),
     };
-    if (current.metadata.deletionTimestamp)
-      obj.metadata.deletionTimestamp = current.metadata.deletionTimestamp;
+    for (const field of ['deletionTimestamp', 'deletionGracePeriodSeconds'] as const) {
+      if (current.metadata[field] !== undefined) obj.metadata[field] = current.metadata[field];
+      else delete obj.metadata[field];
+    }
+    if (t.kind === 'Namespace')
+      obj.metadata.labels = { ...obj.metadata.labels, 'kubernetes.io/metadata.name': name };
+    applyDefaults(obj, { creating: false, allocateIp: this.allocateIp });
     const specChanged = JSON.stringify(obj.spec) !== JSON.stringify(current.spec);
     obj.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
     obj.metadata.resourceVersion = current.metadata.resourceVersion;
+    if (options.applied) obj.metadata.managedFields = input.metadata?.managedFields;
+    else {
+      obj.metadata.managedFields = current.metadata.managedFields;
+      if (options.manager)
+        obj.metadata.managedFields = recordUpdate(
+          current,
+          obj,
+          options.manager,
+          writer === 'status' ? 'status' : undefined,
+        ) as ManagedEntry[] | undefined;
+      if (!obj.metadata.managedFields) delete obj.metadata.managedFields;
+    }
     if (JSON.stringify(obj) === JSON.stringify(current)) return structuredClone(current); // a no-op write keeps its resourceVersion
     this.check(obj, writer === 'client' ? current : undefined);
-    return this.commit('MODIFIED', obj, structuredClone(current));
+    const stored = this.commit('MODIFIED', obj, structuredClone(current));
+    this.deletion.afterUpdate(stored);
+    return stored;
   }
 
   /**
-   * Deletes an object and garbage-collects its dependents (objects whose ownerReferences name it):
-   * Orphan strips the reference, Background/Foreground delete them (immediately, both).
-   * A Namespace takes every object in it along.
+   * Deletes an object as the API server does: a bound pod gracefully (deletionTimestamp set, removed
+   * once the kubelet has stopped it, or at once with gracePeriodSeconds 0), an object with finalizers
+   * when they are gone, a Namespace once its content is gone; dependents are garbage-collected.
    */
   delete(
     kind: string,
     namespace: string | undefined,
     name: string,
-    propagation: Propagation = 'Background',
-  ): any {
-    const t = this.type(kind);
-    const current = this.objects.get(keyOf(t.kind, t.namespaced ? namespace : undefined, name));
-    if (!current) throw notFound(t, name);
-    const deleted = this.commit('DELETED', structuredClone(current));
-    if (t.kind === 'Namespace') {
-      for (const o of [...this.objects.values()]) {
-        const stillThere = this.objects.has(keyOf(o.kind, name, o.metadata.name)); // a cascade may have taken it already
-        if (o.metadata.namespace === name && stillThere)
-          this.delete(o.kind, name, o.metadata.name, 'Background');
-      }
-    }
-    for (const o of [...this.objects.values()]) {
-      const refs: any[] = o.metadata.ownerReferences ?? [];
-      if (!refs.some((r) => r.uid === current.metadata.uid)) continue;
-      if (propagation === 'Orphan') {
-        const copy = structuredClone(o);
-        copy.metadata.ownerReferences = refs.filter((r) => r.uid !== current.metadata.uid);
-        if (copy.metadata.ownerReferences.length === 0) delete copy.metadata.ownerReferences;
-        this.replace(copy, 'system');
-      } else if (this.objects.has(keyOf(o.kind, o.metadata.namespace, o.metadata.name))) {
-        this.delete(o.kind, o.metadata.namespace, o.metadata.name, 'Background');
-      }
-    }
-    return deleted;
+    options: DeleteOptions = {},
+  ): DeleteResult {
+    return this.deletion.delete(kind, namespace, name, options);
   }
 }

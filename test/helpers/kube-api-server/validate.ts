@@ -10,9 +10,19 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { Job } from 'kubernetes-models/batch/v1';
+import { Lease } from 'kubernetes-models/coordination.k8s.io/v1';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PriorityClass } from 'kubernetes-models/scheduling.k8s.io/v1';
-import { LimitRange, Namespace, Node, Pod, ResourceQuota, ServiceAccount } from 'kubernetes-models/v1';
+import {
+  Event,
+  LimitRange,
+  Namespace,
+  Node,
+  Pod,
+  ResourceQuota,
+  Service,
+  ServiceAccount,
+} from 'kubernetes-models/v1';
 
 interface Validatable {
   validate(): void;
@@ -29,6 +39,9 @@ const MODELS: Record<string, { model: ModelConstructor; clientType: string }> = 
   Job: { model: Job, clientType: 'V1Job' },
   NetworkPolicy: { model: NetworkPolicy, clientType: 'V1NetworkPolicy' },
   PriorityClass: { model: PriorityClass, clientType: 'V1PriorityClass' },
+  Service: { model: Service, clientType: 'V1Service' },
+  Event: { model: Event, clientType: 'CoreV1Event' },
+  Lease: { model: Lease, clientType: 'V1Lease' },
 };
 
 interface AttributeType {

@@ -6,9 +6,11 @@
  * Without a resourceVersion (or '0') it starts with a synthetic ADDED for every current object,
  * like a real server; @kubernetes/client-node lists first and always passes the list's version.
  * A filtered watch turns a MODIFIED that moves an object into (out of) its selector into ADDED (DELETED).
+ * With allowWatchBookmarks=true it also sends a BOOKMARK every `bookmarkIntervalMs`: an object of the
+ * watched kind carrying only metadata.resourceVersion (every change up to it has been sent).
  */
 import type { ServerResponse } from 'node:http';
-import { type ResourceType, statusBody } from './resources.js';
+import { groupVersion, type ResourceType, statusBody } from './resources.js';
 import type { Matcher } from './selectors.js';
 import type { Store, StoreEvent } from './store.js';
 
@@ -18,6 +20,10 @@ export interface WatchRequest {
   matches: Matcher;
   resourceVersion?: string;
   timeoutSeconds?: number;
+  /** Send BOOKMARK events this often (allowWatchBookmarks=true). */
+  bookmarkIntervalMs?: number;
+  /** How the objects are served (events.k8s.io/v1 Events are stored as core v1 ones). */
+  convert?: (obj: any) => any;
 }
 
 interface OpenWatch {
@@ -38,10 +44,12 @@ export class Watches {
   start(response: ServerResponse, request: WatchRequest): void {
     response.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' });
     response.flushHeaders();
-    const write = (type: string, object: unknown) => response.write(`${JSON.stringify({ type, object })}\n`);
+    const convert = (o: any) => (request.convert && o?.kind !== 'Status' ? request.convert(o) : o);
+    const write = (type: string, object: unknown) =>
+      response.write(`${JSON.stringify({ type, object: convert(object) })}\n`);
+    const kind = request.type.storedAs ?? request.type.kind;
     const inScope = (e: StoreEvent) =>
-      e.kind === request.type.kind &&
-      (!request.namespace || e.object.metadata.namespace === request.namespace);
+      e.kind === kind && (!request.namespace || e.object.metadata.namespace === request.namespace);
     const send = (e: StoreEvent) => {
       if (!inScope(e)) return;
       const now = request.matches(e.object);
@@ -63,7 +71,7 @@ export class Watches {
       return;
     }
     if (!rv || rv === '0') {
-      for (const obj of this.store.list(request.type.kind, request.namespace))
+      for (const obj of this.store.list(kind, request.namespace))
         if (request.matches(obj)) write('ADDED', obj);
     } else {
       const replay = this.store.eventsAfter(Number(rv));
@@ -82,11 +90,22 @@ export class Watches {
     const timer = request.timeoutSeconds
       ? setTimeout(() => watch.end(), request.timeoutSeconds * 1000).unref()
       : undefined;
+    const bookmarks = request.bookmarkIntervalMs
+      ? setInterval(() => {
+          const object = {
+            kind: request.type.kind,
+            apiVersion: groupVersion(request.type),
+            metadata: { resourceVersion: this.store.resourceVersion },
+          };
+          response.write(`${JSON.stringify({ type: 'BOOKMARK', object })}\n`);
+        }, request.bookmarkIntervalMs).unref()
+      : undefined;
     const watch: OpenWatch = {
       response,
       end: (graceful = true) => {
         unsubscribe();
         if (timer) clearTimeout(timer);
+        if (bookmarks) clearInterval(bookmarks);
         this.open.delete(watch);
         if (!graceful) response.socket?.destroy();
         else if (!response.writableEnded) response.end();
