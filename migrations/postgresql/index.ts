@@ -10,6 +10,7 @@ import { Migration20261201101250 as M7 } from './Migration20261201101250.js';
 import { Migration20261201154223 as M8 } from './Migration20261201154223.js';
 import { Migration20261201170427 as M9 } from './Migration20261201170427.js';
 import { Migration20261201194920 as M10 } from './Migration20261201194920.js';
+import { Migration20261202034823 as M11 } from './Migration20261202034823.js';
 
 /** Every postgresql migration, oldest first. Rewritten by `npm run migration:create`. */
 export const postgresqlMigrations: MigrationObject[] = [
@@ -24,4 +25,5 @@ export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261201154223', class: M8 },
   { name: 'Migration20261201170427', class: M9 },
   { name: 'Migration20261201194920', class: M10 },
+  { name: 'Migration20261202034823', class: M11 },
 ];

@@ -10,6 +10,7 @@ import { Migration20261201101247 as M7 } from './Migration20261201101247.js';
 import { Migration20261201154222 as M8 } from './Migration20261201154222.js';
 import { Migration20261201170420 as M9 } from './Migration20261201170420.js';
 import { Migration20261201194917 as M10 } from './Migration20261201194917.js';
+import { Migration20261202034821 as M11 } from './Migration20261202034821.js';
 
 /** Every sqlite migration, oldest first. Rewritten by `npm run migration:create`. */
 export const sqliteMigrations: MigrationObject[] = [
@@ -24,4 +25,5 @@ export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261201154222', class: M8 },
   { name: 'Migration20261201170420', class: M9 },
   { name: 'Migration20261201194917', class: M10 },
+  { name: 'Migration20261202034821', class: M11 },
 ];

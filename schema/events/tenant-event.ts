@@ -15,6 +15,7 @@ const TenantEventKindEnum = builder.enumType('TenantEventKind', {
     'QUOTA_CHANGED',
     'WINDOW_CHANGED',
     'ADMITTED_NOT_RUNNING',
+    'DISRUPTED',
     'BUDGET_ALERT',
     'QUOTA_REQUEST',
     'JOB_FLAGGED',
@@ -55,9 +56,9 @@ const TenantEventRef = builder.objectRef<TenantEventPayload>('TenantEvent').impl
     message: t.string({
       nullable: true,
       description:
-        'ADMITTED_NOT_RUNNING: why the pods are not running, as the backend reports it (unschedulable, image pull…). JOB_FLAGGED, and PREEMPTED with reason idle or not-running: the flag in words, with its numbers.',
+        'ADMITTED_NOT_RUNNING: why the pods are not running, as the backend reports it (unschedulable, image pull…). DISRUPTED: what the cluster did (eviction, drain, a lost node…); the job is pending again. JOB_FLAGGED, and PREEMPTED with reason idle or not-running: the flag in words, with its numbers.',
       resolve: (e) =>
-        e.kind === 'ADMITTED_NOT_RUNNING'
+        e.kind === 'ADMITTED_NOT_RUNNING' || e.kind === 'DISRUPTED'
           ? e.message
           : e.kind === 'JOB_FLAGGED'
             ? flagMessage(e.flag as StoredJobFlag)

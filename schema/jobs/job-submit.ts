@@ -205,6 +205,11 @@ export const SubmitJobInputRef = builder.inputType('SubmitJobInput', {
         .max(90 * 86_400, 'at most 90 days'),
     }),
     checkpoint: t.field({ type: CheckpointInput }),
+    maxRetries: t.int({
+      description:
+        "How often the job's own failures (a non-zero exit, OOMKilled) are retried in place before it fails: 0–10, default 0. Disruptions by the cluster (eviction, drain, a lost node) are never failures: the job is requeued with its checkpoint whatever this says.",
+      validate: z.number().int().min(0, 'must be at least 0').max(10, 'must be at most 10'),
+    }),
     workloadType: t.field({
       type: WorkloadTypeEnum,
       description:
@@ -257,6 +262,7 @@ export function toSubmitInput(input: SubmitArgs): SubmitJobInput {
     workload: workloadOf(input),
     workloadType: input.workloadType ?? null,
     latencySensitive: input.latencySensitive ?? false,
+    maxRetries: input.maxRetries ?? 0,
   };
 }
 

@@ -86,6 +86,12 @@ builder.node(JobRef, {
     finishedAt: t.field({ type: 'DateTime', nullable: true, resolve: (j) => j.finishedAt ?? null }),
     exitReason: t.string({ nullable: true, resolve: (j) => j.exitReason ?? null }),
     preemptionCount: t.exposeInt('preemptionCount'),
+    maxRetries: t.exposeInt('maxRetries', {
+      description: "Retries in place of the job's own failures before it fails (0–10).",
+    }),
+    disruptionCount: t.exposeInt('disruptionCount', {
+      description: 'Times the cluster stopped the job (eviction, drain, a lost node) and it was requeued.',
+    }),
     lostGpuHours: t.float({
       description:
         "GPU-hours of this job's work thrown away by its preemptions (each: its GPUs × its run since its last checkpoint); 0 when never preempted.",
@@ -154,7 +160,7 @@ builder.node(JobEventRef, {
   fields: (t) => ({
     type: t.exposeString('type', {
       description:
-        'SUBMITTED, ADMITTED, STARTED, PREEMPTED, SUCCEEDED, FAILED, CANCELLED, ADMITTED_NOT_RUNNING, FLAGGED',
+        'SUBMITTED, ADMITTED, STARTED, PREEMPTED, SUCCEEDED, FAILED, CANCELLED, ADMITTED_NOT_RUNNING, FLAGGED, DISRUPTED (stopped by the cluster: eviction, drain, a lost node; requeued)',
     }),
     reason: t.string({ nullable: true, resolve: (e) => e.reason ?? null }),
     message: t.string({ nullable: true, resolve: (e) => e.message ?? null }),

@@ -28,6 +28,17 @@ export interface BackendJob {
   workloadType?: WorkloadType | null;
   /** Declared as serving latency-sensitive traffic. */
   latencySensitive?: boolean;
+  /**
+   * How often the job's own failures (a non-zero exit, OOMKilled) are retried in place before the
+   * job fails (0–10; absent: 0). Disruptions (eviction, drain, a lost node) are not failures: the
+   * backend reports them as 'disrupted' and the job is requeued, whatever this says.
+   */
+  maxRetries?: number;
+  /**
+   * Seconds the job's pods get between the stop signal and being killed when it is preempted or
+   * reclaimed: its queue's isolation policy's reclaim grace. Absent: the backend's default.
+   */
+  graceSeconds?: number;
   /** Opaque to the scheduler: image, command, env… (the simulated backend reads `simulate`). */
   workload?: Record<string, unknown>;
 }
@@ -36,6 +47,18 @@ export type BackendEvent =
   | { type: 'started'; jobId: string; at: number }
   | { type: 'succeeded'; jobId: string; at: number }
   | { type: 'failed'; jobId: string; at: number; reason: string }
+  /**
+   * The run was stopped by the cluster, not by the job (a pod evicted, its node drained or lost,
+   * the cluster's own preemption, a pod deleted from outside): the job goes back to pending with
+   * its checkpoint. `at` is when the run stopped holding its place; `reason` is tenant-safe.
+   * The backend has already stopped the run's other pods.
+   */
+  | { type: 'disrupted'; jobId: string; at: number; reason: string }
+  /**
+   * A suspended (preempted) run's pods are all gone, at `at`: its GPUs are free only now
+   * (reported by backends with a `stopGraceSeconds`, whose pods stop over a grace period).
+   */
+  | { type: 'stopped'; jobId: string; at: number }
   /** GPU utilization of a running job, 0..1 averaged over its GPUs; GPU memory in use over GPU memory (0..1)
    * when the source says.
    */
@@ -92,6 +115,13 @@ export interface ExecutionBackend {
    * core's expected ends and ETAs are in the backend's clock, so specs divide durations by it.
    */
   readonly timeScale: number;
+  /**
+   * Set by a backend whose suspended runs keep their GPUs while their pods stop (Kubernetes: the
+   * termination grace): the grace, in seconds, of a job that names none (`BackendJob.graceSeconds`).
+   * Such a backend reports 'stopped' when a suspended run's pods are gone; until then the run is
+   * charged. Absent: a suspended run stops at once.
+   */
+  readonly stopGraceSeconds?: number;
   start(job: BackendJob): Promise<void>;
   /** Preempted: stop the pods now; the job may be started again later. */
   suspend(jobId: string, reason: string): Promise<void>;
@@ -121,4 +151,9 @@ export interface ExecutionBackend {
    * Never throws: a source that does not answer is said and asked again at the next call.
    */
   pollUtilization?(): Promise<void>;
+  /**
+   * Backends with a metrics source: whether it is in an outage (it fails, or answers nothing for
+   * running GPU jobs, so idle reclaim has nothing to act on) and how many outages began so far.
+   */
+  probeHealth?(): { outage: boolean; outages: number };
 }

@@ -42,6 +42,8 @@ export type TenantEventPayload =
     }
   /** Admitted, but the backend has not got its pods running within its limit (a candidate for reclaim). */
   | { kind: 'ADMITTED_NOT_RUNNING'; jobId: string; queueId: string; at: number; message: string }
+  /** Stopped by the cluster (eviction, drain, a lost node…) and back to pending with its checkpoint. */
+  | { kind: 'DISRUPTED'; jobId: string; queueId: string; at: number; message: string }
   /**
    * A budget threshold crossed (once per budget, month and threshold). The amounts are money:
    * the tenantEvents subscription blanks them (null) for callers who may not see money.

@@ -123,6 +123,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     logError,
     meteringIntervalMs: config.metering.intervalMs,
     cycleSliceMs: config.scheduling.cycleSliceMs,
+    disruptionBackoff: {
+      baseMs: config.scheduling.disruptionBackoffMs,
+      maxMs: config.scheduling.disruptionBackoffMaxMs,
+    },
     // Budgets: thresholds are evaluated after each metering checkpoint; exhausted hard budgets hold
     // admission.
     metering: {
@@ -160,6 +164,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   await scheduler.start();
   await backendSync?.request();
   metrics.watchScheduler({ stats: scheduler.stats(), logError });
+  if (backend.probeHealth) metrics.watchProbes(() => backend.probeHealth!());
   const identityCache = new IdentityCache({ ttlMs: config.auth.identityCacheMs, now });
   const stopIdentityCache = identityCache.follow(events, logError);
   const identity = new IdentityResolver({

@@ -38,6 +38,8 @@ export function testConfig(parts: {
     FAIRWAY_DEMO_TRICKLE: 'false',
     FAIRWAY_SIM_TIME_SCALE: '1000',
     FAIRWAY_GRAPHIQL: 'false',
+    // A disrupted job's backoff (5 s, doubling) shortened: long enough for the inventory to see a drained node.
+    FAIRWAY_DISRUPTION_BACKOFF_MS: '300',
   });
   return {
     ...base,

@@ -112,6 +112,7 @@ describeEachDialect('raw reads match the ORM', (dialect) => {
             admission: job.admission,
             probeSummary: job.probeSummary,
             governanceFlag: job.governanceFlag,
+            stoppingAdmission: job.stoppingAdmission,
           }
         : { ...wrap(job as Job).toObject() };
     for (const key of ['tenant', 'project', 'queue', 'submittedBy'])

@@ -2,7 +2,7 @@
 // in the tenant's namespace, suspended on preemption and resumed on readmission, deleted on
 // cancel; informers on Jobs, Pods and Nodes turn what the cluster does back into Fairway's
 // events and inventory. Shaped after Kueue's contract with Jobs (see ../README.md).
-import type { KubeConfig, V1Job } from '@kubernetes/client-node';
+import type { KubeConfig, V1Job, V1Pod } from '@kubernetes/client-node';
 import type {
   BackendEvent,
   BackendFlavor,
@@ -11,12 +11,13 @@ import type {
   BackendTenant,
   ExecutionBackend,
 } from '../port.js';
-import { type PodOwner, PrometheusProbes, podOfName } from '../prometheus/index.js';
+import { type PodOwner, type ProbeHealth, PrometheusProbes, podOfName } from '../prometheus/index.js';
 import { apiMessage, KubeClient, type KubeClientOptions, loadKubeConfig, statusOf } from './client.js';
 import { InventoryFeed } from './inventory-feed.js';
 import { ensureJob, finished, refOf, withWorkloadHash } from './job-updates.js';
-import { namespaceName } from './naming.js';
-import { jobObjects, type KubeTenant } from './objects.js';
+import { ANNOTATION_ADMISSION, LABEL_POD_SET, namespaceName } from './naming.js';
+import { jobObjects, jobService, type KubeTenant } from './objects.js';
+import { releaseGatedPods } from './placement-gates.js';
 import { notRunningReport, runChange, type TrackedRun, trackedRun } from './run-tracking.js';
 import type { KubernetesSettings } from './settings.js';
 import { tenantSafeMessage } from './status.js';
@@ -41,6 +42,7 @@ export interface KubernetesBackendOptions {
 export class KubernetesBackend implements ExecutionBackend {
   readonly name = 'kubernetes';
   readonly timeScale = 1;
+  readonly stopGraceSeconds: number;
   readonly client: KubeClient;
   private readonly settings: KubernetesSettings;
   private readonly now: () => number;
@@ -50,6 +52,8 @@ export class KubernetesBackend implements ExecutionBackend {
   private readonly inventory: InventoryFeed;
   private readonly tenantReconciler: TenantReconciler;
   private readonly tracked = new Map<string, TrackedRun>();
+  /** Suspended runs whose pods may still be stopping: job id → the admission they ran under. */
+  private readonly stopping = new Map<string, string>();
   private readonly listeners = new Set<(event: BackendEvent) => void>();
   private readonly timers: NodeJS.Timeout[] = [];
   private started: Promise<void> | null = null;
@@ -58,9 +62,12 @@ export class KubernetesBackend implements ExecutionBackend {
    * URL.
    */
   readonly pollUtilization?: () => Promise<void>;
+  /** The Prometheus probe source's health (port.ts probeHealth); absent without a Prometheus URL. */
+  readonly probeHealth?: () => ProbeHealth;
 
   constructor(options: KubernetesBackendOptions) {
     this.settings = options.settings;
+    this.stopGraceSeconds = options.settings.preemptionGraceSeconds;
     this.now = options.now ?? Date.now;
     this.logError = options.logError ?? ((error) => console.error('[fairway] kubernetes backend:', error));
     this.log = options.log ?? ((message) => console.log(`[fairway] kubernetes: ${message}`));
@@ -69,7 +76,11 @@ export class KubernetesBackend implements ExecutionBackend {
     this.tenantReconciler = new TenantReconciler(this.client, this.settings, this.log);
     this.watches = new ClusterWatches(kc, this.client, this.settings, this.log, {
       onRunObject: (jobId) => {
-        if (this.tracked.has(jobId)) this.evaluate(jobId);
+        if (this.tracked.has(jobId)) {
+          this.evaluate(jobId);
+          this.releaseGated(jobId);
+        }
+        if (this.stopping.has(jobId)) this.checkStopped(jobId);
       },
       onNodes: () => this.inventory.changed(),
     });
@@ -89,9 +100,14 @@ export class KubernetesBackend implements ExecutionBackend {
           now: this.now,
           log: this.log,
           fetch: options.fetch,
+          runningGpuJobs: () =>
+            [...this.tracked]
+              .filter(([, t]) => t.started && t.job.podSets.some((p) => (p.perPod.gpu ?? 0) > 0))
+              .map(([jobId]) => jobId),
         },
       );
       this.pollUtilization = async () => void (this.closed ? 0 : await probes.poll());
+      this.probeHealth = () => probes.health();
     }
   }
 
@@ -149,11 +165,14 @@ export class KubernetesBackend implements ExecutionBackend {
         `cannot run on this Kubernetes cluster: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
+    const service = jobService(job, { namespace, tenant, flavors: new Map(), nodePools: new Map() });
     const tracked = trackedRun(job, namespace, built, this.tracked.get(job.jobId), this.now);
     const { admissionAt } = tracked;
     // Tracked before the writes, so a watch event that beats the create's answer is understood.
     this.tracked.set(job.jobId, tracked);
     try {
+      // The pods' DNS names exist before the pods: a launcher resolves its peers as it starts.
+      if (service) await this.client.createOrGet(service);
       for (const desired of built)
         await ensureJob(
           this.client,
@@ -181,21 +200,43 @@ export class KubernetesBackend implements ExecutionBackend {
   async suspend(jobId: string, _reason: string): Promise<void> {
     this.assertOpen();
     await this.ready();
-    const queue = this.tracked.get(jobId)?.job.queue;
+    const run = this.tracked.get(jobId);
+    const queue = run?.job.queue;
     this.tracked.delete(jobId);
     const remove = queue !== undefined && this.settings.deleteOnPreemptQueues.includes(queue);
-    for (const j of await this.watches.jobsOf(jobId)) {
+    const jobs = await this.watches.jobsOf(jobId);
+    // Its pods stop over their grace: said 'stopped' once they are gone (after a restart, the
+    // admission is read off its Jobs).
+    const admissionAt =
+      run?.admissionAt ?? jobs.find((j) => !finished(j))?.metadata?.annotations?.[ANNOTATION_ADMISSION];
+    if (admissionAt !== undefined) this.stopping.set(jobId, admissionAt);
+    for (const j of jobs) {
       if (finished(j)) continue;
       if (remove) await this.client.deleteIfPresent(refOf(j));
       else if (!j.spec?.suspend) await this.client.mergePatch(refOf(j), { spec: { suspend: true } });
     }
+    setImmediate(() => this.checkStopped(jobId));
   }
 
   async cancel(jobId: string): Promise<void> {
     this.assertOpen();
     await this.ready();
     this.tracked.delete(jobId);
-    for (const j of await this.watches.jobsOf(jobId)) await this.client.deleteIfPresent(refOf(j));
+    const jobs = await this.watches.jobsOf(jobId);
+    for (const j of jobs) await this.client.deleteIfPresent(refOf(j));
+    await this.removeServices(jobs);
+  }
+
+  /** The headless Service of a finished or cancelled multi-pod job (named by its pods' subdomain). */
+  private async removeServices(jobs: readonly V1Job[]): Promise<void> {
+    const seen = new Set<string>();
+    for (const j of jobs) {
+      const name = j.spec?.template.spec?.subdomain;
+      const namespace = j.metadata?.namespace;
+      if (!name || seen.has(`${namespace}/${name}`)) continue;
+      seen.add(`${namespace}/${name}`);
+      await this.client.deleteIfPresent({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace } });
+    }
   }
 
   onEvent(listener: (event: BackendEvent) => void): () => void {
@@ -234,6 +275,7 @@ export class KubernetesBackend implements ExecutionBackend {
       if (liveIds.has(jobId)) continue;
       this.tracked.delete(jobId);
       // Finished Jobs of finished Fairway jobs stay for their TTL (logs); anything else is an orphan.
+      await this.removeServices([...byName.values()]).catch((error: unknown) => problems.push(error));
       for (const j of byName.values()) {
         if (finished(j)) continue;
         try {
@@ -266,7 +308,10 @@ export class KubernetesBackend implements ExecutionBackend {
   }
 
   private evaluateAll(): void {
-    for (const jobId of [...this.tracked.keys()]) this.evaluate(jobId);
+    for (const jobId of [...this.tracked.keys()]) {
+      this.evaluate(jobId);
+      this.releaseGated(jobId);
+    }
   }
 
   /** Reports what changed for the tracked run since it was last looked at (run-tracking.ts). */
@@ -280,14 +325,94 @@ export class KubernetesBackend implements ExecutionBackend {
     else if (change.kind === 'succeeded') {
       this.tracked.delete(jobId);
       this.emit({ type: 'succeeded', jobId, at: change.at });
+      void this.removeServices([...(this.watches.jobsById.get(jobId)?.values() ?? [])]).catch(this.logError);
     } else if (change.kind === 'failed') {
       this.tracked.delete(jobId);
       this.emit({ type: 'failed', jobId, at: change.at, reason: change.reason });
       // A Job whose pods cannot start (an image that does not pull) would hold its GPUs forever.
-      for (const j of change.jobs)
-        if (!finished(j))
-          void this.client.mergePatch(refOf(j), { spec: { suspend: true } }).catch(this.logError);
+      this.suspendAll(change.jobs);
+      void this.removeServices(change.jobs).catch(this.logError);
+    } else if (change.kind === 'disrupted') {
+      // The rest of the gang stops too (it cannot go on without the lost pod); the Jobs stay,
+      // suspended, for the readmission to resume them with a new placement.
+      this.disrupted(jobId, change.reason, change.at);
     }
+  }
+
+  /** Gated pods asked to be released, by uid (the informer shows the release a moment later). */
+  private readonly released = new Set<string>();
+
+  /** Releases the tracked run's gated pods to their nodes (placement-gates.ts). */
+  private releaseGated(jobId: string): void {
+    const t = this.tracked.get(jobId);
+    if (!t || !this.settings.exactPlacement || this.closed) return;
+    const pods = [...(this.watches.podsById.get(jobId)?.values() ?? [])];
+    const run = { jobId, admissionAt: t.admissionAt, admissions: t.job.admission.podSets };
+    const patch = (pod: V1Pod, body: Record<string, unknown>) =>
+      this.client.mergePatch(
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: pod.metadata!.name!, namespace: pod.metadata!.namespace },
+        },
+        body,
+      );
+    const podSet = (pod: V1Pod) => pod.metadata?.labels?.[LABEL_POD_SET];
+    void releaseGatedPods(patch, run, pods, this.released, podSet, (node) => this.unusableNode(node))
+      .then(({ stuck, unavailable }) => {
+        for (const pod of stuck)
+          this.log(`pod ${pod.metadata?.name} of job ${jobId} has no node in its admission; left gated`);
+        // Placed on a node drained or lost since: placed again, as a disruption.
+        if (unavailable && this.tracked.get(jobId) === t)
+          this.disrupted(jobId, `NodeUnavailable: ${unavailable}`);
+      })
+      .catch((error: unknown) => {
+        // The API server did not take it (an outage): asked again soon, not only at the next resync.
+        this.logError(error);
+        if (!this.closed) setTimeout(() => this.releaseGated(jobId), 1000).unref();
+      });
+    if (this.released.size > 10_000) this.released.clear();
+  }
+
+  /** Why a node cannot take a pod now (gone, cordoned, not ready), or null. */
+  private unusableNode(name: string): string | null {
+    const node = this.watches.nodes.get(name);
+    if (!node) return `node ${name} is gone`;
+    if (node.spec?.unschedulable) return `node ${name} is cordoned`;
+    const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+    if (ready && ready.status !== 'True') return `node ${name} is not ready`;
+    return null;
+  }
+
+  /** The run stopped by the cluster: its Jobs suspended, the job reported disrupted (requeued). */
+  private disrupted(jobId: string, reason: string, at = this.now()): void {
+    const t = this.tracked.get(jobId);
+    if (!t) return;
+    this.tracked.delete(jobId);
+    this.log(`job ${jobId} was disrupted: ${reason}`);
+    this.suspendAll([...(this.watches.jobsById.get(jobId)?.values() ?? [])]);
+    this.emit({ type: 'disrupted', jobId, at, reason: tenantSafeMessage(reason, [jobId, t.job.tenant]) });
+  }
+
+  /** A suspended run whose pods are all gone (or ended) is reported stopped: its GPUs are free now. */
+  private checkStopped(jobId: string): void {
+    const admissionAt = this.stopping.get(jobId);
+    if (admissionAt === undefined || this.closed) return;
+    const pods = [...(this.watches.podsById.get(jobId)?.values() ?? [])].filter(
+      (p) =>
+        p.metadata?.annotations?.[ANNOTATION_ADMISSION] === admissionAt &&
+        p.status?.phase !== 'Succeeded' &&
+        p.status?.phase !== 'Failed',
+    );
+    if (pods.length) return;
+    this.stopping.delete(jobId);
+    this.emit({ type: 'stopped', jobId, at: this.now() });
+  }
+
+  private suspendAll(jobs: readonly V1Job[]): void {
+    for (const j of jobs)
+      if (!finished(j))
+        void this.client.mergePatch(refOf(j), { spec: { suspend: true } }).catch(this.logError);
   }
 
   private checkNotRunning(): void {

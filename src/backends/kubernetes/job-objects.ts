@@ -12,6 +12,7 @@ import type {
 } from '@kubernetes/client-node';
 import type { FlavorSpec, PodSetAdmission, PodSetSpec } from '../../core/scheduling/index.js';
 import type { BackendJob } from '../port.js';
+import { headlessService, type Rendezvous, rendezvousEnv, rendezvousOf } from './distributed.js';
 import {
   ANNOTATION_ADMISSION,
   ANNOTATION_CHECKPOINT_INTERVAL,
@@ -26,6 +27,7 @@ import {
   labelValue,
   TAINT_DEDICATED,
 } from './naming.js';
+import { placementGate } from './placement-gates.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';
 import { type KubeTenant, tenantLabels, WORKLOAD_SERVICE_ACCOUNT } from './tenant-objects.js';
 
@@ -69,16 +71,34 @@ const GPU_TOLERATION: V1Toleration = { key: 'nvidia.com/gpu', operator: 'Exists'
 /** One batch/v1 Job per pod set of an admitted job; pod sets admitted with 0 pods get none. */
 export function jobObjects(job: BackendJob, ctx: JobBuildContext, s: KubernetesSettings): V1Job[] {
   const container = containerOf(job);
+  const rendezvous = rendezvousOf(job, (i) => kubeJobName(job.jobId, i));
   const jobs: V1Job[] = [];
   job.podSets.forEach((podSet, index) => {
     const admitted = job.admission.podSets.find((a) => a.name === podSet.name);
     if (!admitted) throw new Error(`job ${job.jobId}: pod set "${podSet.name}" has no admission`);
     if (admitted.count < 1) return;
-    jobs.push(jobForPodSet(job, index, podSet, admitted, container, ctx, s));
+    jobs.push(jobForPodSet(job, index, podSet, admitted, container, rendezvous, ctx, s));
   });
   if (jobs.length === 0) throw new Error(`job ${job.jobId}: the admission has no pods`);
   return jobs;
 }
+
+/** The headless Service through which a multi-pod job's pods find each other; null for one pod. */
+export function jobService(job: BackendJob, ctx: JobBuildContext): ReturnType<typeof headlessService> | null {
+  const rendezvous = rendezvousOf(job, (i) => kubeJobName(job.jobId, i));
+  if (!rendezvous) return null;
+  const labels = { ...tenantLabels(ctx.tenant), [LABEL_JOB_ID]: labelValue(job.jobId) };
+  return headlessService(job, rendezvous, ctx.namespace, labels);
+}
+
+/**
+ * Disruptions (eviction, drain, a lost node, the cluster's own preemption) mark the pod
+ * DisruptionTarget: they do not count against the retries, so the Job controller never fails
+ * the Job for them; the backend sees the condition and requeues the job instead.
+ */
+const POD_FAILURE_POLICY = {
+  rules: [{ action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget', status: 'True' }] }],
+};
 
 function jobForPodSet(
   job: BackendJob,
@@ -86,6 +106,7 @@ function jobForPodSet(
   podSet: PodSetSpec,
   admitted: PodSetAdmission,
   container: WorkloadContainer | null,
+  rendezvous: Rendezvous | null,
   ctx: JobBuildContext,
   s: KubernetesSettings,
 ): V1Job {
@@ -110,9 +131,10 @@ function jobForPodSet(
       // A gang: all pods run together; Indexed gives each a stable index (JOB_COMPLETION_INDEX, hostname).
       parallelism: count,
       completions: count,
-      ...(count > 1 ? { completionMode: 'Indexed' } : {}),
-      // Fairway decides about retries (requeue), not the Job controller.
-      backoffLimit: 0,
+      ...(count > 1 || rendezvous ? { completionMode: 'Indexed' } : {}),
+      // The job's own failures are retried in place up to its maxRetries; disruptions never count.
+      backoffLimit: job.maxRetries ?? 0,
+      podFailurePolicy: POD_FAILURE_POLICY,
       suspend: false,
       ttlSecondsAfterFinished: s.finishedJobTtlSeconds,
       ...(job.maxRunMs !== undefined
@@ -120,7 +142,7 @@ function jobForPodSet(
         : {}),
       template: {
         metadata: { labels: { ...labels }, annotations: { ...annotations } },
-        spec: podSpec(job, podSet, admitted, container, ctx, s),
+        spec: podSpec(job, index, podSet, admitted, container, rendezvous, ctx, s),
       },
     },
   };
@@ -162,9 +184,11 @@ function checkpointEnv(job: BackendJob): V1EnvVar[] {
 
 function podSpec(
   job: BackendJob,
+  index: number,
   podSet: PodSetSpec,
   admitted: PodSetAdmission,
   container: WorkloadContainer | null,
+  rendezvous: Rendezvous | null,
   ctx: JobBuildContext,
   s: KubernetesSettings,
 ): V1PodSpec {
@@ -175,6 +199,7 @@ function podSpec(
   const ours: V1EnvVar[] = [{ name: 'FAIRWAY_JOB_ID', value: job.jobId }, ...datasetEnv];
   if (container?.artifactStore) ours.push({ name: 'FAIRWAY_ARTIFACT_STORE', value: container.artifactStore });
   ours.push(...checkpointEnv(job));
+  if (rendezvous) ours.push(...rendezvousEnv(rendezvous, index, job.jobId));
   // The user's variables cannot override Fairway's (a later duplicate would win in Kubernetes).
   const userEnv = (container?.env ?? []).filter((e) => !ours.some((o) => o.name === e.name));
   const main: V1Container = {
@@ -195,7 +220,9 @@ function podSpec(
     restartPolicy: 'Never',
     serviceAccountName: WORKLOAD_SERVICE_ACCOUNT,
     automountServiceAccountToken: false,
-    terminationGracePeriodSeconds: s.preemptionGraceSeconds,
+    // A preempted or reclaimed job's pods get its policy's grace to checkpoint before they are killed.
+    terminationGracePeriodSeconds: job.graceSeconds ?? s.preemptionGraceSeconds,
+    ...(rendezvous ? { subdomain: rendezvous.serviceName } : {}),
     securityContext: {
       runAsNonRoot: true,
       seccompProfile: { type: 'RuntimeDefault' },
@@ -349,7 +376,10 @@ function placementOf(
   if (nodes.length > 0 && pools.size === 1 && pool !== undefined) nodeSelector[s.poolLabel] = pool;
   if (Object.keys(nodeSelector).length) placement.nodeSelector = nodeSelector;
 
-  if (s.pinToNodes && nodes.length > 0) {
+  if (s.exactPlacement) {
+    // Each pod waits behind the gate until the backend holds it to its own node (placement-gates.ts).
+    placement.schedulingGates = placementGate();
+  } else if (s.pinToNodes && nodes.length > 0) {
     // The hostname label equals the node name on most clusters; the test API server matches on it.
     placement.affinity = {
       nodeAffinity: {

@@ -30,6 +30,7 @@ export async function ensureJob(
   cached: V1Job | undefined,
   desired: V1Job,
   admissionAt: string,
+  timing: ReadmissionTiming = DEFAULT_TIMING,
 ): Promise<void> {
   const ref = refOf(desired);
   let existing = cached;
@@ -53,7 +54,42 @@ export async function ensureJob(
   }
   // Readmission of a suspended Job (Kueue's way): new placement and admission, then resume.
   if (!existing.spec?.suspend) await client.mergePatch(ref, { spec: { suspend: true } });
+  // A real API server refuses a new placement until the Job controller, having stopped the
+  // pods, has cleared status.startTime (as Kueue waits for it).
+  if (existing.status?.startTime) existing = await waitStartTimeCleared(client, ref, timing);
   await client.mergePatch(ref, resumePatch(existing, desired, admissionAt));
+}
+
+export interface ReadmissionTiming {
+  /** How long to wait for the Job controller to clear startTime. Default 60 s. */
+  timeoutMs: number;
+  pollMs: number;
+}
+
+const DEFAULT_TIMING: ReadmissionTiming = { timeoutMs: 60_000, pollMs: 200 };
+
+/** A start that cannot go on yet; left for a retry (the outbox performs the start again). */
+export class NotYetError extends Error {}
+
+async function waitStartTimeCleared(
+  client: KubeClient,
+  ref: ObjectRef,
+  timing: ReadmissionTiming,
+): Promise<V1Job> {
+  const deadline = Date.now() + timing.timeoutMs;
+  for (;;) {
+    const current = await client.read<V1Job>(ref);
+    if (!current)
+      throw new NotYetError(
+        `Job ${ref.metadata.namespace}/${ref.metadata.name} is gone; the start is retried`,
+      );
+    if (!current.status?.startTime) return current;
+    if (Date.now() >= deadline)
+      throw new NotYetError(
+        `Job ${ref.metadata.namespace}/${ref.metadata.name} is still stopping its pods (startTime set); the start is retried`,
+      );
+    await new Promise((resolve) => setTimeout(resolve, timing.pollMs));
+  }
 }
 
 async function waitGone(client: KubeClient, ref: ObjectRef): Promise<void> {
@@ -85,6 +121,8 @@ export function workloadHash(built: V1Job): string {
     containers: pod.containers ?? [],
     volumes: pod.volumes ?? [],
     priorityClassName: pod.priorityClassName ?? null,
+    terminationGracePeriodSeconds: pod.terminationGracePeriodSeconds ?? null,
+    subdomain: pod.subdomain ?? null,
   };
   return createHash('sha256').update(JSON.stringify(fixed)).digest('hex').slice(0, 16);
 }

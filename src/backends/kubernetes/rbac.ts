@@ -33,8 +33,11 @@ export const FAIRWAY_RBAC_RULES: RbacRule[] = [
   // One Job per pod set of an admitted job: started, suspended on preemption, deleted on cancel; watched for
   // state.
   { apiGroups: ['batch'], resources: ['jobs'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
-  // Read-only: pod phases and failure reasons (image pull errors, OOM kills) for job status.
-  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+  // A headless Service per multi-pod job: its pods' DNS names for the rendezvous.
+  { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'create', 'delete'] },
+  // Pod phases and failure reasons (image pull errors, OOM kills) for job status; patch: a gated pod is
+  // released to the node Fairway placed it on (its nodeSelector and scheduling gates, nothing else).
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch'] },
   // Read-only: the GPU inventory (allocatable resources, product and pool labels, taints, readiness).
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
   // The best-effort priority class, created once and kept in shape.

@@ -53,7 +53,9 @@ export type RunChange =
   | { kind: 'started'; at: number }
   | { kind: 'succeeded'; at: number }
   /** reason is tenant-safe; jobs: the run's Jobs, to be suspended when not finished. */
-  | { kind: 'failed'; at: number; reason: string; jobs: V1Job[] };
+  | { kind: 'failed'; at: number; reason: string; jobs: V1Job[] }
+  /** Stopped by the cluster (status.ts disruptionOf): requeue; jobs: the run's Jobs, to be suspended. */
+  | { kind: 'disrupted'; at: number; reason: string; jobs: V1Job[] };
 
 /**
  * Compares what the cluster shows for the tracked run with what was reported, and says the
@@ -70,8 +72,10 @@ export function runChange(
   const jobs = [...(jobsByName?.values() ?? [])].filter((j) => current(j) && !j.spec?.suspend);
   if (jobs.length < t.names.length) return { kind: 'none' };
   const pods = [...(podsByName?.values() ?? [])].filter(current);
-  const seen = observeRun(jobs, pods, t.expectedPods);
+  const seen = observeRun(jobs, pods, t.expectedPods, { retries: t.job.maxRetries });
   const at = now();
+  if (seen.kind === 'disrupted')
+    return { kind: 'disrupted', at, reason: tenantSafeMessage(seen.reason, [jobId, t.job.tenant]), jobs };
   if (seen.kind === 'running' && !t.started) {
     t.started = true;
     return { kind: 'started', at };

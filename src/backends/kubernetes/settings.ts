@@ -33,7 +33,14 @@ export interface KubernetesSettings {
   poolLabel: string;
   /** First matching mapping wins per node. */
   flavors: FlavorMapping[];
-  /** Pods get required node affinity to the admitted nodes' hostnames. */
+  /**
+   * Each pod is created behind a scheduling gate and released to the very node Fairway placed it on
+   * (a hostname nodeSelector added to the gated pod, as Kueue's topology-aware scheduling does), so
+   * kube-scheduler only binds what Fairway decided, whatever it would score. false: pods are only
+   * held to the pool (or to the admitted nodes with pinToNodes) and kube-scheduler picks the node.
+   */
+  exactPlacement: boolean;
+  /** Without exactPlacement: pods get required node affinity to the admitted nodes' hostnames. */
   pinToNodes: boolean;
   /** Pod terminationGracePeriodSeconds. */
   preemptionGraceSeconds: number;
@@ -50,6 +57,12 @@ export interface KubernetesSettings {
   requestTimeoutMs: number;
   /** Watches are started again this often (from where they were), so a silently dead one is replaced. */
   watchRestartMs: number;
+  /**
+   * Each tenant's namespace, quota, limits, network policy and service account (and the best-effort
+   * PriorityClass) are compared with the cluster this often, at a tenant sync, and what was edited or
+   * deleted outside Fairway is applied again; 0: at every tenant sync.
+   */
+  tenantRepairMs: number;
   /** Runtime probes read from Prometheus (DCGM exporter metrics); off while `probes.prometheusUrl` is null. */
   probes: PrometheusProbeSettings;
 }
@@ -59,6 +72,7 @@ export const DEFAULT_KUBERNETES_SETTINGS: KubernetesSettings = Object.freeze({
   gpuProductLabel: 'nvidia.com/gpu.product',
   poolLabel: 'fairway.dev/pool',
   flavors: [],
+  exactPlacement: true,
   pinToNodes: false,
   preemptionGraceSeconds: 30,
   deleteOnPreemptQueues: [],
@@ -68,6 +82,7 @@ export const DEFAULT_KUBERNETES_SETTINGS: KubernetesSettings = Object.freeze({
   containerDefaults: { cpu: '1', memory: '2Gi' },
   requestTimeoutMs: 10_000,
   watchRestartMs: 300_000,
+  tenantRepairMs: 60_000,
   probes: DEFAULT_PROMETHEUS_PROBES,
 }) as KubernetesSettings;
 
@@ -99,6 +114,7 @@ const settingsSchema = z.strictObject({
   gpuProductLabel: labelKey,
   poolLabel: labelKey,
   flavors: z.array(flavorMapping),
+  exactPlacement: z.boolean(),
   pinToNodes: z.boolean(),
   preemptionGraceSeconds: z.number().int().min(0),
   deleteOnPreemptQueues: z.array(z.string().min(1)),
@@ -111,6 +127,7 @@ const settingsSchema = z.strictObject({
   containerDefaults: z.strictObject({ cpu: quantity, memory: quantity }),
   requestTimeoutMs: z.number().int().min(100).max(600_000),
   watchRestartMs: z.number().int().min(1000).max(3_600_000),
+  tenantRepairMs: z.number().int().min(0).max(86_400_000),
   probes: prometheusProbesSchema,
 });
 

@@ -12,7 +12,9 @@ export type RunObservation =
   /** Every Job has condition Complete=True. */
   | { kind: 'succeeded' }
   /** Any Job Failed=True, any pod Failed, or a container stuck on an image/config error. */
-  | { kind: 'failed'; reason: string };
+  | { kind: 'failed'; reason: string }
+  /** A pod stopped by the cluster rather than by the job (see `disruptionOf`): requeued, not failed. */
+  | { kind: 'disrupted'; reason: string };
 
 const MAX_TEXT = 500;
 
@@ -32,13 +34,21 @@ export function observeRun(
   jobs: readonly V1Job[],
   pods: readonly V1Pod[],
   expectedPods: number,
+  options: { retries?: number } = {},
 ): RunObservation {
   const failedJob = jobs.find((j) => hasCondition(j, 'Failed') || hasCondition(j, 'FailureTarget'));
-  if (failedJob) return { kind: 'failed', reason: clip(jobFailure(failedJob, pods)) };
+  // The job's own deadline first: the Job controller deletes the pods it kills for it.
+  if (failedJob && failureReason(failedJob) === 'DeadlineExceeded')
+    return { kind: 'failed', reason: clip(jobFailure(failedJob, pods)) };
   if (jobs.length > 0 && jobs.every((j) => hasCondition(j, 'Complete'))) return { kind: 'succeeded' };
+  // A failed Job's controller deletes its remaining pods itself: those deletions are not disruptions.
+  const disruption = firstDisruption(pods, { deletions: !failedJob });
+  if (disruption) return { kind: 'disrupted', reason: clip(disruption) };
+  if (failedJob) return { kind: 'failed', reason: clip(jobFailure(failedJob, pods)) };
 
   const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
-  const podFailure = firstPodFailure(live);
+  // With retries left the Job controller replaces a failed pod; its Failed condition says when they ran out.
+  const podFailure = (options.retries ?? 0) > 0 ? firstFatalWait(live) : firstPodFailure(live);
   if (podFailure) return { kind: 'failed', reason: clip(podFailure) };
 
   const up = live.filter((p) => p.status?.phase === 'Running' || p.status?.phase === 'Succeeded').length;
@@ -88,6 +98,41 @@ function pendingReason(pods: readonly V1Pod[]): string | null {
   return null;
 }
 
+/** Why the cluster stopped these pods, when it did (the first such pod); null when none was disrupted. */
+export function firstDisruption(
+  pods: readonly V1Pod[],
+  options: { deletions?: boolean } = {},
+): string | null {
+  for (const pod of pods) {
+    const why = disruptionOf(pod, options.deletions ?? true);
+    if (why) return why;
+  }
+  return null;
+}
+
+/**
+ * A pod stopped from outside the job: marked DisruptionTarget by the cluster (eviction API, a
+ * drain, the scheduler's preemption, the taint manager, PodGC for a lost node, the kubelet under
+ * node pressure), evicted by a kubelet that sets only `reason: Evicted`, or deleted by someone
+ * while its Job runs (the Job controller deletes pods only of suspended or finished Jobs).
+ */
+export function disruptionOf(pod: V1Pod, deletions = true): string | null {
+  const target = pod.status?.conditions?.find((c) => c.type === 'DisruptionTarget' && c.status === 'True');
+  if (target)
+    return `${target.reason ?? 'DisruptionTarget'}: ${target.message ?? `pod ${podName(pod)} was disrupted`}`;
+  if (pod.status?.reason === 'Evicted')
+    return `Evicted: ${pod.status.message ?? `pod ${podName(pod)} was evicted by its node`}`;
+  if (deletions && pod.metadata?.deletionTimestamp && pod.status?.phase !== 'Succeeded')
+    return `DeletedFromOutside: pod ${podName(pod)} was deleted while its job ran`;
+  return null;
+}
+
+function failureReason(job: V1Job): string | undefined {
+  return job.status?.conditions?.find(
+    (c) => (c.type === 'Failed' || c.type === 'FailureTarget') && c.status === 'True',
+  )?.reason;
+}
+
 function jobFailure(job: V1Job, pods: readonly V1Pod[]): string {
   const cond = job.status?.conditions?.find(
     (c) => (c.type === 'Failed' || c.type === 'FailureTarget') && c.status === 'True',
@@ -127,6 +172,17 @@ function terminatedText(
   const where = `container ${container} of pod ${podName(pod)}`;
   if (reason === 'OOMKilled') return `OOMKilled: ${where} ran out of memory (exit code ${exitCode})`;
   return `${reason ?? 'Error'}: ${where} exited with code ${exitCode}${message ? `: ${message.trim()}` : ''}`;
+}
+
+/** A container that cannot start (image, config): no retry would help. */
+function firstFatalWait(pods: readonly V1Pod[]): string | null {
+  for (const pod of pods)
+    for (const cs of containerStatuses(pod)) {
+      const w = cs.state?.waiting;
+      if (w?.reason && FATAL_WAITING.has(w.reason))
+        return `${w.reason}: ${w.message ?? `container ${cs.name} of pod ${podName(pod)} cannot start`}`;
+    }
+  return null;
 }
 
 function containerStatuses(pod: V1Pod): V1ContainerStatus[] {

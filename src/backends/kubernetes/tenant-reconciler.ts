@@ -1,16 +1,19 @@
 // Keeps each tenant's namespace and isolation objects (ResourceQuota, LimitRange,
 // NetworkPolicy, ServiceAccount) as the tenant's settings say, by server-side apply; deletes
 // the namespace of a tenant that is gone. An object is written again only when what Fairway
-// wants of it changed (or after a restart), so a sync of unchanged tenants writes nothing.
-import type { V1Namespace } from '@kubernetes/client-node';
+// wants of it changed (or after a restart), so a sync of unchanged tenants writes nothing; every
+// `tenantRepairMs` the live objects are compared too, and those edited or deleted outside
+// Fairway are applied again (force: Fairway's fields win, other managers' fields stay).
+import type { KubernetesObject, V1Namespace } from '@kubernetes/client-node';
 import type { BackendFlavor, BackendTenant } from '../port.js';
 import { type KubeClient, type ObjectRef, statusOf } from './client.js';
 import { LABEL_TENANT_ID, MANAGED_BY } from './naming.js';
-import { bestEffortPriorityClass, deviceUnits, type KubeTenant, tenantObjects } from './objects.js';
+import { deviceUnits, type KubeObject, type KubeTenant, tenantObjects } from './objects.js';
+import { BestEffortPriorityClass, TenantRefusedError } from './priority-class.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';
+import { covers, liveTenantObjects, objectKey } from './tenant-drift.js';
 
-/** A tenant whose namespace cannot be made: its jobs cannot run here. */
-export class TenantRefusedError extends Error {}
+export { TenantRefusedError };
 
 const MANAGED_SELECTOR = Object.entries(MANAGED_BY)
   .map(([k, v]) => `${k}=${v}`)
@@ -27,6 +30,12 @@ export class TenantReconciler {
   private refused = new Map<string, string>();
   /** Object key → the JSON last applied: unchanged objects are not written again. */
   private readonly applied = new Map<string, string>();
+  /** Object key → what Fairway wants of it, for every synced tenant (what a repair compares with). */
+  private desired = new Map<string, KubeObject>();
+  private readonly priorityClass: BestEffortPriorityClass;
+  private lastRepairAt = Number.NEGATIVE_INFINITY;
+  /** Syncs and repairs take turns: a repair never applies what a concurrent sync is replacing. */
+  private turn: Promise<unknown> = Promise.resolve();
   private synced = false;
   private readonly syncWaiters: (() => void)[] = [];
 
@@ -37,8 +46,10 @@ export class TenantReconciler {
     private readonly client: KubeClient,
     private readonly settings: KubernetesSettings,
     private readonly log: (message: string) => void,
+    private readonly now: () => number = Date.now,
   ) {
     this.flavorMappings = new Map(settings.flavors.map((f) => [f.flavor, f]));
+    this.priorityClass = new BestEffortPriorityClass(client, settings, log);
   }
 
   /** The tenant as last synced; waits (boundedly) for the first sync after a start. */
@@ -60,6 +71,8 @@ export class TenantReconciler {
       throw new Error(
         `tenant ${id} has no namespace yet (the tenant sync has not included it); the start is retried`,
       );
+    // Only best-effort pods name the class: a problem with it is theirs alone.
+    if (tenant.isolationLevel === 'BEST_EFFORT') this.priorityClass.admit();
     return tenant;
   }
 
@@ -88,16 +101,43 @@ export class TenantReconciler {
     };
   }
 
-  async sync(tenants: BackendTenant[], flavors: BackendFlavor[]): Promise<void> {
+  sync(tenants: BackendTenant[], flavors: BackendFlavor[]): Promise<void> {
+    return this.inTurn(() => this.syncNow(tenants, flavors));
+  }
+
+  /**
+   * Compares every synced tenant's objects (and the best-effort PriorityClass) with the cluster
+   * and applies again what was edited or deleted outside Fairway: five lists and a read, and no
+   * write when nothing changed. Runs by itself at a sync every `tenantRepairMs`; returns how many
+   * objects were applied.
+   */
+  repair(): Promise<number> {
+    return this.inTurn(async () => {
+      const transient = await this.priorityClass.ensure(true);
+      const repaired = await this.repairNow();
+      if (transient) throw transient;
+      return repaired;
+    });
+  }
+
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(work, work);
+    this.turn = run.catch(() => undefined);
+    return run;
+  }
+
+  private async syncNow(tenants: BackendTenant[], flavors: BackendFlavor[]): Promise<void> {
     this.flavorSpecs = new Map(flavors.map((f) => [f.name, { kind: f.kind, slicesPerGpu: f.slicesPerGpu }]));
-    await this.applyIfChanged(bestEffortPriorityClass(this.settings));
+    const repairing = this.now() - this.lastRepairAt >= this.settings.tenantRepairMs;
+    // A problem with the class is reported to best-effort tenants' jobs (tenant()), never thrown here.
+    let transient: unknown = await this.priorityClass.ensure(repairing);
     // One tenant whose objects cannot be made or are refused as invalid must not keep the
     // others from their namespaces; a transient failure is thrown after all were tried.
     const refused = new Map<string, string>();
     const synced = new Map<string, KubeTenant>();
-    let transient: unknown = null;
+    const desired = new Map<string, KubeObject>();
     for (const tenant of tenants) {
-      let objects;
+      let objects: KubeObject[];
       try {
         const kube = this.kubeTenant(tenant);
         objects = tenantObjects(kube, this.settings);
@@ -112,6 +152,7 @@ export class TenantReconciler {
       }
       try {
         for (const object of objects) await this.applyIfChanged(object);
+        for (const object of objects) desired.set(objectKey(object), object);
       } catch (error) {
         const status = statusOf(error);
         if (status === 400 || status === 422) {
@@ -120,11 +161,16 @@ export class TenantReconciler {
           this.log(
             `tenant ${tenant.slug}: ${refused.get(tenant.id)}: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`,
           );
-        } else transient ??= error;
+        } else {
+          transient ??= error;
+          // Still this tenant's: a repair applies what this sync could not.
+          for (const object of objects) desired.set(objectKey(object), object);
+        }
       }
     }
     this.refused = refused;
     this.tenants = synced;
+    this.desired = desired;
     const current = new Set(tenants.map((t) => t.id));
     if (!this.synced) {
       this.synced = true;
@@ -141,18 +187,56 @@ export class TenantReconciler {
         if (key.startsWith(`${name}/`) || key === `/Namespace/${name}`) this.applied.delete(key);
       this.log(`removed namespace ${name}: its tenant is gone`);
     }
+    if (repairing) await this.repairNow().catch((error: unknown) => (transient ??= error));
     if (transient) throw transient;
   }
 
-  private async applyIfChanged(object: {
-    apiVersion?: string;
-    kind?: string;
-    metadata?: { name?: string; namespace?: string };
-  }): Promise<void> {
-    const key = `${object.metadata?.namespace ?? ''}/${object.kind}/${object.metadata?.name}`;
+  private async repairNow(): Promise<number> {
+    this.lastRepairAt = this.now();
+    const live = await liveTenantObjects(this.client, MANAGED_SELECTOR);
+    let repaired = 0;
+    let failure: unknown = null;
+    // Namespaces come first in `desired` (tenantObjects' order), so a deleted one exists again
+    // before its objects are applied in it.
+    const gone = new Set<string>();
+    for (const [key, object] of this.desired) {
+      const namespace = object.metadata.namespace;
+      if (namespace && gone.has(namespace)) continue;
+      const current = live.get(key);
+      if (object.kind === 'Namespace' && terminating(current)) {
+        // Its objects cannot be made until it is gone; the repair after that makes it again.
+        gone.add(object.metadata.name);
+        continue;
+      }
+      if (current && covers(current, object)) {
+        this.applied.set(key, JSON.stringify(object));
+        continue;
+      }
+      try {
+        await this.client.apply(object as ObjectRef);
+        this.applied.set(key, JSON.stringify(object));
+        repaired++;
+        this.log(
+          `repaired ${object.kind} ${namespace ? `${namespace}/` : ''}${object.metadata.name}: ${current ? 'edited' : 'missing'} outside Fairway`,
+        );
+      } catch (error) {
+        failure ??= error;
+        if (object.kind === 'Namespace') gone.add(object.metadata.name);
+      }
+    }
+    if (failure) throw failure;
+    return repaired;
+  }
+
+  private async applyIfChanged(object: KubeObject): Promise<void> {
+    const key = objectKey(object);
     const json = JSON.stringify(object);
     if (this.applied.get(key) === json) return;
     await this.client.apply(object as ObjectRef);
     this.applied.set(key, json);
   }
+}
+
+function terminating(ns: KubernetesObject | undefined): boolean {
+  return (ns as V1Namespace | undefined)?.status?.phase === 'Terminating';
 }

@@ -66,6 +66,8 @@ interface Run {
   profile: UtilizationProfile;
   /** Samples taken in this run (the model's jitter is drawn per sample index). */
   samples: number;
+  /** The job's own failures retried in place so far (up to its maxRetries). */
+  retries: number;
   /** Declared ms of work done before this run (kept from suspended runs of a checkpointing job). */
   offset: number;
   /** `now()` at `started`; undefined until then. */
@@ -182,6 +184,7 @@ export class SimulatedBackend implements ExecutionBackend {
         finiteNonNegative(job.expectedDurationMs) ?? Infinity,
       ),
       samples: 0,
+      retries: 0,
       offset,
       timeouts: [],
     };
@@ -193,6 +196,20 @@ export class SimulatedBackend implements ExecutionBackend {
     // The reason is the scheduler's to record; a real cluster would only see "suspend".
     this.keepProgress(jobId);
     this.stop(jobId);
+  }
+
+  /**
+   * Stops a run as a cluster would (an eviction, a drained or lost node): the run keeps what its
+   * checkpoint kept, as when suspended, and 'disrupted' is reported. For tests and demos; false
+   * when the job is not running here.
+   */
+  disrupt(jobId: string, reason = 'DisruptionTarget: the node was drained'): boolean {
+    if (!this.runs.has(jobId)) return false;
+    this.keepProgress(jobId);
+    this.stop(jobId);
+    const at = this.now();
+    queueMicrotask(() => this.emit({ type: 'disrupted', jobId, at, reason }));
+    return true;
   }
 
   async cancel(jobId: string): Promise<void> {
@@ -297,6 +314,18 @@ export class SimulatedBackend implements ExecutionBackend {
   private onEnded(run: Run, ending: Ending): void {
     if (!this.isCurrent(run)) return;
     const { jobId } = run.job;
+    // The job's own failure with retries left: it runs again in place (its deadline is not a failure to retry).
+    if (
+      ending.type === 'failed' &&
+      ending.reason === SIMULATED_FAILURE &&
+      run.retries < (run.job.maxRetries ?? 0)
+    ) {
+      run.retries++;
+      run.timeouts.push(
+        new LongTimeout(this.timers, ending.at / this.timeScale, () => this.onEnded(run, ending)),
+      );
+      return;
+    }
     this.stop(jobId);
     this.progress.delete(jobId);
     this.finished.set(jobId, run.key);

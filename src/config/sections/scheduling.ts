@@ -7,6 +7,9 @@ export const DEFAULT_CYCLE_SLICE_MS = 20;
 export interface SchedulingConfig {
   /** Admission cycles run in slices of about this many ms, requests answered between them (0: unsliced). */
   cycleSliceMs: number;
+  /** A disrupted job waits this long before it may be admitted again, doubled per disruption up to disruptionBackoffMaxMs. */
+  disruptionBackoffMs: number;
+  disruptionBackoffMaxMs: number;
 }
 
 export const schedulingSection = section({
@@ -23,6 +26,26 @@ export const schedulingSection = section({
       .describe(
         "Milliseconds: the leader runs an admission cycle in slices of about this long, writing each slice's decisions and answering requests between slices (a 10,000-job burst no longer holds the API for seconds; same decisions as one cycle); `0`: each cycle in one piece.",
       ),
+    FAIRWAY_DISRUPTION_BACKOFF_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(3_600_000, 'must be at most 3600000')
+      .default(5000)
+      .describe(
+        "Milliseconds: a job the cluster stopped (eviction, drain, a lost node) waits this long before it may be admitted again, doubled for each further disruption of the same job (its pending reason says until when); the cluster's view of a drained or lost node reaches the inventory meanwhile. `0`: at once.",
+      ),
+    FAIRWAY_DISRUPTION_BACKOFF_MAX_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(86_400_000, 'must be at most 86400000')
+      .default(300_000)
+      .describe('Milliseconds: the longest disruption backoff, however often a job was disrupted.'),
   },
-  resolve: (v): SchedulingConfig => ({ cycleSliceMs: v.FAIRWAY_CYCLE_SLICE_MS }),
+  resolve: (v): SchedulingConfig => ({
+    cycleSliceMs: v.FAIRWAY_CYCLE_SLICE_MS,
+    disruptionBackoffMs: v.FAIRWAY_DISRUPTION_BACKOFF_MS,
+    disruptionBackoffMaxMs: v.FAIRWAY_DISRUPTION_BACKOFF_MAX_MS,
+  }),
 });

@@ -29,12 +29,14 @@ export function explain(core: CoreState, jobId: string): JobExplanation {
   if (j.held && j.reclaimHoldUntil !== null) {
     // Reclaimed (reclaim.ts): held out of every pending list until its hold ends.
     const until = j.reclaimHoldUntil;
-    const why = j.lastPreemption?.reason ?? 'idle';
+    const why = j.disruptionHold
+      ? 'disrupted by the cluster'
+      : `reclaimed (${j.lastPreemption?.reason ?? 'idle'})`;
     base.reason = 'ReclaimHold';
     base.message =
       until > core.clock.now()
-        ? `reclaimed (${why}): not admitted again before ${new Date(until).toISOString()}`
-        : `reclaimed (${why}): its hold ended at ${new Date(until).toISOString()}; it rejoins its queue at the next admission cycle`;
+        ? `${why}: not admitted again before ${new Date(until).toISOString()}`
+        : `${why}: its hold ended at ${new Date(until).toISOString()}; it rejoins its queue at the next admission cycle`;
     base.reclaimHoldUntil = until;
     base.eta = null;
     base.etaUnknownReason = 'ReclaimHold';

@@ -133,6 +133,7 @@ export function buildJob(core: CoreState, job: JobSpec): JobState {
     parked: false,
     held: false,
     reclaimHoldUntil: null,
+    disruptionHold: false,
     decision: null,
     decisionVersion: -1,
     preemptedBy: null,

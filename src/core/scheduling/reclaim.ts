@@ -9,7 +9,7 @@ import { SchedulerInputError } from './errors.js';
 import { holdNew, matchingHold, unhold } from './holds.js';
 import { lostGpuMs } from './preemption/lost-work.js';
 import { enqueue, joinQueue } from './queueing.js';
-import type { CoreState } from './state.js';
+import type { CoreState, JobState } from './state.js';
 import type { Preemption } from './types.js';
 
 export type ReclaimReason = 'idle' | 'not-running';
@@ -59,28 +59,50 @@ export function applyReclaims(core: CoreState, now: number, preempted: Preemptio
     j.preemptions++;
     j.lastPreemption = p;
     j.preemptedCycle = core.cycleNo;
-    j.parkKind = 'any';
-    j.parkNeeds = [];
-    j.wakeNodes = null;
-    j.releasable = null;
-    j.preemptedBy = null; // no preemptor job: lastPreemption says why
-    j.decisionVersion = -1;
-    j.status = 'pending';
-    if (holdUntil > now) {
-      j.decision = null;
-      j.reclaimHoldUntil = holdUntil;
-      core.reclaimHeld.add(j);
-      holdNew(core, j);
-    } else {
-      j.decision = {
-        jobId: j.spec.id,
-        queue: j.queue.spec.name,
-        reason: 'WaitingForQuota',
-        message: `reclaimed (${reason}); requeued with its original submit time`,
-      };
-      enqueue(core, j);
-      core.deferred.add(j.queue);
-    }
+    j.disruptionHold = false;
+    backToQueue(core, j, now, holdUntil, `reclaimed (${reason}); requeued with its original submit time`);
+  }
+}
+
+/**
+ * The backend lost an admitted job's run (a pod evicted, its node drained or lost): its quota
+ * and nodes are freed now, as an ended job's, and it waits in its queue again with its original
+ * submit time, after `holdMs` (a backoff: the cluster's view of a drained or lost node reaches the
+ * inventory a moment later). Not a preemption: no cycle lists it and no preemptor is named.
+ * Refuses unknown jobs (UNKNOWN_JOB), jobs not admitted (NOT_ADMITTED) and a holdMs that is not a
+ * finite number ≥ 0 (INVALID_SPEC).
+ */
+export function requeueDisrupted(core: CoreState, jobId: string, now: number, holdMs = 0): void {
+  const j = core.jobs.get(jobId);
+  if (!j) throw new SchedulerInputError('UNKNOWN_JOB', `unknown job ${jobId}`);
+  if (j.status !== 'admitted')
+    throw new SchedulerInputError('NOT_ADMITTED', `job ${jobId} is not admitted: nothing to requeue`);
+  if (typeof holdMs !== 'number' || !Number.isFinite(holdMs) || holdMs < 0)
+    throw new SchedulerInputError('INVALID_SPEC', `requeue ${jobId}: holdMs must be a number ≥ 0`);
+  core.reclaims.delete(jobId);
+  release(core, j, now);
+  j.admission = null;
+  j.disruptionHold = holdMs > 0;
+  backToQueue(core, j, now, now + holdMs, 'disrupted by the cluster; requeued with its original submit time');
+}
+
+function backToQueue(core: CoreState, j: JobState, now: number, holdUntil: number, message: string): void {
+  j.parkKind = 'any';
+  j.parkNeeds = [];
+  j.wakeNodes = null;
+  j.releasable = null;
+  j.preemptedBy = null; // no preemptor job: lastPreemption says why
+  j.decisionVersion = -1;
+  j.status = 'pending';
+  if (holdUntil > now) {
+    j.decision = null;
+    j.reclaimHoldUntil = holdUntil;
+    core.reclaimHeld.add(j);
+    holdNew(core, j);
+  } else {
+    j.decision = { jobId: j.spec.id, queue: j.queue.spec.name, reason: 'WaitingForQuota', message };
+    enqueue(core, j);
+    core.deferred.add(j.queue);
   }
 }
 

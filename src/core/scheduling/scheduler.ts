@@ -8,7 +8,7 @@ import { explain } from './explain.js';
 import { setAdmissionHolds } from './holds.js';
 import { cancel, finish, submit } from './jobs.js';
 import { pendingShapes } from './pending-shapes.js';
-import { requestReclaim } from './reclaim.js';
+import { requestReclaim, requeueDisrupted } from './reclaim.js';
 import { restore } from './restore.js';
 import { type CoreState, createCoreState } from './state.js';
 import type {
@@ -96,6 +96,17 @@ export class Scheduler {
    */
   reclaim(jobId: string, reason: 'idle' | 'not-running', holdMs = 0): void {
     requestReclaim(this.state, jobId, reason, holdMs);
+  }
+
+  /**
+   * The backend lost an admitted job's run (disrupted: evicted, drained, a lost node): frees its
+   * quota and nodes now and puts it back in its queue with its original submit time, without a
+   * preemption (reclaim.ts requeueDisrupted), not before `now + holdMs` (a backoff; explain() says
+   * ReclaimHold meanwhile). Unknown or not admitted jobs are refused (SchedulerInputError
+   * UNKNOWN_JOB, NOT_ADMITTED; a bad holdMs: INVALID_SPEC).
+   */
+  requeue(jobId: string, holdMs = 0): void {
+    requeueDisrupted(this.state, jobId, this.state.clock.now(), holdMs);
   }
 
   // ───────────────────────────── admission holds (holds.ts) ─────────────────────────────

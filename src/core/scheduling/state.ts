@@ -54,6 +54,8 @@ export interface JobState extends HeapItem {
   held: boolean;
   /** Reclaimed for a governance flag (reclaim.ts): held (in `CoreState.held`) and not admitted before this instant; null: no such hold. */
   reclaimHoldUntil: number | null;
+  /** The hold is a disruption's backoff (reclaim.ts requeueDisrupted), not a governance reclaim's. */
+  disruptionHold: boolean;
   decision: PendingDecision | null;
   /** stateVersion the decision was diagnosed at: a stale one is diagnosed again before it is shown. */
   decisionVersion: number;

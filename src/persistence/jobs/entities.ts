@@ -23,6 +23,7 @@ export const Job = defineEntity({
     { properties: ['tenant', 'finishedAt'] },
     { properties: ['tenant', 'id'] },
     { properties: ['queue', 'id'] },
+    { properties: ['stoppingUntil'] },
   ],
   properties: {
     id: p
@@ -74,12 +75,25 @@ export const Job = defineEntity({
     submitTime: p.bigint('number'),
     gpusRequested: p.double().$type<number>().default(0),
     preemptionCount: p.integer().default(0),
+    /** Retries in place of the job's own failures (a non-zero exit, OOMKilled) before it fails; 0–10. */
+    maxRetries: p.integer().default(0),
+    /** Times the cluster stopped it (eviction, drain, a lost node) and it was requeued. */
+    disruptionCount: p.integer().default(0),
     /**
      * Start (ms epoch, the backend's clock) of the time the job has held GPUs and the ledger has
      * not charged yet: set when the backend reports it started, advanced by each metering
      * checkpoint, null once the hold ends. Written with the ledger rows, so charging is exactly once.
      */
     meteredFrom: p.bigint('number').nullable(),
+    /**
+     * A preempted run whose pods may still hold their GPUs for their termination grace (the
+     * backend's clock, ms): charged from `stoppingSince` until the backend reports the pods gone,
+     * at most until `stoppingUntil` (since + grace), with the admission it ran under. Null when
+     * no run is stopping.
+     */
+    stoppingSince: p.bigint('number').nullable(),
+    stoppingUntil: p.bigint('number').nullable(),
+    stoppingAdmission: p.json<Admission>().nullable(),
     exitReason: p.string().length(500).nullable(),
     submittedAt: p.datetime().onCreate(() => new Date()),
     admittedAt: p.datetime().nullable(),
@@ -103,6 +117,7 @@ export const JOB_EVENT_TYPES = [
   'CANCELLED',
   'ADMITTED_NOT_RUNNING',
   'FLAGGED',
+  'DISRUPTED',
 ] as const;
 export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
 

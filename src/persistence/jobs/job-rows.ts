@@ -43,6 +43,11 @@ export interface JobView {
   submitTime: number;
   gpusRequested: number;
   preemptionCount: number;
+  maxRetries: number;
+  disruptionCount: number;
+  stoppingSince?: number | null;
+  stoppingUntil?: number | null;
+  stoppingAdmission?: Admission | null;
   meteredFrom?: number | null;
   exitReason?: string | null;
   submittedAt: Date;
@@ -73,6 +78,10 @@ export class JobRow implements JobView {
   submitTime!: number;
   gpusRequested!: number;
   preemptionCount!: number;
+  maxRetries!: number;
+  disruptionCount!: number;
+  stoppingSince!: number | null;
+  stoppingUntil!: number | null;
   meteredFrom!: number | null;
   exitReason!: string | null;
   submittedAt!: Date;
@@ -91,6 +100,7 @@ export class JobRow implements JobView {
     admission: unknown;
     probeSummary: unknown;
     governanceFlag: unknown;
+    stoppingAdmission: unknown;
     parsed: Partial<Record<JsonColumn, unknown>>;
   } | null = null;
 
@@ -102,6 +112,9 @@ export class JobRow implements JobView {
   }
   get admission(): Admission | null {
     return this.#parsed('admission');
+  }
+  get stoppingAdmission(): Admission | null {
+    return this.#parsed('stoppingAdmission');
   }
   get probeSummary(): JobView['probeSummary'] {
     return this.#parsed('probeSummary');
@@ -119,6 +132,7 @@ export class JobRow implements JobView {
       admission: raw.admission,
       probeSummary: raw.probe_summary,
       governanceFlag: raw.governance_flag,
+      stoppingAdmission: raw.stopping_admission,
       parsed: {},
     };
     return row;
@@ -136,7 +150,8 @@ export class JobRow implements JobView {
       admission: null,
       probeSummary: null,
       governanceFlag: null,
-      parsed: { probeSummary: null, governanceFlag: null, ...values },
+      stoppingAdmission: null,
+      parsed: { probeSummary: null, governanceFlag: null, stoppingAdmission: null, ...values },
     };
     return row;
   }
@@ -149,7 +164,13 @@ export class JobRow implements JobView {
   }
 }
 
-type JsonColumn = 'podSets' | 'workload' | 'admission' | 'probeSummary' | 'governanceFlag';
+type JsonColumn =
+  | 'podSets'
+  | 'workload'
+  | 'admission'
+  | 'probeSummary'
+  | 'governanceFlag'
+  | 'stoppingAdmission';
 
 export interface JobRowFilter {
   tenantId: string;
@@ -194,6 +215,11 @@ const COLUMNS = [
   'submit_time',
   'gpus_requested',
   'preemption_count',
+  'max_retries',
+  'disruption_count',
+  'stopping_since',
+  'stopping_until',
+  'stopping_admission',
   'metered_from',
   'exit_reason',
   'submitted_at',
@@ -311,6 +337,10 @@ function toRow(platform: Platform, raw: Raw): JobRow {
   row.submitTime = Number(raw.submit_time);
   row.gpusRequested = Number(raw.gpus_requested);
   row.preemptionCount = Number(raw.preemption_count);
+  row.maxRetries = Number(raw.max_retries);
+  row.disruptionCount = Number(raw.disruption_count);
+  row.stoppingSince = num(raw.stopping_since);
+  row.stoppingUntil = num(raw.stopping_until);
   row.meteredFrom = num(raw.metered_from);
   row.exitReason = (raw.exit_reason as string | null) ?? null;
   row.submittedAt = date(platform, raw.submitted_at)!;

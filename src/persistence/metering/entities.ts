@@ -10,6 +10,8 @@ import { tenantFilter } from '../tenant-filter.js';
 export const USAGE_CLOSERS = [
   'checkpoint',
   'preempted',
+  'disrupted',
+  'grace',
   'succeeded',
   'failed',
   'cancelled',

@@ -13,6 +13,8 @@ export type OutboxKind =
   | 'job.started'
   | 'job.finished'
   | 'job.not-running'
+  /** Stopped by the cluster (eviction, drain, a lost node) and back to pending; the backend has stopped it. */
+  | 'job.disrupted'
   /** A budget threshold crossed (src/services/metering/budget-holds.ts): a tenant event and its audit entry,
    * after commit.
    */

@@ -26,6 +26,8 @@ export interface FairwayMetrics {
   observeCycle(seconds: number, admitted: readonly Admission[], preempted: readonly Preemption[]): void;
   /** Gauges read at scrape time from the scheduler's figures (call once the scheduler exists). */
   watchScheduler(sources: { stats: SchedulerStats; logError?: (error: unknown) => void }): void;
+  /** Gauges of the backend's GPU probe source (call once, when the backend has one). */
+  watchProbes(health: () => { outage: boolean; outages: number }): void;
 }
 
 export interface MetricsOptions {
@@ -111,6 +113,24 @@ export function createMetrics(options: MetricsOptions = {}): FairwayMetrics {
         if (lost !== null && lost >= 0)
           lostGpuHoursTotal.inc({ queue: preemption.victimQueue, reason: preemption.reason }, lost);
       }
+    },
+    watchProbes(health) {
+      new Gauge({
+        name: 'fairway_gpu_probe_outage',
+        help: '1 while the GPU probe source (Prometheus) fails or answers no series for any running GPU job, else 0 (followers: 0, only the leader polls).',
+        registers,
+        collect() {
+          this.set(health().outage ? 1 : 0);
+        },
+      });
+      new Gauge({
+        name: 'fairway_gpu_probe_outages',
+        help: 'Outages of the GPU probe source begun since this replica started.',
+        registers,
+        collect() {
+          this.set(health().outages);
+        },
+      });
     },
     watchScheduler({ stats, logError }) {
       // Read at scrape time (prom-client awaits collect): a scrape sees the current state, and

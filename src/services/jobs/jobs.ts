@@ -144,6 +144,8 @@ export function pendingJobFields(p: {
     workload: input.workload ?? null,
     workloadType: input.workloadType ?? null,
     latencySensitive: input.latencySensitive ?? false,
+    maxRetries: input.maxRetries ?? 0,
+    disruptionCount: 0,
     state: 'PENDING' as const,
     admission: null,
     idempotencyKey: input.idempotencyKey ?? null,
@@ -173,6 +175,7 @@ export function requestHash(input: SubmitJobInput, queueId: string): string {
     ...checkpointOf(input),
     // Only when declared, as the checkpoint: hashes of jobs without the probe signals stay what they were.
     ...probeSignalsOf(input),
+    ...(input.maxRetries ? { maxRetries: input.maxRetries } : {}),
   });
   return createHash('sha256').update(canonical).digest('hex');
 }

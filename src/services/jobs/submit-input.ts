@@ -20,4 +20,6 @@ export interface SubmitJobInput {
    */
   workloadType?: WorkloadType | null;
   latencySensitive?: boolean | null;
+  /** Retries in place of the job's own failures before it fails (0–10; default 0). Disruptions never count. */
+  maxRetries?: number | null;
 }

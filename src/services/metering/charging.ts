@@ -8,7 +8,7 @@ import type { AdmissionHold } from '../../core/scheduling/index.js';
 import type { Job } from '../../persistence/jobs/index.js';
 import type { UsageCloser } from '../../persistence/metering/index.js';
 import { loadMeteringTables, type MeteringTables } from '../../persistence/metering/index.js';
-import { chargeJobs } from './ledger.js';
+import { chargeJobs, chargeStopping } from './ledger.js';
 
 export interface MeteringSettings {
   /** The backend's declared time / real time (see LedgerContext.timeScale). */
@@ -22,6 +22,12 @@ export interface MeteringSettings {
    * finished job would grow with the month (bench:ledger).
    */
   afterCheckpoint?: (em: EntityManager, nowMs: number, currency: string) => Promise<unknown>;
+  /**
+   * The backend's grace for stopping runs (port.ts stopGraceSeconds): a preempted run is charged
+   * until the backend says its pods are gone, at most this long (or its policy's grace). Absent:
+   * a preempted run's charge ends at the preemption.
+   */
+  stopGraceSeconds?: number;
   /** Hard budgets spent this period, as the core's admission holds (budgets.ts). */
   holds?: (em: EntityManager, nowMs: number, currency: string) => Promise<AdmissionHold[]>;
 }
@@ -69,6 +75,23 @@ export class Metering {
     });
     if (closedBy !== 'checkpoint') for (const job of jobs) this.utilization.forget(job.id);
     return tenants;
+  }
+
+  /**
+   * Charges the jobs' stopping runs (preempted, pods within their grace) up to `until`, capped at
+   * each one's grace, and clears them; in the caller's transaction (see chargeStopping).
+   */
+  async chargeStopping(
+    em: EntityManager,
+    jobs: readonly Job[],
+    until: number | ((job: Job) => number),
+  ): Promise<Set<string>> {
+    const stopping = jobs.filter((j) => j.stoppingSince != null);
+    if (!stopping.length) return new Set();
+    return chargeStopping(em, stopping, until, {
+      tables: await this.tablesOf(em),
+      timeScale: this.settings.timeScale,
+    });
   }
 
   /**

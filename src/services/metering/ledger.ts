@@ -149,6 +149,34 @@ export async function chargeJobs(
   return new Set(rows.map((r) => r.tenantId));
 }
 
+/**
+ * Charges each job's stopping run (a preempted run whose pods were still within their grace) from
+ * `stoppingSince` to `until`, capped at `stoppingUntil`, under the admission it ran with, and
+ * clears it. Jobs with no stopping run are left alone. Returns the tenants charged.
+ */
+export async function chargeStopping(
+  em: EntityManager,
+  jobs: readonly Job[],
+  untilOf: number | ((job: Job) => number),
+  ctx: LedgerContext,
+): Promise<Set<string>> {
+  const rows: LedgerRow[] = [];
+  for (const job of jobs) {
+    const from = job.stoppingSince ?? null;
+    const cap = job.stoppingUntil ?? from;
+    const admission = job.stoppingAdmission ?? null;
+    job.stoppingSince = null;
+    job.stoppingUntil = null;
+    job.stoppingAdmission = null;
+    if (from === null || cap === null || !admission) continue;
+    const until = Math.min(typeof untilOf === 'number' ? untilOf : untilOf(job), cap);
+    const stopping = { ...chargeableJob(job), admission };
+    rows.push(...ledgerRows(stopping, from, until, 'grace', ctx, { firstOfJob: false, utilization: null }));
+  }
+  await writeRows(em, rows);
+  return new Set(rows.map((r) => r.tenantId));
+}
+
 /** One job; see chargeJobs. */
 export const chargeJob = (
   em: EntityManager,
@@ -163,7 +191,7 @@ export const chargeJob = (
  * only an interval that starts at the job's first start can be, if the job has no ledger row yet.
  */
 function mayBeFirst(job: Job, from: number): boolean {
-  return job.preemptionCount === 0 && job.startedAt?.getTime() === from;
+  return job.preemptionCount === 0 && job.disruptionCount === 0 && job.startedAt?.getTime() === from;
 }
 
 /** Which of these jobs already have ledger rows: one query for all of them (none when there are none). */

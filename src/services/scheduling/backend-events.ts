@@ -3,7 +3,7 @@ import type { BackendEvent } from '../../backends/port.js';
 import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
 import { Job, type JobEventType } from '../../persistence/jobs/index.js';
 import { jobEventRow, type OutboxKind, outboxRow } from '../../persistence/scheduling/index.js';
-import { type FencedWriter, writeFenced } from './cycle-writer.js';
+import { backToPending, type FencedWriter, writeFenced } from './cycle-writer.js';
 
 export type WritableBackendEvent = Exclude<BackendEvent, { type: 'utilization' }>;
 
@@ -17,9 +17,10 @@ export type WritableBackendEvent = Exclude<BackendEvent, { type: 'utilization' }
 export async function applyBackendEvents(
   writer: FencedWriter,
   events: readonly WritableBackendEvent[],
-): Promise<{ finished: string[] }> {
+): Promise<{ finished: string[]; requeued: { jobId: string; disruptions: number }[] }> {
   const finished: string[] = [];
-  if (!events.length) return { finished };
+  const requeued: { jobId: string; disruptions: number }[] = [];
+  if (!events.length) return { finished, requeued };
   // A run's only report in the batch being `started` (the common case) is written without loading its job.
   const reports = new Map<string, number>();
   for (const e of events) reports.set(e.jobId, (reports.get(e.jobId) ?? 0) + 1);
@@ -28,6 +29,7 @@ export async function applyBackendEvents(
   const others = events.filter((e) => !(e.type === 'started' && reports.get(e.jobId) === 1));
   await writeFenced(writer, async (em, jobLock) => {
     finished.length = 0; // a retried transaction starts over
+    requeued.length = 0;
     if (startsOnly.length) await writeStarts(em, startsOnly);
     if (!others.length) return;
     const ids = [...new Set(others.map((e) => e.jobId))].sort();
@@ -41,7 +43,7 @@ export async function applyBackendEvents(
     // Charged once per outcome, after all the reports: a finished job is terminal, so no later
     // report in the batch moves its `meteredFrom`; each is charged up to its own report's time.
     const ends = new Map<string, number>();
-    const byOutcome = { succeeded: [] as Job[], failed: [] as Job[] };
+    const byOutcome = { succeeded: [] as Job[], failed: [] as Job[], disrupted: [] as Job[] };
     const changed = new Set<Job>();
     const jobEvents: Record<string, unknown>[] = [];
     const outbox: Record<string, unknown>[] = [];
@@ -49,8 +51,14 @@ export async function applyBackendEvents(
       jobEvents.push(jobEventRow(job.id, job.tenant.id, type, at, reason, message));
     const recordOutbox = (kind: OutboxKind, payload: Record<string, unknown>) =>
       outbox.push(outboxRow(kind, payload));
+    const stopped: { job: Job; at: number }[] = [];
     for (const event of others) {
       const job = jobs.get(event.jobId);
+      // A preempted run's pods are gone: whatever the job does now, that run's charge ends.
+      if (event.type === 'stopped') {
+        if (job?.stoppingSince != null) stopped.push({ job, at: event.at });
+        continue;
+      }
       if (!job || (job.state !== 'ADMITTED' && job.state !== 'RUNNING')) continue;
       const at = new Date(event.at);
       if (event.type === 'not-running') {
@@ -74,6 +82,28 @@ export async function applyBackendEvents(
         changed.add(job);
         record(job, 'STARTED', at, null, 'Running on the backend');
         recordOutbox('job.started', { jobId: job.id, queueId: job.queue.id, at: event.at });
+      } else if (event.type === 'disrupted') {
+        // Charged for the time it held GPUs, up to the disruption; then back to pending with its
+        // checkpoint and its original submit time, as a preempted job.
+        ends.set(job.id, event.at);
+        byOutcome.disrupted.push(job);
+        changed.add(job);
+        const reason = event.reason.slice(0, 500);
+        record(
+          job,
+          'DISRUPTED',
+          at,
+          'Disrupted',
+          `Stopped by the cluster, requeued: ${reason}`.slice(0, 500),
+        );
+        recordOutbox('job.disrupted', {
+          jobId: job.id,
+          tenantId: job.tenant.id,
+          queueId: job.queue.id,
+          reason,
+          at: event.at,
+        });
+        requeued.push({ jobId: job.id, disruptions: job.disruptionCount + 1 });
       } else {
         const state = event.type === 'succeeded' ? 'SUCCEEDED' : 'FAILED';
         ends.set(job.id, event.at);
@@ -93,13 +123,34 @@ export async function applyBackendEvents(
         finished.push(job.id);
       }
     }
-    for (const [closedBy, ended] of Object.entries(byOutcome) as ['succeeded' | 'failed', Job[]][]) {
+    for (const [closedBy, ended] of Object.entries(byOutcome) as [keyof typeof byOutcome, Job[]][]) {
       if (ended.length) await writer.metering.charge(em, ended, (job) => ends.get(job.id)!, closedBy);
+    }
+    for (const { job, at } of stopped) {
+      await writer.metering.chargeStopping(em, [job], at);
+      changed.add(job);
+    }
+    for (const job of byOutcome.disrupted) {
+      backToPending(job);
+      job.disruptionCount += 1;
     }
     // Each changed job as the batch left it (after the charge moved its `meteredFrom`); the row
     // was read under its lock (PostgreSQL) or in SQLite's single writer, so no state guard.
     const j = tableOf(em, 'Job');
-    const fields = ['state', 'startedAt', 'finishedAt', 'exitReason', 'meteredFrom', 'updatedAt'] as const;
+    const fields = [
+      'state',
+      'admission',
+      'admittedAt',
+      'startedAt',
+      'finishedAt',
+      'exitReason',
+      'meteredFrom',
+      'disruptionCount',
+      'stoppingSince',
+      'stoppingUntil',
+      'stoppingAdmission',
+      'updatedAt',
+    ] as const;
     const updateSql = `update ${j.table} set ${fields.map((f) => `${j.column(f)} = ?`).join(', ')} where ${j.column('id')} = ?`;
     for (const job of changed) {
       job.updatedAt = new Date();
@@ -108,7 +159,7 @@ export async function applyBackendEvents(
     await insertRows(em, 'JobEvent', jobEvents);
     await insertRows(em, 'OutboxEntry', outbox);
   });
-  return { finished };
+  return { finished, requeued };
 }
 
 /**

@@ -6,6 +6,7 @@ import { Job } from '../../persistence/jobs/index.js';
 import { jobEventRow, outboxRow, recordJobEvent, recordOutbox } from '../../persistence/scheduling/index.js';
 import type { Metering } from '../metering/index.js';
 import type { LeaderEpochs } from './leader-epoch.js';
+import { reclaimGraceSeconds } from './reclaim-grace.js';
 
 export interface FencedWriter {
   em: EntityManager;
@@ -53,6 +54,26 @@ export function backToPending(job: Job): void {
 }
 
 /**
+ * Marks a preempted job's run as stopping from `at` (its admission kept for the charge), when the
+ * backend's runs stop over a grace; a run still stopping from an earlier preemption is charged
+ * up to now first.
+ */
+async function stopping(
+  writer: FencedWriter,
+  em: EntityManager,
+  job: Job,
+  at: number,
+  policyGraceSeconds: number | undefined,
+): Promise<void> {
+  const backendGrace = writer.metering.settings.stopGraceSeconds;
+  if (backendGrace === undefined || !job.admission || job.startedAt == null) return;
+  if (job.stoppingSince != null) await writer.metering.chargeStopping(em, [job], at);
+  job.stoppingSince = at;
+  job.stoppingUntil = at + (policyGraceSeconds ?? backendGrace) * 1000;
+  job.stoppingAdmission = job.admission;
+}
+
+/**
  * Writes one cycle's decisions in one transaction: job rows, job events, outbox rows,
  * after checking (first, under the epoch row's lock) that this replica still leads.
  * Returns jobs the core admitted that the database no longer has pending (cancelled
@@ -82,6 +103,10 @@ export async function persistCycle(
       (await em.find(Job, { id: { $in: ids } }, { populate: ['queue'], ...jobLock })).map((j) => [j.id, j]),
     );
     const at = new Date(result.at);
+    const graces = await reclaimGraceSeconds(
+      em,
+      result.preempted.map((p) => jobs.get(p.victimId)).filter((j): j is Job => j !== undefined),
+    );
     const touched = [
       ...new Set([...result.preempted.map((p) => p.victimId), ...result.admitted.map((a) => a.jobId)]),
     ];
@@ -98,25 +123,31 @@ export async function persistCycle(
       const movedAway = wasLive && (!final || final.at !== job.admission?.at);
       if (movedAway && preemption) {
         const preemptor = jobs.get(preemption.preemptorId);
-        // Charged only for the time it held GPUs: up to the preemption.
+        // Charged for the time it held GPUs: up to the preemption, then (on a backend whose pods stop
+        // over a grace) until the backend reports them gone, at most for the grace.
         await writer.metering.charge(em, [job], result.at, 'preempted');
+        await stopping(writer, em, job, result.at, graces.get(job.id));
         backToPending(job);
         job.preemptionCount += 1;
         const lostGpuHours = lostGpuHoursOf(preemption.lostGpuMs, writer.metering.settings.timeScale);
         // A governance reclaim ('idle', 'not-running') has no preemptor: its events carry the flag's numbers
         // instead.
         const notice = reclaimNotice(job.governanceFlag, preemption.reason);
-        recordJobEvent(
-          em,
-          job,
-          'PREEMPTED',
-          at,
-          preemption.reason,
-          notice?.message ?? `Preempted (${preemption.reason}) to make room for another job`,
-          notice
+        // The stop signal's grace, when the queue's policy sets it and the backend's pods stop over
+        // one: the time the job has to checkpoint.
+        const graceSeconds =
+          writer.metering.settings.stopGraceSeconds === undefined ? undefined : graces.get(job.id);
+        const said = notice?.message ?? `Preempted (${preemption.reason}) to make room for another job`;
+        const message =
+          graceSeconds === undefined
+            ? said
+            : `${said.replace(/\.$/, '')}; its pods get ${graceSeconds} s to stop and checkpoint (its queue's policy).`;
+        recordJobEvent(em, job, 'PREEMPTED', at, preemption.reason, message, {
+          ...(notice
             ? { preemptorJobId: null, lostGpuHours, flag: notice.flag }
-            : { preemptorJobId: preemption.preemptorId, lostGpuHours },
-        );
+            : { preemptorJobId: preemption.preemptorId, lostGpuHours }),
+          ...(graceSeconds === undefined ? {} : { graceSeconds }),
+        });
         recordOutbox(em, 'job.preempted', {
           jobId: job.id,
           tenantId: job.tenant.id,
@@ -126,7 +157,7 @@ export async function persistCycle(
           preemptorTenantId: preemptor?.tenant.id ?? null,
           preemptorQueueId: preemptor?.queue.id ?? null,
           lostGpuHours,
-          ...(notice ? { message: notice.message, flag: notice.flag } : {}),
+          ...(notice ? { message, flag: notice.flag } : graceSeconds === undefined ? {} : { message }),
           at: result.at,
           epoch: writer.epoch,
         });

@@ -394,11 +394,22 @@ export class LeaderSession {
   }
 
   private async writeBackendEvents(events: readonly Writable[]): Promise<void> {
-    const { finished } = await applyBackendEvents(this.writer(), events);
+    const { finished, requeued } = await applyBackendEvents(this.writer(), events);
     if (this.ended) return;
-    for (const jobId of finished) if (this.knows(jobId)) this.host.core.finish(jobId);
+    const { core } = this.host;
+    for (const jobId of finished) if (this.knows(jobId)) core.finish(jobId);
+    const backoff = this.host.options.disruptionBackoff;
+    for (const { jobId, disruptions } of requeued) {
+      if (!this.knows(jobId) || core.jobState(jobId) !== 'admitted') continue;
+      const holdMs = backoff
+        ? Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.max(0, disruptions - 1))
+        : 0;
+      core.requeue(jobId, holdMs);
+      // A cycle when the backoff ends, not only at the next periodic one.
+      if (holdMs > 0) setTimeout(() => this.wake(), holdMs + 1).unref();
+    }
     this.dispatchSoon();
-    if (finished.length) {
+    if (finished.length || requeued.length) {
       this.host.options.events.publish('scheduler-state', {
         at: events.reduce((latest, e) => Math.max(latest, e.at), 0),
       });

@@ -35,4 +35,11 @@ export async function chargeRunningJobs(
     if (ended() || last === null) break;
     after = last;
   }
+  if (ended()) return;
+  // Stopping runs past their grace: the cluster has killed their pods by now, whether or not the
+  // backend said so (a report lost in a failover).
+  await writeFenced(writer(), async (em, jobLock) => {
+    const jobs = await em.find(Job, { stoppingUntil: { $lte: now } }, { populate: ['queue'], ...jobLock });
+    await metering.chargeStopping(em, jobs, now);
+  });
 }

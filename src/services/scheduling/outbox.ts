@@ -7,13 +7,14 @@ import { Job } from '../../persistence/jobs/index.js';
 import type { OutboxKind } from '../../persistence/scheduling/index.js';
 import { OutboxEntry } from '../../persistence/scheduling/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
+import { reclaimGraceSeconds } from './reclaim-grace.js';
 import { checkpointSpec } from './specs.js';
 
 /** Outbox rows of distinct jobs performed at once (see `dispatch`). */
 export const OUTBOX_PARALLEL = 16;
 
-/** A stored admitted job → what the backend needs to run it. */
-export function backendJobOf(job: Job): BackendJob {
+/** A stored admitted job → what the backend needs to run it (graceSeconds: its policy's, reclaim-grace.ts). */
+export function backendJobOf(job: Job, graceSeconds?: number): BackendJob {
   return {
     jobId: job.id,
     tenant: job.tenant.id,
@@ -29,6 +30,8 @@ export function backendJobOf(job: Job): BackendJob {
       ? { workloadType: job.workloadType as NonNullable<BackendJob['workloadType']> }
       : {}),
     ...(job.latencySensitive ? { latencySensitive: true } : {}),
+    ...(job.maxRetries ? { maxRetries: job.maxRetries } : {}),
+    ...(graceSeconds !== undefined ? { graceSeconds } : {}),
     workload: job.workload ?? undefined,
   };
 }
@@ -52,6 +55,7 @@ export class OutboxDispatcher {
   /** The dispatch in progress; a call meanwhile makes it run once more (for rows written since it read). */
   private current: Promise<void> | null = null;
   private again = false;
+  private stopped = false;
 
   constructor(private readonly options: OutboxOptions) {}
 
@@ -61,6 +65,7 @@ export class OutboxDispatcher {
    * rows are performed (or left for a retry, if the backend failed).
    */
   dispatch(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     if (this.current) {
       this.again = true;
       return this.current;
@@ -70,7 +75,7 @@ export class OutboxDispatcher {
         do {
           this.again = false;
           await this.dispatchOnce();
-        } while (this.again);
+        } while (this.again && !this.stopped);
       } finally {
         this.current = null;
       }
@@ -102,6 +107,7 @@ export class OutboxDispatcher {
           )
         : [],
     );
+    const graces = await reclaimGraceSeconds(em, [...admitted.values()]);
     const performed: string[] = [];
     let next = 0;
     while (next < entries.length) {
@@ -116,7 +122,7 @@ export class OutboxDispatcher {
         next++;
       }
       const results = await Promise.allSettled(
-        wave.map((entry) => this.perform(entry.kind as OutboxKind, entry.payload, admitted)),
+        wave.map((entry) => this.perform(entry.kind as OutboxKind, entry.payload, admitted, graces)),
       );
       let failed = false;
       results.forEach((result, i) => {
@@ -143,24 +149,30 @@ export class OutboxDispatcher {
     }
   }
 
-  /** After a takeover: the backend runs exactly the admitted jobs (starts missing runs, removes orphans). */
-  async reconcileBackend(): Promise<void> {
-    const jobs = await systemEntityManager(this.options.orm).find(
-      Job,
-      { state: { $in: ['ADMITTED', 'RUNNING'] } },
-      { populate: ['queue'] },
-    );
-    await this.options.backend.reconcile(jobs.filter((job) => job.admission).map(backendJobOf));
+  /**
+   * No dispatch starts from now on; resolves when the one in progress has ended (the server closes
+   * the backend after this, so no backend call is made on a closed backend). Rows left unperformed
+   * are performed by the next leader.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.current?.catch(() => undefined);
   }
 
-  private async startOnBackend(job: Job): Promise<void> {
-    await this.options.backend.start(backendJobOf(job));
+  /** After a takeover: the backend runs exactly the admitted jobs (starts missing runs, removes orphans). */
+  async reconcileBackend(): Promise<void> {
+    const em = systemEntityManager(this.options.orm);
+    const jobs = await em.find(Job, { state: { $in: ['ADMITTED', 'RUNNING'] } }, { populate: ['queue'] });
+    const live = jobs.filter((job) => job.admission);
+    const graces = await reclaimGraceSeconds(em, live);
+    await this.options.backend.reconcile(live.map((job) => backendJobOf(job, graces.get(job.id))));
   }
 
   private async perform(
     kind: OutboxKind,
     payload: Record<string, unknown>,
     admitted: Map<string, Job>,
+    graces: Map<string, number>,
   ): Promise<void> {
     const jobId = String(payload.jobId);
     const at = Number(payload.at);
@@ -169,10 +181,14 @@ export class OutboxDispatcher {
       events.publish('queue-updated', String(queueId), { queueId: String(queueId), at });
     switch (kind) {
       case 'job.admitted': {
-        const job =
-          admitted.get(jobId) ??
-          (await systemEntityManager(this.options.orm).findOne(Job, { id: jobId }, { populate: ['queue'] }));
-        if (job && (job.state === 'ADMITTED' || job.state === 'RUNNING')) await this.startOnBackend(job);
+        const em = systemEntityManager(this.options.orm);
+        const job = admitted.get(jobId) ?? (await em.findOne(Job, { id: jobId }, { populate: ['queue'] }));
+        if (job && (job.state === 'ADMITTED' || job.state === 'RUNNING')) {
+          const grace = graces.has(job.id)
+            ? graces.get(job.id)
+            : (await reclaimGraceSeconds(em, [job])).get(job.id);
+          await this.options.backend.start(backendJobOf(job, grace));
+        }
         this.publishJob(jobId, 'ADMITTED', at);
         events.publish('tenant-event', String(payload.tenantId), {
           kind: 'ADMITTED',
@@ -213,6 +229,18 @@ export class OutboxDispatcher {
         await this.options.backend.suspend(jobId, String(payload.reason));
         utilization.delete(jobId);
         this.publishJob(jobId, 'PENDING', at);
+        queueUpdated(payload.queueId);
+        return;
+      case 'job.disrupted':
+        utilization.delete(jobId);
+        this.publishJob(jobId, 'PENDING', at);
+        events.publish('tenant-event', String(payload.tenantId), {
+          kind: 'DISRUPTED',
+          jobId,
+          queueId: String(payload.queueId),
+          at,
+          message: String(payload.reason),
+        });
         queueUpdated(payload.queueId);
         return;
       case 'job.cancelled':

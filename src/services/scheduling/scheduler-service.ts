@@ -65,6 +65,11 @@ export interface SchedulerServiceOptions {
    * DEFAULT_CYCLE_SLICE_MS; 0: unsliced).
    */
   cycleSliceMs?: number;
+  /**
+   * A disrupted job waits `baseMs × 2^(disruptions − 1)` (at most `maxMs`) before it may be
+   * admitted again. Default: none (at once).
+   */
+  disruptionBackoff?: { baseMs: number; maxMs: number };
   /** Told after each leader admission cycle (metrics): its duration in seconds, with the write, and its
    * decisions.
    */
@@ -113,6 +118,7 @@ export class SchedulerService {
     this.epochs = new LeaderEpochs(options.dialect);
     this.metering = new Metering({
       timeScale: options.backend.timeScale,
+      stopGraceSeconds: options.backend.stopGraceSeconds,
       dialect: options.dialect,
       currency: options.metering?.currency ?? 'USD',
       afterCheckpoint: options.metering?.afterCheckpoint,
@@ -182,6 +188,7 @@ export class SchedulerService {
     if (this.leaderTimer) clearInterval(this.leaderTimer);
     for (const unsubscribe of this.unsubscribers) unsubscribe();
     await this.chain.catch(() => undefined);
+    await this.outbox.stop();
     await this.options.leadership.release();
   }
 

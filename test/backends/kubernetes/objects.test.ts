@@ -255,7 +255,7 @@ describe('jobObjects', () => {
         },
       ],
     );
-    const j = only(jobObjects(gang, ctx(), { ...settings, pinToNodes: true }));
+    const j = only(jobObjects(gang, ctx(), { ...settings, exactPlacement: false, pinToNodes: true }));
     expect(j.spec).toMatchObject({ parallelism: 4, completions: 4, completionMode: 'Indexed' });
     expect(j.spec.template.spec.affinity).toEqual({
       nodeAffinity: {

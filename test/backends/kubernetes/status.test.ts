@@ -94,7 +94,7 @@ describe('observeRun', () => {
     });
   });
 
-  it('running: every expected pod Running (or already Succeeded); pods being deleted do not count', () => {
+  it('running: every expected pod Running (or already Succeeded); a pod deleted from outside is a disruption', () => {
     expect(observeRun([kubeJob('j')], [running('p0'), running('p1')], 2)).toEqual({ kind: 'running' });
     expect(
       observeRun(
@@ -107,7 +107,10 @@ describe('observeRun', () => {
       ),
     ).toEqual({ kind: 'running' });
     const leaving = { ...running('p1'), metadata: { name: 'p1', deletionTimestamp: new Date() } };
-    expect(observeRun([kubeJob('j')], [running('p0'), leaving], 2).kind).toBe('pending');
+    expect(observeRun([kubeJob('j')], [running('p0'), leaving], 2)).toEqual({
+      kind: 'disrupted',
+      reason: 'DeletedFromOutside: pod p1 was deleted while its job ran',
+    });
   });
 
   it('a gang of 4 with 3 running is still pending, and says which pod waits', () => {
@@ -238,9 +241,54 @@ describe('observeRun', () => {
       message: 'The node was low on resource: memory.',
     });
     expect(observeRun([kubeJob('j')], [evicted], 1)).toEqual({
-      kind: 'failed',
+      kind: 'disrupted',
       reason: 'Evicted: The node was low on resource: memory.',
     });
+  });
+
+  it('disrupted: a pod the cluster marked DisruptionTarget (eviction, drain, preemption, a lost node), before any failure it causes', () => {
+    for (const reason of [
+      'EvictionByEvictionAPI',
+      'PreemptionByScheduler',
+      'DeletionByTaintManager',
+      'DeletionByPodGC',
+      'TerminationByKubelet',
+    ]) {
+      const target = pod('p1', 'Failed', {
+        state: { terminated: { exitCode: 143, reason: 'Error' } },
+        conditions: [{ type: 'DisruptionTarget', status: 'True', reason, message: `${reason}: stopped` }],
+      } as never);
+      expect(observeRun([kubeJob('j')], [running('p0'), target], 2)).toEqual({
+        kind: 'disrupted',
+        reason: `${reason}: ${reason}: stopped`,
+      });
+    }
+    // The Job controller of a failed Job deletes its other pods: those are not disruptions.
+    const failed = kubeJob('j', [{ type: 'Failed', reason: 'BackoffLimitExceeded', message: 'limit' }]);
+    const crashed = pod('p0', 'Failed', { state: { terminated: { exitCode: 1, reason: 'Error' } } });
+    const leaving = { ...running('p1'), metadata: { name: 'p1', deletionTimestamp: new Date() } };
+    expect(observeRun([failed], [crashed, leaving], 2)).toEqual({
+      kind: 'failed',
+      reason: 'Error: container main of pod p0 exited with code 1',
+    });
+    // Its own deadline is a failure, whatever the pods it killed for it show.
+    const late = kubeJob('j', [{ type: 'Failed', reason: 'DeadlineExceeded', message: 'too long' }]);
+    expect(observeRun([late], [leaving], 2).kind).toBe('failed');
+  });
+
+  it('with retries left, a failed pod is the Job controller’s to replace; image errors still fail at once', () => {
+    const crashed = pod('p0', 'Failed', { state: { terminated: { exitCode: 1, reason: 'Error' } } });
+    expect(observeRun([kubeJob('j')], [crashed], 1, { retries: 2 }).kind).toBe('pending');
+    expect(observeRun([kubeJob('j')], [crashed], 1).kind).toBe('failed');
+    const pull = pod('p0', 'Pending', {
+      state: { waiting: { reason: 'ImagePullBackOff', message: 'no such image' } },
+    });
+    expect(observeRun([kubeJob('j')], [pull], 1, { retries: 2 })).toEqual({
+      kind: 'failed',
+      reason: 'ImagePullBackOff: no such image',
+    });
+    const exhausted = kubeJob('j', [{ type: 'Failed', reason: 'BackoffLimitExceeded', message: 'limit' }]);
+    expect(observeRun([exhausted], [crashed], 1, { retries: 2 }).kind).toBe('failed');
   });
 
   it('reasons stay one line of at most 500 characters', () => {

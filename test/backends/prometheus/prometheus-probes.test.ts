@@ -9,6 +9,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { BackendEvent } from '../../../src/backends/port.js';
 import {
   DEFAULT_PROMETHEUS_PROBES,
+  expandQuery,
+  podLabelPairs,
   podOfName,
   readPods,
   utilizationReports,
@@ -84,10 +86,15 @@ describe('Prometheus probe source', () => {
     try {
       const settings = { ...DEFAULT_PROMETHEUS_PROBES, prometheusUrl: prometheus.url };
       const pods = await readPods(settings, 'fairway-');
+      // 'auto' asks for both label conventions in one query each.
+      const pairs = podLabelPairs(DEFAULT_PROMETHEUS_PROBES);
       expect(prometheus.state.queries).toEqual([
-        DEFAULT_PROMETHEUS_PROBES.gpuQuery.replaceAll('{namespacePrefix}', 'fairway-'),
-        DEFAULT_PROMETHEUS_PROBES.memoryQuery.replaceAll('{namespacePrefix}', 'fairway-'),
+        expandQuery(DEFAULT_PROMETHEUS_PROBES.gpuQuery, pairs, 'fairway-'),
+        expandQuery(DEFAULT_PROMETHEUS_PROBES.memoryQuery, pairs, 'fairway-'),
       ]);
+      expect(prometheus.state.queries[0]).toBe(
+        '(avg by (exported_namespace, exported_pod) (DCGM_FI_DEV_GPU_UTIL{exported_namespace=~"fairway-.*"})) or (avg by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{namespace=~"fairway-.*"}))',
+      );
       expect(pods.map((p) => [p.pod, p.gpu, p.memory])).toEqual([
         ['fw-0190f0a0-0000-7000-8000-000000000001-0-0-bcdfg', 0.8, 0.5],
         ['fw-0190f0a0-0000-7000-8000-000000000001-1-bcdfh', 0.4, 0.25],
