@@ -2,7 +2,7 @@
 // in the tenant's namespace, suspended on preemption and resumed on readmission, deleted on
 // cancel; informers on Jobs, Pods and Nodes turn what the cluster does back into Fairway's
 // events and inventory. Shaped after Kueue's contract with Jobs (see ../README.md).
-import type { KubeConfig, V1Job, V1Pod } from '@kubernetes/client-node';
+import type { KubeConfig, V1Job } from '@kubernetes/client-node';
 import type {
   BackendEvent,
   BackendFlavor,
@@ -13,11 +13,11 @@ import type {
 } from '../port.js';
 import { type PodOwner, type ProbeHealth, PrometheusProbes, podOfName } from '../prometheus/index.js';
 import { apiMessage, KubeClient, type KubeClientOptions, loadKubeConfig, statusOf } from './client.js';
+import { GateReleaser } from './gate-releaser.js';
 import { InventoryFeed } from './inventory-feed.js';
 import { ensureJob, finished, refOf, withWorkloadHash } from './job-updates.js';
-import { ANNOTATION_ADMISSION, LABEL_POD_SET, namespaceName } from './naming.js';
+import { ANNOTATION_ADMISSION, namespaceName } from './naming.js';
 import { jobObjects, jobService, type KubeTenant } from './objects.js';
-import { releaseGatedPods } from './placement-gates.js';
 import { notRunningReport, runChange, type TrackedRun, trackedRun } from './run-tracking.js';
 import type { KubernetesSettings } from './settings.js';
 import { tenantSafeMessage } from './status.js';
@@ -52,6 +52,8 @@ export class KubernetesBackend implements ExecutionBackend {
   private readonly inventory: InventoryFeed;
   private readonly tenantReconciler: TenantReconciler;
   private readonly tracked = new Map<string, TrackedRun>();
+  /** Releases gated pods to their nodes (exactPlacement); absent without it. */
+  private readonly gates?: GateReleaser;
   /** Suspended runs whose pods may still be stopping: job id → the admission they ran under. */
   private readonly stopping = new Map<string, string>();
   private readonly listeners = new Set<(event: BackendEvent) => void>();
@@ -78,12 +80,26 @@ export class KubernetesBackend implements ExecutionBackend {
       onRunObject: (jobId) => {
         if (this.tracked.has(jobId)) {
           this.evaluate(jobId);
-          this.releaseGated(jobId);
+          this.gates?.release(jobId);
         }
         if (this.stopping.has(jobId)) this.checkStopped(jobId);
       },
       onNodes: () => this.inventory.changed(),
     });
+    if (this.settings.exactPlacement)
+      this.gates = new GateReleaser({
+        client: this.client,
+        run: (jobId) => {
+          const t = this.tracked.get(jobId);
+          return t && { jobId, admissionAt: t.admissionAt, admissions: t.job.admission.podSets };
+        },
+        pods: (jobId) => [...(this.watches.podsById.get(jobId)?.values() ?? [])],
+        node: (name) => this.watches.nodes.get(name),
+        unavailable: (jobId, reason) => this.disrupted(jobId, reason),
+        log: this.log,
+        logError: this.logError,
+        closed: () => this.closed,
+      });
     this.inventory = new InventoryFeed(() => this.watches.nodes.list(), this.settings, this.log);
     const resync = setInterval(() => this.evaluateAll(), options.resyncMs ?? 30_000);
     const check = setInterval(() => this.checkNotRunning(), options.checkIntervalMs ?? 5000);
@@ -310,7 +326,7 @@ export class KubernetesBackend implements ExecutionBackend {
   private evaluateAll(): void {
     for (const jobId of [...this.tracked.keys()]) {
       this.evaluate(jobId);
-      this.releaseGated(jobId);
+      this.gates?.release(jobId);
     }
   }
 
@@ -337,51 +353,6 @@ export class KubernetesBackend implements ExecutionBackend {
       // suspended, for the readmission to resume them with a new placement.
       this.disrupted(jobId, change.reason, change.at);
     }
-  }
-
-  /** Gated pods asked to be released, by uid (the informer shows the release a moment later). */
-  private readonly released = new Set<string>();
-
-  /** Releases the tracked run's gated pods to their nodes (placement-gates.ts). */
-  private releaseGated(jobId: string): void {
-    const t = this.tracked.get(jobId);
-    if (!t || !this.settings.exactPlacement || this.closed) return;
-    const pods = [...(this.watches.podsById.get(jobId)?.values() ?? [])];
-    const run = { jobId, admissionAt: t.admissionAt, admissions: t.job.admission.podSets };
-    const patch = (pod: V1Pod, body: Record<string, unknown>) =>
-      this.client.mergePatch(
-        {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: { name: pod.metadata!.name!, namespace: pod.metadata!.namespace },
-        },
-        body,
-      );
-    const podSet = (pod: V1Pod) => pod.metadata?.labels?.[LABEL_POD_SET];
-    void releaseGatedPods(patch, run, pods, this.released, podSet, (node) => this.unusableNode(node))
-      .then(({ stuck, unavailable }) => {
-        for (const pod of stuck)
-          this.log(`pod ${pod.metadata?.name} of job ${jobId} has no node in its admission; left gated`);
-        // Placed on a node drained or lost since: placed again, as a disruption.
-        if (unavailable && this.tracked.get(jobId) === t)
-          this.disrupted(jobId, `NodeUnavailable: ${unavailable}`);
-      })
-      .catch((error: unknown) => {
-        // The API server did not take it (an outage): asked again soon, not only at the next resync.
-        this.logError(error);
-        if (!this.closed) setTimeout(() => this.releaseGated(jobId), 1000).unref();
-      });
-    if (this.released.size > 10_000) this.released.clear();
-  }
-
-  /** Why a node cannot take a pod now (gone, cordoned, not ready), or null. */
-  private unusableNode(name: string): string | null {
-    const node = this.watches.nodes.get(name);
-    if (!node) return `node ${name} is gone`;
-    if (node.spec?.unschedulable) return `node ${name} is cordoned`;
-    const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
-    if (ready && ready.status !== 'True') return `node ${name} is not ready`;
-    return null;
   }
 
   /** The run stopped by the cluster: its Jobs suspended, the job reported disrupted (requeued). */
