@@ -108,7 +108,11 @@ describe('every section resolved, defaults applied once', () => {
       webSocket: DEFAULT_WEBSOCKET_CONFIG,
       http: { corsOrigins: [], csrfHeaders: ['x-graphql-yoga-csrf'], hsts: false, persistedOperations: null },
       observability: { logLevel: 'warn', tracing: null, metricsToken: undefined },
-      scheduling: { cycleSliceMs: DEFAULT_CYCLE_SLICE_MS },
+      scheduling: {
+        cycleSliceMs: DEFAULT_CYCLE_SLICE_MS,
+        disruptionBackoffMs: 5000,
+        disruptionBackoffMaxMs: 300_000,
+      },
       // The demo is on: usage is written every 15 s so its cost shows within the first minute.
       metering: { intervalMs: 15_000, currency: 'USD' },
       governance: {

@@ -203,7 +203,11 @@ export class KubernetesBackend implements ExecutionBackend {
       this.tracked.delete(job.jobId);
       return this.cannotRun(job, `the Kubernetes API refused its Job (${status}): ${apiMessage(error)}`);
     }
-    setImmediate(() => this.evaluate(job.jobId));
+    setImmediate(() => {
+      this.evaluate(job.jobId);
+      // Pods that already exist (an adopted run after a restart) wait behind their gate for this.
+      this.gates?.release(job.jobId);
+    });
   }
 
   /** Reports, asynchronously as every event, that the job failed before it could run. */

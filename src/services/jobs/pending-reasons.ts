@@ -176,6 +176,8 @@ function codeText(e: JobExplanation, label: JobLabel): string {
         ? `The ${e.hold.scope}'s monthly budget is exhausted: ${money(e.hold.spent)} of ${money(e.hold.limit)} ${e.hold.currency} spent in ${e.hold.period}; jobs of this priority class wait until it is raised or the month ends.`
         : 'A monthly budget is exhausted; jobs of this priority class wait until it is raised or the month ends.';
     case 'ReclaimHold':
+      if (e.message?.startsWith('disrupted by the cluster'))
+        return `Stopped by the cluster (see its DISRUPTED events); it waits out its backoff and is not admitted again before ${e.reclaimHoldUntil != null ? new Date(e.reclaimHoldUntil).toISOString() : 'its backoff ends'}.`;
       return `Reclaimed by its queue's isolation policy (see its FLAGGED and PREEMPTED events); not admitted again before ${e.reclaimHoldUntil != null ? new Date(e.reclaimHoldUntil).toISOString() : 'its hold ends'}.`;
     default:
       return 'Waiting to be admitted.';
@@ -210,7 +212,7 @@ export function etaUnknownText(reason: EtaUnknownReason | undefined | null): str
     case 'BudgetExhausted':
       return 'It waits until the exhausted budget is raised or the month ends.';
     case 'ReclaimHold':
-      return "It was reclaimed by its queue's isolation policy and waits until its hold ends.";
+      return "It waits until its hold ends: a reclaim by its queue's isolation policy, or a disruption's backoff.";
     default:
       return 'Cannot be predicted.';
   }

@@ -16,6 +16,8 @@ const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id stat
 const JOB = `query($id: ID!) { node(id: $id) { ... on Job { id state exitReason disruptionCount events(first: 50) { edges { node { type reason message } } } } } }`;
 const IMAGE = 'nvcr.io/nvidia/pytorch:24.05-py3';
 const NS = 'fairway-aurora-research';
+// The test kubelet ends a pod after 300 ms unless told otherwise: these pods run until stopped.
+const RUNS_ON = { name: 'FAIRWAY_TEST_RUN_MS', value: '600000' };
 
 let t: KubeTestApp | null = null;
 afterEach(async () => {
@@ -61,7 +63,7 @@ describe('a torchrun-style job finds its peers', () => {
     t = await startKubeApp();
     const id = await submit(t, {
       podSets: [{ count: 2, gpusPerPod: 8, flavors: ['h100-80g'] }],
-      container: { image: IMAGE, command: ['torchrun', 'train.py'] },
+      container: { image: IMAGE, command: ['torchrun', 'train.py'], env: [RUNS_ON] },
     });
     const jobId = decode(id);
     await until(t, id, 'RUNNING');
@@ -102,7 +104,7 @@ describeEachDialect('disruptions requeue, failures fail', (dialect) => {
     t = await startKubeApp({ dialect, nodes });
     const id = await submit(t, {
       podSets: [{ count: 1, gpusPerPod: 8, flavors: ['h100-80g'] }],
-      container: { image: IMAGE },
+      container: { image: IMAGE, env: [RUNS_ON] },
       checkpoint: { intervalSeconds: 60 },
     });
     const jobId = decode(id);
@@ -177,7 +179,7 @@ describe('grace, metering and readmission', () => {
         name: 'wide',
         podSets: [{ count: 4, gpusPerPod: 8, flavors: ['h100-80g'] }],
         // Each pod takes 1.5 s to stop after SIGTERM: far less than its 300 s.
-        container: { image: IMAGE, env: [{ name: 'FAIRWAY_TEST_SIGTERM_MS', value: '1500' }] },
+        container: { image: IMAGE, env: [RUNS_ON, { name: 'FAIRWAY_TEST_SIGTERM_MS', value: '1500' }] },
       },
     });
     expect(wide.errors, JSON.stringify(wide.errors)).toBeUndefined();
@@ -193,7 +195,7 @@ describe('grace, metering and readmission', () => {
     const claim = await submit(t, {
       name: 'claim',
       podSets: [{ count: 2, gpusPerPod: 8, flavors: ['h100-80g'] }],
-      container: { image: IMAGE },
+      container: { image: IMAGE, env: [RUNS_ON] },
     });
     await until(t, claim, 'RUNNING', 20_000);
     const victim = await systemEm(t).findOneOrFail(Job, { id: wideId });
@@ -218,7 +220,7 @@ describe('grace, metering and readmission', () => {
     t = await startKubeApp({ kube, nodes: [1, 2].map((i) => gpuNode(`gpu-h100-${i}`)) });
     const id = await submit(t, {
       podSets: [{ gpusPerPod: 8, flavors: ['h100-80g'] }],
-      container: { image: IMAGE },
+      container: { image: IMAGE, env: [RUNS_ON] },
     });
     const jobId = decode(id);
     await until(t, id, 'RUNNING');
@@ -241,7 +243,7 @@ describe('grace, metering and readmission', () => {
         await submit(t, {
           name: `p${i}`,
           podSets: [{ gpusPerPod: 4, flavors: ['h100-80g'] }],
-          container: { image: IMAGE },
+          container: { image: IMAGE, env: [RUNS_ON] },
         }),
       );
     for (const id of ids) await until(t, id, 'RUNNING');

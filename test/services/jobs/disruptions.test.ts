@@ -71,7 +71,17 @@ describeEachDialect('disruptions and retries', (dialect) => {
       async () => (await systemEm().findOneOrFail(Job, { id: rawId(id) })).disruptionCount === 1,
       'requeued',
     );
-    // It was pending (its row says so between the two runs) and is admitted and running again.
+    // Held for its backoff (the test configuration's 300 ms, in the scheduler's clock), then admitted again.
+    const waiting = await t.gql(
+      member,
+      `query($id: ID!) { node(id: $id) { ... on Job { state pendingReason { code message } } } }`,
+      { id },
+    );
+    expect((waiting.body.data as any).node.state).toBe('PENDING');
+    expect((waiting.body.data as any).node.pendingReason.message).toMatch(
+      /^Stopped by the cluster \(see its DISRUPTED events\); it waits out its backoff and is not admitted again before /,
+    );
+    t.now.value += 1000;
     await until(async () => (await stateOf(id)) === 'RUNNING', 'running again');
     const res = await t.gql(member, JOB, { id });
     const job = (res.body.data as any).node;
