@@ -3,6 +3,7 @@ import { GraphQLError, Kind } from 'graphql';
 import { z } from 'zod';
 import { AUDIT_OUTCOMES } from '../src/persistence/audit/index.js';
 import { isUuid } from '../src/persistence/ids.js';
+import { WORKLOAD_KINDS } from '../src/persistence/jobs/index.js';
 import {
   type ISOLATION_LEVELS,
   PROJECT_STATUSES,
@@ -59,6 +60,11 @@ export const IsolationLevelEnum = builder.enumType('IsolationLevel', {
 export const TenantStatusEnum = builder.enumType('TenantStatus', { values: TENANT_STATUSES });
 /** Governance: what a job (declared at submit) or a queue runs; shared by Job, Queue and the policy rules. */
 export const WorkloadTypeEnum = builder.enumType('WorkloadType', { values: WORKLOAD_TYPES });
+export const WorkloadKindEnum = builder.enumType('WorkloadKind', {
+  values: WORKLOAD_KINDS,
+  description:
+    'The workload controller that runs a job on Kubernetes (other backends run every kind as pods).',
+});
 export const SlaClassEnum = builder.enumType('SlaClass', {
   values: SLA_CLASSES,
   description:

@@ -11,6 +11,7 @@ import { Migration20261201154223 as M8 } from './Migration20261201154223.js';
 import { Migration20261201170427 as M9 } from './Migration20261201170427.js';
 import { Migration20261201194920 as M10 } from './Migration20261201194920.js';
 import { Migration20261202034823 as M11 } from './Migration20261202034823.js';
+import { Migration20261202044145 as M12 } from './Migration20261202044145.js';
 
 /** Every postgresql migration, oldest first. Rewritten by `npm run migration:create`. */
 export const postgresqlMigrations: MigrationObject[] = [
@@ -26,4 +27,5 @@ export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261201170427', class: M9 },
   { name: 'Migration20261201194920', class: M10 },
   { name: 'Migration20261202034823', class: M11 },
+  { name: 'Migration20261202044145', class: M12 },
 ];

@@ -7,7 +7,7 @@ import {
   submitJob,
 } from '../../src/services/jobs/index.js';
 import { builder } from '../builder.js';
-import { decodeId, WorkloadTypeEnum } from '../common.js';
+import { decodeId, WorkloadKindEnum, WorkloadTypeEnum } from '../common.js';
 import { JobRef } from '../refs.js';
 
 const PodSetInput = builder.inputType('PodSetInput', {
@@ -205,6 +205,12 @@ export const SubmitJobInputRef = builder.inputType('SubmitJobInput', {
         .max(90 * 86_400, 'at most 90 days'),
     }),
     checkpoint: t.field({ type: CheckpointInput }),
+    workloadKind: t.field({
+      type: WorkloadKindEnum,
+      defaultValue: 'BATCH',
+      description:
+        'Which workload controller runs it on Kubernetes: BATCH (batch/v1 Jobs), JOBSET, PYTORCH_JOB (pod sets master and worker), RAY_JOB (pod sets head and workers; the command is the entrypoint) or RAY_CLUSTER (an open-ended Ray cluster under quota). A kind whose CRD the cluster does not serve is refused with BAD_USER_INPUT. Other backends run every kind as pods.',
+    }),
     maxRetries: t.int({
       description:
         "How often the job's own failures (a non-zero exit, OOMKilled) are retried in place before it fails: 0–10, default 0. Disruptions by the cluster (eviction, drain, a lost node) are never failures: the job is requeued with its checkpoint whatever this says.",
@@ -263,6 +269,7 @@ export function toSubmitInput(input: SubmitArgs): SubmitJobInput {
     workloadType: input.workloadType ?? null,
     latencySensitive: input.latencySensitive ?? false,
     maxRetries: input.maxRetries ?? 0,
+    workloadKind: input.workloadKind ?? 'BATCH',
   };
 }
 

@@ -1,12 +1,12 @@
 import { type ResolveCursorConnectionArgs, resolveCursorConnection } from '@pothos/plugin-relay';
 import { z } from 'zod';
-import { JobRow } from '../../src/persistence/jobs/index.js';
+import { JobRow, type WORKLOAD_KINDS } from '../../src/persistence/jobs/index.js';
 import { requireCapability } from '../../src/services/context.js';
 import type { JobExplanation } from '../../src/services/jobs/index.js';
 import { cancelJob, getJob, listJobs } from '../../src/services/jobs/index.js';
 import { type PageQuery, pageInMemory } from '../../src/services/paging.js';
 import { builder } from '../builder.js';
-import { decodeId, JobStateEnum, pageFrom, toCursor } from '../common.js';
+import { decodeId, JobStateEnum, pageFrom, toCursor, WorkloadKindEnum } from '../common.js';
 import type { GraphQLContext } from '../context.js';
 import { JobEventRef, JobRef, ProjectRef, QueueRef, TenantRef } from '../refs.js';
 import { reloadingSubscription } from '../reloading-subscription.js';
@@ -86,6 +86,10 @@ builder.node(JobRef, {
     finishedAt: t.field({ type: 'DateTime', nullable: true, resolve: (j) => j.finishedAt ?? null }),
     exitReason: t.string({ nullable: true, resolve: (j) => j.exitReason ?? null }),
     preemptionCount: t.exposeInt('preemptionCount'),
+    workloadKind: t.field({
+      type: WorkloadKindEnum,
+      resolve: (j) => (j.workloadKind ?? 'BATCH') as (typeof WORKLOAD_KINDS)[number],
+    }),
     maxRetries: t.exposeInt('maxRetries', {
       description: "Retries in place of the job's own failures before it fails (0–10).",
     }),

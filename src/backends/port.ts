@@ -4,6 +4,16 @@
 import type { WorkloadType } from '../core/governance/index.js';
 import type { Admission, CheckpointSpec, NodeSpec, PodSetSpec } from '../core/scheduling/index.js';
 
+/** Which controller runs a job on Kubernetes: batch/v1 Jobs, a JobSet, a PyTorchJob, a RayJob or an open-ended RayCluster. */
+export type WorkloadKind = 'BATCH' | 'JOBSET' | 'PYTORCH_JOB' | 'RAY_JOB' | 'RAY_CLUSTER';
+
+/** What a submit tells a backend about the workload, to be refused early when it cannot run it. */
+export interface WorkloadRequest {
+  workloadKind: WorkloadKind;
+  podSets: { name: string; count: number; perPod: { gpu?: number } }[];
+  command: string[] | null;
+}
+
 /** What an execution backend needs to run one admitted job. */
 export interface BackendJob {
   jobId: string;
@@ -28,6 +38,8 @@ export interface BackendJob {
   workloadType?: WorkloadType | null;
   /** Declared as serving latency-sensitive traffic. */
   latencySensitive?: boolean;
+  /** The workload controller that runs it (Kubernetes; absent: BATCH). */
+  workloadKind?: WorkloadKind;
   /**
    * How often the job's own failures (a non-zero exit, OOMKilled) are retried in place before the
    * job fails (0–10; absent: 0). Disruptions (eviction, drain, a lost node) are not failures: the
@@ -156,4 +168,10 @@ export interface ExecutionBackend {
    * running GPU jobs, so idle reclaim has nothing to act on) and how many outages began so far.
    */
   probeHealth?(): { outage: boolean; outages: number };
+  /**
+   * Why this backend cannot run the workload as asked (a kind whose CRD the cluster does not
+   * serve, pod sets its controller cannot take), in words for the submitter; null when it can.
+   * Absent: every kind runs as plain pods.
+   */
+  workloadProblem?(request: WorkloadRequest): Promise<string | null>;
 }

@@ -161,6 +161,21 @@ export class KubeClient {
     }
   }
 
+  /**
+   * Whether the cluster serves this kind (discovery of its group version; a served kind is
+   * remembered, a missing one asked again next time, so a CRD installed later is seen).
+   */
+  async serves(apiVersion: string, kind: string): Promise<boolean> {
+    try {
+      // client-node keeps its discovery protected; it is the same call its generic methods make.
+      const api = this.api as unknown as { resource(v: string, k: string): Promise<unknown> };
+      return (await this.retrying(() => api.resource(apiVersion, kind))) !== undefined;
+    } catch (error) {
+      if (statusOf(error) === 404) return false;
+      throw error;
+    }
+  }
+
   async read<T extends KubernetesObject>(ref: ObjectRef): Promise<T | undefined> {
     try {
       return (await this.retrying(() => this.api.read(ref as never))) as T;

@@ -5,6 +5,9 @@ import { uuidv7 } from '../ids.js';
 import { Project, Tenant, User } from '../tenancy/index.js';
 import { tenantFilter } from '../tenant-filter.js';
 
+export const WORKLOAD_KINDS = ['BATCH', 'JOBSET', 'PYTORCH_JOB', 'RAY_JOB', 'RAY_CLUSTER'] as const;
+export type WorkloadKindName = (typeof WORKLOAD_KINDS)[number];
+
 export const JOB_STATES = ['PENDING', 'ADMITTED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 export const TERMINAL_JOB_STATES: ReadonlySet<JobState> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
@@ -75,6 +78,11 @@ export const Job = defineEntity({
     submitTime: p.bigint('number'),
     gpusRequested: p.double().$type<number>().default(0),
     preemptionCount: p.integer().default(0),
+    /**
+     * Which controller runs it on Kubernetes: BATCH (batch/v1 Jobs), JOBSET, PYTORCH_JOB, RAY_JOB,
+     * RAY_CLUSTER (an open-ended Ray cluster under quota). Other backends run every kind as pods.
+     */
+    workloadKind: p.enum([...WORKLOAD_KINDS]).default('BATCH'),
     /** Retries in place of the job's own failures (a non-zero exit, OOMKilled) before it fails; 0–10. */
     maxRetries: p.integer().default(0),
     /** Times the cluster stopped it (eviction, drain, a lost node) and it was requeued. */

@@ -45,6 +45,7 @@ export interface JobView {
   preemptionCount: number;
   maxRetries: number;
   disruptionCount: number;
+  workloadKind: string;
   stoppingSince?: number | null;
   stoppingUntil?: number | null;
   stoppingAdmission?: Admission | null;
@@ -80,6 +81,7 @@ export class JobRow implements JobView {
   preemptionCount!: number;
   maxRetries!: number;
   disruptionCount!: number;
+  workloadKind!: string;
   stoppingSince!: number | null;
   stoppingUntil!: number | null;
   meteredFrom!: number | null;
@@ -217,6 +219,7 @@ const COLUMNS = [
   'preemption_count',
   'max_retries',
   'disruption_count',
+  'workload_kind',
   'stopping_since',
   'stopping_until',
   'stopping_admission',
@@ -339,6 +342,7 @@ function toRow(platform: Platform, raw: Raw): JobRow {
   row.preemptionCount = Number(raw.preemption_count);
   row.maxRetries = Number(raw.max_retries);
   row.disruptionCount = Number(raw.disruption_count);
+  row.workloadKind = String(raw.workload_kind ?? 'BATCH');
   row.stoppingSince = num(raw.stopping_since);
   row.stoppingUntil = num(raw.stopping_until);
   row.meteredFrom = num(raw.metered_from);

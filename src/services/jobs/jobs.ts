@@ -80,6 +80,9 @@ export async function resolveTarget(ctx: ServiceContext, em: EntityManager, inpu
   requireContributor(ctx, project);
   if (project.status !== 'ACTIVE') throw conflict('The project is archived and takes no new jobs.');
   await enforceSubmitPolicy(em, { queue, project, input });
+  // A kind the backend cannot run (a CRD the cluster does not serve, pod sets the controller cannot take).
+  const kindProblem = await ctx.scheduler.workloadProblem(input);
+  if (kindProblem) throw badInput(kindProblem);
   return { queue, project };
 }
 
@@ -146,6 +149,7 @@ export function pendingJobFields(p: {
     latencySensitive: input.latencySensitive ?? false,
     maxRetries: input.maxRetries ?? 0,
     disruptionCount: 0,
+    workloadKind: input.workloadKind ?? 'BATCH',
     state: 'PENDING' as const,
     admission: null,
     idempotencyKey: input.idempotencyKey ?? null,
@@ -176,6 +180,7 @@ export function requestHash(input: SubmitJobInput, queueId: string): string {
     // Only when declared, as the checkpoint: hashes of jobs without the probe signals stay what they were.
     ...probeSignalsOf(input),
     ...(input.maxRetries ? { maxRetries: input.maxRetries } : {}),
+    ...(input.workloadKind && input.workloadKind !== 'BATCH' ? { workloadKind: input.workloadKind } : {}),
   });
   return createHash('sha256').update(canonical).digest('hex');
 }

@@ -22,4 +22,6 @@ export interface SubmitJobInput {
   latencySensitive?: boolean | null;
   /** Retries in place of the job's own failures before it fails (0–10; default 0). Disruptions never count. */
   maxRetries?: number | null;
+  /** Which workload controller runs it (Kubernetes); default BATCH. */
+  workloadKind?: 'BATCH' | 'JOBSET' | 'PYTORCH_JOB' | 'RAY_JOB' | 'RAY_CLUSTER' | null;
 }

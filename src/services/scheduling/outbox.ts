@@ -31,6 +31,7 @@ export function backendJobOf(job: Job, graceSeconds?: number): BackendJob {
       : {}),
     ...(job.latencySensitive ? { latencySensitive: true } : {}),
     ...(job.maxRetries ? { maxRetries: job.maxRetries } : {}),
+    ...(job.workloadKind && job.workloadKind !== 'BATCH' ? { workloadKind: job.workloadKind } : {}),
     ...(graceSeconds !== undefined ? { graceSeconds } : {}),
     workload: job.workload ?? undefined,
   };

@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import type { BackendEvent, ExecutionBackend } from '../../backends/port.js';
+import type { BackendEvent, ExecutionBackend, WorkloadKind, WorkloadRequest } from '../../backends/port.js';
 import type {
   Admission,
   JobExplanation,
@@ -193,6 +193,20 @@ export class SchedulerService {
   }
 
   // ─── reads (any replica) ───
+
+  /** Why the backend cannot run this workload kind as asked (port.ts workloadProblem), or null. */
+  async workloadProblem(input: {
+    workloadKind?: WorkloadKind | null;
+    podSets: WorkloadRequest['podSets'];
+    workload?: Record<string, unknown> | null;
+  }): Promise<string | null> {
+    const kind = input.workloadKind ?? 'BATCH';
+    const backend = this.options.backend;
+    if (kind === 'BATCH' || !backend.workloadProblem) return null;
+    const container = input.workload?.container as { command?: string[]; args?: string[] } | undefined;
+    const command = container?.command?.length ? [...container.command, ...(container.args ?? [])] : null;
+    return backend.workloadProblem({ workloadKind: kind, podSets: input.podSets, command });
+  }
 
   /** Validates a job against the current configuration without changing anything. */
   preview(spec: JobSpec): Preview {
