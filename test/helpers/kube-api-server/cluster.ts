@@ -22,6 +22,8 @@ export interface ClusterOptions {
   preemption: boolean;
   /** How long after a suspended Job's pods are gone the Job controller clears status.startTime. */
   jobControllerDelayMs: number;
+  /** The PyTorchJob workers' init container template (KubeApiServerOptions.pytorchInitContainerTemplate). */
+  pytorchInitContainerTemplate?: object;
 }
 
 /** How long the workload runs (ms), from the annotation or the first container's FAIRWAY_TEST_RUN_MS. */

@@ -1,10 +1,15 @@
 /**
- * The test cluster's control loop: pod GC, the Job controller, the scheduler, the kubelet and the quota
- * controller, run together on one unref'd timer whenever something changes (Events and Leases aside)
+ * The test cluster's control loop: pod GC, the workload controllers of custom kinds (JobSet, PyTorchJob,
+ * RayJob, RayCluster: crd-controllers/, each while its CRD is installed), the Job controller, the scheduler,
+ * the kubelet and the quota controller, run together on one unref'd timer whenever something changes (Events and Leases aside)
  * or a deadline (pod start, pod end, SIGTERM exit, Job deadline, TTL, retry) comes due. Every write goes
  * through the store, so what they make is defaulted, admitted and validated too.
  */
 import type { Cluster, ClusterOptions } from './cluster.js';
+import { JobSetController } from './crd-controllers/jobset.js';
+import { PyTorchJobController } from './crd-controllers/pytorchjob.js';
+import { RayClusterController } from './crd-controllers/raycluster.js';
+import { RayJobController } from './crd-controllers/rayjob.js';
 import { collectOrphanedPods } from './disruption.js';
 import { EventRecorder } from './events.js';
 import { JobController } from './job-controller.js';
@@ -29,6 +34,8 @@ export class Controllers implements Cluster {
   private readonly unsubscribe: () => void;
   private readonly reported = new Set<string>();
   private readonly jobController: JobController;
+  /** The workload controllers of custom kinds; each acts only while its CRD is installed. */
+  private readonly workloads: { pass(now: number): void }[];
   private readonly scheduler: Scheduler;
   private readonly kubelet: Kubelet | undefined;
   readonly events: EventRecorder;
@@ -41,6 +48,12 @@ export class Controllers implements Cluster {
   ) {
     this.events = new EventRecorder(store);
     this.jobController = new JobController(this);
+    this.workloads = [
+      new JobSetController(this),
+      new PyTorchJobController(this),
+      new RayJobController(this),
+      new RayClusterController(this),
+    ];
     this.kubelet = options.kubelet ? new Kubelet(this, options.kubelet) : undefined;
     this.scheduler = new Scheduler(this, (uid, now) => this.kubelet?.bound(uid, now));
     this.unsubscribe = store.subscribe((e) => this.observe(e));
@@ -85,6 +98,7 @@ export class Controllers implements Cluster {
         this.again = false;
         const now = Date.now();
         collectOrphanedPods(this);
+        for (const w of this.workloads) w.pass(now);
         this.jobController.pass(now);
         this.scheduler.pass(now);
         this.kubelet?.pass(now);

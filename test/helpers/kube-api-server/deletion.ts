@@ -40,6 +40,7 @@ export class Deletion {
     if (!current) throw notFound(t, name);
     const propagation = options.propagation ?? 'Background';
     if (t.kind === 'Namespace') return this.terminateNamespace(current);
+    if (t.kind === 'CustomResourceDefinition') this.removeInstances(current);
     if (t.kind === 'Pod' && this.store.options.gracefulPods) {
       const grace = options.gracePeriodSeconds ?? current.spec?.terminationGracePeriodSeconds ?? 30;
       if (grace > 0 && current.spec?.nodeName && !terminal(current))
@@ -95,10 +96,32 @@ export class Deletion {
     return deleted;
   }
 
+  /** A deleted CRD takes its objects with it (the real server's customresourcecleanup finalizer). */
+  private removeInstances(crd: any): void {
+    const kind = this.store.crds.kindOf(crd.metadata.name);
+    if (!kind) return;
+    for (const o of this.store.peekAll(kind)) {
+      if (!this.store.peek(kind, o.metadata.namespace, o.metadata.name)) continue;
+      this.delete(kind, o.metadata.namespace, o.metadata.name, { propagation: 'Background' });
+    }
+    // What finalizers still hold goes too: the kind is no longer served.
+    for (const o of this.store.peekAll(kind)) this.remove(o, 'Background');
+  }
+
   private ownerOf(ref: any, namespace: string | undefined): any | undefined {
+    if (!this.knownKind(ref.kind)) return undefined; // e.g. a custom kind whose CRD is gone
     const t = this.store.type(ref.kind);
     const owner = this.store.peek(t.kind, t.namespaced ? namespace : undefined, ref.name);
     return owner?.metadata.uid === ref.uid ? owner : undefined;
+  }
+
+  private knownKind(kind: string): boolean {
+    try {
+      this.store.type(kind);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   private dependents(uid: string): any[] {

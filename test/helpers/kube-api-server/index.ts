@@ -2,8 +2,9 @@
  * A Kubernetes API server for tests: enough of the REST + watch protocol for
  * @kubernetes/client-node 1.4.0 to work against it unmodified, as strict as a real one about what
  * it stores, and a small control plane (Job controller, scheduler, kubelet, pod GC, quota
- * controller) so Jobs actually run. See test/backends/kubernetes/test-api-server*.test.ts for what
- * it is checked to do. Not for production code.
+ * controller, and the JobSet / PyTorchJob / RayCluster / RayJob controllers while their CRDs are
+ * installed) so Jobs and those workloads actually run. See test/backends/kubernetes/test-api-server*.test.ts
+ * for what it is checked to do. Not for production code.
  *
  * Behaviour worth knowing (as on a real cluster unless said otherwise):
  * - kinds: Namespace, Node, Pod (+ pods/eviction), Service, Event (core v1, and events.k8s.io/v1 as a
@@ -67,11 +68,45 @@
  * - ResourceQuota: status.used is kept; after dropWatches()/setDown(true), client-node's informer emits
  *   'error' ("Premature close") and does NOT restart by itself: the caller must start() it again (it resumes
  *   from its resourceVersion).
+ *
+ * Custom resources (crds.ts, crd-schema.ts; option `crds`, `installCrd`, or a POST of a
+ * CustomResourceDefinition, apiextensions.k8s.io/v1, shortNames crd/crds):
+ * - each served version of an installed CRD is in discovery (/apis, /apis/<group> with its preferred
+ *   version, /apis/<group>/<version>: plural, singularName, namespaced, kind, verbs, shortNames,
+ *   categories, `/status` and `/scale` when declared); its objects have the usual paths (namespaced and the
+ *   cluster-wide list), list / watch / selectors / resourceVersion / bookmarks as for built-in kinds; they
+ *   are stored in the storage version and served in the one asked for (conversion None); a kind whose CRD
+ *   is not installed is 404 and absent from discovery; deleting a CRD deletes its objects;
+ * - every write is decoded as apiextensions does: unknown fields pruned (a `Warning: 299 - "unknown field
+ *   \"spec.x\""` header: fieldValidation Warn is the default, client-node sends none; Ignore; Strict → 400
+ *   `<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding error: unknown field "spec.x"`;
+ *   the server's own writes are always strict), x-kubernetes-preserve-unknown-fields and
+ *   x-kubernetes-embedded-resource honoured, schema defaults applied, then validated with ajv
+ *   (422 `<Kind>.<group> "<name>" is invalid: spec.x: Invalid value: …`), with int-or-string, list-type
+ *   set/map uniqueness and the CEL rule `self == oldSelf` (other CEL rules are not evaluated; formats
+ *   are not checked); with a status subresource, a write to the main resource ignores status and /status
+ *   changes only status; strategic merge patch is refused (415) as for any custom resource;
+ * - the workload webhooks (crd-controllers/webhooks.ts): JobSet's defaulting and validation (names,
+ *   replicatedJobs immutable but for the pod templates' labels, annotations, nodeSelector, tolerations and
+ *   schedulingGates while suspended), PyTorchJob's validation (403 `admission webhook … denied the request`);
+ * - the controllers (crd-controllers/), writing through the store, their pods admitted, scheduled and run
+ *   like a Job's: JobSet (child Jobs `<jobset>-<rjob>-<i>`, jobset.sigs.k8s.io labels, headless Service,
+ *   suspend / resume taking the changed scheduling directives, Completed / Failed / restarts, GC);
+ *   PyTorchJob (pods and Services `<name>-master-0` / `<name>-worker-<i>`, training.kubeflow.org labels, the
+ *   operator's env and its init container `init-pytorch` for workers, which Pod Security "restricted" refuses
+ *   unless `pytorchInitContainerTemplate` gives a compliant one; suspend, Created / Running / Restarting /
+ *   Succeeded / Failed by restartPolicy and backoffLimit); RayCluster (head and worker pods, `<name>-head-svc`, ray.io labels and
+ *   env, suspend, state ready / suspended and KubeRay's conditions); RayJob (its own RayCluster, a simulated
+ *   Ray job run by the head container's FAIRWAY_TEST_RUN_MS / FAIRWAY_TEST_OUTCOME (default run time: the
+ *   kubelet's defaultRunMs), jobStatus /
+ *   jobDeploymentStatus, suspend, shutdownAfterJobFinishes). Ray pods run until stopped. RayService,
+ *   LeaderWorkerSet and TrainJob are served without a controller.
  */
 import { writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { stringify as toYaml } from 'yaml';
 import { Controllers, type KubeletOptions, type Scoring } from './controllers.js';
+import { loadCrdFiles, parseCrds } from './crds.js';
 import { drainNode, evictPod, kubeletEvictPod } from './disruption.js';
 import { resolveName } from './dns.js';
 import { createApiHttpServer, type ServerState, TEST_TOKEN, type WriteRecord } from './server.js';
@@ -106,6 +141,19 @@ export interface KubeApiServerOptions {
   bookmarkIntervalMs?: number;
   /** The port to listen on (127.0.0.1). Default 0: any free port. */
   port?: number;
+  /**
+   * CustomResourceDefinitions to serve from the start: YAML files, or directories whose `*.yaml` are all
+   * loaded (e.g. `../shared/kubernetes/crds`). More can be installed later (installCrd, or a POST of a
+   * CustomResourceDefinition). A kind's controller runs while its CRD is installed.
+   */
+  crds?: string[] | string;
+  /**
+   * The Training Operator's --pytorch-init-container-template-file: the init container it gives the workers
+   * of a PyTorchJob with a Master; string fields may use {{.MasterAddr}}, {{.InitContainerImage}} and
+   * {{.MaxTries}}. Default: the operator's own (alpine:3.10 waiting for the master's DNS name, without a
+   * securityContext, so Pod Security "restricted" refuses those workers, as on a real cluster).
+   */
+  pytorchInitContainerTemplate?: object;
 }
 
 export interface KubeApiServer {
@@ -152,6 +200,13 @@ export interface KubeApiServer {
    * `<subdomain>` selects it and it is ready; `<service>[.<namespace>…]` → a Service's clusterIP.
    */
   resolve(name: string, fromNamespace?: string): string | undefined;
+  /**
+   * Installs (or updates) CustomResourceDefinitions, as `kubectl apply -f crd.yaml` would: YAML text (one
+   * or more documents) or an object. Returns their names.
+   */
+  installCrd(yamlOrObject: string | object): string[];
+  /** Deletes a CustomResourceDefinition by name (`jobsets.jobset.x-k8s.io`); its objects go with it. */
+  uninstallCrd(name: string): void;
   /** Ends every open watch with a 410 Expired ERROR event and forgets history, so clients must relist. */
   expireWatches(): void;
   /** Drops open watch connections without an event (a network cut). */
@@ -190,12 +245,23 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
       },
       'system',
     );
+  const install = (crds: any[]): string[] =>
+    crds.map((crd) => {
+      const existing = store.get('CustomResourceDefinition', undefined, crd.metadata?.name);
+      if (!existing) return store.create(crd, 'system').metadata.name;
+      const { resourceVersion: _rv, ...metadata } = crd.metadata;
+      return store.replace({ ...crd, metadata }, 'system').metadata.name;
+    });
+  if (options.crds !== undefined) install(loadCrdFiles(options.crds));
   const watches = new Watches(store);
   const controllers = new Controllers(store, {
     kubelet,
     scoring: options.scoring ?? 'first-fit',
     preemption: options.preemption ?? false,
     jobControllerDelayMs: options.jobControllerDelayMs ?? 0,
+    ...(options.pytorchInitContainerTemplate
+      ? { pytorchInitContainerTemplate: options.pytorchInitContainerTemplate }
+      : {}),
   });
   const state: ServerState = {
     store,
@@ -243,6 +309,8 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
     drain: (nodeName) => drainNode(controllers, nodeName),
     kubeletEvict: (namespace, pod, resource) => kubeletEvictPod(controllers, namespace, pod, resource),
     resolve: (name, fromNamespace) => resolveName(store, name, fromNamespace),
+    installCrd: (yamlOrObject) => install(parseCrds(yamlOrObject)),
+    uninstallCrd: (name) => void store.delete('CustomResourceDefinition', undefined, name),
     expireWatches: () => {
       watches.expireAll();
       store.compact();

@@ -4,6 +4,7 @@
  * nothing for images named `…does-not-exist…` (ErrImagePull, then ImagePullBackOff), and stops a pod being
  * deleted: SIGTERM (a Killing Event), exit after `fairway.dev/test-sigterm-ms` (143, or 0 when the outcome
  * is `success`) or, past the grace period, SIGKILL (137); then the pod is Failed (Succeeded) and removed.
+ * Ray nodes (label ray.io/is-ray-node: yes) run until they are stopped.
  * A container that exits in a pod whose restartPolicy restarts it (Always, the default for a bare pod;
  * OnFailure and a non-zero exit) goes into CrashLoopBackOff and starts again; the pod stays Running.
  */
@@ -77,8 +78,12 @@ export class Kubelet {
       this.c.write(() => this.c.store.replace({ ...pod, status }, 'system'));
   }
 
-  /** When the workload ends by itself, or undefined (it runs until stopped). */
+  /**
+   * When the workload ends by itself, or undefined (it runs until stopped). A Ray node (`ray start --block`,
+   * label ray.io/is-ray-node) runs until stopped whatever it says: a RayJob's run time is its Ray job's.
+   */
   private runEnd(pod: any, now: number): number | undefined {
+    if (pod.metadata.labels?.['ray.io/is-ray-node'] === 'yes') return undefined;
     const setting = workloadSetting(pod, ANNOTATION_RUN_MS, 'FAIRWAY_TEST_RUN_MS');
     const runMs = setting !== undefined ? Number(setting) : this.options.defaultRunMs;
     if (runMs === undefined) return undefined;

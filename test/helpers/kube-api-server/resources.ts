@@ -16,6 +16,20 @@ export interface ResourceType {
   storedAs?: string;
   /** Subresources besides status, for discovery: name → [kind, group, version, verbs]. */
   subresources?: Record<string, [string, string, string, string[]]>;
+  shortNames?: string[];
+  categories?: string[];
+  /** A version of a CustomResourceDefinition (crds.ts): its schema, and whether objects are stored in it. */
+  custom?: CustomVersion;
+}
+
+export interface CustomVersion {
+  /** The CRD's name (`<plural>.<group>`). */
+  crd: string;
+  /** The version's openAPIV3Schema (structural). */
+  schema: any;
+  storage: boolean;
+  /** Served through the API (a storage version can be unserved: then only the store uses its type). */
+  served: boolean;
 }
 
 const type = (
@@ -51,6 +65,9 @@ export const RESOURCE_TYPES: ResourceType[] = [
   type('NetworkPolicy', 'networking.k8s.io', 'networkpolicies', true, false),
   type('PriorityClass', 'scheduling.k8s.io', 'priorityclasses', false, false),
   type('Lease', 'coordination.k8s.io', 'leases', true, false),
+  type('CustomResourceDefinition', 'apiextensions.k8s.io', 'customresourcedefinitions', false, true, {
+    shortNames: ['crd', 'crds'],
+  }),
   // The same objects as core v1 Events, in the newer shape (regarding/note/eventTime): see events.ts.
   type('Event', 'events.k8s.io', 'events', true, false, { storedAs: 'Event' }),
 ];
@@ -59,20 +76,30 @@ export function groupVersion(t: ResourceType): string {
   return t.group ? `${t.group}/${t.version}` : t.version;
 }
 
-/** The stored type of a kind (for Event: the core v1 one). */
-export function typeByKind(kind: string): ResourceType | undefined {
-  return RESOURCE_TYPES.find((t) => !t.storedAs && t.kind.toLowerCase() === kind.toLowerCase());
+/** The stored type of a kind (for Event: the core v1 one); `extra`: the custom types a server serves. */
+export function typeByKind(kind: string, extra: readonly ResourceType[] = []): ResourceType | undefined {
+  const wanted = kind.toLowerCase();
+  return [...RESOURCE_TYPES, ...extra].find((t) => !t.storedAs && t.kind.toLowerCase() === wanted);
 }
 
-export function typeByPath(groupVersionPath: string, plural: string): ResourceType | undefined {
-  return RESOURCE_TYPES.find((t) => groupVersion(t) === groupVersionPath && t.plural === plural);
+export function typeByPath(
+  groupVersionPath: string,
+  plural: string,
+  extra: readonly ResourceType[] = [],
+): ResourceType | undefined {
+  return [...RESOURCE_TYPES, ...extra].find(
+    (t) => groupVersion(t) === groupVersionPath && t.plural === plural && t.custom?.served !== false,
+  );
 }
 
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
+const served = (extra: readonly ResourceType[]) =>
+  [...RESOURCE_TYPES, ...extra].filter((t) => t.custom?.served !== false);
+
 /** GET /api/v1 or /apis/<group>/<version>: an APIResourceList, or undefined for an unknown group version. */
-export function apiResourceList(gv: string): object | undefined {
-  const types = RESOURCE_TYPES.filter((t) => groupVersion(t) === gv);
+export function apiResourceList(gv: string, extra: readonly ResourceType[] = []): object | undefined {
+  const types = served(extra).filter((t) => groupVersion(t) === gv);
   if (types.length === 0) return undefined;
   const resources = types.flatMap((t) => {
     const main = {
@@ -81,6 +108,8 @@ export function apiResourceList(gv: string): object | undefined {
       namespaced: t.namespaced,
       kind: t.kind,
       verbs: VERBS,
+      ...(t.shortNames?.length ? { shortNames: t.shortNames } : {}),
+      ...(t.categories?.length ? { categories: t.categories } : {}),
     };
     const status = {
       name: `${t.plural}/status`,
@@ -103,12 +132,44 @@ export function apiResourceList(gv: string): object | undefined {
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: gv, resources };
 }
 
+/** Kubernetes' version order: GA before beta before alpha, higher numbers first (v2 > v1 > v1beta2 > v1alpha1). */
+export function versionPriority(a: string, b: string): number {
+  const rank = (v: string): [number, number, number] => {
+    const m = /^v(\d+)(?:(alpha|beta)(\d+))?$/.exec(v);
+    if (!m) return [3, 0, 0];
+    const level = m[2] === 'alpha' ? 2 : m[2] === 'beta' ? 1 : 0;
+    return [level, -Number(m[1]), -Number(m[3] ?? 0)];
+  };
+  const [x, y] = [rank(a), rank(b)];
+  return x[0] - y[0] || x[1] - y[1] || x[2] - y[2] || a.localeCompare(b);
+}
+
+/** GET /apis/<group>: the APIGroup, or undefined when no version of it is served. */
+export function apiGroup(name: string, extra: readonly ResourceType[] = []): object | undefined {
+  const versions = [
+    ...new Set(
+      served(extra)
+        .filter((t) => t.group === name)
+        .map((t) => t.version),
+    ),
+  ].sort(versionPriority);
+  if (versions.length === 0) return undefined;
+  const entries = versions.map((version) => ({ groupVersion: `${name}/${version}`, version }));
+  return { kind: 'APIGroup', apiVersion: 'v1', name, versions: entries, preferredVersion: entries[0] };
+}
+
 /** GET /apis: every named group this server serves. */
-export function apiGroupList(): object {
-  const groups = [...new Set(RESOURCE_TYPES.filter((t) => t.group).map((t) => groupVersion(t)))].map((gv) => {
-    const [name, version] = gv.split('/') as [string, string];
-    const versionEntry = { groupVersion: gv, version };
-    return { name, versions: [versionEntry], preferredVersion: versionEntry };
+export function apiGroupList(extra: readonly ResourceType[] = []): object {
+  const names = [
+    ...new Set(
+      served(extra)
+        .filter((t) => t.group)
+        .map((t) => t.group),
+    ),
+  ];
+  const groups = names.map((name) => {
+    const { kind: _k, apiVersion: _a, ...group } = apiGroup(name, extra) as Record<string, unknown>;
+    return group;
   });
   return { kind: 'APIGroupList', apiVersion: 'v1', groups };
 }
@@ -193,6 +254,8 @@ const CAUSES: Record<string, string> = {
   Forbidden: 'FieldValueForbidden',
   'Unsupported value': 'FieldValueNotSupported',
   'Duplicate value': 'FieldValueDuplicate',
+  'Too long': 'FieldValueTooLong',
+  'Too many': 'FieldValueTooMany',
 };
 
 /** 422 Invalid, as field validation answers: `Job.batch "x" is invalid: [a, b]`, with one cause per error. */
@@ -201,7 +264,7 @@ export function invalid(t: ResourceType, name: string, errors: string[]): ApiErr
   const text = errors.length === 1 ? errors[0] : `[${errors.join(', ')}]`;
   const causes = errors.map((e) => {
     const m =
-      /^([\w.[\]\-/~'"=()*]+): (Invalid value|Required value|Forbidden|Unsupported value|Duplicate value)/.exec(
+      /^([\w.[\]\-/~'"=()*]+): (Invalid value|Required value|Forbidden|Unsupported value|Duplicate value|Too long|Too many)/.exec(
         e,
       );
     if (!m) return { reason: 'FieldValueInvalid', message: e };

@@ -6,13 +6,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { EventRecorder } from './events.js';
 import {
   ApiError,
+  apiGroup,
   apiGroupList,
   apiResourceList,
   groupVersion,
   notFound,
   statusBody,
-  typeByKind,
-  typeByPath,
 } from './resources.js';
 import { fieldMatcher, labelMatcher } from './selectors.js';
 import type { Store } from './store.js';
@@ -53,8 +52,9 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** `/api/v1/...` or `/apis/<group>/<version>/...` → the resource it addresses. */
-function route(segments: string[]): Route | undefined {
+/** `/api/v1/...` or `/apis/<group>/<version>/...` → the resource it addresses (custom ones included). */
+function route(store: Store, segments: string[]): Route | undefined {
+  const typeByPath = (gv: string, plural: string) => store.typeByPath(gv, plural);
   let gv: string;
   let rest: string[];
   if (segments[0] === 'api' && segments[1] === 'v1') [gv, rest] = ['v1', segments.slice(2)];
@@ -117,7 +117,14 @@ async function handle(state: ServerState, req: IncomingMessage, res: ServerRespo
       });
     if (path === 'api')
       return send(res, 200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
-    if (path === 'apis') return send(res, 200, apiGroupList());
+    const custom = state.store.crds.all();
+    if (path === 'apis') return send(res, 200, apiGroupList(custom));
+    if (segments[0] === 'apis' && segments.length === 2) {
+      const group = apiGroup(segments[1]!, custom);
+      return group
+        ? send(res, 200, group)
+        : send(res, 404, statusBody(404, 'NotFound', 'the server could not find the requested resource'));
+    }
     const gv =
       path === 'api/v1'
         ? 'v1'
@@ -125,13 +132,13 @@ async function handle(state: ServerState, req: IncomingMessage, res: ServerRespo
           ? `${segments[1]}/${segments[2]}`
           : undefined;
     if (gv !== undefined) {
-      const list = apiResourceList(gv);
+      const list = apiResourceList(gv, custom);
       return list
         ? send(res, 200, list)
         : send(res, 404, statusBody(404, 'NotFound', 'the server could not find the requested resource'));
     }
   }
-  const r = route(segments);
+  const r = route(state.store, segments);
   if (!r)
     return send(
       res,
@@ -158,13 +165,13 @@ async function handle(state: ServerState, req: IncomingMessage, res: ServerRespo
         ...(query.get('allowWatchBookmarks') === 'true'
           ? { bookmarkIntervalMs: state.bookmarkIntervalMs }
           : {}),
-        ...(r.type.storedAs ? { convert: viewOf(r).toView } : {}),
+        ...(r.type.storedAs || r.type.custom ? { convert: viewOf(r).toView } : {}),
       });
     }
     if (!r.name) return send(res, 200, listBody(state, r, query));
     const { kind, toView } = viewOf(r);
     const obj = state.store.get(kind, r.namespace, r.name);
-    if (!obj) throw notFound(typeByKind(kind)!, r.name);
+    if (!obj) throw notFound(state.store.type(kind), r.name);
     return send(res, 200, toView(obj));
   }
   const text = await readBody(req);
@@ -196,9 +203,15 @@ async function handle(state: ServerState, req: IncomingMessage, res: ServerRespo
       at: Date.now(),
     });
   try {
-    const [doneVerb, code, body] = await write(state.store, state.events, req, r, query, text);
+    const warnings: string[] = [];
+    const [doneVerb, code, body] = await write(state.store, state.events, req, r, query, text, warnings);
     verb = doneVerb;
     record(code, name || String((body as any)?.metadata?.name ?? ''));
+    if (warnings.length)
+      res.setHeader(
+        'Warning',
+        warnings.map((w) => `299 - ${JSON.stringify(w)}`),
+      );
     send(res, code, body);
   } catch (error) {
     record(error instanceof ApiError ? error.code : 500, name);

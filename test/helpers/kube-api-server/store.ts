@@ -7,6 +7,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mutatePod, validatePod } from './admission.js';
 import { type ManagedEntry, recordUpdate } from './apply.js';
+import { CrdRegistry, crdStatus, decodeCustom, type FieldValidation, webhookDenial } from './crds.js';
 import { applyDefaults, initialPodStatus } from './defaults.js';
 import { type DeleteOptions, type DeleteResult, Deletion } from './deletion.js';
 import { immutabilityErrors } from './immutability.js';
@@ -18,6 +19,7 @@ import {
   type ResourceType,
   resourceName,
   typeByKind,
+  typeByPath,
 } from './resources.js';
 import { ruleErrors } from './rules.js';
 import { fieldMatcher, labelMatcher } from './selectors.js';
@@ -47,6 +49,10 @@ export interface WriteOptions {
   manager?: string;
   /** managedFields were computed by server-side apply: store them as given. */
   applied?: boolean;
+  /** Unknown fields of a custom object: dropped silently, dropped with a warning (the default), or refused. */
+  fieldValidation?: FieldValidation;
+  /** Where the write's warnings go (`unknown field "spec.x"`), for the Warning header. */
+  warnings?: string[];
 }
 
 export interface StoreOptions {
@@ -85,6 +91,8 @@ export class Store {
   private readonly listeners = new Set<(event: StoreEvent) => void>();
   private readonly deletion: Deletion;
   readonly invalid: { kind: string; name: string; errors: string }[] = [];
+  /** The CustomResourceDefinitions this server serves (their types, schemas). */
+  readonly crds = new CrdRegistry();
 
   constructor(readonly options: StoreOptions) {
     this.deletion = new Deletion(this, (type, obj, previous) => this.commit(type, obj, previous));
@@ -112,10 +120,15 @@ export class Store {
   }
 
   type(kind: string): ResourceType {
-    const t = typeByKind(kind);
+    const t = typeByKind(kind) ?? this.crds.byKind(kind);
     if (!t)
       throw new ApiError(404, 'NotFound', `the server could not find the requested resource (kind ${kind})`);
     return t;
+  }
+
+  /** The type a REST path addresses (`batch/v1`, `jobs`), custom ones included. */
+  typeByPath(groupVersion: string, plural: string): ResourceType | undefined {
+    return typeByPath(groupVersion, plural, this.crds.all());
   }
 
   private bucket(kind: string): Map<string, any> {
@@ -143,7 +156,9 @@ export class Store {
 
   /** Kinds with at least one object. */
   kinds(): string[] {
-    return [...this.byKind].filter(([, m]) => m.size > 0).map(([k]) => k);
+    return [...this.byKind]
+      .filter(([k, m]) => m.size > 0 && (typeByKind(k) ?? this.crds.byKind(k)))
+      .map(([k]) => k);
   }
 
   list(
@@ -164,16 +179,27 @@ export class Store {
       .map((o) => structuredClone(o));
   }
 
-  private check(obj: any, current?: any): void {
+  /**
+   * Validates an object about to be stored. `current`: the stored object a client replaces (immutability);
+   * `old`: the stored object of any update, `writtenAs`: the apiVersion it came in (custom objects' schemas);
+   * `writer`: a /status write skips the kind's validating webhook.
+   */
+  private check(obj: any, current?: any, old?: any, writtenAs?: string, writer?: Writer): void {
     if (!this.options.validate) return;
-    const problems = [...ruleErrors(obj)];
-    const schema = validationErrors(obj);
+    const t = this.type(obj.kind);
+    const problems = [...ruleErrors(obj), ...this.crds.problems(obj, t, old, writtenAs)];
+    const schema = t.custom ? undefined : validationErrors(obj);
     if (schema) problems.push(schema);
     const immutable = current ? immutabilityErrors(current, obj) : undefined;
     if (!problems.length && immutable) problems.push(immutable);
-    if (!problems.length) return;
-    const t = this.type(obj.kind);
     const name = String(obj.metadata?.name ?? '');
+    const denied =
+      !problems.length && t.custom && writer !== 'status' ? webhookDenial(t, obj, old) : undefined;
+    if (denied) {
+      this.invalid.push({ kind: t.kind, name, errors: denied.message });
+      throw denied;
+    }
+    if (!problems.length) return;
     this.invalid.push({ kind: t.kind, name, errors: problems.join('; ') });
     throw invalid(t, name, problems);
   }
@@ -190,6 +216,10 @@ export class Store {
     } else {
       this.bucket(t.kind).set(key, obj);
       this.objects.set(`${t.kind}|${key}`, obj);
+    }
+    if (t.kind === 'CustomResourceDefinition') {
+      if (type === 'DELETED') this.crds.unregister(obj.metadata.name);
+      else this.crds.register(obj);
     }
     const event: StoreEvent = {
       type,
@@ -218,7 +248,8 @@ export class Store {
   create(input: any, writer: Writer = 'client', options: WriteOptions = {}): any {
     const t = this.type(input?.kind);
     const obj = structuredClone(input);
-    obj.apiVersion = t.group ? `${t.group}/${t.version}` : t.version;
+    const writtenAs = t.custom ? String(input.apiVersion ?? `${t.group}/${t.version}`) : undefined;
+    obj.apiVersion = writtenAs ?? (t.group ? `${t.group}/${t.version}` : t.version);
     obj.kind = t.kind;
     const meta = (obj.metadata ??= {});
     if (!meta.name && !meta.generateName)
@@ -270,12 +301,15 @@ export class Store {
       obj.status = { phase: 'Active' };
       meta.labels = { ...meta.labels, 'kubernetes.io/metadata.name': meta.name };
     }
+    if (t.kind === 'CustomResourceDefinition' && obj.spec?.versions && obj.spec?.names)
+      obj.status = crdStatus(obj);
+    if (t.custom) decodeCustom(this.crds, obj, t, writer, options);
     applyDefaults(obj, { creating: true, allocateIp: this.allocateIp });
     if (t.kind === 'Pod') {
       mutatePod(obj, this.reader, errorName);
       initialPodStatus(obj, writer === 'system');
     }
-    this.check(obj);
+    this.check(obj, undefined, undefined, writtenAs, writer);
     if (t.kind === 'Pod') validatePod(obj, this.reader, errorName);
     if (!options.applied) {
       delete meta.managedFields;
@@ -305,10 +339,11 @@ export class Store {
       );
     }
     let obj = structuredClone(input);
+    const writtenAs = t.custom ? String(input.apiVersion ?? current.apiVersion) : undefined;
     if (writer === 'status') obj = { ...structuredClone(current), status: obj.status };
     else if (writer === 'client' && t.hasStatus) obj.status = structuredClone(current.status);
     if (obj.status === undefined) delete obj.status;
-    obj.apiVersion = current.apiVersion;
+    obj.apiVersion = writtenAs ?? current.apiVersion;
     obj.kind = current.kind;
     // What the server owns does not change through a write.
     obj.metadata = {
@@ -324,6 +359,9 @@ export class Store {
     }
     if (t.kind === 'Namespace')
       obj.metadata.labels = { ...obj.metadata.labels, 'kubernetes.io/metadata.name': name };
+    if (t.kind === 'CustomResourceDefinition' && obj.spec?.versions && obj.spec?.names)
+      obj.status = crdStatus(obj, current.status);
+    if (t.custom) decodeCustom(this.crds, obj, t, writer, options, current);
     applyDefaults(obj, { creating: false, allocateIp: this.allocateIp });
     const specChanged = JSON.stringify(obj.spec) !== JSON.stringify(current.spec);
     obj.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
@@ -341,7 +379,7 @@ export class Store {
       if (!obj.metadata.managedFields) delete obj.metadata.managedFields;
     }
     if (JSON.stringify(obj) === JSON.stringify(current)) return structuredClone(current); // a no-op write keeps its resourceVersion
-    this.check(obj, writer === 'client' ? current : undefined);
+    this.check(obj, writer === 'client' ? current : undefined, current, writtenAs, writer);
     const stored = this.commit('MODIFIED', obj, structuredClone(current));
     this.deletion.afterUpdate(stored);
     return stored;

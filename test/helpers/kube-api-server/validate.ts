@@ -9,6 +9,7 @@
  * The field lists come from @kubernetes/client-node's generated models (attributeTypeMap).
  */
 import * as k8s from '@kubernetes/client-node';
+import { CustomResourceDefinition } from 'kubernetes-models/apiextensions.k8s.io/v1';
 import { Job } from 'kubernetes-models/batch/v1';
 import { Lease } from 'kubernetes-models/coordination.k8s.io/v1';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
@@ -42,6 +43,7 @@ const MODELS: Record<string, { model: ModelConstructor; clientType: string }> = 
   Service: { model: Service, clientType: 'V1Service' },
   Event: { model: Event, clientType: 'CoreV1Event' },
   Lease: { model: Lease, clientType: 'V1Lease' },
+  CustomResourceDefinition: { model: CustomResourceDefinition, clientType: 'V1CustomResourceDefinition' },
 };
 
 interface AttributeType {

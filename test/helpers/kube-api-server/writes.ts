@@ -7,11 +7,12 @@
 import type { IncomingMessage } from 'node:http';
 import { parse as parseYaml } from 'yaml';
 import { serverSideApply } from './apply.js';
+import type { FieldValidation } from './crds.js';
 import { evictPod } from './disruption.js';
 import type { EventRecorder } from './events.js';
 import { fromEventsV1, toEventsV1 } from './events.js';
 import { jsonPatch, mergePatch } from './patch.js';
-import { ApiError, groupVersion, notFound, type ResourceType, typeByKind } from './resources.js';
+import { ApiError, groupVersion, notFound, type ResourceType } from './resources.js';
 import type { Propagation, Store, Writer } from './store.js';
 
 export type WriteVerb = 'create' | 'patch' | 'apply' | 'update' | 'delete';
@@ -23,8 +24,16 @@ export interface Route {
   subresource?: string;
 }
 
-/** How a route's objects are served and stored (events.k8s.io/v1 Events are stored as core v1 ones). */
+/**
+ * How a route's objects are served and stored (events.k8s.io/v1 Events are stored as core v1 ones; a custom
+ * object is stored in its CRD's storage version and served in the route's: only apiVersion differs).
+ */
 export function viewOf(r: Route): { kind: string; toView: (o: any) => any; fromView: (o: any) => any } {
+  if (r.type.custom) {
+    const apiVersion = groupVersion(r.type);
+    const toView = (o: any) => (o?.kind === r.type.kind ? { ...o, apiVersion } : o);
+    return { kind: r.type.kind, toView, fromView: (o) => o };
+  }
   if (r.type.storedAs) return { kind: r.type.storedAs, toView: toEventsV1, fromView: fromEventsV1 };
   return { kind: r.type.kind, toView: (o) => o, fromView: (o) => o };
 }
@@ -111,6 +120,18 @@ function evict(store: Store, events: EventRecorder, r: Route, text: string): [Wr
   return ['create', 201, success(201)];
 }
 
+function fieldValidationOf(query: URLSearchParams): FieldValidation | undefined {
+  const asked = query.get('fieldValidation');
+  if (asked === null || asked === '') return undefined;
+  if (asked === 'Ignore' || asked === 'Warn' || asked === 'Strict') return asked;
+  throw new ApiError(
+    400,
+    'BadRequest',
+    `fieldValidation parameter unsupported: ${asked} (supported values: "Ignore", "Warn", "Strict")`,
+  );
+}
+
+/** Runs a write; `warnings` receives what the Warning header should say (unknown fields of a custom object). */
 export async function write(
   store: Store,
   events: EventRecorder,
@@ -118,26 +139,25 @@ export async function write(
   r: Route,
   query: URLSearchParams,
   text: string,
+  warnings: string[] = [],
 ): Promise<[WriteVerb, number, unknown]> {
   const writer: Writer = r.subresource === 'status' ? 'status' : 'client';
   if (r.subresource === 'eviction' && r.type.kind === 'Pod' && req.method === 'POST')
     return evict(store, events, r, text);
-  if (r.subresource && r.subresource !== 'status')
+  if ((r.subresource && r.subresource !== 'status') || (r.subresource === 'status' && !r.type.hasStatus))
     throw new ApiError(404, 'NotFound', `subresource ${r.subresource} is not served`);
   const { kind, toView, fromView } = viewOf(r);
-  const stored = typeByKind(kind)!;
+  const stored = store.type(kind);
   const manager = managerOf(req, query);
+  const fieldValidation = fieldValidationOf(query);
+  const options = { manager, warnings, ...(fieldValidation ? { fieldValidation } : {}) };
   if (req.method === 'POST' && !r.name)
-    return [
-      'create',
-      201,
-      toView(store.create(fromView(bodyFor(r, parseJson(text))), 'client', { manager })),
-    ];
+    return ['create', 201, toView(store.create(fromView(bodyFor(r, parseJson(text))), 'client', options))];
   if (!r.name) throw new ApiError(405, 'MethodNotAllowed', `${req.method} needs a name`);
   const current = store.get(kind, r.namespace, r.name);
   const existing = current && toView(current);
   if (req.method === 'PUT')
-    return ['update', 200, toView(store.replace(fromView(bodyFor(r, parseJson(text))), writer, { manager }))];
+    return ['update', 200, toView(store.replace(fromView(bodyFor(r, parseJson(text))), writer, options))];
   if (req.method === 'DELETE') {
     const body = text ? parseJson(text) : undefined;
     const grace = query.get('gracePeriodSeconds') ?? body?.gracePeriodSeconds;
@@ -176,19 +196,20 @@ export async function write(
     const force = query.get('force') === 'true';
     const subresource = writer === 'status' ? 'status' : undefined;
     const next = fromView(serverSideApply(r.type, existing, applied, manager, force, subresource));
+    const appliedOptions = { ...options, applied: true };
     if (!existing) {
-      const created = store.create(next, writer === 'status' ? 'system' : 'client', { applied: true });
+      const created = store.create(next, writer === 'status' ? 'system' : 'client', appliedOptions);
       return ['apply', 201, toView(created)];
     }
     if (!applied.metadata.resourceVersion) delete next.metadata.resourceVersion;
-    return ['apply', 200, toView(store.replace(next, writer, { applied: true }))];
+    return ['apply', 200, toView(store.replace(next, writer, appliedOptions))];
   }
   if (!existing) throw notFound(stored, r.name);
   let next: any;
   if (contentType === 'application/json-patch+json') next = jsonPatch(existing, parseJson(text));
   else if (
     contentType === 'application/merge-patch+json' ||
-    contentType === 'application/strategic-merge-patch+json'
+    (contentType === 'application/strategic-merge-patch+json' && !r.type.custom) // not for custom resources
   ) {
     const patch = parseJson(text);
     next = mergePatch(existing, patch);
@@ -200,5 +221,5 @@ export async function write(
       `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
     );
   next.metadata = { ...next.metadata, name: r.name, ...(r.namespace ? { namespace: r.namespace } : {}) };
-  return ['patch', 200, toView(store.replace(fromView(next), writer, { manager }))];
+  return ['patch', 200, toView(store.replace(fromView(next), writer, options))];
 }
