@@ -6,6 +6,7 @@ import type { Admission, CheckpointSpec, NodeSpec, PodSetSpec } from '../core/sc
 
 /** Which controller runs a job on Kubernetes: batch/v1 Jobs, a JobSet, a PyTorchJob, a RayJob or an open-ended RayCluster. */
 export type WorkloadKind = 'BATCH' | 'JOBSET' | 'PYTORCH_JOB' | 'RAY_JOB' | 'RAY_CLUSTER';
+export type CustomWorkloadKindName = Exclude<WorkloadKind, 'BATCH'>;
 
 /** What a submit tells a backend about the workload, to be refused early when it cannot run it. */
 export interface WorkloadRequest {

@@ -10,14 +10,18 @@ import type {
   BackendNode,
   BackendTenant,
   ExecutionBackend,
+  WorkloadRequest,
 } from '../port.js';
-import { type PodOwner, type ProbeHealth, PrometheusProbes, podOfName } from '../prometheus/index.js';
+import type { ProbeHealth } from '../prometheus/index.js';
 import { apiMessage, KubeClient, type KubeClientOptions, loadKubeConfig, statusOf } from './client.js';
+import { CustomRuns, workloadProblem } from './custom-runs.js';
 import { GateReleaser } from './gate-releaser.js';
 import { InventoryFeed } from './inventory-feed.js';
 import { ensureJob, finished, refOf, withWorkloadHash } from './job-updates.js';
 import { ANNOTATION_ADMISSION, namespaceName } from './naming.js';
 import { jobObjects, jobService, type KubeTenant } from './objects.js';
+import { allStopped, removeJobServices, removeOrphans } from './orphans.js';
+import { probeSource } from './probe-source.js';
 import { notRunningReport, runChange, type TrackedRun, trackedRun } from './run-tracking.js';
 import type { KubernetesSettings } from './settings.js';
 import { tenantSafeMessage } from './status.js';
@@ -52,6 +56,8 @@ export class KubernetesBackend implements ExecutionBackend {
   private readonly inventory: InventoryFeed;
   private readonly tenantReconciler: TenantReconciler;
   private readonly tracked = new Map<string, TrackedRun>();
+  /** Jobs run by a workload controller's custom resource (JobSet, PyTorchJob, Ray). */
+  private readonly custom: CustomRuns;
   /** Releases gated pods to their nodes (exactPlacement); absent without it. */
   private readonly gates?: GateReleaser;
   /** Suspended runs whose pods may still be stopping: job id → the admission they ran under. */
@@ -78,10 +84,9 @@ export class KubernetesBackend implements ExecutionBackend {
     this.tenantReconciler = new TenantReconciler(this.client, this.settings, this.log);
     this.watches = new ClusterWatches(kc, this.client, this.settings, this.log, {
       onRunObject: (jobId) => {
-        if (this.tracked.has(jobId)) {
-          this.evaluate(jobId);
-          this.gates?.release(jobId);
-        }
+        if (this.tracked.has(jobId)) this.evaluate(jobId);
+        if (this.custom.has(jobId)) this.custom.evaluate(jobId);
+        this.gates?.release(jobId);
         if (this.stopping.has(jobId)) this.checkStopped(jobId);
       },
       onNodes: () => this.inventory.changed(),
@@ -91,7 +96,16 @@ export class KubernetesBackend implements ExecutionBackend {
         client: this.client,
         run: (jobId) => {
           const t = this.tracked.get(jobId);
-          return t && { jobId, admissionAt: t.admissionAt, admissions: t.job.admission.podSets };
+          if (t) return { jobId, admissionAt: t.admissionAt, admissions: t.job.admission.podSets };
+          const c = this.custom.run(jobId);
+          return (
+            c && {
+              jobId,
+              admissionAt: c.admissionAt,
+              admissions: c.job.admission.podSets,
+              indexOf: (pod) => c.workload.podPosition(pod)?.index ?? null,
+            }
+          );
         },
         pods: (jobId) => [...(this.watches.podsById.get(jobId)?.values() ?? [])],
         node: (name) => this.watches.nodes.get(name),
@@ -100,43 +114,31 @@ export class KubernetesBackend implements ExecutionBackend {
         logError: this.logError,
         closed: () => this.closed,
       });
+    this.custom = new CustomRuns({
+      client: this.client,
+      settings: this.settings,
+      pods: (jobId) => [...(this.watches.podsById.get(jobId)?.values() ?? [])],
+      emit: (event) => !this.closed && this.emit(event),
+      now: this.now,
+      log: this.log,
+      logError: this.logError,
+    });
     this.inventory = new InventoryFeed(() => this.watches.nodes.list(), this.settings, this.log);
     const resync = setInterval(() => this.evaluateAll(), options.resyncMs ?? 30_000);
     const check = setInterval(() => this.checkNotRunning(), options.checkIntervalMs ?? 5000);
     for (const t of [resync, check]) t.unref();
     this.timers.push(resync, check);
-    const { prometheusUrl } = this.settings.probes ?? {};
-    if (prometheusUrl) {
-      const probes = new PrometheusProbes(
-        { ...this.settings.probes, prometheusUrl },
-        {
-          namespacePrefix: this.settings.namespacePrefix,
-          owner: (namespace, pod) => this.podOwner(namespace, pod),
-          emit: (event) => !this.closed && this.emit(event),
-          now: this.now,
-          log: this.log,
-          fetch: options.fetch,
-          runningGpuJobs: () =>
-            [...this.tracked]
-              .filter(([, t]) => t.started && t.job.podSets.some((p) => (p.perPod.gpu ?? 0) > 0))
-              .map(([jobId]) => jobId),
-        },
-      );
+    const probes = probeSource(this.settings, {
+      tracked: this.tracked,
+      emit: (event) => !this.closed && this.emit(event),
+      now: this.now,
+      log: this.log,
+      fetch: options.fetch,
+    });
+    if (probes) {
       this.pollUtilization = async () => void (this.closed ? 0 : await probes.poll());
       this.probeHealth = () => probes.health();
     }
-  }
-
-  /**
-   * The running job a pod belongs to, by its name (naming.ts) — and only when the pod is in the
-   * namespace of that job's tenant: a pod named after another tenant's job is never mapped to it.
-   */
-  private podOwner(namespace: string, pod: string): PodOwner {
-    const named = podOfName(pod);
-    const t = named && this.tracked.get(named.jobId);
-    if (!named || !t?.started || t.namespace !== namespace) return null;
-    const podSet = t.job.podSets[named.podSet];
-    return podSet ? { jobId: named.jobId, gpus: podSet.perPod.gpu ?? 0 } : null;
   }
 
   static fromKubeconfig(
@@ -165,6 +167,7 @@ export class KubernetesBackend implements ExecutionBackend {
       throw error;
     }
     const namespace = namespaceName(this.settings, tenant.slug);
+    if (job.workloadKind && job.workloadKind !== 'BATCH') return this.startCustom(job, tenant, namespace);
     let built: V1Job[];
     try {
       const { flavorMappings: flavors, flavorSpecs } = this.tenantReconciler;
@@ -210,6 +213,18 @@ export class KubernetesBackend implements ExecutionBackend {
     });
   }
 
+  private async startCustom(job: BackendJob, tenant: KubeTenant, namespace: string): Promise<void> {
+    const { flavorMappings: flavors, flavorSpecs } = this.tenantReconciler;
+    const ctx = { namespace, tenant, flavors, nodePools: this.inventory.pools, flavorSpecs };
+    const refused = await this.custom.startOrRefuse(job, ctx);
+    if (refused) this.cannotRun(job, refused);
+  }
+
+  /** Why this cluster cannot run the workload as asked (port.ts workloadProblem), or null. */
+  workloadProblem(request: WorkloadRequest): Promise<string | null> {
+    return workloadProblem(this.client, request);
+  }
+
   /** Reports, asynchronously as every event, that the job failed before it could run. */
   private cannotRun(job: BackendJob, reason: string): void {
     this.log(`job ${job.jobId} ${reason}`);
@@ -225,6 +240,10 @@ export class KubernetesBackend implements ExecutionBackend {
     this.tracked.delete(jobId);
     const remove = queue !== undefined && this.settings.deleteOnPreemptQueues.includes(queue);
     const jobs = await this.watches.jobsOf(jobId);
+    if (this.custom.has(jobId) || jobs.length === 0) {
+      const customAdmission = await this.custom.suspend(jobId);
+      if (customAdmission !== undefined) this.stopping.set(jobId, customAdmission);
+    }
     // Its pods stop over their grace: said 'stopped' once they are gone (after a restart, the
     // admission is read off its Jobs).
     const admissionAt =
@@ -243,22 +262,12 @@ export class KubernetesBackend implements ExecutionBackend {
     await this.ready();
     this.tracked.delete(jobId);
     const jobs = await this.watches.jobsOf(jobId);
+    if (this.custom.has(jobId) || jobs.length === 0) await this.custom.cancel(jobId);
     for (const j of jobs) await this.client.deleteIfPresent(refOf(j));
-    await this.removeServices(jobs);
+    await removeJobServices(this.client, jobs);
   }
 
   /** The headless Service of a finished or cancelled multi-pod job (named by its pods' subdomain). */
-  private async removeServices(jobs: readonly V1Job[]): Promise<void> {
-    const seen = new Set<string>();
-    for (const j of jobs) {
-      const name = j.spec?.template.spec?.subdomain;
-      const namespace = j.metadata?.namespace;
-      if (!name || seen.has(`${namespace}/${name}`)) continue;
-      seen.add(`${namespace}/${name}`);
-      await this.client.deleteIfPresent({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace } });
-    }
-  }
-
   onEvent(listener: (event: BackendEvent) => void): () => void {
     const wrapped = (event: BackendEvent) => listener(event);
     this.listeners.add(wrapped);
@@ -290,23 +299,9 @@ export class KubernetesBackend implements ExecutionBackend {
     // creates what is missing. One that fails does not keep the others from being tracked.
     for (const job of live) await this.start(job).catch((error: unknown) => problems.push(error));
     const liveIds = new Set(live.map((j) => j.jobId));
-    let orphans = 0;
-    for (const [jobId, byName] of [...this.watches.jobsById]) {
-      if (liveIds.has(jobId)) continue;
-      this.tracked.delete(jobId);
-      // Finished Jobs of finished Fairway jobs stay for their TTL (logs); anything else is an orphan.
-      await this.removeServices([...byName.values()]).catch((error: unknown) => problems.push(error));
-      for (const j of byName.values()) {
-        if (finished(j)) continue;
-        try {
-          await this.client.deleteIfPresent(refOf(j));
-          orphans++;
-        } catch (error) {
-          problems.push(error);
-        }
-      }
-    }
-    if (orphans) this.log(`removed ${orphans} Job(s) of jobs Fairway no longer runs`);
+    for (const jobId of this.watches.jobsById.keys()) if (!liveIds.has(jobId)) this.tracked.delete(jobId);
+    const orphans = await removeOrphans(this.client, this.watches.jobsById, this.custom, liveIds, problems);
+    if (orphans) this.log(`removed ${orphans} Job(s) or workload object(s) of jobs Fairway no longer runs`);
     if (problems.length)
       throw new Error(
         `reconcile: ${problems.length} call(s) to the Kubernetes API failed (first: ${problems[0] instanceof Error ? problems[0].message : String(problems[0])})`,
@@ -328,6 +323,7 @@ export class KubernetesBackend implements ExecutionBackend {
   }
 
   private evaluateAll(): void {
+    this.custom.evaluateAll();
     for (const jobId of [...this.tracked.keys()]) {
       this.evaluate(jobId);
       this.gates?.release(jobId);
@@ -345,13 +341,15 @@ export class KubernetesBackend implements ExecutionBackend {
     else if (change.kind === 'succeeded') {
       this.tracked.delete(jobId);
       this.emit({ type: 'succeeded', jobId, at: change.at });
-      void this.removeServices([...(this.watches.jobsById.get(jobId)?.values() ?? [])]).catch(this.logError);
+      void removeJobServices(this.client, [...(this.watches.jobsById.get(jobId)?.values() ?? [])]).catch(
+        this.logError,
+      );
     } else if (change.kind === 'failed') {
       this.tracked.delete(jobId);
       this.emit({ type: 'failed', jobId, at: change.at, reason: change.reason });
       // A Job whose pods cannot start (an image that does not pull) would hold its GPUs forever.
       this.suspendAll(change.jobs);
-      void this.removeServices(change.jobs).catch(this.logError);
+      void removeJobServices(this.client, change.jobs).catch(this.logError);
     } else if (change.kind === 'disrupted') {
       // The rest of the gang stops too (it cannot go on without the lost pod); the Jobs stay,
       // suspended, for the readmission to resume them with a new placement.
@@ -373,13 +371,7 @@ export class KubernetesBackend implements ExecutionBackend {
   private checkStopped(jobId: string): void {
     const admissionAt = this.stopping.get(jobId);
     if (admissionAt === undefined || this.closed) return;
-    const pods = [...(this.watches.podsById.get(jobId)?.values() ?? [])].filter(
-      (p) =>
-        p.metadata?.annotations?.[ANNOTATION_ADMISSION] === admissionAt &&
-        p.status?.phase !== 'Succeeded' &&
-        p.status?.phase !== 'Failed',
-    );
-    if (pods.length) return;
+    if (!allStopped(this.watches.podsById.get(jobId)?.values() ?? [], admissionAt)) return;
     this.stopping.delete(jobId);
     this.emit({ type: 'stopped', jobId, at: this.now() });
   }

@@ -24,7 +24,7 @@ const RETRY_MS = 1000;
 
 export class GateReleaser {
   /** Gated pods asked to be released, by uid (the informer shows the release a moment later). */
-  private readonly asked = new Set<string>();
+  private readonly asked = new Map<string, string>();
 
   constructor(private readonly deps: GateReleaserDeps) {}
 
@@ -42,7 +42,8 @@ export class GateReleaser {
         body,
       );
     const podSet = (pod: V1Pod) => pod.metadata?.labels?.[LABEL_POD_SET];
-    void releaseGatedPods(patch, run, deps.pods(jobId), this.asked, podSet, (node) => this.unusable(node))
+    const unusable = (node: string) => this.unusable(node);
+    void releaseGatedPods(patch, run, deps.pods(jobId), this.asked, podSet, unusable, run.indexOf)
       .then(({ stuck, unavailable }) => {
         for (const pod of stuck)
           deps.log(`pod ${pod.metadata?.name} of job ${jobId} has no node in its admission; left gated`);

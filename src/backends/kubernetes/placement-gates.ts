@@ -55,6 +55,8 @@ export interface GatedRun {
   jobId: string;
   admissionAt: string;
   admissions: PodSetAdmission[];
+  /** A pod's index within its pod set (default: its completion index; null: it has none). */
+  indexOf?: (pod: V1Pod) => number | null;
 }
 
 export interface ReleaseOutcome {
@@ -66,7 +68,7 @@ export interface ReleaseOutcome {
 
 /**
  * Releases the run's gated pods of its current admission, each to its node; pods already asked for
- * (`asked`, by uid) are not patched twice. A pod whose node the admission does not name stays gated
+ * (`asked`, uid → node) are not patched twice. A pod whose node the admission does not name stays gated
  * (`stuck`); one whose node `unusable` refuses is not released and its reason returned: the cluster
  * changed since the admission (a drained or lost node) and the job must be placed again.
  */
@@ -74,18 +76,41 @@ export async function releaseGatedPods(
   patch: (pod: V1Pod, body: Record<string, unknown>) => Promise<unknown>,
   run: GatedRun,
   pods: readonly V1Pod[],
-  asked: Set<string>,
+  asked: Map<string, string>,
   podSetOf: (pod: V1Pod) => string | undefined,
   unusable: (node: string) => string | null = () => null,
+  indexOf: (pod: V1Pod) => number | null = completionIndexOf,
 ): Promise<ReleaseOutcome> {
   const stuck: V1Pod[] = [];
   let unavailable: string | null = null;
+  // Pods already held to a node, per pod set: a pod that has no index (a Ray worker) takes a node
+  // whose planned pods are not all there yet.
+  const placed = new Map<string, Map<string, number>>();
+  for (const pod of pods) {
+    const uid = pod.metadata?.uid ?? pod.metadata?.name ?? '';
+    // A pod asked for still shows its gate until the informer sees the release: it counts where it goes.
+    const node = pod.spec?.nodeSelector?.[HOSTNAME_LABEL] ?? pod.spec?.nodeName ?? asked.get(uid);
+    const set = podSetOf(pod);
+    if (!node || set === undefined || (isGated(pod) && !asked.has(uid)) || pod.metadata?.deletionTimestamp)
+      continue;
+    if (pod.metadata?.annotations?.['fairway.dev/admission-at'] !== run.admissionAt) continue;
+    const counts = placed.get(set) ?? new Map<string, number>();
+    counts.set(node, (counts.get(node) ?? 0) + 1);
+    placed.set(set, counts);
+  }
   for (const pod of pods) {
     const uid = pod.metadata?.uid ?? pod.metadata?.name ?? '';
     if (!isGated(pod) || asked.has(uid) || pod.metadata?.deletionTimestamp) continue;
     if (pod.metadata?.annotations?.['fairway.dev/admission-at'] !== run.admissionAt) continue;
-    const admitted = run.admissions.find((a) => labelValue(a.name) === podSetOf(pod));
-    const node = admitted && nodeOfIndex(admitted, completionIndexOf(pod));
+    const set = podSetOf(pod);
+    const admitted = run.admissions.find((a) => labelValue(a.name) === set);
+    const index = indexOf(pod);
+    const counts = placed.get(set ?? '') ?? new Map<string, number>();
+    const node =
+      admitted &&
+      (index !== null
+        ? nodeOfIndex(admitted, index)
+        : admitted.placements.find((p) => p.pods > (counts.get(p.node) ?? 0))?.node);
     if (!node) {
       stuck.push(pod);
       continue;
@@ -95,7 +120,9 @@ export async function releaseGatedPods(
       unavailable ??= why;
       continue;
     }
-    asked.add(uid);
+    asked.set(uid, node);
+    counts.set(node, (counts.get(node) ?? 0) + 1);
+    placed.set(set ?? '', counts);
     try {
       await patch(pod, releasePatch(pod, node));
     } catch (error) {

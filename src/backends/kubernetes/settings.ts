@@ -42,6 +42,11 @@ export interface KubernetesSettings {
   exactPlacement: boolean;
   /** Without exactPlacement: pods get required node affinity to the admitted nodes' hostnames. */
   pinToNodes: boolean;
+  /**
+   * Namespaces of workload operators that must reach a tenant's pods: KubeRay submits a RayJob
+   * through the head's dashboard (TCP 8265) and polls it there. Only that port, only from them.
+   */
+  rayOperatorNamespaces: string[];
   /** Pod terminationGracePeriodSeconds. */
   preemptionGraceSeconds: number;
   /** Queues whose preempted jobs are deleted instead of suspended. */
@@ -74,6 +79,7 @@ export const DEFAULT_KUBERNETES_SETTINGS: KubernetesSettings = Object.freeze({
   flavors: [],
   exactPlacement: true,
   pinToNodes: false,
+  rayOperatorNamespaces: ['ray-system'],
   preemptionGraceSeconds: 30,
   deleteOnPreemptQueues: [],
   bestEffortPriorityClass: 'fairway-best-effort',
@@ -116,6 +122,7 @@ const settingsSchema = z.strictObject({
   flavors: z.array(flavorMapping),
   exactPlacement: z.boolean(),
   pinToNodes: z.boolean(),
+  rayOperatorNamespaces: z.array(z.string().regex(DNS_LABEL, 'must be a namespace name (a DNS label)')),
   preemptionGraceSeconds: z.number().int().min(0),
   deleteOnPreemptQueues: z.array(z.string().min(1)),
   bestEffortPriorityClass: z

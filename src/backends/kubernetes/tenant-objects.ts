@@ -11,6 +11,7 @@ import type {
   V1Namespace,
   V1NetworkPolicy,
   V1NetworkPolicyEgressRule,
+  V1NetworkPolicyIngressRule,
   V1ObjectMeta,
   V1PriorityClass,
   V1ResourceQuota,
@@ -103,8 +104,9 @@ export function tenantObjects(t: KubeTenant, s: KubernetesSettings): KubeObject[
     spec: {
       podSelector: {},
       policyTypes: ['Ingress', 'Egress'],
-      // Only pods of this namespace may connect in: no other tenant's pods.
-      ingress: [{ _from: [{ podSelector: {} }] }],
+      // Only pods of this namespace may connect in: no other tenant's pods (and the Ray operator, to
+      // the Ray dashboard port only).
+      ingress: [{ _from: [{ podSelector: {} }] }, ...operatorIngress(s)],
       egress: egressRules(t),
     },
   };
@@ -143,6 +145,25 @@ function quotaHard(t: KubeTenant): Record<string, string> {
     hard[`requests.${resource}`] = String(count);
   }
   return hard;
+}
+
+/** KubeRay's operator reaches a RayJob's head on the dashboard port (8265) to submit and poll the job. */
+function operatorIngress(s: KubernetesSettings): V1NetworkPolicyIngressRule[] {
+  if (!s.rayOperatorNamespaces.length) return [];
+  return [
+    {
+      _from: [
+        {
+          namespaceSelector: {
+            matchExpressions: [
+              { key: 'kubernetes.io/metadata.name', operator: 'In', values: [...s.rayOperatorNamespaces] },
+            ],
+          },
+        },
+      ],
+      ports: [{ protocol: 'TCP', port: 8265 }],
+    },
+  ];
 }
 
 function egressRules(t: KubeTenant): V1NetworkPolicyEgressRule[] {

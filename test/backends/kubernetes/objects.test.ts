@@ -494,13 +494,42 @@ describe('tenantObjects', () => {
     expect(open.spec).toEqual({
       podSelector: {},
       policyTypes: ['Ingress', 'Egress'],
-      ingress: [{ from: [{ podSelector: {} }] }],
+      // Its own namespace; the Ray operator only to the Ray dashboard port.
+      ingress: [
+        { from: [{ podSelector: {} }] },
+        {
+          from: [
+            {
+              namespaceSelector: {
+                matchExpressions: [
+                  { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['ray-system'] },
+                ],
+              },
+            },
+          ],
+          ports: [{ protocol: 'TCP', port: 8265 }],
+        },
+      ],
       egress: [{}],
     });
     const closed = byKind(
       tenantObjects({ ...tenant, egressAllowlist: ['10.20.0.0/16', '2001:db8::/32'] }, settings),
     ).NetworkPolicy!;
-    expect(closed.spec.ingress).toEqual([{ from: [{ podSelector: {} }] }]);
+    expect(closed.spec.ingress).toEqual([
+      { from: [{ podSelector: {} }] },
+      {
+        from: [
+          {
+            namespaceSelector: {
+              matchExpressions: [
+                { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['ray-system'] },
+              ],
+            },
+          },
+        ],
+        ports: [{ protocol: 'TCP', port: 8265 }],
+      },
+    ]);
     expect(closed.spec.egress).toEqual([
       { to: [{ podSelector: {} }] },
       {

@@ -56,7 +56,7 @@ describe('exact placement through scheduling gates', () => {
     const patched: [string, unknown][] = [];
     const patch = async (p: V1Pod, body: Record<string, unknown>) =>
       void patched.push([p.metadata!.name!, body]);
-    const asked = new Set<string>();
+    const asked = new Map<string, string>();
     const run = { jobId: 'j', admissionAt: '1', admissions: [admitted] };
     const pods = [
       pod('a', 0),
@@ -90,11 +90,87 @@ describe('exact placement through scheduling gates', () => {
       async (p) => void patched.push(p.metadata!.name!),
       { jobId: 'j', admissionAt: '1', admissions: [admitted] },
       [pod('a', 0), pod('b', 2)],
-      new Set(),
+      new Map(),
       (p) => p.metadata?.labels?.['fairway.dev/pod-set'],
       (node) => (node === 'n3' ? 'node n3 is cordoned' : null),
     );
     expect(patched).toEqual(['a']);
     expect(outcome.unavailable).toBe('node n3 is cordoned');
+  });
+
+  it('pods that carry no index (Ray workers) fill the planned nodes, each node as many pods as planned', async () => {
+    const patched: [string, string][] = [];
+    const noIndex = (name: string): V1Pod => {
+      const p = pod(name, 0);
+      delete p.metadata!.annotations!['batch.kubernetes.io/job-completion-index'];
+      return p;
+    };
+    const already = {
+      ...pod('placed', 0, []),
+      spec: { containers: [{ name: 'main' }], nodeSelector: { 'kubernetes.io/hostname': 'n1' } },
+    };
+    await releaseGatedPods(
+      async (p, body) =>
+        void patched.push([p.metadata!.name!, (body as any).spec.nodeSelector['kubernetes.io/hostname']]),
+      { jobId: 'j', admissionAt: '1', admissions: [admitted] },
+      [already, noIndex('w1'), noIndex('w2'), noIndex('w3')],
+      new Map(),
+      (p) => p.metadata?.labels?.['fairway.dev/pod-set'],
+      () => null,
+      () => null,
+    );
+    expect(patched).toEqual([
+      ['w1', 'n1'],
+      ['w2', 'n3'],
+      ['w3', 'n3'],
+    ]);
+  });
+
+  it('a pod asked for but still gated in the cache counts where it goes: the next pod takes another node', async () => {
+    const patched: [string, string][] = [];
+    const patch = async (p: V1Pod, body: Record<string, unknown>) =>
+      void patched.push([p.metadata!.name!, (body as any).spec.nodeSelector['kubernetes.io/hostname']]);
+    const bare = (name: string): V1Pod => {
+      const p = pod(name, 0);
+      delete p.metadata!.annotations!['batch.kubernetes.io/job-completion-index'];
+      return p;
+    };
+    const run = {
+      jobId: 'j',
+      admissionAt: '1',
+      admissions: [
+        {
+          ...admitted,
+          placements: [
+            { node: 'n1', pods: 1 },
+            { node: 'n3', pods: 1 },
+          ],
+        },
+      ],
+    };
+    const asked = new Map<string, string>();
+    const set = (p: V1Pod) => p.metadata?.labels?.['fairway.dev/pod-set'];
+    await releaseGatedPods(
+      patch,
+      run,
+      [bare('w1')],
+      asked,
+      set,
+      () => null,
+      () => null,
+    );
+    await releaseGatedPods(
+      patch,
+      run,
+      [bare('w1'), bare('w2')],
+      asked,
+      set,
+      () => null,
+      () => null,
+    );
+    expect(patched).toEqual([
+      ['w1', 'n1'],
+      ['w2', 'n3'],
+    ]);
   });
 });

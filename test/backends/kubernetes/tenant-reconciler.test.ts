@@ -110,7 +110,7 @@ describe('tenant objects edited outside Fairway', () => {
       'pod-security.kubernetes.io/enforce': 'restricted',
     });
     const policy = kube.get('NetworkPolicy', AURORA_NS, 'fairway-isolation');
-    expect(policy.spec.ingress).toEqual([{ from: [{ podSelector: {} }] }]);
+    expect(policy.spec.ingress[0]).toEqual({ from: [{ podSelector: {} }] });
     expect(policy.spec.egress.at(-1)).toEqual({ to: [{ ipBlock: { cidr: '10.0.0.0/8' } }] });
     expect(logs.filter((l) => l.startsWith('repaired')).sort()).toEqual([
       `repaired Namespace ${AURORA_NS}: edited outside Fairway`,
