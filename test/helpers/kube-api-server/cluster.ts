@@ -10,6 +10,8 @@ export interface KubeletOptions {
   startDelayMs?: number;
   /** How long a pod without the `fairway.dev/test-run-ms` annotation runs; default: until deleted. */
   defaultRunMs?: number;
+  /** A container whose command is `sleep N` runs N seconds (Fairway's placeholder for jobs without a container). */
+  sleepCommands?: boolean;
 }
 
 /** How the scheduler picks among the nodes a pod fits: by name, or scored as kube-scheduler's NodeResourcesFit. */

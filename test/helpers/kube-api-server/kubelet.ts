@@ -85,7 +85,12 @@ export class Kubelet {
   private runEnd(pod: any, now: number): number | undefined {
     if (pod.metadata.labels?.['ray.io/is-ray-node'] === 'yes') return undefined;
     const setting = workloadSetting(pod, ANNOTATION_RUN_MS, 'FAIRWAY_TEST_RUN_MS');
-    const runMs = setting !== undefined ? Number(setting) : this.options.defaultRunMs;
+    const command = pod.spec.containers?.[0]?.command;
+    const sleeps =
+      this.options.sleepCommands && command?.[0] === 'sleep' && /^\d+$/.test(String(command[1] ?? ''))
+        ? Number(command[1]) * 1000
+        : undefined;
+    const runMs = setting !== undefined ? Number(setting) : (sleeps ?? this.options.defaultRunMs);
     if (runMs === undefined) return undefined;
     const startedAt = this.startedAt.get(pod.metadata.uid) ?? now;
     this.startedAt.set(pod.metadata.uid, startedAt);
