@@ -23,7 +23,11 @@
 // paces it (at most one run per BENCH_CONTROLLER_PACE_MS) and lets it read the stored objects
 // without copies (bench/kube/cluster.ts; BENCH_CONTROLLER_PACE_MS=0 runs it as written).
 //
+// (3) with the Kubernetes backend, a second burst of BENCH_GANG_JOBS (default 100) multi-node jobs
+//     of 2, 3 and 4 pods × 8 GPUs in turn (one node per pod): each a headless Service, an Indexed Job
+//     and gated pods released to their nodes; admission → STARTED is then "all pods running".
 // Knobs (environment): BENCH_JOBS=1000 BENCH_CONCURRENCY=32 BENCH_NODES=125 BENCH_TIMEOUT_S=150
+//   BENCH_GANG_JOBS=100 (0: no gang burst)
 //   BENCH_CONTROLLER_PACE_MS=200
 //   BENCH_BACKENDS=kubernetes,simulated  BENCH_RESULTS=bench/RESULTS.md (the section between the
 //   `<!-- bench:kube -->` markers is replaced, or appended; empty string: do not write)
@@ -31,7 +35,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gitDescribe, loadAvg } from './api/process-stats.js';
 import { ROOT } from './api/repo-root.js';
-import { type BackendKind, type BurstResult, runBurst } from './kube/burst.js';
+import { type BackendKind, type BurstResult, burstGpus, runBurst } from './kube/burst.js';
 import { writeResultsSection } from './results-section.js';
 
 const START = '<!-- bench:kube -->';
@@ -49,11 +53,13 @@ const dist = (xs: number[]) => {
 };
 
 function table(results: BurstResult[]): string[] {
-  const k = results.find((r) => r.backend === 'kubernetes');
-  const s = results.find((r) => r.backend === 'simulated');
-  const cols = [k, s].filter((r): r is BurstResult => !!r);
+  const cols = results;
   const head = cols.map((r) =>
-    r.backend === 'kubernetes' ? 'Kubernetes (test API server)' : 'simulated cluster (baseline)',
+    r.backend === 'simulated'
+      ? 'simulated cluster (baseline)'
+      : r.shape === 'gangs'
+        ? 'Kubernetes, 2–4-node gangs'
+        : 'Kubernetes (test API server)',
   );
   const line = (what: string, f: (r: BurstResult) => string) => `| ${what} | ${cols.map(f).join(' | ')} |`;
   const perJob = (x: number, r: BurstResult) => (r.jobs ? x / r.jobs : NaN);
@@ -105,23 +111,29 @@ async function main(): Promise<void> {
   const backends = (process.env.BENCH_BACKENDS ?? 'kubernetes,simulated')
     .split(',')
     .map((b) => b.trim()) as BackendKind[];
+  // Multi-node jobs beside the one-GPU burst, in the same run: 2, 3, 4 pods of 8 GPUs in turn.
+  const gangJobs = Number(process.env.BENCH_GANG_JOBS ?? 100);
+  const gangPods = (i: number) => 2 + (i % 3);
   const resultsFile = process.env.BENCH_RESULTS ?? path.join(ROOT, 'bench', 'RESULTS.md');
   const started = Date.now();
   const loadStart = loadAvg();
   const results: BurstResult[] = [];
+  const runs: { backend: BackendKind; jobs: number; nodes: number; gangPods?: (i: number) => number }[] = [];
   for (const backend of backends) {
-    console.error(`[bench:kube] ${backend}: ${jobs} jobs, concurrency ${concurrency}, ${nodes} × 8 H100 …`);
-    const r = await runBurst({
-      backend,
-      jobs,
-      concurrency,
-      nodes,
-      gpusPerNode: 8,
-      timeoutMs,
-      controllerPaceMs,
-    });
+    runs.push({ backend, jobs, nodes });
+    if (backend === 'kubernetes' && gangJobs > 0) {
+      const gpus = burstGpus({ jobs: gangJobs, gangPods });
+      runs.push({ backend, jobs: gangJobs, nodes: gpus / 8, gangPods });
+    }
+  }
+  for (const run of runs) {
+    const what = `${run.backend}${run.gangPods ? ' (gangs)' : ''}`;
     console.error(
-      `[bench:kube] ${backend}: ${(r.wallMs / 1000).toFixed(1)} s, admission → backend p50 ${ms(quantiles(r.toBackendMs).p50)} ms${r.errors.length ? `; errors: ${r.errors.join(' | ')}` : ''}`,
+      `[bench:kube] ${what}: ${run.jobs} jobs, concurrency ${concurrency}, ${run.nodes} × 8 H100 …`,
+    );
+    const r = await runBurst({ ...run, concurrency, gpusPerNode: 8, timeoutMs, controllerPaceMs });
+    console.error(
+      `[bench:kube] ${what}: ${(r.wallMs / 1000).toFixed(1)} s, admission → backend p50 ${ms(quantiles(r.toBackendMs).p50)} ms${r.errors.length ? `; errors: ${r.errors.join(' | ')}` : ''}`,
     );
     results.push(r);
   }
@@ -129,10 +141,11 @@ async function main(): Promise<void> {
     .filter(([key]) => key.startsWith('BENCH_') && key !== 'BENCH_RESULTS')
     .map(([key, v]) => `${key}=${v}`);
   const cpu = os.cpus();
-  const k = results.find((r) => r.backend === 'kubernetes')?.kube;
+  const k = results.find((r) => r.backend === 'kubernetes' && r.shape === 'single')?.kube;
+  const gangs = results.find((r) => r.shape === 'gangs');
   const lines = [
     START,
-    `## Kubernetes backend — a burst of ${jobs.toLocaleString('en')} one-GPU jobs against the test API server (#11)`,
+    `## Kubernetes backend — a burst of ${jobs.toLocaleString('en')} one-GPU jobs${gangs ? ` and one of ${gangs.jobs} 2–4-node gangs` : ''} against the test API server`,
     '',
     `Command: \`${knobs.length ? `${knobs.join(' ')} ` : ''}npm run bench:kube\` (bench/kube.ts)  `,
     `Date: ${new Date(started).toISOString()}; ${cpu.length} × ${cpu[0]?.model ?? '?'}, Node ${process.version}; load average at start / end: ${loadStart} / ${loadAvg()}; code ${gitDescribe()}.`,

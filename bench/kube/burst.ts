@@ -24,10 +24,25 @@ export interface BurstOptions {
    * written).
    */
   controllerPaceMs: number;
+  /**
+   * Pods per job (8 GPUs each, one node each) when the burst is of gangs: job i has
+   * `gangPods(i)` pods; absent: one-GPU single-pod jobs.
+   */
+  gangPods?: (i: number) => number;
+}
+
+/** GPUs the burst asks for in all. */
+export function burstGpus(o: Pick<BurstOptions, 'jobs' | 'gangPods'>): number {
+  if (!o.gangPods) return o.jobs;
+  let gpus = 0;
+  for (let i = 0; i < o.jobs; i++) gpus += 8 * o.gangPods(i);
+  return gpus;
 }
 
 export interface BurstResult {
   backend: BackendKind;
+  /** 'single': one-GPU jobs; 'gangs': multi-node jobs (gangPods). */
+  shape: 'single' | 'gangs';
   jobs: number;
   /** First submit sent → the last job's Job created (Kubernetes) or started (simulated), ms. */
   wallMs: number;
@@ -120,8 +135,9 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
       .flatMap((p) => p.nodes)
       .filter((n) => n.flavor === 'h100-80g')
       .reduce((s, n) => s + n.gpus, 0);
-    if (clusterGpus < o.jobs)
-      throw new Error(`${o.backend}: the cluster has ${clusterGpus} H100s for ${o.jobs} one-GPU jobs`);
+    const gpus = burstGpus(o);
+    if (clusterGpus < gpus)
+      throw new Error(`${o.backend}: the cluster has ${clusterGpus} H100s for ${gpus} GPUs of jobs`);
     const tenant = await gql(
       agent,
       gw.url,
@@ -136,7 +152,7 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
       gw.url,
       admin,
       `mutation($q: ID!, $quota: QuotaInput!) { setQuota(queueId: $q, quota: $quota) { id } }`,
-      { q: queueId, quota: { flavor: 'h100-80g', nominal: o.jobs } },
+      { q: queueId, quota: { flavor: 'h100-80g', nominal: gpus } },
     );
     let resourceQuotaGpus = '';
     if (cluster) {
@@ -145,7 +161,7 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
       for (;;) {
         const rq = cluster.kube.objects('ResourceQuota', 'fairway-aurora-research')[0];
         resourceQuotaGpus = String(rq?.spec?.hard?.['requests.nvidia.com/gpu'] ?? '');
-        if (Number(resourceQuotaGpus) >= o.jobs || Date.now() > deadline) break;
+        if (Number(resourceQuotaGpus) >= gpus || Date.now() > deadline) break;
         await sleep(100);
       }
     }
@@ -169,7 +185,11 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
           if (i >= o.jobs) return;
           const input = {
             name: `bench-${i}`,
-            podSets: [{ gpusPerPod: 1, flavors: ['h100-80g'] }],
+            podSets: [
+              o.gangPods
+                ? { count: o.gangPods(i), gpusPerPod: 8, flavors: ['h100-80g'] }
+                : { gpusPerPod: 1, flavors: ['h100-80g'] },
+            ],
             expectedDurationSeconds: 3600,
             container: { image: IMAGE, command: ['python', 'train.py'] },
           };
@@ -236,6 +256,7 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
     }
     const result: BurstResult = {
       backend: o.backend,
+      shape: o.gangPods ? 'gangs' : 'single',
       jobs: answeredAt.size,
       wallMs: doneAt - t0,
       submitMs: submitEnd - t0,
