@@ -61,6 +61,8 @@ export async function startGateway(
     FAIRWAY_DEMO: 'true',
     FAIRWAY_DEMO_TRICKLE: 'false',
     NODE_ENV: 'production',
+    // A burst from one token measures the backend, not the front door's limits (as bench:api).
+    FAIRWAY_RATE_LIMITS: process.env.FAIRWAY_RATE_LIMITS ?? 'false',
     ...env,
   };
   // The embedded default: no external database or Redis even if the caller's shell has them.
