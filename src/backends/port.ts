@@ -12,7 +12,8 @@ export type CustomWorkloadKindName = Exclude<WorkloadKind, 'BATCH'>;
 export interface WorkloadRequest {
   workloadKind: WorkloadKind;
   podSets: { name: string; count: number; perPod: { gpu?: number } }[];
-  command: string[] | null;
+  /** The submitted container's command and args; null when the job names no container. */
+  container: { command?: string[]; args?: string[] } | null;
 }
 
 /** What an execution backend needs to run one admitted job. */

@@ -229,7 +229,7 @@ export class CustomRuns {
 export async function workloadProblem(client: KubeClient, request: WorkloadRequest): Promise<string | null> {
   if (request.workloadKind === 'BATCH') return null;
   const w = CUSTOM_WORKLOADS[request.workloadKind];
-  const shape = w.problems(request.podSets, request.command ? { command: request.command } : null);
+  const shape = w.problems(request.podSets, request.container);
   if (shape) return shape;
   if (await client.serves(w.apiVersion, w.crdKind)) return null;
   return `workloadKind ${request.workloadKind} needs the ${w.crdKind} resource (${w.crdName}, ${w.apiVersion}), which this cluster does not serve`;

@@ -203,9 +203,9 @@ export class SchedulerService {
     const kind = input.workloadKind ?? 'BATCH';
     const backend = this.options.backend;
     if (kind === 'BATCH' || !backend.workloadProblem) return null;
-    const container = input.workload?.container as { command?: string[]; args?: string[] } | undefined;
-    const command = container?.command?.length ? [...container.command, ...(container.args ?? [])] : null;
-    return backend.workloadProblem({ workloadKind: kind, podSets: input.podSets, command });
+    const c = input.workload?.container as { command?: string[]; args?: string[] } | undefined;
+    const container = c ? { command: c.command ?? [], args: c.args ?? [] } : null;
+    return backend.workloadProblem({ workloadKind: kind, podSets: input.podSets, container });
   }
 
   /** Validates a job against the current configuration without changing anything. */

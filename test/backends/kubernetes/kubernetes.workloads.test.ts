@@ -159,6 +159,35 @@ describe('workload kinds', () => {
     expect(t.kube.invalid).toEqual([]);
   });
 
+  it('RAY_CLUSTER: an open-ended Ray cluster runs until cancelled, and the cancel deletes it', async () => {
+    t = await startWithCrds();
+    const res = await submit(t, {
+      workloadKind: 'RAY_CLUSTER',
+      podSets: [
+        { name: 'head', count: 1, gpusPerPod: 0 },
+        { name: 'gpu', count: 2, gpusPerPod: 8, flavors: ['h100-80g'] },
+      ],
+      container: { image: IMAGE },
+    });
+    expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
+    const id = res.data!.submitJob.id as string;
+    const jobId = decode(id);
+    const cluster = () =>
+      t!.kube.objects('RayCluster', NS).find((o) => o.metadata.labels?.['fairway.dev/job-id'] === jobId);
+    await until(t, id, 'RUNNING');
+    expect(cluster()?.status?.state).toBe('ready');
+    // Still running well past any run time: nothing ends it but a cancel.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await stateOf(t, id)).state).toBe('RUNNING');
+    const cancel = await t.gql(
+      t.token('aurora-research', 'TENANT_ADMIN'),
+      `mutation($id: ID!) { cancelJob(id: $id) { state } }`,
+      { id },
+    );
+    expect(cancel.errors, JSON.stringify(cancel.errors)).toBeUndefined();
+    await eventually(() => !cluster(), 'the RayCluster deleted');
+  });
+
   it('a cluster that does not serve the CRD refuses the kind at submit, naming it; nothing is written', async () => {
     t = await startWithCrds(false);
     const before = t.kube.writes.length;
