@@ -7,6 +7,7 @@ import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import type { BackendEvent, BackendJob, CustomWorkloadKindName, WorkloadRequest } from '../port.js';
 import { apiMessage, type KubeClient, type ObjectRef, statusOf } from './client.js';
 import { podSetTemplates } from './job-objects.js';
+import { waitGone } from './job-updates.js';
 import { ANNOTATION_ADMISSION, LABEL_JOB_ID, MANAGED_BY } from './naming.js';
 import type { JobBuildContext } from './pod-spec.js';
 import type { KubernetesSettings } from './settings.js';
@@ -250,14 +251,4 @@ function refOf(object: KubernetesObject, w: CustomWorkload): ObjectRef {
     kind: w.crdKind,
     metadata: { name: object.metadata!.name!, namespace: object.metadata!.namespace },
   };
-}
-
-async function waitGone(client: KubeClient, ref: ObjectRef): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (!(await client.read(ref))) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(
-    `${ref.kind} ${ref.metadata.namespace}/${ref.metadata.name} is still being deleted; the start is retried`,
-  );
 }

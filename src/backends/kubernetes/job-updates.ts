@@ -92,13 +92,14 @@ async function waitStartTimeCleared(
   }
 }
 
-async function waitGone(client: KubeClient, ref: ObjectRef): Promise<void> {
+/** Waits until a deleted object is gone (its finalizers and grace done); throws after 10 s so the start is retried. */
+export async function waitGone(client: KubeClient, ref: ObjectRef): Promise<void> {
   for (let i = 0; i < 100; i++) {
     if (!(await client.read(ref))) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(
-    `Job ${ref.metadata.namespace}/${ref.metadata.name} is still being deleted; the start is retried`,
+    `${ref.kind} ${ref.metadata.namespace}/${ref.metadata.name} is still being deleted; the start is retried`,
   );
 }
 
