@@ -6,7 +6,7 @@
 // retry) are released to the same node, by their completion index.
 import type { V1Pod, V1PodSchedulingGate } from '@kubernetes/client-node';
 import type { PodSetAdmission } from '../../core/scheduling/index.js';
-import { labelValue } from './naming.js';
+import { ANNOTATION_ADMISSION, labelValue } from './naming.js';
 
 export const PLACEMENT_GATE = 'fairway.dev/placement';
 /** The node label a released pod is held to (the hostname label equals the node name on most clusters). */
@@ -93,7 +93,7 @@ export async function releaseGatedPods(
     const set = podSetOf(pod);
     if (!node || set === undefined || (isGated(pod) && !asked.has(uid)) || pod.metadata?.deletionTimestamp)
       continue;
-    if (pod.metadata?.annotations?.['fairway.dev/admission-at'] !== run.admissionAt) continue;
+    if (pod.metadata?.annotations?.[ANNOTATION_ADMISSION] !== run.admissionAt) continue;
     const counts = placed.get(set) ?? new Map<string, number>();
     counts.set(node, (counts.get(node) ?? 0) + 1);
     placed.set(set, counts);
@@ -101,7 +101,7 @@ export async function releaseGatedPods(
   for (const pod of pods) {
     const uid = pod.metadata?.uid ?? pod.metadata?.name ?? '';
     if (!isGated(pod) || asked.has(uid) || pod.metadata?.deletionTimestamp) continue;
-    if (pod.metadata?.annotations?.['fairway.dev/admission-at'] !== run.admissionAt) continue;
+    if (pod.metadata?.annotations?.[ANNOTATION_ADMISSION] !== run.admissionAt) continue;
     const set = podSetOf(pod);
     const admitted = run.admissions.find((a) => labelValue(a.name) === set);
     const index = indexOf(pod);
