@@ -188,10 +188,12 @@ export const chargeJob = (
 
 /**
  * Whether this may be the job's first charge ever (it counts the job once in the rollup's `jobs`):
- * only an interval that starts at the job's first start can be, if the job has no ledger row yet.
+ * only an interval that starts at a run's start can be, if the job has no ledger row yet. Not only
+ * the first run's: a run preempted at the instant it started charged nothing, so the next run's
+ * first charge is the job's first.
  */
 function mayBeFirst(job: Job, from: number): boolean {
-  return job.preemptionCount === 0 && job.disruptionCount === 0 && job.startedAt?.getTime() === from;
+  return job.startedAt?.getTime() === from;
 }
 
 /** Which of these jobs already have ledger rows: one query for all of them (none when there are none). */

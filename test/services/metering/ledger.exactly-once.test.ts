@@ -181,7 +181,20 @@ describeEachDialect('ledger: exactly once over random holds, crashes included', 
         expect(hourly.reduce((s, r) => s + r.jobs, 0)).toBe(rows.length ? 1 : 0);
         void job;
       }),
-      { numRuns: dialect === 'sqlite' ? 60 : 25 },
+      {
+        numRuns: dialect === 'sqlite' ? 60 : 25,
+        // A run preempted at the instant it started charges nothing; the next run's charge is the first.
+        examples: [
+          [
+            [
+              { kind: 'start', advanceMs: 0, crash: false },
+              { kind: 'preempt', advanceMs: 0, crash: false },
+              { kind: 'start', advanceMs: 0, crash: false },
+              { kind: 'start', advanceMs: 1, crash: false },
+            ],
+          ],
+        ],
+      },
     );
   }, 120_000);
 });
