@@ -129,7 +129,9 @@ export class KubernetesBackend implements ExecutionBackend {
     for (const t of [resync, check]) t.unref();
     this.timers.push(resync, check);
     const probes = probeSource(this.settings, {
-      tracked: this.tracked,
+      runs: () => [...this.tracked, ...this.custom.probed()],
+      run: (jobId) => this.tracked.get(jobId) ?? this.custom.probedRun(jobId),
+      pod: (namespace, name) => this.watches.podsByName.get(`${namespace}/${name}`),
       emit: (event) => !this.closed && this.emit(event),
       now: this.now,
       log: this.log,

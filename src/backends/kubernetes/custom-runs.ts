@@ -10,6 +10,7 @@ import { podSetTemplates } from './job-objects.js';
 import { waitGone } from './job-updates.js';
 import { ANNOTATION_ADMISSION, LABEL_JOB_ID, MANAGED_BY } from './naming.js';
 import type { JobBuildContext } from './pod-spec.js';
+import type { ProbedRun } from './probe-source.js';
 import type { KubernetesSettings } from './settings.js';
 import { tenantSafeMessage } from './status.js';
 import { CUSTOM_WORKLOADS, type CustomWorkload } from './workload-kinds.js';
@@ -54,6 +55,16 @@ export class CustomRuns {
   /** Every tracked run evaluated again (missed events). */
   evaluateAll(): void {
     for (const jobId of [...this.runs.keys()]) this.evaluate(jobId);
+  }
+
+  /** The tracked runs, for the probe source: each one's job, namespace and whether it started. */
+  *probed(): Iterable<[string, ProbedRun]> {
+    for (const jobId of this.runs.keys()) yield [jobId, this.probedRun(jobId)!];
+  }
+
+  probedRun(jobId: string): ProbedRun | undefined {
+    const run = this.runs.get(jobId);
+    return run && { job: run.job, namespace: run.ref.metadata.namespace!, started: run.started };
   }
 
   /** The tracked run, for exact placement (gate-releaser.ts). */

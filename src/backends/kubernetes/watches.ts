@@ -33,6 +33,8 @@ export class ClusterWatches {
   /** Fairway job id → its Kubernetes Jobs / Pods by name (maintained from the informers). */
   readonly jobsById = new Map<string, Map<string, V1Job>>();
   readonly podsById = new Map<string, Map<string, V1Pod>>();
+  /** `namespace/name` → the managed Pod (the probe source maps metric series to jobs through it). */
+  readonly podsByName = new Map<string, V1Pod>();
 
   constructor(
     kc: KubeConfig,
@@ -85,8 +87,14 @@ export class ClusterWatches {
       path: '/api/v1/pods',
       list: () => core.listPodForAllNamespaces({ labelSelector: MANAGED_SELECTOR }),
       labelSelector: MANAGED_SELECTOR,
-      onChange: (p) => indexed(this.podsById, p, false),
-      onDelete: (p) => indexed(this.podsById, p, true),
+      onChange: (p) => {
+        this.podsByName.set(`${p.metadata?.namespace}/${p.metadata?.name}`, p);
+        indexed(this.podsById, p, false);
+      },
+      onDelete: (p) => {
+        this.podsByName.delete(`${p.metadata?.namespace}/${p.metadata?.name}`);
+        indexed(this.podsById, p, true);
+      },
       onHealth: health('pods'),
       ...watchTimings,
     });

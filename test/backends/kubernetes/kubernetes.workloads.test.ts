@@ -52,8 +52,8 @@ async function submit(k: KubeTestApp, input: Record<string, unknown>, who = 'aur
   return k.gql(k.token(who, 'MEMBER'), SUBMIT, { in: { name: 'w', ...input } });
 }
 
-async function stateOf(k: KubeTestApp, id: string) {
-  const res = await k.gql(k.token('aurora-research', 'TENANT_ADMIN'), JOB, { id });
+async function stateOf(k: KubeTestApp, id: string, who = 'aurora-research') {
+  const res = await k.gql(k.token(who, 'TENANT_ADMIN'), JOB, { id });
   return res.data!.node as { state: string; exitReason: string | null; workloadKind: string };
 }
 
@@ -122,42 +122,90 @@ describe('workload kinds', () => {
     });
   }
 
-  it('JOBSET: a preemption suspends the JobSet, the readmission resumes it', async () => {
-    t = await startWithCrds();
-    // Borealis borrows the 32 GPUs (its 16 and Aurora's idle 16) as a JobSet of 4 pods.
-    const wide = await submit(
-      t,
-      {
-        workloadKind: 'JOBSET',
-        podSets: [{ count: 4, gpusPerPod: 8, flavors: ['h100-80g'] }],
-        container: { image: 'registry.borealis.example/train:1', env: runFor(600_000) },
-      },
-      'borealis-inference',
-    );
-    expect(wide.errors, JSON.stringify(wide.errors)).toBeUndefined();
-    const wideId = decode(wide.data!.submitJob.id);
-    const jobSet = () =>
-      t!.kube
-        .objects('JobSet', 'fairway-borealis-inference')
-        .find((o) => o.metadata.labels?.['fairway.dev/job-id'] === wideId);
-    await eventually(
-      () =>
-        jobSet()?.spec?.suspend === false &&
-        t!.kube.objects('Pod', 'fairway-borealis-inference').filter((p) => p.status?.phase === 'Running')
-          .length === 4,
-      'the JobSet running',
-    );
-    const claim = await submit(t, {
-      podSets: [{ count: 2, gpusPerPod: 8, flavors: ['h100-80g'] }],
-      container: { image: IMAGE, env: runFor(1500) },
+  // Borealis borrows the 32 GPUs (its 16 and Aurora's idle 16) as four 8-GPU pods of each kind.
+  const WIDE = [
+    { kind: 'JOBSET', crdKind: 'JobSet', podSets: [{ count: 4, gpusPerPod: 8, flavors: ['h100-80g'] }] },
+    {
+      kind: 'PYTORCH_JOB',
+      crdKind: 'PyTorchJob',
+      podSets: [
+        { name: 'master', count: 1, gpusPerPod: 8, flavors: ['h100-80g'] },
+        { name: 'worker', count: 3, gpusPerPod: 8, flavors: ['h100-80g'] },
+      ],
+    },
+    {
+      kind: 'RAY_JOB',
+      crdKind: 'RayJob',
+      podSets: [
+        { name: 'head', count: 1, gpusPerPod: 0 },
+        { name: 'gpu', count: 4, gpusPerPod: 8, flavors: ['h100-80g'] },
+      ],
+    },
+    {
+      kind: 'RAY_CLUSTER',
+      crdKind: 'RayCluster',
+      podSets: [
+        { name: 'head', count: 1, gpusPerPod: 0 },
+        { name: 'gpu', count: 4, gpusPerPod: 8, flavors: ['h100-80g'] },
+      ],
+    },
+  ] as const;
+  const suspended = (o: { spec?: Record<string, any> } | undefined) =>
+    o?.spec?.suspend ?? o?.spec?.runPolicy?.suspend ?? false;
+
+  for (const { kind, crdKind, podSets } of WIDE) {
+    it(`${kind}: a preemption suspends the ${crdKind} (its GPU pods gone), the readmission resumes it`, async () => {
+      t = await startWithCrds();
+      const BOREALIS = 'fairway-borealis-inference';
+      const wide = await submit(
+        t,
+        {
+          workloadKind: kind,
+          podSets,
+          container: {
+            image: 'registry.borealis.example/train:1',
+            ...(kind === 'RAY_CLUSTER' ? {} : { command: ['python', 'serve.py'] }),
+            env: runFor(600_000),
+          },
+        },
+        'borealis-inference',
+      );
+      expect(wide.errors, JSON.stringify(wide.errors)).toBeUndefined();
+      const wideId = decode(wide.data!.submitJob.id);
+      const object = () =>
+        t!.kube.objects(crdKind, BOREALIS).find((o) => o.metadata.labels?.['fairway.dev/job-id'] === wideId);
+      const runningGpuPods = () =>
+        t!.kube
+          .objects('Pod', BOREALIS)
+          .filter(
+            (p) =>
+              p.status?.phase === 'Running' && p.spec.containers[0].resources?.limits?.['nvidia.com/gpu'],
+          ).length;
+      await eventually(
+        () => object() && !suspended(object()) && runningGpuPods() === 4,
+        `the ${crdKind} running`,
+      );
+      const claim = await submit(t, {
+        podSets: [{ count: 2, gpusPerPod: 8, flavors: ['h100-80g'] }],
+        container: { image: IMAGE, env: runFor(1500) },
+      });
+      expect(claim.errors, JSON.stringify(claim.errors)).toBeUndefined();
+      await eventually(() => suspended(object()), `the ${crdKind} suspended`);
+      await eventually(() => runningGpuPods() === 0, `the ${crdKind}'s GPU pods gone`);
+      expect((await stateOf(t, wide.data!.submitJob.id, 'borealis-inference')).state).toBe('PENDING');
+      await until(t, claim.data!.submitJob.id, 'SUCCEEDED');
+      // Aurora's job ended: the borrower is admitted again and its object resumed, the same one.
+      const uid = object()?.metadata.uid;
+      await eventually(
+        () => !suspended(object()) && runningGpuPods() === 4,
+        `the ${crdKind} resumed and running`,
+        30_000,
+      );
+      expect(object()?.metadata.uid).toBe(uid);
+      expect((await stateOf(t, wide.data!.submitJob.id, 'borealis-inference')).state).toBe('RUNNING');
+      expect(t.kube.invalid).toEqual([]);
     });
-    expect(claim.errors, JSON.stringify(claim.errors)).toBeUndefined();
-    await eventually(() => jobSet()?.spec?.suspend === true, 'the JobSet suspended');
-    await until(t, claim.data!.submitJob.id, 'SUCCEEDED');
-    // Aurora's job ended: the borrower is admitted again and its JobSet resumed.
-    await eventually(() => jobSet()?.spec?.suspend === false, 'the JobSet resumed', 30_000);
-    expect(t.kube.invalid).toEqual([]);
-  });
+  }
 
   it('RAY_CLUSTER: an open-ended Ray cluster runs until cancelled, and the cancel deletes it', async () => {
     t = await startWithCrds();
@@ -221,6 +269,17 @@ describe('workload kinds', () => {
         /command|entrypoint/,
       ],
       ['RAY_CLUSTER', { podSets: [{ name: 'head', count: 2 }] }, /head/],
+      // A Ray head with GPUs it cannot get: 16 on one pod where every node has 8.
+      [
+        'RAY_CLUSTER',
+        {
+          podSets: [
+            { name: 'head', count: 1, gpusPerPod: 16, flavors: ['h100-80g'] },
+            { name: 'gpu', count: 1, gpusPerPod: 8, flavors: ['h100-80g'] },
+          ],
+        },
+        /head.*larger than any/,
+      ],
     ];
     for (const [kind, input, message] of cases) {
       const res = await submit(t, { workloadKind: kind, container: { image: IMAGE }, ...input });

@@ -15,7 +15,9 @@ import {
   readPods,
   utilizationReports,
 } from '../../../src/backends/prometheus/probes.js';
-import { eventually, type KubeTestApp, startKubeApp } from '../../helpers/kube-app.js';
+import { CRDS } from '../../helpers/kube-api-server/crd-fixtures.js';
+import { startKubeApiServer } from '../../helpers/kube-api-server/index.js';
+import { eventually, gpuNode, type KubeTestApp, startKubeApp } from '../../helpers/kube-app.js';
 
 type Mode = 'ok' | 'down' | 'garbage' | 'not-json' | 'matrix';
 
@@ -234,6 +236,67 @@ describe('Kubernetes backend with a Prometheus probe source', () => {
       ).toBe('NOT_FOUND');
     } finally {
       await prometheus.close().catch(() => undefined);
+    }
+  });
+
+  it('maps the pods of a custom workload (a JobSet: its controller names them) by their labels, each weighted by its GPUs', async () => {
+    const names = { master: 'none', worker: 'none' };
+    const prometheus = await fakePrometheus(() => [
+      { namespace: 'fairway-aurora-research', pod: names.master, gpu: '90', memory: '0.5' },
+      { namespace: 'fairway-aurora-research', pod: names.worker, gpu: '30', memory: '0.2' },
+      { namespace: 'fairway-borealis-inference', pod: names.worker, gpu: '0', memory: '0' },
+    ]);
+    try {
+      const kube = await startKubeApiServer({ kubelet: { startDelayMs: 20, defaultRunMs: 300 }, crds: CRDS });
+      t = await startKubeApp({
+        kube,
+        nodes: [1, 2].map((i) => gpuNode(`gpu-h100-${i}`)),
+        settings: { probes: { prometheusUrl: prometheus.url } },
+        governance: { probes: { intervalMs: 200, flushMs: 20, pollMs: 50 } },
+      });
+      const member = t.token('aurora-research', 'MEMBER');
+      const events: BackendEvent[] = [];
+      t.app.backend.onEvent((e) => e.type === 'utilization' && events.push(e));
+      const res = await t.gql(member, `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`, {
+        in: {
+          name: 'probed-jobset',
+          workloadKind: 'JOBSET',
+          podSets: [
+            { name: 'master', count: 1, gpusPerPod: 8, flavors: ['h100-80g'] },
+            { name: 'worker', count: 1, gpusPerPod: 4, flavors: ['h100-80g'] },
+          ],
+          container: {
+            image: 'nvcr.io/nvidia/pytorch:24.05-py3',
+            command: ['python', 'train.py'],
+            env: [{ name: 'FAIRWAY_TEST_RUN_MS', value: '30000' }],
+          },
+        },
+      });
+      expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
+      const jobId = Buffer.from(res.data!.submitJob.id, 'base64').toString().split(':')[1]!;
+      const pods = await eventually(() => {
+        const running = t!.kube
+          .objects('Pod', 'fairway-aurora-research')
+          .filter(
+            (p) => p.metadata.labels?.['fairway.dev/job-id'] === jobId && p.status?.phase === 'Running',
+          );
+        return running.length === 2 && running;
+      }, 'both pods running');
+      for (const pod of pods) {
+        // Named by the JobSet controller, not as a batch Job's pod: only the labels tell whose it is.
+        expect(podOfName(pod.metadata.name)).toBeNull();
+        names[pod.metadata.labels['fairway.dev/pod-set'] as 'master' | 'worker'] = pod.metadata.name;
+      }
+      const report = await eventually(() => events.find((e) => e.type === 'utilization'), 'a report');
+      // (8 GPUs at 90% + 4 at 30%) / 12; memory (8 x 0.5 + 4 x 0.2) / 12. Borealis' series count nowhere.
+      expect(report).toMatchObject({
+        jobId,
+        gpuUtilization: expect.closeTo(0.7, 9),
+        memoryUtilization: expect.closeTo(0.4, 9),
+      });
+      expect(t.errors).toEqual([]);
+    } finally {
+      await prometheus.close();
     }
   });
 });
