@@ -269,7 +269,6 @@ export class KubernetesBackend implements ExecutionBackend {
     await removeJobServices(this.client, jobs);
   }
 
-  /** The headless Service of a finished or cancelled multi-pod job (named by its pods' subdomain). */
   onEvent(listener: (event: BackendEvent) => void): () => void {
     const wrapped = (event: BackendEvent) => listener(event);
     this.listeners.add(wrapped);
