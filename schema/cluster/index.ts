@@ -1,4 +1,5 @@
 export * from './cluster.js';
 export * from './node.js';
 export * from './queue.js';
+export * from './queue-mutations.js';
 export * from './quota.js';

@@ -7,7 +7,7 @@ import { type Document, isMap, LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { CliError, EXIT } from './context.js';
 
-// The server's own rules (schema/cluster/cluster.ts, schema/common.ts, schema/cluster/queue.ts), checked here
+// The server's own rules (schema/cluster/cluster.ts, schema/common.ts, schema/cluster/queue-mutations.ts), checked here
 // too so that a bad name stops the run before anything is sent.
 const objectName = z
   .string()
