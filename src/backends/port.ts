@@ -116,6 +116,12 @@ export interface BackendTenant {
 }
 
 /**
+ * Thrown by a backend call that cannot be done yet and will be retried (the outbox leaves its row
+ * for the next dispatch): an expected wait, logged as one line, not as a fault.
+ */
+export class BackendNotReadyError extends Error {}
+
+/**
  * Where admitted jobs run: the simulated cluster (embedded default) or Kubernetes.
  * Shaped after Kueue's contract with Kubernetes Jobs: created on admission, suspended on
  * preemption (the spec is kept so it can start again), deleted on cancel, watched for status.

@@ -5,7 +5,7 @@
 // `tenantRepairMs` the live objects are compared too, and those edited or deleted outside
 // Fairway are applied again (force: Fairway's fields win, other managers' fields stay).
 import type { KubernetesObject, V1Namespace } from '@kubernetes/client-node';
-import type { BackendFlavor, BackendTenant } from '../port.js';
+import { type BackendFlavor, BackendNotReadyError, type BackendTenant } from '../port.js';
 import { type KubeClient, type ObjectRef, statusOf } from './client.js';
 import { LABEL_TENANT_ID, MANAGED_BY } from './naming.js';
 import { deviceUnits, type KubeObject, type KubeTenant, tenantObjects } from './objects.js';
@@ -68,7 +68,7 @@ export class TenantReconciler {
     if (refused) throw new TenantRefusedError(refused);
     const tenant = this.tenants.get(id);
     if (!tenant)
-      throw new Error(
+      throw new BackendNotReadyError(
         `tenant ${id} has no namespace yet (the tenant sync has not included it); the start is retried`,
       );
     // Only best-effort pods name the class: a problem with it is theirs alone.

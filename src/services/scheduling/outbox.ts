@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/core';
-import type { BackendJob, ExecutionBackend } from '../../backends/port.js';
+import { type BackendJob, BackendNotReadyError, type ExecutionBackend } from '../../backends/port.js';
 import type { JobFlag } from '../../core/governance/index.js';
 import type { EventBus, JobStateName } from '../../events/index.js';
 import { chunks, placeholders, runBound, tableOf } from '../../persistence/bound-sql.js';
@@ -43,6 +43,8 @@ export interface OutboxOptions {
   events: EventBus;
   now: () => number;
   logError: (error: unknown) => void;
+  /** An expected wait (BackendNotReadyError): one line. Default: stdout. */
+  log?: (message: string) => void;
   /** Last reported GPU utilization per running job; performing a stop forgets it. */
   utilization: Map<string, number>;
 }
@@ -57,6 +59,11 @@ export class OutboxDispatcher {
   private current: Promise<void> | null = null;
   private again = false;
   private stopped = false;
+
+  private log(message: string): void {
+    if (this.options.log) this.options.log(message);
+    else console.log(`[fairway] scheduler: ${message}`);
+  }
 
   constructor(private readonly options: OutboxOptions) {}
 
@@ -130,7 +137,8 @@ export class OutboxDispatcher {
         if (result.status === 'fulfilled') performed.push(wave[i]!.id);
         else {
           // Left for the next dispatch (a backend that is briefly unavailable), with the rows after it.
-          this.options.logError(result.reason);
+          if (result.reason instanceof BackendNotReadyError) this.log(`outbox: ${result.reason.message}`);
+          else this.options.logError(result.reason);
           failed = true;
         }
       });

@@ -8,7 +8,12 @@ import { KubernetesBackend } from '../../../src/backends/kubernetes/backend.js';
 import { KubeClient } from '../../../src/backends/kubernetes/client.js';
 import { parseKubernetesSettings } from '../../../src/backends/kubernetes/settings.js';
 import { TenantReconciler, TenantRefusedError } from '../../../src/backends/kubernetes/tenant-reconciler.js';
-import type { BackendEvent, BackendJob, BackendTenant } from '../../../src/backends/port.js';
+import {
+  type BackendEvent,
+  type BackendJob,
+  BackendNotReadyError,
+  type BackendTenant,
+} from '../../../src/backends/port.js';
 import { type KubeApiServer, startKubeApiServer } from '../../helpers/kube-api-server/index.js';
 
 const FLAVORS = [{ name: 'h100-80g', kind: 'gpu' as const }];
@@ -160,6 +165,12 @@ describe('tenant objects edited outside Fairway', () => {
     await r.repair();
     expect(kube.get('PriorityClass', undefined, 'fairway-best-effort').value).toBe(-100);
     await expect(r.tenant(SPARE.id)).resolves.toMatchObject({ slug: 'spare' });
+  });
+
+  it('a tenant the sync has not included yet is a wait (the start is retried), not a fault', async () => {
+    const { reconciler: r } = reconciler();
+    await r.sync([SPARE], FLAVORS);
+    await expect(r.tenant(AURORA.id)).rejects.toBeInstanceOf(BackendNotReadyError);
   });
 });
 
