@@ -1,7 +1,9 @@
 // One burst: a fresh gateway (Kubernetes backend against the test API server, or the simulated
-// cluster), a queue whose quota admits every job, N one-GPU jobs submitted through the graph
-// with C in flight, and what it took until every job's Job object existed (or, simulated, every
-// job had started). Figures are computed here; kube.ts prints them.
+// cluster), a queue whose quota admits every job, N jobs of one shape (one-GPU jobs, 2–4-node
+// gangs, or a custom workload kind: bench/kube/workloads.ts) submitted through the graph with C in
+// flight, and what it took until every job's workload object (its Job, or its JobSet / PyTorchJob /
+// RayJob / RayCluster) existed (or, simulated, every job had started). Figures are computed here
+// (the cluster side in measure.ts); kube.ts prints them.
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -10,6 +12,8 @@ import { post, sleep } from '../api/load-client.js';
 import { cpuSeconds, sched } from '../api/process-stats.js';
 import { startTestCluster, type TestCluster } from './cluster.js';
 import { type Gateway, GatewayDb, startGateway } from './gateway.js';
+import { firstObjectAt, type KubeFigures, kubeFigures, TENANT_NS, workloadCreates } from './measure.js';
+import { burstGpus, type Shape, submitInput, workloadObjectKind } from './workloads.js';
 
 export type BackendKind = 'kubernetes' | 'simulated';
 
@@ -24,37 +28,28 @@ export interface BurstOptions {
    * written).
    */
   controllerPaceMs: number;
-  /**
-   * Pods per job (8 GPUs each, one node each) when the burst is of gangs: job i has
-   * `gangPods(i)` pods; absent: one-GPU single-pod jobs.
-   */
-  gangPods?: (i: number) => number;
-}
-
-/** GPUs the burst asks for in all. */
-export function burstGpus(o: Pick<BurstOptions, 'jobs' | 'gangPods'>): number {
-  if (!o.gangPods) return o.jobs;
-  let gpus = 0;
-  for (let i = 0; i < o.jobs; i++) gpus += 8 * o.gangPods(i);
-  return gpus;
+  /** What every job is (workloads.ts); the simulated baseline runs 'single' only. */
+  shape: Shape;
 }
 
 export interface BurstResult {
   backend: BackendKind;
-  /** 'single': one-GPU jobs; 'gangs': multi-node jobs (gangPods). */
-  shape: 'single' | 'gangs';
+  shape: Shape;
   jobs: number;
-  /** First submit sent → the last job's Job created (Kubernetes) or started (simulated), ms. */
+  /** First submit sent → the last job's workload object created (Kubernetes) or started (simulated), ms. */
   wallMs: number;
   /** First submit sent → last submit answered, ms. */
   submitMs: number;
-  /** Admission (jobs.admission.at) → Job created (API server write log `at`); simulated: → STARTED event. */
+  /**
+   * Admission (jobs.admission.at) → the job's first object created (API server write log `at`: its Job,
+   * a gang's headless Service, a custom kind's object); simulated: → STARTED event.
+   */
   toBackendMs: number[];
-  /** Admission → STARTED event in the gateway's database (Kubernetes: its pods Running, seen by the
+  /** Admission → STARTED event in the gateway's database (Kubernetes: all its pods Running, seen by the
    * informer).
    */
   toStartedMs: number[];
-  /** Submit answered → Job created / started, per job. */
+  /** Submit answered → first object created / started, per job. */
   submitToBackendMs: number[];
   /** Submit answered → admission (the scheduler's cycle), per job. */
   submitToAdmissionMs: number[];
@@ -66,18 +61,7 @@ export interface BurstResult {
    */
   benchCpuS: number;
   /** Kubernetes only. */
-  kube?: {
-    writes: number;
-    jobWrites: number;
-    writesByKindVerb: Record<string, number>;
-    refused: number;
-    requests: number;
-    invalid: number;
-    controllerProblems: number;
-    jobsExisting: number;
-    resourceQuotaGpus: string;
-    setupWrites: number;
-  };
+  kube?: KubeFigures;
   clusterGpus: number;
   errors: string[];
 }
@@ -99,8 +83,6 @@ async function gql<T = any>(
 }
 
 const SUBMIT = `mutation Submit($in: SubmitJobInput!) { submitJob(input: $in) { id } }`;
-/** aurora-research's data boundaries allow nvcr.io/nvidia. */
-const IMAGE = 'nvcr.io/nvidia/pytorch:24.05-py3';
 
 const cpuNow = () => {
   const c = process.cpuUsage();
@@ -114,6 +96,8 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
   let gateway: Gateway | undefined;
   let db: GatewayDb | undefined;
   try {
+    if (o.backend === 'simulated' && o.shape !== 'single')
+      throw new Error('the simulated baseline runs one-GPU jobs only');
     if (o.backend === 'kubernetes') {
       cluster = await startTestCluster(dir, o.nodes, o.gpusPerNode, o.controllerPaceMs);
       gateway = await startGateway(dir, {
@@ -135,7 +119,7 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
       .flatMap((p) => p.nodes)
       .filter((n) => n.flavor === 'h100-80g')
       .reduce((s, n) => s + n.gpus, 0);
-    const gpus = burstGpus(o);
+    const gpus = burstGpus(o.shape, o.jobs);
     if (clusterGpus < gpus)
       throw new Error(`${o.backend}: the cluster has ${clusterGpus} H100s for ${gpus} GPUs of jobs`);
     const tenant = await gql(
@@ -159,7 +143,7 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
       // The tenant's ResourceQuota (the most it can ever hold) must not cap the burst either.
       const deadline = Date.now() + 10_000;
       for (;;) {
-        const rq = cluster.kube.objects('ResourceQuota', 'fairway-aurora-research')[0];
+        const rq = cluster.kube.objects('ResourceQuota', TENANT_NS)[0];
         resourceQuotaGpus = String(rq?.spec?.hard?.['requests.nvidia.com/gpu'] ?? '');
         if (Number(resourceQuotaGpus) >= gpus || Date.now() > deadline) break;
         await sleep(100);
@@ -169,6 +153,9 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
     const kube = cluster?.kube;
     const writes0 = kube?.writes.length ?? 0;
     const requests0 = kube?.requests ?? 0;
+    // STARTED events of this burst's jobs (the seeded demo may have its own).
+    const started0 = db.count('STARTED');
+    const startedNow = () => db!.count('STARTED') - started0;
 
     // ── the burst ──
     const t0 = Date.now();
@@ -183,18 +170,8 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
         for (;;) {
           const i = next++;
           if (i >= o.jobs) return;
-          const input = {
-            name: `bench-${i}`,
-            podSets: [
-              o.gangPods
-                ? { count: o.gangPods(i), gpusPerPod: 8, flavors: ['h100-80g'] }
-                : { gpusPerPod: 1, flavors: ['h100-80g'] },
-            ],
-            expectedDurationSeconds: 3600,
-            container: { image: IMAGE, command: ['python', 'train.py'] },
-          };
           try {
-            const d = await gql(agent, gw.url, member, SUBMIT, { in: input });
+            const d = await gql(agent, gw.url, member, SUBMIT, { in: submitInput(o.shape, i) });
             answeredAt.set(decodeJobId(d.submitJob.id), Date.now());
           } catch (error) {
             if (errors.length < 5) errors.push(String(error).slice(0, 300));
@@ -203,25 +180,22 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
       }),
     ).then(() => Date.now());
 
-    // Done when every job has its Job object (Kubernetes) or has started (simulated).
-    const jobCreates = () =>
-      kube
-        ? kube.writes
-            .slice(writes0)
-            .filter((w) => w.kind === 'Job' && w.verb === 'create' && w.status === 201)
-        : [];
+    // Done when every job has its workload object (Kubernetes: its Job, or the custom object) or has
+    // started (simulated).
+    const objectKind = workloadObjectKind(o.shape);
+    const jobCreates = () => (kube ? workloadCreates(kube.writes.slice(writes0), o.shape) : []);
     const deadline = t0 + o.timeoutMs;
     let doneAt = NaN;
     for (;;) {
       await sleep(50);
       const creates = kube ? jobCreates() : [];
-      if (kube ? creates.length >= o.jobs : db.count('STARTED') >= o.jobs) {
+      if (kube ? creates.length >= o.jobs : startedNow() >= o.jobs) {
         doneAt = kube ? Math.max(...creates.map((w) => w.at)) : Date.now();
         break;
       }
       if (Date.now() > deadline) {
         errors.push(
-          `timed out after ${o.timeoutMs} ms: ${kube ? `${creates.length} Jobs created` : `${db.count('STARTED')} started`} of ${o.jobs}`,
+          `timed out after ${o.timeoutMs} ms: ${kube ? `${creates.length} ${objectKind}s created` : `${startedNow()} started`} of ${o.jobs}`,
         );
         doneAt = Date.now();
         break;
@@ -231,32 +205,35 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
     const cpu1 = cpuSeconds(gw.pid);
     const sched1 = sched(gw.pid);
     const bench1 = cpuNow();
-    // Kubernetes: the pods start after the Jobs exist; wait for the STARTED events too, then let trailing
-    // writes land.
+    // Kubernetes: the pods start after the objects exist (a custom kind's after its controller made
+    // them); wait for the STARTED events too, then let trailing writes land.
     if (kube) {
       const until = Date.now() + 30_000;
-      while (db.count('STARTED') < o.jobs && Date.now() < until) await sleep(100);
+      while (startedNow() < o.jobs && Date.now() < until) await sleep(100);
+      const started = startedNow();
+      if (started < o.jobs)
+        errors.push(`${started} of ${o.jobs} jobs STARTED 30 s after the last ${objectKind}`);
       await sleep(1000);
     }
 
     const times = db.times();
-    const createdAt = new Map<string, number>();
-    for (const w of jobCreates()) createdAt.set(w.name.replace(/^fw-/, '').replace(/-\d+$/, ''), w.at);
+    const createdAt = kube ? firstObjectAt(kube.writes.slice(writes0)) : new Map<string, number>();
     const toBackendMs: number[] = [];
     const toStartedMs: number[] = [];
     const submitToBackendMs: number[] = [];
     const submitToAdmissionMs: number[] = [];
     for (const [id, t] of times) {
+      const answered = answeredAt.get(id);
+      if (answered === undefined) continue; // not this burst's
       const backendAt = kube ? createdAt.get(id) : t.startedAt;
       if (backendAt !== undefined) toBackendMs.push(backendAt - t.admittedAt);
       if (t.startedAt !== undefined) toStartedMs.push(t.startedAt - t.admittedAt);
-      const answered = answeredAt.get(id);
-      if (backendAt !== undefined && answered !== undefined) submitToBackendMs.push(backendAt - answered);
-      if (answered !== undefined) submitToAdmissionMs.push(t.admittedAt - answered);
+      if (backendAt !== undefined) submitToBackendMs.push(backendAt - answered);
+      submitToAdmissionMs.push(t.admittedAt - answered);
     }
     const result: BurstResult = {
       backend: o.backend,
-      shape: o.gangPods ? 'gangs' : 'single',
+      shape: o.shape,
       jobs: answeredAt.size,
       wallMs: doneAt - t0,
       submitMs: submitEnd - t0,
@@ -270,25 +247,8 @@ export async function runBurst(o: BurstOptions): Promise<BurstResult> {
       clusterGpus,
       errors,
     };
-    if (kube) {
-      const during = kube.writes.slice(writes0);
-      const byKindVerb: Record<string, number> = {};
-      for (const w of during)
-        byKindVerb[`${w.kind} ${w.verb} ${w.status}`] =
-          (byKindVerb[`${w.kind} ${w.verb} ${w.status}`] ?? 0) + 1;
-      result.kube = {
-        writes: during.length,
-        jobWrites: during.filter((w) => w.kind === 'Job').length,
-        writesByKindVerb: byKindVerb,
-        refused: during.filter((w) => w.status >= 400).length,
-        requests: kube.requests - requests0,
-        invalid: kube.invalid.length,
-        controllerProblems: kube.controllerProblems.length,
-        jobsExisting: kube.objects('Job').length,
-        resourceQuotaGpus,
-        setupWrites: writes0,
-      };
-    }
+    if (kube)
+      result.kube = kubeFigures(kube, o.shape, { writes: writes0, requests: requests0 }, resourceQuotaGpus);
     return result;
   } finally {
     db?.close();

@@ -1,19 +1,16 @@
 // The cluster side of the Kubernetes bench: the test API server (a test tool, test/helpers/
 // kube-api-server: validates every object with kubernetes-models, runs a Job controller, a
-// scheduler and a kubelet) in this bench's own process, with labelled H100 nodes, and the
+// scheduler and a kubelet, and serves the shared CRDs with their JobSet / PyTorchJob / RayJob /
+// RayCluster controllers) in this bench's own process, with labelled H100 nodes, and the
 // kubeconfig / settings files the gateway is pointed at.
 import fs from 'node:fs';
 import path from 'node:path';
 import { stringify as toYaml } from 'yaml';
+import { crdDirectory } from '../../test/helpers/crd-dir.js';
 import { Controllers } from '../../test/helpers/kube-api-server/controllers.js';
 import { type KubeApiServer, startKubeApiServer } from '../../test/helpers/kube-api-server/index.js';
 import { fieldMatcher, labelMatcher } from '../../test/helpers/kube-api-server/selectors.js';
 import { Store } from '../../test/helpers/kube-api-server/store.js';
-
-interface StoreInternals {
-  objects: Map<string, any>;
-  type(kind: string): { kind: string };
-}
 
 /** True while the control loop runs a pass (synchronously: no HTTP request is served meanwhile). */
 let withinControllerPass = false;
@@ -28,21 +25,19 @@ let withinControllerPass = false;
  * the API's contract and Fairway does not depend on it).
  */
 function cheaperStoreList(): void {
-  const proto = Store.prototype as unknown as StoreInternals & { list: Store['list'] };
+  const proto = Store.prototype;
   proto.list = function (
-    this: StoreInternals,
+    this: Store,
     kind: string,
     namespace?: string,
     labelSelector?: string | null,
     fieldSelector?: string | null,
   ) {
-    const t = this.type(kind);
     const labels = labelMatcher(labelSelector);
     const fields = fieldMatcher(fieldSelector);
     const keyed: [string, any][] = [];
-    for (const o of this.objects.values()) {
-      if (o.kind === t.kind && (!namespace || o.metadata.namespace === namespace) && labels(o) && fields(o))
-        keyed.push([`${o.metadata.namespace}/${o.metadata.name}`, o]);
+    for (const o of this.peekAll(kind, namespace)) {
+      if (labels(o) && fields(o)) keyed.push([`${o.metadata.namespace}/${o.metadata.name}`, o]);
     }
     keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     return withinControllerPass ? keyed.map(([, o]) => o) : keyed.map(([, o]) => structuredClone(o));
@@ -120,6 +115,24 @@ function h100Node(name: string, gpus: number) {
   };
 }
 
+/**
+ * The Training Operator's init container for PyTorchJob workers (its --pytorch-init-container-template-file)
+ * as a restricted namespace needs it: the operator's default has no securityContext, so Pod Security
+ * "restricted" (Fairway's tenant namespaces) refuses the workers. As kubernetes.workloads.test.ts gives it.
+ */
+const RESTRICTED_PYTORCH_INIT = {
+  name: 'init-pytorch',
+  image: '{{.InitContainerImage}}',
+  command: ['sh', '-c', 'until nslookup {{.MasterAddr}}; do sleep 2; done'],
+  securityContext: {
+    allowPrivilegeEscalation: false,
+    capabilities: { drop: ['ALL'] },
+    runAsNonRoot: true,
+    runAsUser: 65534,
+    seccompProfile: { type: 'RuntimeDefault' },
+  },
+};
+
 export interface TestCluster {
   kube: KubeApiServer;
   kubeconfigPath: string;
@@ -127,9 +140,11 @@ export interface TestCluster {
 }
 
 /**
- * Starts the API server with `nodes` × `gpusPerNode` H100s. Pods start 20 ms after binding and
- * run until deleted (no run-time annotation, no FAIRWAY_TEST_RUN_MS), so nothing finishes during
- * the burst and admission is never paced by completions.
+ * Starts the API server with `nodes` × `gpusPerNode` H100s, serving the shared CRDs (JobSet,
+ * PyTorchJob, RayJob, RayCluster…: test/helpers/crd-dir.ts) with their controllers. Pods start 20 ms
+ * after binding and run until deleted (no run-time annotation, no FAIRWAY_TEST_RUN_MS, no default run
+ * time: a RayJob's Ray job runs until stopped too), so nothing finishes during the burst and admission
+ * is never paced by completions.
  */
 export async function startTestCluster(
   dir: string,
@@ -138,7 +153,11 @@ export async function startTestCluster(
   controllerPaceMs: number,
 ): Promise<TestCluster> {
   paceControllers(controllerPaceMs);
-  const kube = await startKubeApiServer({ kubelet: { startDelayMs: 20 } });
+  const kube = await startKubeApiServer({
+    kubelet: { startDelayMs: 20 },
+    crds: crdDirectory(),
+    pytorchInitContainerTemplate: RESTRICTED_PYTORCH_INIT,
+  });
   for (let i = 0; i < nodes; i++)
     kube.put(h100Node(`gpu-h100-${String(i + 1).padStart(3, '0')}`, gpusPerNode));
   const kubeconfigPath = path.join(dir, 'kubeconfig.yaml');
