@@ -8,6 +8,7 @@ import './governance/index.js';
 import './jobs/index.js';
 import './events/index.js';
 import './metering/index.js';
+import './logs/index.js';
 import { builder } from './builder.js';
 
 export const schema = builder.toSchema({ sortSchema: true });

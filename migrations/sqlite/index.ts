@@ -12,6 +12,7 @@ import { Migration20261201170420 as M9 } from './Migration20261201170420.js';
 import { Migration20261201194917 as M10 } from './Migration20261201194917.js';
 import { Migration20261202034821 as M11 } from './Migration20261202034821.js';
 import { Migration20261202044143 as M12 } from './Migration20261202044143.js';
+import { Migration20261202070535 as M13 } from './Migration20261202070535.js';
 
 /** Every sqlite migration, oldest first. Rewritten by `npm run migration:create`. */
 export const sqliteMigrations: MigrationObject[] = [
@@ -28,4 +29,5 @@ export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261201194917', class: M10 },
   { name: 'Migration20261202034821', class: M11 },
   { name: 'Migration20261202044143', class: M12 },
+  { name: 'Migration20261202070535', class: M13 },
 ];

@@ -1,4 +1,5 @@
 import { containerOf, ENFORCED_SECURITY, type JobContainer } from '../../src/services/jobs/index.js';
+import { SECRET_MASK } from '../../src/services/logs/index.js';
 import { mayReadContent } from '../../src/services/tenancy/index.js';
 import { forbidden } from '../../src/shared/index.js';
 import { builder } from '../builder.js';
@@ -10,7 +11,11 @@ type DatasetMount = JobContainer['datasets'][number];
 const EnvVarRef = builder.objectRef<EnvVar>('EnvVar').implement({
   fields: (t) => ({
     name: t.exposeString('name'),
-    value: t.exposeString('value'),
+    value: t.string({
+      description: 'The value; `[secret]` for a secret.',
+      resolve: (e) => (e.secret ? SECRET_MASK : e.value),
+    }),
+    secret: t.boolean({ resolve: (e) => e.secret === true }),
   }),
 });
 

@@ -92,6 +92,10 @@ const EnvVarInput = builder.inputType('EnvVarInput', {
       description: 'Never written to the audit log.',
       validate: z.string().max(32_768, 'must be at most 32768 characters'),
     }),
+    secret: t.boolean({
+      description:
+        'A secret (a token, a password): its value is replaced by [secret] wherever it appears in the job’s logs, and never shown again (ContainerSpec.env says [secret]). Default false.',
+    }),
   }),
 });
 
@@ -290,7 +294,11 @@ function workloadOf(input: SubmitArgs): Record<string, unknown> | null {
       image: c.image,
       command: c.command ?? [],
       args: c.args ?? [],
-      env: (c.env ?? []).map((e) => ({ name: e.name, value: e.value })),
+      env: (c.env ?? []).map((e) => ({
+        name: e.name,
+        value: e.value,
+        ...(e.secret ? { secret: true } : {}),
+      })),
       datasets: (c.datasets ?? []).map((d) => ({
         location: d.location,
         mountPath: d.mountPath,

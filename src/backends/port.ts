@@ -81,7 +81,23 @@ export type BackendEvent =
    * Admitted, but its pods are not all running after the backend's limit (unschedulable,
    * image still pulling…): reported once per admission so the job can be reclaimed.
    */
-  | { type: 'not-running'; jobId: string; at: number; message: string };
+  | { type: 'not-running'; jobId: string; at: number; message: string }
+  /**
+   * A pod's output as it ended (its container exited, or it was stopped): the last lines the
+   * backend kept of it (at most the archive size it was given), to be archived for reads after the
+   * pod is gone. `admissionAt` names the run. May come more than once for one pod (a replay): the
+   * archive keeps one copy.
+   */
+  | {
+      type: 'pod-log';
+      jobId: string;
+      at: number;
+      admissionAt: number;
+      pod: BackendLogPod;
+      lines: BackendLogLine[];
+      /** Whether earlier lines were left out (over the archive size). */
+      truncated: boolean;
+    };
 
 /**
  * A node as a backend that discovers its nodes (Kubernetes) reports it: the core's node, with
@@ -113,6 +129,100 @@ export interface BackendTenant {
    * time-sliced flavors.
    */
   maxGpus: Record<string, number>;
+}
+
+/**
+ * One run of a job as the log readers know it (from the database: any replica can ask): the run
+ * number (1 for the first start, +1 per readmission), its admission time (Kubernetes: the pods of
+ * that admission), when it started and, once over, when it ended and how.
+ */
+export interface BackendLogRun {
+  jobId: string;
+  /** The tenant's id. */
+  tenant: string;
+  name: string;
+  run: number;
+  admissionAt: number;
+  startedAt: number;
+  /** Null while the run goes on. */
+  endedAt: number | null;
+  outcome: 'running' | 'succeeded' | 'failed' | 'preempted' | 'disrupted' | 'cancelled';
+  /** The failure or stop reason, tenant-safe (null when none). */
+  reason: string | null;
+  podSets: { name: string; count: number; gpusPerPod: number }[];
+  expectedDurationMs: number | null;
+  checkpointIntervalMs: number | null;
+  workloadType: WorkloadType | null;
+  /** The container's command and args as submitted (absent or empty when it names none). */
+  command?: string[];
+}
+
+/** One pod of a run: its pod set's name and its index within it (0-based). */
+export interface BackendLogPod {
+  podSet: string;
+  index: number;
+}
+
+/**
+ * One line of a pod's output as the cluster holds it: when it was written (ms), which stream
+ * (null when the cluster does not tell them apart), its text without the newline (already decoded;
+ * not yet cut or masked), and a cursor: an opaque string that orders the pod's lines (a follow or
+ * read `after` a cursor returns only later lines, none twice).
+ */
+export interface BackendLogLine {
+  at: number;
+  stream: 'stdout' | 'stderr' | null;
+  text: string;
+  cursor: string;
+}
+
+/** Something the cluster said about a run's pods or objects (Kubernetes Events). */
+export interface BackendClusterEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  /** As the cluster wrote it: the caller removes other tenants' names before showing it. */
+  message: string;
+  count: number;
+  firstSeen: number;
+  lastSeen: number;
+  /** What it is about: 'Pod 3 of workers', 'Job', 'JobSet'… */
+  object: string;
+  /** The pod it is about, when it is about one. */
+  pod: BackendLogPod | null;
+}
+
+/** Receives a followed pod's lines as they are written; `end` once the pod's output is over. */
+export interface BackendLogSink {
+  lines(lines: BackendLogLine[]): void;
+  end(): void;
+}
+
+/**
+ * A backend's job logs. Reads may come from any replica and are never fenced: they change nothing.
+ * Every call is given the run as the database knows it, so a backend without state of its own
+ * (the simulated cluster computes its seeded logs from it) answers the same on every replica.
+ */
+export interface BackendLogs {
+  /** The pods of the run whose output the cluster still holds. */
+  pods(run: BackendLogRun): Promise<BackendLogPod[]>;
+  /**
+   * The pod's lines the cluster still holds, oldest first: only those after the cursor `after`,
+   * at most the last `tailLines`. Null when the cluster holds nothing of this pod any more.
+   */
+  read(
+    run: BackendLogRun,
+    pod: BackendLogPod,
+    options: { after?: string | null; tailLines?: number },
+  ): Promise<BackendLogLine[] | null>;
+  /**
+   * Follows the pod's output after the cursor `after` (null: from the start): lines as they are
+   * written, `end` when the pod's output is over (its container ended, or the pod is gone). A
+   * dropped connection is resumed by the backend without a line twice or one lost (within what the
+   * cluster still holds). Returns the function that stops it.
+   */
+  follow(run: BackendLogRun, pod: BackendLogPod, after: string | null, sink: BackendLogSink): () => void;
+  /** What the cluster said about the run's pods and objects, oldest first. */
+  events(run: BackendLogRun): Promise<BackendClusterEvent[]>;
 }
 
 /**
@@ -182,4 +292,6 @@ export interface ExecutionBackend {
    * Absent: every kind runs as plain pods.
    */
   workloadProblem?(request: WorkloadRequest): Promise<string | null>;
+  /** Job logs and cluster events (every backend whose jobs write output). */
+  readonly logs?: BackendLogs;
 }

@@ -30,6 +30,7 @@ import { type DemoConfig, demoEnabled, demoSection } from './sections/demo.js';
 import { type GovernanceConfig, governanceSection } from './sections/governance.js';
 import { type HttpConfig, httpSection } from './sections/http.js';
 import { limitsSection, type QueryLimits } from './sections/limits.js';
+import { type LogsConfig, logsSection } from './sections/logs.js';
 import { type MeteringConfig, meteringSection } from './sections/metering.js';
 import { type ObservabilityConfig, observabilitySection } from './sections/observability.js';
 import { type RateLimitConfig, rateLimitsSection } from './sections/rate-limits.js';
@@ -46,6 +47,7 @@ export * from './sections/demo.js';
 export * from './sections/governance.js';
 export * from './sections/http.js';
 export * from './sections/limits.js';
+export * from './sections/logs.js';
 export * from './sections/metering.js';
 export * from './sections/observability.js';
 export * from './sections/rate-limits.js';
@@ -66,6 +68,7 @@ export interface ResolvedConfig {
   scheduling: SchedulingConfig;
   metering: MeteringConfig;
   governance: GovernanceConfig;
+  logs: LogsConfig;
   backend: BackendConfig;
   demo: DemoConfig;
   /** Settings that work but will not for long (deprecated boolean spellings): src/main.ts prints them once
@@ -90,6 +93,7 @@ export const SECTIONS: readonly Section[] = [
   schedulingSection,
   meteringSection,
   governanceSection,
+  logsSection,
   backendSection,
   demoSection,
 ];

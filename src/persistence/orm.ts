@@ -11,6 +11,7 @@ import { auditEntities } from './audit/index.js';
 import { clusterEntities } from './cluster/index.js';
 import { governanceEntities } from './governance/index.js';
 import { jobEntities } from './jobs/index.js';
+import { logEntities } from './logs/index.js';
 import { meteringEntities } from './metering/index.js';
 import { schedulingEntities } from './scheduling/index.js';
 import { accessEntities, tenancyEntities } from './tenancy/index.js';
@@ -175,6 +176,7 @@ export function ormConfig(options: OrmOptions): Options {
       ...schedulingEntities,
       ...meteringEntities,
       ...governanceEntities,
+      ...logEntities,
     ],
     extensions: [Migrator],
     // Requests always fork their own EntityManager; the global one is a bug.

@@ -21,6 +21,7 @@ import type { FairwayConfig } from '../config/index.js';
 import { createEventBus, createRedisEventTarget, type EventBus } from '../events/index.js';
 import { migrate, openDatabase } from '../persistence/orm.js';
 import { type GovernanceTaskSettings, governanceLeaderTasks } from '../services/governance/index.js';
+import { JobLogsService, logRetentionTask } from '../services/logs/index.js';
 import { computeHolds, evaluateBudgets } from '../services/metering/index.js';
 import {
   BackendSync,
@@ -111,7 +112,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       : null;
   const events = options.events ?? createEventBus(redis?.eventTarget);
   const backend =
-    options.backend ?? (await backendFromConfig(config.backend, config.governance.probes, { now, logError }));
+    options.backend ??
+    (await backendFromConfig(config.backend, config.governance.probes, {
+      now,
+      logError,
+      logArchiveBytes: config.logs.archiveBytes,
+    }));
   const metrics = createMetrics({ timeScale: backend.timeScale });
   const scheduler = new SchedulerService({
     orm,
@@ -135,17 +141,28 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       holds: computeHolds,
     },
     observeCycle: metrics.observeCycle,
-    leaderTasks: governanceLeaderTasks({
-      now,
-      quotaRequestIntervalMs: config.governance.quotaRequestIntervalMs,
-      idleCheckIntervalMs: config.governance.idleCheckIntervalMs,
-      controller: { windowMs: config.governance.controllerWindowMs },
-      backend,
-      probes: config.governance.probes,
-      ...options.governance,
-    }),
+    leaderTasks: [
+      logRetentionTask(config.logs.retentionDays),
+      ...governanceLeaderTasks({
+        now,
+        quotaRequestIntervalMs: config.governance.quotaRequestIntervalMs,
+        idleCheckIntervalMs: config.governance.idleCheckIntervalMs,
+        controller: { windowMs: config.governance.controllerWindowMs },
+        backend,
+        probes: config.governance.probes,
+        ...options.governance,
+      }),
+    ],
     ...options.scheduler,
   });
+  const logs = new JobLogsService({
+    orm,
+    backend,
+    events,
+    settings: config.logs,
+    logError,
+  });
+  logs.start();
   // A backend that isolates tenants gets their namespaces before the scheduler reconciles runs;
   // its node inventory is written by the leader once the scheduler has started.
   const backendSync =
@@ -181,7 +198,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   });
   const security = await httpSecurity(http);
   const observability = observabilityPlugins(config.observability, { logger });
-  const contexts = serviceContexts({ orm, events, scheduler, now, currency: config.metering.currency });
+  const contexts = serviceContexts({ orm, events, scheduler, logs, now, currency: config.metering.currency });
   const clientAddress = clientAddressBehind(config.rateLimits.trustProxyHops);
   const routes = serverRoutes({
     readiness: {
@@ -296,6 +313,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       closed = true;
       await backendSync?.stop();
       await scheduler.stop();
+      await logs.stop();
       await backend.close();
       await webSocket.close();
       stopIdentityCache();

@@ -18,10 +18,14 @@ import { ConfigError, type FairwayConfig } from '../config/index.js';
 export async function backendFromConfig(
   config: FairwayConfig['backend'],
   probes: FairwayConfig['governance']['probes'],
-  deps: { now: () => number; logError: (error: unknown) => void },
+  deps: { now: () => number; logError: (error: unknown) => void; logArchiveBytes?: number },
 ): Promise<ExecutionBackend> {
   if (config.kind === 'simulated')
-    return new SimulatedBackend({ timeScale: config.simulatedTimeScale, now: deps.now });
+    return new SimulatedBackend({
+      timeScale: config.simulatedTimeScale,
+      now: deps.now,
+      logArchiveBytes: deps.logArchiveBytes,
+    });
   const chosen = config.kubernetes;
   const fromFile = kubernetesSettings(chosen.settingsFile);
   // FAIRWAY_PROBES_PROMETHEUS_URL over the settings file's probes.prometheusUrl.

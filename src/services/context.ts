@@ -5,6 +5,7 @@ import { type Access, accessFor, canSeeTenant, roleIn } from '../auth/index.js';
 import type { EventBus } from '../events/index.js';
 import type { TenantRole } from '../persistence/tenancy/index.js';
 import type { Loaders } from './loaders.js';
+import type { JobLogsService } from './logs/index.js';
 import type { SchedulerService } from './scheduling/index.js';
 import type { BreakGlassReads } from './tenancy/index.js';
 
@@ -33,6 +34,8 @@ export interface ServiceContext {
   events: EventBus;
   /** The in-process scheduler (leader or read model). */
   scheduler: SchedulerService;
+  /** Job logs and cluster events (absent for in-process callers that read none). */
+  logs?: JobLogsService;
   /** Batch loaders over `em`, one set per request. */
   loaders: Loaders;
   /** Reads made under break-glass grants in this operation, audited before the answer leaves (absent for

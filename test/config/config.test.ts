@@ -1,12 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
+import { DEFAULT_LOG_ARCHIVE_BYTES as SIMULATED_LOG_ARCHIVE_BYTES } from '../../src/backends/simulated/logs.js';
 import {
   ConfigError,
   DEFAULT_CONCURRENCY,
   DEFAULT_CONTROLLER_WINDOW_MS,
   DEFAULT_CYCLE_SLICE_MS,
   DEFAULT_DATABASE_TIMEOUTS,
+  DEFAULT_LOG_ARCHIVE_KIB,
   DEFAULT_PROBE_INTERVAL_MS,
   DEFAULT_PROBE_RETENTION_HOURS,
   DEFAULT_QUERY_LIMITS,
@@ -126,6 +128,7 @@ describe('every section resolved, defaults applied once', () => {
           prometheusUrl: undefined,
         },
       },
+      logs: { archiveBytes: 1024 * 1024, retentionDays: 30, followBufferLines: 10_000, followFlushMs: 100 },
       backend: {
         kind: 'simulated',
         simulatedTimeScale: 60,
@@ -180,6 +183,7 @@ describe('every section resolved, defaults applied once', () => {
     expect(SERVICE_PROBE_INTERVAL_MS).toBe(DEFAULT_PROBE_INTERVAL_MS);
     expect(SERVICE_PROBE_RETENTION_HOURS).toBe(DEFAULT_PROBE_RETENTION_HOURS);
     expect(SERVICE_CONTROLLER_WINDOW_MS).toBe(DEFAULT_CONTROLLER_WINDOW_MS);
+    expect(SIMULATED_LOG_ARCHIVE_BYTES).toBe(DEFAULT_LOG_ARCHIVE_KIB * 1024);
   });
 });
 

@@ -3,7 +3,8 @@
 // from the seeded utilization model of the job's declared workload type (training when undeclared).
 
 import { type UtilizationProfile, utilizationAt, utilizationProfile } from '../../core/governance/index.js';
-import type { BackendEvent, BackendJob, ExecutionBackend } from '../port.js';
+import type { BackendEvent, BackendJob, BackendLogRun, ExecutionBackend } from '../port.js';
+import { DEFAULT_LOG_ARCHIVE_BYTES, podLogEvents, SimulatedLogs, simulatedRunOf } from './logs.js';
 import { LongTimeout, systemTimers, type Timers } from './timers.js';
 
 export type { Timers } from './timers.js';
@@ -23,6 +24,8 @@ export interface SimulatedBackendOptions {
   utilizationIntervalMs?: number;
   /** Real ms between `start()` and the `started` event. Default 0 (still asynchronous). */
   startDelayMs?: number;
+  /** What each pod's log archive keeps when its run ends (bytes). Default 1 MiB. */
+  logArchiveBytes?: number;
   /** Called when a listener throws; delivery to the others goes on. Default `console.error`. */
   onListenerError?: (error: unknown, event: BackendEvent) => void;
 }
@@ -116,6 +119,9 @@ export class SimulatedBackend implements ExecutionBackend {
    */
   private readonly outcomeRng: () => number;
   private readonly seed: number;
+  private readonly logArchiveBytes: number;
+  /** Job logs, computed from the run (logs.ts). */
+  readonly logs: SimulatedLogs;
 
   private readonly runs = new Map<string, Run>();
   private readonly finished = new Map<string, string>();
@@ -151,6 +157,8 @@ export class SimulatedBackend implements ExecutionBackend {
     const seed = Math.trunc(options.seed ?? 1);
     this.outcomeRng = mulberry32(seed);
     this.seed = seed;
+    this.logArchiveBytes = options.logArchiveBytes ?? DEFAULT_LOG_ARCHIVE_BYTES;
+    this.logs = new SimulatedLogs(this.timeScale, this.now, () => this.timers);
   }
 
   /**
@@ -195,6 +203,7 @@ export class SimulatedBackend implements ExecutionBackend {
   async suspend(jobId: string, _reason: string): Promise<void> {
     // The reason is the scheduler's to record; a real cluster would only see "suspend".
     this.keepProgress(jobId);
+    this.archive(jobId, 'preempted', null);
     this.stop(jobId);
   }
 
@@ -206,6 +215,7 @@ export class SimulatedBackend implements ExecutionBackend {
   disrupt(jobId: string, reason = 'DisruptionTarget: the node was drained'): boolean {
     if (!this.runs.has(jobId)) return false;
     this.keepProgress(jobId);
+    this.archive(jobId, 'disrupted', reason);
     this.stop(jobId);
     const at = this.now();
     queueMicrotask(() => this.emit({ type: 'disrupted', jobId, at, reason }));
@@ -213,6 +223,7 @@ export class SimulatedBackend implements ExecutionBackend {
   }
 
   async cancel(jobId: string): Promise<void> {
+    this.archive(jobId, 'cancelled', null);
     this.stop(jobId);
     this.finished.delete(jobId);
     this.progress.delete(jobId);
@@ -334,11 +345,35 @@ export class SimulatedBackend implements ExecutionBackend {
       if (oldest !== undefined) this.finished.delete(oldest);
     }
     const at = this.now();
+    this.archive(jobId, ending.type, ending.type === 'failed' ? ending.reason : null, run);
     this.emit(
       ending.type === 'succeeded'
         ? { type: 'succeeded', jobId, at }
         : { type: 'failed', jobId, at, reason: ending.reason },
     );
+  }
+
+  /**
+   * Hands the output of a run that started to the archive, one 'pod-log' event per pod, as its
+   * pods go (asynchronously, as every event).
+   */
+  private archive(
+    jobId: string,
+    outcome: Exclude<BackendLogRun['outcome'], 'running'>,
+    reason: string | null,
+    run = this.runs.get(jobId),
+  ): void {
+    if (!run || run.startedAt === undefined) return;
+    const at = this.now();
+    const events = podLogEvents(
+      simulatedRunOf(run.job, run.startedAt, at, outcome, reason),
+      this.timeScale,
+      at,
+      this.logArchiveBytes,
+    );
+    queueMicrotask(() => {
+      for (const event of events) this.emit(event);
+    });
   }
 
   private sample(run: Run): void {

@@ -6,6 +6,7 @@ import type { EventBus } from '../../events/index.js';
 import { scopedEntityManager } from '../../persistence/tenant-filter.js';
 import type { ServiceContext } from '../../services/context.js';
 import { createLoaders, type Loaders } from '../../services/loaders.js';
+import type { JobLogsService } from '../../services/logs/index.js';
 import type { SchedulerService } from '../../services/scheduling/index.js';
 import { BreakGlassGrantEnded, BreakGlassReads } from '../../services/tenancy/index.js';
 
@@ -13,6 +14,8 @@ export interface ServiceContextDeps {
   orm: MikroORM;
   events: EventBus;
   scheduler: SchedulerService;
+  /** Job logs and cluster events. */
+  logs?: JobLogsService;
   now: () => number;
   /** The price book's currency (config FAIRWAY_CURRENCY). */
   currency?: string;
@@ -36,6 +39,7 @@ export function serviceContexts(deps: ServiceContextDeps) {
         em,
         events: deps.events,
         scheduler: deps.scheduler,
+        logs: deps.logs,
         loaders: lazyLoaders(em),
         breakGlassReads: new BreakGlassReads(),
         now: () => new Date(deps.now()),
@@ -53,6 +57,7 @@ export function serviceContexts(deps: ServiceContextDeps) {
         now: () => new Date(deps.now()),
         events: deps.events,
         scheduler: deps.scheduler,
+        logs: deps.logs,
         loaders: createLoaders(em),
         currency: deps.currency,
       };

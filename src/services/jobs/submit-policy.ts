@@ -22,7 +22,8 @@ export interface JobContainer {
   image: string;
   command: string[];
   args: string[];
-  env: { name: string; value: string }[];
+  /** `secret`: its value is masked in logs and never shown (absent: false). */
+  env: { name: string; value: string; secret?: boolean }[];
   datasets: { location: string; mountPath: string; readOnly: boolean }[];
   artifactStore: string | null;
   /** Only what Fairway keeps of the requested security context (absent when neither was given; older rows

@@ -5,7 +5,7 @@ import { Job, type JobEventType } from '../../persistence/jobs/index.js';
 import { jobEventRow, type OutboxKind, outboxRow } from '../../persistence/scheduling/index.js';
 import { backToPending, type FencedWriter, writeFenced } from './cycle-writer.js';
 
-export type WritableBackendEvent = Exclude<BackendEvent, { type: 'utilization' }>;
+export type WritableBackendEvent = Exclude<BackendEvent, { type: 'utilization' | 'pod-log' }>;
 
 /**
  * Writes what the backend reported about runs (started, succeeded, failed, not running) in one

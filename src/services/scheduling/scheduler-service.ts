@@ -244,7 +244,8 @@ export class SchedulerService {
   }
 
   private onBackendEvent(event: BackendEvent): void {
-    if (!this.session) return;
+    // A pod's log for the archive is the logs service's (it listens to the backend itself).
+    if (!this.session || event.type === 'pod-log') return;
     if (event.type === 'utilization') {
       this.utilization.set(event.jobId, event.gpuUtilization);
       this.metering.utilization.record(event.jobId, event.at, event.gpuUtilization);

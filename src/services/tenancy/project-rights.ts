@@ -70,6 +70,29 @@ export async function mayReadContent(
   );
 }
 
+/** The settings mayReadContent reads, for a caller who checks again later without SQL (a log stream). */
+export function contentSettingsOf(
+  ctx: ServiceContext,
+  job: { tenant: { id: string }; project?: { id: string } | null },
+): Promise<ContentSettings> {
+  return contentSettings(ctx, job);
+}
+
+/** mayReadContent with the settings already read (contentSettingsOf): no SQL, for a stream's events. */
+export function mayReadContentWith(
+  ctx: ServiceContext,
+  job: { tenant: { id: string }; project?: { id: string } | null; submittedBy?: { id: string } | null },
+  settings: ContentSettings,
+): boolean {
+  requireCapability(ctx, job.tenant.id, 'jobs:read', 'Job');
+  return noteAccess(
+    ctx,
+    job.tenant.id,
+    mayReadJobContent(ctx.principal, jobScopeOf(job), settings),
+    'job content',
+  );
+}
+
 async function contentSettings(
   ctx: ServiceContext,
   job: { tenant: { id: string }; project?: { id: string } | null },

@@ -29,7 +29,8 @@ function harness(options: SimulatedBackendOptions = {}) {
   const t0 = Date.now();
   const backend = new SimulatedBackend({ utilizationIntervalMs: 0, onListenerError: () => {}, ...options });
   const events: (BackendEvent & { real: number })[] = [];
-  backend.onEvent((e) => events.push({ ...e, real: Date.now() - t0 }));
+  // Pod logs for the archive are tested in logs.test.ts.
+  backend.onEvent((e) => e.type !== 'pod-log' && events.push({ ...e, real: Date.now() - t0 }));
   const of = (jobId: string, type?: BackendEvent['type']) =>
     events.filter((e) => e.jobId === jobId && (!type || e.type === type));
   return { backend, events, of };
@@ -299,11 +300,11 @@ describe('SimulatedBackend', () => {
     });
     const first: string[] = [];
     const last: string[] = [];
-    backend.onEvent((e) => first.push(e.type));
-    backend.onEvent(() => {
-      throw new Error('boom');
+    backend.onEvent((e) => e.type !== 'pod-log' && first.push(e.type));
+    backend.onEvent((e) => {
+      if (e.type !== 'pod-log') throw new Error('boom');
     });
-    const unsubscribe = backend.onEvent((e) => last.push(e.type));
+    const unsubscribe = backend.onEvent((e) => e.type !== 'pod-log' && last.push(e.type));
     await backend.start(job('a', { expectedDurationMs: 1 * S }));
     await vi.advanceTimersByTimeAsync(1 * S);
     expect(first).toEqual(['started', 'succeeded']);
@@ -364,7 +365,7 @@ describe('SimulatedBackend', () => {
     };
     const backend = new SimulatedBackend({ timers, now: () => 42, timeScale: 2, utilizationIntervalMs: 0 });
     const events: BackendEvent[] = [];
-    backend.onEvent((e) => events.push(e));
+    backend.onEvent((e) => e.type !== 'pod-log' && events.push(e));
     await backend.start(job('a', { expectedDurationMs: 10 * S }));
     expect(vi.getTimerCount()).toBe(0); // nothing went to the (fake) global timers
     expect(pending.map((t) => t.ms)).toEqual([0]);

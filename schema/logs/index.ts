@@ -1,0 +1,3 @@
+export * from './job-logs.js';
+export * from './job-logs-subscription.js';
+export * from './log-line.js';

@@ -1,0 +1,4 @@
+export * from './lines.js';
+export * from './runs.js';
+export * from './scrub.js';
+export * from './simulated-log.js';

@@ -1,0 +1,129 @@
+// The job-logs use cases the graph calls (ctx.logs): reading a run's lines, following them, the
+// cluster's events about a job; and the archive writer fed by the backend's 'pod-log' reports.
+import type { MikroORM } from '@mikro-orm/core';
+import type { BackendEvent, ExecutionBackend } from '../../backends/port.js';
+import { scrubClusterText } from '../../core/logs/index.js';
+import type { EventBus } from '../../events/index.js';
+import type { JobView } from '../../persistence/jobs/index.js';
+import { Tenant } from '../../persistence/tenancy/index.js';
+import { systemEntityManager } from '../../persistence/tenant-filter.js';
+import { badInput } from '../../shared/index.js';
+import type { ServiceContext } from '../context.js';
+import { archivePodLog } from './archive.js';
+import { type FollowQuery, followJobLogs, type LogBatch } from './follow.js';
+import { type LogPage, type LogQuery, readJobLogs, requireLogReader } from './read.js';
+import { backendRun, jobRuns } from './runs.js';
+
+export interface JobLogsSettings {
+  archiveBytes: number;
+  followBufferLines: number;
+  followFlushMs: number;
+}
+
+/** One cluster event as a tenant reads it. */
+export interface JobClusterEvent {
+  run: number;
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+  count: number;
+  firstSeen: number;
+  lastSeen: number;
+  object: string;
+  podSet: string | null;
+  pod: number | null;
+}
+
+export class JobLogsService {
+  private stopListening: (() => void) | null = null;
+  /** Archive writes one at a time: a burst of ended pods is a queue, not a pile of transactions. */
+  private archiving: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly deps: {
+      orm: MikroORM;
+      backend: ExecutionBackend;
+      events: EventBus;
+      settings: JobLogsSettings;
+      logError: (error: unknown) => void;
+    },
+  ) {}
+
+  /** Starts archiving the backend's 'pod-log' reports. */
+  start(): void {
+    this.stopListening ??= this.deps.backend.onEvent((event) => this.onBackendEvent(event));
+  }
+
+  async stop(): Promise<void> {
+    this.stopListening?.();
+    this.stopListening = null;
+    await this.archiving.catch(() => undefined);
+  }
+
+  /** Job.logs (the caller's rights checked here). */
+  read(ctx: ServiceContext, job: JobView, query: LogQuery): Promise<LogPage> {
+    return readJobLogs(ctx, this.deps.backend.logs, job, query);
+  }
+
+  /** jobLogs: checks the caller may read the job's logs now, then streams them. */
+  async follow(ctx: ServiceContext, job: JobView, query: FollowQuery): Promise<AsyncIterable<LogBatch>> {
+    await requireLogReader(ctx, job);
+    const { settings } = this.deps;
+    return followJobLogs(
+      {
+        orm: this.deps.orm,
+        logs: this.deps.backend.logs,
+        events: this.deps.events,
+        bufferLines: settings.followBufferLines,
+        flushMs: settings.followFlushMs,
+      },
+      job.id,
+      query,
+    );
+  }
+
+  /** Job.clusterEvents: what the cluster said about the run's pods and objects, no other tenant named. */
+  async clusterEvents(
+    ctx: ServiceContext,
+    job: JobView,
+    runNumber: number | null,
+  ): Promise<JobClusterEvent[]> {
+    await requireLogReader(ctx, job);
+    const logs = this.deps.backend.logs;
+    const runs = await jobRuns(ctx.em, job);
+    if (runNumber != null && (!Number.isInteger(runNumber) || runNumber < 1 || runNumber > runs.length))
+      throw badInput(runs.length ? `run must be between 1 and ${runs.length}.` : 'The job has not run yet.');
+    const run = runNumber != null ? runs[runNumber - 1] : runs.at(-1);
+    if (!run || !logs) return [];
+    const events = await logs.events(backendRun(job, run));
+    if (!events.length) return [];
+    const others = (
+      await systemEntityManager(this.deps.orm).find(
+        Tenant,
+        { id: { $ne: job.tenant.id } },
+        { fields: ['slug'] },
+      )
+    ).map((t) => t.slug);
+    const scrub = (text: string) =>
+      scrubClusterText(text, { keepIds: [job.id, job.tenant.id], otherNames: others });
+    return events.map((e) => ({
+      run: run.run,
+      type: e.type,
+      reason: scrub(e.reason),
+      message: scrub(e.message),
+      count: e.count,
+      firstSeen: e.firstSeen,
+      lastSeen: e.lastSeen,
+      object: scrub(e.object),
+      podSet: e.pod?.podSet ?? null,
+      pod: e.pod?.index ?? null,
+    }));
+  }
+
+  private onBackendEvent(event: BackendEvent): void {
+    if (event.type !== 'pod-log') return;
+    this.archiving = this.archiving
+      .then(() => archivePodLog(this.deps.orm, event, this.deps.settings.archiveBytes))
+      .catch(this.deps.logError);
+  }
+}
