@@ -2,7 +2,7 @@
 // in the tenant's namespace, suspended on preemption and resumed on readmission, deleted on
 // cancel; informers on Jobs, Pods and Nodes turn what the cluster does back into Fairway's
 // events and inventory. Shaped after Kueue's contract with Jobs (see ../README.md).
-import type { KubeConfig, V1Job } from '@kubernetes/client-node';
+import type { V1Job } from '@kubernetes/client-node';
 import type {
   BackendEvent,
   BackendFlavor,
@@ -13,7 +13,8 @@ import type {
   WorkloadRequest,
 } from '../port.js';
 import type { ProbeHealth } from '../prometheus/index.js';
-import { apiMessage, KubeClient, type KubeClientOptions, loadKubeConfig, statusOf } from './client.js';
+import type { KubernetesBackendOptions } from './backend-options.js';
+import { apiMessage, KubeClient, loadKubeConfig, statusOf } from './client.js';
 import { CustomRuns, workloadProblem } from './custom-runs.js';
 import { GateReleaser } from './gate-releaser.js';
 import { InventoryFeed } from './inventory-feed.js';
@@ -21,6 +22,7 @@ import { ensureJob, finished, refOf, withWorkloadHash } from './job-updates.js';
 import { ANNOTATION_ADMISSION, namespaceName } from './naming.js';
 import { jobObjects, jobService, type KubeTenant } from './objects.js';
 import { allStopped, removeJobServices, removeOrphans } from './orphans.js';
+import { KubeLogs } from './pod-logs.js';
 import { probeSource } from './probe-source.js';
 import { notRunningReport, runChange, type TrackedRun, trackedRun } from './run-tracking.js';
 import type { KubernetesSettings } from './settings.js';
@@ -28,26 +30,15 @@ import { tenantSafeMessage } from './status.js';
 import { TenantReconciler, TenantRefusedError } from './tenant-reconciler.js';
 import { ClusterWatches } from './watches.js';
 
-export interface KubernetesBackendOptions {
-  kubeConfig: KubeConfig;
-  settings: KubernetesSettings;
-  now?: () => number;
-  logError?: (error: unknown) => void;
-  log?: (message: string) => void;
-  /** How often every tracked job is evaluated again from the caches (missed events). Default 30 s. */
-  resyncMs?: number;
-  /** How often admitted jobs are checked against `notRunningAfterMs`. Default 5 s. */
-  checkIntervalMs?: number;
-  client?: KubeClientOptions;
-  /** How the Prometheus probe source fetches (tests). Default: the global fetch. */
-  fetch?: typeof fetch;
-}
+export type { KubernetesBackendOptions } from './backend-options.js';
 
 export class KubernetesBackend implements ExecutionBackend {
   readonly name = 'kubernetes';
   readonly timeScale = 1;
   readonly stopGraceSeconds: number;
   readonly client: KubeClient;
+  /** Job logs and cluster events (pod-logs.ts); archives the output of the runs it runs as their pods end. */
+  readonly logs: KubeLogs;
   private readonly settings: KubernetesSettings;
   private readonly now: () => number;
   private readonly logError: (error: unknown) => void;
@@ -84,6 +75,7 @@ export class KubernetesBackend implements ExecutionBackend {
     this.tenantReconciler = new TenantReconciler(this.client, this.settings, this.log);
     this.watches = new ClusterWatches(kc, this.client, this.settings, this.log, {
       onRunObject: (jobId) => {
+        this.logs.changed(jobId);
         if (this.tracked.has(jobId)) this.evaluate(jobId);
         if (this.custom.has(jobId)) this.custom.evaluate(jobId);
         this.gates?.release(jobId);
@@ -122,6 +114,18 @@ export class KubernetesBackend implements ExecutionBackend {
       now: this.now,
       log: this.log,
       logError: this.logError,
+    });
+    this.logs = new KubeLogs({
+      kubeConfig: kc,
+      client: this.client,
+      settings: this.settings,
+      options,
+      now: this.now,
+      log: this.log,
+      logError: this.logError,
+      pods: (jobId) => this.watches.podsById.get(jobId)?.values(),
+      run: (jobId) => this.tracked.get(jobId) ?? this.custom.run(jobId),
+      emit: (event) => !this.closed && this.emit(event),
     });
     this.inventory = new InventoryFeed(() => this.watches.nodes.list(), this.settings, this.log);
     const resync = setInterval(() => this.evaluateAll(), options.resyncMs ?? 30_000);
@@ -281,6 +285,7 @@ export class KubernetesBackend implements ExecutionBackend {
 
   async syncTenants(tenants: BackendTenant[], flavors: BackendFlavor[]): Promise<void> {
     this.assertOpen();
+    this.logs.syncTenants(tenants);
     await this.tenantReconciler.sync(tenants, flavors);
   }
 
@@ -314,7 +319,7 @@ export class KubernetesBackend implements ExecutionBackend {
     for (const t of this.timers) clearInterval(t);
     this.inventory.close();
     this.listeners.clear();
-    await this.watches.stop();
+    await Promise.all([this.watches.stop(), this.logs.close()]);
   }
 
   // ─── internals ───

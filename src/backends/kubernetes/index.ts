@@ -6,6 +6,7 @@ export * from './job-objects.js';
 export * from './job-updates.js';
 export * from './naming.js';
 export * from './objects.js';
+export * from './pod-logs.js';
 export * from './quantity.js';
 export * from './rbac.js';
 export * from './run-tracking.js';

@@ -38,6 +38,11 @@ export const FAIRWAY_RBAC_RULES: RbacRule[] = [
   // Pod phases and failure reasons (image pull errors, OOM kills) for job status; patch: a gated pod is
   // released to the node Fairway placed it on (its nodeSelector and scheduling gates, nothing else).
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch'] },
+  // Job logs: the output of Fairway's pods (read, followed, archived as they end), never exec.
+  { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
+  // What the cluster says about Fairway's pods and Jobs (scheduling failures, image pulls, kills), shown
+  // with the job; watched in the tenant namespaces only, but a ClusterRole grants it everywhere.
+  { apiGroups: [''], resources: ['events'], verbs: ['list', 'watch'] },
   // Read-only: the GPU inventory (allocatable resources, product and pool labels, taints, readiness).
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
   // The best-effort priority class, created once and kept in shape.

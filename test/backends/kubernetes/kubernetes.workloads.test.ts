@@ -192,7 +192,10 @@ describe('workload kinds', () => {
       expect(claim.errors, JSON.stringify(claim.errors)).toBeUndefined();
       await eventually(() => suspended(object()), `the ${crdKind} suspended`);
       await eventually(() => runningGpuPods() === 0, `the ${crdKind}'s GPU pods gone`);
-      expect((await stateOf(t, wide.data!.submitJob.id, 'borealis-inference')).state).toBe('PENDING');
+      await eventually(
+        async () => (await stateOf(t!, wide.data!.submitJob.id, 'borealis-inference')).state === 'PENDING',
+        'PENDING',
+      );
       await until(t, claim.data!.submitJob.id, 'SUCCEEDED');
       // Aurora's job ended: the borrower is admitted again and its object resumed, the same one.
       const uid = object()?.metadata.uid;
@@ -202,7 +205,11 @@ describe('workload kinds', () => {
         30_000,
       );
       expect(object()?.metadata.uid).toBe(uid);
-      expect((await stateOf(t, wide.data!.submitJob.id, 'borealis-inference')).state).toBe('RUNNING');
+      // Its pods run; the informer's STARTED report follows.
+      await eventually(
+        async () => (await stateOf(t!, wide.data!.submitJob.id, 'borealis-inference')).state === 'RUNNING',
+        'RUNNING again',
+      );
       expect(t.kube.invalid).toEqual([]);
     });
   }

@@ -3,6 +3,7 @@
  * store, the event recorder, the options, a way to write that reports refusals, and the loop's clock.
  */
 import type { EventRecorder } from './events.js';
+import type { PodLogs } from './pod-logs.js';
 import { kubeTime, type Store } from './store.js';
 
 export interface KubeletOptions {
@@ -38,6 +39,8 @@ export const ANNOTATION_SIGTERM_MS = 'fairway.dev/test-sigterm-ms';
 export interface Cluster {
   readonly store: Store;
   readonly events: EventRecorder;
+  /** The containers' logs (the kubelet writes them). */
+  readonly logs: PodLogs;
   readonly options: ClusterOptions;
   /** Runs a write; a refusal is reported once in `problems` and answers undefined. */
   write<T>(action: () => T): T | undefined;

@@ -14,6 +14,7 @@ import { collectOrphanedPods } from './disruption.js';
 import { EventRecorder } from './events.js';
 import { JobController } from './job-controller.js';
 import { Kubelet } from './kubelet.js';
+import { PodLogs } from './pod-logs.js';
 import { Scheduler } from './scheduler.js';
 import { podRequests } from './scheduling.js';
 import { type Store, type StoreEvent, terminal } from './store.js';
@@ -39,6 +40,7 @@ export class Controllers implements Cluster {
   private readonly scheduler: Scheduler;
   private readonly kubelet: Kubelet | undefined;
   readonly events: EventRecorder;
+  readonly logs: PodLogs;
   /** Writes the controllers could not make (e.g. a pod refused by a quota), newest last. */
   readonly problems: string[] = [];
 
@@ -47,6 +49,7 @@ export class Controllers implements Cluster {
     readonly options: ClusterOptions,
   ) {
     this.events = new EventRecorder(store);
+    this.logs = new PodLogs(store);
     this.jobController = new JobController(this);
     this.workloads = [
       new JobSetController(this),

@@ -70,7 +70,12 @@ export function collectOrphanedPods(c: Cluster): void {
 }
 
 /** Node-pressure eviction: the kubelet kills the pod (SIGKILL, 137) and marks it Failed / Evicted; it stays. */
-export function kubeletEvictPod(c: Disruptor, namespace: string, name: string, resource = 'memory'): void {
+export function kubeletEvictPod(
+  c: Disruptor & Pick<Cluster, 'logs'>,
+  namespace: string,
+  name: string,
+  resource = 'memory',
+): void {
   const pod = c.store.get('Pod', namespace, name);
   if (!pod) throw notFound(typeByKind('Pod')!, name);
   if (terminal(pod)) return;
@@ -80,6 +85,7 @@ export function kubeletEvictPod(c: Disruptor, namespace: string, name: string, r
   c.events.record(pod, 'Warning', 'Evicted', message, source);
   for (const container of pod.spec?.containers ?? [])
     c.events.record(pod, 'Normal', 'Killing', `Stopping container ${container.name}`, source);
+  for (const container of pod.spec?.containers ?? []) c.logs.ended(pod, container.name);
   markDisrupted(c, pod, 'TerminationByKubelet', message, (status) => {
     Object.assign(status, { phase: 'Failed', reason: 'Evicted', message });
     for (const type of ['ContainersReady', 'Ready']) setCondition(status, type, 'False', 'PodFailed', '');

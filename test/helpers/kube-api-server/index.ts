@@ -63,8 +63,14 @@
  *   + hostname/subdomain → the pod's IP while it is ready; a Service → its clusterIP); a container a pod's
  *   restartPolicy restarts (Always, OnFailure) goes into CrashLoopBackOff instead of ending the pod;
  * - the controllers write Events (Scheduled, FailedScheduling, Preempted, SuccessfulCreate, FailedCreate,
- *   SuccessfulDelete, Completed, BackoffLimitExceeded, Suspended, Resumed, Killing, Evicted, BackOff…),
- *   repeats counted (count, lastTimestamp);
+ *   SuccessfulDelete, Completed, BackoffLimitExceeded, Suspended, Resumed, Pulling, Pulled, Created, Started,
+ *   Killing, Evicted, BackOff…), repeats counted (count, lastTimestamp);
+ * - pod logs (pod-logs.ts, workload-output.ts): GET …/pods/{name}/log with container, timestamps, follow,
+ *   sinceTime / sinceSeconds, tailLines, limitBytes (404 for a pod that does not exist: the log goes with the
+ *   pod; 400 for a container it does not have, or one that has not started); a follow streams new lines and
+ *   ends when the container does; the kubelet writes a start line, what FAIRWAY_TEST_LOG_LINES /
+ *   FAIRWAY_TEST_LOG_EVERY_MS / FAIRWAY_TEST_LOG_TEXT ask, `received SIGTERM` and a last line by the exit;
+ *   `writeLog` appends raw bytes, `cutLogStreams` cuts open follows;
  * - ResourceQuota: status.used is kept; after dropWatches()/setDown(true), client-node's informer emits
  *   'error' ("Premature close") and does NOT restart by itself: the caller must start() it again (it resumes
  *   from its resourceVersion).
@@ -211,7 +217,16 @@ export interface KubeApiServer {
   expireWatches(): void;
   /** Drops open watch connections without an event (a network cut). */
   dropWatches(): void;
-  /** Makes every request fail with 503 (and cuts open watches) until setDown(false). */
+  /**
+   * Appends to a container's log as its process would write it (default: the pod's first container): raw
+   * bytes as they are (invalid UTF-8, very long lines); the lines of one call share a timestamp.
+   */
+  writeLog(namespace: string, pod: string, data: string | Buffer, container?: string): void;
+  /** Cuts every open pod log stream (follow=true) without an end, as a network cut; returns how many. */
+  cutLogStreams(): number;
+  /** Open pod log streams right now. */
+  readonly openLogStreams: number;
+  /** Makes every request fail with 503 (and cuts open watches and log streams) until setDown(false). */
   setDown(down: boolean): void;
   /** Count of HTTP requests served (including refused ones). */
   readonly requests: number;
@@ -270,6 +285,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
     requests: 0,
     down: false,
     events: controllers.events,
+    logs: controllers.logs,
     bookmarkIntervalMs: options.bookmarkIntervalMs ?? 1000,
   };
   const http = createApiHttpServer(state);
@@ -316,15 +332,27 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
       store.compact();
     },
     dropWatches: () => watches.dropAll(),
+    writeLog: (namespace, name, data, container) => {
+      const pod = store.peek('Pod', namespace, name);
+      if (!pod) throw new Error(`no pod ${namespace}/${name}`);
+      controllers.logs.write(pod, container ?? pod.spec.containers[0].name, data);
+    },
+    cutLogStreams: () => controllers.logs.cut(),
     setDown: (down) => {
       state.down = down;
-      if (down) watches.dropAll();
+      if (down) {
+        watches.dropAll();
+        controllers.logs.cut();
+      }
     },
     get requests() {
       return state.requests;
     },
     get openWatches() {
       return watches.count;
+    },
+    get openLogStreams() {
+      return controllers.logs.streams;
     },
     close: async () => {
       controllers.close();

@@ -4,7 +4,8 @@
  * nothing for images named `…does-not-exist…` (ErrImagePull, then ImagePullBackOff), and stops a pod being
  * deleted: SIGTERM (a Killing Event), exit after `fairway.dev/test-sigterm-ms` (143, or 0 when the outcome
  * is `success`) or, past the grace period, SIGKILL (137); then the pod is Failed (Succeeded) and removed.
- * Ray nodes (label ray.io/is-ray-node: yes) run until they are stopped.
+ * Ray nodes (label ray.io/is-ray-node: yes) run until they are stopped. Starting a container it records
+ * Pulling, Pulled, Created and Started; what the workload writes to its log is workload-output.ts's.
  * A container that exits in a pod whose restartPolicy restarts it (Always, the default for a bare pod;
  * OnFailure and a non-zero exit) goes into CrashLoopBackOff and starts again; the pod stays Running.
  */
@@ -18,6 +19,7 @@ import {
   workloadSetting,
 } from './cluster.js';
 import { kubeTime, terminal } from './store.js';
+import { WorkloadOutput } from './workload-output.js';
 
 type Options = Exclude<ClusterOptions['kubelet'], false>;
 
@@ -28,12 +30,17 @@ export class Kubelet {
   /** Containers in CrashLoopBackOff (restartPolicy Always / OnFailure): when they start again. */
   private readonly restartAt = new Map<string, number>();
   private readonly hostIps = new Map<string, string>();
+  /** Pods whose images are being pulled (the Pulling Event was recorded). */
+  private readonly pulling = new Set<string>();
+  private readonly output: WorkloadOutput;
   private podIps = 9;
 
   constructor(
     private readonly c: Cluster,
     private readonly options: Options,
-  ) {}
+  ) {
+    this.output = new WorkloadOutput(c);
+  }
 
   /** The scheduler bound the pod now. */
   bound(uid: string, now: number): void {
@@ -45,6 +52,8 @@ export class Kubelet {
     this.startedAt.delete(uid);
     this.sigtermAt.delete(uid);
     this.restartAt.delete(uid);
+    this.pulling.delete(uid);
+    this.output.forget(uid);
   }
 
   pass(now: number): void {
@@ -106,6 +115,11 @@ export class Kubelet {
     const base = (c: any) => ({ name: c.name, image: c.image, imageID: '', restartCount: 0 });
     if (status.phase === 'Pending') {
       const started = this.c.due(boundAt + this.options.startDelayMs, now);
+      if (!this.pulling.has(uid)) {
+        this.pulling.add(uid);
+        for (const c of containers)
+          this.c.events.record(pod, 'Normal', 'Pulling', `Pulling image "${c.image}"`, this.source(pod));
+      }
       const badImage = containers.find((c) => String(c.image).includes('does-not-exist'));
       const hostIP = this.hostIp(pod.spec.nodeName);
       Object.assign(status, { hostIP, hostIPs: [{ ip: hostIP }] });
@@ -162,6 +176,7 @@ export class Kubelet {
           started: true,
           state: { running: { startedAt: at } },
         }));
+        this.containersStarted(pod, now, boundAt);
       }
     } else if (status.phase === 'Running') {
       const restartAt = this.restartAt.get(uid);
@@ -177,9 +192,11 @@ export class Kubelet {
           started: true,
           state: { running: { startedAt: at } },
         }));
+        this.output.started(pod, now);
         this.write(pod, status);
         return;
       }
+      this.output.tick(pod, now);
       const end = this.runEnd(pod, now);
       if (end === undefined || !this.c.due(end, now)) return;
       const outcome = workloadSetting(pod, ANNOTATION_OUTCOME, 'FAIRWAY_TEST_OUTCOME');
@@ -225,6 +242,7 @@ export class Kubelet {
       },
       lastState: { terminated: { exitCode, reason, startedAt: status.startTime ?? finishedAt, finishedAt } },
     }));
+    this.output.ended(pod, exitCode, reason);
     this.c.events.record(pod, 'Warning', 'BackOff', 'Back-off restarting failed container', this.source(pod));
     this.write(pod, status);
   }
@@ -232,6 +250,7 @@ export class Kubelet {
   /** Writes the pod's end: its phase by the exit code, every container terminated with it. */
   private finish(pod: any, status: any, now: number, exitCode: number, reason: string): void {
     const phase = exitCode === 0 ? 'Succeeded' : 'Failed';
+    this.output.ended(pod, exitCode, reason);
     const finishedAt = kubeTime(now);
     status.phase = phase;
     for (const type of ['ContainersReady', 'Ready'])
@@ -256,6 +275,19 @@ export class Kubelet {
     this.write(pod, status);
   }
 
+  /** The containers started: the kubelet's Events (the image is on the node at once) and the workload's first output. */
+  private containersStarted(pod: any, now: number, boundAt: number): void {
+    const took = `${Math.max(1, now - boundAt)}ms`;
+    for (const c of pod.spec.containers ?? []) {
+      const source = this.source(pod);
+      const pulled = `Successfully pulled image "${c.image}" in ${took} (${took} including waiting). Image size: 0 bytes.`;
+      this.c.events.record(pod, 'Normal', 'Pulled', pulled, source);
+      this.c.events.record(pod, 'Normal', 'Created', `Created container ${c.name}`, source);
+      this.c.events.record(pod, 'Normal', 'Started', `Started container ${c.name}`, source);
+    }
+    this.output.started(pod, now);
+  }
+
   /** A pod being deleted: SIGTERM, its exit (or SIGKILL at the end of the grace period), then its removal. */
   private terminate(pod: any, now: number): void {
     const { namespace, name, uid } = pod.metadata;
@@ -273,7 +305,9 @@ export class Kubelet {
       this.sigtermAt.set(uid, now);
       for (const c of pod.spec.containers ?? [])
         this.c.events.record(pod, 'Normal', 'Killing', `Stopping container ${c.name}`, this.source(pod));
+      this.output.sigterm(pod);
     }
+    this.output.tick(pod, now);
     const graceMs = (pod.metadata.deletionGracePeriodSeconds ?? 30) * 1000;
     const exitMs = Number(workloadSetting(pod, ANNOTATION_SIGTERM_MS, 'FAIRWAY_TEST_SIGTERM_MS') ?? 0);
     const killed = exitMs >= graceMs;

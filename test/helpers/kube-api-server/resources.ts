@@ -54,7 +54,7 @@ export const RESOURCE_TYPES: ResourceType[] = [
   type('Namespace', '', 'namespaces', false, true),
   type('Node', '', 'nodes', false, true),
   type('Pod', '', 'pods', true, true, {
-    subresources: { eviction: ['Eviction', 'policy', 'v1', ['create']] },
+    subresources: { eviction: ['Eviction', 'policy', 'v1', ['create']], log: ['Pod', '', 'v1', ['get']] },
   }),
   type('Service', '', 'services', true, true),
   type('Event', '', 'events', true, false),

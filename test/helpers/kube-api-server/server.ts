@@ -4,6 +4,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { EventRecorder } from './events.js';
+import type { PodLogs } from './pod-logs.js';
 import {
   ApiError,
   apiGroup,
@@ -37,6 +38,7 @@ export interface ServerState {
   requests: number;
   down: boolean;
   events: EventRecorder;
+  logs: PodLogs;
   /** How often a watch with allowWatchBookmarks=true gets a BOOKMARK. */
   bookmarkIntervalMs: number;
 }
@@ -169,6 +171,8 @@ async function handle(state: ServerState, req: IncomingMessage, res: ServerRespo
       });
     }
     if (!r.name) return send(res, 200, listBody(state, r, query));
+    if (r.type.kind === 'Pod' && r.subresource === 'log')
+      return state.logs.serve(res, r.namespace ?? '', r.name, query);
     const { kind, toView } = viewOf(r);
     const obj = state.store.get(kind, r.namespace, r.name);
     if (!obj) throw notFound(state.store.type(kind), r.name);
