@@ -73,3 +73,11 @@ export function positiveInt(value: string | undefined, flag: string, fallback: n
     throw new CliError(`${flag} must be a positive integer, got '${value}'`, EXIT.USAGE);
   return Number(value);
 }
+
+/** A 0-based index flag (e.g. --pod): undefined when not given. */
+export function nonNegativeInt(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value))
+    throw new CliError(`${flag} must be an integer, 0 or more, got '${value}'`, EXIT.USAGE);
+  return Number(value);
+}

@@ -12,6 +12,7 @@ export const TENANT_COMMANDS = [
   'submit',
   'ls',
   'watch',
+  'logs',
   'cancel',
   'usage',
   'apply',
@@ -24,6 +25,7 @@ export const TENANT_HELP = `tenant commands (talk to a running gateway):
   submit -f FILE   submit a job from YAML (idempotent: the same file gives the same job)
   ls               list jobs
   watch JOB        follow a job live until it ends
+  logs JOB         a job's output (-f: live until it ends; --pod, --pod-set, --tail, --since, --run)
   cancel JOB       cancel a job
   usage            GPU-hours and cost
   apply -f FILE    (platform admins) apply tenants, quotas, flavors, cohorts and queues
@@ -53,6 +55,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   submit: async () => (await import('./submit.js')).runSubmit,
   ls: async () => (await import('./ls.js')).runLs,
   watch: async () => (await import('./watch.js')).runWatch,
+  logs: async () => (await import('./logs.js')).runLogs,
   cancel: async () => (await import('./cancel.js')).runCancel,
   usage: async () => (await import('./usage.js')).runUsage,
   apply: async () => {

@@ -159,3 +159,56 @@ export const TenantBySlug = graphql(`
     tenant(slug: $slug) { id slug name }
   }
 `);
+
+export const LogLineFields = graphql(`
+  fragment LogLineFields on LogLine @_unmask {
+    at
+    run
+    podSet
+    pod
+    stream
+    text
+    cursor
+  }
+`);
+
+/** A run's lines (`fairway logs`), and the job's pod sets to know whether lines need a pod prefix. */
+export const JobLogs = graphql(
+  `
+  query JobLogs($id: ID!, $run: Int, $podSet: String, $pod: Int, $tail: Int, $since: DateTime) {
+    node(id: $id) {
+      __typename
+      ... on Job {
+        id
+        name
+        state
+        podSets { name count }
+        logs(run: $run, podSet: $podSet, pod: $pod, tail: $tail, since: $since) {
+          run
+          runs
+          hasEarlier
+          archived
+          lines { ...LogLineFields }
+        }
+      }
+    }
+  }
+`,
+  [LogLineFields],
+);
+
+export const FollowJobLogs = graphql(
+  `
+  subscription FollowJobLogs($id: ID!, $podSet: String, $pod: Int, $tail: Int, $after: String) {
+    jobLogs(id: $id, podSet: $podSet, pod: $pod, tail: $tail, after: $after) {
+      run
+      cursor
+      ended
+      lines { ...LogLineFields }
+    }
+  }
+`,
+  [LogLineFields],
+);
+
+export type LogLine = ResultOf<typeof LogLineFields>;

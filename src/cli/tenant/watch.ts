@@ -26,7 +26,7 @@ type Update = ResultOf<typeof WatchJob>['jobPosition'];
 const SPINNER = '⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏';
 
 /** A graphql-ws error (an Error, a CloseEvent, GraphQL errors) as a CliError with its exit code. */
-function transportError(server: string, error: unknown): CliError {
+export function transportError(server: string, error: unknown): CliError {
   if (Array.isArray(error)) {
     const first = error[0] as { message?: string; extensions?: { code?: string } } | undefined;
     const code = first?.extensions?.code;
