@@ -1,4 +1,4 @@
-import { type DocumentNode, type ExecutionResult, type GraphQLError, getOperationAST } from 'graphql';
+import { type DocumentNode, type ExecutionResult, GraphQLError, getOperationAST } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Principal } from '../src/auth/index.js';
 
@@ -168,10 +168,14 @@ export function useRequestLogging(options: RequestLoggingOptions): Plugin {
           };
         },
         onSubscribeError({ error }) {
+          // A stream that ends with an error of its own making (a log follower too slow: RATE_LIMITED)
+          // is logged with the code the caller gets, as a GraphQLError's would be.
           const code =
             error && typeof error === 'object' && (error as Error).name === 'GraphQLError'
               ? errorCode(error as GraphQLError)
-              : 'INTERNAL_SERVER_ERROR';
+              : error instanceof Error
+                ? errorCode(new GraphQLError(error.message, { originalError: error }))
+                : 'INTERNAL_SERVER_ERROR';
           emit(
             { ...lineFor(context, [code]), transport: 'ws', durationMs: since(started) },
             undefined,

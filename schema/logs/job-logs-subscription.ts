@@ -61,7 +61,7 @@ builder.subscriptionFields((t) => ({
   jobLogs: t.field({
     type: LogBatchRef,
     description:
-      "A job's output as it is written, in batches: first the last `tail` lines of the current run (default 100), then new lines, run after run, until the job ends (the last batch says `ended`). `follow: false` sends the first batch only. Who may read it: as Job.logs; another tenant's job is NOT_FOUND. A reader that lets more than FAIRWAY_LOG_FOLLOW_BUFFER_LINES wait is ended with RATE_LIMITED; resume with the last batch's cursor as `after`.",
+      "A job's output as it is written, in batches: first the last `tail` lines of the current run (0–10000, default 100), then new lines, run after run, until the job ends (the last batch says `ended`). `follow: false` sends the first batch only. Who may read it: as Job.logs; another tenant's job is NOT_FOUND. A reader that lets more than FAIRWAY_LOG_FOLLOW_BUFFER_LINES wait is ended with RATE_LIMITED; resume with the last batch's cursor as `after`.",
     authScopes: { authenticated: true },
     args: {
       id: t.arg.id({ required: true }),

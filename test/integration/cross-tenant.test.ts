@@ -206,6 +206,7 @@ describeEachDialect('cross-tenant matrix', (dialect) => {
           .sort(),
       ).toEqual([
         'auditEventRecorded',
+        'jobLogs',
         'jobPosition',
         'jobUpdated',
         'queueUpdated',
@@ -233,6 +234,7 @@ describeEachDialect('cross-tenant matrix', (dialect) => {
         borrowers.push(res.body.data!.submitJob.id);
         subscribe('jobPosition', { id: res.body.data!.submitJob.id });
         subscribe('jobUpdated', { id: res.body.data!.submitJob.id });
+        subscribe('jobLogs', { id: res.body.data!.submitJob.id });
       }
       await waitFor(async () => {
         const q = await t.gql(

@@ -13,7 +13,7 @@ import { Job } from '../../persistence/jobs/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
 import { badInput, FairwayError } from '../../shared/index.js';
 import { decodeLineCursor, type LogLine, secretsOf, shownLines } from './lines.js';
-import { runLines, selectedPods } from './read.js';
+import { MAX_LOG_TAIL, runLines, selectedPods } from './read.js';
 import { backendRun, jobRuns } from './runs.js';
 
 export interface LogBatch {
@@ -64,6 +64,9 @@ export function decodeStreamCursor(text: string): StreamCursor {
   throw badInput('after is not a cursor of this job’s log stream.');
 }
 
+/** Lines of the current run a new (not resumed) stream starts with. */
+export const DEFAULT_FOLLOW_TAIL = 100;
+
 const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 /** How long after a run ended its archive may still be on its way (the backend reports it as the pods go). */
 const ARCHIVE_WAIT_MS = 10_000;
@@ -71,7 +74,9 @@ const ARCHIVE_WAIT_MS = 10_000;
 /** The stream of a job's log batches (the caller checked it may read them). */
 export function followJobLogs(deps: FollowDeps, jobId: string, query: FollowQuery): AsyncIterable<LogBatch> {
   const after = query.after ? decodeStreamCursor(query.after) : null;
-  const tail = query.tail ?? 100;
+  const tail = query.tail ?? DEFAULT_FOLLOW_TAIL;
+  if (!Number.isInteger(tail) || tail < 0 || tail > MAX_LOG_TAIL)
+    throw badInput(`tail must be between 0 and ${MAX_LOG_TAIL}.`);
   return new Repeater<LogBatch>(async (push, stop) => {
     let run: number | null = after?.r ?? null;
     let positions = new Map(Object.entries(after?.p ?? {}));
@@ -161,9 +166,12 @@ export function followJobLogs(deps: FollowDeps, jobId: string, query: FollowQuer
         const pods = selectedPods(backendRun(job, current), query.podSet, query.pod);
         if (!backlogDone) {
           backlogDone = true;
-          const read = await runLines(em, deps.logs, job, runs, current, pods, { tailLines: tail });
+          // tail 0: nothing of the past, but its end is where the follow starts (each pod's last line).
+          const read = await runLines(em, deps.logs, job, runs, current, pods, {
+            tailLines: Math.max(1, tail),
+          });
           for (const l of read.lines) positions.set(`${l.podSet}/${l.pod}`, decodeLineCursor(l.cursor)!.c);
-          append(read.lines.slice(-tail));
+          if (tail > 0) append(read.lines.slice(-tail));
         }
         if (current.outcome === 'running') {
           follow(job, current, pods, secrets);
@@ -221,7 +229,7 @@ export function followJobLogs(deps: FollowDeps, jobId: string, query: FollowQuer
     };
 
     const subscription = deps.events.subscribe('job-updated', jobId)[Symbol.asyncIterator]();
-    const recheck = setInterval(() => void reconcile(), deps.recheckMs ?? 5_000);
+    const recheck = setInterval(() => void reconcile(), deps.recheckMs ?? 15_000);
     recheck.unref();
     stop.then(() => finish());
     void (async () => {

@@ -6,7 +6,6 @@ import { scrubClusterText } from '../../core/logs/index.js';
 import type { EventBus } from '../../events/index.js';
 import type { JobView } from '../../persistence/jobs/index.js';
 import { Tenant } from '../../persistence/tenancy/index.js';
-import { systemEntityManager } from '../../persistence/tenant-filter.js';
 import { badInput } from '../../shared/index.js';
 import type { ServiceContext } from '../context.js';
 import { archivePodLog } from './archive.js';
@@ -97,12 +96,10 @@ export class JobLogsService {
     if (!run || !logs) return [];
     const events = await logs.events(backendRun(job, run));
     if (!events.length) return [];
+    // The request's own EntityManager (a second connection inside its snapshot would starve SQLite's
+    // one), unfiltered for this lookup only: other tenants' slugs are needed to remove them, never shown.
     const others = (
-      await systemEntityManager(this.deps.orm).find(
-        Tenant,
-        { id: { $ne: job.tenant.id } },
-        { fields: ['slug'] },
-      )
+      await ctx.em.find(Tenant, { id: { $ne: job.tenant.id } }, { fields: ['slug'], filters: false })
     ).map((t) => t.slug);
     const scrub = (text: string) =>
       scrubClusterText(text, { keepIds: [job.id, job.tenant.id], otherNames: others });

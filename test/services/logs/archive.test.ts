@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { MikroORM } from '@mikro-orm/core';
+import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Queue } from '../../../src/persistence/cluster/index.js';
 import { Job } from '../../../src/persistence/jobs/index.js';
@@ -88,7 +88,7 @@ describeEachDialect('the pod log archive', (dialect) => {
     await task.run({
       now: T,
       ended: () => false,
-      write: (work) => systemEntityManager(orm).transactional(work),
+      write: (work: (em: EntityManager) => Promise<void>) => systemEntityManager(orm).transactional(work),
     } as never);
     const left = await systemEntityManager(orm).find(PodLogArchive, { job: jobId });
     expect(left.map((r) => Number(r.admissionAt))).toEqual([T]);
