@@ -94,9 +94,9 @@ describeNeeding(['postgresql', 'redis'], 'job logs across two replicas', () => {
     const cursor = first.batches.at(-1)!.cursor;
 
     const second = follow(b, member, id, cursor);
-    expect(await Promise.race([second.done, new Promise((r) => setTimeout(() => r('timeout'), 45_000))])).toBe(
-      'ended',
-    );
+    expect(
+      await Promise.race([second.done, new Promise((r) => setTimeout(() => r('timeout'), 45_000))]),
+    ).toBe('ended');
     await first.client.dispose();
     await second.client.dispose();
 

@@ -314,7 +314,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       fs.rmSync(dataDir, { recursive: true, force: true });
       // An error the server had to mask is a bug, whatever the test asserted.
       if (errors.length)
-        throw new Error(`unexpected server errors during test: ${errors.map((e) => (process.env.FAIRWAY_TEST_STACKS && e instanceof Error ? String(e.stack) : String(e))).join('; ')}`);
+        throw new Error(`unexpected server errors during test: ${errors.map(String).join('; ')}`);
     },
   };
   return harness;

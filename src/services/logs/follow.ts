@@ -12,7 +12,8 @@ import type { EventBus } from '../../events/index.js';
 import { Job } from '../../persistence/jobs/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
 import { badInput, FairwayError } from '../../shared/index.js';
-import { decodeLineCursor, type LogLine, secretsOf, shownLines } from './lines.js';
+import type { LogFanout } from './fanout.js';
+import { type LogLine, secretsOf } from './lines.js';
 import { MAX_LOG_TAIL, runLines, selectedPods } from './read.js';
 import { backendRun, jobRuns } from './runs.js';
 
@@ -28,6 +29,8 @@ export interface LogBatch {
 export interface FollowDeps {
   orm: MikroORM;
   logs: BackendLogs | undefined;
+  /** The backend's follows, shared by every stream of a pod (one per process, over `logs`). */
+  fanout: LogFanout | undefined;
   events: EventBus;
   /** Lines a follower may have waiting before it is ended. */
   bufferLines: number;
@@ -94,7 +97,7 @@ export function followJobLogs(deps: FollowDeps, jobId: string, query: FollowQuer
     const cursor = () => encodeStream({ r: run ?? 1, p: Object.fromEntries(positions) });
     const append = (lines: readonly LogLine[]) => {
       if (closed || lines.length === 0) return;
-      for (const l of lines) positions.set(`${l.podSet}/${l.pod}`, decodeLineCursor(l.cursor)!.c);
+      for (const l of lines) positions.set(`${l.podSet}/${l.pod}`, l.podCursor);
       pending.push(...lines);
       if (pending.length > deps.bufferLines) {
         finish(
@@ -170,7 +173,7 @@ export function followJobLogs(deps: FollowDeps, jobId: string, query: FollowQuer
           const read = await runLines(em, deps.logs, job, runs, current, pods, {
             tailLines: Math.max(1, tail),
           });
-          for (const l of read.lines) positions.set(`${l.podSet}/${l.pod}`, decodeLineCursor(l.cursor)!.c);
+          for (const l of read.lines) positions.set(`${l.podSet}/${l.pod}`, l.podCursor);
           if (tail > 0) append(read.lines.slice(-tail));
         }
         if (current.outcome === 'running') {
@@ -212,16 +215,15 @@ export function followJobLogs(deps: FollowDeps, jobId: string, query: FollowQuer
       pods: readonly BackendLogPod[],
       secrets: readonly string[],
     ) => {
-      if (!deps.logs) return;
+      if (!deps.fanout) return;
       const brun = backendRun(job, current);
       for (const pod of pods) {
         const key = `${current.run}/${pod.podSet}/${pod.index}`;
         if (followers.has(key)) continue;
-        const where = { run: current.run, podSet: pod.podSet, pod: pod.index };
         followers.set(
           key,
-          deps.logs.follow(brun, pod, positions.get(`${pod.podSet}/${pod.index}`) ?? null, {
-            lines: (lines) => append(shownLines(lines, where, secrets)),
+          deps.fanout.follow(brun, pod, positions.get(`${pod.podSet}/${pod.index}`) ?? null, secrets, {
+            lines: append,
             end: () => void 0,
           }),
         );

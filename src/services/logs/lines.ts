@@ -14,6 +14,8 @@ export interface LogLine {
   text: string;
   /** Where this line is: `before` of a read, and the position of its pod in a stream cursor. */
   cursor: string;
+  /** The backend's cursor of the line within its pod (not shown: `cursor` carries it). */
+  podCursor: string;
 }
 
 /** A pod of a run: `run/podSet/index`. */
@@ -54,6 +56,15 @@ export function compareLines(podSetOrder: readonly string[]) {
     x.a - y.a || x.r - y.r || rank(x.s) - rank(y.s) || x.i - y.i || (x.c < y.c ? -1 : x.c > y.c ? 1 : 0);
 }
 
+/** A shown line's place, for compareLines, without decoding its cursor. */
+export const placeOf = (l: LogLine): LineCursor => ({
+  a: l.at,
+  r: l.run,
+  s: l.podSet,
+  i: l.pod,
+  c: l.podCursor,
+});
+
 /** The values of the job's environment variables marked secret: never shown in a line. */
 export function secretsOf(workload: Record<string, unknown> | null | undefined): string[] {
   return (containerOf(workload)?.env ?? []).filter((e) => e.secret === true).map((e) => e.value);
@@ -73,5 +84,6 @@ export function shownLines(
     stream: l.stream,
     text: cutLine(maskSecrets(l.text, secrets)),
     cursor: encodeLineCursor({ a: l.at, r: where.run, s: where.podSet, i: where.pod, c: l.cursor }),
+    podCursor: l.cursor,
   }));
 }

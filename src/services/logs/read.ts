@@ -8,7 +8,7 @@ import { badInput, forbidden } from '../../shared/index.js';
 import type { ServiceContext } from '../context.js';
 import { mayReadContent } from '../tenancy/index.js';
 import { archivedLines, archivedPods } from './archive.js';
-import { compareLines, decodeLineCursor, type LogLine, secretsOf, shownLines } from './lines.js';
+import { compareLines, decodeLineCursor, type LogLine, placeOf, secretsOf, shownLines } from './lines.js';
 import { backendRun, jobRuns, podsOfRun } from './runs.js';
 
 export const DEFAULT_LOG_TAIL = 500;
@@ -115,7 +115,7 @@ export async function runLines(
     out.push(...shownLines(lines, { run: run.run, podSet: pod.podSet, pod: pod.index }, secrets));
   }
   const order = compareLines(job.podSets.map((p) => p.name));
-  out.sort((x, y) => order(decodeLineCursor(x.cursor)!, decodeLineCursor(y.cursor)!));
+  out.sort((x, y) => order(placeOf(x), placeOf(y)));
   return { lines: out, archived, truncated, missing };
 }
 
@@ -145,9 +145,7 @@ export async function readJobLogs(
   const filtered = query.since != null || (query.contains ?? '') !== '' || before !== null;
   const read = await runLines(ctx.em, logs, job, runs, run, pods, filtered ? {} : { tailLines: tail });
   const order = compareLines(job.podSets.map((p) => p.name));
-  const candidates = before
-    ? read.lines.filter((l) => order(decodeLineCursor(l.cursor)!, before) < 0)
-    : read.lines;
+  const candidates = before ? read.lines.filter((l) => order(placeOf(l), before) < 0) : read.lines;
   const matching = selectLines(candidates, {
     since: query.since?.getTime() ?? null,
     contains: query.contains,

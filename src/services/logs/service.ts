@@ -9,6 +9,7 @@ import { Tenant } from '../../persistence/tenancy/index.js';
 import { badInput } from '../../shared/index.js';
 import type { ServiceContext } from '../context.js';
 import { archivePodLog } from './archive.js';
+import { LogFanout } from './fanout.js';
 import { type FollowQuery, followJobLogs, type LogBatch } from './follow.js';
 import { type LogPage, type LogQuery, readJobLogs, requireLogReader } from './read.js';
 import { backendRun, jobRuns } from './runs.js';
@@ -37,6 +38,8 @@ export class JobLogsService {
   private stopListening: (() => void) | null = null;
   /** Archive writes one at a time: a burst of ended pods is a queue, not a pile of transactions. */
   private archiving: Promise<unknown> = Promise.resolve();
+  /** One backend follow per pod, shared by this process's streams. */
+  readonly fanout: LogFanout | undefined;
 
   constructor(
     private readonly deps: {
@@ -46,7 +49,9 @@ export class JobLogsService {
       settings: JobLogsSettings;
       logError: (error: unknown) => void;
     },
-  ) {}
+  ) {
+    this.fanout = deps.backend.logs ? new LogFanout(deps.backend.logs) : undefined;
+  }
 
   /** Starts archiving the backend's 'pod-log' reports. */
   start(): void {
@@ -72,6 +77,7 @@ export class JobLogsService {
       {
         orm: this.deps.orm,
         logs: this.deps.backend.logs,
+        fanout: this.fanout,
         events: this.deps.events,
         bufferLines: settings.followBufferLines,
         flushMs: settings.followFlushMs,

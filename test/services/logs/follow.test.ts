@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BackendLogLine, BackendLogs } from '../../../src/backends/port.js';
 import { SimulatedBackend } from '../../../src/backends/simulated/simulated.js';
+import { LogFanout } from '../../../src/services/logs/fanout.js';
 import { followJobLogs, type LogBatch } from '../../../src/services/logs/follow.js';
 import { startTestApp, type TestApp } from '../../helpers/harness.js';
 
@@ -38,9 +39,11 @@ describe('the log follower', () => {
   let t: TestApp;
   let member: string;
   let backend: SimulatedBackend;
+  let fanout: LogFanout | undefined;
   const deps = () => ({
     orm: t.app.orm,
     logs: backend.logs,
+    fanout: (fanout ??= new LogFanout(backend.logs)),
     events: t.app.events,
     bufferLines: 10_000,
     flushMs: 20,
@@ -149,7 +152,7 @@ describe('the log follower', () => {
       },
       events: async () => [],
     };
-    const small = { ...deps(), logs: burst, bufferLines: 100, flushMs: 10 };
+    const small = { ...deps(), logs: burst, fanout: new LogFanout(burst), bufferLines: 100, flushMs: 10 };
     const slow = followJobLogs(small, id, {})[Symbol.asyncIterator]();
     const slowEnd = (async () => {
       await new Promise((r) => setTimeout(r, 300)); // reads nothing meanwhile
@@ -171,14 +174,21 @@ describe('the log follower', () => {
     });
   });
 
-  it('500 followers of one job each get all its lines, once', async () => {
-    const id = await submit('popular', 600);
+  it('500 followers of one job each get all its lines, once, from one backend follow', async () => {
+    const id = await submit('popular', 3000);
     await until(async () => (await stateOf(id)).state === 'RUNNING', 'running');
-    const all = await Promise.all(
-      Array.from({ length: 500 }, () => collect(followJobLogs(deps(), rawId(id), { tail: 10_000 }))),
+    const streams = Array.from({ length: 500 }, () =>
+      collect(followJobLogs(deps(), rawId(id), { tail: 10_000 })),
     );
+    const shared = await until(() => {
+      const s = fanout!.stats();
+      return s.subscribers === 500 && s;
+    }, 'all 500 following');
+    expect(shared.hubs).toBe(1);
+    const all = await Promise.all(streams);
     const texts = all.map((bs) => bs.flatMap((b) => b.lines.map((l) => l.cursor)));
     expect(texts[0]!.length).toBeGreaterThan(100);
     for (const seen of texts) expect(seen).toEqual(texts[0]);
+    expect(fanout!.stats()).toEqual({ hubs: 0, subscribers: 0 });
   }, 60_000);
 });
