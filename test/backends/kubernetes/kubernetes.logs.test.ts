@@ -85,4 +85,56 @@ describe('Kubernetes job logs through the graph', () => {
     );
     expect(t.errors).toEqual([]);
   });
+
+  it('a 10 MB line is cut to 16 KiB with its count, bytes that are not UTF-8 replaced, a secret masked; another tenant reads nothing', async () => {
+    t = await startKubeApp();
+    const member = t.token('aurora-research', 'MEMBER');
+    const secret = 'ghp_kubeSecretValue123';
+    const res = await t.gql(member, SUBMIT, {
+      in: {
+        name: 'noisy',
+        podSets: [{ name: 'workers', count: 1, gpusPerPod: 1 }],
+        container: {
+          image: 'nvcr.io/nvidia/pytorch:24.05-py3',
+          command: ['python', 'train.py'],
+          env: [
+            { name: 'TOKEN', value: secret, secret: true },
+            { name: 'FAIRWAY_TEST_RUN_MS', value: '600000' },
+          ],
+        },
+      },
+    });
+    expect(res.errors, JSON.stringify(res.errors)).toBeUndefined();
+    const id = res.data!.submitJob.id as string;
+    await eventually(
+      async () => (await t!.gql(member, STATE, { id })).data?.node?.state === 'RUNNING',
+      'RUNNING',
+    );
+    const [pod] = t.kube.objects('Pod', NS);
+    t.kube.writeLog(
+      NS,
+      pod.metadata.name,
+      Buffer.concat([
+        Buffer.from(`token=${secret} bad bytes: `),
+        Buffer.from([0xff, 0xfe, 0xc3]),
+        Buffer.from('\n'),
+        Buffer.from(`${'x'.repeat(10 * 1024 * 1024)}\n`),
+      ]),
+    );
+    const lines = await eventually(async () => {
+      const r = await t!.gql(member, LOGS, { id, tail: 10 });
+      const got = r.data?.node?.logs?.lines as { text: string }[] | undefined;
+      return got && got.length >= 3 && got;
+    }, 'the written lines');
+    const bad = lines.find((l) => l.text.startsWith('token='))!;
+    expect(bad.text).toBe('token=[secret] bad bytes: \uFFFD\uFFFD\uFFFD');
+    const long = lines.find((l) => l.text.startsWith('xxx'))!;
+    expect(long.text).toMatch(/ …\[line cut: \d+ more bytes\]$/);
+    expect(Buffer.byteLength(long.text)).toBeLessThan(17 * 1024);
+    expect(JSON.stringify(lines)).not.toContain(secret);
+    const other = await t.gql(t.token('borealis-inference', 'TENANT_ADMIN'), LOGS, { id, tail: 10 });
+    expect(other.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expect(other.data?.node ?? null).toBeNull();
+    expect(t.errors).toEqual([]);
+  });
 });
