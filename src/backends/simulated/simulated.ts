@@ -5,6 +5,16 @@
 import { type UtilizationProfile, utilizationAt, utilizationProfile } from '../../core/governance/index.js';
 import type { BackendEvent, BackendJob, BackendLogRun, ExecutionBackend } from '../port.js';
 import { DEFAULT_LOG_ARCHIVE_BYTES, podLogEvents, SimulatedLogs, simulatedRunOf } from './logs.js';
+import { type Ending, finiteNonNegative, mulberry32, planEnding, SIMULATED_FAILURE } from './outcomes.js';
+
+export {
+  MAX_RUN_TIME_EXCEEDED,
+  mulberry32,
+  readSimulateDirective,
+  SIMULATED_FAILURE,
+  type SimulateDirective,
+} from './outcomes.js';
+
 import { LongTimeout, systemTimers, type Timers } from './timers.js';
 
 export type { Timers } from './timers.js';
@@ -30,32 +40,8 @@ export interface SimulatedBackendOptions {
   onListenerError?: (error: unknown, event: BackendEvent) => void;
 }
 
-/** What `job.workload.simulate` may say: force an outcome (declared ms, scaled like the duration). */
-export interface SimulateDirective {
-  outcome?: 'succeed' | 'fail';
-  /** Fail this many declared ms after start; implies `outcome: 'fail'` unless the outcome says 'succeed'. */
-  failAfterMs?: number;
-}
-
-export const SIMULATED_FAILURE = 'simulated failure';
-export const MAX_RUN_TIME_EXCEEDED = 'max run time exceeded';
-
 /** Finished runs remembered so a replayed `start` of the same admission is a no-op. */
 const FINISHED_MEMORY = 10_000;
-
-/** mulberry32: tiny seeded PRNG, uniform in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-type Ending = { at: number; type: 'succeeded' } | { at: number; type: 'failed'; reason: string };
 
 interface Run {
   job: BackendJob;
@@ -77,22 +63,6 @@ interface Run {
   startedAt?: number;
   timeouts: LongTimeout[];
   interval?: unknown;
-}
-
-function finiteNonNegative(v: unknown): number | undefined {
-  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined;
-}
-
-/** Reads `workload.simulate`; malformed fields are ignored (the workload is user input). */
-export function readSimulateDirective(workload: Record<string, unknown> | undefined): SimulateDirective {
-  const raw = workload?.simulate;
-  if (raw === null || typeof raw !== 'object') return {};
-  const r = raw as Record<string, unknown>;
-  const out: SimulateDirective = {};
-  if (r.outcome === 'succeed' || r.outcome === 'fail') out.outcome = r.outcome;
-  const failAfterMs = finiteNonNegative(r.failAfterMs);
-  if (failAfterMs !== undefined) out.failAfterMs = failAfterMs;
-  return out;
 }
 
 function requestsGpus(job: BackendJob): boolean {
@@ -182,7 +152,7 @@ export class SimulatedBackend implements ExecutionBackend {
     const run: Run = {
       job,
       key,
-      ending: this.plan(job, uFail, uPoint, offset),
+      ending: planEnding(job, this.failureRate, uFail, uPoint, offset),
       // Undeclared jobs are modelled as training; the whole declared run (all its runs) is the model's time
       // line.
       profile: utilizationProfile(
@@ -283,27 +253,6 @@ export class SimulatedBackend implements ExecutionBackend {
   }
 
   /** When and how the run ends, in declared ms after `started`; `offset`: work already done by earlier runs. */
-  private plan(job: BackendJob, uFail: number, uPoint: number, offset: number): Ending | null {
-    const sim = readSimulateDirective(job.workload);
-    const declared = finiteNonNegative(job.expectedDurationMs);
-    const expected = declared === undefined ? undefined : Math.max(0, declared - offset);
-    const maxRun = finiteNonNegative(job.maxRunMs);
-    const forcedFail = sim.outcome === 'fail' || (sim.outcome === undefined && sim.failAfterMs !== undefined);
-
-    let ending: Ending | null = null;
-    if (forcedFail) {
-      ending = { at: sim.failAfterMs ?? expected ?? 0, type: 'failed', reason: SIMULATED_FAILURE };
-    } else if (sim.outcome !== 'succeed' && expected !== undefined && uFail < this.failureRate) {
-      ending = { at: uPoint * expected, type: 'failed', reason: SIMULATED_FAILURE };
-    } else if (expected !== undefined) {
-      ending = { at: expected, type: 'succeeded' };
-    }
-    if (maxRun !== undefined && (ending === null || ending.at > maxRun)) {
-      ending = { at: maxRun, type: 'failed', reason: MAX_RUN_TIME_EXCEEDED };
-    }
-    return ending;
-  }
-
   private onStarted(run: Run): void {
     if (!this.isCurrent(run)) return;
     // One reading of the clock: the start of the work done (resume points) and the event's time.

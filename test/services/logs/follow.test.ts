@@ -88,19 +88,19 @@ describe('the log follower', () => {
     // Back to pending with its disruption backoff, on the scheduler's clock: let it pass.
     await until(async () => (await stateOf(id)).state === 'PENDING', 'requeued');
     t.now.value += 60_000;
+    let timer: NodeJS.Timeout | undefined;
     const batches = await Promise.race([
       stream,
-      new Promise<never>((_, reject) =>
-        setTimeout(async () => {
-          const s = await stateOf(id);
-          reject(
-            new Error(
-              `not ended: ${s.state} runs ${s.logs.runs}; last lines ${JSON.stringify(seen.flatMap((b) => b.lines).slice(-3))}`,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(
+              new Error(`not ended; last lines ${JSON.stringify(seen.flatMap((b) => b.lines).slice(-3))}`),
             ),
-          );
-        }, 15_000),
-      ),
-    ]);
+          15_000,
+        );
+      }),
+    ]).finally(() => clearTimeout(timer));
     const lines = batches.flatMap((b) => b.lines);
     const runs = [...new Set(lines.map((l) => l.run))];
     expect(runs).toEqual([1, 2]);
