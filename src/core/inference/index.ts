@@ -1,0 +1,2 @@
+export * from './autoscaler.js';
+export * from './traffic.js';
