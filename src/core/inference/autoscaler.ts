@@ -3,7 +3,7 @@
 // windows and step limits, as Kubernetes' HorizontalPodAutoscaler (v2 behavior) decides it, plus
 // scale to zero. The leader asks the scheduler for that many; the scheduler admits what fits, by
 // the same fair-share rules as jobs. Each decision comes back as data with its numbers.
-import { windowOpen } from '../scheduling/windows.js';
+import { windowOpen } from '../scheduling/index.js';
 
 /**
  * What a service scales on. Totals for the service: requests in flight, requests per second
