@@ -88,9 +88,14 @@ export function simulatedLogLines(
   const { rank, world } = rankOf(run, pod);
   const seed = `${run.jobId}/${run.admissionAt}/${rank}`;
   const who = `[${pod.podSet}-${pod.index}]`;
-  const lastStep = Math.min(Math.floor(declared(until) / stepMs), totalSteps ?? Number.POSITIVE_INFINITY);
   const ended = run.endedAt !== null && run.endedAt <= upto;
-  const endK = Math.floor(declared(run.endedAt ?? until) / stepMs) + 1;
+  // A run that succeeded did all its steps, even when its end came a hair before the last one's time
+  // (a timer fires up to a millisecond early): those steps are written at the end.
+  const completed = ended && run.outcome === 'succeeded' && totalSteps !== null;
+  const lastStep = completed
+    ? totalSteps
+    : Math.min(Math.floor(declared(until) / stepMs), totalSteps ?? Number.POSITIVE_INFINITY);
+  const endK = Math.max(lastStep, Math.floor(declared(run.endedAt ?? until) / stepMs)) + 1;
 
   const prologue = (): SimulatedLogLine[] => {
     const gpus = podSet.gpusPerPod;
@@ -124,7 +129,7 @@ export function simulatedLogLines(
   };
 
   const step = (k: number): SimulatedLogLine[] => {
-    const at = wall(k * stepMs);
+    const at = run.endedAt === null ? wall(k * stepMs) : Math.min(wall(k * stepMs), run.endedAt);
     const out: SimulatedLogLine[] = [];
     if (rank === 0) {
       const progress = totalSteps ? k / totalSteps : k / 1000;

@@ -46,6 +46,14 @@ describe('simulated job logs', () => {
     expect(simulatedLogLines(r, { podSet: 'workers', index: 2 }, 60, T0 + 10_000_000)).toEqual([]);
   });
 
+  it('a run that succeeded a millisecond before its last step was due still wrote every step (timers fire early)', () => {
+    const r = run({ endedAt: T0 + 3_600_000 / 60 - 1, outcome: 'succeeded' });
+    const lines = simulatedLogLines(r, POD0, 60, T0 + 10_000_000);
+    expect(lines.filter((l) => /step \d+\/100 /.test(l.text))).toHaveLength(100);
+    expect(lines.at(-1)!.text).toMatch(/finished: 100 steps/);
+    expect(lines.every((l) => l.at <= r.endedAt!)).toBe(true);
+  });
+
   it('a failed run ends with its error on stderr; a preempted one with SIGTERM', () => {
     const failed = simulatedLogLines(
       run({ endedAt: T0 + 20_000, outcome: 'failed', reason: 'CUDA error: out of memory' }),
