@@ -8,6 +8,7 @@ import path from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { crdDirectory } from '../../test/helpers/crd-dir.js';
 import { Controllers } from '../../test/helpers/kube-api-server/controllers.js';
+import { RESTRICTED_PYTORCH_INIT } from '../../test/helpers/kube-api-server/crd-fixtures.js';
 import { type KubeApiServer, startKubeApiServer } from '../../test/helpers/kube-api-server/index.js';
 import { fieldMatcher, labelMatcher } from '../../test/helpers/kube-api-server/selectors.js';
 import { Store } from '../../test/helpers/kube-api-server/store.js';
@@ -114,24 +115,6 @@ function h100Node(name: string, gpus: number) {
     status: { allocatable, capacity: allocatable, conditions: [{ type: 'Ready', status: 'True' }] },
   };
 }
-
-/**
- * The Training Operator's init container for PyTorchJob workers (its --pytorch-init-container-template-file)
- * as a restricted namespace needs it: the operator's default has no securityContext, so Pod Security
- * "restricted" (Fairway's tenant namespaces) refuses the workers. As kubernetes.workloads.test.ts gives it.
- */
-const RESTRICTED_PYTORCH_INIT = {
-  name: 'init-pytorch',
-  image: '{{.InitContainerImage}}',
-  command: ['sh', '-c', 'until nslookup {{.MasterAddr}}; do sleep 2; done'],
-  securityContext: {
-    allowPrivilegeEscalation: false,
-    capabilities: { drop: ['ALL'] },
-    runAsNonRoot: true,
-    runAsUser: 65534,
-    seccompProfile: { type: 'RuntimeDefault' },
-  },
-};
 
 export interface TestCluster {
   kube: KubeApiServer;

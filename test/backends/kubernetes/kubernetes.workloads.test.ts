@@ -4,7 +4,7 @@
 // the readmission resumes it, and its status comes back as the job's state; a cluster that does not
 // serve the CRD refuses the kind at submit with nothing written, as bad pod sets are refused.
 import { afterEach, describe, expect, it } from 'vitest';
-import { CRDS } from '../../helpers/kube-api-server/crd-fixtures.js';
+import { CRDS, RESTRICTED_PYTORCH_INIT } from '../../helpers/kube-api-server/crd-fixtures.js';
 import { startKubeApiServer } from '../../helpers/kube-api-server/index.js';
 import { eventually, gpuNode, type KubeTestApp, startKubeApp } from '../../helpers/kube-app.js';
 
@@ -16,19 +16,6 @@ const runFor = (ms: number, outcome?: 'fail') => [
   { name: 'FAIRWAY_TEST_RUN_MS', value: String(ms) },
   ...(outcome ? [{ name: 'FAIRWAY_TEST_OUTCOME', value: outcome }] : []),
 ];
-
-const RESTRICTED_INIT = {
-  name: 'init-pytorch',
-  image: '{{.InitContainerImage}}',
-  command: ['sh', '-c', 'until nslookup {{.MasterAddr}}; do sleep 2; done'],
-  securityContext: {
-    allowPrivilegeEscalation: false,
-    capabilities: { drop: ['ALL'] },
-    runAsNonRoot: true,
-    runAsUser: 65534,
-    seccompProfile: { type: 'RuntimeDefault' },
-  },
-};
 
 let t: KubeTestApp | null = null;
 afterEach(async () => {
@@ -43,7 +30,7 @@ async function startWithCrds(crds: string | false = CRDS) {
     kubelet: { startDelayMs: 20, defaultRunMs: 300 },
     ...(crds ? { crds } : {}),
     // The Training Operator's init container as a restricted namespace needs it (its template file).
-    pytorchInitContainerTemplate: RESTRICTED_INIT,
+    pytorchInitContainerTemplate: RESTRICTED_PYTORCH_INIT,
   });
   return startKubeApp({ kube, nodes: [1, 2, 3, 4].map((i) => gpuNode(`gpu-h100-${i}`)) });
 }

@@ -12,6 +12,24 @@ import type { KubeApiServerOptions } from './index.js';
 /** The shared CRDs: JobSet, PyTorchJob, RayJob, RayCluster, RayService, LeaderWorkerSet, TrainJob. */
 export const CRDS = crdDirectory();
 
+/**
+ * The Training Operator's init container for PyTorchJob workers (its --pytorch-init-container-template-file)
+ * as a restricted namespace needs it: the operator's default has no securityContext, so Pod Security
+ * "restricted" (Fairway's tenant namespaces) refuses the workers.
+ */
+export const RESTRICTED_PYTORCH_INIT = {
+  name: 'init-pytorch',
+  image: '{{.InitContainerImage}}',
+  command: ['sh', '-c', 'until nslookup {{.MasterAddr}}; do sleep 2; done'],
+  securityContext: {
+    allowPrivilegeEscalation: false,
+    capabilities: { drop: ['ALL'] },
+    runAsNonRoot: true,
+    runAsUser: 65534,
+    seccompProfile: { type: 'RuntimeDefault' },
+  },
+};
+
 export interface CrdCluster extends TestCluster {
   /** A request with the test token (JSON content type unless given). */
   raw(path: string, init?: RequestInit): Promise<Response>;
