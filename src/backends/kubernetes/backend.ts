@@ -14,13 +14,14 @@ import type {
 } from '../port.js';
 import type { ProbeHealth } from '../prometheus/index.js';
 import type { KubernetesBackendOptions } from './backend-options.js';
-import { apiMessage, KubeClient, loadKubeConfig, statusOf } from './client.js';
+import { batchRunObjects, writeBatchRun } from './batch-runs.js';
+import { KubeClient, loadKubeConfig } from './client.js';
 import { CustomRuns, workloadProblem } from './custom-runs.js';
 import { GateReleaser } from './gate-releaser.js';
 import { InventoryFeed } from './inventory-feed.js';
-import { ensureJob, finished, refOf, withWorkloadHash } from './job-updates.js';
+import { finished, refOf } from './job-updates.js';
 import { ANNOTATION_ADMISSION, namespaceName } from './naming.js';
-import { jobObjects, jobService, type KubeTenant } from './objects.js';
+import type { KubeTenant } from './objects.js';
 import { allStopped, removeJobServices, removeOrphans } from './orphans.js';
 import { KubeLogs } from './pod-logs.js';
 import { probeSource } from './probe-source.js';
@@ -88,18 +89,11 @@ export class KubernetesBackend implements ExecutionBackend {
         client: this.client,
         run: (jobId) => {
           const t = this.tracked.get(jobId);
-          if (t) return { jobId, admissionAt: t.admissionAt, admissions: t.job.admission.podSets };
-          const c = this.custom.run(jobId);
-          return (
-            c && {
-              jobId,
-              admissionAt: c.admissionAt,
-              admissions: c.job.admission.podSets,
-              indexOf: (pod) => c.workload.podPosition(pod)?.index ?? null,
-            }
-          );
+          return t
+            ? { jobId, admissionAt: t.admissionAt, admissions: t.job.admission.podSets }
+            : this.custom.gatedRun(jobId);
         },
-        pods: (jobId) => [...(this.watches.podsById.get(jobId)?.values() ?? [])],
+        pods: (jobId) => this.watches.podsOf(jobId),
         node: (name) => this.watches.nodes.get(name),
         unavailable: (jobId, reason) => this.disrupted(jobId, reason),
         log: this.log,
@@ -109,8 +103,8 @@ export class KubernetesBackend implements ExecutionBackend {
     this.custom = new CustomRuns({
       client: this.client,
       settings: this.settings,
-      pods: (jobId) => [...(this.watches.podsById.get(jobId)?.values() ?? [])],
-      emit: (event) => !this.closed && this.emit(event),
+      pods: (jobId) => this.watches.podsOf(jobId),
+      emit: this.emitIfOpen,
       now: this.now,
       log: this.log,
       logError: this.logError,
@@ -125,7 +119,7 @@ export class KubernetesBackend implements ExecutionBackend {
       logError: this.logError,
       pods: (jobId) => this.watches.podsById.get(jobId)?.values(),
       run: (jobId) => this.tracked.get(jobId) ?? this.custom.run(jobId),
-      emit: (event) => !this.closed && this.emit(event),
+      emit: this.emitIfOpen,
     });
     this.inventory = new InventoryFeed(() => this.watches.nodes.list(), this.settings, this.log);
     const resync = setInterval(() => this.evaluateAll(), options.resyncMs ?? 30_000);
@@ -136,7 +130,7 @@ export class KubernetesBackend implements ExecutionBackend {
       runs: () => [...this.tracked, ...this.custom.probed()],
       run: (jobId) => this.tracked.get(jobId) ?? this.custom.probedRun(jobId),
       pod: (namespace, name) => this.watches.podsByName.get(`${namespace}/${name}`),
-      emit: (event) => !this.closed && this.emit(event),
+      emit: this.emitIfOpen,
       now: this.now,
       log: this.log,
       fetch: options.fetch,
@@ -173,57 +167,28 @@ export class KubernetesBackend implements ExecutionBackend {
       throw error;
     }
     const namespace = namespaceName(this.settings, tenant.slug);
-    if (job.workloadKind && job.workloadKind !== 'BATCH') return this.startCustom(job, tenant, namespace);
-    let built: V1Job[];
-    try {
-      const { flavorMappings: flavors, flavorSpecs } = this.tenantReconciler;
-      built = jobObjects(
-        job,
-        { namespace, tenant, flavors, nodePools: this.inventory.pools, flavorSpecs },
-        this.settings,
-      ).map(withWorkloadHash);
-    } catch (error) {
-      // A job this cluster can never run (half a GPU where only whole ones exist, a flavor with
-      // no mapping): it fails with the reason, rather than being retried for ever.
-      return this.cannotRun(
-        job,
-        `cannot run on this Kubernetes cluster: ${error instanceof Error ? error.message : String(error)}`,
-      );
+    const { flavorMappings: flavors, flavorSpecs } = this.tenantReconciler;
+    const ctx = { namespace, tenant, flavors, nodePools: this.inventory.pools, flavorSpecs };
+    if (job.workloadKind && job.workloadKind !== 'BATCH') {
+      const refused = await this.custom.startOrRefuse(job, ctx);
+      return refused ? this.cannotRun(job, refused) : undefined;
     }
-    const service = jobService(job, { namespace, tenant, flavors: new Map(), nodePools: new Map() });
-    const tracked = trackedRun(job, namespace, built, this.tracked.get(job.jobId), this.now);
-    const { admissionAt } = tracked;
+    const objects = batchRunObjects(job, ctx, this.settings);
+    if ('cannotRun' in objects) return this.cannotRun(job, objects.cannotRun);
+    const tracked = trackedRun(job, namespace, objects.jobs, this.tracked.get(job.jobId), this.now);
     // Tracked before the writes, so a watch event that beats the create's answer is understood.
     this.tracked.set(job.jobId, tracked);
-    try {
-      // The pods' DNS names exist before the pods: a launcher resolves its peers as it starts.
-      if (service) await this.client.createOrGet(service);
-      for (const desired of built)
-        await ensureJob(
-          this.client,
-          this.watches.jobs.get(desired.metadata!.name!, desired.metadata!.namespace),
-          desired,
-          admissionAt,
-        );
-    } catch (error) {
-      // Refused as invalid: retrying would be refused again and hold up every start behind it.
-      const status = statusOf(error);
-      if (status !== 400 && status !== 422) throw error;
+    const existing = (name: string, ns: string | undefined) => this.watches.jobs.get(name, ns);
+    const refused = await writeBatchRun(this.client, existing, objects, tracked.admissionAt);
+    if (refused) {
       this.tracked.delete(job.jobId);
-      return this.cannotRun(job, `the Kubernetes API refused its Job (${status}): ${apiMessage(error)}`);
+      return this.cannotRun(job, refused);
     }
     setImmediate(() => {
       this.evaluate(job.jobId);
       // Pods that already exist (an adopted run after a restart) wait behind their gate for this.
       this.gates?.release(job.jobId);
     });
-  }
-
-  private async startCustom(job: BackendJob, tenant: KubeTenant, namespace: string): Promise<void> {
-    const { flavorMappings: flavors, flavorSpecs } = this.tenantReconciler;
-    const ctx = { namespace, tenant, flavors, nodePools: this.inventory.pools, flavorSpecs };
-    const refused = await this.custom.startOrRefuse(job, ctx);
-    if (refused) this.cannotRun(job, refused);
   }
 
   /** Why this cluster cannot run the workload as asked (port.ts workloadProblem), or null. */
@@ -400,6 +365,11 @@ export class KubernetesBackend implements ExecutionBackend {
       if (message !== undefined) this.emit({ type: 'not-running', jobId, at: now, message });
     }
   }
+
+  /** For the parts that report on their own timers: nothing once the backend is closed. */
+  private readonly emitIfOpen = (event: BackendEvent): void => {
+    if (!this.closed) this.emit(event);
+  };
 
   private emit(event: BackendEvent): void {
     for (const listener of [...this.listeners]) {

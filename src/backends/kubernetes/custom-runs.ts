@@ -9,6 +9,7 @@ import { apiMessage, type KubeClient, type ObjectRef, statusOf } from './client.
 import { podSetTemplates } from './job-objects.js';
 import { waitGone } from './job-updates.js';
 import { ANNOTATION_ADMISSION, LABEL_JOB_ID, MANAGED_BY } from './naming.js';
+import type { GatedRun } from './placement-gates.js';
 import type { JobBuildContext } from './pod-spec.js';
 import type { ProbedRun } from './probe-source.js';
 import type { KubernetesSettings } from './settings.js';
@@ -67,7 +68,20 @@ export class CustomRuns {
     return run && { job: run.job, namespace: run.ref.metadata.namespace!, started: run.started };
   }
 
-  /** The tracked run, for exact placement (gate-releaser.ts). */
+  /** The tracked run as exact placement sees it (gate-releaser.ts): its pods' index from its controller. */
+  gatedRun(jobId: string): GatedRun | undefined {
+    const c = this.runs.get(jobId);
+    return (
+      c && {
+        jobId,
+        admissionAt: c.admissionAt,
+        admissions: c.job.admission.podSets,
+        indexOf: (pod) => c.workload.podPosition(pod)?.index ?? null,
+      }
+    );
+  }
+
+  /** The tracked run (the log capture's view). */
   run(jobId: string): { admissionAt: string; job: BackendJob; workload: CustomWorkload } | undefined {
     return this.runs.get(jobId);
   }

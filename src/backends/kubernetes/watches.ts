@@ -117,6 +117,11 @@ export class ClusterWatches {
     return Promise.all([this.jobs.stop(), this.pods.stop(), this.nodes.stop()]);
   }
 
+  /** The Fairway job's Pods in the cache (every namespace: callers that read logs filter by it). */
+  podsOf(jobId: string): V1Pod[] {
+    return [...(this.podsById.get(jobId)?.values() ?? [])];
+  }
+
   /** The Fairway job's Kubernetes Jobs: from the cache, or (not seen yet) from the API. */
   async jobsOf(jobId: string): Promise<V1Job[]> {
     const cached = this.jobsById.get(jobId);
