@@ -13,6 +13,7 @@ import { Migration20261201194920 as M10 } from './Migration20261201194920.js';
 import { Migration20261202034823 as M11 } from './Migration20261202034823.js';
 import { Migration20261202044145 as M12 } from './Migration20261202044145.js';
 import { Migration20261202070537 as M13 } from './Migration20261202070537.js';
+import { Migration20261202180715 as M14 } from './Migration20261202180715.js';
 
 /** Every postgresql migration, oldest first. Rewritten by `npm run migration:create`. */
 export const postgresqlMigrations: MigrationObject[] = [
@@ -30,4 +31,5 @@ export const postgresqlMigrations: MigrationObject[] = [
   { name: 'Migration20261202034823', class: M11 },
   { name: 'Migration20261202044145', class: M12 },
   { name: 'Migration20261202070537', class: M13 },
+  { name: 'Migration20261202180715', class: M14 },
 ];

@@ -13,6 +13,7 @@ import { Migration20261201194917 as M10 } from './Migration20261201194917.js';
 import { Migration20261202034821 as M11 } from './Migration20261202034821.js';
 import { Migration20261202044143 as M12 } from './Migration20261202044143.js';
 import { Migration20261202070535 as M13 } from './Migration20261202070535.js';
+import { Migration20261202180712 as M14 } from './Migration20261202180712.js';
 
 /** Every sqlite migration, oldest first. Rewritten by `npm run migration:create`. */
 export const sqliteMigrations: MigrationObject[] = [
@@ -30,4 +31,5 @@ export const sqliteMigrations: MigrationObject[] = [
   { name: 'Migration20261202034821', class: M11 },
   { name: 'Migration20261202044143', class: M12 },
   { name: 'Migration20261202070535', class: M13 },
+  { name: 'Migration20261202180712', class: M14 },
 ];

@@ -2,6 +2,7 @@
 // scheduling service. Types only; it lives beside its adapters, and the core knows nothing of it.
 
 import type { WorkloadType } from '../core/governance/index.js';
+import type { LatencyModel, TrafficModel } from '../core/inference/index.js';
 import type { Admission, CheckpointSpec, NodeSpec, PodSetSpec } from '../core/scheduling/index.js';
 
 /** Which controller runs a job on Kubernetes: batch/v1 Jobs, a JobSet, a PyTorchJob, a RayJob or an open-ended RayCluster. */
@@ -14,6 +15,8 @@ export interface WorkloadRequest {
   podSets: { name: string; count: number; perPod: { gpu?: number } }[];
   /** The submitted container's command and args; null when the job names no container. */
   container: { command?: string[]; args?: string[] } | null;
+  /** A replica of an inference service (a Deployment's pod, or a LeaderWorkerSet's group when it spans hosts). */
+  service?: boolean;
 }
 
 /** What an execution backend needs to run one admitted job. */
@@ -237,6 +240,34 @@ export class BackendNotReadyError extends Error {}
  * preemption (the spec is kept so it can start again), deleted on cancel, watched for status.
  * Every call is idempotent per job id: replaying an outbox after a crash is harmless.
  */
+/** What the autoscaler asks of a service's load each interval. */
+export interface ServiceLoadQuery {
+  serviceId: string;
+  tenant: string;
+  name: string;
+  /** Its replica jobs that have not ended (a backend counts the ones that serve). */
+  replicaJobIds: string[];
+  /** The reading covers (at − sinceMs, at]: requests are counted over it. */
+  sinceMs: number;
+  at: number;
+  /** The modelled traffic (the simulated cluster's). */
+  model: { traffic: TrafficModel; latency: LatencyModel };
+}
+
+/** A service's load over the last interval. */
+export interface ServiceLoadReading {
+  /** Replicas serving (ready) as the backend sees them. */
+  ready: number;
+  rps: number;
+  /** p95 latency, ms (null: nothing served). */
+  p95Ms: number | null;
+  inFlight: number;
+  /** Mean GPU utilization of the ready replicas, 0..1 (null: none). */
+  gpuUtilization: number | null;
+  /** Requests received over the interval. */
+  requests: number;
+}
+
 export interface ExecutionBackend {
   readonly name: string;
   /**
@@ -294,4 +325,9 @@ export interface ExecutionBackend {
   workloadProblem?(request: WorkloadRequest): Promise<string | null>;
   /** Job logs and cluster events (every backend whose jobs write output). */
   readonly logs?: BackendLogs;
+  /**
+   * An inference service's load now (the simulated cluster: its modelled traffic over the replicas that
+   * run). Null: no reading this interval (the autoscaler then keeps the replicas within bounds).
+   */
+  serviceLoad?(query: ServiceLoadQuery): Promise<ServiceLoadReading | null>;
 }

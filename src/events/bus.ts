@@ -86,6 +86,8 @@ export type FairwayTopics = {
   'job-updated': [jobId: string, payload: { jobId: string; state: JobStateName; at: number }];
   'tenant-event': [tenantId: string, payload: TenantEventPayload];
   'queue-updated': [queueId: string, payload: { queueId: string; at: number }];
+  /** An inference service changed: its spec, bounds, desired replicas, or its replicas' states. */
+  'service-updated': [serviceId: string, payload: { serviceId: string; at: number }];
   /** Governance: a quota request changed (any tenant): platform admins' stream; each subscriber reloads it
    * under its own rights.
    */

@@ -10,6 +10,7 @@ import { type DatabaseConfig, type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS }
 import { auditEntities } from './audit/index.js';
 import { clusterEntities } from './cluster/index.js';
 import { governanceEntities } from './governance/index.js';
+import { inferenceEntities } from './inference/index.js';
 import { jobEntities } from './jobs/index.js';
 import { logEntities } from './logs/index.js';
 import { meteringEntities } from './metering/index.js';
@@ -177,6 +178,7 @@ export function ormConfig(options: OrmOptions): Options {
       ...meteringEntities,
       ...governanceEntities,
       ...logEntities,
+      ...inferenceEntities,
     ],
     extensions: [Migrator],
     // Requests always fork their own EntityManager; the global one is a bug.

@@ -1,10 +1,12 @@
+import fs from 'node:fs';
 import net from 'node:net';
 import pg from 'pg';
 
 /**
  * vitest global setup. Under CI=true every service the suites use must be configured and
- * answering before a single test runs: a missing PostgreSQL or Redis fails the run at once,
- * with the reason, instead of surfacing later as skipped or timed-out suites.
+ * answering, and the browser the console's tests drive installed, before a single test runs: a
+ * missing PostgreSQL, Redis or chromium fails the run at once, with the reason, instead of
+ * surfacing later as skipped or timed-out suites.
  * Outside CI it does nothing (suites that need a missing service show as skipped).
  */
 export default async function checkServices(): Promise<void> {
@@ -29,6 +31,9 @@ export default async function checkServices(): Promise<void> {
     const answer = await redisPing(new URL(redis)).catch((error: Error) => error.message);
     if (answer !== '+PONG') problems.push(`Redis at TEST_REDIS_URL does not answer PING: ${answer}`);
   }
+  const chromium = process.env.FAIRWAY_CHROMIUM ?? '/usr/bin/chromium';
+  if (!fs.existsSync(chromium))
+    problems.push(`no chromium at ${chromium} (the console's browser tests need it)`);
   if (problems.length)
     throw new Error(`CI=true and the test services are not ready:\n- ${problems.join('\n- ')}`);
 }

@@ -96,6 +96,8 @@ export interface KubeTestAppOptions {
   apiServerUrl?: string;
   /** Governance loop settings passed to buildApp (short periods for tests). */
   governance?: BuildAppOptions['governance'];
+  /** The inference autoscaler's period (tests that run it themselves give a long one). */
+  inference?: BuildAppOptions['inference'];
 }
 
 /**
@@ -147,6 +149,7 @@ export async function startKubeApp(options: KubeTestAppOptions = {}): Promise<Ku
       reauthCacheMs: 0,
       scheduler: { debounceMs: 5, resyncIntervalMs: 1000 },
       ...(options.governance ? { governance: options.governance } : {}),
+      ...(options.inference ? { inference: options.inference } : {}),
     });
   let app = await build();
   const credentials = (await seedDemo(app.orm, dataDir, Date.now))!;

@@ -1,7 +1,8 @@
-// The Kubernetes execution backend: one batch/v1 Job per pod set of an admitted Fairway job,
-// in the tenant's namespace, suspended on preemption and resumed on readmission, deleted on
-// cancel; informers on Jobs, Pods and Nodes turn what the cluster does back into Fairway's
-// events and inventory. Shaped after Kueue's contract with Jobs (see ../README.md).
+// The Kubernetes execution backend: one batch/v1 Job per pod set of an admitted Fairway job (or a
+// workload controller's object, custom-runs.ts; an inference replica: a pod of its revision's
+// Deployment, service-runs.ts), in the tenant's namespace, suspended on preemption and resumed on
+// readmission, deleted on cancel; informers on Jobs, Pods and Nodes turn what the cluster does back
+// into Fairway's events and inventory. Shaped after Kueue's contract with Jobs (see ../README.md).
 import type { V1Job } from '@kubernetes/client-node';
 import type {
   BackendEvent,
@@ -10,6 +11,8 @@ import type {
   BackendNode,
   BackendTenant,
   ExecutionBackend,
+  ServiceLoadQuery,
+  ServiceLoadReading,
   WorkloadRequest,
 } from '../port.js';
 import type { ProbeHealth } from '../prometheus/index.js';
@@ -20,15 +23,15 @@ import { CustomRuns, workloadProblem } from './custom-runs.js';
 import { GateReleaser } from './gate-releaser.js';
 import { InventoryFeed } from './inventory-feed.js';
 import { finished, refOf } from './job-updates.js';
-import { ANNOTATION_ADMISSION, namespaceName } from './naming.js';
-import type { KubeTenant } from './objects.js';
+import { ANNOTATION_ADMISSION, LABEL_SERVICE_ID } from './naming.js';
 import { allStopped, removeJobServices, removeOrphans } from './orphans.js';
 import { KubeLogs } from './pod-logs.js';
 import { probeSource } from './probe-source.js';
 import { notRunningReport, runChange, type TrackedRun, trackedRun } from './run-tracking.js';
+import { ServiceRuns } from './service-runs.js';
 import type { KubernetesSettings } from './settings.js';
 import { tenantSafeMessage } from './status.js';
-import { TenantReconciler, TenantRefusedError } from './tenant-reconciler.js';
+import { TenantReconciler } from './tenant-reconciler.js';
 import { ClusterWatches } from './watches.js';
 
 export type { KubernetesBackendOptions } from './backend-options.js';
@@ -50,6 +53,8 @@ export class KubernetesBackend implements ExecutionBackend {
   private readonly tracked = new Map<string, TrackedRun>();
   /** Jobs run by a workload controller's custom resource (JobSet, PyTorchJob, Ray). */
   private readonly custom: CustomRuns;
+  /** Inference services' replicas: a Deployment (or LeaderWorkerSet) per revision and a Service. */
+  private readonly services: ServiceRuns;
   /** Releases gated pods to their nodes (exactPlacement); absent without it. */
   private readonly gates?: GateReleaser;
   /** Suspended runs whose pods may still be stopping: job id → the admission they ran under. */
@@ -83,6 +88,7 @@ export class KubernetesBackend implements ExecutionBackend {
         if (this.stopping.has(jobId)) this.checkStopped(jobId);
       },
       onNodes: () => this.inventory.changed(),
+      onServicePod: () => this.services.changed(),
     });
     if (this.settings.exactPlacement)
       this.gates = new GateReleaser({
@@ -100,26 +106,28 @@ export class KubernetesBackend implements ExecutionBackend {
         logError: this.logError,
         closed: () => this.closed,
       });
-    this.custom = new CustomRuns({
+    // What every part that writes to the cluster or reports on its own timers is given.
+    const parts = {
       client: this.client,
       settings: this.settings,
-      pods: (jobId) => this.watches.podsOf(jobId),
       emit: this.emitIfOpen,
       now: this.now,
       log: this.log,
       logError: this.logError,
+    };
+    this.services = new ServiceRuns({
+      ...parts,
+      pods: () => this.watches.podsByName.values(),
+      node: (name) => this.watches.nodes.get(name),
+      fetch: options.fetch,
     });
+    this.custom = new CustomRuns({ ...parts, pods: (jobId) => this.watches.podsOf(jobId) });
     this.logs = new KubeLogs({
+      ...parts,
       kubeConfig: kc,
-      client: this.client,
-      settings: this.settings,
       options,
-      now: this.now,
-      log: this.log,
-      logError: this.logError,
       pods: (jobId) => this.watches.podsById.get(jobId)?.values(),
-      run: (jobId) => this.tracked.get(jobId) ?? this.custom.run(jobId),
-      emit: this.emitIfOpen,
+      run: (jobId) => this.tracked.get(jobId) ?? this.custom.run(jobId) ?? this.services.run(jobId),
     });
     this.inventory = new InventoryFeed(() => this.watches.nodes.list(), this.settings, this.log);
     const resync = setInterval(() => this.evaluateAll(), options.resyncMs ?? 30_000);
@@ -159,16 +167,13 @@ export class KubernetesBackend implements ExecutionBackend {
   async start(job: BackendJob): Promise<void> {
     this.assertOpen();
     await this.ready();
-    let tenant: KubeTenant;
-    try {
-      tenant = await this.tenantReconciler.tenant(job.tenant);
-    } catch (error) {
-      if (error instanceof TenantRefusedError) return this.cannotRun(job, error.message);
-      throw error;
+    const ctx = await this.tenantReconciler.buildContext(job.tenant, this.inventory.pools);
+    if ('refused' in ctx) return this.cannotRun(job, ctx.refused);
+    const { namespace } = ctx;
+    if (ServiceRuns.isReplica(job)) {
+      const refused = await this.services.start(job, ctx);
+      return refused ? this.cannotRun(job, refused) : undefined;
     }
-    const namespace = namespaceName(this.settings, tenant.slug);
-    const { flavorMappings: flavors, flavorSpecs } = this.tenantReconciler;
-    const ctx = { namespace, tenant, flavors, nodePools: this.inventory.pools, flavorSpecs };
     if (job.workloadKind && job.workloadKind !== 'BATCH') {
       const refused = await this.custom.startOrRefuse(job, ctx);
       return refused ? this.cannotRun(job, refused) : undefined;
@@ -206,6 +211,7 @@ export class KubernetesBackend implements ExecutionBackend {
   async suspend(jobId: string, _reason: string): Promise<void> {
     this.assertOpen();
     await this.ready();
+    if (this.isServiceReplica(jobId)) return this.services.suspend(jobId);
     const run = this.tracked.get(jobId);
     const queue = run?.job.queue;
     this.tracked.delete(jobId);
@@ -231,6 +237,7 @@ export class KubernetesBackend implements ExecutionBackend {
   async cancel(jobId: string): Promise<void> {
     this.assertOpen();
     await this.ready();
+    if (this.isServiceReplica(jobId)) return this.services.cancel(jobId);
     this.tracked.delete(jobId);
     const jobs = await this.watches.jobsOf(jobId);
     if (this.custom.has(jobId) || jobs.length === 0) await this.custom.cancel(jobId);
@@ -259,20 +266,43 @@ export class KubernetesBackend implements ExecutionBackend {
     const out: string[] = [];
     for (const [jobId, byName] of this.watches.jobsById)
       if ([...byName.values()].some((j) => !j.spec?.suspend && !finished(j))) out.push(jobId);
-    return out;
+    return [...out, ...this.services.running()];
+  }
+
+  /** A service's replica load: the replicas serving as the cluster shows them (readiness). */
+  async serviceLoad(query: ServiceLoadQuery): Promise<ServiceLoadReading | null> {
+    await this.ready();
+    return this.services.load(query);
+  }
+
+  /** A replica job this backend runs (or ran before a restart: its pods carry the service label). */
+  private isServiceReplica(jobId: string): boolean {
+    return (
+      this.services.has(jobId) ||
+      this.watches.podsOf(jobId).some((p) => p.metadata?.labels?.[LABEL_SERVICE_ID])
+    );
   }
 
   async reconcile(live: BackendJob[]): Promise<void> {
     this.assertOpen();
     await this.ready();
     const problems: unknown[] = [];
+    // Every live replica counted before any count is set (else the first one's count removes the others).
+    for (const job of live.filter((j) => ServiceRuns.isReplica(j))) {
+      const ctx = await this.tenantReconciler
+        .buildContext(job.tenant, this.inventory.pools)
+        .catch((error: unknown) => ({ refused: String(error) }));
+      if (!('refused' in ctx)) this.services.expect([{ job, ctx }]);
+    }
     // Live jobs first: adopts what exists for the same admission, resumes what is suspended,
     // creates what is missing. One that fails does not keep the others from being tracked.
     for (const job of live) await this.start(job).catch((error: unknown) => problems.push(error));
     const liveIds = new Set(live.map((j) => j.jobId));
     for (const jobId of this.watches.jobsById.keys()) if (!liveIds.has(jobId)) this.tracked.delete(jobId);
     const orphans = await removeOrphans(this.client, this.watches.jobsById, this.custom, liveIds, problems);
-    if (orphans) this.log(`removed ${orphans} Job(s) or workload object(s) of jobs Fairway no longer runs`);
+    const serviceOrphans = await this.services.removeOrphans(liveIds, problems);
+    if (orphans + serviceOrphans)
+      this.log(`removed ${orphans + serviceOrphans} object(s) or pod(s) of jobs Fairway no longer runs`);
     if (problems.length)
       throw new Error(
         `reconcile: ${problems.length} call(s) to the Kubernetes API failed (first: ${problems[0] instanceof Error ? problems[0].message : String(problems[0])})`,
@@ -284,6 +314,7 @@ export class KubernetesBackend implements ExecutionBackend {
     for (const t of this.timers) clearInterval(t);
     this.inventory.close();
     this.listeners.clear();
+    this.services.close();
     await Promise.all([this.watches.stop(), this.logs.close()]);
   }
 
@@ -295,6 +326,7 @@ export class KubernetesBackend implements ExecutionBackend {
 
   private evaluateAll(): void {
     this.custom.evaluateAll();
+    void this.services.resync().catch(this.logError);
     for (const jobId of [...this.tracked.keys()]) {
       this.evaluate(jobId);
       this.gates?.release(jobId);

@@ -12,6 +12,7 @@ import { ANNOTATION_ADMISSION, LABEL_JOB_ID, MANAGED_BY } from './naming.js';
 import type { GatedRun } from './placement-gates.js';
 import type { JobBuildContext } from './pod-spec.js';
 import type { ProbedRun } from './probe-source.js';
+import { LWS } from './service-objects.js';
 import type { KubernetesSettings } from './settings.js';
 import { tenantSafeMessage } from './status.js';
 import { CUSTOM_WORKLOADS, type CustomWorkload } from './workload-kinds.js';
@@ -253,6 +254,11 @@ export class CustomRuns {
 
 /** Why this cluster cannot run the workload as asked (its pod sets, a CRD it does not serve), or null. */
 export async function workloadProblem(client: KubeClient, request: WorkloadRequest): Promise<string | null> {
+  if (request.service) {
+    const pods = request.podSets[0]?.count ?? 1;
+    if (pods <= 1 || (await client.serves(LWS.apiVersion, LWS.kind))) return null;
+    return `A replica of ${pods} pods spans several hosts, which needs a LeaderWorkerSet (${LWS.crdName}), and this cluster does not serve it.`;
+  }
   if (request.workloadKind === 'BATCH') return null;
   const w = CUSTOM_WORKLOADS[request.workloadKind];
   const shape = w.problems(request.podSets, request.container);

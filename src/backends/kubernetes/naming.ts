@@ -9,6 +9,9 @@ export const LABEL_TENANT_ID = 'fairway.dev/tenant-id';
 /** Queue name, sanitized to a label value. */
 export const LABEL_QUEUE = 'fairway.dev/queue';
 export const LABEL_POD_SET = 'fairway.dev/pod-set';
+/** An inference service's objects and pods: its id, and the revision a workload and its pods run. */
+export const LABEL_SERVICE_ID = 'fairway.dev/service-id';
+export const LABEL_SERVICE_REVISION = 'fairway.dev/service-revision';
 /** String(admission.at) on the Job and its pod template: tells one admission's run from the next. */
 export const ANNOTATION_ADMISSION = 'fairway.dev/admission-at';
 /** The user's job name (an annotation, not a label: it is free text). */

@@ -36,8 +36,9 @@ export const FAIRWAY_RBAC_RULES: RbacRule[] = [
   // A headless Service per multi-pod job: its pods' DNS names for the rendezvous.
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'create', 'delete'] },
   // Pod phases and failure reasons (image pull errors, OOM kills) for job status; patch: a gated pod is
-  // released to the node Fairway placed it on (its nodeSelector and scheduling gates, nothing else).
-  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch'] },
+  // released to the node Fairway placed it on (its nodeSelector and scheduling gates, nothing else), or
+  // given to an inference replica (its job label); delete: a leaving replica's own pod, drained.
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },
   // Job logs: the output of Fairway's pods (read, followed, archived as they end), never exec.
   { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
   // What the cluster says about Fairway's pods and Jobs (scheduling failures, image pulls, kills), shown
@@ -47,4 +48,19 @@ export const FAIRWAY_RBAC_RULES: RbacRule[] = [
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
   // The best-effort priority class, created once and kept in shape.
   { apiGroups: ['scheduling.k8s.io'], resources: ['priorityclasses'], verbs: ['get', 'create', 'patch'] },
+  // Jobs run by their teams' workload controllers: one object per admission, suspended and resumed.
+  {
+    apiGroups: ['jobset.x-k8s.io', 'kubeflow.org', 'ray.io'],
+    resources: ['jobsets', 'pytorchjobs', 'rayjobs', 'rayclusters'],
+    verbs: ['get', 'list', 'create', 'patch', 'delete'],
+  },
+  // Inference services: a Deployment (or LeaderWorkerSet) per revision whose count Fairway sets.
+  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'create', 'patch', 'delete'] },
+  {
+    apiGroups: ['leaderworkerset.x-k8s.io'],
+    resources: ['leaderworkersets'],
+    verbs: ['get', 'list', 'create', 'patch', 'delete'],
+  },
+  // An HPA aimed at a service's workload would fight Fairway's count: found and removed.
+  { apiGroups: ['autoscaling'], resources: ['horizontalpodautoscalers'], verbs: ['list', 'delete'] },
 ];

@@ -7,6 +7,11 @@ import {
   type PrometheusProbeSettings,
   prometheusProbesSchema,
 } from '../prometheus/index.js';
+import {
+  DEFAULT_SERVICE_SIGNALS,
+  type ServiceSignalSettings,
+  serviceSignalsSchema,
+} from './service-signals.js';
 
 export interface FlavorMapping {
   /** Fairway flavor name (a Flavor row). */
@@ -70,6 +75,8 @@ export interface KubernetesSettings {
   tenantRepairMs: number;
   /** Runtime probes read from Prometheus (DCGM exporter metrics); off while `probes.prometheusUrl` is null. */
   probes: PrometheusProbeSettings;
+  /** Where inference services' load (requests per second, p95 latency, in flight, GPU utilization) is read. */
+  serviceSignals: ServiceSignalSettings;
 }
 
 export const DEFAULT_KUBERNETES_SETTINGS: KubernetesSettings = Object.freeze({
@@ -90,6 +97,7 @@ export const DEFAULT_KUBERNETES_SETTINGS: KubernetesSettings = Object.freeze({
   watchRestartMs: 300_000,
   tenantRepairMs: 60_000,
   probes: DEFAULT_PROMETHEUS_PROBES,
+  serviceSignals: DEFAULT_SERVICE_SIGNALS,
 }) as KubernetesSettings;
 
 // Shapes Kubernetes itself enforces, checked here so a bad setting fails at start-up, not at the first Job.
@@ -136,6 +144,7 @@ const settingsSchema = z.strictObject({
   watchRestartMs: z.number().int().min(1000).max(3_600_000),
   tenantRepairMs: z.number().int().min(0).max(86_400_000),
   probes: prometheusProbesSchema,
+  serviceSignals: serviceSignalsSchema,
 });
 
 /** zod-validated parse of a partial settings object (from a YAML/JSON file); throws a readable Error. */
@@ -154,6 +163,7 @@ export function parseKubernetesSettings(raw: unknown): KubernetesSettings {
     },
     // Likewise the probes: { prometheusUrl: … } keeps the default queries.
     probes: { ...DEFAULT_KUBERNETES_SETTINGS.probes, ...(partial.probes as object | undefined) },
+    serviceSignals: mergedSignals(partial.serviceSignals),
   };
   const result = settingsSchema.safeParse(merged);
   if (!result.success) throw new Error(`Kubernetes settings are invalid:\n${z.prettifyError(result.error)}`);
@@ -168,4 +178,21 @@ export function parseKubernetesSettings(raw: unknown): KubernetesSettings {
     seen.add(key);
   }
   return settings;
+}
+
+/** Service signal settings given in part keep the defaults of the rest (queries and metric names one by one). */
+function mergedSignals(given: unknown): unknown {
+  if (given === undefined || given === null || typeof given !== 'object' || Array.isArray(given))
+    return given ?? DEFAULT_SERVICE_SIGNALS;
+  const g = given as Partial<Record<keyof ServiceSignalSettings, unknown>>;
+  const sub = (key: 'queries' | 'endpointMetrics') =>
+    g[key] && typeof g[key] === 'object' && !Array.isArray(g[key])
+      ? { ...DEFAULT_SERVICE_SIGNALS[key], ...(g[key] as object) }
+      : (g[key] ?? DEFAULT_SERVICE_SIGNALS[key]);
+  return {
+    ...DEFAULT_SERVICE_SIGNALS,
+    ...g,
+    queries: sub('queries'),
+    endpointMetrics: sub('endpointMetrics'),
+  };
 }

@@ -7,8 +7,9 @@
 import type { KubernetesObject, V1Namespace } from '@kubernetes/client-node';
 import { type BackendFlavor, BackendNotReadyError, type BackendTenant } from '../port.js';
 import { type KubeClient, type ObjectRef, statusOf } from './client.js';
-import { LABEL_TENANT_ID, MANAGED_BY } from './naming.js';
+import { LABEL_TENANT_ID, MANAGED_BY, namespaceName } from './naming.js';
 import { deviceUnits, type KubeObject, type KubeTenant, tenantObjects } from './objects.js';
+import type { JobBuildContext } from './pod-spec.js';
 import { BestEffortPriorityClass, TenantRefusedError } from './priority-class.js';
 import type { FlavorMapping, KubernetesSettings } from './settings.js';
 import { covers, liveTenantObjects, objectKey } from './tenant-drift.js';
@@ -74,6 +75,25 @@ export class TenantReconciler {
     // Only best-effort pods name the class: a problem with it is theirs alone.
     if (tenant.isolationLevel === 'BEST_EFFORT') this.priorityClass.admit();
     return tenant;
+  }
+
+  /**
+   * Where and with what a job of this tenant is built: its namespace, the flavors and the node pools;
+   * a tenant the cluster refuses is `{ refused }` (the job fails with it), one not synced yet throws.
+   */
+  async buildContext(
+    tenantId: string,
+    nodePools: Map<string, string>,
+  ): Promise<JobBuildContext | { refused: string }> {
+    let tenant: KubeTenant;
+    try {
+      tenant = await this.tenant(tenantId);
+    } catch (error) {
+      if (error instanceof TenantRefusedError) return { refused: error.message };
+      throw error;
+    }
+    const namespace = namespaceName(this.settings, tenant.slug);
+    return { namespace, tenant, flavors: this.flavorMappings, nodePools, flavorSpecs: this.flavorSpecs };
   }
 
   /** Flavor kinds from the last sync: how a flavor's quota units become device units (for Jobs too). */

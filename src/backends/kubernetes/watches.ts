@@ -10,7 +10,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { type KubeClient, ResilientInformer } from './client.js';
-import { LABEL_JOB_ID, MANAGED_BY } from './naming.js';
+import { LABEL_JOB_ID, LABEL_SERVICE_ID, MANAGED_BY } from './naming.js';
 import type { KubernetesSettings } from './settings.js';
 
 const MANAGED_SELECTOR = Object.entries(MANAGED_BY)
@@ -24,6 +24,8 @@ export interface ClusterWatchHandlers {
   onRunObject(jobId: string): void;
   /** A Node was added, changed or deleted. */
   onNodes(): void;
+  /** A pod of an inference service's workload was added, changed or deleted (given to a replica or not yet). */
+  onServicePod?(): void;
 }
 
 export class ClusterWatches {
@@ -90,10 +92,12 @@ export class ClusterWatches {
       onChange: (p) => {
         this.podsByName.set(`${p.metadata?.namespace}/${p.metadata?.name}`, p);
         indexed(this.podsById, p, false);
+        if (p.metadata?.labels?.[LABEL_SERVICE_ID]) handlers.onServicePod?.();
       },
       onDelete: (p) => {
         this.podsByName.delete(`${p.metadata?.namespace}/${p.metadata?.name}`);
         indexed(this.podsById, p, true);
+        if (p.metadata?.labels?.[LABEL_SERVICE_ID]) handlers.onServicePod?.();
       },
       onHealth: health('pods'),
       ...watchTimings,

@@ -3,9 +3,17 @@
 // from the seeded utilization model of the job's declared workload type (training when undeclared).
 
 import { type UtilizationProfile, utilizationAt, utilizationProfile } from '../../core/governance/index.js';
-import type { BackendEvent, BackendJob, BackendLogRun, ExecutionBackend } from '../port.js';
+import type {
+  BackendEvent,
+  BackendJob,
+  BackendLogRun,
+  ExecutionBackend,
+  ServiceLoadQuery,
+  ServiceLoadReading,
+} from '../port.js';
 import { DEFAULT_LOG_ARCHIVE_BYTES, podLogEvents, SimulatedLogs, simulatedRunOf } from './logs.js';
 import { type Ending, finiteNonNegative, mulberry32, planEnding, SIMULATED_FAILURE } from './outcomes.js';
+import { modelledLoad } from './service-load.js';
 
 export {
   MAX_RUN_TIME_EXCEEDED,
@@ -129,6 +137,12 @@ export class SimulatedBackend implements ExecutionBackend {
     this.seed = seed;
     this.logArchiveBytes = options.logArchiveBytes ?? DEFAULT_LOG_ARCHIVE_BYTES;
     this.logs = new SimulatedLogs(this.timeScale, this.now, () => this.timers);
+  }
+
+  /** The modelled load of a service over the replicas of it that run (service-load.ts). */
+  async serviceLoad(query: ServiceLoadQuery): Promise<ServiceLoadReading> {
+    const ready = query.replicaJobIds.filter((id) => this.runs.get(id)?.startedAt !== undefined).length;
+    return modelledLoad(query, ready);
   }
 
   /**

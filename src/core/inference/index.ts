@@ -1,2 +1,3 @@
 export * from './autoscaler.js';
+export * from './replicas.js';
 export * from './traffic.js';

@@ -1,6 +1,7 @@
 // Commit: a plan's trial changes become the state; victims go back to pending with their original
 // submit time; a running job's release frees quota and nodes and wakes who can gain.
 import type { Plan } from './assignment/plan.js';
+import { neverPreempted } from './guaranteed.js';
 import { type NodeState, type PodAlloc, releaseAlloc } from './nodes.js';
 import { lostGpuMs } from './preemption/lost-work.js';
 import { anyOverNominal, historyChange } from './queue-usage.js';
@@ -138,7 +139,7 @@ export function freedMoreThanTaken(
 export function release(core: CoreState, j: JobState, now: number): void {
   const q = j.queue;
   core.stateVersion++;
-  chargeQueue(q, j.usage, -1);
+  chargeQueue(q, j.usage, -1, neverPreempted(j));
   for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
   q.admitted.delete(j);
   historyChange(core, q, now, -gpuOf(j.usage), 0);

@@ -206,6 +206,7 @@ export function upsertQueue(core: CoreState, q: QueueSpec): void {
       lendable: [0, 0, 0],
       usageVersion: 0,
       shareCache: { version: -1, value: 0 },
+      guaranteed: new Map(),
       preemptFails: [],
     };
     core.queues.set(q.name, state);

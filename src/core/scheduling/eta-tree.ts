@@ -80,5 +80,6 @@ export function trialAdmit(core: CoreState, j: JobState): (() => void) | null {
   const q = j.queue;
   const usage = r.usage;
   const allocs = r.parts.flatMap((p) => p.allocs);
-  return () => tReleaseHeld(core, q, usage, allocs);
+  const guaranteed = nominalOnly(j);
+  return () => tReleaseHeld(core, q, usage, allocs, guaranteed);
 }

@@ -149,9 +149,13 @@ export interface QuotaShortfall {
   maxAvailable: number;
   /**
    * The job's priority class is never preempted (`preemptible: 'no'`), so it runs only within its
-   * queue's nominal: `available` and `maxAvailable` are capped by the nominal and `borrowingLimit` is 0.
+   * queue's nominal, judged against the queue's jobs that are never preempted (`guaranteedUsed`):
+   * `available` is what it could take now within that room (nominal − guaranteedUsed), `maxAvailable`
+   * is capped by the nominal and `borrowingLimit` is 0.
    */
   nominalOnly?: boolean;
+  /** With `nominalOnly`: what the queue's jobs that are never preempted use (part of `used`). */
+  guaranteedUsed?: number;
 }
 
 /** Free capacity of one flavor against the pods a `NoNodeFits` job needs (flavor units: GPUs, slices or shares). */

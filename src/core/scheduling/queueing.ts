@@ -86,6 +86,7 @@ export function knownPreemptFail(core: CoreState, j: JobState): Map<string, numb
       ps.shape.mem >= m.shape.mem &&
       ps.minCount >= m.minCount &&
       j.priority <= m.priority &&
+      nominalOnly(j) === m.nominalOnly &&
       j.spec.submitTime >= m.submit
     )
       return m.releasable;
@@ -105,6 +106,7 @@ export function rememberPreemptFail(core: CoreState, j: JobState): void {
     minCount: ps.minCount,
     priority: j.priority,
     submit: j.spec.submitTime,
+    nominalOnly: nominalOnly(j),
     releasable: j.releasable,
   });
   q.preemptFails = fails.slice(-8);
@@ -140,7 +142,8 @@ export function classifyPark(j: JobState, fail: Fail | null): void {
     const fq = q.node.flavors.get(f);
     if (!fq) continue;
     const releasable = j.releasable?.get(f);
-    if (!releasable && canPreempt(q)) {
+    // (A job that is never preempted can always preempt: its queue's own preemptible jobs, candidates.ts.)
+    if (!releasable && (canPreempt(q) || nominalOnly(j))) {
       j.parkKind = 'any'; // this option was not searched for victims: no bound on what a retry needs
       return;
     }
@@ -156,8 +159,8 @@ export function classifyPark(j: JobState, fail: Fail | null): void {
   j.parkKind = 'quota';
   // The quota numbers say it could fit (by preempting what it found) yet it did not: nodes are what
   // it waits for (its victims' GPUs do not make room for its pods). Not so for a job that is never
-  // preempted: it may also wait for its queue's own usage to fall below its nominal (quota-mode.ts,
-  // nominalOnly), which the available quota does not show, so any release in its tree retries it.
+  // preempted: it may also wait for its queue's guaranteed usage to leave it room in the nominal
+  // (guaranteed.ts), which the available quota does not show, so any release in its tree retries it.
   if (quotaNeedMetNow(j)) j.parkKind = nominalOnly(j) ? 'any' : 'node';
 }
 

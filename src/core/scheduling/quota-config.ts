@@ -1,6 +1,7 @@
 // Quota configuration: specs converted to internal units with the isolation level applied, time
 // windows laid over base quotas, and the quota tree rebuilt (on configuration changes only).
 import { SchedulerInputError } from './errors.js';
+import { neverPreempted } from './guaranteed.js';
 import { nominalOf, overNominal } from './queue-usage.js';
 import {
   emptyFlavorQuota,
@@ -137,7 +138,9 @@ export function rebuildQuotas(core: CoreState): void {
       core.treeQueues.set(q.root, list);
     }
     list.push(q);
-    for (const j of q.admitted) chargeQueue(q, j.usage, 1);
+    // The tree's usage was reset: charge every running job again (the guaranteed usage with it).
+    q.guaranteed.clear();
+    for (const j of q.admitted) chargeQueue(q, j.usage, 1, neverPreempted(j));
   }
   for (const q of core.queues.values()) {
     q.usageVersion++;

@@ -1,6 +1,7 @@
 // Rebuilding state from running jobs: restore after a restart (no decisions), and the naive
 // baseline's rescan of every running job each cycle (rescanEveryCycle).
 import { SchedulerInputError } from './errors.js';
+import { neverPreempted } from './guaranteed.js';
 import { buildJob } from './jobs.js';
 import { isFractional, type PodAlloc, reapplyAlloc } from './nodes.js';
 import { historyChange } from './queue-usage.js';
@@ -72,7 +73,7 @@ export function restore(core: CoreState, admitted: RestoredAdmission[]): void {
       }
     }
     for (const a of allocs) reapplyAlloc(a);
-    chargeQueue(j.queue, usage, 1);
+    chargeQueue(j.queue, usage, 1, neverPreempted(j));
     j.status = 'admitted';
     j.usage = usage;
     j.allocs = allocs;

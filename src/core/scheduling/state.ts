@@ -125,6 +125,11 @@ export interface QueueState {
   usageVersion: number;
   shareCache: { version: number; value: number };
   /**
+   * Guaranteed usage per flavor (internal units): what its admitted jobs of a never-preempted class hold
+   * (guaranteed.ts). Changed with the quota tree's usage by every charge and release (trail.ts).
+   */
+  guaranteed: Map<string, number[]>;
+  /**
    * Preemption searches that failed at the current state version. A later job of this queue with
    * the same flavor options, an equal or larger shape and gang minimum, and equal or lower priority
    * (submitted no earlier) has a subset of the candidates and needs more: its search would fail
@@ -137,6 +142,8 @@ export interface QueueState {
     minCount: number;
     priority: number;
     submit: number;
+    /** Searched for a job that is never preempted (other candidates, guaranteed.ts): applies only to such jobs. */
+    nominalOnly: boolean;
     releasable: Map<string, number[]>;
   }[];
 }

@@ -2,6 +2,8 @@
 // node capacity, releasing a would-be victim) pushes its inverse, and a rejected or what-if decision
 // rolls the trail back to its mark, leaving the state exactly as it was. Every trial mutation must go
 // through these functions; anything else breaks `preview` and the rollback of rejected decisions.
+
+import { addGuaranteed, neverPreempted } from './guaranteed.js';
 import {
   type FlavorState,
   type NodeState,
@@ -16,8 +18,17 @@ import { fragShapes } from './pending-shapes.js';
 import { addUsage, RESOURCE_COUNT, removeUsage } from './quota.js';
 import type { CoreState, JobState, QueueState } from './state.js';
 
-export function chargeQueue(q: QueueState, usage: Map<string, number[]>, sign: 1 | -1): void {
+/** Charges (sign 1) or releases (sign −1) usage to the queue's quota tree; `guaranteed`: a never-preempted
+ * job's, kept in the queue's guaranteed usage as well (guaranteed.ts).
+ */
+export function chargeQueue(
+  q: QueueState,
+  usage: Map<string, number[]>,
+  sign: 1 | -1,
+  guaranteed = false,
+): void {
   q.usageVersion++;
+  if (guaranteed) addGuaranteed(q, usage, sign);
   for (const [f, v] of usage) {
     for (let r = 0; r < RESOURCE_COUNT; r++) {
       const x = v[r] as number;
@@ -32,9 +43,14 @@ export function rollback(core: CoreState, mark: number): void {
   while (core.trail.length > mark) (core.trail.pop() as () => void)();
 }
 
-export function tCharge(core: CoreState, q: QueueState, usage: Map<string, number[]>): void {
-  chargeQueue(q, usage, 1);
-  core.trail.push(() => chargeQueue(q, usage, -1));
+export function tCharge(
+  core: CoreState,
+  q: QueueState,
+  usage: Map<string, number[]>,
+  guaranteed = false,
+): void {
+  chargeQueue(q, usage, 1, guaranteed);
+  core.trail.push(() => chargeQueue(q, usage, -1, guaranteed));
 }
 
 export function tPlace(
@@ -56,19 +72,21 @@ export function tPlace(
 
 /** Trial release of an admitted job's quota and node capacity. */
 export function tRelease(core: CoreState, j: JobState): void {
-  chargeQueue(j.queue, j.usage, -1);
+  const g = neverPreempted(j);
+  chargeQueue(j.queue, j.usage, -1, g);
   for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
   core.trail.push(() => {
     for (const a of j.allocs) reapplyAlloc(a);
-    chargeQueue(j.queue, j.usage, 1);
+    chargeQueue(j.queue, j.usage, 1, g);
   });
 }
 
 export function tReadd(core: CoreState, j: JobState): void {
+  const g = neverPreempted(j);
   for (const a of j.allocs) reapplyAlloc(a);
-  chargeQueue(j.queue, j.usage, 1);
+  chargeQueue(j.queue, j.usage, 1, g);
   core.trail.push(() => {
-    chargeQueue(j.queue, j.usage, -1);
+    chargeQueue(j.queue, j.usage, -1, g);
     for (let i = j.allocs.length - 1; i >= 0; i--) releaseAlloc(j.allocs[i] as PodAlloc);
   });
 }
@@ -81,18 +99,20 @@ export function tUncharge(core: CoreState, q: QueueState, usage: Map<string, num
 
 /**
  * Trial release of capacity held under `q` (a simulated admission's quota and pods, the ETA
- * search's end event); its undo goes on the trail like every other trial change.
+ * search's end event); its undo goes on the trail like every other trial change. `guaranteed`: the
+ * simulated job is never preempted (its usage leaves the queue's guaranteed usage too).
  */
 export function tReleaseHeld(
   core: CoreState,
   q: QueueState,
   usage: Map<string, number[]>,
   allocs: PodAlloc[],
+  guaranteed = false,
 ): void {
-  chargeQueue(q, usage, -1);
+  chargeQueue(q, usage, -1, guaranteed);
   for (let i = allocs.length - 1; i >= 0; i--) releaseAlloc(allocs[i] as PodAlloc);
   core.trail.push(() => {
     for (const a of allocs) reapplyAlloc(a);
-    chargeQueue(q, usage, 1);
+    chargeQueue(q, usage, 1, guaranteed);
   });
 }

@@ -185,6 +185,7 @@ export function debugState(core: CoreState): unknown {
       admitted: [...q.admitted].map((j) => j.spec.id).sort(),
       history: { ...q.history },
       windowReclaimable: q.windowReclaimable,
+      guaranteed: mapToObj(q.guaranteed),
     })),
     jobs: [...core.jobs.values()].map((j) => [
       j.spec.id,

@@ -21,6 +21,7 @@ export const Flavor = defineEntity({
     kind: p.enum([...FLAVOR_KINDS]),
     gpuModel: p.string().length(100).nullable(),
     slicesPerGpu: p.integer().nullable(),
+    /** The price at creation. What is charged, and what the graph shows, is the price book's (FlavorPrice). */
     pricePerUnitHour: p.double().$type<number>().default(0),
     createdAt: p.datetime().onCreate(() => new Date()),
   },

@@ -2,6 +2,7 @@ import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 import type { Admission, PodSetSpec } from '../../core/scheduling/index.js';
 import { Queue } from '../cluster/index.js';
 import { uuidv7 } from '../ids.js';
+import { InferenceService } from '../inference/index.js';
 import { Project, Tenant, User } from '../tenancy/index.js';
 import { tenantFilter } from '../tenant-filter.js';
 
@@ -27,6 +28,7 @@ export const Job = defineEntity({
     { properties: ['tenant', 'id'] },
     { properties: ['queue', 'id'] },
     { properties: ['stoppingUntil'] },
+    { properties: ['service', 'state'] },
   ],
   properties: {
     id: p
@@ -83,6 +85,12 @@ export const Job = defineEntity({
      * RAY_CLUSTER (an open-ended Ray cluster under quota). Other backends run every kind as pods.
      */
     workloadKind: p.enum([...WORKLOAD_KINDS]).default('BATCH'),
+    /** The inference service this job is a replica of (null: a batch job). */
+    service: () => p.manyToOne(InferenceService).nullable().deleteRule('set null'),
+    /** The replica's slot in its service (0..desired−1); slots below the minimum are the guaranteed ones. */
+    replicaSlot: p.integer().nullable(),
+    /** The service revision the replica runs. */
+    serviceRevision: p.integer().nullable(),
     /** Retries in place of the job's own failures (a non-zero exit, OOMKilled) before it fails; 0–10. */
     maxRetries: p.integer().default(0),
     /** Times the cluster stopped it (eviction, drain, a lost node) and it was requeued. */

@@ -46,6 +46,10 @@ export interface JobView {
   maxRetries: number;
   disruptionCount: number;
   workloadKind: string;
+  /** The inference service this job is a replica of, and its slot (null: a batch job). */
+  service?: { id: string } | null;
+  replicaSlot?: number | null;
+  serviceRevision?: number | null;
   stoppingSince?: number | null;
   stoppingUntil?: number | null;
   stoppingAdmission?: Admission | null;
@@ -82,6 +86,9 @@ export class JobRow implements JobView {
   maxRetries!: number;
   disruptionCount!: number;
   workloadKind!: string;
+  service!: { id: string } | null;
+  replicaSlot!: number | null;
+  serviceRevision!: number | null;
   stoppingSince!: number | null;
   stoppingUntil!: number | null;
   meteredFrom!: number | null;
@@ -182,6 +189,8 @@ export interface JobRowFilter {
   priorityClass?: string | null;
   submittedAfter?: Date | null;
   submittedBefore?: Date | null;
+  /** The user who submitted them. */
+  submittedById?: string | null;
 }
 
 /** The keyset page (paging.ts's PageQuery): ids ascending, `inverted` walks back. */
@@ -220,6 +229,9 @@ const COLUMNS = [
   'max_retries',
   'disruption_count',
   'workload_kind',
+  'service_id',
+  'replica_slot',
+  'service_revision',
   'stopping_since',
   'stopping_until',
   'stopping_admission',
@@ -274,6 +286,10 @@ export async function readJobRows(
   if (filter.priorityClass) {
     where.push(`${q('priority_class')} = ?`);
     params.push(filter.priorityClass);
+  }
+  if (filter.submittedById) {
+    where.push(`${q('submitted_by_id')} = ?`);
+    params.push(filter.submittedById);
   }
   if (filter.submittedAfter) {
     where.push(`${q('submitted_at')} >= ?`);
@@ -343,6 +359,9 @@ function toRow(platform: Platform, raw: Raw): JobRow {
   row.maxRetries = Number(raw.max_retries);
   row.disruptionCount = Number(raw.disruption_count);
   row.workloadKind = String(raw.workload_kind ?? 'BATCH');
+  row.service = ref(raw.service_id);
+  row.replicaSlot = num(raw.replica_slot);
+  row.serviceRevision = num(raw.service_revision);
   row.stoppingSince = num(raw.stopping_since);
   row.stoppingUntil = num(raw.stopping_until);
   row.meteredFrom = num(raw.metered_from);

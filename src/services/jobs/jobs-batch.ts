@@ -94,6 +94,9 @@ async function attempt(ctx: ServiceContext, inputs: SubmitJobInput[], mayRetry: 
   // On the leader each spec goes straight into the core (one cycle serves the burst); a follower tells the
   // leader.
   for (const p of fresh) ctx.scheduler.submitted(p.spec!);
+  const at = ctx.now().getTime();
+  for (const queueId of new Set(fresh.map((p) => p.target.queue.id)))
+    ctx.events.publish('queue-updated', queueId, { queueId, at });
   return plan.map((p) => p.existing ?? p.job!);
 }
 

@@ -28,6 +28,7 @@ import {
   type ServiceContext,
 } from '../context.js';
 import { schedulerInputError } from '../errors.js';
+import type { Metering } from '../metering/index.js';
 import { findPage, type PageQuery } from '../paging.js';
 import { checkpointSpec, totalGpus } from '../scheduling/index.js';
 import { defaultProjectOf, requireContributor, requireJobChanger } from '../tenancy/index.js';
@@ -42,6 +43,8 @@ export interface JobFilter {
   priorityClass?: string | null;
   submittedAfter?: Date | null;
   submittedBefore?: Date | null;
+  /** Only the caller's own submissions. */
+  mine?: boolean;
 }
 
 /**
@@ -88,7 +91,7 @@ export async function resolveTarget(ctx: ServiceContext, em: EntityManager, inpu
 
 /** The scheduler core's view of a submission, with a fresh id and submit time. */
 export function coreSpec(
-  ctx: ServiceContext,
+  ctx: Pick<ServiceContext, 'now'>,
   input: SubmitJobInput,
   queue: Queue,
   project: Project,
@@ -127,8 +130,10 @@ export function pendingJobFields(p: {
   tenantId: string;
   projectId: string;
   queueId: string;
-  userId: string;
+  userId: string | null;
   hash: string;
+  /** A replica of an inference service: the service, the replica's slot and the revision it runs. */
+  replica?: { serviceId: string; slot: number; revision: number };
 }) {
   const { input, spec } = p;
   return {
@@ -161,6 +166,9 @@ export function pendingJobFields(p: {
     admittedAt: null,
     startedAt: null,
     finishedAt: null,
+    service: p.replica?.serviceId ?? null,
+    replicaSlot: p.replica?.slot ?? null,
+    serviceRevision: p.replica?.revision ?? null,
   };
 }
 
@@ -263,6 +271,8 @@ export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Pro
   }
   // On the leader the spec goes straight into the core; a follower tells the leader.
   ctx.scheduler.submitted(spec);
+  // Its pending count changed: live views of the queue (queueUpdated) see the new job at once.
+  ctx.events.publish('queue-updated', queue.id, { queueId: queue.id, at: ctx.now().getTime() });
   return job;
 }
 
@@ -295,31 +305,49 @@ export async function cancelJob(ctx: ServiceContext, id: string): Promise<Job> {
     requireJobChanger(ctx, found);
     if (TERMINAL_JOB_STATES.has(found.state))
       throw conflict(`The job has already ${found.state.toLowerCase()}.`);
-    const now = ctx.now();
-    // A running job is charged up to its cancel, with the cancel.
-    await ctx.scheduler.metering.charge(em, [found], now.getTime(), 'cancelled');
-    found.state = 'CANCELLED';
-    found.finishedAt = now;
-    found.exitReason = 'cancelled by user';
-    em.create(JobEvent, {
-      job: found,
-      tenant: found.tenant,
-      type: 'CANCELLED',
-      reason: null,
+    await cancelJobRow(em, ctx.scheduler.metering, found, ctx.now(), {
       message: 'Cancelled',
-      data: null,
-      at: now,
-    });
-    em.create(OutboxEntry, {
-      kind: 'job.cancelled',
-      payload: { jobId: found.id, queueId: found.queue.id, at: now.getTime() },
-      performedAt: null,
+      exitReason: 'cancelled by user',
     });
     await em.flush();
     return { result: found, tenantId: found.tenant.id, targetType: 'Job', targetId: found.id };
   });
   ctx.scheduler.announce({ kind: 'cancelled', jobId: job.id });
+  ctx.events.publish('queue-updated', job.queue.id, { queueId: job.queue.id, at: ctx.now().getTime() });
   return job;
+}
+
+/**
+ * Cancels a job that has not ended, in the caller's transaction (not flushed): charged up to now,
+ * CANCELLED with its event, and an outbox entry that stops its run. Announce `cancelled` after the
+ * commit so the leader's core forgets it.
+ */
+export async function cancelJobRow(
+  em: EntityManager,
+  metering: Pick<Metering, 'charge'>,
+  job: Job,
+  now: Date,
+  why: { message: string; exitReason: string },
+): Promise<void> {
+  // A running job is charged up to its cancel, with the cancel.
+  await metering.charge(em, [job], now.getTime(), 'cancelled');
+  job.state = 'CANCELLED';
+  job.finishedAt = now;
+  job.exitReason = why.exitReason;
+  em.create(JobEvent, {
+    job,
+    tenant: job.tenant,
+    type: 'CANCELLED',
+    reason: null,
+    message: why.message,
+    data: null,
+    at: now,
+  });
+  em.create(OutboxEntry, {
+    kind: 'job.cancelled',
+    payload: { jobId: job.id, queueId: job.queue.id, at: now.getTime() },
+    performedAt: null,
+  });
 }
 
 export async function getJob(ctx: ServiceContext, id: string): Promise<Job> {
@@ -335,7 +363,8 @@ export async function listJobs(ctx: ServiceContext, filter: JobFilter, page: Pag
   if (filter.submittedAfter && filter.submittedBefore && filter.submittedAfter > filter.submittedBefore) {
     throw badInput('submittedAfter must be before submittedBefore.');
   }
-  return readJobRows(ctx.em, filter, page);
+  const { mine, ...rows } = filter;
+  return readJobRows(ctx.em, mine ? { ...rows, submittedById: requirePrincipal(ctx).userId } : rows, page);
 }
 
 export async function listJobEvents(

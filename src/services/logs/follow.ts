@@ -38,6 +38,8 @@ export interface FollowDeps {
   flushMs: number;
   /** How often the follower looks at the job again besides its events (missed events, an archive written late). */
   recheckMs?: number;
+  /** Open streams, so the service can end them (and wait for their reads) before the database closes. */
+  open?: Set<() => Promise<void>>;
 }
 
 export interface FollowQuery {
@@ -91,7 +93,7 @@ export function followJobLogs(deps: FollowDeps, jobId: string, query: FollowQuer
     let inFlight = false;
     let flushTimer: NodeJS.Timeout | null = null;
     let closed = false;
-    let reconciling = false;
+    let reconciling: Promise<void> | null = null;
     let again = false;
 
     const cursor = () => encodeStream({ r: run ?? 1, p: Object.fromEntries(positions) });
@@ -130,6 +132,7 @@ export function followJobLogs(deps: FollowDeps, jobId: string, query: FollowQuer
     const finish = (error?: Error) => {
       if (closed) return;
       closed = true;
+      deps.open?.delete(shutDown);
       stopFollowers();
       if (flushTimer) clearTimeout(flushTimer);
       clearInterval(recheck);
@@ -138,23 +141,33 @@ export function followJobLogs(deps: FollowDeps, jobId: string, query: FollowQuer
     };
 
     /** Looks at the job and its runs, and follows, drains or moves on accordingly. */
-    const reconcile = async (): Promise<void> => {
+    const reconcile = (): Promise<void> => {
+      if (closed) return Promise.resolve();
       if (reconciling) {
         again = true;
-        return;
+        return reconciling;
       }
-      reconciling = true;
-      try {
-        do {
-          again = false;
-          await step();
-        } while (again && !closed);
-      } catch (error) {
-        finish(error instanceof Error ? error : new Error(String(error)));
-      } finally {
-        reconciling = false;
-      }
+      reconciling = (async () => {
+        try {
+          do {
+            again = false;
+            await step();
+          } while (again && !closed);
+        } catch (error) {
+          finish(error instanceof Error ? error : new Error(String(error)));
+        } finally {
+          reconciling = null;
+        }
+      })();
+      return reconciling;
     };
+    /** Ends the stream and waits for the read under way (the database is about to close). */
+    const shutDown = async (): Promise<void> => {
+      const reading = reconciling;
+      finish();
+      await reading;
+    };
+    deps.open?.add(shutDown);
 
     const step = async (): Promise<void> => {
       const em = systemEntityManager(deps.orm);

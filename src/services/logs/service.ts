@@ -40,6 +40,8 @@ export class JobLogsService {
   private archiving: Promise<unknown> = Promise.resolve();
   /** One backend follow per pod, shared by this process's streams. */
   readonly fanout: LogFanout | undefined;
+  /** Open jobLogs streams: ended (their reads awaited) when the service stops. */
+  private readonly openStreams = new Set<() => Promise<void>>();
 
   constructor(
     private readonly deps: {
@@ -61,6 +63,7 @@ export class JobLogsService {
   async stop(): Promise<void> {
     this.stopListening?.();
     this.stopListening = null;
+    await Promise.all([...this.openStreams].map((shutDown) => shutDown()));
     await this.archiving.catch(() => undefined);
   }
 
@@ -81,6 +84,7 @@ export class JobLogsService {
         events: this.deps.events,
         bufferLines: settings.followBufferLines,
         flushMs: settings.followFlushMs,
+        open: this.openStreams,
       },
       job.id,
       query,

@@ -1,7 +1,9 @@
 // A job whose priority class is never preempted (`preemptible: 'no'`, e.g. inference-critical) runs
 // only within its queue's nominal (core quota-mode.ts, nominalOnly): admitted on borrowed quota, no
 // reclaim could ever give the lender its nominal back, so the lender's floor would be broken for as
-// long as it runs. It still preempts within its nominal; 'reclaim-only' jobs still borrow.
+// long as it runs. It still preempts within its nominal; 'reclaim-only' jobs still borrow. The nominal
+// is judged against the queue's never-preempted usage only (core guaranteed.ts; its preemptible jobs
+// are room it takes back: test/core/scheduling/guaranteed-within-nominal.test.ts).
 import { describe, expect, it } from 'vitest';
 import { applyPolicy, BUILT_IN_POLICIES, baseSetting } from '../../../src/core/governance/index.js';
 import type { QueueSpec } from '../../../src/core/scheduling/index.js';
@@ -54,18 +56,19 @@ describe('a job that is never preempted does not borrow', () => {
     expect(r.admitted).toEqual([]);
     const d = r.pending.find((p) => p.jobId === 'ic6')!;
     expect(d.reason).toBe('WaitingForQuota');
-    // available is what it may use (nominal 8 − used 4), not the 12 the cohort could lend.
+    // available is what it may use (nominal 8 − 4 used by never-preempted jobs), not the 12 the cohort could lend.
     expect(d.shortfall).toMatchObject({
       requested: 6,
       nominal: 8,
       used: 4,
+      guaranteedUsed: 4,
       available: 4,
       maxAvailable: 8,
       borrowingLimit: 0,
       nominalOnly: true,
     });
     expect(d.message).toBe(
-      "gpu on h100: requested 6, available 4 (nominal 8, used 4, borrowing limit 0): its priority class is never preempted, so it runs only within its queue's nominal and does not borrow",
+      "gpu on h100: requested 6, available 4 (nominal 8, used 4, never preempted 4, borrowing limit 0): its priority class is never preempted, so it runs only within the 4 its queue's nominal leaves beside the queue's jobs that are never preempted (4 of 8) and does not borrow; it waits for those jobs to end",
     );
     // The same request of a training job borrows.
     expect(s.preview(makeJob('t6').queue('a').pods(6).priority('training').build())).toMatchObject({
@@ -89,8 +92,8 @@ describe('a job that is never preempted does not borrow', () => {
   });
 
   it('it still preempts within its nominal: own lower-priority jobs (priority), and borrowers of its lent nominal (reclaim)', () => {
-    // Own queue: its training job holds the nominal while b's 8 GPUs sit idle; it takes the training job's
-    // place.
+    // Own queue: its training job holds the nominal and b uses its own; it takes the training job's place.
+    // (With b's GPUs idle it would fit at once, the training job borrowing: guaranteed-within-nominal.test.ts.)
     {
       const { s } = makeCluster({
         nodes: nodes(2),
@@ -100,6 +103,7 @@ describe('a job that is never preempted does not borrow', () => {
         ],
       });
       s.submit(makeJob('train').queue('a').pods(8).priority('training').build());
+      s.submit(makeJob('b8').queue('b').pods(8).priority('training').build());
       s.cycle();
       const spec = makeJob('ic').queue('a').pods(4).priority('inference-critical').build();
       const p = s.preview(spec);
@@ -160,14 +164,15 @@ describe('a job that is never preempted does not borrow', () => {
     expect(r.pending.find((p) => p.jobId === 'a8')?.reason).toBe('WaitingForQuota');
   });
 
-  it('waiting for its own queue to fall under its nominal, it is retried when an own job ends, even where that frees no node its pods fit', () => {
-    // Node h100-0: a's 1-GPU job and b's 7-GPU job; h100-1 free. a's 8-GPU pod fits h100-1 and the
-    // cohort's quota, but not a's nominal (1 + 8 > 8) until `a1` ends — which frees one GPU on h100-0 only.
+  it("waiting for its queue's never-preempted jobs to leave it room in the nominal, it is retried when one ends, even where that frees no node its pods fit", () => {
+    // Node h100-0: a's 1-GPU inference-critical job and b's 7-GPU job; h100-1 free. a's 8-GPU pod fits
+    // h100-1 and the cohort's quota, but not a's nominal beside a1 (1 + 8 > 8) until `a1` ends — which frees
+    // one GPU on h100-0 only.
     const { s } = makeCluster({
       nodes: nodes(2),
       queues: [makeQueue('a').cohort('c').nominal('h100', 8), makeQueue('b').cohort('c').nominal('h100', 8)],
     });
-    s.submit(makeJob('a1').queue('a').gpus(1).build());
+    s.submit(makeJob('a1').queue('a').gpus(1).priority('inference-critical').build());
     s.cycle();
     s.submit(makeJob('b7').queue('b').gpus(7).build());
     s.cycle();
@@ -186,7 +191,7 @@ describe('a job that is never preempted does not borrow', () => {
       nodes: nodes(2),
       queues: [makeQueue('a').cohort('c').nominal('h100', 4), makeQueue('b').cohort('c').nominal('h100', 12)],
     });
-    s.submit(makeJob('own').queue('a').pods(4).duration(3_600_000).build());
+    s.submit(makeJob('own').queue('a').pods(4).duration(3_600_000).priority('inference-critical').build());
     s.cycle();
     const admittedAt = clock.now();
     s.submit(makeJob('ic').queue('a').pods(4).priority('inference-critical').build());
@@ -203,7 +208,7 @@ describe('a job that is never preempted does not borrow', () => {
       nodes: nodes(2),
       queues: [makeQueue('a').cohort('c').nominal('h100', 4), makeQueue('b').cohort('c').nominal('h100', 12)],
     });
-    s.submit(makeJob('own').queue('a').pods(2).build());
+    s.submit(makeJob('own').queue('a').pods(2).priority('inference-critical').build());
     s.cycle();
     for (const [id, pods, reason] of [
       ['ic3', 3, 'WaitingForQuota'],

@@ -60,11 +60,14 @@ const cases: PreemptCase[] = [
     expect: { pending: 'WaitingForQuota' },
   },
   {
-    name: 'production is preemptible only by reclaim, not by priority in its queue',
+    // Not by priority in its queue; but the nominal's room for jobs that are never preempted is only lent
+    // to it: such a job of its queue takes it back as a reclaim (core guaranteed.ts; a higher-priority
+    // preemptible job does not: test/core/scheduling/guaranteed-within-nominal.test.ts).
+    name: 'production is preemptible only by reclaim: in its queue, by a job that is never preempted taking back the nominal',
     queues: solo('LowerPriority'),
     running: [makeJob('prod').queue('a').pods(8).priority('production')],
     job: makeJob('serve').queue('a').pods(8).priority('inference-critical'),
-    expect: { pending: 'WaitingForQuota' },
+    expect: { victims: ['prod'], reason: 'reclaim', mode: 'preempt' },
   },
   {
     name: 'reclaimWithinCohort Any: the lender takes back its nominal from a higher-priority borrower',
@@ -117,6 +120,8 @@ const cases: PreemptCase[] = [
     expect: { pending: 'WaitingForQuota' },
   },
   {
+    // b's job stays; a's job that is never preempted takes its own queue's preemptible job instead (its
+    // nominal is judged against a's never-preempted usage, 0: core guaranteed.ts).
     name: 'a queue within its nominal is never a reclaim victim',
     queues: pair('Any'),
     running: [
@@ -124,7 +129,7 @@ const cases: PreemptCase[] = [
       makeJob('b-own').queue('b').pods(8).priority('experiment'),
     ],
     job: makeJob('a-more').queue('a').pods(4).priority('inference-critical'),
-    expect: { pending: 'WaitingForQuota' },
+    expect: { victims: ['a-own'], reason: 'reclaim', mode: 'preempt' },
   },
   {
     name: 'candidate order: another queue before the own queue, even at higher priority',

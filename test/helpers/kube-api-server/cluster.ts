@@ -1,5 +1,5 @@
 /**
- * What the test cluster's control loops (Job controller, scheduler, kubelet, pod GC) share: the
+ * What the test cluster's control loops (workload controllers, scheduler, kubelet, pod GC) share: the
  * store, the event recorder, the options, a way to write that reports refusals, and the loop's clock.
  */
 import type { EventRecorder } from './events.js';
@@ -25,6 +25,8 @@ export interface ClusterOptions {
   preemption: boolean;
   /** How long after a suspended Job's pods are gone the Job controller clears status.startTime. */
   jobControllerDelayMs: number;
+  /** How often the HorizontalPodAutoscaler controller syncs each HPA. */
+  hpaSyncMs: number;
   /** The PyTorchJob workers' init container template (KubeApiServerOptions.pytorchInitContainerTemplate). */
   pytorchInitContainerTemplate?: object;
 }

@@ -1,7 +1,7 @@
 /**
  * The test cluster's control loop: pod GC, the workload controllers of custom kinds (JobSet, PyTorchJob,
- * RayJob, RayCluster: crd-controllers/, each while its CRD is installed), the Job controller, the scheduler,
- * the kubelet and the quota controller, run together on one unref'd timer whenever something changes (Events and Leases aside)
+ * RayJob, RayCluster: crd-controllers/, each while its CRD is installed), the HorizontalPodAutoscaler,
+ * Deployment, ReplicaSet and Job controllers, the scheduler, the kubelet and the quota controller, run together on one unref'd timer whenever something changes (Events and Leases aside)
  * or a deadline (pod start, pod end, SIGTERM exit, Job deadline, TTL, retry) comes due. Every write goes
  * through the store, so what they make is defaulted, admitted and validated too.
  */
@@ -10,11 +10,14 @@ import { JobSetController } from './crd-controllers/jobset.js';
 import { PyTorchJobController } from './crd-controllers/pytorchjob.js';
 import { RayClusterController } from './crd-controllers/raycluster.js';
 import { RayJobController } from './crd-controllers/rayjob.js';
+import { DeploymentController } from './deployment-controller.js';
 import { collectOrphanedPods } from './disruption.js';
 import { EventRecorder } from './events.js';
+import { HpaController } from './hpa-controller.js';
 import { JobController } from './job-controller.js';
 import { Kubelet } from './kubelet.js';
 import { PodLogs } from './pod-logs.js';
+import { ReplicaSetController } from './replicaset-controller.js';
 import { Scheduler } from './scheduler.js';
 import { podRequests } from './scheduling.js';
 import { type Store, type StoreEvent, terminal } from './store.js';
@@ -35,6 +38,8 @@ export class Controllers implements Cluster {
   private readonly unsubscribe: () => void;
   private readonly reported = new Set<string>();
   private readonly jobController: JobController;
+  /** The apps/v1 and autoscaling/v2 controllers, in the order they run. */
+  private readonly apps: { pass(now: number): void }[];
   /** The workload controllers of custom kinds; each acts only while its CRD is installed. */
   private readonly workloads: { pass(now: number): void }[];
   private readonly scheduler: Scheduler;
@@ -51,6 +56,7 @@ export class Controllers implements Cluster {
     this.events = new EventRecorder(store);
     this.logs = new PodLogs(store);
     this.jobController = new JobController(this);
+    this.apps = [new HpaController(this), new DeploymentController(this), new ReplicaSetController(this)];
     this.workloads = [
       new JobSetController(this),
       new PyTorchJobController(this),
@@ -102,6 +108,7 @@ export class Controllers implements Cluster {
         const now = Date.now();
         collectOrphanedPods(this);
         for (const w of this.workloads) w.pass(now);
+        for (const a of this.apps) a.pass(now);
         this.jobController.pass(now);
         this.scheduler.pass(now);
         this.kubelet?.pass(now);
@@ -113,6 +120,20 @@ export class Controllers implements Cluster {
     }
     if (this.again) this.wakeAt(Date.now() + 1);
     if (this.nextWake < Infinity) this.wakeAt(this.nextWake);
+  }
+
+  /**
+   * Holds a pod not ready (its readiness probe failing) or lets its probes decide again, and runs the
+   * loop at once so that the pod and its ReplicaSet / Deployment say so when this returns.
+   */
+  setPodReady(namespace: string, name: string, ready: boolean): void {
+    const pod = this.store.peek('Pod', namespace, name);
+    if (!pod) throw new Error(`no pod ${namespace}/${name}`);
+    if (!this.kubelet) throw new Error('setPodReady needs a kubelet (kubelet: false)');
+    this.kubelet.setReady(pod.metadata.uid, ready);
+    if (this.running) return void (this.again = true);
+    if (this.timer) clearTimeout(this.timer);
+    this.reconcile();
   }
 
   /** Reports each problem once, even when a test empties `problems` and the loop meets it again. */

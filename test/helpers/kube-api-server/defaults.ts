@@ -22,6 +22,20 @@ function containerDefaults(c: any): void {
   c.resources ??= {};
   for (const p of c.ports ?? []) p.protocol ??= 'TCP';
   for (const e of c.env ?? []) if (e.valueFrom?.fieldRef) e.valueFrom.fieldRef.apiVersion ??= 'v1';
+  for (const key of ['livenessProbe', 'readinessProbe', 'startupProbe']) probeDefaults(c[key]);
+}
+
+/** SetDefaults_Probe and SetDefaults_HTTPGetAction. */
+function probeDefaults(probe: any): void {
+  if (!isObject(probe)) return;
+  probe.timeoutSeconds ??= 1;
+  probe.periodSeconds ??= 10;
+  probe.successThreshold ??= 1;
+  probe.failureThreshold ??= 3;
+  if (isObject(probe.httpGet)) {
+    probe.httpGet.path ??= '/';
+    probe.httpGet.scheme ??= 'HTTP';
+  }
 }
 
 /** SetDefaults_PodSpec: for pods and for the pod templates of Jobs alike. */

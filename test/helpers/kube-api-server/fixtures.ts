@@ -1,7 +1,7 @@
 /**
  * What the tests of the test API server share (test/backends/kubernetes/test-api-server*.test.ts):
  * a server with one 4-GPU node and the namespace `fairway-acme`, client-node clients for it, and
- * builders of pods, Jobs and nodes whose pods satisfy Pod Security "restricted".
+ * builders of pods, Jobs, Deployments and nodes whose pods satisfy Pod Security "restricted".
  */
 import {
   ApiException,
@@ -10,6 +10,7 @@ import {
   KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
+  type V1Deployment,
   type V1Job,
 } from '@kubernetes/client-node';
 import { type KubeApiServer, type KubeApiServerOptions, startKubeApiServer } from './index.js';
@@ -103,6 +104,34 @@ export function job(
       },
     },
   } as V1Job & KubernetesObject;
+}
+
+/** A Deployment (apps/v1) of `replicas` restricted-compliant pods labelled app=<name>, restartPolicy Always. */
+export function deployment(
+  name: string,
+  replicas: number | undefined,
+  opts: { annotations?: Record<string, string>; grace?: number; probe?: object } = {},
+): V1Deployment & KubernetesObject {
+  const spec = podSpec();
+  const container = { ...spec.containers[0], ...(opts.probe ? { readinessProbe: opts.probe } : {}) };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: NS, labels: { app: name } },
+    spec: {
+      ...(replicas !== undefined ? { replicas } : {}),
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name }, annotations: opts.annotations ?? {} },
+        spec: {
+          ...spec,
+          restartPolicy: 'Always',
+          ...(opts.grace !== undefined ? { terminationGracePeriodSeconds: opts.grace } : {}),
+          containers: [container],
+        },
+      },
+    },
+  };
 }
 
 export function pod(name: string, annotations: Record<string, string> = {}, spec: any = podSpec({ gpu: 1 })) {

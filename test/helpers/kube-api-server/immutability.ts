@@ -8,7 +8,10 @@
  * A Pod's spec cannot change through a client write except for images, activeDeadlineSeconds, added
  * tolerations and removed schedulingGates; while it has scheduling gates, its nodeSelector and required
  * node affinity may also be tightened (additions only), as Kubernetes ≥ 1.27 allows.
+ * A Deployment's or ReplicaSet's selector never changes (apps.ts).
  */
+import { appsUpdateErrors } from './apps.js';
+
 const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 
 const MUTABLE_WHEN_SUSPENDED_META = ['labels', 'annotations'];
@@ -116,6 +119,6 @@ export function immutabilityErrors(current: any, next: any): string | undefined 
       ? jobProblems(current, next)
       : current.kind === 'Pod'
         ? podProblems(current, next)
-        : [];
+        : appsUpdateErrors(current, next);
   return problems.length > 0 ? problems.join('; ') : undefined;
 }

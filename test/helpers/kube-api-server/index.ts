@@ -1,15 +1,18 @@
 /**
  * A Kubernetes API server for tests: enough of the REST + watch protocol for
  * @kubernetes/client-node 1.4.0 to work against it unmodified, as strict as a real one about what
- * it stores, and a small control plane (Job controller, scheduler, kubelet, pod GC, quota
- * controller, and the JobSet / PyTorchJob / RayCluster / RayJob controllers while their CRDs are
- * installed) so Jobs and those workloads actually run. See test/backends/kubernetes/test-api-server*.test.ts
- * for what it is checked to do. Not for production code.
+ * it stores, and a small control plane (Job, Deployment, ReplicaSet and HorizontalPodAutoscaler
+ * controllers, scheduler, kubelet, pod GC, quota controller, and the JobSet / PyTorchJob / RayCluster /
+ * RayJob controllers while their CRDs are installed) so Jobs, Deployments and those workloads actually
+ * run. See test/backends/kubernetes/test-api-server*.test.ts for what it is checked to do. Not for
+ * production code.
  *
  * Behaviour worth knowing (as on a real cluster unless said otherwise):
  * - kinds: Namespace, Node, Pod (+ pods/eviction), Service, Event (core v1, and events.k8s.io/v1 as a
  *   view of the same objects), ServiceAccount, ResourceQuota, LimitRange, Job, NetworkPolicy,
- *   PriorityClass (system-cluster-critical / system-node-critical exist), Lease; all in discovery;
+ *   PriorityClass (system-cluster-critical / system-node-critical exist), Lease, Deployment and ReplicaSet
+ *   (apps/v1, with /status and /scale: an autoscaling/v1 Scale), HorizontalPodAutoscaler (autoscaling/v2);
+ *   all in discovery;
  * - list items carry no apiVersion/kind; watch event objects do; a watch without resourceVersion starts
  *   with synthetic ADDED events; allowWatchBookmarks=true adds a BOOKMARK (only metadata.resourceVersion)
  *   every `bookmarkIntervalMs`;
@@ -47,6 +50,26 @@
  *   (or no kubelet) deletes at once as this server used to; objects with finalizers wait for them;
  *   Foreground deletion keeps the owner until its dependents are gone;
  * - deleting a Job without propagationPolicy orphans its pods (batch/v1's default): pass 'Background';
+ *   deleting a Deployment or ReplicaSet without one deletes its ReplicaSets and pods (apps/v1's default);
+ * - Deployments (apps.ts, deployment-controller.ts): defaulted (replicas 1, RollingUpdate 25% / 25%,
+ *   revisionHistoryLimit 10, progressDeadlineSeconds 600, the template's pod defaults) and validated in the
+ *   real words (422: selector required and matching the template's labels, and immutable; containers;
+ *   restartPolicy Always; replicas ≥ 0; a non-integer replicas is the decoder's 400); a ReplicaSet
+ *   `<name>-<pod-template-hash>` per template, rolled by maxSurge / maxUnavailable counting available pods
+ *   (or Recreate), old ones scaled to 0 and pruned past revisionHistoryLimit; status replicas / updated /
+ *   ready / available / unavailable, conditions Available and Progressing;
+ * - ReplicaSets (replicaset-controller.ts) keep spec.replicas active pods `<rs>-xxxxx` (a pod deleted,
+ *   evicted or failed from outside is replaced at once), remove the surplus gracefully in the upstream order
+ *   (pod-ranking.ts: unscheduled, Pending < Unknown < Running, not ready, LOWER
+ *   `controller.kubernetes.io/pod-deletion-cost`, doubled up on a node, more recently ready, newer), and
+ *   count replicas / fullyLabeled / ready / available (ready for minReadySeconds);
+ * - readiness (readiness.ts): a running container without a readinessProbe is ready at once; with one, at
+ *   the first probe (every periodSeconds, default 10, from the start) at least initialDelaySeconds after
+ *   it starts; `setPodReady(ns, pod, false)` holds a pod not ready (a failing probe), `true` lets go;
+ * - HorizontalPodAutoscalers (hpa-controller.ts; minReplicas ≥ 1, maxReplicas ≥ minReplicas,
+ *   scaleTargetRef required) set a Deployment / ReplicaSet below minReplicas or above maxReplicas to the
+ *   bound through /scale every `hpaSyncMs` (none at 0; no metrics: in range nothing changes), with status
+ *   currentReplicas / desiredReplicas / lastScaleTime;
  * - disruptions set the pod condition DisruptionTarget: the Eviction API / `evict` / `drain`
  *   (EvictionByEvictionAPI, then a graceful delete; no PodDisruptionBudgets), a deleted Node (DeletionByPodGC,
  *   Failed, removed at once), `kubeletEvict` (TerminationByKubelet, Failed, reason Evicted, the pod stays),
@@ -143,6 +166,8 @@ export interface KubeApiServerOptions {
   preemption?: boolean;
   /** A slow Job controller: a suspended Job's status.startTime is cleared this long after its pods are gone. Default 0. */
   jobControllerDelayMs?: number;
+  /** How often the HorizontalPodAutoscaler controller syncs each HPA (a real one: 15 s). Default 1000. */
+  hpaSyncMs?: number;
   /** How often a watch asking allowWatchBookmarks=true gets a BOOKMARK. Default 1000. */
   bookmarkIntervalMs?: number;
   /** The port to listen on (127.0.0.1). Default 0: any free port. */
@@ -198,6 +223,12 @@ export interface KubeApiServer {
   evict(namespace: string, pod: string): void;
   /** `kubectl drain`: cordons the node and evicts its pods; returns them as `namespace/name`. */
   drain(nodeName: string): string[];
+  /**
+   * Holds a running pod not ready (`false`: as if its readinessProbe failed: containerStatuses[].ready and
+   * the Ready condition False, reason ContainersNotReady) or lets its probes decide again (`true`). The pod,
+   * its ReplicaSet's and Deployment's status say so when this returns. Throws for an unknown pod.
+   */
+  setPodReady(namespace: string, pod: string, ready: boolean): void;
   /** Node-pressure eviction by the kubelet: the pod is killed and stays Failed (reason Evicted). */
   kubeletEvict(namespace: string, pod: string, resource?: string): void;
   /**
@@ -274,6 +305,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
     scoring: options.scoring ?? 'first-fit',
     preemption: options.preemption ?? false,
     jobControllerDelayMs: options.jobControllerDelayMs ?? 0,
+    hpaSyncMs: options.hpaSyncMs ?? 1000,
     ...(options.pytorchInitContainerTemplate
       ? { pytorchInitContainerTemplate: options.pytorchInitContainerTemplate }
       : {}),
@@ -324,6 +356,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
     evict: (namespace, pod) => evictPod(controllers, namespace, pod),
     drain: (nodeName) => drainNode(controllers, nodeName),
     kubeletEvict: (namespace, pod, resource) => kubeletEvictPod(controllers, namespace, pod, resource),
+    setPodReady: (namespace, pod, ready) => controllers.setPodReady(namespace, pod, ready),
     resolve: (name, fromNamespace) => resolveName(store, name, fromNamespace),
     installCrd: (yamlOrObject) => install(parseCrds(yamlOrObject)),
     uninstallCrd: (name) => void store.delete('CustomResourceDefinition', undefined, name),

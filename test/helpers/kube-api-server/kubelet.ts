@@ -8,6 +8,7 @@
  * Pulling, Pulled, Created and Started; what the workload writes to its log is workload-output.ts's.
  * A container that exits in a pod whose restartPolicy restarts it (Always, the default for a bare pod;
  * OnFailure and a non-zero exit) goes into CrashLoopBackOff and starts again; the pod stays Running.
+ * A running container is ready at once, or when its readinessProbe first passes (readiness.ts).
  */
 import {
   ANNOTATION_OUTCOME,
@@ -18,6 +19,7 @@ import {
   setCondition,
   workloadSetting,
 } from './cluster.js';
+import { applyReadiness } from './readiness.js';
 import { kubeTime, terminal } from './store.js';
 import { WorkloadOutput } from './workload-output.js';
 
@@ -32,6 +34,8 @@ export class Kubelet {
   private readonly hostIps = new Map<string, string>();
   /** Pods whose images are being pulled (the Pulling Event was recorded). */
   private readonly pulling = new Set<string>();
+  /** Pods a test holds not ready (setPodReady), by uid. */
+  private readonly held = new Set<string>();
   private readonly output: WorkloadOutput;
   private podIps = 9;
 
@@ -53,7 +57,24 @@ export class Kubelet {
     this.sigtermAt.delete(uid);
     this.restartAt.delete(uid);
     this.pulling.delete(uid);
+    this.held.delete(uid);
     this.output.forget(uid);
+  }
+
+  /** Holds a pod not ready (its readiness probe failing), or lets its probes decide again. */
+  setReady(uid: string, ready: boolean): void {
+    if (ready) this.held.delete(uid);
+    else this.held.add(uid);
+  }
+
+  /** Readiness of a running pod's containers and its Ready condition, from its probes (readiness.ts). */
+  private readiness(pod: any, status: any, now: number): void {
+    if (!status.containerStatuses?.length) return; // not one this kubelet started
+    const uid = pod.metadata.uid;
+    const startedAt =
+      this.startedAt.get(uid) ??
+      (Date.parse(status.containerStatuses?.[0]?.state?.running?.startedAt ?? '') || now);
+    applyReadiness(pod, status, startedAt, this.held.has(uid), (at) => this.c.due(at, now), now);
   }
 
   pass(now: number): void {
@@ -167,8 +188,7 @@ export class Kubelet {
         const n = ++this.podIps;
         const podIP = `10.244.${(n >> 8) & 255}.${n & 255}`;
         Object.assign(status, { phase: 'Running', startTime: at, podIP, podIPs: [{ ip: podIP }] });
-        for (const type of ['Initialized', 'ContainersReady', 'Ready'])
-          setCondition(status, type, 'True', '', '', now);
+        setCondition(status, 'Initialized', 'True', '', '', now);
         status.containerStatuses = containers.map((c) => ({
           ...base(c),
           imageID: `${c.image}@sha256:test`,
@@ -176,6 +196,7 @@ export class Kubelet {
           started: true,
           state: { running: { startedAt: at } },
         }));
+        this.readiness(pod, status, now);
         this.containersStarted(pod, now, boundAt);
       }
     } else if (status.phase === 'Running') {
@@ -185,20 +206,24 @@ export class Kubelet {
         this.restartAt.delete(uid);
         this.startedAt.set(uid, now);
         const at = kubeTime(now);
-        for (const type of ['ContainersReady', 'Ready']) setCondition(status, type, 'True', '', '', now);
         status.containerStatuses = (status.containerStatuses ?? []).map((cs: any) => ({
           ...cs,
           ready: true,
           started: true,
           state: { running: { startedAt: at } },
         }));
+        this.readiness(pod, status, now);
         this.output.started(pod, now);
         this.write(pod, status);
         return;
       }
       this.output.tick(pod, now);
       const end = this.runEnd(pod, now);
-      if (end === undefined || !this.c.due(end, now)) return;
+      if (end === undefined || !this.c.due(end, now)) {
+        this.readiness(pod, status, now);
+        this.write(pod, status);
+        return;
+      }
       const outcome = workloadSetting(pod, ANNOTATION_OUTCOME, 'FAIRWAY_TEST_OUTCOME');
       const [exitCode, reason] =
         outcome === 'oom' ? [137, 'OOMKilled'] : outcome === 'fail' ? [1, 'Error'] : [0, 'Completed'];

@@ -50,6 +50,9 @@ const type = (
   ...extra,
 });
 
+/** The /scale subresource: an autoscaling/v1 Scale. */
+const SCALE: [string, string, string, string[]] = ['Scale', 'autoscaling', 'v1', ['get', 'patch', 'update']];
+
 export const RESOURCE_TYPES: ResourceType[] = [
   type('Namespace', '', 'namespaces', false, true),
   type('Node', '', 'nodes', false, true),
@@ -62,6 +65,22 @@ export const RESOURCE_TYPES: ResourceType[] = [
   type('ResourceQuota', '', 'resourcequotas', true, true),
   type('LimitRange', '', 'limitranges', true, false),
   type('Job', 'batch', 'jobs', true, true),
+  // apps/v1 workloads and their autoscaler (apps.ts, deployment-controller.ts, replicaset-controller.ts, hpa-controller.ts).
+  type('Deployment', 'apps', 'deployments', true, true, {
+    subresources: { scale: SCALE },
+    shortNames: ['deploy'],
+    categories: ['all'],
+  }),
+  type('ReplicaSet', 'apps', 'replicasets', true, true, {
+    subresources: { scale: SCALE },
+    shortNames: ['rs'],
+    categories: ['all'],
+  }),
+  type('HorizontalPodAutoscaler', 'autoscaling', 'horizontalpodautoscalers', true, true, {
+    version: 'v2',
+    shortNames: ['hpa'],
+    categories: ['all'],
+  }),
   type('NetworkPolicy', 'networking.k8s.io', 'networkpolicies', true, false),
   type('PriorityClass', 'scheduling.k8s.io', 'priorityclasses', false, false),
   type('Lease', 'coordination.k8s.io', 'leases', true, false),

@@ -3,7 +3,9 @@
  * easy mistakes (pkg/apis/batch/validation, pkg/apis/core/validation), in its words: a Job's
  * selector must be the generated one (unless manualSelector) and select its template; its pods
  * restart Never or OnFailure (Never with a podFailurePolicy); podFailurePolicy rules are checked.
+ * Deployments, ReplicaSets, HorizontalPodAutoscalers and pods' deletion cost: apps.ts.
  */
+import { appsErrors } from './apps.js';
 import { nameErrors } from './names.js';
 import { selectorMatches } from './selectors.js';
 
@@ -93,5 +95,6 @@ export function ruleErrors(obj: any): string[] {
   const out = nameErrors(obj);
   if (obj.kind === 'Job') out.push(...jobErrors(obj));
   if (obj.kind === 'Service') out.push(...serviceErrors(obj));
+  out.push(...appsErrors(obj));
   return out;
 }

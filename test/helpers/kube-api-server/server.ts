@@ -14,6 +14,7 @@ import {
   notFound,
   statusBody,
 } from './resources.js';
+import { SCALABLE, scaleRequest } from './scale.js';
 import { fieldMatcher, labelMatcher } from './selectors.js';
 import type { Store } from './store.js';
 import type { Watches } from './watch.js';
@@ -173,6 +174,8 @@ async function handle(state: ServerState, req: IncomingMessage, res: ServerRespo
     if (!r.name) return send(res, 200, listBody(state, r, query));
     if (r.type.kind === 'Pod' && r.subresource === 'log')
       return state.logs.serve(res, r.namespace ?? '', r.name, query);
+    if (r.subresource === 'scale' && SCALABLE.has(r.type.kind))
+      return send(res, 200, scaleRequest(state.store, 'GET', '', r.type, r.namespace ?? '', r.name, '', ''));
     const { kind, toView } = viewOf(r);
     const obj = state.store.get(kind, r.namespace, r.name);
     if (!obj) throw notFound(state.store.type(kind), r.name);

@@ -7,6 +7,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mutatePod, validatePod } from './admission.js';
 import { type ManagedEntry, recordUpdate } from './apply.js';
+import { APPS_KINDS, appsDefaults } from './apps.js';
 import { CrdRegistry, crdStatus, decodeCustom, type FieldValidation, webhookDenial } from './crds.js';
 import { applyDefaults, initialPodStatus } from './defaults.js';
 import { type DeleteOptions, type DeleteResult, Deletion } from './deletion.js';
@@ -53,6 +54,8 @@ export interface WriteOptions {
   fieldValidation?: FieldValidation;
   /** Where the write's warnings go (`unknown field "spec.x"`), for the Warning header. */
   warnings?: string[];
+  /** The subresource the write came through (`scale`), for managedFields. */
+  subresource?: string;
 }
 
 export interface StoreOptions {
@@ -188,10 +191,12 @@ export class Store {
     if (!this.options.validate) return;
     const t = this.type(obj.kind);
     const problems = [...ruleErrors(obj), ...this.crds.problems(obj, t, old, writtenAs)];
-    const schema = t.custom ? undefined : validationErrors(obj);
+    // apps/v1, autoscaling/v2: the real field errors alone (the schema's say the same, worse).
+    const rulesFirst = APPS_KINDS.has(t.kind) && problems.length > 0;
+    const schema = t.custom || rulesFirst ? undefined : validationErrors(obj);
     if (schema) problems.push(schema);
     const immutable = current ? immutabilityErrors(current, obj) : undefined;
-    if (!problems.length && immutable) problems.push(immutable);
+    if (immutable && (!problems.length || rulesFirst)) problems.push(immutable);
     const name = String(obj.metadata?.name ?? '');
     const denied =
       !problems.length && t.custom && writer !== 'status' ? webhookDenial(t, obj, old) : undefined;
@@ -305,6 +310,7 @@ export class Store {
       obj.status = crdStatus(obj);
     if (t.custom) decodeCustom(this.crds, obj, t, writer, options);
     applyDefaults(obj, { creating: true, allocateIp: this.allocateIp });
+    appsDefaults(obj, t.version);
     if (t.kind === 'Pod') {
       mutatePod(obj, this.reader, errorName);
       initialPodStatus(obj, writer === 'system');
@@ -363,6 +369,7 @@ export class Store {
       obj.status = crdStatus(obj, current.status);
     if (t.custom) decodeCustom(this.crds, obj, t, writer, options, current);
     applyDefaults(obj, { creating: false, allocateIp: this.allocateIp });
+    appsDefaults(obj, t.version);
     const specChanged = JSON.stringify(obj.spec) !== JSON.stringify(current.spec);
     obj.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
     obj.metadata.resourceVersion = current.metadata.resourceVersion;
@@ -374,7 +381,7 @@ export class Store {
           current,
           obj,
           options.manager,
-          writer === 'status' ? 'status' : undefined,
+          writer === 'status' ? 'status' : options.subresource,
         ) as ManagedEntry[] | undefined;
       if (!obj.metadata.managedFields) delete obj.metadata.managedFields;
     }

@@ -10,6 +10,8 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { CustomResourceDefinition } from 'kubernetes-models/apiextensions.k8s.io/v1';
+import { Deployment, ReplicaSet } from 'kubernetes-models/apps/v1';
+import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Job } from 'kubernetes-models/batch/v1';
 import { Lease } from 'kubernetes-models/coordination.k8s.io/v1';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
@@ -38,6 +40,9 @@ const MODELS: Record<string, { model: ModelConstructor; clientType: string }> = 
   LimitRange: { model: LimitRange, clientType: 'V1LimitRange' },
   ServiceAccount: { model: ServiceAccount, clientType: 'V1ServiceAccount' },
   Job: { model: Job, clientType: 'V1Job' },
+  Deployment: { model: Deployment, clientType: 'V1Deployment' },
+  ReplicaSet: { model: ReplicaSet, clientType: 'V1ReplicaSet' },
+  HorizontalPodAutoscaler: { model: HorizontalPodAutoscaler, clientType: 'V2HorizontalPodAutoscaler' },
   NetworkPolicy: { model: NetworkPolicy, clientType: 'V1NetworkPolicy' },
   PriorityClass: { model: PriorityClass, clientType: 'V1PriorityClass' },
   Service: { model: Service, clientType: 'V1Service' },

@@ -1,8 +1,9 @@
 /**
  * The write verbs of the test API server: create, replace, the patch formats (JSON merge, strategic
  * merge treated as JSON merge, JSON patch, server-side apply with field ownership), delete (with
- * gracePeriodSeconds and propagationPolicy) and the pods/eviction subresource. Every client write
- * names its field manager (`fieldManager`, else the User-Agent's product, as a real server does).
+ * gracePeriodSeconds and propagationPolicy), the pods/eviction and /scale (scale.ts) subresources. Every
+ * client write names its field manager (`fieldManager`, else the User-Agent's product, as a real server
+ * does).
  */
 import type { IncomingMessage } from 'node:http';
 import { parse as parseYaml } from 'yaml';
@@ -13,6 +14,7 @@ import type { EventRecorder } from './events.js';
 import { fromEventsV1, toEventsV1 } from './events.js';
 import { jsonPatch, mergePatch } from './patch.js';
 import { ApiError, groupVersion, notFound, type ResourceType } from './resources.js';
+import { SCALABLE, scaleRequest } from './scale.js';
 import type { Propagation, Store, Writer } from './store.js';
 
 export type WriteVerb = 'create' | 'patch' | 'apply' | 'update' | 'delete';
@@ -85,7 +87,8 @@ function propagationOf(r: Route, query: URLSearchParams, body: any): Propagation
   const asked = query.get('propagationPolicy') ?? body?.propagationPolicy;
   if (asked === 'Orphan' || asked === 'Background' || asked === 'Foreground') return asked;
   if (query.get('orphanDependents') === 'true' || body?.orphanDependents === true) return 'Orphan';
-  // batch/v1 Jobs default to orphaning their pods when deleted through the API, as on a real cluster.
+  // batch/v1 Jobs default to orphaning their pods when deleted through the API, as on a real cluster;
+  // apps/v1 Deployments and ReplicaSets (like everything else) to background garbage collection.
   return r.type.kind === 'Job' ? 'Orphan' : 'Background';
 }
 
@@ -144,11 +147,25 @@ export async function write(
   const writer: Writer = r.subresource === 'status' ? 'status' : 'client';
   if (r.subresource === 'eviction' && r.type.kind === 'Pod' && req.method === 'POST')
     return evict(store, events, r, text);
+  const manager = managerOf(req, query);
+  if (r.subresource === 'scale' && SCALABLE.has(r.type.kind) && r.name) {
+    const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim();
+    const scale = scaleRequest(
+      store,
+      req.method ?? '',
+      contentType,
+      r.type,
+      r.namespace!,
+      r.name,
+      text,
+      manager,
+    );
+    return [req.method === 'PUT' ? 'update' : 'patch', 200, scale];
+  }
   if ((r.subresource && r.subresource !== 'status') || (r.subresource === 'status' && !r.type.hasStatus))
     throw new ApiError(404, 'NotFound', `subresource ${r.subresource} is not served`);
   const { kind, toView, fromView } = viewOf(r);
   const stored = store.type(kind);
-  const manager = managerOf(req, query);
   const fieldValidation = fieldValidationOf(query);
   const options = { manager, warnings, ...(fieldValidation ? { fieldValidation } : {}) };
   if (req.method === 'POST' && !r.name)

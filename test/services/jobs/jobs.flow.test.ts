@@ -184,6 +184,33 @@ describe('submit → schedule → run', () => {
     expect(list.body.data!.jobs.edges.filter((e: any) => e.node.name === 'retry me')).toHaveLength(2);
   });
 
+  it("filter { mine: true } lists only the caller's own submissions", async () => {
+    const member = t.token('aurora-research', 'MEMBER');
+    const admin = t.token('aurora-research', 'TENANT_ADMIN');
+    const submit = (token: string, name: string) =>
+      t.gql(token, SUBMIT, {
+        in: { queueId: aurora.Queue, name, podSets: [{ gpusPerPod: 1 }], expectedDurationSeconds: 100000 },
+      });
+    expect((await submit(member, 'mine-member')).body.errors).toBeUndefined();
+    expect((await submit(admin, 'mine-admin')).body.errors).toBeUndefined();
+    const names = async (token: string, mine: boolean) =>
+      (
+        await t.gql(
+          token,
+          `query($t: ID!, $mine: Boolean) { jobs(tenantId: $t, filter: { mine: $mine }, last: 500) { edges { node { name submittedByName } } } }`,
+          { t: aurora.Tenant, mine },
+        )
+      ).body.data!.jobs.edges.map((e: any) => e.node.name as string);
+    const all = await names(admin, false);
+    expect(all).toEqual(expect.arrayContaining(['mine-member', 'mine-admin']));
+    const adminOwn = await names(admin, true);
+    expect(adminOwn).toContain('mine-admin');
+    expect(adminOwn).not.toContain('mine-member');
+    const memberOwn = await names(member, true);
+    expect(memberOwn).toContain('mine-member');
+    expect(memberOwn).not.toContain('mine-admin');
+  });
+
   it("a reclaim preempts a borrower; the victim's owner hears why, the other tenant hears nothing of it", async () => {
     // Borealis is ELASTIC (borrows); aurora is GUARANTEED (lends its idle nominal, reclaims it at once).
     const borealisMember = t.token('borealis-inference', 'MEMBER');

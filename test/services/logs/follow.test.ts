@@ -191,4 +191,47 @@ describe('the log follower', () => {
     for (const seen of texts) expect(seen).toEqual(texts[0]);
     expect(fanout!.stats()).toEqual({ hubs: 0, subscribers: 0 });
   }, 60_000);
+
+  it('ending the open streams waits for the reads they have under way, so the database can close right after', async () => {
+    const id = await submit('at-shutdown', 3000);
+    await until(async () => (await stateOf(id)).state === 'RUNNING', 'running');
+    // Every read a follower makes is slowed and counted: a stream ended without waiting leaves some in flight.
+    let reading = 0;
+    const slowOrm = {
+      em: {
+        fork: (options: object) => {
+          const em = t.app.orm.em.fork(options);
+          const find = em.findOne.bind(em);
+          em.findOne = (async (...args: Parameters<typeof find>) => {
+            reading++;
+            try {
+              await new Promise((r) => setTimeout(r, 30));
+              return await find(...args);
+            } finally {
+              reading--;
+            }
+          }) as typeof em.findOne;
+          return em;
+        },
+      },
+    } as unknown as typeof t.app.orm;
+    const open = new Set<() => Promise<void>>();
+    const ended: Promise<unknown>[] = [];
+    for (let i = 0; i < 20; i++)
+      ended.push(
+        collect(followJobLogs({ ...deps(), orm: slowOrm, recheckMs: 5, open }, rawId(id), { tail: 0 })),
+      );
+    await until(() => reading > 0, 'reads under way');
+    expect(open.size).toBe(20);
+    await Promise.all([...open].map((shutDown) => shutDown()));
+    expect(reading).toBe(0);
+    expect(open.size).toBe(0);
+    // Each stream ended quietly (no error for its reader), and no read starts afterwards.
+    await Promise.all(ended);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(reading).toBe(0);
+    await t.gql(member, `mutation($id: ID!) { cancelJob(id: $id) { id } }`, {
+      id: Buffer.from(`Job:${id}`).toString('base64'),
+    });
+  });
 });

@@ -1,5 +1,6 @@
 // Why a job does not fit: NoNodeFits / NoFittingNode with per-flavor nodeFit, WindowClosed,
 // ExceedsMaxQuota or WaitingForQuota with its numeric QuotaShortfall.
+import { guaranteedOf } from '../guaranteed.js';
 import type { FlavorState } from '../nodes.js';
 import { available, potentialAvailable } from '../quota.js';
 import { convertQuotas } from '../quota-config.js';
@@ -16,7 +17,10 @@ import { NOFIT, nominalOnly } from './quota-mode.js';
 const NOMINAL_ONLY_WHY =
   "its priority class is never preempted, so it runs only within its queue's nominal and does not borrow";
 
-/** The numbers behind a quota wait; for a `nominalOnly` job, what applies to it (no borrowing: limit 0, at most its nominal). */
+/**
+ * The numbers behind a quota wait; for a `nominalOnly` job, what applies to it (no borrowing: limit 0,
+ * at most its nominal, and now at most what the nominal leaves beside the queue's guaranteed usage).
+ */
 export function shortfall(job: JobState, f: string, r: number, requested: number): QuotaShortfall {
   const q = job.queue;
   const fq = q.node.flavors.get(f);
@@ -32,12 +36,27 @@ export function shortfall(job: JobState, f: string, r: number, requested: number
   };
   if (bl !== null && bl !== undefined) s.borrowingLimit = toApi(r, bl);
   if (fq && nominalOnly(job)) {
-    s.available = Math.min(s.available, Math.max(0, s.nominal - s.used));
+    s.guaranteedUsed = toApi(r, guaranteedOf(q, f, r));
+    s.available = Math.min(s.available, Math.max(0, s.nominal - s.guaranteedUsed));
     s.maxAvailable = Math.min(s.maxAvailable, s.nominal);
     s.borrowingLimit = 0;
     s.nominalOnly = true;
   }
   return s;
+}
+
+/**
+ * A `nominalOnly` quota wait in numbers: the room its nominal leaves beside the queue's jobs that are
+ * never preempted, and whether the request is beyond it (it waits for such jobs to end) or within it
+ * (the rest of the room is held by jobs it could not preempt, or lent where it could not reclaim).
+ */
+function guaranteedWhy(sf: QuotaShortfall): string {
+  const used = sf.guaranteedUsed ?? 0;
+  const room = Math.max(0, sf.nominal - used);
+  const beside = `its priority class is never preempted, so it runs only within the ${room} its queue's nominal leaves beside the queue's jobs that are never preempted (${used} of ${sf.nominal}) and does not borrow`;
+  return sf.requested > room + 1e-9
+    ? `${beside}; it waits for those jobs to end`
+    : `${beside}; the rest of that room is used by preemptible jobs or lent, and preempting or reclaiming could not free it now`;
 }
 
 export function diagnose(
@@ -124,10 +143,11 @@ export function diagnose(
       waitFlavors: [],
     };
   }
+  const numbers = `nominal ${sf.nominal}, used ${sf.used}${sf.nominalOnly ? `, never preempted ${sf.guaranteedUsed ?? 0}` : ''}${sf.borrowingLimit !== undefined ? `, borrowing limit ${sf.borrowingLimit}` : ''}`;
   return {
     ok: false,
     reason: 'WaitingForQuota',
-    message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, available ${sf.available} (nominal ${sf.nominal}, used ${sf.used}${sf.borrowingLimit !== undefined ? `, borrowing limit ${sf.borrowingLimit}` : ''})${why}`,
+    message: `${sf.resource} on ${sf.flavor}: requested ${sf.requested}, available ${sf.available} (${numbers})${sf.nominalOnly ? `: ${guaranteedWhy(sf)}` : ''}`,
     shortfall: sf,
     waitFlavors: [],
   };

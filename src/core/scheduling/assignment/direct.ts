@@ -45,7 +45,7 @@ export function assignDirect(
     // charge and place on one option; on failure nothing stays on the trail
     const tryOn = (o: (typeof options)[number], score?: PlaceScore): PodAlloc[] | null => {
       const m = core.trail.length;
-      tCharge(core, q, new Map([[o.f, vec]]));
+      tCharge(core, q, new Map([[o.f, vec]]), nominalOnly(job));
       const allocs = tPlace(
         core,
         core.flavors.get(o.f) as FlavorState,

@@ -3,7 +3,7 @@
 // and goes where the placement scores best (nodes.ts `scoreLess`: fragmentation increase, then
 // best-fit), declaration order breaking ties; a pinned list keeps its order (first that places wins).
 import type { CoreState, JobState } from '../state.js';
-import { BORROW, FIT } from './quota-mode.js';
+import { BORROW, FIT, nominalOnly } from './quota-mode.js';
 
 export interface FlavorOption {
   f: string;
@@ -39,8 +39,11 @@ export function flavorTiers<T extends FlavorOption>(
   );
 }
 
-/** After a plan's charge: does the job's queue now use more than its nominal on a flavor the plan charged? */
+/** After a plan's charge: does the job's queue now use more than its nominal on a flavor the plan charged?
+ * Never for a job that is never preempted (it is within the nominal by its queue's guaranteed usage).
+ */
 export function planBorrows(job: JobState, usage: Map<string, number[]>): boolean {
+  if (nominalOnly(job)) return false;
   const q = job.queue;
   for (const [f, v] of usage) {
     const fq = q.node.flavors.get(f);

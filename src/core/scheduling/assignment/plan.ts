@@ -1,5 +1,6 @@
 // What an assignment produces: a plan (pod sets on flavors and nodes, usage, victims, mode) or a
 // failure with its pending reason.
+import { neverPreempted } from '../guaranteed.js';
 import type { PodAlloc } from '../nodes.js';
 import { overNominal } from '../queue-usage.js';
 import { RESOURCE_COUNT } from '../quota.js';
@@ -52,9 +53,12 @@ export function planFrom(
   usage: Map<string, number[]>,
   victims: Plan['victims'],
 ): Plan {
+  // A job that is never preempted is within its queue's nominal by the guaranteed usage
+  // (quota-mode.ts): what its queue uses above the nominal is its preemptible jobs'.
   let borrowed = false;
-  for (const f of usage.keys())
-    for (let r = 0; r < RESOURCE_COUNT; r++) if (overNominal(job.queue, f, r)) borrowed = true;
+  if (!neverPreempted(job))
+    for (const f of usage.keys())
+      for (let r = 0; r < RESOURCE_COUNT; r++) if (overNominal(job.queue, f, r)) borrowed = true;
   const mode: AdmissionMode =
     victims.length > 0 ? (borrowed ? 'preempt-borrow' : 'preempt') : borrowed ? 'borrow' : 'fit';
   return { ok: true, parts, usage, victims, mode, borrowed };

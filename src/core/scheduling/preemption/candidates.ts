@@ -1,6 +1,7 @@
 // Preemption candidates and their order: who may be a victim (withinQueue, reclaimWithinCohort,
 // borrowWithinCohort, priority classes), policy order, and the by-node order of the placement retry.
 import { eligibleFor } from '../assignment/eligible.js';
+import { neverPreempted } from '../guaranteed.js';
 import type { NodeState } from '../nodes.js';
 import { overNominal } from '../queue-usage.js';
 import { GPU, RESOURCE_COUNT } from '../quota.js';
@@ -85,6 +86,29 @@ export function borrowingOnNeed(
   return false;
 }
 
+/** May `job` preempt `c`, a job of its own queue, by its queue's withinQueue policy (priority)? */
+export function withinQueueAllows(job: JobState, c: JobState): boolean {
+  const q = job.queue;
+  if (q.withinQueue === 'Never' || c.preemptible !== 'yes') return false;
+  const lower = c.priority < job.priority;
+  const newerEqual =
+    q.withinQueue === 'LowerOrNewerEqualPriority' &&
+    c.priority === job.priority &&
+    (c.spec.submitTime > job.spec.submitTime ||
+      (c.spec.submitTime === job.spec.submitTime && c.spec.id > job.spec.id));
+  return lower || newerEqual;
+}
+
+/**
+ * The guaranteed floor (guaranteed.ts): a job that is never preempted takes its queue's nominal back
+ * from the queue's own lower-priority jobs that can be preempted at all ('yes' or 'reclaim-only'),
+ * whatever withinQueue says — to them the nominal's room for never-preempted jobs is lent, as a
+ * lender's nominal is to its borrowers. Its preemption reason is 'reclaim'.
+ */
+export function floorAllows(job: JobState, c: JobState): boolean {
+  return neverPreempted(job) && c.preemptible !== 'no' && c.priority < job.priority;
+}
+
 /**
  * Who may be a victim of `job`, in policy order. Jobs of other queues younger than their queue's
  * minRunBeforeReclaimMs are left out and counted in `young` (the search may succeed once they age);
@@ -107,16 +131,10 @@ export function candidates(
     for (const f of c.usage.keys()) if (request.has(f)) return true;
     return false;
   };
-  if (q.withinQueue !== 'Never') {
+  if (q.withinQueue !== 'Never' || neverPreempted(job)) {
     for (const c of q.admitted) {
-      if (c.preemptible !== 'yes' || !uses(c)) continue;
-      const lower = c.priority < job.priority;
-      const newerEqual =
-        q.withinQueue === 'LowerOrNewerEqualPriority' &&
-        c.priority === job.priority &&
-        (c.spec.submitTime > job.spec.submitTime ||
-          (c.spec.submitTime === job.spec.submitTime && c.spec.id > job.spec.id));
-      if (lower || newerEqual) out.push({ job: c, other: false, reclaimOk: false, borrowOk: false });
+      if (!uses(c) || !(withinQueueAllows(job, c) || floorAllows(job, c))) continue;
+      out.push({ job: c, other: false, reclaimOk: false, borrowOk: false });
     }
   }
   if (q.node.parent && (q.reclaim !== 'Never' || q.borrowPolicy !== 'Never')) {

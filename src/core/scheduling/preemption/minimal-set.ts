@@ -22,6 +22,7 @@ export function minimalSet(
   allowBorrowing: boolean,
   fits: (allowBorrowing: boolean) => boolean,
   taken?: Set<JobState>,
+  shareRule = core.fairSharing,
 ): JobState[] | null {
   const q = job.queue;
   const mark = core.trail.length;
@@ -33,8 +34,9 @@ export function minimalSet(
     if (c.other && !c.borrowOk && !core.fairSharing) allowBorrowing = false;
     // A queue is never pushed below its nominal by another queue's reclaim.
     if (v !== q && !borrowingOnNeed(v, request, need)) continue;
-    // Fair sharing: no ping-pong between queues (fair-sharing.ts).
-    if (core.fairSharing && v !== q && !fairShareAllows(core, q, request, c.job)) continue;
+    // Fair sharing: no ping-pong between queues (fair-sharing.ts). Off (`shareRule`) for a reclaim that
+    // leaves the preemptor's queue within its nominal (preemptor.ts, searchVictims).
+    if (shareRule && v !== q && !fairShareAllows(core, q, request, c.job)) continue;
     tRelease(core, c.job);
     removed.push(c.job);
     taken?.add(c.job);
