@@ -26,12 +26,29 @@ export const DEFAULT_LOG_ARCHIVE_BYTES = 1024 * 1024;
 const podsOf = (run: { podSets: readonly { name: string; count: number }[] }): BackendLogPod[] =>
   run.podSets.flatMap((ps) => Array.from({ length: ps.count }, (_, index) => ({ podSet: ps.name, index })));
 
+/** How many stopped runs' ends the reader remembers (oldest forgotten first). */
+const REMEMBERED_ENDS = 10_000;
+
 export class SimulatedLogs implements BackendLogs {
+  /** When this cluster stopped a run, by job and admission: a pod writes nothing after it stopped. */
+  private readonly ends = new Map<string, number>();
+
   constructor(
     private readonly timeScale: number,
     private readonly now: () => number,
     private readonly timers: () => Timers,
   ) {}
+
+  /** The backend stopped the run (its end reaches the readers as an event, later). */
+  runEnded(jobId: string, admissionAt: number, at: number): void {
+    this.ends.set(`${jobId}@${admissionAt}`, at);
+    if (this.ends.size > REMEMBERED_ENDS) this.ends.delete(this.ends.keys().next().value!);
+  }
+
+  /** The reader's clock for a run: now, or the run's end once this cluster stopped it. */
+  private upto(run: BackendLogRun): number {
+    return Math.min(this.now(), this.ends.get(`${run.jobId}@${run.admissionAt}`) ?? Number.POSITIVE_INFINITY);
+  }
 
   async pods(run: BackendLogRun): Promise<BackendLogPod[]> {
     return run.outcome === 'running' ? podsOf(run) : [];
@@ -43,7 +60,7 @@ export class SimulatedLogs implements BackendLogs {
     options: { after?: string | null; tailLines?: number },
   ): Promise<BackendLogLine[] | null> {
     if (run.outcome !== 'running') return null;
-    return simulatedLogLines(run, pod, this.timeScale, this.now(), {
+    return simulatedLogLines(run, pod, this.timeScale, this.upto(run), {
       after: options.after ?? null,
       tail: options.tailLines ?? null,
     });
@@ -62,7 +79,7 @@ export class SimulatedLogs implements BackendLogs {
         sink.end();
         return;
       }
-      const lines = simulatedLogLines(run, pod, this.timeScale, this.now(), { after: cursor });
+      const lines = simulatedLogLines(run, pod, this.timeScale, this.upto(run), { after: cursor });
       if (lines.length) {
         cursor = lines.at(-1)!.cursor;
         sink.lines(lines);

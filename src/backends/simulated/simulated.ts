@@ -328,6 +328,7 @@ export class SimulatedBackend implements ExecutionBackend {
   ): void {
     if (!run || run.startedAt === undefined) return;
     const at = this.now();
+    this.logs.runEnded(run.job.jobId, run.job.admission.at, at);
     const events = podLogEvents(
       simulatedRunOf(run.job, run.startedAt, at, outcome, reason),
       this.timeScale,

@@ -347,6 +347,34 @@ describe('SimulatedBackend', () => {
     await backend.suspend('b', 'x');
   });
 
+  it('a pod writes nothing after the cluster stopped it, even to a reader not yet told of the stop', async () => {
+    const { backend } = harness({ timeScale: 600 });
+    const admitted = job('a', { expectedDurationMs: 1200 * S });
+    await backend.start(admitted);
+    await vi.advanceTimersByTimeAsync(0);
+    const startedAt = Date.now();
+    await vi.advanceTimersByTimeAsync(470); // 282 declared seconds: step 23 of 100 (12 s each)
+    expect(backend.disrupt('a')).toBe(true);
+    await vi.advanceTimersByTimeAsync(100); // the running pod's clock would be at step 28
+    const asRunning = {
+      jobId: 'a',
+      tenant: 't1',
+      name: 'a',
+      run: 1,
+      admissionAt: admitted.admission.at,
+      startedAt,
+      endedAt: null,
+      outcome: 'running' as const,
+      reason: null,
+      podSets: [{ name: 'main', count: 1, gpusPerPod: 1 }],
+      expectedDurationMs: 1200 * S,
+      checkpointIntervalMs: null,
+      workloadType: null,
+    };
+    const lines = (await backend.logs.read(asRunning, { podSet: 'main', index: 0 }, {}))!;
+    expect(lines.at(-1)!.text).toMatch(/step 23\/100/);
+  });
+
   it('uses injected timers and clock instead of the globals', async () => {
     const pending: { fn: () => void; ms: number; live: boolean }[] = [];
     const timers: Timers = {
