@@ -44,6 +44,10 @@ export interface ServiceContext {
   breakGlassReads?: BreakGlassReads;
   /** The price book's currency (config FAIRWAY_CURRENCY); absent for in-process callers: 'USD'. */
   currency?: string;
+  /** How long a grouped write waits for others to share its transaction (config FAIRWAY_GROUP_COMMIT_MS);
+   * absent: DEFAULT_GROUP_COMMIT_MS.
+   */
+  groupCommitMs?: number;
 }
 
 /**

@@ -1,1 +1,2 @@
 export * from './client-errors.js';
+export * from './group-window.js';

@@ -119,8 +119,9 @@ describe('SQL per job lifecycle', () => {
     );
     if (process.env.LIFECYCLE_SQL_PRINT)
       console.log(one.all.map((s) => `  ${s.replace(/\x1b\[[0-9;]*m/g, '').slice(0, 200)}`).join('\n'));
-    // 44 with the batched writes (51 without): 12 in the submit request, the rest the leader's.
-    expect(one.all.length).toBeLessThanOrEqual(48);
+    // 41 with the group-commit window (FAIRWAY_GROUP_COMMIT_MS: the leader's start and finish reports of a
+    // short job share a transaction), 47 without it, 51 before the batched writes.
+    expect(one.all.length).toBeLessThanOrEqual(43);
   });
 
   it('a burst of 50 concurrent submits', async () => {
@@ -135,7 +136,9 @@ describe('SQL per job lifecycle', () => {
           .map((s) => `  ${s.replace(/\x1b\[[0-9;]*m/g, '').slice(0, 200)}`)
           .join('\n'),
       );
-    // 35 to 40 per job with the batched writes, depending on how the reports coalesce (47.5 without).
-    expect(burst.all.length / 50).toBeLessThanOrEqual(42);
+    // 30.2 per job with the group-commit window (2 ms: submits share their transaction on SQLite too, where
+    // a synchronous write left no time for a second writer to arrive, and so do the leader's reports);
+    // 42.9 without it (2026-12-03, same machine). Issue 31 is to cut this to 8.
+    expect(burst.all.length / 50).toBeLessThanOrEqual(33);
   });
 });

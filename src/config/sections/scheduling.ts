@@ -4,12 +4,21 @@ import { section } from '../section.js';
 /** Admission cycles run in slices of about this many ms (src/services/scheduling/leader-session.ts). */
 export const DEFAULT_CYCLE_SLICE_MS = 20;
 
+/**
+ * How long a submit, and a backend report on the leader, waits for others to share its transaction
+ * (group commit). On SQLite a write is synchronous: without a wait no second writer ever arrives while
+ * one commits, and every job paid for its own transactions.
+ */
+export const DEFAULT_GROUP_COMMIT_MS = 2;
+
 export interface SchedulingConfig {
   /** Admission cycles run in slices of about this many ms, requests answered between them (0: unsliced). */
   cycleSliceMs: number;
   /** A disrupted job waits this long before it may be admitted again, doubled per disruption up to disruptionBackoffMaxMs. */
   disruptionBackoffMs: number;
   disruptionBackoffMaxMs: number;
+  /** A submit and a leader's backend report wait this long for others to share their transaction (0: none). */
+  groupCommitMs: number;
 }
 
 export const schedulingSection = section({
@@ -42,10 +51,20 @@ export const schedulingSection = section({
       .max(86_400_000, 'must be at most 86400000')
       .default(300_000)
       .describe('Milliseconds: the longest disruption backoff, however often a job was disrupted.'),
+    FAIRWAY_GROUP_COMMIT_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(100, 'must be at most 100')
+      .default(DEFAULT_GROUP_COMMIT_MS)
+      .describe(
+        'Milliseconds: a submit (`submitJob`), and on the leader a report from the cluster (started, finished, stopped), waits this long for others to share its transaction: one commit for all of them, each caller answered after it (group commit). Adds up to this much to each answer; `0`: only what arrives in the same turn of the event loop is grouped.',
+      ),
   },
   resolve: (v): SchedulingConfig => ({
     cycleSliceMs: v.FAIRWAY_CYCLE_SLICE_MS,
     disruptionBackoffMs: v.FAIRWAY_DISRUPTION_BACKOFF_MS,
     disruptionBackoffMaxMs: v.FAIRWAY_DISRUPTION_BACKOFF_MAX_MS,
+    groupCommitMs: v.FAIRWAY_GROUP_COMMIT_MS,
   }),
 });

@@ -19,6 +19,8 @@ export interface ServiceContextDeps {
   now: () => number;
   /** The price book's currency (config FAIRWAY_CURRENCY). */
   currency?: string;
+  /** Config FAIRWAY_GROUP_COMMIT_MS. */
+  groupCommitMs?: number;
 }
 
 /**
@@ -45,6 +47,7 @@ export function serviceContexts(deps: ServiceContextDeps) {
         now: () => new Date(deps.now()),
         requestId: request.requestId,
         currency: deps.currency,
+        groupCommitMs: deps.groupCommitMs,
       };
     },
     /** A plain HTTP route's (the usage export): no break-glass reads noted, as for in-process callers. */
@@ -60,6 +63,7 @@ export function serviceContexts(deps: ServiceContextDeps) {
         logs: deps.logs,
         loaders: createLoaders(em),
         currency: deps.currency,
+        groupCommitMs: deps.groupCommitMs,
       };
     },
   };

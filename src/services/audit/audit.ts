@@ -1,8 +1,9 @@
 import { type EntityManager, UniqueConstraintViolationException } from '@mikro-orm/core';
 import { canSeeTenant } from '../../auth/index.js';
+import { DEFAULT_GROUP_COMMIT_MS } from '../../config/index.js';
 import { AuditEvent, type AuditOutcome } from '../../persistence/audit/index.js';
 import { Tenant, User } from '../../persistence/tenancy/index.js';
-import { conflict, FairwayError } from '../../shared/index.js';
+import { afterGroupWindow, conflict, FairwayError } from '../../shared/index.js';
 import { checkedTenant, type ServiceContext } from '../context.js';
 
 /** Input keys whose values never reach the audit log. */
@@ -91,15 +92,21 @@ async function auditedFailure(
       mapped.code === 'FORBIDDEN' || mapped.code === 'NOT_FOUND' || mapped.code === 'UNAUTHENTICATED'
         ? 'DENIED'
         : 'FAILED';
-    await ctx.em.fork().transactional(async (em) => {
+    const recorded = await ctx.em.fork().transactional(async (em) => {
       // A hint may name a tenant that does not exist (a made-up id): file it under none.
       // Without a hint, the tenant whose rights the work checked (the caller may see it).
       const hint = meta.tenantHint ?? checkedTenantId;
       const visible = hint && canSeeTenant(ctx.principal, hint) ? hint : null;
       const tenantId =
         visible && (await em.count(Tenant, { id: visible }, { filters: false })) > 0 ? visible : null;
-      em.persist(buildEvent(em, ctx, meta, outcome, tenantId, null, null, mapped.code));
+      const event = buildEvent(em, ctx, meta, outcome, tenantId, null, null, mapped.code);
+      em.persist(event);
+      return { tenantId, event };
     });
+    // Streamed like a committed change (auditEventRecorded: each audit event of the tenant); the id is
+    // the flush's.
+    if (recorded.tenantId)
+      ctx.events.publish('audit-event', recorded.tenantId, { auditEventId: recorded.event.id });
   }
   return mapped;
 }
@@ -135,10 +142,10 @@ export function groupedAuditedMutation<T>(
   const current = group;
   return new Promise<T>((resolve, reject) => {
     current.waiting.push({ ctx, meta, build, resolve: resolve as (result: unknown) => void, reject });
-    // Started on the next turn of the event loop: submits whose reads finish in this turn join the group.
+    // Written after the group-commit window: the submits whose reads finish meanwhile join the group.
     if (!current.writing) {
       current.writing = true;
-      setImmediate(() => void writeGroups(current));
+      afterGroupWindow(ctx.groupCommitMs ?? DEFAULT_GROUP_COMMIT_MS, () => void writeGroups(current));
     }
   });
 }

@@ -32,6 +32,7 @@ export interface LeaderHost {
      * requests between them (DEFAULT_CYCLE_SLICE_MS when unset; 0: each cycle in one turn).
      */
     cycleSliceMs?: number;
+    groupCommitMs?: number;
     /** See SchedulerServiceOptions.disruptionBackoff. */
     disruptionBackoff?: { baseMs: number; maxMs: number };
     /** Periodic leader work (governance loops), each in the leader's serial turn; see LeaderTask. */

@@ -1,8 +1,10 @@
 import type { EntityManager } from '@mikro-orm/core';
+import { DEFAULT_GROUP_COMMIT_MS } from '../../config/index.js';
 import type { JobSpec } from '../../core/scheduling/index.js';
 import type { SchedulerInput } from '../../events/index.js';
 import { Job } from '../../persistence/jobs/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
+import { afterGroupWindow } from '../../shared/index.js';
 import { applyBackendEvents, type WritableBackendEvent } from './backend-events.js';
 import { loadCore, requeueDoubleBooked } from './core-loader.js';
 import { type FencedWriter, writeFenced } from './cycle-writer.js';
@@ -131,14 +133,18 @@ export class LeaderSession {
   }
 
   /**
-   * A backend report. Reports that arrive while the leader is busy (a cycle, a write) wait for
-   * its next turn and are written together: one fenced transaction for all of them.
+   * A backend report. Reports that arrive within the group-commit window, or while the leader is busy
+   * (a cycle, a write), are written together on its next turn: one fenced transaction for all of them.
    */
   backendEvent(event: Writable): void {
     if (this.ended) return;
     this.reports.push(event);
     if (this.reportsQueued) return;
     this.reportsQueued = true;
+    afterGroupWindow(this.host.options.groupCommitMs ?? DEFAULT_GROUP_COMMIT_MS, () => this.writeReports());
+  }
+
+  private writeReports(): void {
     this.run(async () => {
       this.reportsQueued = false;
       const batch = this.reports.splice(0);
@@ -373,6 +379,9 @@ export class LeaderSession {
     // what was just charged may exhaust a hard budget, whose jobs wait from the next cycle on.
     if (this.ended) return;
     await writeFenced(this.writer(), (em) => this.host.metering.checkpointed(em, now));
+    // A threshold crossed is an outbox row (the alert event and its audit entry): sent now, not with
+    // the next cycle's dispatch.
+    this.dispatchSoon();
     await this.refreshHolds();
   }
 

@@ -47,6 +47,8 @@ export interface SchedulerServiceOptions {
    * DEFAULT_CYCLE_SLICE_MS; 0: unsliced).
    */
   cycleSliceMs?: number;
+  /** Backend reports wait this long for others to share their transaction. Default DEFAULT_GROUP_COMMIT_MS. */
+  groupCommitMs?: number;
   /**
    * A disrupted job waits `baseMs × 2^(disruptions − 1)` (at most `maxMs`) before it may be
    * admitted again. Default: none (at once).
