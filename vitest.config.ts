@@ -9,8 +9,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
-    // Under CI=true: PostgreSQL and Redis must be configured and answering, or the run fails.
-    globalSetup: ['test/helpers/ci-services.ts'],
+    // Under CI=true: PostgreSQL, Redis and chromium must be there, or the run fails; the console is built once.
+    globalSetup: ['test/helpers/ci-services.ts', 'test/helpers/console-build.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -87,6 +87,8 @@ export function useSecurityHeaders(options: UseSecurityHeadersOptions): Plugin {
         headers.set('content-security-policy', API_CSP);
         return;
       }
+      // A page that brings its own policy (the console's: its scripts are files of this origin) keeps it.
+      if (headers.has('content-security-policy')) return;
       // Reading the page consumes it: answer with the same text, status and headers.
       return response.text().then((html) => {
         if (lastPage?.html !== html) lastPage = { html, hashes: scriptHashes(html) };

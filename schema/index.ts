@@ -9,6 +9,7 @@ import './jobs/index.js';
 import './events/index.js';
 import './metering/index.js';
 import './logs/index.js';
+import './inference/index.js';
 import { builder } from './builder.js';
 
 export const schema = builder.toSchema({ sortSchema: true });

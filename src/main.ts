@@ -113,6 +113,7 @@ async function main() {
   }
   const stopTrickle = demo.enabled && demo.trickle ? startDemoTrickle(app) : () => undefined;
   console.log(`Fairway is serving on ${url}  (database: ${where})`);
+  console.log(`  Console: open ${url.replace(/\/graphql$/, '/')} in a browser and sign in with an API token`);
   if (server.graphiql)
     console.log(
       `  GraphiQL: open ${url} in a browser; subscriptions use ws://${url.replace(/^https?:\/\//, '')}`,

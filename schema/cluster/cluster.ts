@@ -9,14 +9,14 @@ import {
   listNodes,
 } from '../../src/services/cluster/index.js';
 import { listPriorityClasses } from '../../src/services/jobs/index.js';
-import { updatePriorityClass } from '../../src/services/tenancy/index.js';
+import { currentFlavorPrice } from '../../src/services/metering/index.js';
 import { builder } from '../builder.js';
 import { decodeId } from '../common.js';
 import { ClusterNodeRef, CohortRef, FlavorRef, NodePoolRef, PriorityClassRef } from '../refs.js';
 import { isEntity } from '../tenancy/index.js';
 import { QuotaInput, QuotaRef, quotaLines, toQuotaSpec } from './quota.js';
 
-const FlavorKindEnum = builder.enumType('FlavorKind', {
+export const FlavorKindEnum = builder.enumType('FlavorKind', {
   values: {
     GPU: { value: 'gpu', description: 'Whole GPUs (fractions of one GPU in 1/1000 steps allowed per pod)' },
     MIG: { value: 'mig', description: 'MIG slices; slicesPerGpu per physical GPU' },
@@ -24,7 +24,7 @@ const FlavorKindEnum = builder.enumType('FlavorKind', {
   } as const,
 });
 
-const PreemptibleEnum = builder.enumType('Preemptible', {
+export const PreemptibleEnum = builder.enumType('Preemptible', {
   values: {
     YES: { value: 'yes' },
     NO: { value: 'no' },
@@ -45,8 +45,16 @@ builder.node(FlavorRef, {
     gpuModel: t.string({ nullable: true, resolve: (f) => f.gpuModel ?? null }),
     slicesPerGpu: t.int({ nullable: true, resolve: (f) => f.slicesPerGpu ?? null }),
     pricePerUnitHour: t.float({
-      description: 'Price of one unit (GPU, slice or share) for one hour.',
-      resolve: (f) => f.pricePerUnitHour,
+      description:
+        "Price of one unit (GPU, slice or share) for one hour now: the price book's version in effect since priceEffectiveFrom, as the ledger charges it (0 when the flavor has none). setFlavorPrice and updateFlavor add versions; priceBook lists the scheduled ones.",
+      resolve: async (f, _a, ctx) => (await currentFlavorPrice(ctx, f.name))?.pricePerUnitHour ?? 0,
+    }),
+    priceEffectiveFrom: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description:
+        'Since when pricePerUnitHour holds (the epoch for the price set at creation); null when the flavor has no price.',
+      resolve: async (f, _a, ctx) => (await currentFlavorPrice(ctx, f.name))?.effectiveFrom ?? null,
     }),
   }),
 });
@@ -133,7 +141,7 @@ builder.queryFields((t) => ({
   }),
 }));
 
-const flavorName = z
+export const flavorName = z
   .string()
   .regex(
     /^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/,
@@ -155,7 +163,7 @@ const CreateFlavorInput = builder.inputType('CreateFlavorInput', {
   }),
 });
 
-const NodeInput = builder.inputType('NodeInput', {
+export const NodeInput = builder.inputType('NodeInput', {
   fields: (t) => ({
     name: t.string({
       required: true,
@@ -196,23 +204,7 @@ const CreateCohortInput = builder.inputType('CreateCohortInput', {
   }),
 });
 
-const UpdatePriorityClassInput = builder.inputType('UpdatePriorityClassInput', {
-  fields: (t) => ({
-    name: t.string({ required: true, validate: z.string().min(1).max(63) }),
-    requiresGrant: t.boolean({ required: true }),
-  }),
-});
-
 builder.mutationFields((t) => ({
-  updatePriorityClass: t.field({
-    type: PriorityClassRef,
-    description:
-      'Platform admins. Whether the class needs a grant (grantTenantPriorityClass, then grantProjectAccess).',
-    authScopes: { platformAdmin: true },
-    args: { input: t.arg({ type: UpdatePriorityClassInput, required: true }) },
-    resolve: (_r, { input }, ctx) =>
-      updatePriorityClass(ctx, { name: input.name, requiresGrant: input.requiresGrant }),
-  }),
   createFlavor: t.field({
     type: FlavorRef,
     description: 'Platform admins.',

@@ -223,7 +223,7 @@ builder.subscriptionFields((t) => ({
   queueUpdated: t.field({
     type: QueueRef,
     description:
-      'The queue (usage, counts) whenever jobs are admitted, finish or are preempted in it, or its quota changes.',
+      'The queue (usage, counts) whenever jobs are submitted to it, admitted, cancelled, finish or are preempted in it, or its quota changes.',
     authScopes: { authenticated: true },
     args: { id: t.arg.id({ required: true }) },
     ...reloadingSubscription({

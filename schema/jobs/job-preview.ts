@@ -68,21 +68,31 @@ builder.mutationFields((t) => ({
       const submit = toSubmitInput(input);
       const preview = await previewJob(ctx, submit);
       const queue = await getQueue(ctx, submit.queueId ?? (await projectQueue(ctx, submit.projectId)));
-      const victims = await Promise.all(
-        preview.wouldPreempt.map(async (v) => {
-          const victimQueueId = ctx.scheduler.queueIdOf(v.victimQueue);
-          const victimQueue = victimQueueId ? await ctx.loaders.queue.load(victimQueueId) : null;
-          return {
-            victimId: v.victimId,
-            reason: v.reason,
-            sameTenant: victimQueue?.tenant.id === queue.tenant.id,
-          };
-        }),
-      );
-      return { ...preview, tenantId: queue.tenant.id, queueName: queue.name, victims, submit };
+      return previewView(ctx, preview, queue, submit);
     },
   }),
 }));
+
+/** A preview as the graph shows it: victims of other tenants without their ids. */
+export async function previewView(
+  ctx: GraphQLContext,
+  preview: Preview,
+  queue: { name: string; tenant: { id: string } },
+  submit: SubmitJobInput,
+) {
+  const victims = await Promise.all(
+    preview.wouldPreempt.map(async (v) => {
+      const victimQueueId = ctx.scheduler.queueIdOf(v.victimQueue);
+      const victimQueue = victimQueueId ? await ctx.loaders.queue.load(victimQueueId) : null;
+      return {
+        victimId: v.victimId,
+        reason: v.reason,
+        sameTenant: victimQueue?.tenant.id === queue.tenant.id,
+      };
+    }),
+  );
+  return { ...preview, tenantId: queue.tenant.id, queueName: queue.name, victims, submit };
+}
 
 async function projectQueue(ctx: GraphQLContext, projectId: string | null | undefined): Promise<string> {
   const project = projectId ? await ctx.loaders.project.load(projectId) : null;

@@ -10,7 +10,7 @@ import { builder } from '../builder.js';
 import { decodeId, WorkloadKindEnum, WorkloadTypeEnum } from '../common.js';
 import { JobRef } from '../refs.js';
 
-const PodSetInput = builder.inputType('PodSetInput', {
+export const PodSetInput = builder.inputType('PodSetInput', {
   fields: (t) => ({
     name: t.string({
       defaultValue: 'main',
@@ -75,7 +75,7 @@ const CheckpointInput = builder.inputType('CheckpointInput', {
   }),
 });
 
-const EnvVarInput = builder.inputType('EnvVarInput', {
+export const EnvVarInput = builder.inputType('EnvVarInput', {
   fields: (t) => ({
     name: t.string({
       required: true,

@@ -187,6 +187,9 @@ const JobFilterInput = builder.inputType('JobFilter', {
     priorityClass: t.string({ validate: z.string().max(63) }),
     submittedAfter: t.field({ type: 'DateTime' }),
     submittedBefore: t.field({ type: 'DateTime' }),
+    mine: t.boolean({
+      description: 'Only the jobs the caller submitted (by any of their tokens or sessions).',
+    }),
   }),
 });
 
@@ -209,6 +212,7 @@ type JobFilterArgs =
       priorityClass?: string | null;
       submittedAfter?: Date | null;
       submittedBefore?: Date | null;
+      mine?: boolean | null;
     }
   | null
   | undefined;
@@ -228,6 +232,7 @@ function jobFilter(tenantId: string, filter: JobFilterArgs) {
     priorityClass: filter?.priorityClass ?? null,
     submittedAfter: filter?.submittedAfter ?? null,
     submittedBefore: filter?.submittedBefore ?? null,
+    mine: filter?.mine ?? false,
   };
 }
 

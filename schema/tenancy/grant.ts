@@ -13,7 +13,7 @@ import { decodeId } from '../common.js';
 import { ProjectRef, TenantRef } from '../refs.js';
 
 // Platform → tenant → project: what a project may use beyond its quota. PriorityClass.requiresGrant
-// and updatePriorityClass live with the priority classes (cluster.ts).
+// lives with the priority classes (cluster.ts), updatePriorityClass beside them (priority-class.ts).
 
 const GrantKindEnum = builder.enumType('GrantKind', {
   values: {

@@ -29,6 +29,7 @@ import { type DatabaseSettings, databaseSection } from './sections/database.js';
 import { type DemoConfig, demoEnabled, demoSection } from './sections/demo.js';
 import { type GovernanceConfig, governanceSection } from './sections/governance.js';
 import { type HttpConfig, httpSection } from './sections/http.js';
+import { type InferenceConfig, inferenceSection } from './sections/inference.js';
 import { limitsSection, type QueryLimits } from './sections/limits.js';
 import { type LogsConfig, logsSection } from './sections/logs.js';
 import { type MeteringConfig, meteringSection } from './sections/metering.js';
@@ -46,6 +47,7 @@ export * from './sections/database.js';
 export * from './sections/demo.js';
 export * from './sections/governance.js';
 export * from './sections/http.js';
+export * from './sections/inference.js';
 export * from './sections/limits.js';
 export * from './sections/logs.js';
 export * from './sections/metering.js';
@@ -69,6 +71,7 @@ export interface ResolvedConfig {
   metering: MeteringConfig;
   governance: GovernanceConfig;
   logs: LogsConfig;
+  inference: InferenceConfig;
   backend: BackendConfig;
   demo: DemoConfig;
   /** Settings that work but will not for long (deprecated boolean spellings): src/main.ts prints them once
@@ -94,6 +97,7 @@ export const SECTIONS: readonly Section[] = [
   meteringSection,
   governanceSection,
   logsSection,
+  inferenceSection,
   backendSection,
   demoSection,
 ];

@@ -1,9 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import type { MikroORM } from '@mikro-orm/core';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { useBreakGlassAudit } from '../../plugins/useBreakGlassAudit.js';
 import { useCallerConcurrency } from '../../plugins/useCallerConcurrency.js';
+import { useConsole } from '../../plugins/useConsole.js';
 import { useExecutionTimeout } from '../../plugins/useExecutionTimeout.js';
 import { useFairwayAuth } from '../../plugins/useFairwayAuth.js';
 import { useMetrics } from '../../plugins/useMetrics.js';
@@ -21,6 +23,7 @@ import type { FairwayConfig } from '../config/index.js';
 import { createEventBus, createRedisEventTarget, type EventBus } from '../events/index.js';
 import { migrate, openDatabase } from '../persistence/orm.js';
 import { type GovernanceTaskSettings, governanceLeaderTasks } from '../services/governance/index.js';
+import { inferenceAutoscalerTask } from '../services/inference/index.js';
 import { JobLogsService, logRetentionTask } from '../services/logs/index.js';
 import { computeHolds, evaluateBudgets } from '../services/metering/index.js';
 import {
@@ -39,6 +42,9 @@ import { clientAddressBehind, createRateLimiter } from './rate-limits/index.js';
 import { methodNotAllowed, serverRoutes } from './routes/index.js';
 import { type AttachedWebSocket, attachWebSocket } from './websocket/index.js';
 
+/** Where `npm run console:build` puts the console. */
+const CONSOLE_DIR = fileURLToPath(new URL('../../web/dist', import.meta.url));
+
 export interface BuildAppOptions {
   config: FairwayConfig;
   /** An already opened database (tests); otherwise one is opened from the config and migrated. */
@@ -51,6 +57,8 @@ export interface BuildAppOptions {
   logger?: FairwayLogger;
   /** Every SQL statement, for tests that count them. */
   onQuery?: (sql: string) => void;
+  /** The built web console (default: the repository's web/dist). */
+  consoleDir?: string;
   /** Where admitted jobs run; default: the simulated cluster. */
   backend?: ExecutionBackend;
   /** How long a subscription may rely on its last credential check (tests: 0). */
@@ -63,6 +71,8 @@ export interface BuildAppOptions {
   scheduler?: { debounceMs?: number; resyncIntervalMs?: number; leaderRetryMs?: number };
   /** Governance loop settings (tests: short periods); the configuration's otherwise. */
   governance?: Partial<Omit<GovernanceTaskSettings, 'now'>>;
+  /** The autoscaler's settings over the configuration's (tests: an interval they drive themselves). */
+  inference?: { intervalMs?: number };
 }
 
 export interface FairwayApp {
@@ -119,7 +129,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       logArchiveBytes: config.logs.archiveBytes,
     }));
   const metrics = createMetrics({ timeScale: backend.timeScale });
-  const scheduler = new SchedulerService({
+  const scheduler: SchedulerService = new SchedulerService({
     orm,
     dialect: config.database.dialect,
     backend,
@@ -129,6 +139,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     logError,
     meteringIntervalMs: config.metering.intervalMs,
     cycleSliceMs: config.scheduling.cycleSliceMs,
+    groupCommitMs: config.scheduling.groupCommitMs,
     disruptionBackoff: {
       baseMs: config.scheduling.disruptionBackoffMs,
       maxMs: config.scheduling.disruptionBackoffMaxMs,
@@ -143,6 +154,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     observeCycle: metrics.observeCycle,
     leaderTasks: [
       logRetentionTask(config.logs.retentionDays),
+      inferenceAutoscalerTask({
+        intervalMs: options.inference?.intervalMs ?? config.inference.intervalMs,
+        backend,
+        scheduler: (): SchedulerService => scheduler,
+      }),
       ...governanceLeaderTasks({
         now,
         quotaRequestIntervalMs: config.governance.quotaRequestIntervalMs,
@@ -198,7 +214,15 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
   });
   const security = await httpSecurity(http);
   const observability = observabilityPlugins(config.observability, { logger });
-  const contexts = serviceContexts({ orm, events, scheduler, logs, now, currency: config.metering.currency });
+  const contexts = serviceContexts({
+    orm,
+    events,
+    scheduler,
+    logs,
+    now,
+    currency: config.metering.currency,
+    groupCommitMs: config.scheduling.groupCommitMs,
+  });
   const clientAddress = clientAddressBehind(config.rateLimits.trustProxyHops);
   const routes = serverRoutes({
     readiness: {
@@ -211,6 +235,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     },
     usageExport: { identity, createContext: contexts.forRoute, logError },
     metrics: { metrics, identity, token: config.observability.metricsToken, logError },
+    consoleOidc: { ...(config.auth.oidc ? { oidc: config.auth.oidc } : {}), logError },
   });
   const yoga = createYoga<Record<string, unknown>>({
     schema,
@@ -255,6 +280,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       useExecutionTimeout({ maxExecutionMs: limits.maxExecutionMs }),
       // /ready, /usage/export.csv, /metrics (src/server/routes/): answered here, before anything GraphQL.
       useRoutes({ routes, methodNotAllowed }),
+      // The web console at / (web/, built into web/dist): its pages and hashed assets.
+      useConsole({ dir: options.consoleDir ?? CONSOLE_DIR }),
       useMetrics({ metrics, errorCode }),
       useRequestId(),
       useFairwayAuth({ identity, reauthCacheMs: options.reauthCacheMs }),

@@ -1,57 +1,26 @@
 // `fairway apply` against real servers on real ports: an empty platform with only a platform
 // admin (everything created from examples/platform.yaml), and the seeded demo (which the
-// example mirrors). The CLI talks HTTP through a small fetch-based CliContext built here.
+// example mirrors). The CLI talks HTTP through its own CliContext (test/helpers/apply-cli.ts).
+// --prune and the updates of flavors, cohorts and node pools: apply-prune.test.ts.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXIT } from '../../src/cli/tenant/context.js';
 import {
-  displayPrefix,
-  generateApiTokenSecret,
-  hashApiTokenSecret,
-} from '../../src/auth/api-token-secret.js';
-import { runApply } from '../../src/cli/tenant/apply.js';
-import { createCliContext, EXIT } from '../../src/cli/tenant/context.js';
-import { ApiToken, User } from '../../src/persistence/tenancy/entities.js';
-import { systemEntityManager } from '../../src/persistence/tenant-filter.js';
+  type ApplyRun,
+  runApplyCli,
+  startEmptyPlatform,
+  writeSpec as writeSpecIn,
+} from '../helpers/apply-cli.js';
 import { expectOk, startTestApp, type TestApp } from '../helpers/harness.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-apply-'));
 const EXAMPLE = path.resolve('examples/platform.yaml');
 
-interface Run {
-  code: number;
-  out: string[];
-  err: string[];
-  requests: number;
-  mutations: number;
-}
-
-async function apply(url: string, token: string | undefined, args: string[], stdin?: string): Promise<Run> {
-  const run: Run = { code: -1, out: [], err: [], requests: 0, mutations: 0 };
-  // The CLI's own context (real HTTP), counting what it sends; no login file is read.
-  const ctx = await createCliContext({
-    io: { out: (s) => run.out.push(s), err: (s) => run.err.push(s) },
-    env: { FAIRWAY_CONFIG_DIR: tmp },
-    flags: { server: url, ...(token ? { token } : {}) },
-    ...(stdin !== undefined ? { stdin: Readable.from([stdin]) } : {}),
-  });
-  const send = ctx.request.bind(ctx);
-  ctx.request = (query, variables) => {
-    run.requests++;
-    if (query.trimStart().startsWith('mutation')) run.mutations++;
-    return send(query, variables);
-  };
-  run.code = await runApply(args, ctx);
-  return run;
-}
-
-function writeSpec(name: string, text: string): string {
-  const file = path.join(tmp, name);
-  fs.writeFileSync(file, text);
-  return file;
-}
+const apply = (url: string, token: string | undefined, args: string[], stdin?: string): Promise<ApplyRun> =>
+  runApplyCli(url, token, args, tmp, stdin);
+const writeSpec = (name: string, text: string): string => writeSpecIn(tmp, name, text);
 
 /** The example with one queue's H100 nominal quota changed. */
 function exampleWithAuroraH100(nominal: number): string {
@@ -79,27 +48,10 @@ describe('fairway apply', () => {
   let demo: TestApp;
 
   beforeAll(async () => {
-    [empty, demo] = await Promise.all([startTestApp({ seed: false }), startTestApp()]);
-    adminToken = generateApiTokenSecret();
-    await systemEntityManager(empty.app.orm).transactional(async (em) => {
-      const user = em.create(User, {
-        email: 'root@platform.example',
-        name: 'Root',
-        isPlatformAdmin: true,
-        externalId: null,
-      });
-      em.create(ApiToken, {
-        tenant: null,
-        createdBy: user,
-        name: 'apply test',
-        scopes: [],
-        tokenHash: hashApiTokenSecret(adminToken),
-        prefix: displayPrefix(adminToken),
-        expiresAt: new Date(Date.now() + 86_400_000),
-        revokedAt: null,
-        lastUsedAt: null,
-      });
-    });
+    let platform: Awaited<ReturnType<typeof startEmptyPlatform>>;
+    [platform, demo] = await Promise.all([startEmptyPlatform(), startTestApp()]);
+    empty = platform.app;
+    adminToken = platform.adminToken;
   });
   afterAll(async () => {
     await Promise.all([empty?.close(), demo?.close()]);
@@ -111,7 +63,7 @@ describe('fairway apply', () => {
     expect(check.code, check.err.join('\n')).toBe(EXIT.DIFF);
     expect(check.mutations).toBe(0);
     expect(check.out).toContain('    quotas[h100-80g/GPU]: {"nominal":16}');
-    expect(check.out.at(-1)).toMatch(/8 to create, 0 to update, 1 unchanged\.$/); // inference-critical exists from the start
+    expect(check.out.at(-1)).toMatch(/8 to create, 0 to update, 4 unchanged\.$/); // the priority classes exist from the start
 
     const first = await apply(empty.url, adminToken, ['-f', EXAMPLE]);
     expect(first.code, first.err.join('\n')).toBe(EXIT.OK);
@@ -207,7 +159,7 @@ describe('fairway apply', () => {
     expect((await apply(empty.url, adminToken, ['-f', EXAMPLE])).mutations).toBe(1);
   });
 
-  it('a flavor price change is a new price-book version; a change the API cannot make blocks everything (exit 5, nothing sent)', async () => {
+  it('a flavor price change is a new price-book version; a kind change of a flavor in use blocks everything (exit 5, nothing sent)', async () => {
     await apply(empty.url, adminToken, ['-f', EXAMPLE]);
     const text = fs.readFileSync(EXAMPLE, 'utf8');
     const priced = writeSpec('priced.yaml', text.replace('pricePerUnitHour: 2.49', 'pricePerUnitHour: 2.99'));
@@ -227,7 +179,7 @@ describe('fairway apply', () => {
     expect(blocked.code).toBe(EXIT.CONFLICT);
     expect(blocked.mutations).toBe(0);
     expect(blocked.out.join('\n')).toMatch(
-      /! flavor h100-80g\n {4}kind: GPU → TIMESLICE\n {4}pricePerUnitHour: 2.99 → 3.49\n {4}cannot apply: kind cannot be changed: the API has no updateFlavor/,
+      /! flavor h100-80g\n {4}kind: GPU → TIMESLICE\n {4}pricePerUnitHour: 2.99 → 3.49\n {4}cannot apply: kind cannot be changed while node pool shared, queue aurora-training, queue borealis-serving use\(s\) the flavor/,
     );
   });
 
@@ -310,7 +262,7 @@ tenants:
   it('the example mirrors the seeded demo: nothing to do there', async () => {
     const run = await apply(demo.url, demo.token(null, 'PLATFORM_ADMIN'), ['-f', EXAMPLE, '--check']);
     expect(run.code, run.out.join('\n')).toBe(EXIT.OK);
-    expect(run.out).toContain(`${EXAMPLE}: 0 to create, 0 to update, 9 unchanged.`);
+    expect(run.out).toContain(`${EXAMPLE}: 0 to create, 0 to update, 12 unchanged.`);
     expect(run.out).not.toContain('not managed (on the server, not in the file; left as they are):');
   });
 

@@ -8,6 +8,7 @@ import {
   DEFAULT_CONTROLLER_WINDOW_MS,
   DEFAULT_CYCLE_SLICE_MS,
   DEFAULT_DATABASE_TIMEOUTS,
+  DEFAULT_GROUP_COMMIT_MS,
   DEFAULT_LOG_ARCHIVE_KIB,
   DEFAULT_PROBE_INTERVAL_MS,
   DEFAULT_PROBE_RETENTION_HOURS,
@@ -114,6 +115,7 @@ describe('every section resolved, defaults applied once', () => {
         cycleSliceMs: DEFAULT_CYCLE_SLICE_MS,
         disruptionBackoffMs: 5000,
         disruptionBackoffMaxMs: 300_000,
+        groupCommitMs: DEFAULT_GROUP_COMMIT_MS,
       },
       // The demo is on: usage is written every 15 s so its cost shows within the first minute.
       metering: { intervalMs: 15_000, currency: 'USD' },
@@ -129,6 +131,7 @@ describe('every section resolved, defaults applied once', () => {
         },
       },
       logs: { archiveBytes: 1024 * 1024, retentionDays: 30, followBufferLines: 10_000, followFlushMs: 100 },
+      inference: { intervalMs: 15_000 },
       backend: {
         kind: 'simulated',
         simulatedTimeScale: 60,

@@ -6,6 +6,7 @@ import { expect } from 'vitest';
 import { type DatabaseConfig, type FairwayConfig, load } from '../../src/config/index.js';
 import { AuditEvent } from '../../src/persistence/audit/entities.js';
 import { Cohort, Flavor, NodePool, PriorityClassRow, Queue } from '../../src/persistence/cluster/entities.js';
+import { InferenceService } from '../../src/persistence/inference/entities.js';
 import { Job } from '../../src/persistence/jobs/entities.js';
 import { BreakGlassGrant, ProjectMembership } from '../../src/persistence/tenancy/access-entities.js';
 import { ApiToken, Membership, Project, Tenant, User } from '../../src/persistence/tenancy/entities.js';
@@ -27,7 +28,9 @@ export const TEST_AUDIENCE = 'fairway-gateway';
 export function testConfig(parts: {
   dataDir: string;
   database: DatabaseConfig | FairwayConfig['database'];
-  oidc: { publicKeyPem: string } | { jwksUrl: string };
+  oidc:
+    | { publicKeyPem: string }
+    | { jwksUrl: string; issuer?: string; audience?: string; consoleClientId?: string };
 }): FairwayConfig {
   const base = load({
     NODE_ENV: 'test',
@@ -51,6 +54,7 @@ export function testConfig(parts: {
         audience: TEST_AUDIENCE,
         userClaim: 'email',
         rolesClaim: 'fairway_roles',
+        consoleScopes: 'openid email profile',
         ...parts.oidc,
       },
     },
@@ -116,6 +120,8 @@ export interface TestApp {
 
 export interface TestAppOptions {
   dialect?: Dialect;
+  /** A real OpenID provider instead of the harness's own key (its issuer, JWKS and the console's client). */
+  oidc?: { issuer: string; jwksUrl: string; audience?: string; consoleClientId?: string };
   /** Every SQL statement the app runs (see ormConfig). */
   onQuery?: (sql: string) => void;
   /** A database prepared by the test (e.g. migrated half-way and filled the old way); the app migrates it up
@@ -130,6 +136,8 @@ export interface TestAppOptions {
   expectedServerErrors?: RegExp;
   /** Governance loop settings passed to buildApp (short periods for tests). */
   governance?: BuildAppOptions['governance'];
+  /** Inference autoscaler settings passed to buildApp. */
+  inference?: BuildAppOptions['inference'];
   /** The execution backend, made with the harness's clock (default: the configuration's simulated cluster).
    *
    */
@@ -143,7 +151,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const config = testConfig({
     dataDir,
     database: db.database,
-    oidc: { publicKeyPem: await exportSPKI(publicKey) },
+    oidc: options.oidc ?? { publicKeyPem: await exportSPKI(publicKey) },
   });
   const now = { value: Date.now() };
   const errors: unknown[] = [];
@@ -156,6 +164,9 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     reauthCacheMs: 0,
     ...(options.onQuery ? { onQuery: options.onQuery } : {}),
     governance,
+    // The autoscaler writes on its own timer: tests that check "nothing changed" must not see it, so tests
+    // run it themselves (scheduler.runLeaderTask) unless they ask for a period.
+    inference: { intervalMs: 3_600_000, ...options.inference },
     ...(options.backend ? { backend: options.backend(() => now.value) } : {}),
   });
   const credentials =
@@ -294,9 +305,35 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
         });
         await em.flush();
       }
+      // A service that sleeps at zero replicas: an ID to attack that holds no GPU.
+      let service = await em.findOne(InferenceService, { tenant: tenant.id }, { orderBy: { id: 'asc' } });
+      if (!service) {
+        const admin = credentials.find((c) => c.tenant === slug && c.role === 'TENANT_ADMIN')!.token;
+        const res = await harness.gql(
+          admin,
+          `mutation($in: CreateInferenceServiceInput!) { createInferenceService(input: $in) { id } }`,
+          {
+            in: {
+              queueId: enc('Queue', queue.id),
+              name: `fixture-${slug}`,
+              container: { image: `registry.${slug.split('-')[0]}.example/fixture-service:1` },
+              port: 8080,
+              replica: { gpusPerPod: 1 },
+              minReplicas: 0,
+              maxReplicas: 1,
+              scaling: { signal: 'IN_FLIGHT', target: 4, scaleToZeroAfterSeconds: 600 },
+            },
+          },
+        );
+        if (res.body.errors) throw new Error(JSON.stringify(res.body.errors));
+        service = await em
+          .fork()
+          .findOneOrFail(InferenceService, { tenant: tenant.id }, { orderBy: { id: 'asc' }, filters: false });
+      }
       return {
         Queue: enc('Queue', queue.id),
         Job: enc('Job', job.id),
+        InferenceService: enc('InferenceService', service.id),
         Tenant: enc('Tenant', tenant.id),
         Project: enc('Project', project.id),
         Member: enc('Member', member.id),
@@ -314,7 +351,9 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       fs.rmSync(dataDir, { recursive: true, force: true });
       // An error the server had to mask is a bug, whatever the test asserted.
       if (errors.length)
-        throw new Error(`unexpected server errors during test: ${errors.map(String).join('; ')}`);
+        throw new Error(
+          `unexpected server errors during test: ${errors.map((e) => (e instanceof Error && e.stack) || String(e)).join('\n')}`,
+        );
     },
   };
   return harness;

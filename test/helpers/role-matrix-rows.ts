@@ -9,6 +9,7 @@ import {
   PLATFORM_ONLY,
   SUBMIT,
 } from './role-matrix.js';
+import { CLUSTER_UPDATE_ROWS } from './role-matrix-rows-cluster.js';
 
 /**
  * Who may call each mutation, by the permission rules (docs/api.md, "Who may do what"):
@@ -178,6 +179,7 @@ export const TENANT_ROWS: MatrixRow[] = [
     variables: async () => ({ in: { name: `c-${m.next()}` } }),
     expect: PLATFORM_ONLY,
   },
+  ...CLUSTER_UPDATE_ROWS,
   {
     name: 'createQueue',
     query: `mutation($in: CreateQueueInput!) { createQueue(input: $in) { id } }`,
@@ -423,6 +425,59 @@ const jobInput = (which: Which, name: string, big = false) => ({
   expectedDurationSeconds: 60,
 });
 
+/** A service that sleeps at zero replicas: rights are checked, no GPU is held. */
+const serviceInput = (which: Which, name: string) => ({
+  queueId: m.ids.Queue,
+  projectId: projectOf(which),
+  name: `${name}-${m.next()}`,
+  container: { image: 'nvcr.io/nvidia/tritonserver:24.01-py3' },
+  port: 8000,
+  replica: { gpusPerPod: 1 },
+  minReplicas: 0,
+  maxReplicas: 2,
+  scaling: { signal: 'IN_FLIGHT', target: 4, scaleToZeroAfterSeconds: 600 },
+});
+const CREATE_SERVICE = `mutation($in: CreateInferenceServiceInput!) { createInferenceService(input: $in) { id } }`;
+const adminService = async (which: Which) =>
+  (await m.as('tenantAdmin', CREATE_SERVICE, { in: serviceInput(which, 'admin-svc') })).createInferenceService
+    .id;
+
+function serviceRows(which: Which, label: string): MatrixRow[] {
+  return [
+    {
+      name: `createInferenceService ${label}`,
+      query: CREATE_SERVICE,
+      variables: async () => ({ in: serviceInput(which, 'svc') }),
+      expect: submitters(which),
+    },
+    {
+      name: `previewService ${label}`,
+      query: `mutation($in: CreateInferenceServiceInput!) { previewService(input: $in, replicas: 1) { admissible } }`,
+      variables: async () => ({ in: serviceInput(which, 'what-if-svc') }),
+      expect: submitters(which),
+    },
+    // Not the creator: only the project's admins (and tenant admins) may change it, as a job.
+    {
+      name: `updateInferenceService ${label}, a service of the tenant admin`,
+      query: `mutation($id: ID!) { updateInferenceService(id: $id, input: { port: 9000 }) { id } }`,
+      variables: async () => ({ id: await adminService(which) }),
+      expect: managers(which),
+    },
+    {
+      name: `scaleInferenceService ${label}, a service of the tenant admin`,
+      query: `mutation($id: ID!) { scaleInferenceService(id: $id, maxReplicas: 3) { id } }`,
+      variables: async () => ({ id: await adminService(which) }),
+      expect: managers(which),
+    },
+    {
+      name: `deleteInferenceService ${label}, a service of the tenant admin`,
+      query: `mutation($id: ID!) { deleteInferenceService(id: $id) }`,
+      variables: async () => ({ id: await adminService(which) }),
+      expect: managers(which),
+    },
+  ];
+}
+
 function projectRows(which: Which): MatrixRow[] {
   const label = LABEL[which];
   return [
@@ -512,6 +567,7 @@ function projectRows(which: Which): MatrixRow[] {
       // Not the submitter: only the project's admins (and tenant admins) may cancel it.
       expect: managers(which),
     },
+    ...serviceRows(which, label),
   ];
 }
 

@@ -38,6 +38,7 @@ const VICTIMS = [
   'BreakGlassGrant',
   'Queue',
   'Job',
+  'InferenceService',
 ];
 
 /**
@@ -211,11 +212,13 @@ describeEachDialect('cross-tenant matrix', (dialect) => {
         'jobUpdated',
         'queueUpdated',
         'quotaRequestUpdates',
+        'serviceUpdated',
         'tenantEvents',
       ]);
       subscribe('tenantEvents', { tenantId: borealis.Tenant });
       subscribe('queueUpdated', { id: borealis.Queue });
       subscribe('auditEventRecorded', { tenantId: borealis.Tenant });
+      subscribe('serviceUpdated', { id: borealis.InferenceService });
       await new Promise((r) => setTimeout(r, 300));
       // B borrows more H100s than it owns (more jobs than fit, so a reclaim must preempt).
       const submit = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id } }`;

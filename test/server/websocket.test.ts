@@ -195,6 +195,31 @@ describe('auditEventRecorded over graphql-ws', () => {
     expect(sub.errors).toEqual([]);
   });
 
+  it('a refused attempt is streamed too, as the audit log holds it (outcome FAILED, the error code)', async () => {
+    const { client, closes } = connect(t.token('aurora-research', 'AUDITOR'));
+    const sub = subscribe(client, closes, aurora.Tenant);
+    await untilLive(sub, 'aurora-research');
+    const received = sub.events.length;
+    // The same slug twice: the second is refused with CONFLICT and audited as FAILED.
+    const slug = `ws-dup-${++projectSeq}`;
+    const create = () =>
+      t.gql(
+        t.token('aurora-research', 'TENANT_ADMIN'),
+        `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`,
+        { in: { tenantId: aurora.Tenant, slug, name: slug } },
+        { 'x-request-id': `req-${slug}` },
+      );
+    expect((await create()).body.errors).toBeUndefined();
+    const refused = await create();
+    expect(refused.body.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    const events = await sub.waitForEvents(received + 2);
+    expect(events.filter((e) => e.requestId === `req-${slug}`).map((e) => e.outcome)).toEqual([
+      'SUCCESS',
+      'FAILED',
+    ]);
+    expect(sub.errors).toEqual([]);
+  });
+
   it("a borealis admin subscribing to aurora's tenant gets NOT_FOUND, like for a tenant that does not exist", async () => {
     const { client, closes } = connect(t.token('borealis-inference', 'TENANT_ADMIN'));
     const sub = subscribe(client, closes, aurora.Tenant);

@@ -1,5 +1,6 @@
 // `fairway apply`'s plan for the platform-wide objects: flavors, priority classes, cohorts and
-// node pools (what apply-diff.ts's computePlan puts before and around the tenants).
+// node pools (what apply-diff.ts's computePlan puts before and around the tenants); deleting
+// those the file no longer names (--prune) is apply-prune.ts's.
 import type { ObjectPlan, Step } from './apply-diff.js';
 import { compare, ID, need, quotaAware, quotaLines, result } from './apply-diff-fields.js';
 import type { CohortSpec, PlatformSpec } from './apply-spec.js';
@@ -32,20 +33,38 @@ export function planFlavor(f: PlatformSpec['flavors'][number], state: ServerStat
     };
     return result('flavor', f.name, false, changes, [], [], [step]);
   }
+  // Quotas, nodes and admissions count in the flavor's units: the server changes them only while nothing uses it.
+  const users = flavorUsers(f.name, state);
   const blocked = changes
-    .filter((c) => c.field !== 'pricePerUnitHour')
+    .filter((c) => (c.field === 'kind' || c.field === 'slicesPerGpu') && users.length)
     .map(
-      (c) => `${c.field} cannot be changed: the API has no updateFlavor (create a flavor under a new name)`,
+      (c) =>
+        `${c.field} cannot be changed while ${users.join(', ')} use(s) the flavor (create a flavor under a new name)`,
     );
-  const steps: Step[] = changes.some((c) => c.field === 'pricePerUnitHour')
+  const input = Object.fromEntries(changes.map((c) => [c.field, c.new]));
+  const steps: Step[] = changes.length
     ? [
         {
-          document: 'mutation($input: SetFlavorPriceInput!) { setFlavorPrice(input: $input) { flavor } }',
-          variables: () => ({ input: { flavor: f.name, pricePerUnitHour: f.pricePerUnitHour } }),
+          // A new price is a new price-book version from now on.
+          document: 'mutation($input: UpdateFlavorInput!) { updateFlavor(input: $input) { id } }',
+          variables: () => ({ input: { id: cur.id, ...input } }),
         },
       ]
     : [];
   return result('flavor', f.name, true, changes, [], blocked, steps);
+}
+
+/** What on the server counts in a flavor's units: node pools' nodes, queues' and cohorts' quotas. */
+function flavorUsers(flavor: string, state: ServerState): string[] {
+  const pools = [...state.nodePools.values()].filter((p) => p.nodes.some((n) => n.flavor === flavor));
+  const queues = [...state.queues.values()].filter((q) => q.quotas.some((l) => l.flavor === flavor));
+  const cohorts = [...state.cohorts.values()].filter((c) => c.quotas.some((l) => l.flavor === flavor));
+  const users = [
+    ...pools.map((p) => `node pool ${p.name}`),
+    ...queues.map((q) => `queue ${q.name}`),
+    ...cohorts.map((c) => `cohort ${c.name}`),
+  ];
+  return users.length > 3 ? [...users.slice(0, 3), `${users.length - 3} more`] : users;
 }
 
 export function planPriorityClass(
@@ -53,29 +72,71 @@ export function planPriorityClass(
   state: ServerState,
 ): ObjectPlan {
   const cur = state.priorityClasses.get(p.name);
-  if (!cur)
+  const multiplierStep: Step = {
+    document:
+      'mutation($input: SetPriceMultiplierInput!) { setPriceMultiplier(input: $input) { priorityClass } }',
+    variables: () => ({ input: { priorityClass: p.name, multiplier: p.multiplier } }),
+  };
+  if (!cur) {
+    if (p.value === undefined || p.preemptible === undefined)
+      return result(
+        'priorityClass',
+        p.name,
+        false,
+        [],
+        [],
+        ['not on the server: give its value and preemptible to create it'],
+        [],
+      );
+    const create: Step = {
+      document: 'mutation($input: CreatePriorityClassInput!) { createPriorityClass(input: $input) { name } }',
+      variables: () => ({
+        input: {
+          name: p.name,
+          value: p.value,
+          preemptible: p.preemptible,
+          requiresGrant: p.requiresGrant ?? false,
+          ...(p.description !== undefined ? { description: p.description } : {}),
+        },
+      }),
+    };
+    const fields = {
+      value: p.value,
+      preemptible: p.preemptible,
+      description: p.description,
+      requiresGrant: p.requiresGrant,
+      multiplier: p.multiplier,
+    };
     return result(
       'priorityClass',
       p.name,
       false,
+      compare(fields, undefined),
       [],
       [],
-      ['not on the server: the API has no createPriorityClass (only existing classes can be configured)'],
-      [],
+      [create, ...(p.multiplier !== undefined ? [multiplierStep] : [])],
     );
-  const changes = compare({ requiresGrant: p.requiresGrant, multiplier: p.multiplier }, cur);
+  }
+  const changes = compare(
+    {
+      value: p.value,
+      preemptible: p.preemptible,
+      description: p.description,
+      requiresGrant: p.requiresGrant,
+      multiplier: p.multiplier,
+    },
+    cur,
+  );
   const steps: Step[] = [];
-  if (changes.some((c) => c.field === 'requiresGrant'))
+  const updated = changes.filter((c) => c.field !== 'multiplier').map((c) => c.field);
+  if (updated.length)
     steps.push({
       document: 'mutation($input: UpdatePriorityClassInput!) { updatePriorityClass(input: $input) { name } }',
-      variables: () => ({ input: { name: p.name, requiresGrant: p.requiresGrant } }),
+      variables: () => ({
+        input: { name: p.name, ...Object.fromEntries(updated.map((f) => [f, p[f as keyof typeof p]])) },
+      }),
     });
-  if (changes.some((c) => c.field === 'multiplier'))
-    steps.push({
-      document:
-        'mutation($input: SetPriceMultiplierInput!) { setPriceMultiplier(input: $input) { priorityClass } }',
-      variables: () => ({ input: { priorityClass: p.name, multiplier: p.multiplier } }),
-    });
+  if (changes.some((c) => c.field === 'multiplier')) steps.push(multiplierStep);
   return result('priorityClass', p.name, true, changes, [], [], steps);
 }
 
@@ -104,8 +165,21 @@ export function planCohort(c: CohortSpec, spec: PlatformSpec, state: ServerState
   const changes = quotaAware(want, cur ? { parent: cur.parent, quotas: cur.quotas } : undefined);
   if (cur) {
     // parentName reads null for a root cohort; a file that leaves `parent` out does not manage it.
-    for (const ch of changes) blocked.push(`${ch.field} cannot be changed: the API has no updateCohort`);
-    return result('cohort', c.name, true, changes, [], blocked, []);
+    if (c.parent && wouldCycle(c, spec, state))
+      blocked.push(`parent "${c.parent}" would make the cohort its own ancestor`);
+    const step: Step = {
+      document: 'mutation($input: UpdateCohortInput!) { updateCohort(input: $input) { id } }',
+      variables: (ids) => ({
+        input: {
+          id: cur.id,
+          ...(changes.some((ch) => ch.field === 'parent') && c.parent
+            ? { parentId: need(ids, 'cohort', c.parent) }
+            : {}),
+          ...(changes.some((ch) => ch.field.startsWith('quotas')) ? { quotas: c.quotas } : {}),
+        },
+      }),
+    };
+    return result('cohort', c.name, true, changes, [], blocked, [step]);
   }
   const step: Step = {
     document: 'mutation($input: CreateCohortInput!) { createCohort(input: $input) { id } }',
@@ -119,6 +193,21 @@ export function planCohort(c: CohortSpec, spec: PlatformSpec, state: ServerState
     registers: ID('cohort', c.name),
   };
   return result('cohort', c.name, false, changes, [], blocked, [step]);
+}
+
+/** Whether the parents after this run (the file's over the server's) would lead from `c` back to itself. */
+function wouldCycle(c: CohortSpec, spec: PlatformSpec, state: ServerState): boolean {
+  const parentOf = (name: string): string | null | undefined => {
+    const inFile = spec.cohorts.find((o) => o.name === name);
+    return inFile?.parent ?? state.cohorts.get(name)?.parent;
+  };
+  const seen = new Set<string>();
+  for (let p = c.parent ?? null; p; p = parentOf(p) ?? null) {
+    if (p === c.name) return true;
+    if (seen.has(p)) return false;
+    seen.add(p);
+  }
+  return false;
 }
 
 export function planNodePool(
@@ -143,7 +232,19 @@ export function planNodePool(
       { nodes, dedicated: p.dedicatedTenant !== undefined },
       { nodes: have, dedicated: cur.dedicated },
     );
-    for (const ch of changes) blocked.push(`${ch.field} cannot be changed: the API has no updateNodePool`);
+    // The server refuses (CONFLICT) to take away or reshape a node a job runs on.
+    const step: Step = {
+      document: 'mutation($input: UpdateNodePoolInput!) { updateNodePool(input: $input) { id } }',
+      variables: (ids) => ({
+        input: {
+          id: cur.id,
+          ...(changes.some((ch) => ch.field === 'nodes') ? { nodes: p.nodes } : {}),
+          ...(changes.some((ch) => ch.field === 'dedicated')
+            ? { dedicatedTenantId: p.dedicatedTenant ? need(ids, 'tenant', p.dedicatedTenant) : null }
+            : {}),
+        },
+      }),
+    };
     // Which tenant a pool is dedicated to cannot be read back: only whether it is dedicated.
     return result(
       'nodePool',
@@ -152,7 +253,7 @@ export function planNodePool(
       changes,
       [],
       blocked,
-      [],
+      [step],
       p.dedicatedTenant ? ['dedicatedTenant'] : [],
     );
   }

@@ -1,8 +1,9 @@
 // `fairway apply`: the plan — per object of the file, create / update / unchanged / blocked with
-// its field changes (old → new) and the mutations that make it so, in dependency order. A
-// field the file leaves out is not managed (left as it is); a field the API cannot change
-// after creation blocks the whole apply (nothing is sent), since applying the rest would leave
-// the platform neither as it was nor as the file says.
+// its field changes (old → new) and the mutations that make it so, in dependency order; with
+// --prune, then a delete per platform object the file no longer names (apply-prune.ts). A
+// field the file leaves out is not managed (left as it is); a change the API cannot make
+// blocks the whole apply (nothing is sent), since applying the rest would leave the platform
+// neither as it was nor as the file says.
 
 import { ID } from './apply-diff-fields.js';
 import {
@@ -13,6 +14,7 @@ import {
   planPriorityClass,
 } from './apply-diff-platform.js';
 import { planQueue, planTenant } from './apply-diff-tenants.js';
+import { notInFile, planPrune } from './apply-prune.js';
 import type { PlatformSpec } from './apply-spec.js';
 import type { ServerState } from './apply-state.js';
 
@@ -37,7 +39,7 @@ export interface Step {
 export interface ObjectPlan {
   kind: ObjectKind;
   name: string;
-  action: 'create' | 'update' | 'unchanged' | 'blocked';
+  action: 'create' | 'update' | 'unchanged' | 'blocked' | 'delete';
   changes: FieldChange[];
   /** Why blocked, or what to know about a change. */
   notes: string[];
@@ -47,13 +49,15 @@ export interface ObjectPlan {
 }
 
 export interface Plan {
+  /** The file's objects in dependency order, then (with prune) the deletions. */
   objects: ObjectPlan[];
-  /** On the server, not in the file: left as they are. */
-  unmanaged: { kind: ObjectKind; name: string }[];
+  /** On the server, not in the file: left as they are (with prune: only what the API cannot delete, and why). */
+  unmanaged: { kind: ObjectKind; name: string; note?: string }[];
   ids: IdBook;
+  prune: boolean;
 }
 
-export function computePlan(spec: PlatformSpec, state: ServerState): Plan {
+export function computePlan(spec: PlatformSpec, state: ServerState, options: { prune?: boolean } = {}): Plan {
   const ids: IdBook = new Map();
   for (const [kind, map] of [
     ['flavor', state.flavors],
@@ -71,21 +75,8 @@ export function computePlan(spec: PlatformSpec, state: ServerState): Plan {
     ...spec.nodePools.map((p) => planNodePool(p, spec, state)),
     ...spec.tenants.flatMap((t) => t.queues.map((q) => planQueue(t.slug, q, spec, state))),
   ];
-  const inFile = {
-    flavor: new Set(spec.flavors.map((f) => f.name)),
-    cohort: new Set(spec.cohorts.map((c) => c.name)),
-    tenant: new Set(spec.tenants.map((t) => t.slug)),
-    nodePool: new Set(spec.nodePools.map((p) => p.name)),
-    queue: new Set(spec.tenants.flatMap((t) => t.queues.map((q) => q.name))),
-  };
-  const unmanaged: Plan['unmanaged'] = [];
-  for (const [kind, map] of [
-    ['flavor', state.flavors],
-    ['cohort', state.cohorts],
-    ['tenant', state.tenants],
-    ['nodePool', state.nodePools],
-    ['queue', state.queues],
-  ] as const)
-    for (const name of [...map.keys()].sort()) if (!inFile[kind].has(name)) unmanaged.push({ kind, name });
-  return { objects, unmanaged, ids };
+  const unmanaged = notInFile(spec, state);
+  if (!options.prune) return { objects, unmanaged, ids, prune: false };
+  const { deletions, kept } = planPrune(unmanaged, state);
+  return { objects: [...objects, ...deletions], unmanaged: kept, ids, prune: true };
 }

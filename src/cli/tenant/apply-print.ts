@@ -1,7 +1,13 @@
 // `fairway apply`: the plan for people (a terraform-like listing) and for scripts (--json).
 import type { ObjectPlan, Plan } from './apply-diff.js';
 
-const SIGN: Record<ObjectPlan['action'], string> = { create: '+', update: '~', unchanged: '=', blocked: '!' };
+const SIGN: Record<ObjectPlan['action'], string> = {
+  create: '+',
+  update: '~',
+  unchanged: '=',
+  blocked: '!',
+  delete: '-',
+};
 
 export function describe(o: Pick<ObjectPlan, 'kind' | 'name'>): string {
   return `${o.kind} ${o.name}`;
@@ -13,7 +19,7 @@ export function show(value: unknown): string {
 }
 
 export function summary(plan: Plan): Record<ObjectPlan['action'], number> {
-  const count = { create: 0, update: 0, unchanged: 0, blocked: 0 };
+  const count = { create: 0, update: 0, unchanged: 0, blocked: 0, delete: 0 };
   for (const o of plan.objects) count[o.action]++;
   return count;
 }
@@ -38,12 +44,16 @@ export function planLines(plan: Plan, file: string): string[] {
     for (const o of notCompared) lines.push(`    ${describe(o)}: ${o.notCompared.join(', ')}`);
   }
   if (plan.unmanaged.length) {
-    lines.push('not managed (on the server, not in the file; left as they are):');
-    for (const u of plan.unmanaged) lines.push(`    ${describe(u)}`);
+    lines.push(
+      plan.prune
+        ? 'not pruned (on the server, not in the file; the API cannot delete these):'
+        : 'not managed (on the server, not in the file; left as they are):',
+    );
+    for (const u of plan.unmanaged) lines.push(`    ${describe(u)}${u.note ? `: ${u.note}` : ''}`);
   }
   const s = summary(plan);
   lines.push(
-    `${file}: ${s.create} to create, ${s.update} to update, ${s.unchanged} unchanged${s.blocked ? `, ${s.blocked} that cannot be applied` : ''}.`,
+    `${file}: ${s.create} to create, ${s.update} to update, ${plan.prune ? `${s.delete} to delete, ` : ''}${s.unchanged} unchanged${s.blocked ? `, ${s.blocked} that cannot be applied` : ''}.`,
   );
   return lines;
 }
@@ -59,6 +69,7 @@ export function planJson(plan: Plan): Record<string, unknown> {
       notCompared: o.notCompared,
     })),
     unmanaged: plan.unmanaged,
+    prune: plan.prune,
     summary: summary(plan),
   };
 }

@@ -39,6 +39,11 @@ const flavor = z.strictObject({
 
 const priorityClass = z.strictObject({
   name: z.string().min(1).max(63),
+  /** CreatePriorityClassInput.value: higher goes first and may preempt lower. Needed to create the class. */
+  value: z.number().int().min(-1_000_000_000).max(1_000_000_000).optional(),
+  /** CreatePriorityClassInput.preemptible. Needed to create the class. */
+  preemptible: z.enum(['YES', 'NO', 'RECLAIM_ONLY']).optional(),
+  description: z.string().max(200).optional(),
   requiresGrant: z.boolean().optional(),
   /** SetPriceMultiplierInput.multiplier: the class's multiplier on flavor prices. */
   multiplier: z.number().positive().optional(),

@@ -29,7 +29,17 @@ export interface ServerState {
       pricePerUnitHour: number;
     }
   >;
-  priorityClasses: Map<string, { name: string; requiresGrant: boolean; multiplier: number }>;
+  priorityClasses: Map<
+    string,
+    {
+      name: string;
+      value: number;
+      preemptible: string;
+      description: string | null;
+      requiresGrant: boolean;
+      multiplier: number;
+    }
+  >;
   cohorts: Map<string, { id: string; name: string; parent: string | null; quotas: QuotaLine[] }>;
   nodePools: Map<
     string,
@@ -83,8 +93,8 @@ const TENANTS_QUERY = `query FairwayApplyTenants($after: String) { ${TENANTS_PAG
 const PLATFORM_QUERY = `query FairwayApplyPlatform($after: String) {
   ${TENANTS_PAGE}
   flavors { id name kind gpuModel slicesPerGpu pricePerUnitHour }
-  priceBook { flavorPrices { flavor pricePerUnitHour current } multipliers { priorityClass multiplier current } }
-  priorityClasses { name requiresGrant }
+  priceBook { multipliers { priorityClass multiplier current } }
+  priorityClasses { name value preemptible description requiresGrant }
   cohorts { id name parentName quotas { ${QUOTA} } }
   nodePools { id name dedicated nodes { name flavor gpus cpuMillis memoryMiB } }
   queues { id name cohortName weight queueingStrategy isolationLevel quotas { ${QUOTA} } tenant { slug } }
@@ -100,10 +110,15 @@ interface PlatformData extends TenantsData {
     pricePerUnitHour: number;
   }[];
   priceBook: {
-    flavorPrices: { flavor: string; pricePerUnitHour: number; current: boolean }[];
     multipliers: { priorityClass: string; multiplier: number; current: boolean }[];
   };
-  priorityClasses: { name: string; requiresGrant: boolean }[];
+  priorityClasses: {
+    name: string;
+    value: number;
+    preemptible: string;
+    description: string | null;
+    requiresGrant: boolean;
+  }[];
   cohorts: { id: string; name: string; parentName: string | null; quotas: QuotaLine[] }[];
   nodePools: ServerState['nodePools'] extends Map<string, infer V> ? V[] : never;
   queues: {
@@ -125,10 +140,7 @@ interface TenantsData {
 
 export async function readServerState(ctx: CliContext): Promise<ServerState> {
   const data = await ctx.request<PlatformData>(PLATFORM_QUERY, { after: null });
-  // Flavor.pricePerUnitHour is the price at creation; the price book holds the one in force now.
-  const currentPrice = new Map(
-    data.priceBook.flavorPrices.filter((p) => p.current).map((p) => [p.flavor, p.pricePerUnitHour]),
-  );
+  // Flavor.pricePerUnitHour is the price book's version in force now; multipliers are read from the book.
   const currentMultiplier = new Map(
     data.priceBook.multipliers.filter((m) => m.current).map((m) => [m.priorityClass, m.multiplier]),
   );
@@ -140,12 +152,7 @@ export async function readServerState(ctx: CliContext): Promise<ServerState> {
     page = await ctx.request<TenantsData>(TENANTS_QUERY, { after: page.tenants.pageInfo.endCursor });
   }
   return {
-    flavors: new Map(
-      data.flavors.map((f) => [
-        f.name,
-        { ...f, pricePerUnitHour: currentPrice.get(f.name) ?? f.pricePerUnitHour },
-      ]),
-    ),
+    flavors: new Map(data.flavors.map((f) => [f.name, f])),
     priorityClasses: new Map(
       data.priorityClasses.map((p) => [p.name, { ...p, multiplier: currentMultiplier.get(p.name) ?? 1 }]),
     ),

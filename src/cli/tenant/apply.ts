@@ -1,7 +1,9 @@
 // `fairway apply -f platform.yaml`: platform as code. Parse and validate the file (nothing is
 // sent on a bad one), read what the platform holds, show the difference, and (unless --check)
 // make it so in dependency order. Idempotent: a second run finds nothing to do and sends no
-// mutation. Objects on the server that the file does not name are reported, never removed.
+// mutation. Objects on the server that the file does not name are reported and left alone;
+// with --prune, the flavors, cohorts, node pools and priority classes among them are deleted
+// (shown in the plan first; what the server refuses, still in use, is reported).
 import { parseArgs } from 'node:util';
 import { computePlan } from './apply-diff.js';
 import { describe, planJson, planLines, summary } from './apply-print.js';
@@ -10,23 +12,28 @@ import { readPlatformSpec } from './apply-spec.js';
 import { readServerState } from './apply-state.js';
 import { type CliContext, CliError, EXIT } from './context.js';
 
-export const APPLY_HELP = `usage: fairway apply -f FILE [--check] [--json]
+export const APPLY_HELP = `usage: fairway apply -f FILE [--check] [--prune] [--json]
 
 Platform admins: make flavors, priority classes, cohorts, tenants, node pools and queues what
 FILE (YAML) says. Shows the difference first; fields the file leaves out are left as they are;
-objects not in the file are reported as "not managed" and left alone.
+objects not in the file are reported as "not managed" and left alone (unless --prune).
 
   -f, --file FILE   the platform file (see examples/platform.yaml); - reads stdin
   --check           show the difference and stop: exit 8 when there is one, 0 when none
   --dry-run         the same as --check
+  --prune           also delete the flavors, cohorts, node pools and priority classes the file
+                    does not name (after every create and update; listed with "-" in the plan).
+                    The server refuses what is still in use (CONFLICT): reported, the rest goes
+                    on. Tenants and queues are never deleted (archive a tenant: status: ARCHIVED)
   --json            the plan (and what was applied) as one JSON object on stdout
-  --prune           refused: the API cannot delete flavors, cohorts, queues or node pools
-                    (archive a tenant with status: ARCHIVED instead)
   -h, --help        this help
 
 exit: 0 applied or nothing to do, 2 bad flags or file (nothing sent), 3 not a platform admin,
-5 a change the API cannot make (nothing sent), 8 --check found differences; a refusal while
-applying exits with its error's code (see 'fairway help'); run again to finish.`;
+5 a change the API cannot make (nothing sent) or a deletion refused, 8 --check found
+differences; a refusal while applying exits with its error's code (see 'fairway help'); run
+again to finish.`;
+
+const DONE: Record<string, string> = { create: 'created', update: 'updated', delete: 'deleted' };
 
 export async function runApply(argv: string[], ctx: CliContext): Promise<number> {
   let flags;
@@ -52,12 +59,6 @@ export async function runApply(argv: string[], ctx: CliContext): Promise<number>
     ctx.out(APPLY_HELP);
     return EXIT.OK;
   }
-  if (flags.prune) {
-    ctx.err(
-      'fairway apply: --prune is not supported: the API has no delete mutation for flavors, cohorts, queues or node pools; archive a tenant by setting status: ARCHIVED in the file',
-    );
-    return EXIT.USAGE;
-  }
   if (!flags.file) {
     ctx.err('fairway apply: -f FILE is required');
     return EXIT.USAGE;
@@ -68,9 +69,9 @@ export async function runApply(argv: string[], ctx: CliContext): Promise<number>
   try {
     const spec = await readPlatformSpec(file, ctx.stdin);
     if (!ctx.token) throw new CliError('not logged in: run fairway login or set FAIRWAY_TOKEN', EXIT.AUTH);
-    const plan = computePlan(spec, await readServerState(ctx));
+    const plan = computePlan(spec, await readServerState(ctx), { prune: flags.prune === true });
     const counts = summary(plan);
-    const changes = counts.create + counts.update;
+    const changes = counts.create + counts.update + counts.delete;
     const report: Record<string, unknown> = { file, check: checkOnly, ...planJson(plan) };
     if (!json) for (const line of planLines(plan, file)) ctx.out(line);
 
@@ -89,15 +90,23 @@ export async function runApply(argv: string[], ctx: CliContext): Promise<number>
       return checkOnly && changes > 0 ? EXIT.DIFF : EXIT.OK;
     }
 
-    const outcome = await runPlan(plan, ctx, (o) => {
-      if (!json) ctx.out(`${o.action === 'create' ? 'created' : 'updated'} ${describe(o)}`);
-    });
+    const outcome = await runPlan(
+      plan,
+      ctx,
+      (o) => {
+        if (!json) ctx.out(`${DONE[o.action]} ${describe(o)}`);
+      },
+      (f) => {
+        if (!json) ctx.out(`not deleted ${f.kind} ${f.name}: ${f.message}`);
+      },
+    );
     if (json)
       ctx.out(
         JSON.stringify({
           ...report,
           applied: outcome.done,
           ...(outcome.failed ? { failed: outcome.failed } : {}),
+          ...(plan.prune ? { refused: outcome.refused } : {}),
         }),
       );
     if (outcome.failed) {
@@ -108,7 +117,17 @@ export async function runApply(argv: string[], ctx: CliContext): Promise<number>
       );
       return f.exitCode;
     }
-    if (!json) ctx.out(`Applied: ${counts.create} created, ${counts.update} updated.`);
+    const deleted = outcome.done.filter((d) => d.action === 'delete').length;
+    if (!json)
+      ctx.out(
+        `Applied: ${counts.create} created, ${counts.update} updated${plan.prune ? `, ${deleted} deleted` : ''}.`,
+      );
+    if (outcome.refused.length) {
+      ctx.err(
+        `fairway apply: ${outcome.refused.length} object(s) not deleted: the server refused (see "not deleted" above); everything else was applied`,
+      );
+      return outcome.refused[0]!.exitCode;
+    }
     return EXIT.OK;
   } catch (e) {
     if (!(e instanceof CliError)) throw e;

@@ -15,7 +15,11 @@ export const TENANT_COMMANDS = [
   'logs',
   'cancel',
   'usage',
+  'serve',
+  'services',
   'apply',
+  'audit',
+  'quota',
 ] as const;
 
 export const TENANT_HELP = `tenant commands (talk to a running gateway):
@@ -28,7 +32,15 @@ export const TENANT_HELP = `tenant commands (talk to a running gateway):
   logs JOB         a job's output (-f: live until it ends; --pod, --pod-set, --tail, --since, --run)
   cancel JOB       cancel a job
   usage            GPU-hours and cost
+  serve -f FILE    create an inference service from YAML, or update (roll) the one of that name
+                   (--dry-run: would its replicas fit, borrowing, preempting whom)
+  services ls      list inference services (also: services scale NAME --min N --max M,
+                   services delete NAME)
   apply -f FILE    (platform admins) apply tenants, quotas, flavors, cohorts and queues
+  audit            the tenant's audit log, newest first (--platform: every event, platform admins)
+  quota requests   list quota requests (also: quota recommendations, quota request ID,
+                   quota file --queue NAME --flavor NAME --amount N --reason TEXT,
+                   quota withdraw ID; platform admins: quota approve ID, quota reject ID)
 
   --server URL and --token TOKEN on any of them override FAIRWAY_SERVER, FAIRWAY_TOKEN and the
   login file; --json prints JSON on stdout.
@@ -58,6 +70,10 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   logs: async () => (await import('./logs.js')).runLogs,
   cancel: async () => (await import('./cancel.js')).runCancel,
   usage: async () => (await import('./usage.js')).runUsage,
+  serve: async () => (await import('./serve.js')).runServe,
+  services: async () => (await import('./services.js')).runServices,
+  audit: async () => (await import('./audit.js')).runAudit,
+  quota: async () => (await import('./quota.js')).runQuota,
   apply: async () => {
     // A variable specifier: tsc does not require the module, so this builds with or without apply.ts.
     const specifier: string = './apply.js';

@@ -212,3 +212,109 @@ export const FollowJobLogs = graphql(
 );
 
 export type LogLine = ResultOf<typeof LogLineFields>;
+
+/** An inference service as `serve` and `services` print it (not its image: a viewer may not read it). */
+export const ServiceFields = graphql(`
+  fragment ServiceFields on InferenceService @_unmask {
+    id
+    name
+    revision
+    port
+    minReplicas
+    maxReplicas
+    maxSurge
+    guaranteedClass
+    burstClass
+    latencyObjectiveMs
+    updatedAt
+    queue { id name }
+    project { id slug }
+    replica { count gpusPerPod flavors }
+    minimumWindows { days start end timeZone minReplicas }
+    scaling { signal target }
+    replicas { desired admitted ready pending minimum }
+    replicaJobs { replicaSlot }
+    lastDecision { at signalValue reason whyNotMore }
+  }
+`);
+
+/** One page (oldest first) of a tenant's services: `serve` and `services` find a service by name in them. */
+export const TenantServices = graphql(
+  `
+  query TenantServices($slug: String!, $after: String) {
+    tenant(slug: $slug) {
+      id
+      slug
+      inferenceServices(first: 100, after: $after) {
+        edges { node { ...ServiceFields } }
+        pageInfo { hasNextPage endCursor }
+      }
+    }
+  }
+`,
+  [ServiceFields],
+);
+
+export const CreateService = graphql(
+  `
+  mutation CreateService($input: CreateInferenceServiceInput!) {
+    createInferenceService(input: $input) { ...ServiceFields }
+  }
+`,
+  [ServiceFields],
+);
+
+export const UpdateService = graphql(
+  `
+  mutation UpdateService($id: ID!, $input: UpdateInferenceServiceInput!) {
+    updateInferenceService(id: $id, input: $input) { ...ServiceFields }
+  }
+`,
+  [ServiceFields],
+);
+
+export const ScaleService = graphql(
+  `
+  mutation ScaleService($id: ID!, $minReplicas: Int, $maxReplicas: Int) {
+    scaleInferenceService(id: $id, minReplicas: $minReplicas, maxReplicas: $maxReplicas) { ...ServiceFields }
+  }
+`,
+  [ServiceFields],
+);
+
+export const DeleteService = graphql(`
+  mutation DeleteService($id: ID!) {
+    deleteInferenceService(id: $id)
+  }
+`);
+
+export const PreviewPartFields = graphql(`
+  fragment PreviewPartFields on JobPreview @_unmask {
+    admissible
+    borrowed
+    mode
+    reason
+    message
+    placement { node flavor pods }
+    wouldPreempt { jobId reason }
+  }
+`);
+
+export const PreviewService = graphql(
+  `
+  mutation PreviewService($input: CreateInferenceServiceInput!, $replicas: Int!) {
+    previewService(input: $input, replicas: $replicas) {
+      replicas
+      admissible
+      guaranteed { ...PreviewPartFields }
+      burst { ...PreviewPartFields }
+    }
+  }
+`,
+  [PreviewPartFields],
+);
+
+export type Service = ResultOf<typeof ServiceFields>;
+export type PreviewPart = ResultOf<typeof PreviewPartFields>;
+export type CreateServiceInput = VariablesOf<typeof CreateService>['input'];
+export type UpdateServiceInput = VariablesOf<typeof UpdateService>['input'];

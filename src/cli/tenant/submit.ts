@@ -4,6 +4,7 @@ import { COMMON_HELP, need, parse } from './args.js';
 import { type CliContext, CliError, EXIT } from './context.js';
 import { standing } from './format.js';
 import { idempotencyKeyOf, type JobFile, parseJobFile } from './job-file.js';
+import { jobFileInput, namesTargets, TargetProblem, targetIdsOf } from './job-file-core.js';
 import { requireToken } from './lookup.js';
 import { SubmitJob, type SubmitJobInput, send, Targets } from './operations.js';
 
@@ -24,43 +25,14 @@ async function resolveTargets(
   ctx: CliContext,
   job: JobFile,
 ): Promise<{ queueId?: string; projectId?: string }> {
-  const out: { queueId?: string; projectId?: string } = {};
-  if (job.queueId) out.queueId = job.queueId;
-  if (job.projectId) out.projectId = job.projectId;
-  if ((job.queue && !job.queueId) || (job.project && !job.projectId)) {
-    const targets = await send(ctx, Targets, {});
-    const inTenant = <T extends { slug: string }>(t: T) => !job.tenant || t.slug === job.tenant;
-    if (job.queue && !job.queueId) {
-      const matches = targets.queues.filter((q) => q.name === job.queue && inTenant(q.tenant));
-      if (matches.length === 0)
-        throw new CliError(
-          `no queue '${job.queue}'${job.tenant ? ` in ${job.tenant}` : ''} among your tenants' queues`,
-          EXIT.NOT_FOUND,
-        );
-      if (matches.length > 1)
-        throw new CliError(
-          `queue '${job.queue}' exists in several of your tenants (${matches.map((q) => q.tenant.slug).join(', ')}): add 'tenant:' to the file`,
-          EXIT.USAGE,
-        );
-      out.queueId = matches[0]!.id;
-    }
-    if (job.project && !job.projectId) {
-      const matches = targets.viewer.memberships
-        .map((m) => m.tenant)
-        .filter(inTenant)
-        .flatMap((t) => t.projects.edges.map((e) => ({ ...e.node, tenant: t.slug })))
-        .filter((p) => p.slug === job.project);
-      if (matches.length === 0)
-        throw new CliError(`no project '${job.project}' among your tenants' projects`, EXIT.NOT_FOUND);
-      if (matches.length > 1)
-        throw new CliError(
-          `project '${job.project}' exists in several of your tenants: add 'tenant:' to the file`,
-          EXIT.USAGE,
-        );
-      out.projectId = matches[0]!.id;
-    }
+  const targets = namesTargets(job) ? await send(ctx, Targets, {}) : null;
+  try {
+    return targetIdsOf(job, targets);
+  } catch (error) {
+    if (error instanceof TargetProblem)
+      throw new CliError(error.message, error.notFound ? EXIT.NOT_FOUND : EXIT.USAGE);
+    throw error;
   }
-  return out;
 }
 
 export function toSubmitInput(
@@ -68,31 +40,11 @@ export function toSubmitInput(
   ids: { queueId?: string; projectId?: string },
   idempotencyKey: string,
 ): SubmitJobInput {
-  const input: SubmitJobInput = { name: job.name, podSets: job.podSets, idempotencyKey, ...ids };
-  if (job.priorityClass) input.priorityClass = job.priorityClass;
-  if (job.expectedDurationSeconds !== undefined) input.expectedDurationSeconds = job.expectedDurationSeconds;
-  if (job.maxRunSeconds !== undefined) input.maxRunSeconds = job.maxRunSeconds;
-  if (job.checkpoint) input.checkpoint = job.checkpoint;
-  if (job.workloadType) input.workloadType = job.workloadType;
-  if (job.latencySensitive !== undefined) input.latencySensitive = job.latencySensitive;
-  if (job.simulate) input.simulate = job.simulate;
-  if (job.container) {
-    const { env, ...container } = job.container;
-    input.container = {
-      ...container,
-      ...(env === undefined
-        ? {}
-        : {
-            env: Array.isArray(env)
-              ? env
-              : Object.entries(env).map(([k, v]) => ({ name: k, value: String(v) })),
-          }),
-    };
-  }
-  return input;
+  return jobFileInput(job, ids, idempotencyKey);
 }
 
-async function readSource(ctx: CliContext, file: string): Promise<string> {
+/** A file's text, or standard input for '-' (a file that cannot be read is a usage error). */
+export async function readSource(ctx: CliContext, file: string): Promise<string> {
   if (file === '-') {
     let data = '';
     for await (const chunk of ctx.stdin ?? process.stdin)

@@ -18,6 +18,9 @@ export interface OidcConfig {
   publicKeyPem?: string;
   userClaim: string;
   rolesClaim: string;
+  /** The web console's OAuth client (public, authorization code with PKCE); unset: the console takes API tokens only. */
+  consoleClientId?: string;
+  consoleScopes: string;
 }
 
 export interface AuthConfig {
@@ -68,6 +71,18 @@ export const authSection = section({
       .describe(
         'Optional claim with `"<tenant-slug>:<ROLE>"` entries (and `"fairway:PLATFORM_ADMIN"`); when present it replaces the user\'s stored memberships for that request.',
       ),
+    OIDC_CONSOLE_CLIENT_ID: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "The web console's client id at the issuer (a public client: authorization code with PKCE, redirect URI the console's own `/`); set, the console offers sign-in with the issuer. Its ID token is the bearer, so `OIDC_AUDIENCE`, when set, must be this id.",
+      ),
+    OIDC_CONSOLE_SCOPES: z
+      .string()
+      .min(1)
+      .default('openid email profile')
+      .describe('Scopes the console asks the issuer for.'),
     FAIRWAY_IDENTITY_CACHE_MS: millis(0, 60_000)
       .default(DEFAULT_IDENTITY_CACHE_MS)
       .describe(
@@ -93,6 +108,8 @@ export const authSection = section({
             publicKeyPem: v.OIDC_PUBLIC_KEY,
             userClaim: v.OIDC_USER_CLAIM,
             rolesClaim: v.OIDC_ROLES_CLAIM,
+            consoleClientId: v.OIDC_CONSOLE_CLIENT_ID,
+            consoleScopes: v.OIDC_CONSOLE_SCOPES,
           }
         : undefined,
       identityCacheMs: v.FAIRWAY_IDENTITY_CACHE_MS,

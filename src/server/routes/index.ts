@@ -1,3 +1,4 @@
+export * from './console-oidc.js';
 export * from './metrics.js';
 export * from './readiness.js';
 export * from './route-errors.js';

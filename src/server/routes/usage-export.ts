@@ -86,7 +86,7 @@ export function usageExportRoute(options: UsageExportRouteOptions): Route {
           lines.push([month, ...(await names(ctx, row)), ...figures(row, currency)]);
         lines.push(['TOTAL', '', '', '', '', '', '', ...figures(report.total, currency)]);
         const who = tenantId ? ((await ctx.loaders.tenant.load(tenantId))?.slug ?? 'tenant') : 'platform';
-        return new Response(stringify(lines), {
+        return new Response(stringify(lines, { cast: { string: inertCell } }), {
           status: 200,
           headers: {
             'content-type': 'text/csv; charset=utf-8',
@@ -102,6 +102,15 @@ export function usageExportRoute(options: UsageExportRouteOptions): Route {
       }
     },
   };
+}
+
+/**
+ * Text a spreadsheet would run as a formula (a leading `=`, `+`, `-`, `@`, tab or carriage return, as
+ * OWASP's CSV-injection guidance lists) is given a leading `'`, so a person's or project's name stays
+ * text. Numbers are numbers, never touched.
+ */
+export function inertCell(value: string): string {
+  return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
 }
 
 /** Numbers unrounded: the CSV adds up to exactly what the graph says. Cost empty when money is hidden. */

@@ -1,1 +1,3 @@
 export * from './cluster.js';
+export * from './cluster-updates.js';
+export * from './priority-classes.js';

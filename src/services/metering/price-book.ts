@@ -1,10 +1,12 @@
 import type { EntityManager } from '@mikro-orm/core';
+import DataLoader from 'dataloader';
 import { DEFAULT_CURRENCY } from '../../config/index.js';
 import { Flavor, PriorityClassRow } from '../../persistence/cluster/index.js';
 import { FlavorPrice, loadMeteringTables, PriceMultiplier } from '../../persistence/metering/index.js';
 import { badInput, notFound } from '../../shared/index.js';
 import { auditedMutation } from '../audit/index.js';
 import { requirePlatformAdmin, requirePrincipal, type ServiceContext } from '../context.js';
+import type { Loaders } from '../loaders.js';
 
 /**
  * The price book's write side and its listing. Prices are platform list prices: anyone
@@ -63,17 +65,63 @@ function requireAmount(value: number, what: string): void {
   if (value > 1_000_000) throw badInput(`${what} must be at most 1000000.`);
 }
 
+/**
+ * Checks a new version of a flavor's price (an amount, not in the past) and adds it in the
+ * caller's transaction (setFlavorPrice, updateFlavor); the flavor is the caller's to check.
+ */
+export function addFlavorPriceVersion(
+  ctx: ServiceContext,
+  em: EntityManager,
+  input: SetFlavorPriceInput,
+): FlavorPrice {
+  requireAmount(input.pricePerUnitHour, 'pricePerUnitHour');
+  const effectiveFrom = effectiveFromOf(ctx, input.effectiveFrom);
+  return em.create(FlavorPrice, {
+    flavor: input.flavor,
+    pricePerUnitHour: input.pricePerUnitHour,
+    effectiveFrom,
+  });
+}
+
+const priceLoaders = new WeakMap<Loaders, DataLoader<string, FlavorPrice[]>>();
+
+/** Every version of each flavor's price, oldest first: one query per request (keyed by its loaders). */
+function flavorPricesLoader(ctx: Pick<ServiceContext, 'em' | 'loaders'>): DataLoader<string, FlavorPrice[]> {
+  let loader = priceLoaders.get(ctx.loaders);
+  if (!loader) {
+    const em = ctx.em;
+    loader = new DataLoader<string, FlavorPrice[]>(async (flavors) => {
+      const rows = await em.find(
+        FlavorPrice,
+        { flavor: { $in: [...flavors] } },
+        { orderBy: { effectiveFrom: 'asc' } },
+      );
+      return flavors.map((f) => rows.filter((r) => r.flavor === f));
+    });
+    priceLoaders.set(ctx.loaders, loader);
+  }
+  return loader;
+}
+
+/** The version of a flavor's price in effect now (null: none yet): what the ledger charges now. */
+export async function currentFlavorPrice(
+  ctx: Pick<ServiceContext, 'em' | 'loaders' | 'now'>,
+  flavor: string,
+): Promise<FlavorPrice | null> {
+  const now = ctx.now().getTime();
+  let current: FlavorPrice | null = null;
+  for (const version of await flavorPricesLoader(ctx).load(flavor))
+    if (version.effectiveFrom.getTime() <= now) current = version;
+  return current;
+}
+
 export async function setFlavorPrice(ctx: ServiceContext, input: SetFlavorPriceInput): Promise<FlavorPrice> {
   return auditedMutation(ctx, { action: 'price.setFlavorPrice', input: { ...input } }, async (em) => {
     requirePlatformAdmin(ctx);
     requireAmount(input.pricePerUnitHour, 'pricePerUnitHour');
-    const effectiveFrom = effectiveFromOf(ctx, input.effectiveFrom);
+    effectiveFromOf(ctx, input.effectiveFrom);
     if (!(await em.count(Flavor, { name: input.flavor }))) throw notFound('Flavor');
-    const row = em.create(FlavorPrice, {
-      flavor: input.flavor,
-      pricePerUnitHour: input.pricePerUnitHour,
-      effectiveFrom,
-    });
+    const row = addFlavorPriceVersion(ctx, em, input);
     await em.flush();
     return { result: row, tenantId: null, targetType: 'FlavorPrice', targetId: row.id };
   });

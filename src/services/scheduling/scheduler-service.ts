@@ -146,13 +146,19 @@ export class SchedulerService {
     workloadKind?: WorkloadKind | null;
     podSets: WorkloadRequest['podSets'];
     workload?: Record<string, unknown> | null;
+    service?: boolean;
   }): Promise<string | null> {
     const kind = input.workloadKind ?? 'BATCH';
     const backend = this.options.backend;
-    if (kind === 'BATCH' || !backend.workloadProblem) return null;
+    if ((kind === 'BATCH' && !input.service) || !backend.workloadProblem) return null;
     const c = input.workload?.container as { command?: string[]; args?: string[] } | undefined;
     const container = c ? { command: c.command ?? [], args: c.args ?? [] } : null;
-    return backend.workloadProblem({ workloadKind: kind, podSets: input.podSets, container });
+    return backend.workloadProblem({
+      workloadKind: kind,
+      podSets: input.podSets,
+      container,
+      service: input.service,
+    });
   }
 
   /** Validates a job against the current configuration without changing anything. */
@@ -228,6 +234,15 @@ export class SchedulerService {
   /** Asks for an admission cycle soon (leader only); bursts of wake-ups coalesce into one cycle. */
   wake(): void {
     this.session?.wake();
+  }
+
+  /** Runs the named leader task now in the leader's serial turn; false on a follower or for an unknown task. */
+  async runLeaderTask(name: string): Promise<boolean> {
+    const session = this.session;
+    const task = this.options.leaderTasks?.find((t) => t.name === name);
+    if (!session || !task) return false;
+    await this.serial(() => session.runTask(task));
+    return true;
   }
 
   /** Writes running jobs' open intervals to the ledger now (the leader does it every meteringIntervalMs); a

@@ -35,20 +35,6 @@ export const grantedPriorityClassesOf = (holder: { grantedPriorityClasses?: stri
 export const grantedPoolsOf = (project: { grantedPools?: string[] | null }): string[] =>
   project.grantedPools ?? [];
 
-export async function updatePriorityClass(
-  ctx: ServiceContext,
-  input: { name: string; requiresGrant: boolean },
-): Promise<PriorityClassRow> {
-  return auditedMutation(ctx, { action: 'priorityClass.update', input: { ...input } }, async (em) => {
-    requirePlatformAdmin(ctx);
-    const found = await em.findOne(PriorityClassRow, { name: input.name });
-    if (!found) throw notFound('PriorityClass');
-    found.requiresGrant = input.requiresGrant;
-    await em.flush();
-    return { result: found, tenantId: null, targetType: 'PriorityClass', targetId: found.id };
-  });
-}
-
 async function knownPriorityClass(em: EntityManager, name: string): Promise<PriorityClassRow> {
   const found = await em.findOne(PriorityClassRow, { name });
   if (!found) {

