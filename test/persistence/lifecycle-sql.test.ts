@@ -132,7 +132,7 @@ describe('SQL per job lifecycle', () => {
     if (process.env.LIFECYCLE_SQL_PRINT)
       console.log(
         burst.all
-          .slice(-400)
+          .slice(-Number(process.env.LIFECYCLE_SQL_PRINT) || -400)
           .map((s) => `  ${s.replace(/\x1b\[[0-9;]*m/g, '').slice(0, 200)}`)
           .join('\n'),
       );
