@@ -29,9 +29,11 @@ import {
  */
 
 const SUBMIT = `mutation($in: SubmitJobInput!) { submitJob(input: $in) { id state } }`;
-const BURST = 200;
-const CONCURRENCY = 20;
-const KILL_AFTER_ACKS = 80;
+// 50 clients: with the group-commit window their submits share transactions, so the kill lands in a
+// group commit (the submits in it are all stored, or none).
+const BURST = 500;
+const CONCURRENCY = 50;
+const KILL_AFTER_ACKS = 200;
 
 interface Attempt {
   i: number;
@@ -64,6 +66,8 @@ interface JobRow {
 interface Sql {
   jobs(): Promise<JobRow[]>;
   eventCounts(): Promise<Map<string, Record<string, number>>>;
+  /** The succeeded job.submit audit entries per job id. */
+  submitAudits(): Promise<Map<string, number>>;
   close(): Promise<void>;
 }
 
@@ -75,6 +79,9 @@ async function openSql(db: TestDatabase['database']): Promise<Sql> {
   const jobsSql = `select j.id, t.slug as tenant, q.name as queue, j.idempotency_key as key, j.state, j.pod_sets, j.admission
     from jobs j join tenants t on t.id = j.tenant_id join queues q on q.id = j.queue_id`;
   const eventsSql = `select job_id, type, count(*) as n from job_events group by job_id, type`;
+  const auditSql = `select target_id, count(*) as n from audit_events where action = 'job.submit' and outcome = 'SUCCESS' group by target_id`;
+  const toAudits = (rows: Record<string, unknown>[]) =>
+    new Map(rows.map((r) => [String(r.target_id), Number(r.n)] as const));
   const toJob = (r: Record<string, unknown>): JobRow => ({
     id: String(r.id),
     tenant: String(r.tenant),
@@ -98,6 +105,7 @@ async function openSql(db: TestDatabase['database']): Promise<Sql> {
     return {
       jobs: async () => (conn.prepare(jobsSql).all() as Record<string, unknown>[]).map(toJob),
       eventCounts: async () => toEvents(conn.prepare(eventsSql).all() as Record<string, unknown>[]),
+      submitAudits: async () => toAudits(conn.prepare(auditSql).all() as Record<string, unknown>[]),
       close: async () => void conn.close(),
     };
   }
@@ -106,6 +114,7 @@ async function openSql(db: TestDatabase['database']): Promise<Sql> {
   return {
     jobs: async () => (await client.query(jobsSql)).rows.map(toJob),
     eventCounts: async () => toEvents((await client.query(eventsSql)).rows),
+    submitAudits: async () => toAudits((await client.query(auditSql)).rows),
     close: () => client.end(),
   };
 }
@@ -336,11 +345,22 @@ describeEachDialect('crash recovery: SIGKILL in the middle of a submit burst', (
   it('every acknowledged job exists exactly once, by id and by idempotency key', async () => {
     const sql = await openSql(db.database);
     let rows: JobRow[];
+    let audits: Map<string, number>;
+    let events: Map<string, Record<string, number>>;
     try {
       rows = await sql.jobs();
+      audits = await sql.submitAudits();
+      events = await sql.eventCounts();
     } finally {
       await sql.close();
     }
+    // Nothing half-exists: a stored job has its audit entry and its SUBMITTED event (one transaction),
+    // and an audit entry of a submit names a stored job.
+    for (const r of rows) {
+      expect(audits.get(r.id), `job.submit audit entries of ${r.id}`).toBe(1);
+      expect(events.get(r.id)?.SUBMITTED, `SUBMITTED events of ${r.id}`).toBe(1);
+    }
+    expect([...audits.keys()].filter((id) => !rows.some((r) => r.id === id))).toEqual([]);
     const byId = new Map(rows.map((r) => [r.id, r]));
     expect(byId.size).toBe(rows.length);
     const attemptedKeys = new Map(attempts.map((a) => [a.key, a]));
