@@ -17,20 +17,30 @@ export interface AutoscalerTaskOptions {
   scheduler: () => Pick<SchedulerService, 'metering' | 'submitted' | 'announce'>;
 }
 
-/** Services handled per run at most (the rest next run, oldest first). */
-const BATCH = 500;
+/** Services read per page: a run decides every service, a page of ids at a time. */
+const PAGE = 500;
 
-export function inferenceAutoscalerTask(options: AutoscalerTaskOptions): LeaderTask {
+export function inferenceAutoscalerTask(options: AutoscalerTaskOptions, pageSize = PAGE): LeaderTask {
   return {
     name: 'inference-autoscaler',
     everyMs: () => options.intervalMs,
     run: async (ctx) => {
-      const services = await ctx
-        .em()
-        .find(InferenceService, {}, { fields: ['id'], orderBy: { id: 'asc' }, limit: BATCH, filters: false });
-      for (const { id } of services) {
-        if (ctx.ended()) return;
-        await autoscaleService(ctx, options, id);
+      let after: string | null = null;
+      for (;;) {
+        const page: { id: string }[] = await ctx
+          .em()
+          .find(InferenceService, after === null ? {} : { id: { $gt: after } }, {
+            fields: ['id'],
+            orderBy: { id: 'asc' },
+            limit: pageSize,
+            filters: false,
+          });
+        for (const { id } of page) {
+          if (ctx.ended()) return;
+          await autoscaleService(ctx, options, id);
+        }
+        if (page.length < pageSize) return;
+        after = page.at(-1)!.id;
       }
     },
   };

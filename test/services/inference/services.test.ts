@@ -1,4 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { InferenceService } from '../../../src/persistence/inference/index.js';
+import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
+import { inferenceAutoscalerTask } from '../../../src/services/inference/index.js';
+import type { LeaderTaskContext } from '../../../src/services/scheduling/index.js';
 import { startTestApp, type TestApp } from '../../helpers/harness.js';
 
 const CREATE = `mutation($input: CreateInferenceServiceInput!) {
@@ -182,8 +186,60 @@ describe.each(['sqlite', 'postgresql'] as const)('inference services (%s)', (dia
     );
     expect(scale.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     expect(JSON.stringify(outsider.body)).not.toMatch(/private|borealis/);
+    // A viewer reads the tenant's services but may not create, scale or delete one.
+    const viewed = await t.gql(max, CREATE, {
+      input: serviceInput({
+        name: 'viewed',
+        minReplicas: 0,
+        maxReplicas: 1,
+        container: { image: 'nvcr.io/nvidia/tritonserver:24.05-py3' },
+      }),
+    });
+    expect(viewed.body.errors).toBeUndefined();
+    const viewedId = viewed.body.data!.createInferenceService.id;
+    const viewer = t.token('aurora-research', 'VIEWER');
+    expect((await t.gql(viewer, READ, { id: viewedId })).body.data?.inferenceService?.id).toBe(viewedId);
+    const before = await t.rowCounts({ ignoreAudit: true });
+    const refused = [
+      await t.gql(viewer, CREATE, { input: serviceInput({ name: 'by-viewer' }) }),
+      await t.gql(viewer, `mutation($id: ID!) { scaleInferenceService(id: $id, maxReplicas: 3) { id } }`, {
+        id: viewedId,
+      }),
+      await t.gql(viewer, `mutation($id: ID!) { deleteInferenceService(id: $id) }`, { id: viewedId }),
+    ];
+    for (const r of refused) expect(r.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    expect(await t.rowCounts({ ignoreAudit: true })).toEqual(before);
     const del = await t.gql(bob, `mutation($id: ID!) { deleteInferenceService(id: $id) }`, { id });
     expect(del.body.errors).toBeUndefined();
     expect((await t.gql(bob, READ, { id })).body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+  });
+
+  it('a run of the autoscaler decides every service, a page of ids at a time', async () => {
+    if (!t) return;
+    for (const name of ['paged-a', 'paged-b', 'paged-c']) {
+      const r = await t.gql(bob, CREATE, { input: serviceInput({ name, minReplicas: 0, maxReplicas: 1 }) });
+      expect(r.body.errors).toBeUndefined();
+    }
+    const em = systemEntityManager(t.app.orm);
+    const all = (await em.find(InferenceService, {}, { fields: ['id'] })).map((s) => s.id).sort();
+    expect(all.length).toBeGreaterThanOrEqual(3);
+    // Each service's decision starts by reading it: recorded here, and answered "gone" so nothing is written.
+    const decided: string[] = [];
+    const probe = new Proxy(em, {
+      get(target, prop, receiver) {
+        if (prop === 'findOne')
+          return async (_entity: unknown, where: { id: string }) => {
+            decided.push(where.id);
+            return null;
+          };
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const task = inferenceAutoscalerTask(
+      { intervalMs: 1000, backend: {}, scheduler: () => t.app.scheduler },
+      2, // pages of two: three or more services take two pages or more
+    );
+    await task.run({ em: () => probe, ended: () => false, now: t.now.value } as unknown as LeaderTaskContext);
+    expect(decided).toEqual(all);
   });
 });
