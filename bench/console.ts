@@ -1,4 +1,4 @@
-// Benchmark of the web console in Chromium (issue 30; not a test: nothing here asserts a time).
+// Benchmark of the web console in Chromium (not a test: nothing here asserts a time).
 // Run: npm run bench:console
 //
 // The gateway as `npm start` runs it (bench/kube/gateway.ts: NODE_ENV=production, SQLite in a temp dir,

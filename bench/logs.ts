@@ -1,4 +1,4 @@
-// Benchmark of following job logs (issue 28; not a test: nothing here asserts a time).
+// Benchmark of following job logs (not a test: nothing here asserts a time).
 // Run: npm run bench:logs
 //
 // BENCH_LOG_FOLLOWERS followers (default 200) over BENCH_LOG_JOBS one-GPU jobs (default 20, so 10 per

@@ -126,6 +126,20 @@ describe('dependency direction', () => {
     expect(missing).toEqual([]);
   });
 
+  it('test files have distinct names: a failing test is found by its name alone', () => {
+    const seen = new Map<string, string[]>();
+    const walk = (dir: string): void => {
+      for (const entry of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
+        const rel = `${dir}/${entry.name}`;
+        if (entry.isDirectory()) walk(rel);
+        else if (entry.name.endsWith('.test.ts'))
+          seen.set(entry.name, [...(seen.get(entry.name) ?? []), rel]);
+      }
+    };
+    walk('test');
+    expect([...seen.values()].filter((paths) => paths.length > 1)).toEqual([]);
+  });
+
   it('the cycle check itself finds a cycle', () => {
     const graph = new Map([
       ['a', new Set(['b'])],

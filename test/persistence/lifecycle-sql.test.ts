@@ -138,7 +138,7 @@ describe('SQL per job lifecycle', () => {
       );
     // 30.2 per job with the group-commit window (2 ms: submits share their transaction on SQLite too, where
     // a synchronous write left no time for a second writer to arrive, and so do the leader's reports);
-    // 42.9 without it (2026-12-03, same machine). Issue 31 is to cut this to 8.
+    // 42.9 without it (same machine). The write path aims at 8.
     expect(burst.all.length / 50).toBeLessThanOrEqual(33);
   });
 });
