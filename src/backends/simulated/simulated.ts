@@ -100,6 +100,8 @@ export class SimulatedBackend implements ExecutionBackend {
   private readonly logArchiveBytes: number;
   /** Job logs, computed from the run (logs.ts). */
   readonly logs: SimulatedLogs;
+  /** The same reader, told when a run stops (a test may wrap `logs`). */
+  private readonly runLogs: SimulatedLogs;
 
   private readonly runs = new Map<string, Run>();
   private readonly finished = new Map<string, string>();
@@ -136,7 +138,8 @@ export class SimulatedBackend implements ExecutionBackend {
     this.outcomeRng = mulberry32(seed);
     this.seed = seed;
     this.logArchiveBytes = options.logArchiveBytes ?? DEFAULT_LOG_ARCHIVE_BYTES;
-    this.logs = new SimulatedLogs(this.timeScale, this.now, () => this.timers);
+    this.runLogs = new SimulatedLogs(this.timeScale, this.now, () => this.timers);
+    this.logs = this.runLogs;
   }
 
   /** The modelled load of a service over the replicas of it that run (service-load.ts). */
@@ -328,7 +331,7 @@ export class SimulatedBackend implements ExecutionBackend {
   ): void {
     if (!run || run.startedAt === undefined) return;
     const at = this.now();
-    this.logs.runEnded(run.job.jobId, run.job.admission.at, at);
+    this.runLogs.runEnded(run.job.jobId, run.job.admission.at, at);
     const events = podLogEvents(
       simulatedRunOf(run.job, run.startedAt, at, outcome, reason),
       this.timeScale,
