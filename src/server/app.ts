@@ -294,7 +294,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     ],
   });
 
-  const httpServer = createServer(yoga);
+  // Idle keep-alive connections are closed by the client or the proxy in front, not by us: a server that
+  // closes first races a client reusing the socket (its request is reset). Proxies' idle timeouts are
+  // commonly 60 s; headers must arrive within a little more.
+  const httpServer = createServer({ keepAliveTimeout: 65_000, headersTimeout: 66_000 }, yoga);
   const webSocket = attachWebSocket({
     httpServer,
     yoga: yoga as never,
