@@ -3,7 +3,6 @@
 // Deployment, service-runs.ts), in the tenant's namespace, suspended on preemption and resumed on
 // readmission, deleted on cancel; informers on Jobs, Pods and Nodes turn what the cluster does back
 // into Fairway's events and inventory. Shaped after Kueue's contract with Jobs (see ../README.md).
-import type { V1Job } from '@kubernetes/client-node';
 import type {
   BackendEvent,
   BackendFlavor,
@@ -17,6 +16,7 @@ import type {
 } from '../port.js';
 import type { ProbeHealth } from '../prometheus/index.js';
 import type { KubernetesBackendOptions } from './backend-options.js';
+import { BatchReports } from './batch-reports.js';
 import { batchRunObjects, writeBatchRun } from './batch-runs.js';
 import { KubeClient, loadKubeConfig } from './client.js';
 import { CustomRuns, workloadProblem } from './custom-runs.js';
@@ -24,10 +24,10 @@ import { GateReleaser } from './gate-releaser.js';
 import { InventoryFeed } from './inventory-feed.js';
 import { finished, refOf } from './job-updates.js';
 import { ANNOTATION_ADMISSION, LABEL_SERVICE_ID } from './naming.js';
-import { allStopped, removeJobServices, removeOrphans } from './orphans.js';
+import { removeJobServices, removeOrphans } from './orphans.js';
 import { KubeLogs } from './pod-logs.js';
 import { probeSource } from './probe-source.js';
-import { notRunningReport, runChange, type TrackedRun, trackedRun } from './run-tracking.js';
+import { type TrackedRun, trackedRun } from './run-tracking.js';
 import { ServiceRuns } from './service-runs.js';
 import type { KubernetesSettings } from './settings.js';
 import { tenantSafeMessage } from './status.js';
@@ -51,6 +51,8 @@ export class KubernetesBackend implements ExecutionBackend {
   private readonly inventory: InventoryFeed;
   private readonly tenantReconciler: TenantReconciler;
   private readonly tracked = new Map<string, TrackedRun>();
+  /** What the cluster does to the tracked batch runs, reported (batch-reports.ts). */
+  private readonly batch: BatchReports;
   /** Jobs run by a workload controller's custom resource (JobSet, PyTorchJob, Ray). */
   private readonly custom: CustomRuns;
   /** Inference services' replicas: a Deployment (or LeaderWorkerSet) per revision and a Service. */
@@ -82,13 +84,25 @@ export class KubernetesBackend implements ExecutionBackend {
     this.watches = new ClusterWatches(kc, this.client, this.settings, this.log, {
       onRunObject: (jobId) => {
         this.logs.changed(jobId);
-        if (this.tracked.has(jobId)) this.evaluate(jobId);
+        if (this.tracked.has(jobId)) this.batch.evaluate(jobId);
         if (this.custom.has(jobId)) this.custom.evaluate(jobId);
         this.gates?.release(jobId);
-        if (this.stopping.has(jobId)) this.checkStopped(jobId);
+        if (this.stopping.has(jobId)) this.batch.checkStopped(jobId);
       },
       onNodes: () => this.inventory.changed(),
       onServicePod: () => this.services.changed(),
+    });
+    this.batch = new BatchReports({
+      client: this.client,
+      settings: this.settings,
+      watches: this.watches,
+      tracked: this.tracked,
+      stopping: this.stopping,
+      now: this.now,
+      emit: (event) => this.emit(event),
+      log: this.log,
+      logError: this.logError,
+      closed: () => this.closed,
     });
     if (this.settings.exactPlacement)
       this.gates = new GateReleaser({
@@ -101,7 +115,7 @@ export class KubernetesBackend implements ExecutionBackend {
         },
         pods: (jobId) => this.watches.podsOf(jobId),
         node: (name) => this.watches.nodes.get(name),
-        unavailable: (jobId, reason) => this.disrupted(jobId, reason),
+        unavailable: (jobId, reason) => this.batch.disrupted(jobId, reason),
         log: this.log,
         logError: this.logError,
         closed: () => this.closed,
@@ -131,7 +145,7 @@ export class KubernetesBackend implements ExecutionBackend {
     });
     this.inventory = new InventoryFeed(() => this.watches.nodes.list(), this.settings, this.log);
     const resync = setInterval(() => this.evaluateAll(), options.resyncMs ?? 30_000);
-    const check = setInterval(() => this.checkNotRunning(), options.checkIntervalMs ?? 5000);
+    const check = setInterval(() => this.batch.checkNotRunning(), options.checkIntervalMs ?? 5000);
     for (const t of [resync, check]) t.unref();
     this.timers.push(resync, check);
     const probes = probeSource(this.settings, {
@@ -190,7 +204,7 @@ export class KubernetesBackend implements ExecutionBackend {
       return this.cannotRun(job, refused);
     }
     setImmediate(() => {
-      this.evaluate(job.jobId);
+      this.batch.evaluate(job.jobId);
       // Pods that already exist (an adopted run after a restart) wait behind their gate for this.
       this.gates?.release(job.jobId);
     });
@@ -231,7 +245,7 @@ export class KubernetesBackend implements ExecutionBackend {
       if (remove) await this.client.deleteIfPresent(refOf(j));
       else if (!j.spec?.suspend) await this.client.mergePatch(refOf(j), { spec: { suspend: true } });
     }
-    setImmediate(() => this.checkStopped(jobId));
+    setImmediate(() => this.batch.checkStopped(jobId));
   }
 
   async cancel(jobId: string): Promise<void> {
@@ -328,73 +342,8 @@ export class KubernetesBackend implements ExecutionBackend {
     this.custom.evaluateAll();
     void this.services.resync().catch(this.logError);
     for (const jobId of [...this.tracked.keys()]) {
-      this.evaluate(jobId);
+      this.batch.evaluate(jobId);
       this.gates?.release(jobId);
-    }
-  }
-
-  /** Reports what changed for the tracked run since it was last looked at (run-tracking.ts). */
-  private evaluate(jobId: string): void {
-    const t = this.tracked.get(jobId);
-    if (!t || this.closed) return;
-    const { jobsById, podsById } = this.watches;
-    const change = runChange(t, jobsById.get(jobId), podsById.get(jobId), this.now);
-    if (change.kind === 'started') this.emit({ type: 'started', jobId, at: change.at });
-    else if (change.kind === 'recheck') setTimeout(() => this.evaluate(jobId), change.afterMs).unref();
-    else if (change.kind === 'succeeded') {
-      this.tracked.delete(jobId);
-      this.emit({ type: 'succeeded', jobId, at: change.at });
-      void removeJobServices(this.client, [...(this.watches.jobsById.get(jobId)?.values() ?? [])]).catch(
-        this.logError,
-      );
-    } else if (change.kind === 'failed') {
-      this.tracked.delete(jobId);
-      this.emit({ type: 'failed', jobId, at: change.at, reason: change.reason });
-      // A Job whose pods cannot start (an image that does not pull) would hold its GPUs forever.
-      this.suspendAll(change.jobs);
-      void removeJobServices(this.client, change.jobs).catch(this.logError);
-    } else if (change.kind === 'disrupted') {
-      // The rest of the gang stops too (it cannot go on without the lost pod); the Jobs stay,
-      // suspended, for the readmission to resume them with a new placement.
-      this.disrupted(jobId, change.reason, change.at);
-    }
-  }
-
-  /** The run stopped by the cluster: its Jobs suspended, the job reported disrupted (requeued). */
-  private disrupted(jobId: string, reason: string, at = this.now()): void {
-    const t = this.tracked.get(jobId);
-    if (!t) return;
-    this.tracked.delete(jobId);
-    this.log(`job ${jobId} was disrupted: ${reason}`);
-    this.suspendAll([...(this.watches.jobsById.get(jobId)?.values() ?? [])]);
-    this.emit({ type: 'disrupted', jobId, at, reason: tenantSafeMessage(reason, [jobId, t.job.tenant]) });
-  }
-
-  /** A suspended run whose pods are all gone (or ended) is reported stopped: its GPUs are free now. */
-  private checkStopped(jobId: string): void {
-    const admissionAt = this.stopping.get(jobId);
-    if (admissionAt === undefined || this.closed) return;
-    if (!allStopped(this.watches.podsById.get(jobId)?.values() ?? [], admissionAt)) return;
-    this.stopping.delete(jobId);
-    this.emit({ type: 'stopped', jobId, at: this.now() });
-  }
-
-  private suspendAll(jobs: readonly V1Job[]): void {
-    for (const j of jobs)
-      if (!finished(j))
-        void this.client.mergePatch(refOf(j), { spec: { suspend: true } }).catch(this.logError);
-  }
-
-  private checkNotRunning(): void {
-    const now = this.now();
-    for (const [jobId, t] of this.tracked) {
-      const message = notRunningReport(
-        t,
-        this.watches.podsById.get(jobId),
-        now,
-        this.settings.notRunningAfterMs,
-      );
-      if (message !== undefined) this.emit({ type: 'not-running', jobId, at: now, message });
     }
   }
 

@@ -1,16 +1,15 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { DEFAULT_GROUP_COMMIT_MS } from '../../config/index.js';
 import type { JobSpec } from '../../core/scheduling/index.js';
 import type { SchedulerInput } from '../../events/index.js';
 import { Job } from '../../persistence/jobs/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
-import { afterGroupWindow } from '../../shared/index.js';
-import { applyBackendEvents, type WritableBackendEvent } from './backend-events.js';
+import type { WritableBackendEvent } from './backend-events.js';
 import { loadCore, requeueDoubleBooked } from './core-loader.js';
 import { type FencedWriter, writeFenced } from './cycle-writer.js';
-import { LeaderCycles } from './leader-cycles.js';
+import { type CycleSession, LeaderCycles } from './leader-cycles.js';
 import { StaleLeaderError } from './leader-epoch.js';
 import type { LeaderHost } from './leader-host.js';
+import { LeaderReports } from './leader-reports.js';
 import type { LeaderTask } from './leader-task.js';
 import { chargeRunningJobs } from './metering-checkpoint.js';
 import { jobSpec } from './specs.js';
@@ -36,24 +35,20 @@ export class LeaderSession {
   private recoveryTimer: NodeJS.Timeout | null = null;
   private meteringTimer: NodeJS.Timeout | null = null;
   private readonly taskTimers = new Map<string, NodeJS.Timeout>();
-  /** Backend reports that could not be written (database down): written after recovery. */
-  private readonly unwritten: Writable[] = [];
-  /** Backend reports waiting for the leader's next turn: written together, in one transaction. */
-  private readonly reports: Writable[] = [];
-  /** Whether a turn that writes `reports` is queued and has not begun. */
-  private reportsQueued = false;
   /** Whether the backend has been reconciled with the database in this term (retried by resync until it is).
    *
    */
   private reconciled = false;
   /** Admission cycles and their slices (leader-cycles.ts). */
   private readonly cycles: LeaderCycles;
+  /** Backend reports, grouped per turn and kept while the database fails (leader-reports.ts). */
+  private readonly reports: LeaderReports;
 
   constructor(
     private readonly host: LeaderHost,
     readonly epoch: number,
   ) {
-    this.cycles = new LeaderCycles({
+    const session: CycleSession = {
       host,
       ended: () => this.ended,
       paused: () => this.paused,
@@ -63,7 +58,9 @@ export class LeaderSession {
       dispatchSoon: () => this.dispatchSoon(),
       announceWindows: () => this.announceWindows(),
       wake: () => this.wake(),
-    });
+    };
+    this.cycles = new LeaderCycles(session);
+    this.reports = new LeaderReports(session);
   }
 
   /** Rebuilds from the database and performs what the previous leader left undone. */
@@ -132,32 +129,9 @@ export class LeaderSession {
     });
   }
 
-  /**
-   * A backend report. Reports that arrive within the group-commit window, or while the leader is busy
-   * (a cycle, a write), are written together on its next turn: one fenced transaction for all of them.
-   */
+  /** A backend report: written with the others of its group-commit window on the leader's next turn. */
   backendEvent(event: Writable): void {
-    if (this.ended) return;
-    this.reports.push(event);
-    if (this.reportsQueued) return;
-    this.reportsQueued = true;
-    afterGroupWindow(this.host.options.groupCommitMs ?? DEFAULT_GROUP_COMMIT_MS, () => this.writeReports());
-  }
-
-  private writeReports(): void {
-    this.run(async () => {
-      this.reportsQueued = false;
-      const batch = this.reports.splice(0);
-      if (this.ended || !batch.length) return;
-      if (this.paused) return void this.unwritten.push(...batch);
-      try {
-        await this.writeBackendEvents(batch);
-      } catch (error) {
-        // Written again after recovery (a repeated report changes nothing: states are checked).
-        if (!(error instanceof StaleLeaderError)) this.unwritten.push(...batch);
-        throw error;
-      }
-    });
+    this.reports.add(event);
   }
 
   /**
@@ -241,12 +215,7 @@ export class LeaderSession {
         .serial(async () => {
           if (this.ended) return;
           await this.rebuild();
-          // Oldest first, in one transaction; if it fails again they stay queued for the next attempt.
-          if (this.unwritten.length && !this.ended) {
-            const batch = this.unwritten.slice();
-            await this.writeBackendEvents(batch);
-            this.unwritten.splice(0, batch.length);
-          }
+          await this.reports.writeUnwritten();
           await this.host.outbox.dispatch();
         })
         .then(
@@ -394,38 +363,11 @@ export class LeaderSession {
     // position is recomputed and no cycle is woken on every resync and checkpoint.
     if (holds.length === 0 && !this.host.core.hasAdmissionHolds()) return;
     this.host.core.setAdmissionHolds(holds);
-    // No state-change tick here: the cycle this wakes ends with one (see writeBackendEvents).
+    // No state-change tick here: the cycle this wakes ends with one (see leader-reports.ts).
     this.wake();
   }
 
   private announceWindows(): void {
     this.host.windows.announce(this.host.queueIds, (name) => this.host.queueStatus(name));
-  }
-
-  private async writeBackendEvents(events: readonly Writable[]): Promise<void> {
-    const { finished, requeued } = await applyBackendEvents(this.writer(), events);
-    if (this.ended) return;
-    const { core } = this.host;
-    for (const jobId of finished) if (this.knows(jobId)) core.finish(jobId);
-    const backoff = this.host.options.disruptionBackoff;
-    for (const { jobId, disruptions } of requeued) {
-      if (!this.knows(jobId) || core.jobState(jobId) !== 'admitted') continue;
-      const holdMs = backoff
-        ? Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.max(0, disruptions - 1))
-        : 0;
-      core.requeue(jobId, holdMs);
-      // A cycle when the backoff ends, not only at the next periodic one.
-      if (holdMs > 0) setTimeout(() => this.wake(), holdMs + 1).unref();
-    }
-    this.dispatchSoon();
-    if (finished.length || requeued.length) {
-      this.host.options.events.publish('scheduler-state', {
-        at: events.reduce((latest, e) => Math.max(latest, e.at), 0),
-      });
-      // No state-change tick here: the cycle this wakes (a few ms later) ends with one, admitted
-      // or not. A tick now would push every watcher an ETA-only value and, with thousands of
-      // jobPosition subscribers, hold the event loop past the cycle that admits the next head.
-      this.wake();
-    }
   }
 }

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
-import type { BackendEvent, WorkloadKind, WorkloadRequest } from '../../backends/port.js';
+import type { BackendEvent } from '../../backends/port.js';
 import type {
   JobExplanation,
   JobSpec,
@@ -8,8 +8,6 @@ import type {
   Scheduler,
 } from '../../core/scheduling/index.js';
 import type { SchedulerInput } from '../../events/index.js';
-import { Queue } from '../../persistence/cluster/index.js';
-import { OutboxEntry } from '../../persistence/scheduling/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
 import { Metering } from '../metering/index.js';
 import { type CoreLoaderOptions, type LoadedCore, loadCore } from './core-loader.js';
@@ -17,6 +15,7 @@ import { LeaderEpochs } from './leader-epoch.js';
 import { type LeaderHost, LeaderSession } from './leader-session.js';
 import { OutboxDispatcher } from './outbox.js';
 import type { SchedulerServiceOptions, SchedulerStats } from './scheduler-options.js';
+import { schedulerStats, type WorkloadCheck, workloadProblemOn } from './scheduler-reads.js';
 import { listenTo, WindowAnnouncer } from './service-helpers.js';
 import { inBackendTime } from './specs.js';
 
@@ -142,23 +141,8 @@ export class SchedulerService {
   // ─── reads (any replica) ───
 
   /** Why the backend cannot run this workload kind as asked (port.ts workloadProblem), or null. */
-  async workloadProblem(input: {
-    workloadKind?: WorkloadKind | null;
-    podSets: WorkloadRequest['podSets'];
-    workload?: Record<string, unknown> | null;
-    service?: boolean;
-  }): Promise<string | null> {
-    const kind = input.workloadKind ?? 'BATCH';
-    const backend = this.options.backend;
-    if ((kind === 'BATCH' && !input.service) || !backend.workloadProblem) return null;
-    const c = input.workload?.container as { command?: string[]; args?: string[] } | undefined;
-    const container = c ? { command: c.command ?? [], args: c.args ?? [] } : null;
-    return backend.workloadProblem({
-      workloadKind: kind,
-      podSets: input.podSets,
-      container,
-      service: input.service,
-    });
+  workloadProblem(input: WorkloadCheck): Promise<string | null> {
+    return workloadProblemOn(this.options.backend, input);
   }
 
   /** Validates a job against the current configuration without changing anything. */
@@ -187,25 +171,11 @@ export class SchedulerService {
   }
 
   stats(): SchedulerStats {
-    const em = () => systemEntityManager(this.options.orm);
-    return {
-      isLeader: () => this.isLeader,
-      queueStatuses: async () =>
-        (await em().find(Queue, {}, { fields: ['name'], orderBy: { name: 'asc' } }))
-          .map(({ name }) => this.queueStatus(name))
-          .filter((s): s is QueueStatus => s !== null),
-      // Counted through the (performedAt, id) index.
-      unperformedOutbox: () => em().count(OutboxEntry, { performedAt: null }),
-      oldestUnperformedOutboxAt: async () => {
-        // The oldest by id (uuidv7, time-ordered) through the (performedAt, id) index.
-        const [oldest] = await em().find(
-          OutboxEntry,
-          { performedAt: null },
-          { fields: ['createdAt'], orderBy: { id: 'asc' }, limit: 1 },
-        );
-        return oldest ? new Date(oldest.createdAt) : null;
-      },
-    };
+    return schedulerStats(
+      this.options.orm,
+      () => this.isLeader,
+      (name) => this.queueStatus(name),
+    );
   }
 
   lastUtilization(jobId: string): number | null {
