@@ -163,6 +163,69 @@ describeEachDialect('cross-tenant matrix', (dialect) => {
     }
   });
 
+  it("every ID-taking subscription with A's IDs: B gets NOT_FOUND or FORBIDDEN (as for an ID that never existed) and no event", async () => {
+    const bearer = t.token('borealis-inference', 'TENANT_ADMIN');
+    /** The first answer within a second: an error's codes, an event, or nothing. */
+    const firstAnswer = async (query: string, variables: Record<string, unknown>) => {
+      const client = createClient({
+        url: t.url.replace('http', 'ws'),
+        webSocketImpl: WebSocket,
+        connectionParams: { authorization: `Bearer ${bearer}` },
+        lazy: true,
+        retryAttempts: 0,
+      });
+      try {
+        return await new Promise<{ kind: string; codes: string[]; text: string }>((resolve) => {
+          const timer = setTimeout(() => resolve({ kind: 'silent', codes: [], text: '' }), 1000);
+          client.subscribe(
+            { query, variables },
+            {
+              next: (message) => {
+                clearTimeout(timer);
+                const codes = (message.errors ?? []).map((e) => String(e.extensions?.code));
+                resolve({ kind: message.data ? 'event' : 'error', codes, text: JSON.stringify(message) });
+              },
+              error: (error) => {
+                clearTimeout(timer);
+                const list = Array.isArray(error) ? error : [error];
+                resolve({
+                  kind: 'error',
+                  codes: list.map((e) => String((e as { extensions?: { code?: unknown } }).extensions?.code)),
+                  text: JSON.stringify(list),
+                });
+              },
+              complete: () => undefined,
+            },
+          );
+        });
+      } finally {
+        await client.dispose();
+      }
+    };
+    let probed = 0;
+    for (const field of subscriptionFields(schema)) {
+      for (const path of idPathsOf(field)) {
+        for (const victim of VICTIMS.filter((v) => reachesDatabase(path.join('.'), v))) {
+          const typeName = victim === 'AdminMember' ? 'Member' : victim;
+          const ghost = Buffer.from(`${typeName}:01900000-0000-7000-8000-000000000000`).toString('base64');
+          const probe = (id: string) => {
+            const args = buildArgs(field, (p) => (p.join('.') === path.join('.') ? id : victimIds.Tenant!));
+            const op = operationFor('subscription' as 'query', field, args, selectionFor(field.type, 3));
+            return firstAnswer(op.query, op.variables);
+          };
+          const [foreign, missing] = [await probe(victimIds[victim]!), await probe(ghost)];
+          const what = `${field.name} with A's ${victim} at ${path.join('.')}: ${foreign.text}`;
+          expect(foreign.kind, what).not.toBe('event');
+          expect(foreign.kind, what).toBe(missing.kind);
+          for (const code of foreign.codes) expect(['NOT_FOUND', 'FORBIDDEN'], what).toContain(code);
+          for (const secret of secrets) expect(foreign.text.includes(secret), what).toBe(false);
+          probed++;
+        }
+      }
+    }
+    expect(probed).toBeGreaterThan(3);
+  }, 120_000);
+
   it('while A reclaims GPUs from B, no string in any response or subscription event B sees names anything of A', async () => {
     const bAdmin = t.token('borealis-inference', 'TENANT_ADMIN');
     const bMember = t.token('borealis-inference', 'MEMBER');
