@@ -42,11 +42,27 @@ export function UsagePage({ viewer }: { viewer: Viewer }) {
   const days = data?.tenant.byDay.rows ?? [];
   useEffect(() => {
     if (!chart.current || days.length === 0) return;
+    const month = [new Date(range.from).getTime() / 1000, new Date(range.to).getTime() / 1000] as const;
     const plot = new uPlot(
       {
         width: Math.min(900, chart.current.clientWidth || 600),
         height: 220,
-        series: [{}, { label: 'GPU-hours', stroke: 'steelblue', fill: 'rgba(70,130,180,0.2)' }],
+        // The month on the x axis whatever days have usage (one day alone would stretch the axis over years),
+        // a bar per day from zero.
+        scales: {
+          x: { time: true, range: () => [month[0], month[1]] },
+          y: { range: (_u, _min, max) => [0, max || 1] },
+        },
+        series: [
+          {},
+          {
+            label: 'GPU-hours',
+            stroke: 'steelblue',
+            fill: 'rgba(70,130,180,0.4)',
+            paths: uPlot.paths.bars?.({ size: [0.8, 24] }),
+            points: { show: false },
+          },
+        ],
         axes: [{}, { label: 'GPU-h' }],
       },
       [days.map((d) => new Date(d.periodStart ?? 0).getTime() / 1000), days.map((d) => d.gpuHours)],
@@ -57,6 +73,8 @@ export function UsagePage({ viewer }: { viewer: Viewer }) {
   if (!tenant) return <p>You belong to no tenant yet.</p>;
   if (error && !data) return <p role="alert">{error.message}</p>;
   const currency = data?.tenant.byWho.currency ?? 'USD';
+  // Money is null for roles that may not see it: no column of dashes then.
+  const showCost = data?.tenant.byDay.total.cost != null;
   const download = async () => {
     const res = await fetch(
       `/usage/export.csv?month=${range.month}&tenantId=${encodeURIComponent(tenant.id)}`,
@@ -75,8 +93,11 @@ export function UsagePage({ viewer }: { viewer: Viewer }) {
     <section>
       <h1>Usage</h1>
       <p>
-        {range.month}: {hours(data?.tenant.byDay.total.gpuHours)} GPU-hours,{' '}
-        {money(data?.tenant.byDay.total.cost, currency)}.{' '}
+        {range.month}: {hours(data?.tenant.byDay.total.gpuHours)} GPU-hours
+        {data && !showCost
+          ? ' (costs are shown to tenant admins and auditors)'
+          : `, ${money(data?.tenant.byDay.total.cost, currency)}`}
+        .{' '}
         <button type="button" onClick={() => void download()}>
           Download CSV
         </button>
@@ -106,7 +127,7 @@ export function UsagePage({ viewer }: { viewer: Viewer }) {
             <th scope="col">Person</th>
             <th scope="col">Flavor</th>
             <th scope="col">GPU-hours</th>
-            <th scope="col">Cost</th>
+            {showCost && <th scope="col">Cost</th>}
             <th scope="col">Jobs</th>
           </tr>
         </thead>
@@ -117,7 +138,7 @@ export function UsagePage({ viewer }: { viewer: Viewer }) {
               <td>{r.user ?? '—'}</td>
               <td>{r.flavor ?? '—'}</td>
               <td>{hours(r.gpuHours)}</td>
-              <td>{money(r.cost, currency)}</td>
+              {showCost && <td>{money(r.cost, currency)}</td>}
               <td>{r.jobs}</td>
             </tr>
           ))}
