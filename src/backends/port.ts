@@ -247,7 +247,7 @@ export interface ServiceLoadQuery {
   name: string;
   /** Its replica jobs that have not ended (a backend counts the ones that serve). */
   replicaJobIds: string[];
-  /** The reading covers (at − sinceMs, at]: requests are counted over it. */
+  /** The instant the reading starts: it covers (sinceMs, at], requests are counted over it. */
   sinceMs: number;
   at: number;
   /** The modelled traffic (the simulated cluster's). */

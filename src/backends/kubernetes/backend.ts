@@ -134,6 +134,7 @@ export class KubernetesBackend implements ExecutionBackend {
       pods: () => this.watches.podsByName.values(),
       node: (name) => this.watches.nodes.get(name),
       fetch: options.fetch,
+      namespaceOf: (tenantId) => this.logs.namespaceOf(tenantId),
     });
     this.custom = new CustomRuns({ ...parts, pods: (jobId) => this.watches.podsOf(jobId) });
     this.logs = new KubeLogs({

@@ -191,7 +191,8 @@ export class KubeLogs implements BackendLogs {
     }
   }
 
-  private async namespaceOf(tenantId: string): Promise<string | undefined> {
+  /** The tenant's namespace as synced (waits a moment for the first sync); undefined for an unknown tenant. */
+  async namespaceOf(tenantId: string): Promise<string | undefined> {
     if (!this.synced)
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, FIRST_SYNC_WAIT_MS);

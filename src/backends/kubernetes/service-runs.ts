@@ -45,6 +45,8 @@ export interface ServiceRunsDeps {
   logError: (error: unknown) => void;
   /** For the service signals (tests give their own). */
   fetch?: typeof fetch;
+  /** The tenant's namespace, where its services run (also when none of a service's replicas does). */
+  namespaceOf: (tenantId: string) => Promise<string | undefined>;
 }
 
 /** A replica on its way out: its pods stop over their grace ('stopped' once they are gone when `suspended`). */
@@ -231,7 +233,10 @@ export class ServiceRuns {
     const any = serving.pods[0];
     const run = [...this.runs.values()].find((r) => r.replica.serviceId === query.serviceId);
     const signal = await this.signals.read({
-      namespace: run?.ctx.namespace ?? any?.metadata?.namespace ?? '',
+      // From the tenant when no replica runs (a service scaled to zero): a Prometheus query still reads its
+      // traffic there, so the autoscaler can wake it.
+      namespace:
+        run?.ctx.namespace ?? any?.metadata?.namespace ?? (await this.deps.namespaceOf(query.tenant)) ?? '',
       service: serviceObjectName(query.serviceId),
       port: run?.replica.port ?? 0,
       pods: serving.pods.map((p) => ({
@@ -239,7 +244,7 @@ export class ServiceRuns {
         name: p.metadata?.name ?? '',
         ip: p.status?.podIP,
       })),
-      sinceMs: query.sinceMs,
+      windowMs: query.at - query.sinceMs,
       at: query.at,
     });
     return signal ? { ready: serving.replicas, ...signal } : null;

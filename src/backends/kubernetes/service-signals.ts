@@ -77,7 +77,8 @@ export interface SignalQuery {
   service: string;
   port: number;
   pods: readonly SignalPod[];
-  sinceMs: number;
+  /** The span the reading covers, ending at `at` (ms): the queries' `{window}`, requests counted over it. */
+  windowMs: number;
   at: number;
 }
 
@@ -154,7 +155,7 @@ export class ServiceSignals {
           '{pods}',
           query.pods.map((p) => p.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|') || '^$',
         )
-        .replaceAll('{window}', `${Math.max(1, Math.round(query.sinceMs / 1000))}s`);
+        .replaceAll('{window}', `${Math.max(1, Math.round(query.windowMs / 1000))}s`);
     const one = async (template: string): Promise<number | null> => {
       if (!template) return null;
       const url = new URL('/api/v1/query', base);
@@ -180,7 +181,7 @@ export class ServiceSignals {
       p95Ms,
       inFlight: inFlight ?? 0,
       gpuUtilization: gpu,
-      requests: Math.round((rps ?? 0) * (query.sinceMs / 1000)),
+      requests: Math.round((rps ?? 0) * (query.windowMs / 1000)),
     };
   }
 

@@ -72,7 +72,7 @@ const query = (names: string[], at: number) => ({
   service: 'fw-svc',
   port: 8080,
   pods: names.map((name) => ({ namespace: 'fairway-aurora', name, ip: '10.0.0.1' })),
-  sinceMs: 15_000,
+  windowMs: 15_000,
   at,
 });
 
