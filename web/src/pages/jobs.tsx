@@ -4,6 +4,7 @@
 
 import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } from '@tanstack/virtual-core';
 import { useClient } from '@urql/preact';
+import { memo } from 'preact/compat';
 import { useEffect, useMemo, useReducer, useRef, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import type { Viewer } from '../app.js';
@@ -175,28 +176,9 @@ export function JobsPage({ viewer }: { viewer: Viewer }) {
             </thead>
             <tbody>
               {range.before > 0 && <tr class="spacer" style={{ height: `${range.before}px` }} />}
-              {range.items.map((i) => {
-                const j = shown[i]!;
-                return (
-                  <tr key={j.id} aria-rowindex={i + 2} style={{ height: `${ROW_HEIGHT}px` }}>
-                    <td>
-                      <Link href={`/jobs/${encodeURIComponent(j.id)}`}>{j.name}</Link>
-                    </td>
-                    <td>
-                      <span class={`state ${j.state.toLowerCase()}`}>{j.state}</span>
-                    </td>
-                    <td>{j.queue.name}</td>
-                    <td>{gpus(j.gpus)}</td>
-                    <td>
-                      {j.position?.inQueue != null
-                        ? `${j.position.inQueue} of ${j.position.queueLength}`
-                        : '—'}
-                    </td>
-                    <td title={when(j.eta)}>{j.state === 'PENDING' ? fromNow(j.eta) : '—'}</td>
-                    <td>{when(j.submittedAt)}</td>
-                  </tr>
-                );
-              })}
+              {range.items.map((i) => (
+                <JobTableRow key={shown[i]!.id} job={shown[i]!} index={i} />
+              ))}
               {range.after > 0 && <tr class="spacer" style={{ height: `${range.after}px` }} />}
             </tbody>
           </table>
@@ -210,6 +192,25 @@ export function JobsPage({ viewer }: { viewer: Viewer }) {
     </section>
   );
 }
+
+/** One row; unchanged rows are not drawn again while the table scrolls (only the rows that come into view are). */
+const JobTableRow = memo(function JobTableRow({ job: j, index }: { job: JobRow; index: number }) {
+  return (
+    <tr aria-rowindex={index + 2} style={{ height: `${ROW_HEIGHT}px` }}>
+      <td>
+        <Link href={`/jobs/${encodeURIComponent(j.id)}`}>{j.name}</Link>
+      </td>
+      <td>
+        <span class={`state ${j.state.toLowerCase()}`}>{j.state}</span>
+      </td>
+      <td>{j.queue.name}</td>
+      <td>{gpus(j.gpus)}</td>
+      <td>{j.position?.inQueue != null ? `${j.position.inQueue} of ${j.position.queueLength}` : '—'}</td>
+      <td title={when(j.eta)}>{j.state === 'PENDING' ? fromNow(j.eta) : '—'}</td>
+      <td>{when(j.submittedAt)}</td>
+    </tr>
+  );
+});
 
 function QueueWatch({ id, onChange }: { id: string; onChange: () => void }) {
   useRefetchOn(QueueChanged, { id }, onChange);
