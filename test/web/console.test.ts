@@ -34,9 +34,21 @@ describe.skipIf(!chromiumAvailable)('the web console in Chromium', () => {
 
   it('a job submitted through the API appears in Jobs within 2 s without a reload, and its state changes live', async () => {
     const member = t.token('aurora-research', 'MEMBER');
+    // Live from the moment its queue subscription is open on the server (a change committed before that is
+    // in the page's first query, or missed: the test waits for the subscription, as a person never notices).
+    const bus = t.app.events;
+    const subscribe = bus.subscribe.bind(bus);
+    let queueWatches = 0;
+    bus.subscribe = ((topic: string, ...rest: unknown[]) => {
+      if (topic === 'queue-updated') queueWatches++;
+      return (subscribe as (...a: unknown[]) => unknown)(topic, ...rest);
+    }) as typeof bus.subscribe;
     const page = await web.open(member, '/jobs');
     const table = page.getByRole('table', { name: 'Jobs' });
     await table.waitFor();
+    for (let i = 0; queueWatches === 0 && i < 100; i++) await new Promise((r) => setTimeout(r, 50));
+    bus.subscribe = subscribe;
+    expect(queueWatches).toBeGreaterThan(0);
     await expect(table.getByRole('columnheader', { name: 'State' }).count()).resolves.toBe(1);
     // Far more than the cohort holds: it waits, PENDING, until cancelled.
     const submitted = await t.gql(member, SUBMIT, {
