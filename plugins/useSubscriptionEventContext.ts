@@ -22,6 +22,11 @@ export interface SubscriptionEventContextOptions<Em> {
    * field asks for one. The caller is re-authenticated for it all the same.
    */
   readsNothingStored: (root: unknown) => boolean;
+  /**
+   * Events being executed, each until its result is ready: the server waits for them before it closes the
+   * database (an event's transaction would otherwise fail on a closed pool).
+   */
+  inFlight?: Set<Promise<unknown>>;
 }
 
 /** What this plugin needs of the subscription's own context (set by useFairwayAuth). */
@@ -54,7 +59,14 @@ interface SubscriptionContext {
  */
 export function useSubscriptionEventContext<Em>(options: SubscriptionEventContextOptions<Em>): Plugin {
   const { store } = options;
-  const executeEvent = makeExecute(async (args: ExecutionArgs) => {
+  const executeEvent = makeExecute((args: ExecutionArgs) => {
+    const running = executeOne(args);
+    const tracked = options.inFlight;
+    if (!tracked) return running;
+    tracked.add(running);
+    return running.finally(() => tracked.delete(running));
+  });
+  async function executeOne(args: ExecutionArgs) {
     // Re-authenticated before the transaction: the credential lookup uses its own connection,
     // and a transaction waiting on a second connection could starve a small pool.
     const principal = await currentPrincipal(args.contextValue as SubscriptionContext);
@@ -104,7 +116,7 @@ export function useSubscriptionEventContext<Em>(options: SubscriptionEventContex
         ],
       };
     }
-  });
+  }
   return {
     onSubscribe({ setSubscribeFn }) {
       setSubscribeFn(subscribe(executeEvent));

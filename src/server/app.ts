@@ -237,6 +237,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
     metrics: { metrics, identity, token: config.observability.metricsToken, logError },
     consoleOidc: { ...(config.auth.oidc ? { oidc: config.auth.oidc } : {}), logError },
   });
+  // Subscription events under way (useSubscriptionEventContext): close() waits for them before the database.
+  const eventsInFlight = new Set<Promise<unknown>>();
   const yoga = createYoga<Record<string, unknown>>({
     schema,
     // Query limits: body size and batching here, the rest in useQueryLimits
@@ -290,7 +292,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       useServiceContext({ createContext: contexts.forOperation }),
       useBreakGlassAudit({ isGrantEnded: isBreakGlassGrantEnded, logError }),
       // After the two above: each subscription event gets its own principal, EntityManager and loaders.
-      useSubscriptionEventContext({ store: subscriptionEventStore(orm), readsNothingStored }),
+      useSubscriptionEventContext({
+        store: subscriptionEventStore(orm),
+        readsNothingStored,
+        inFlight: eventsInFlight,
+      }),
     ],
   });
 
@@ -351,6 +357,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       await new Promise<void>((resolve) =>
         httpServer.listening ? httpServer.close(() => resolve()) : resolve(),
       );
+      // No subscription (socket or HTTP) is left to start an event; the ones under way end their transactions.
+      await Promise.allSettled([...eventsInFlight]);
       await redis?.close();
       await rateLimiter.close();
       await observability.close();
