@@ -200,7 +200,15 @@ describeEachDialect('updateNodePool, deleteNodePool, updateCohort, deleteCohort'
     const job = {
       in: { queueId: queue.id, name: 'borrows', podSets: [{ gpusPerPod: 4 }], expectedDurationSeconds: 600 },
     };
-    expect((await expectOk(t, ada, PREVIEW, job)).previewJob.admissible).toBe(false);
+    // The leader's core takes the new queue after the commit (a moment later): until then a preview says
+    // UNKNOWN_QUEUE.
+    let first: { admissible: boolean } | undefined;
+    await eventually(async () => {
+      const res = await t.gql(ada, PREVIEW, job);
+      first = res.body.data?.previewJob ?? undefined;
+      return first !== undefined;
+    });
+    expect(first!.admissible).toBe(false);
     const updated = (
       await expectOk(t, platform, UPDATE_COHORT, { in: { id: cohort.id, quotas: [{ flavor, nominal: 8 }] } })
     ).updateCohort;
