@@ -101,7 +101,7 @@ export function tableOf(em: EntityManager, entityName: string): TableOf {
  * Row counts a multi-row INSERT is cut into: the SQL text depends on the row count, so only
  * these few texts are ever sent (and prepared once each).
  */
-const INSERT_CHUNKS = [50, 10, 1];
+const INSERT_CHUNKS = [128, 64, 32, 16, 8, 4, 2, 1];
 
 /** Cuts `count` items into INSERT_CHUNKS-sized runs: [start, size] each, in order. */
 export function* chunks(count: number): Generator<[number, number]> {

@@ -1,9 +1,9 @@
 import { type EntityManager, UniqueConstraintViolationException } from '@mikro-orm/core';
 import { canSeeTenant } from '../../auth/index.js';
-import { DEFAULT_GROUP_COMMIT_MS } from '../../config/index.js';
 import { AuditEvent, type AuditOutcome } from '../../persistence/audit/index.js';
+import { uuidv7 } from '../../persistence/ids.js';
 import { Tenant, User } from '../../persistence/tenancy/index.js';
-import { afterGroupWindow, conflict, FairwayError } from '../../shared/index.js';
+import { conflict, FairwayError } from '../../shared/index.js';
 import { checkedTenant, type ServiceContext } from '../context.js';
 
 /** Input keys whose values never reach the audit log. */
@@ -77,7 +77,7 @@ export async function auditedMutation<T>(
 }
 
 /** A refused or failed attempt, audited on its own; returns the error to throw. */
-async function auditedFailure(
+export async function auditedFailure(
   ctx: ServiceContext,
   meta: MutationMeta,
   error: unknown,
@@ -111,100 +111,6 @@ async function auditedFailure(
   return mapped;
 }
 
-interface Grouped {
-  ctx: ServiceContext;
-  meta: MutationMeta;
-  build: (em: EntityManager) => MutationOutcome<unknown>;
-  resolve: (result: unknown) => void;
-  reject: (error: unknown) => void;
-}
-
-/** Mutations waiting for the group commit in progress, per database connection. */
-const groups = new WeakMap<object, { waiting: Grouped[]; writing: boolean }>();
-const MAX_GROUP = 256;
-
-/**
- * auditedMutation for work that only creates rows (no reads, nothing awaited): the calls that
- * arrive while a group is being written are written next, together, in one transaction and one
- * flush (group commit). Each caller still gets its answer only after that commit, with its own
- * audit event. If a group's transaction fails on a duplicate (an idempotency key used twice), each
- * of its mutations is tried again alone, so the conflict is that caller's alone; any other
- * failure (the database down) fails each of them as auditedMutation would.
- */
-export function groupedAuditedMutation<T>(
-  ctx: ServiceContext,
-  meta: MutationMeta,
-  build: (em: EntityManager) => MutationOutcome<T>,
-): Promise<T> {
-  const key = ctx.em.getConnection();
-  let group = groups.get(key);
-  if (!group) groups.set(key, (group = { waiting: [], writing: false }));
-  const current = group;
-  return new Promise<T>((resolve, reject) => {
-    current.waiting.push({ ctx, meta, build, resolve: resolve as (result: unknown) => void, reject });
-    // Written after the group-commit window: the submits whose reads finish meanwhile join the group.
-    if (!current.writing) {
-      current.writing = true;
-      afterGroupWindow(ctx.groupCommitMs ?? DEFAULT_GROUP_COMMIT_MS, () => void writeGroups(current));
-    }
-  });
-}
-
-async function writeGroups(group: { waiting: Grouped[]; writing: boolean }): Promise<void> {
-  group.writing = true;
-  try {
-    while (group.waiting.length) await writeGroup(group.waiting.splice(0, MAX_GROUP));
-  } finally {
-    group.writing = false;
-  }
-}
-
-async function writeGroup(batch: Grouped[]): Promise<void> {
-  const alone = (m: Grouped) =>
-    auditedMutation(m.ctx, m.meta, async (em) => m.build(em)).then(m.resolve, m.reject);
-  if (batch.length === 1) return alone(batch[0]!);
-  let written: { outcome: MutationOutcome<unknown>; event: AuditEvent }[];
-  try {
-    written = await batch[0]!.ctx.em.fork({ clear: true }).transactional(async (em) => {
-      const out = batch.map((m) => {
-        const outcome = m.build(em);
-        const event = buildEvent(
-          em,
-          m.ctx,
-          m.meta,
-          'SUCCESS',
-          outcome.tenantId,
-          outcome.targetType,
-          outcome.targetId,
-          null,
-        );
-        em.persist(event);
-        return { outcome, event };
-      });
-      await em.flush();
-      return out;
-    });
-  } catch (error) {
-    if (error instanceof UniqueConstraintViolationException) {
-      await Promise.all(batch.map(alone));
-    } else {
-      await Promise.all(
-        batch.map(async (m) =>
-          m.reject(await auditedFailure(m.ctx, m.meta, error, null).catch((failure: unknown) => failure)),
-        ),
-      );
-    }
-    return;
-  }
-  batch.forEach((m, i) => {
-    const { outcome, event } = written[i]!;
-    // Like a transaction's own entities, the result joins the caller's entity manager.
-    if (outcome.result && typeof outcome.result === 'object') m.ctx.em.merge(outcome.result as object);
-    if (outcome.tenantId) m.ctx.events.publish('audit-event', outcome.tenantId, { auditEventId: event.id });
-    m.resolve(outcome.result);
-  });
-}
-
 function buildEvent(
   em: EntityManager,
   ctx: ServiceContext,
@@ -228,6 +134,34 @@ function buildEvent(
     requestId: ctx.requestId,
     createdAt: ctx.now(),
   });
+}
+
+/**
+ * buildEvent's row for a bulk insert (bound-sql.ts insertRows), where no entity is made: the same
+ * columns and values the ORM would store for that event.
+ */
+export function auditEventRow(
+  ctx: ServiceContext,
+  meta: MutationMeta,
+  outcome: AuditOutcome,
+  tenantId: string | null,
+  targetType: string | null,
+  targetId: string | null,
+): Record<string, unknown> {
+  return {
+    id: uuidv7(),
+    tenant: tenantId,
+    actor: ctx.principal?.userId ?? null,
+    actorTokenId: ctx.principal?.token?.id ?? null,
+    action: meta.action,
+    targetType,
+    targetId,
+    input: underBreakGlass(ctx, tenantId, redact(meta.input)),
+    outcome,
+    errorCode: null,
+    requestId: ctx.requestId,
+    createdAt: ctx.now(),
+  };
 }
 
 /** A platform admin's change inside a tenant is made under a break-glass grant: the event names it. */

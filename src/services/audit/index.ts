@@ -1,2 +1,3 @@
 export * from './audit.js';
 export * from './audit-events.js';
+export * from './group-commit.js';

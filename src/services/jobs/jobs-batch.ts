@@ -1,7 +1,7 @@
 import { type EntityManager, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { JobSpec } from '../../core/scheduling/index.js';
 import { allBound, insertRows, placeholders, tableOf } from '../../persistence/bound-sql.js';
-import { Job, JobRow, type JobView } from '../../persistence/jobs/index.js';
+import { Job, type JobView } from '../../persistence/jobs/index.js';
 import { jobEventRow } from '../../persistence/scheduling/index.js';
 import { badInput, conflict, FairwayError } from '../../shared/index.js';
 import { auditedMutation } from '../audit/index.js';
@@ -9,6 +9,7 @@ import { requirePrincipal, type ServiceContext } from '../context.js';
 import { schedulerInputError } from '../errors.js';
 import { totalGpus } from '../scheduling/index.js';
 import { coreSpec, pendingJobFields, requestHash, resolveTarget } from './jobs.js';
+import { jobViewOf, newJobRow } from './new-job-rows.js';
 import type { SubmitJobInput } from './submit-input.js';
 
 /** Slurm's default MaxArraySize is 1,001 tasks; a bigger sweep is several calls. */
@@ -261,36 +262,23 @@ async function write(ctx: ServiceContext, tenantId: string, fresh: Planned[]): P
       return { result: null, tenantId, targetType: 'Job', targetId: fresh[0]!.spec!.id };
     },
   );
-  // The answer: plain rows (job-rows.ts), as listJobs answers; an entity per job was ~11% of the call's CPU.
   fresh.forEach((p, i) => {
-    const { podSets, workload, admission, ...row } = rows[i]!;
-    const fields = {
-      ...row,
-      tenant: { id: tenantId },
-      project: { id: row.project },
-      queue: { id: row.queue },
-      submittedBy: { id: row.submittedBy },
-    };
-    p.job = JobRow.withValues(Object.assign(new JobRow(), fields), {
-      podSets,
-      workload: workload as Record<string, unknown> | null,
-      admission,
-    });
+    p.job = jobViewOf(rows[i]!);
   });
 }
 
-/** A new job's columns, by property name, relations as ids: submitJob's fields, with the defaults the ORM
- * would add.
- */
+/** A new job's row: submitJob's fields. */
 function jobRow(p: Planned, tenantId: string, userId: string, at: Date) {
-  const fields = pendingJobFields({
-    input: p.input,
-    spec: p.spec!,
-    tenantId,
-    projectId: p.target.project.id,
-    queueId: p.target.queue.id,
-    userId,
-    hash: p.hash,
-  });
-  return { ...fields, meteredFrom: null, submittedAt: at, updatedAt: at };
+  return newJobRow(
+    pendingJobFields({
+      input: p.input,
+      spec: p.spec!,
+      tenantId,
+      projectId: p.target.project.id,
+      queueId: p.target.queue.id,
+      userId,
+      hash: p.hash,
+    }),
+    at,
+  );
 }

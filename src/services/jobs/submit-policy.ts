@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { PriorityClassRow, type Queue } from '../../persistence/cluster/index.js';
+import { findMapped } from '../../persistence/raw-reads.js';
 import { type DataBoundaries, type Project, Tenant } from '../../persistence/tenancy/index.js';
 import { badInput, forbidden } from '../../shared/index.js';
 import {
@@ -9,6 +10,7 @@ import {
   KIND_LABEL,
   type Violation,
 } from '../tenancy/index.js';
+import { findOneMapped } from './mapped-reads.js';
 import type { SubmitJobInput } from './submit-input.js';
 
 export interface SubmitTarget {
@@ -99,7 +101,8 @@ export function containerOf(workload: Record<string, unknown> | null | undefined
  */
 export async function enforceSubmitPolicy(em: EntityManager, target: SubmitTarget): Promise<void> {
   const { queue, project, input } = target;
-  const tenant = await em.findOneOrFail(Tenant, { id: project.tenant.id });
+  const tenant = await findOneMapped(em, Tenant, project.tenant.id);
+  if (!tenant) throw new Error(`Tenant ${project.tenant.id} of project ${project.id} not found`);
   await requireGrants(em, tenant, project, queue, input.priorityClass);
   const container = containerOf(input.workload);
   if (container) {
@@ -117,7 +120,7 @@ async function requireGrants(
   queue: Queue,
   priorityClass: string,
 ): Promise<void> {
-  const row = await em.findOne(PriorityClassRow, { name: priorityClass });
+  const [row] = await findMapped(em, PriorityClassRow, { name: priorityClass });
   if (row?.requiresGrant) {
     if (!grantedPriorityClassesOf(tenant).includes(priorityClass)) {
       throw forbidden(
