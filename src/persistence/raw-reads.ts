@@ -46,8 +46,23 @@ export async function findMapped<T extends object>(
   where: Columns,
   options: RawFindOptions = {},
 ): Promise<T[]> {
+  const rows = await rawSelect(em, entity, where, options);
+  return rows.map((row) => em.map(entity, row as never));
+}
+
+/**
+ * `select * from` an entity's table for simple equality/`in` conditions, with the tenant filter
+ * applied from the EntityManager's parameters (as the ORM applies it): the rows as the driver
+ * returns them, column names as keys.
+ */
+export async function rawSelect<T extends object>(
+  em: EntityManager,
+  entity: EntityName<T>,
+  where: Columns,
+  options: RawFindOptions = {},
+): Promise<Record<string, unknown>[]> {
   const meta = em.getMetadata().find(entity as never);
-  if (!meta) throw new Error(`findMapped: unknown entity ${String(entity)}`);
+  if (!meta) throw new Error(`rawSelect: unknown entity ${String(entity)}`);
   // Quoted as the ORM quotes them (backticks in SQLite, double quotes in PostgreSQL): the statement reads
   // like the ORM's own in the logs.
   const q = (id: string) => em.getPlatform().quoteIdentifier(id);
@@ -77,6 +92,5 @@ export async function findMapped<T extends object>(
     sql += ' limit ?';
     params.push(options.limit);
   }
-  const rows = await allBound<Record<string, unknown>>(em, sql, params);
-  return rows.map((row) => em.map(entity, row as never));
+  return allBound<Record<string, unknown>>(em, sql, params);
 }

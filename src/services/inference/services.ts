@@ -79,10 +79,12 @@ async function resolveReplicaTarget(ctx: ServiceContext, input: CreateServiceInp
     projectId: input.projectId ?? null,
   });
   const guaranteedUsed = input.minReplicas > 0 || input.minimumWindows.some((w) => w.minReplicas > 0);
+  // Managed entities: the service's rows are created with the queue and project as their relations.
   const target = await resolveTarget(
     ctx,
     ctx.em,
     asJob(guaranteedUsed ? input.guaranteedClass : input.burstClass),
+    { managed: true },
   );
   if (guaranteedUsed && input.maxReplicas > input.minReplicas)
     await resolveTarget(ctx, ctx.em, {

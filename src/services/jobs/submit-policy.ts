@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { PriorityClassRow, type Queue } from '../../persistence/cluster/index.js';
-import { findMapped } from '../../persistence/raw-reads.js';
-import { type DataBoundaries, type Project, Tenant } from '../../persistence/tenancy/index.js';
+import { findPlain } from '../../persistence/plain-rows.js';
+import type { DataBoundaries, Project, Tenant } from '../../persistence/tenancy/index.js';
 import { badInput, forbidden } from '../../shared/index.js';
 import {
   firstViolation,
@@ -10,12 +10,13 @@ import {
   KIND_LABEL,
   type Violation,
 } from '../tenancy/index.js';
-import { findOneMapped } from './mapped-reads.js';
 import type { SubmitJobInput } from './submit-input.js';
 
 export interface SubmitTarget {
   queue: Queue;
   project: Project;
+  /** The queue's (and the project's) tenant. */
+  tenant: Tenant;
   input: SubmitJobInput;
 }
 
@@ -100,9 +101,7 @@ export function containerOf(workload: Record<string, unknown> | null | undefined
  * the boundaries say).
  */
 export async function enforceSubmitPolicy(em: EntityManager, target: SubmitTarget): Promise<void> {
-  const { queue, project, input } = target;
-  const tenant = await findOneMapped(em, Tenant, project.tenant.id);
-  if (!tenant) throw new Error(`Tenant ${project.tenant.id} of project ${project.id} not found`);
+  const { queue, project, tenant, input } = target;
   await requireGrants(em, tenant, project, queue, input.priorityClass);
   const container = containerOf(input.workload);
   if (container) {
@@ -120,7 +119,7 @@ async function requireGrants(
   queue: Queue,
   priorityClass: string,
 ): Promise<void> {
-  const [row] = await findMapped(em, PriorityClassRow, { name: priorityClass });
+  const [row] = await findPlain(em, PriorityClassRow, { name: priorityClass });
   if (row?.requiresGrant) {
     if (!grantedPriorityClassesOf(tenant).includes(priorityClass)) {
       throw forbidden(

@@ -7,6 +7,7 @@ import {
   mayReadJobContent,
   maySubmitTo,
 } from '../../auth/index.js';
+import { findOneMapped, type ReadOne } from '../../persistence/plain-rows.js';
 import { Project, Tenant } from '../../persistence/tenancy/index.js';
 import { forbidden } from '../../shared/index.js';
 import {
@@ -120,8 +121,15 @@ export function jobScopeOf(job: {
   };
 }
 
-/** The project a submit lands in when it names none: the tenant's default project. */
-export async function defaultProjectOf(em: EntityManager, tenantId: string): Promise<Project | null> {
-  const tenant = await em.findOne(Tenant, { id: tenantId });
-  return tenant?.defaultProjectId ? em.findOne(Project, { id: tenant.defaultProjectId }) : null;
+/**
+ * The project a submit lands in when it names none: the tenant's default project. `read` reads a row by id
+ * (persistence/plain-rows.ts: managed entities by default, plain rows where nothing is written through them).
+ */
+export async function defaultProjectOf(
+  em: EntityManager,
+  tenantId: string,
+  read: ReadOne = findOneMapped,
+): Promise<Project | null> {
+  const tenant = await read(em, Tenant, tenantId);
+  return tenant?.defaultProjectId ? read(em, Project, tenant.defaultProjectId) : null;
 }
