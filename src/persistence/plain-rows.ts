@@ -21,12 +21,20 @@ export async function findPlain<T extends object>(
   where: Columns,
   options: RawFindOptions = {},
 ): Promise<T[]> {
-  const rows = await rawSelect(em, entity, where, options);
+  return plainRows(em, entity, await rawSelect(em, entity, where, options));
+}
+
+/** Rows of an entity's table as the driver returns them (`select *`, or the columns listed) → plain objects. */
+export function plainRows<T extends object>(
+  em: EntityManager,
+  entity: EntityName<T>,
+  rows: readonly Record<string, unknown>[],
+): T[] {
   if (!rows.length) return [];
   const convert = convertersOf(em, entity as never);
   return rows.map((row) => {
     const out: Record<string, unknown> = {};
-    for (const [property, column, to] of convert) out[property] = to(row[column]);
+    for (const [property, column, to] of convert) if (column in row) out[property] = to(row[column]);
     return out as T;
   });
 }

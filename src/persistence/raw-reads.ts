@@ -1,4 +1,5 @@
 import type { EntityManager, EntityName } from '@mikro-orm/core';
+import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { allBound, placeholders } from './bound-sql.js';
 import { filteredTenantIds, TENANT_FILTER, type TenantFilterParams } from './tenant-filter.js';
 
@@ -34,6 +35,10 @@ export interface RawFindOptions {
   /** A column, ascending. */
   orderBy?: string;
   limit?: number;
+  /** Only these columns (the table's names; default all). */
+  columns?: readonly string[];
+  /** Lock the rows until commit (PostgreSQL `for update`, as the ORM's PESSIMISTIC_WRITE; SQLite has one writer). */
+  forUpdate?: boolean;
 }
 
 /**
@@ -85,12 +90,13 @@ export async function rawSelect<T extends object>(
       params.push(value);
     }
   }
-  let sql = `select * from ${q(meta.tableName)}`;
+  let sql = `select ${options.columns ? options.columns.map(q).join(', ') : '*'} from ${q(meta.tableName)}`;
   if (conditions.length) sql += ` where ${conditions.join(' and ')}`;
   if (options.orderBy) sql += ` order by ${q(options.orderBy)} asc`;
   if (options.limit !== undefined) {
     sql += ' limit ?';
     params.push(options.limit);
   }
+  if (options.forUpdate && em.getDriver() instanceof PostgreSqlDriver) sql += ' for update';
   return allBound<Record<string, unknown>>(em, sql, params);
 }

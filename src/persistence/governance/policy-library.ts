@@ -11,6 +11,7 @@ import type {
 import { BUILT_IN_POLICIES, DEFAULT_POLICY_RULES } from '../../core/governance/index.js';
 import type { IsolationLevel } from '../../core/scheduling/index.js';
 import type { Queue } from '../cluster/index.js';
+import { findPlain } from '../plain-rows.js';
 import { IsolationPolicyRow, IsolationPolicyRule } from './entities.js';
 
 export function policyFromRow(row: IsolationPolicyRow): IsolationPolicy {
@@ -24,8 +25,8 @@ export function policyFromRow(row: IsolationPolicyRow): IsolationPolicy {
 
 export async function loadPolicyLibrary(em: EntityManager): Promise<PolicyLibrary> {
   const [rows, ruleRows] = await Promise.all([
-    em.find(IsolationPolicyRow, {}, { orderBy: { name: 'asc' } }),
-    em.find(IsolationPolicyRule, {}, { orderBy: { position: 'asc' } }),
+    findPlain(em, IsolationPolicyRow, {}, { orderBy: 'name' }),
+    findPlain(em, IsolationPolicyRule, {}, { orderBy: 'position' }),
   ]);
   const policies = new Map<string, IsolationPolicy>(
     BUILT_IN_POLICIES.map((p) => [p.name, structuredClone(p)]),

@@ -4,6 +4,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { FlavorUnits } from '../../core/metering/index.js';
 import { Flavor } from '../cluster/index.js';
+import { findPlain } from '../plain-rows.js';
 import { FlavorPrice, PriceMultiplier } from './entities.js';
 
 interface Version {
@@ -69,9 +70,10 @@ export interface MeteringTables {
 
 export async function loadMeteringTables(em: EntityManager): Promise<MeteringTables> {
   // One after the other: inside a transaction the three share one connection.
-  const prices = await em.find(FlavorPrice, {});
-  const multipliers = await em.find(PriceMultiplier, {});
-  const flavors = await em.find(Flavor, {});
+  // Plain rows (plain-rows.ts): read once per charging transaction, and never changed through.
+  const prices = await findPlain(em, FlavorPrice, {});
+  const multipliers = await findPlain(em, PriceMultiplier, {});
+  const flavors = await findPlain(em, Flavor, {});
   return {
     prices: new PriceBook(
       prices.map((p) => ({

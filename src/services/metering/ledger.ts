@@ -11,6 +11,7 @@ import { uuidv7 } from '../../persistence/ids.js';
 import type { Job } from '../../persistence/jobs/index.js';
 import type { MeteringTables } from '../../persistence/metering/index.js';
 import { type UsageCloser, type UsageHourly, UsageRecord } from '../../persistence/metering/index.js';
+import { findPlain } from '../../persistence/plain-rows.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -199,11 +200,7 @@ function mayBeFirst(job: Job, from: number): boolean {
 /** Which of these jobs already have ledger rows: one query for all of them (none when there are none). */
 async function chargedBefore(em: EntityManager, jobs: readonly Job[]): Promise<Set<string>> {
   if (!jobs.length) return new Set();
-  const rows = await em.find(
-    UsageRecord,
-    { job: { $in: jobs.map((j) => j.id) } },
-    { fields: ['id', 'job'], disableIdentityMap: true },
-  );
+  const rows = await findPlain(em, UsageRecord, { job_id: jobs.map((j) => j.id) }, { columns: ['job_id'] });
   return new Set(rows.map((r) => r.job.id));
 }
 

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { BackendEvent } from '../../backends/port.js';
 import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
 import { Job, type JobEventType } from '../../persistence/jobs/index.js';
+import { findPlain } from '../../persistence/plain-rows.js';
 import { jobEventRow, type OutboxKind, outboxRow } from '../../persistence/scheduling/index.js';
 import { backToPending, type FencedWriter, writeFenced } from './cycle-writer.js';
 
@@ -33,9 +34,9 @@ export async function applyBackendEvents(
     if (startsOnly.length) await writeStarts(em, startsOnly);
     if (!others.length) return;
     const ids = [...new Set(others.map((e) => e.jobId))].sort();
-    // Read unmanaged: the changes are written below as bound UPDATEs, not by the flush.
+    // Plain rows (plain-rows.ts), locked where rows lock: the changes are written below as bound UPDATEs.
     const jobs = new Map(
-      (await em.find(Job, { id: { $in: ids } }, { ...jobLock, disableIdentityMap: true })).map((j) => [
+      (await findPlain(em, Job, { id: ids }, { forUpdate: jobLock.lockMode !== undefined })).map((j) => [
         j.id,
         j,
       ]),
@@ -174,10 +175,11 @@ async function writeStarts(
 ): Promise<void> {
   const owners = new Map(
     (
-      await em.find(
+      await findPlain(
+        em,
         Job,
-        { id: { $in: events.map((e) => e.jobId) } },
-        { fields: ['id', 'tenant', 'queue'], disableIdentityMap: true },
+        { id: events.map((e) => e.jobId) },
+        { columns: ['id', 'tenant_id', 'queue_id'] },
       )
     ).map((j) => [j.id, j] as const),
   );

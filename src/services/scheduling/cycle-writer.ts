@@ -3,6 +3,7 @@ import { reclaimNotice } from '../../core/governance/index.js';
 import type { CycleResult, Scheduler } from '../../core/scheduling/index.js';
 import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
 import { Job } from '../../persistence/jobs/index.js';
+import { findPlain } from '../../persistence/plain-rows.js';
 import { jobEventRow, outboxRow, recordJobEvent, recordOutbox } from '../../persistence/scheduling/index.js';
 import type { Metering } from '../metering/index.js';
 import type { LeaderEpochs } from './leader-epoch.js';
@@ -208,13 +209,9 @@ async function persistAdmissions(
     const at = new Date(result.at);
     // Who owns each job (for the events' tenant and the outbox payload), without hydrating the rows.
     const owners = new Map(
-      (
-        await em.find(
-          Job,
-          { id: { $in: ids } },
-          { fields: ['id', 'state', 'tenant', 'queue'], disableIdentityMap: true },
-        )
-      ).map((j) => [j.id, j] as const),
+      (await findPlain(em, Job, { id: ids }, { columns: ['id', 'state', 'tenant_id', 'queue_id'] })).map(
+        (j) => [j.id, j] as const,
+      ),
     );
     const jobs = tableOf(em, 'Job');
     const events: Record<string, unknown>[] = [];
@@ -267,11 +264,7 @@ async function persistAdmissions(
     // Not pending any more: still admitted or running (nothing to write), or gone (cancelled, finished:
     // release it in the core).
     if (unchanged.length) {
-      const now = await em.find(
-        Job,
-        { id: { $in: unchanged } },
-        { fields: ['id', 'state'], disableIdentityMap: true },
-      );
+      const now = await findPlain(em, Job, { id: unchanged }, { columns: ['id', 'state'] });
       const live = new Set(
         now.filter((j) => j.state === 'ADMITTED' || j.state === 'RUNNING').map((j) => j.id),
       );

@@ -1,9 +1,11 @@
-import type { MikroORM } from '@mikro-orm/core';
+import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import { type BackendJob, BackendNotReadyError, type ExecutionBackend } from '../../backends/port.js';
 import type { JobFlag } from '../../core/governance/index.js';
 import type { EventBus, JobStateName } from '../../events/index.js';
-import { chunks, placeholders, runBound, tableOf } from '../../persistence/bound-sql.js';
+import { allBound, chunks, placeholders, runBound, tableOf } from '../../persistence/bound-sql.js';
+import { Queue } from '../../persistence/cluster/index.js';
 import { Job } from '../../persistence/jobs/index.js';
+import { findPlain, plainRows } from '../../persistence/plain-rows.js';
 import type { OutboxKind } from '../../persistence/scheduling/index.js';
 import { OutboxEntry } from '../../persistence/scheduling/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
@@ -12,6 +14,16 @@ import { checkpointSpec } from './specs.js';
 
 /** Outbox rows of distinct jobs performed at once (see `dispatch`). */
 export const OUTBOX_PARALLEL = 16;
+
+/** Jobs by id as plain rows (plain-rows.ts), each with its queue's row: what backendJobOf and the grace read. */
+async function jobsWithQueues(em: EntityManager, ids: readonly string[]): Promise<Job[]> {
+  if (!ids.length) return [];
+  const jobs = await findPlain(em, Job, { id: [...ids] });
+  const queues = new Map(
+    (await findPlain(em, Queue, { id: [...new Set(jobs.map((j) => j.queue.id))] })).map((q) => [q.id, q]),
+  );
+  return jobs.map((job) => ({ ...job, queue: queues.get(job.queue.id) ?? job.queue }) as Job);
+}
 
 /** A stored admitted job → what the backend needs to run it (graceSeconds: its policy's, reclaim-grace.ts). */
 export function backendJobOf(job: Job, graceSeconds?: number): BackendJob {
@@ -100,21 +112,21 @@ export class OutboxDispatcher {
    */
   private async dispatchOnce(): Promise<void> {
     const em = systemEntityManager(this.options.orm);
-    const entries = await em.find(
+    // Plain rows, not entities (plain-rows.ts): the outbox is read on every pass of a busy leader.
+    const o = tableOf(em, 'OutboxEntry');
+    const entries = plainRows(
+      em,
       OutboxEntry,
-      { performedAt: null },
-      { orderBy: { id: 'asc' }, limit: 1000 },
+      await allBound<Record<string, unknown>>(
+        em,
+        `select ${o.column('id')}, ${o.column('kind')}, ${o.column('payload')} from ${o.table} where ${o.column('performedAt')} is null order by ${o.column('id')} asc limit ?`,
+        [1000],
+      ),
     );
     if (!entries.length) return;
-    // The admitted jobs' rows, read in one query rather than one per row.
+    // The admitted jobs' rows, read in one query rather than one per row, with their queues.
     const admittedIds = entries.filter((e) => e.kind === 'job.admitted').map((e) => String(e.payload.jobId));
-    const admitted = new Map(
-      admittedIds.length
-        ? (await em.find(Job, { id: { $in: admittedIds } }, { populate: ['queue'] })).map(
-            (j) => [j.id, j] as const,
-          )
-        : [],
-    );
+    const admitted = new Map((await jobsWithQueues(em, admittedIds)).map((j) => [j.id, j] as const));
     const graces = await reclaimGraceSeconds(em, [...admitted.values()]);
     const performed: string[] = [];
     let next = 0;
@@ -147,7 +159,6 @@ export class OutboxDispatcher {
     // A few statements for the pass (bound, in fixed-size chunks so their texts repeat), not an
     // entity update each. Performed again after a crash before this write: backend calls are
     // idempotent, published events are notifications.
-    const o = tableOf(em, 'OutboxEntry');
     const performedAt = o.value('performedAt', new Date(this.options.now()));
     for (const [start, size] of chunks(performed.length)) {
       await runBound(

@@ -6,6 +6,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import { type PolicyLibrary, policyForQueue } from '../../core/governance/index.js';
 import { loadPolicyLibrary } from '../../persistence/governance/index.js';
 import type { Job } from '../../persistence/jobs/index.js';
+import { findPlain } from '../../persistence/plain-rows.js';
 import { Tenant } from '../../persistence/tenancy/index.js';
 
 /** Job id → its policy's reclaim grace in whole seconds, for the governed jobs among `jobs` (queue loaded). */
@@ -19,10 +20,11 @@ export async function reclaimGraceSeconds(
   const library = await loadPolicyLibrary(em);
   const tiers = new Map(
     (
-      await em.find(
+      await findPlain(
+        em,
         Tenant,
-        { id: { $in: [...new Set(governed.map((j) => j.tenant.id))] } },
-        { fields: ['id', 'tier'], disableIdentityMap: true },
+        { id: [...new Set(governed.map((j) => j.tenant.id))] },
+        { columns: ['id', 'tier'] },
       )
     ).map((t) => [t.id, t.tier] as const),
   );
