@@ -37,7 +37,7 @@ function get(url: string, token: string): Promise<string> {
 }
 
 /** Jobs the leader has admitted into `queue` since start (Prometheus counter). */
-async function admittedTotal(server: Started, queue: string): Promise<number> {
+export async function admittedTotal(server: Started, queue: string): Promise<number> {
   const text = await get(server.url.replace(/\/graphql$/, '/metrics'), METRICS_TOKEN);
   const m = new RegExp(`^fairway_scheduler_admitted_total\\{queue="${queue}"\\} (\\S+)$`, 'm').exec(text);
   return m ? Number(m[1]) : 0;

@@ -21,6 +21,8 @@
 //        admitted/s, answer latency and submit → ADMITTED seen by a `tenantEvents` subscriber,
 //        from the moment each submit was due. Targets: ≥ 500 acked/s sustained; seen p99 ≤ 50 ms
 //        at 200/s.
+//   (2c) Submits one by one, 32 callers in a closed loop (BENCH_CLOSED_CLIENTS, BENCH_CLOSED_SECONDS), SQLite
+//        and PostgreSQL: acknowledged/s and admitted/s (the leader's counter), CPU per job. Target ≥ 500 of each.
 //   (2b) Batch `submitJobs` (1,000 jobs per call), 1 caller then 4, SQLite: jobs/s accepted and
 //        admitted. Target ≥ 5,000 of each. Says "submitJobs not available" on a server without it.
 //   (4)  A 10,000-job burst (submitJobs) with admission cycles in slices and in one piece: p99 of an
@@ -35,7 +37,7 @@
 // Bulk setup (the 200 dashboard jobs, the n + 32 position jobs) is written into the database
 // before the server starts, through the server's own entities (SQLite only).
 //
-// Knobs (environment): BENCH_PARTS=1,1b,2,2b,3  BENCH_SECONDS=5 (parts 1, 1b)
+// Knobs (environment): BENCH_PARTS=1,1b,2,2c,2b,3,4  BENCH_SECONDS=5 (parts 1, 1b)
 //   BENCH_SUBMIT_SECONDS=10  BENCH_SUBMIT_RATES=200,500,1000 (part 2)
 //   BENCH_PG_URL=postgres://postgres@127.0.0.1:5432/postgres (only to CREATE/DROP DATABASE
 //   fairway_bench_<random>; unreachable: part 2 runs on SQLite only and says so)
@@ -58,10 +60,11 @@ import { gitDescribe, loadAvg } from './process-stats.js';
 import { ROOT } from './repo-root.js';
 import { out, writeReport } from './report.js';
 import { live } from './servers.js';
+import { submitClosedLoop } from './submit-closed-loop.js';
 import { submitToAdmitted } from './submit-to-admitted.js';
 
 async function main(): Promise<void> {
-  const parts = new Set((process.env.BENCH_PARTS ?? '1,1b,2,2b,3,4').split(',').map((s) => s.trim()));
+  const parts = new Set((process.env.BENCH_PARTS ?? '1,1b,2,2c,2b,3,4').split(',').map((s) => s.trim()));
   const seconds = Number(process.env.BENCH_SECONDS ?? 5);
   const submitSeconds = Number(process.env.BENCH_SUBMIT_SECONDS ?? 10);
   const rates = (process.env.BENCH_SUBMIT_RATES ?? '200,500,1000')
@@ -105,6 +108,7 @@ async function main(): Promise<void> {
   if (parts.has('1')) await dashboardThroughput(seconds);
   if (parts.has('1b')) await authOverhead(seconds);
   if (parts.has('2')) await submitToAdmitted(submitSeconds, rates);
+  if (parts.has('2c')) await submitClosedLoop();
   if (parts.has('2b')) await batchSubmit();
   if (parts.has('3')) await positionSubscribers(sizes, deadline);
   if (parts.has('4')) await burstStall();

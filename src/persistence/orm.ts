@@ -237,3 +237,26 @@ export async function migrate(orm: MikroORM): Promise<string[]> {
   const applied = await orm.getMigrator().up();
   return applied.map((m) => m.name);
 }
+
+/**
+ * Waits (at most `timeoutMs`) until no connection of the pool is in use or awaited: closing the
+ * pool under a transaction still running (a request or an event started before the server stopped
+ * taking new ones) would fail its COMMIT on a closed client.
+ */
+export async function drainConnections(orm: MikroORM, timeoutMs = 5000): Promise<void> {
+  const knex = (orm.em.getConnection() as unknown as { getKnex(): { client: { pool?: PoolStats } } }).getKnex();
+  const pool = knex.client.pool;
+  if (!pool) return;
+  const deadline = Date.now() + timeoutMs;
+  let idleTurns = 0;
+  // Idle for a few turns in a row: a transaction's statements acquire and release between them.
+  while (idleTurns < 3 && Date.now() < deadline) {
+    idleTurns = pool.numUsed() + pool.numPendingAcquires() === 0 ? idleTurns + 1 : 0;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+interface PoolStats {
+  numUsed(): number;
+  numPendingAcquires(): number;
+}

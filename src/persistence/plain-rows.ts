@@ -99,3 +99,25 @@ export async function findOneMapped<T extends object>(
 
 /** How a use case reads one row by id: findOnePlain or findOneMapped. */
 export type ReadOne = typeof findOnePlain;
+
+/** An entity's stored columns (the table's names), as plainRows reads them. */
+export function columnsOf<T extends object>(em: EntityManager, entity: EntityName<T>): string[] {
+  return convertersOf(em, entity as never).map(([, column]) => column);
+}
+
+/**
+ * One entity's plain object out of a joined row whose columns for it are aliased `prefix + column`;
+ * null when its id is null (an outer join that found nothing).
+ */
+export function plainFromJoined<T extends object>(
+  em: EntityManager,
+  entity: EntityName<T>,
+  row: Record<string, unknown>,
+  prefix: string,
+): T | null {
+  if (row[`${prefix}id`] == null) return null;
+  const out: Record<string, unknown> = {};
+  for (const [property, column, to] of convertersOf(em, entity as never))
+    out[property] = to(row[prefix + column]);
+  return out as T;
+}

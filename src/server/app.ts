@@ -21,7 +21,7 @@ import { IdentityCache, IdentityResolver, OidcVerifier } from '../auth/index.js'
 import type { ExecutionBackend } from '../backends/port.js';
 import type { FairwayConfig } from '../config/index.js';
 import { createEventBus, createRedisEventTarget, type EventBus } from '../events/index.js';
-import { migrate, openDatabase } from '../persistence/orm.js';
+import { drainConnections, migrate, openDatabase } from '../persistence/orm.js';
 import { type GovernanceTaskSettings, governanceLeaderTasks } from '../services/governance/index.js';
 import { inferenceAutoscalerTask } from '../services/inference/index.js';
 import { JobLogsService, logRetentionTask } from '../services/logs/index.js';
@@ -362,6 +362,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
       await redis?.close();
       await rateLimiter.close();
       await observability.close();
+      // Whatever began before the server stopped taking work ends before the pool closes.
+      await drainConnections(orm);
       if (ownsOrm) await orm.close(true);
     },
   };

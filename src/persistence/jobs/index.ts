@@ -1,2 +1,3 @@
 export * from './entities.js';
 export * from './job-rows.js';
+export * from './submit-rows.js';

@@ -17,6 +17,7 @@ import {
   type JobState,
   type JobView,
   readJobRows,
+  readSubmitRows,
   TERMINAL_JOB_STATES,
 } from '../../persistence/jobs/index.js';
 import { findOneMapped, findOnePlain, type ReadOne } from '../../persistence/plain-rows.js';
@@ -37,7 +38,7 @@ import { checkpointSpec, totalGpus } from '../scheduling/index.js';
 import { defaultProjectOf, requireContributor, requireJobChanger } from '../tenancy/index.js';
 import { jobViewOf, newJobRow } from './new-job-rows.js';
 import type { SubmitJobInput } from './submit-input.js';
-import { enforceSubmitPolicy, submitAuditInput } from './submit-policy.js';
+import { enforceSubmitPolicy, type SubmitTarget, submitAuditInput } from './submit-policy.js';
 
 export interface JobFilter {
   tenantId: string;
@@ -67,6 +68,22 @@ export async function resolveTarget(
   // By hand-written SQL (the tenant filter applied there): the ORM's finds and entity mapping were most of a
   // submit's CPU. Plain rows unless the caller writes through the entities (an inference service's relations).
   const read: ReadOne = options.managed ? findOneMapped : findOnePlain;
+  if (!options.managed && input.queueId) {
+    // The common case, a named queue: everything in one statement. Not found: the steps below say which.
+    const rows = await readSubmitRows(em, {
+      queueId: input.queueId,
+      projectId: input.projectId ?? null,
+      priorityClass: input.priorityClass,
+      idempotencyKey: input.idempotencyKey ?? null,
+    });
+    if (rows) {
+      if (input.projectId && !rows.project) throw notFound('Project');
+      requireMutatingCapability(ctx, rows.queue.tenant.id, 'jobs:write', 'Queue');
+      if (rows.project && rows.project.tenant.id !== rows.queue.tenant.id) throw notFound('Project');
+      await checkTarget(ctx, em, input, { ...rows, priorityClassRow: rows.priorityClass });
+      return { queue: rows.queue, project: rows.project!, existing: rows.existing };
+    }
+  }
   let project: Project | null = null;
   if (input.projectId) {
     project = await read(em, Project, input.projectId);
@@ -90,16 +107,27 @@ export async function resolveTarget(
   requireMutatingCapability(ctx, queue.tenant.id, 'jobs:write', 'Queue');
   if (project && project.tenant.id !== queue.tenant.id) throw notFound('Project');
   project ??= await defaultProjectOf(em, queue.tenant.id, read);
+  const tenant = await read(em, Tenant, queue.tenant.id);
+  if (!tenant) throw notFound('Queue');
+  await checkTarget(ctx, em, input, { queue, project, tenant });
+  return { queue, project: project!, existing: undefined };
+}
+
+/** resolveTarget's checks once the rows are read: the project, the submit policy, the backend. */
+async function checkTarget(
+  ctx: ServiceContext,
+  em: EntityManager,
+  input: SubmitJobInput,
+  target: Omit<SubmitTarget, 'input' | 'project'> & { project: Project | null },
+): Promise<void> {
+  const { project } = target;
   if (!project) throw badInput('This tenant has no default project: name one (projectId).');
   requireContributor(ctx, project);
   if (project.status !== 'ACTIVE') throw conflict('The project is archived and takes no new jobs.');
-  const tenant = await read(em, Tenant, queue.tenant.id);
-  if (!tenant) throw notFound('Queue');
-  await enforceSubmitPolicy(em, { queue, project, tenant, input });
+  await enforceSubmitPolicy(em, { ...target, project, input });
   // A kind the backend cannot run (a CRD the cluster does not serve, pod sets the controller cannot take).
   const kindProblem = await ctx.scheduler.workloadProblem(input);
   if (kindProblem) throw badInput(kindProblem);
-  return { queue, project };
 }
 
 /** The scheduler core's view of a submission, with a fresh id and submit time. */
@@ -223,10 +251,15 @@ export function probeSignalsOf(input: Pick<SubmitJobInput, 'workloadType' | 'lat
  */
 export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Promise<JobView> {
   const principal = requirePrincipal(ctx);
-  const { queue, project } = await resolveTarget(ctx, ctx.em, input);
+  const target = await resolveTarget(ctx, ctx.em, input);
+  const { queue, project } = target;
   const hash = requestHash(input, queue.id);
   if (input.idempotencyKey) {
-    const existing = await findByKey(ctx.em, queue.tenant.id, input.idempotencyKey);
+    // Read with the target when it was (readSubmitRows), else on its own.
+    const existing =
+      target.existing === undefined
+        ? await findByKey(ctx.em, queue.tenant.id, input.idempotencyKey)
+        : target.existing && keyed(ctx.em, target.existing);
     if (existing) return sameOrConflict(existing, hash);
   }
   const spec = coreSpec(ctx, input, queue, project);
@@ -306,7 +339,14 @@ async function findByKey(
     `select ${t.column('id')} as id, ${t.column('requestHash')} as h from ${t.table} where ${t.column('tenant')} = ? and ${t.column('idempotencyKey')} = ?`,
     [tenantId, key],
   );
-  return found ? { requestHash: found.h, job: () => em.findOne(Job, { id: found.id }) } : null;
+  return found ? keyed(em, { id: found.id, requestHash: found.h }) : null;
+}
+
+function keyed(
+  em: EntityManager,
+  found: { id: string; requestHash: string },
+): { requestHash: string; job: () => Promise<Job | null> } {
+  return { requestHash: found.requestHash, job: () => em.findOne(Job, { id: found.id }) };
 }
 
 async function sameOrConflict(

@@ -17,6 +17,8 @@ export interface SubmitTarget {
   project: Project;
   /** The queue's (and the project's) tenant. */
   tenant: Tenant;
+  /** The job's priority class, when already read (null: no such class); absent: read here. */
+  priorityClassRow?: PriorityClassRow | null;
   input: SubmitJobInput;
 }
 
@@ -102,7 +104,11 @@ export function containerOf(workload: Record<string, unknown> | null | undefined
  */
 export async function enforceSubmitPolicy(em: EntityManager, target: SubmitTarget): Promise<void> {
   const { queue, project, tenant, input } = target;
-  await requireGrants(em, tenant, project, queue, input.priorityClass);
+  const priorityClass =
+    target.priorityClassRow !== undefined
+      ? target.priorityClassRow
+      : ((await findPlain(em, PriorityClassRow, { name: input.priorityClass }))[0] ?? null);
+  requireGrants(tenant, project, queue, input.priorityClass, priorityClass);
   const container = containerOf(input.workload);
   if (container) {
     // The graph checked the full request already (toSubmitInput); this holds for every other caller of
@@ -112,14 +118,13 @@ export async function enforceSubmitPolicy(em: EntityManager, target: SubmitTarge
   }
 }
 
-async function requireGrants(
-  em: EntityManager,
+function requireGrants(
   tenant: Tenant,
   project: Project,
   queue: Queue,
   priorityClass: string,
-): Promise<void> {
-  const [row] = await findPlain(em, PriorityClassRow, { name: priorityClass });
+  row: PriorityClassRow | null,
+): void {
   if (row?.requiresGrant) {
     if (!grantedPriorityClassesOf(tenant).includes(priorityClass)) {
       throw forbidden(
