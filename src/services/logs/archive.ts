@@ -3,7 +3,7 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { BackendEvent } from '../../backends/port.js';
 import { keepLast, lineBytes } from '../../core/logs/index.js';
-import { runBound, tableOf } from '../../persistence/bound-sql.js';
+import { chunks, runBound, tableOf } from '../../persistence/bound-sql.js';
 import { uuidv7 } from '../../persistence/ids.js';
 import { type ArchivedLogLine, PodLogArchive } from '../../persistence/logs/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
@@ -16,12 +16,56 @@ const RETENTION_BATCH = 500;
 const RETENTION_BATCHES_PER_RUN = 20;
 
 /**
- * Stores a pod's output as it ended, at most `maxBytes` of its last lines: one statement, the
- * tenant read from the job within it. Idempotent: a second report of the same pod of the same run
- * (a replay, another replica) writes nothing (the unique key). A job that no longer exists is skipped.
+ * Stores pods' output as they ended, at most `maxBytes` of each one's last lines: one multi-row
+ * statement per chunk, each row's tenant read from its job within it. Idempotent: a second report
+ * of the same pod of the same run (a replay, another replica) writes nothing (the unique key). A job
+ * that no longer exists is skipped (its chunk is written again row by row, so the others are kept).
  */
-export async function archivePodLog(orm: MikroORM, event: PodLogEvent, maxBytes: number): Promise<void> {
+export async function archivePodLogs(
+  orm: MikroORM,
+  events: readonly PodLogEvent[],
+  maxBytes: number,
+): Promise<void> {
+  if (!events.length) return;
   const em = systemEntityManager(orm);
+  const rows = events.map((event) => archiveRow(event, maxBytes));
+  const t = tableOf(em, 'PodLogArchive');
+  const j = tableOf(em, 'Job');
+  const names = Object.keys(rows[0]!);
+  const head = `insert into ${t.table} (${[...names, 'tenant'].map((n) => t.column(n)).join(', ')}) values `;
+  const tuple = `(${names.map(() => '?').join(', ')}, (select ${j.column('tenant')} from ${j.table} where ${j.column('id')} = ?))`;
+  const params = (i: number) => [...names.map((n) => t.value(n, rows[i]![n])), events[i]!.jobId];
+  for (const [start, size] of chunks(rows.length)) {
+    const run = (from: number, count: number) =>
+      runBound(
+        em,
+        `${head}${Array.from({ length: count }, () => tuple).join(', ')} on conflict do nothing`,
+        Array.from({ length: count }, (_, k) => params(from + k)).flat(),
+      );
+    try {
+      await run(start, size);
+    } catch (error) {
+      if (size === 1 || !isGoneJob(error)) {
+        // The job is gone (its tenant was deleted): there is nothing to keep its logs for.
+        if (isGoneJob(error)) continue;
+        throw error;
+      }
+      for (let i = start; i < start + size; i++) {
+        try {
+          await run(i, 1);
+        } catch (one) {
+          if (!isGoneJob(one)) throw one;
+        }
+      }
+    }
+  }
+}
+
+function isGoneJob(error: unknown): boolean {
+  return error instanceof Error && /null|NOT NULL|foreign key/i.test(error.message);
+}
+
+function archiveRow(event: PodLogEvent, maxBytes: number): Record<string, unknown> {
   const kept = keepLast(event.lines, maxBytes);
   const lines: ArchivedLogLine[] = kept.lines.map((l) => ({
     at: l.at,
@@ -29,7 +73,7 @@ export async function archivePodLog(orm: MikroORM, event: PodLogEvent, maxBytes:
     text: l.text,
     cursor: l.cursor,
   }));
-  const row: Record<string, unknown> = {
+  return {
     id: uuidv7(),
     job: event.jobId,
     admissionAt: event.admissionAt,
@@ -41,24 +85,6 @@ export async function archivePodLog(orm: MikroORM, event: PodLogEvent, maxBytes:
     endedAt: event.at,
     archivedAt: new Date(),
   };
-  const t = tableOf(em, 'PodLogArchive');
-  const j = tableOf(em, 'Job');
-  const names = Object.keys(row);
-  try {
-    await runBound(
-      em,
-      `insert into ${t.table} (${[...names, 'tenant'].map((n) => t.column(n)).join(', ')}) values (${names
-        .map(() => '?')
-        .join(
-          ', ',
-        )}, (select ${j.column('tenant')} from ${j.table} where ${j.column('id')} = ?)) on conflict do nothing`,
-      [...names.map((n) => t.value(n, row[n])), event.jobId],
-    );
-  } catch (error) {
-    // The job is gone (its tenant was deleted): there is nothing to keep its logs for.
-    if (error instanceof Error && /null|NOT NULL|foreign key/i.test(error.message)) return;
-    throw error;
-  }
 }
 
 /** The archived pods of a job (without their lines): which run (admission) and pod each is. */

@@ -8,7 +8,7 @@ import type { JobView } from '../../persistence/jobs/index.js';
 import { Tenant } from '../../persistence/tenancy/index.js';
 import { badInput } from '../../shared/index.js';
 import type { ServiceContext } from '../context.js';
-import { archivePodLog } from './archive.js';
+import { archivePodLogs } from './archive.js';
 import { LogFanout } from './fanout.js';
 import { type FollowQuery, followJobLogs, type LogBatch } from './follow.js';
 import { type LogPage, type LogQuery, readJobLogs, requireLogReader } from './read.js';
@@ -38,6 +38,8 @@ export class JobLogsService {
   private stopListening: (() => void) | null = null;
   /** Archive writes one at a time: a burst of ended pods is a queue, not a pile of transactions. */
   private archiving: Promise<unknown> = Promise.resolve();
+  /** 'pod-log' reports not yet written: the next archive write takes them all. */
+  private readonly toArchive: Extract<BackendEvent, { type: 'pod-log' }>[] = [];
   /** One backend follow per pod, shared by this process's streams. */
   readonly fanout: LogFanout | undefined;
   /** Open jobLogs streams: ended (their reads awaited) when the service stops. */
@@ -129,8 +131,11 @@ export class JobLogsService {
 
   private onBackendEvent(event: BackendEvent): void {
     if (event.type !== 'pod-log') return;
+    this.toArchive.push(event);
+    // A write already queued takes this one too: the pods that end while one is written share the next.
+    if (this.toArchive.length > 1) return;
     this.archiving = this.archiving
-      .then(() => archivePodLog(this.deps.orm, event, this.deps.settings.archiveBytes))
+      .then(() => archivePodLogs(this.deps.orm, this.toArchive.splice(0), this.deps.settings.archiveBytes))
       .catch(this.deps.logError);
   }
 }

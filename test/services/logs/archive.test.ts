@@ -12,7 +12,7 @@ import { PodLogArchive } from '../../../src/persistence/logs/index.js';
 import { migrate, openDatabase } from '../../../src/persistence/orm.js';
 import { systemEntityManager } from '../../../src/persistence/tenant-filter.js';
 import { seedDemo } from '../../../src/server/demo/seed.js';
-import { archivePodLog, logRetentionTask } from '../../../src/services/logs/archive.js';
+import { archivePodLogs, logRetentionTask } from '../../../src/services/logs/archive.js';
 import { createTestDatabase, describeEachDialect, type TestDatabase } from '../../helpers/database.js';
 
 describeEachDialect('the pod log archive', (dialect) => {
@@ -66,9 +66,9 @@ describeEachDialect('the pod log archive', (dialect) => {
   });
 
   it('keeps one copy per pod of a run, its last bytes only, whoever reports it again', async () => {
-    await archivePodLog(orm, event(T, T + 1000, 100), 10 * 1024);
-    await archivePodLog(orm, event(T, T + 2000, 5), 10 * 1024); // a replay: ignored
-    await archivePodLog(orm, event(T + 5000, T - 40 * DAY, 1000), 200); // another run, over the size
+    await archivePodLogs(orm, [event(T, T + 1000, 100)], 10 * 1024);
+    await archivePodLogs(orm, [event(T, T + 2000, 5)], 10 * 1024); // a replay: ignored
+    await archivePodLogs(orm, [event(T + 5000, T - 40 * DAY, 1000)], 200); // another run, over the size
     const rows = await systemEntityManager(orm).find(
       PodLogArchive,
       { job: jobId },
@@ -81,6 +81,40 @@ describeEachDialect('the pod log archive', (dialect) => {
     expect(rows[1]!.truncated).toBe(true);
     expect(rows[1]!.bytes).toBeLessThanOrEqual(200);
     expect(rows[1]!.lines.at(-1)!.text).toBe('line 999');
+  });
+
+  it('writes the pods that ended together in one statement, and keeps them when one job is gone', async () => {
+    const em = systemEntityManager(orm);
+    const first = await em.findOneOrFail(Job, { id: jobId }, { populate: ['queue', 'tenant'] });
+    const other = em.create(Job, {
+      tenant: first.tenant,
+      queue: first.queue,
+      name: 'archived-too',
+      priorityClass: 'training',
+      podSets: [{ name: 'main', count: 2, perPod: { gpu: 1 } }],
+      state: 'SUCCEEDED',
+      requestHash: 'y'.repeat(64),
+      submitTime: T,
+    });
+    await em.flush();
+    const pod = (id: string, index: number) => ({
+      ...event(T + 9000, T + 9500, 3),
+      jobId: id,
+      pod: { podSet: 'main', index },
+    });
+    // Two pods of one job, a pod of a job that does not exist (skipped), and a replay of the first pod.
+    await archivePodLogs(
+      orm,
+      [pod(other.id, 0), pod(other.id, 1), pod('00000000-0000-7000-8000-000000000000', 0), pod(other.id, 0)],
+      10 * 1024,
+    );
+    const rows = await systemEntityManager(orm).find(
+      PodLogArchive,
+      { job: other.id },
+      { orderBy: { podIndex: 'asc' } },
+    );
+    expect(rows.map((r) => r.podIndex)).toEqual([0, 1]);
+    expect(rows.every((r) => r.tenant.id === first.tenant.id && r.lines.length === 3)).toBe(true);
   });
 
   it('the leader prunes archives whose pod ended before the retention, and only those', async () => {
