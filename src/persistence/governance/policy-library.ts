@@ -24,10 +24,9 @@ export function policyFromRow(row: IsolationPolicyRow): IsolationPolicy {
 }
 
 export async function loadPolicyLibrary(em: EntityManager): Promise<PolicyLibrary> {
-  const [rows, ruleRows] = await Promise.all([
-    findPlain(em, IsolationPolicyRow, {}, { orderBy: 'name' }),
-    findPlain(em, IsolationPolicyRule, {}, { orderBy: 'position' }),
-  ]);
+  // One after the other: inside a transaction both share one connection.
+  const rows = await findPlain(em, IsolationPolicyRow, {}, { orderBy: 'name' });
+  const ruleRows = await findPlain(em, IsolationPolicyRule, {}, { orderBy: 'position' });
   const policies = new Map<string, IsolationPolicy>(
     BUILT_IN_POLICIES.map((p) => [p.name, structuredClone(p)]),
   );
