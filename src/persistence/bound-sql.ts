@@ -1,5 +1,6 @@
 import type { EntityManager, EntityMetadata, EntityProperty, Platform } from '@mikro-orm/core';
 import type { Knex } from '@mikro-orm/knex';
+import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 
 /**
  * Statements the scheduler leader runs once per job, sent with bound parameters instead of
@@ -140,4 +141,42 @@ export async function insertRows(
       for (const p of properties) params.push(t.value(p, row[p]));
     await runBound(em, head + Array.from({ length: size }, () => tuple).join(', ') + suffix, params);
   }
+}
+
+/**
+ * Updates many rows of an entity's table by id, one statement per chunk (INSERT_CHUNKS sizes, so the
+ * texts repeat): each row's new values for `properties`, in that order, matched on its id and, with a
+ * guard, only where the guard's property still has the guard's value (a job cancelled meanwhile is
+ * left alone). Returns the ids of the rows changed. The values travel as a `values` list joined to the
+ * table (`update … from`, SQLite 3.33+ and PostgreSQL), cast to the columns' types on PostgreSQL.
+ */
+export async function updateRows(
+  em: EntityManager,
+  entityName: string,
+  properties: readonly string[],
+  rows: readonly { id: string; values: readonly unknown[] }[],
+  guard?: { property: string; value: unknown },
+): Promise<string[]> {
+  if (!rows.length) return [];
+  const meta = em.getMetadata().get(entityName);
+  const t = tableOf(em, entityName);
+  const castsTo = em.getDriver() instanceof PostgreSqlDriver;
+  const slot = (property: string) =>
+    castsTo ? `cast(? as ${meta.properties[property]!.columnTypes[0]})` : '?';
+  const names = ['id', ...properties.map((_, i) => `c${i}`)];
+  const tuple = `(${['id', ...properties].map(slot).join(', ')})`;
+  const set = properties.map((p, i) => `${t.column(p)} = v.c${i}`).join(', ');
+  const where = `${t.table}.${t.column('id')} = v.id${guard ? ` and ${t.table}.${t.column(guard.property)} = ?` : ''}`;
+  const changed: string[] = [];
+  for (const [start, size] of chunks(rows.length)) {
+    const params: unknown[] = [];
+    for (const row of rows.slice(start, start + size)) {
+      params.push(row.id);
+      row.values.forEach((value, i) => params.push(t.value(properties[i]!, value)));
+    }
+    if (guard) params.push(t.value(guard.property, guard.value));
+    const sql = `with v(${names.join(', ')}) as (values ${Array.from({ length: size }, () => tuple).join(', ')}) update ${t.table} set ${set} from v where ${where} returning ${t.table}.${t.column('id')} as id`;
+    for (const r of await allBound<{ id: string }>(em, sql, params)) changed.push(String(r.id));
+  }
+  return changed;
 }

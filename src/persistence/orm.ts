@@ -244,7 +244,9 @@ export async function migrate(orm: MikroORM): Promise<string[]> {
  * taking new ones) would fail its COMMIT on a closed client.
  */
 export async function drainConnections(orm: MikroORM, timeoutMs = 5000): Promise<void> {
-  const knex = (orm.em.getConnection() as unknown as { getKnex(): { client: { pool?: PoolStats } } }).getKnex();
+  const knex = (
+    orm.em.getConnection() as unknown as { getKnex(): { client: { pool?: PoolStats } } }
+  ).getKnex();
   const pool = knex.client.pool;
   if (!pool) return;
   const deadline = Date.now() + timeoutMs;

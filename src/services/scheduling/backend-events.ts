@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { BackendEvent } from '../../backends/port.js';
-import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
+import { insertRows, updateRows } from '../../persistence/bound-sql.js';
 import { Job, type JobEventType } from '../../persistence/jobs/index.js';
 import { findPlain } from '../../persistence/plain-rows.js';
 import { jobEventRow, type OutboxKind, outboxRow } from '../../persistence/scheduling/index.js';
@@ -135,9 +135,8 @@ export async function applyBackendEvents(
       backToPending(job);
       job.disruptionCount += 1;
     }
-    // Each changed job as the batch left it (after the charge moved its `meteredFrom`); the row
-    // was read under its lock (PostgreSQL) or in SQLite's single writer, so no state guard.
-    const j = tableOf(em, 'Job');
+    // Each changed job as the batch left it (after the charge moved its `meteredFrom`), in one statement; the
+    // row was read under its lock (PostgreSQL) or in SQLite's single writer, so no state guard.
     const fields = [
       'state',
       'admission',
@@ -152,11 +151,16 @@ export async function applyBackendEvents(
       'stoppingAdmission',
       'updatedAt',
     ] as const;
-    const updateSql = `update ${j.table} set ${fields.map((f) => `${j.column(f)} = ?`).join(', ')} where ${j.column('id')} = ?`;
-    for (const job of changed) {
-      job.updatedAt = new Date();
-      await runBound(em, updateSql, [...fields.map((f) => j.value(f, job[f])), job.id]);
-    }
+    const updatedAt = new Date();
+    await updateRows(
+      em,
+      'Job',
+      fields,
+      [...changed].map((job) => {
+        job.updatedAt = updatedAt;
+        return { id: job.id, values: fields.map((f) => job[f]) };
+      }),
+    );
     await insertRows(em, 'JobEvent', jobEvents);
     await insertRows(em, 'OutboxEntry', outbox);
   });
@@ -183,24 +187,27 @@ async function writeStarts(
       )
     ).map((j) => [j.id, j] as const),
   );
-  const j = tableOf(em, 'Job');
-  const startSql = `update ${j.table} set ${j.column('state')} = ?, ${j.column('startedAt')} = ?, ${j.column('meteredFrom')} = ?, ${j.column('updatedAt')} = ? where ${j.column('id')} = ? and ${j.column('state')} = ?`;
+  const known = events.filter((event) => owners.has(event.jobId));
+  // The hold the ledger charges starts when the backend says the job runs.
+  const updatedAt = new Date();
+  const started = new Set(
+    await updateRows(
+      em,
+      'Job',
+      ['state', 'startedAt', 'meteredFrom', 'updatedAt'],
+      known.map((event) => ({
+        id: event.jobId,
+        values: ['RUNNING', new Date(event.at), event.at, updatedAt],
+      })),
+      { property: 'state', value: 'ADMITTED' },
+    ),
+  );
   const jobEvents: Record<string, unknown>[] = [];
   const outbox: Record<string, unknown>[] = [];
-  for (const event of events) {
-    const owner = owners.get(event.jobId);
-    if (!owner) continue;
+  for (const event of known) {
+    if (!started.has(event.jobId)) continue;
+    const owner = owners.get(event.jobId)!;
     const at = new Date(event.at);
-    // The hold the ledger charges starts when the backend says the job runs.
-    const written = await runBound(em, startSql, [
-      j.value('state', 'RUNNING'),
-      j.value('startedAt', at),
-      j.value('meteredFrom', event.at),
-      j.value('updatedAt', new Date()),
-      event.jobId,
-      'ADMITTED',
-    ]);
-    if (written === 0) continue;
     jobEvents.push(jobEventRow(event.jobId, owner.tenant.id, 'STARTED', at, null, 'Running on the backend'));
     outbox.push(outboxRow('job.started', { jobId: event.jobId, queueId: owner.queue.id, at: event.at }));
   }

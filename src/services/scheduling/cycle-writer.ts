@@ -1,7 +1,7 @@
 import { type EntityManager, LockMode } from '@mikro-orm/core';
 import { reclaimNotice } from '../../core/governance/index.js';
-import type { CycleResult, Scheduler } from '../../core/scheduling/index.js';
-import { insertRows, runBound, tableOf } from '../../persistence/bound-sql.js';
+import type { Admission, CycleResult, Scheduler } from '../../core/scheduling/index.js';
+import { insertRows, updateRows } from '../../persistence/bound-sql.js';
 import { Job } from '../../persistence/jobs/index.js';
 import { findPlain } from '../../persistence/plain-rows.js';
 import { jobEventRow, outboxRow, recordJobEvent, recordOutbox } from '../../persistence/scheduling/index.js';
@@ -192,10 +192,10 @@ export async function persistCycle(
 }
 
 /**
- * A cycle that only admitted (the common case): no entity is loaded or flushed. Each admitted
- * job is one UPDATE guarded by its state, so a job cancelled meanwhile changes nothing (and a
- * row lock on PostgreSQL is taken by the UPDATE itself); the job and outbox rows are one
- * multi-row INSERT each. Same rows and same order as the general path below.
+ * A cycle that only admitted (the common case): no entity is loaded or flushed. The admitted jobs
+ * are one multi-row UPDATE guarded by each job's state, so a job cancelled meanwhile changes
+ * nothing (and a row lock on PostgreSQL is taken by the UPDATE itself); the job and outbox rows
+ * are one multi-row INSERT each. Same rows and same order as the general path above.
  */
 async function persistAdmissions(
   writer: FencedWriter,
@@ -213,10 +213,9 @@ async function persistAdmissions(
         (j) => [j.id, j] as const,
       ),
     );
-    const jobs = tableOf(em, 'Job');
     const events: Record<string, unknown>[] = [];
     const outbox: Record<string, unknown>[] = [];
-    const unchanged: string[] = [];
+    const admissions: { id: string; final: Admission; tenantId: string; queueId: string }[] = [];
     for (const id of ids) {
       const final = core.jobState(id) === 'admitted' ? core.admissionOf(id) : undefined;
       const owner = owners.get(id);
@@ -224,20 +223,25 @@ async function persistAdmissions(
         if (final) skipped.push(id);
         continue;
       }
-      const written = await runBound(em, admitSql(em), [
-        jobs.value('state', 'ADMITTED'),
-        jobs.value('admission', final),
-        jobs.value('admittedAt', at),
-        jobs.value('updatedAt', new Date()),
-        id,
-        'PENDING',
-      ]);
-      if (written === 0) {
+      admissions.push({ id, final, tenantId: owner.tenant.id, queueId: owner.queue.id });
+    }
+    // One UPDATE for the cycle's admissions, each guarded by its state (a job cancelled meanwhile is left alone).
+    const updatedAt = new Date();
+    const admitted = new Set(
+      await updateRows(
+        em,
+        'Job',
+        ['state', 'admission', 'admittedAt', 'updatedAt'],
+        admissions.map((a) => ({ id: a.id, values: ['ADMITTED', a.final, at, updatedAt] })),
+        { property: 'state', value: 'PENDING' },
+      ),
+    );
+    const unchanged: string[] = [];
+    for (const { id, final, tenantId, queueId } of admissions) {
+      if (!admitted.has(id)) {
         unchanged.push(id);
         continue;
       }
-      const tenantId = owner.tenant.id;
-      const queueId = owner.queue.id;
       events.push(
         jobEventRow(
           id,
@@ -274,10 +278,4 @@ async function persistAdmissions(
     await insertRows(em, 'OutboxEntry', outbox);
   });
   return skipped;
-}
-
-/** The state-guarded UPDATE of an admitted job, with bound parameters (one SQL text for every job). */
-function admitSql(em: EntityManager): string {
-  const j = tableOf(em, 'Job');
-  return `update ${j.table} set ${j.column('state')} = ?, ${j.column('admission')} = ?, ${j.column('admittedAt')} = ?, ${j.column('updatedAt')} = ? where ${j.column('id')} = ? and ${j.column('state')} = ?`;
 }
