@@ -1,6 +1,8 @@
 import { wrap } from '@mikro-orm/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { PriorityClassRow, Queue } from '../../src/persistence/cluster/entities.js';
+import { Flavor, PriorityClassRow, Queue } from '../../src/persistence/cluster/entities.js';
+import { FlavorPrice, PriceMultiplier } from '../../src/persistence/metering/entities.js';
+import { loadMeteringTables } from '../../src/persistence/metering/price-book.js';
 import { findPlain } from '../../src/persistence/plain-rows.js';
 import { Project, Tenant } from '../../src/persistence/tenancy/entities.js';
 import { scopedEntityManager, TENANT_FILTER } from '../../src/persistence/tenant-filter.js';
@@ -36,6 +38,26 @@ describeEachDialect('findPlain reads what em.find reads', (dialect) => {
         found.map((row) => asData(row as object, true)),
       );
     }
+  });
+
+  it('loadMeteringTables reads the price book and flavors in one statement, as the entities hold them', async () => {
+    const em = scopedEntityManager(t.app.orm, { all: true }).fork({ clear: true });
+    const at = new Date(Date.UTC(2026, 10, 1));
+    em.create(FlavorPrice, { flavor: 'h100-80g', pricePerUnitHour: 3.25, effectiveFrom: at });
+    em.create(PriceMultiplier, { priorityClass: 'production', multiplier: 1.5, effectiveFrom: at });
+    await em.flush();
+    const tables = await loadMeteringTables(em.fork({ clear: true }));
+    const flavors = await em.fork({ clear: true }).find(Flavor, {});
+    expect(flavors.length).toBeGreaterThan(1);
+    for (const f of flavors)
+      expect(tables.flavors.get(f.name)).toEqual({ kind: f.kind, slicesPerGpu: f.slicesPerGpu ?? null });
+    expect(tables.flavors.size).toBe(flavors.length);
+    const later = at.getTime() + 3_600_000;
+    expect(tables.prices.unitPrice('h100-80g', 'production', later)).toBeCloseTo(3.25 * 1.5, 10);
+    expect(tables.prices.unitPrice('h100-80g', 'training', later)).toBeCloseTo(3.25, 10);
+    expect(tables.prices.changesWithin('h100-80g', 'production', at.getTime() - 1, later)).toContain(
+      at.getTime(),
+    );
   });
 
   it("applies the tenant filter: another tenant's project is not found", async () => {

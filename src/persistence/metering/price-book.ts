@@ -3,9 +3,7 @@
 // at price changes, so a price set for the future never changes a cost already written.
 import type { EntityManager } from '@mikro-orm/core';
 import type { FlavorUnits } from '../../core/metering/index.js';
-import { Flavor } from '../cluster/index.js';
-import { findPlain } from '../plain-rows.js';
-import { FlavorPrice, PriceMultiplier } from './entities.js';
+import { allBound } from '../bound-sql.js';
 
 interface Version {
   from: number;
@@ -69,24 +67,41 @@ export interface MeteringTables {
 }
 
 export async function loadMeteringTables(em: EntityManager): Promise<MeteringTables> {
-  // One after the other: inside a transaction the three share one connection.
-  // Plain rows (plain-rows.ts): read once per charging transaction, and never changed through.
-  const prices = await findPlain(em, FlavorPrice, {});
-  const multipliers = await findPlain(em, PriceMultiplier, {});
-  const flavors = await findPlain(em, Flavor, {});
+  // One statement for the three tables (read once per charging transaction, on the leader's hot path).
+  const q = (id: string) => em.getPlatform().quoteIdentifier(id);
+  const rows = await allBound<{
+    k: string;
+    key: string;
+    at: unknown;
+    v: number | string | null;
+    fk: string | null;
+  }>(
+    em,
+    [
+      `select 'p' as k, ${q('flavor')} as ${q('key')}, ${q('effective_from')} as at, ${q('price_per_unit_hour')} as v, null as fk from ${q('flavor_prices')}`,
+      `select 'm', ${q('priority_class')}, ${q('effective_from')}, ${q('multiplier')}, null from ${q('price_multipliers')}`,
+      `select 'f', ${q('name')}, null, ${q('slices_per_gpu')}, ${q('kind')} from ${q('flavors')}`,
+    ].join(' union all '),
+    [],
+  );
+  // SQLite stores ms; PostgreSQL's driver (as MikroORM sets it up) hands timestamps over as text.
+  const at = (value: unknown) =>
+    value instanceof Date
+      ? value.getTime()
+      : typeof value === 'string' && !/^\d+$/.test(value)
+        ? new Date(value).getTime()
+        : Number(value);
+  const of = (kind: string) => rows.filter((r) => r.k === kind);
   return {
     prices: new PriceBook(
-      prices.map((p) => ({
-        flavor: p.flavor,
-        effectiveFrom: p.effectiveFrom.getTime(),
-        pricePerUnitHour: p.pricePerUnitHour,
-      })),
-      multipliers.map((m) => ({
-        priorityClass: m.priorityClass,
-        effectiveFrom: m.effectiveFrom.getTime(),
-        multiplier: m.multiplier,
-      })),
+      of('p').map((r) => ({ flavor: r.key, effectiveFrom: at(r.at), pricePerUnitHour: Number(r.v) })),
+      of('m').map((r) => ({ priorityClass: r.key, effectiveFrom: at(r.at), multiplier: Number(r.v) })),
     ),
-    flavors: new Map(flavors.map((f) => [f.name, { kind: f.kind, slicesPerGpu: f.slicesPerGpu ?? null }])),
+    flavors: new Map(
+      of('f').map((r) => [
+        r.key,
+        { kind: r.fk as FlavorUnits['kind'], slicesPerGpu: r.v == null ? null : Number(r.v) },
+      ]),
+    ),
   };
 }
