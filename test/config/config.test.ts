@@ -100,8 +100,8 @@ describe('every section resolved, defaults applied once', () => {
       limits: { ...DEFAULT_QUERY_LIMITS, introspection: true, fieldSuggestions: true },
       rateLimits: {
         enabled: true,
-        principal: { perSecond: 50, burst: 200 },
-        tenant: { perSecond: 150, burst: 600 },
+        principal: { perSecond: 150, burst: 600 },
+        tenant: { perSecond: 450, burst: 1800 },
         anonymousPerMinute: 300,
         authFailuresPerMinute: 20,
         trustProxyHops: 0,
@@ -209,7 +209,7 @@ describe('problems', () => {
     });
     expect(problems).toEqual([
       'OIDC_JWKS_URL: OIDC_ISSUER is set: also set OIDC_JWKS_URL or OIDC_PUBLIC_KEY so tokens can be verified',
-      'FAIRWAY_RATE_TENANT_BURST: must be at least FAIRWAY_RATE_TENANT_PER_SECOND (150)',
+      'FAIRWAY_RATE_TENANT_BURST: must be at least FAIRWAY_RATE_TENANT_PER_SECOND (450)',
       'FAIRWAY_PERSISTED_OPERATIONS_MODE: set FAIRWAY_PERSISTED_OPERATIONS to the manifest file too',
       'LOG_LEVEL: "verbose" is not one of fatal, error, warn, info, debug, trace, silent',
     ]);

@@ -142,17 +142,20 @@ export interface TestAppOptions {
    *
    */
   backend?: (now: () => number) => NonNullable<BuildAppOptions['backend']>;
+  /** Rate limits instead of the test suite's budgets (test/helpers/rate-limits.ts). */
+  rateLimits?: FairwayConfig['rateLimits'];
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const db: TestDatabase = options.database ?? (await createTestDatabase(options.dialect ?? 'sqlite'));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-data-'));
   const { publicKey, privateKey } = await generateKeyPair('RS256');
-  const config = testConfig({
+  const base = testConfig({
     dataDir,
     database: db.database,
     oidc: options.oidc ?? { publicKeyPem: await exportSPKI(publicKey) },
   });
+  const config = options.rateLimits ? { ...base, rateLimits: options.rateLimits } : base;
   const now = { value: Date.now() };
   const errors: unknown[] = [];
   // Idle reclaim acts on the governed demo queues: off unless a test asks for it (its own tests do).

@@ -333,8 +333,8 @@ describe('rate limit configuration', () => {
     const defaults = load({}).rateLimits;
     expect(defaults).toMatchObject({
       enabled: true,
-      principal: { perSecond: 50, burst: 200 },
-      tenant: { perSecond: 150, burst: 600 },
+      principal: { perSecond: 150, burst: 600 },
+      tenant: { perSecond: 450, burst: 1800 },
       anonymousPerMinute: 300,
       authFailuresPerMinute: 20,
       trustProxyHops: 0,
@@ -345,8 +345,8 @@ describe('rate limit configuration', () => {
     // Tests run local loops far faster than any remote client: the same limits, 20× the budget.
     expect(testRateLimits()).toMatchObject({
       enabled: true,
-      principal: { perSecond: 1000, burst: 4000 },
-      tenant: { perSecond: 3000, burst: 12000 },
+      principal: { perSecond: 3000, burst: 12000 },
+      tenant: { perSecond: 9000, burst: 36000 },
       anonymousPerMinute: 6000,
       authFailuresPerMinute: 400,
     });

@@ -5,24 +5,24 @@ import { flag, section } from '../section.js';
  * Request rates per caller (src/server/rate-limits/limiter.ts), so one token (or one guesser)
  * cannot take a replica, or the database behind it, away from everyone else.
  *
- * Defaults, for a client across a network: a portal page makes ~5 requests, a script that
- * polls or submits in a loop waits for each answer (a few ms to tens of ms away) and stays
- * under ~20-50 requests/s. 50/s sustained with bursts of 200 per token is that with room to
- * spare, and cuts the 140 requests/s one token once sent to 50 within 4 s. A tenant gets 3 busy tokens'
- * worth (150/s, burst 600), so no single tenant, however many tokens it mints, can take the
- * gateway from the others. Anonymous callers can do little but fail (and introspect in
- * development): 300 a minute per IP. Failed credentials: 20 a minute per IP, then every
- * credential from that IP is refused until the minute is over; guessing a 32-byte token stays
- * hopeless, a person who mistyped one is back within a minute.
+ * Sized to what a replica does (`npm run bench:api`, part 2c: a few hundred submits a second one by
+ * one on 2 cores; bench/RESULTS-api.md): one token sustains 150 points/s, i.e. 50 mutations a second
+ * (a sweep submitted one by one runs 1,000 jobs in 20 s, after a burst of 200 at once), and a tenant
+ * three busy tokens' worth (450/s, burst 1,800), about half of what a replica measured, so no single
+ * tenant, however many tokens it mints, can take the gateway from the others. `submitJobs` stays the
+ * cheap path: 3 points plus one per 10 jobs, so 1,000 jobs cost 103 points. Anonymous callers can do
+ * little but fail (and introspect in development): 300 a minute per IP. Failed credentials: 20 a
+ * minute per IP, then every credential from that IP is refused until the minute is over; guessing a
+ * 32-byte token stays hopeless, a person who mistyped one is back within a minute.
  *
  * The same in every environment: the test suite's local loops, faster than any remote client,
  * run with larger budgets that test/helpers/rate-limits.ts passes in.
  */
 export const DEFAULT_RATE_BUDGETS = {
-  tokenPerSecond: 50,
-  tokenBurst: 200,
-  tenantPerSecond: 150,
-  tenantBurst: 600,
+  tokenPerSecond: 150,
+  tokenBurst: 600,
+  tenantPerSecond: 450,
+  tenantBurst: 1800,
   anonymousPerMinute: 300,
   authFailuresPerMinute: 20,
 } as const;
