@@ -350,9 +350,9 @@ describe('rate limit configuration', () => {
       anonymousPerMinute: 6000,
       authFailuresPerMinute: 400,
     });
-    expect(load({ FAIRWAY_RATE_TOKEN_PER_SECOND: '500' }).rateLimits.principal).toEqual({
-      perSecond: 500,
-      burst: 500,
+    expect(load({ FAIRWAY_RATE_TOKEN_PER_SECOND: '1000' }).rateLimits.principal).toEqual({
+      perSecond: 1000,
+      burst: 1000,
     });
     expect(load({ FAIRWAY_RATE_LIMITS: 'off' }).rateLimits.enabled).toBe(false);
     expect(
