@@ -4,6 +4,7 @@ import type { SchedulerInput } from '../../events/index.js';
 import { Job } from '../../persistence/jobs/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
 import type { WritableBackendEvent } from './backend-events.js';
+import { applyInPlace, loadConfig } from './config-reload.js';
 import { loadCore, requeueDoubleBooked } from './core-loader.js';
 import { type FencedWriter, writeFenced } from './cycle-writer.js';
 import { type CycleSession, LeaderCycles } from './leader-cycles.js';
@@ -113,7 +114,7 @@ export class LeaderSession {
     this.run(async () => {
       if (this.ended || this.paused) return;
       if (input.kind === 'config') {
-        await this.rebuild();
+        await this.reconfigure();
       } else if (input.kind === 'submitted') {
         if (this.knows(input.jobId)) return;
         const job = await this.em().findOne(Job, { id: input.jobId }, { populate: ['queue'] });
@@ -132,6 +133,19 @@ export class LeaderSession {
   /** A backend report: written with the others of its group-commit window on the leader's next turn. */
   backendEvent(event: Writable): void {
     this.reports.add(event);
+  }
+
+  /**
+   * A configuration change was committed: applied to the live core in place when it only alters
+   * queue and cohort specs (config-reload.ts), else a rebuild; then a cycle evaluates the pending
+   * jobs again.
+   */
+  async reconfigure(): Promise<void> {
+    const stored = await loadConfig(this.em(), this.host.loaderOptions.timeScale);
+    if (this.ended) return;
+    if (applyInPlace(this.host.core, stored)) this.host.reconfigured(stored.queueIds);
+    else await this.rebuild();
+    this.wake();
   }
 
   /**
@@ -313,7 +327,7 @@ export class LeaderSession {
       em: () => this.em(),
       write: (work) => writeFenced(this.writer(), (em) => work(em)),
       wake: () => this.wake(),
-      reloadConfig: () => this.rebuild(),
+      reloadConfig: () => this.reconfigure(),
       ended: () => this.ended,
     });
   }
