@@ -19,6 +19,8 @@ const CAP_S = 120;
 /** The leader counts as idle once no cycle has run for this long. */
 const IDLE_MS = 2000;
 const PROBE = JSON.stringify({ query: '{ __typename }' });
+/** The quota change: aurora-training's MIG nominal, 56 before. */
+const NEW_MIG_NOMINAL = 64;
 
 function scrape(server: Started): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -75,6 +77,8 @@ interface BurstRun {
   admitS: number;
   /** From the first submit until the leader's last cycle (NaN: still busy at the cap). */
   busyS: number;
+  /** A trigger's run: from the trigger until the server's queue usage shows the change (NaN: not seen). */
+  takenS: number;
   probes: number[];
   probesAfterSubmit: number[];
   probeErrors: number;
@@ -94,7 +98,7 @@ async function burstRun(
   batch: number,
   callers: number,
   seconds = 1e6,
-  trigger?: () => Promise<void>,
+  trigger?: { run: () => Promise<void>; taken: () => Promise<boolean> },
 ): Promise<BurstRun> {
   const target = new URL(server.url);
   const before = await scrape(server);
@@ -131,15 +135,20 @@ async function burstRun(
   let admittedAt = start;
   let cycleCount = cycles0.count;
   let cycleAt = start;
+  // When the last scrape that answered was sent: the leader counts as idle only once a scrape sent
+  // IDLE_MS after its last cycle has answered (a server too busy to answer is not idle).
+  let answeredSentAt = start;
   let polling = true;
   const poller = (async () => {
     while (polling) {
+      const sentAt = performance.now();
       try {
         const text = await scrape(server);
         const n = admittedIn(text, ids.queueName) - base;
         if (n > admitted) [admitted, admittedAt] = [n, performance.now()];
         const c = cycles(text).count;
         if (c !== cycleCount) [cycleCount, cycleAt] = [c, performance.now()];
+        answeredSentAt = sentAt;
       } catch {
         // counted as no progress
       }
@@ -148,7 +157,18 @@ async function burstRun(
   })();
   // The burst: `jobs` jobs in calls of `batch`, `callers` calls in flight.
   // Or, instead of a burst, one event that sets the leader to work (a quota change).
-  if (trigger) await trigger();
+  let takenAt = Number.NaN;
+  if (trigger) {
+    await trigger.run();
+    // Until the server answers with the change in the queue's live usage (the scheduler core's view).
+    while (performance.now() - start < CAP_S * 1000) {
+      if (await trigger.taken().catch(() => false)) {
+        takenAt = performance.now();
+        break;
+      }
+      await sleep(POLL_MS / 5);
+    }
+  }
   const calls = trigger ? 0 : Math.ceil(jobs / batch);
   const agent = new http.Agent({ keepAlive: false, maxSockets: callers });
   let next = 0;
@@ -180,13 +200,12 @@ async function burstRun(
   );
   const submittedAt = performance.now();
   agent.destroy();
-  // Done when the leader has been idle for IDLE_MS (every job evaluated: admitted, or waiting with a reason).
-  while (
-    performance.now() - Math.max(cycleAt, submittedAt) < IDLE_MS &&
-    performance.now() - submittedAt < CAP_S * 1000
-  )
+  // Done when the leader has been idle for IDLE_MS (every job evaluated: admitted, or waiting with a reason),
+  // as a scrape sent that long after its last cycle (and after the change was taken) tells.
+  const busySince = () => Math.max(cycleAt, submittedAt, Number.isNaN(takenAt) ? 0 : takenAt);
+  while (answeredSentAt - busySince() < IDLE_MS && performance.now() - submittedAt < CAP_S * 1000)
     await sleep(POLL_MS);
-  const idle = performance.now() - Math.max(cycleAt, submittedAt) >= IDLE_MS;
+  const idle = answeredSentAt - busySince() >= IDLE_MS;
   probing = false;
   polling = false;
   await prober;
@@ -205,7 +224,8 @@ async function burstRun(
     admitted,
     admitS: (admittedAt - start) / 1000,
     busyS: idle ? (cycleAt - start) / 1000 : NaN,
-    probes: sorted(probes.filter((p) => p.due <= Math.max(cycleAt, submittedAt)).map((p) => p.ms)),
+    takenS: (takenAt - start) / 1000,
+    probes: sorted(probes.filter((p) => p.due <= busySince()).map((p) => p.ms)),
     probesAfterSubmit: sorted(probes.filter((p) => p.due > submittedAt && p.due <= cycleAt).map((p) => p.ms)),
     probeErrors,
     cpuS,
@@ -264,13 +284,29 @@ export async function burstStall(): Promise<void> {
       // With the burst pending, a platform admin sets a quota: the leader rebuilds and re-evaluates every
       // pending job in one cycle.
       const admin = server.tokens['platform/PLATFORM_ADMIN']!;
-      const q = await burstRun(server, ids, member, `quota${slice}`, 0, batch, callers, 1e6, async () => {
-        await gql(
-          server,
-          admin,
-          `mutation($q: ID!, $in: QuotaInput!) { setQuota(queueId: $q, quota: $in) { id } }`,
-          { q: ids.queueId, in: { flavor: 'a100-1g.10gb', nominal: 64 } },
-        );
+      const tenantAdmin = server.tokens['aurora-research/TENANT_ADMIN']!;
+      const q = await burstRun(server, ids, member, `quota${slice}`, 0, batch, callers, 1e6, {
+        run: async () => {
+          await gql(
+            server,
+            admin,
+            `mutation($q: ID!, $in: QuotaInput!) { setQuota(queueId: $q, quota: $in) { id } }`,
+            { q: ids.queueId, in: { flavor: 'a100-1g.10gb', nominal: NEW_MIG_NOMINAL } },
+          );
+        },
+        taken: async () => {
+          const data = await gql<{
+            node: { usage: { flavor: string; resource: string; nominal: number }[] };
+          }>(
+            server,
+            tenantAdmin,
+            'query($id: ID!) { node(id: $id) { ... on Queue { usage { flavor resource nominal } } } }',
+            { id: ids.queueId },
+          );
+          return data.node.usage.some(
+            (u) => u.flavor === 'a100-1g.10gb' && u.resource === 'gpu' && u.nominal === NEW_MIG_NOMINAL,
+          );
+        },
       });
       q.mode = `${mode}: quota change`;
       quotaRuns.push(q);
@@ -288,7 +324,7 @@ export async function burstStall(): Promise<void> {
       `sent through \`submitJobs\` in calls of ${batch} (BENCH_BURST_BATCH) by ${callers} callers at once (BENCH_BURST_CALLERS), each sending its next call when answered, by one aurora MEMBER; a fresh server per mode, each warmed by an unmeasured 400-job burst. ` +
       `Meanwhile \`{ __typename }\` with the same MEMBER's API token (verified on every request) is sent every ${PROBE_MS} ms, open loop over keep-alive connections: latency from the moment each was due, over the probes due from the first submit until the leader's last cycle of the burst. ` +
       `"last admission" = from the first submit until the server's \`fairway_scheduler_admitted_total{queue}\` last grew (polled every ${POLL_MS} ms); "leader idle" = until its last cycle (no cycle for ${IDLE_MS / 1000} s after it: every job admitted or waiting with a reason). ` +
-      'Then, with the burst pending, a platform admin sets aurora-training\'s MIG quota (`setQuota`, nominal 56 → 64): the leader rebuilds its core from the database and re-evaluates every pending job in one cycle ("quota change" rows: the window runs from the mutation until the leader\'s last cycle). ' +
+      `Then, with the burst pending, a platform admin sets aurora-training's MIG quota (\`setQuota\`, nominal 56 → ${NEW_MIG_NOMINAL}): the leader's core takes the change and re-evaluates every pending job ("quota change" rows: the window runs from the mutation until the leader's last cycle; "change taken" = from the mutation until the queue's \`usage { nominal }\`, read from the core by an aurora TENANT_ADMIN every ${POLL_MS / 5} ms, shows it; "admitted" = admissions after it; "leader idle" needs a /metrics scrape sent ${IDLE_MS / 1000} s after the last cycle to answer, so a server too busy to answer is never counted idle). ` +
       'Slices = leader cycle turns in the window (`fairway_scheduler_cycle_duration_seconds`: one observation per slice or unsliced cycle, its write included). CPU = server process CPU over the window.',
   );
   out();
@@ -301,6 +337,7 @@ export async function burstStall(): Promise<void> {
         'admitted',
         'last admission s',
         'leader idle s',
+        'change taken s',
         'probes',
         'probe p50 ms',
         'p99 ms',
@@ -320,6 +357,7 @@ export async function burstStall(): Promise<void> {
         f0(r.admitted),
         r.admitS.toFixed(1),
         Number.isFinite(r.busyS) ? r.busyS.toFixed(1) : `> ${CAP_S} after the submits`,
+        Number.isFinite(r.takenS) ? r.takenS.toFixed(2) : '—',
         f0(r.probes.length),
         ms(pct(r.probes, 0.5)),
         ms(pct(r.probes, 0.99)),
@@ -348,7 +386,7 @@ export async function burstStall(): Promise<void> {
   const [qs, qw] = quotaRuns;
   if (qs && qw)
     out(
-      `- Quota change with the burst pending: probe p99 ${ms(pct(qs.probes, 0.99))} ms sliced (target < ${TARGET_P99_MS} ms: ${verdict(pct(qs.probes, 0.99), '<=', TARGET_P99_MS - 1e-9)}), ${ms(pct(qw.probes, 0.99))} ms in one piece; leader idle after ${qs.busyS.toFixed(1)} s vs ${qw.busyS.toFixed(1)} s; admitted ${f0(qs.admitted)} vs ${f0(qw.admitted)}.`,
+      `- Quota change with the burst pending: probe p99 ${ms(pct(qs.probes, 0.99))} ms sliced (target < ${TARGET_P99_MS} ms: ${verdict(pct(qs.probes, 0.99), '<=', TARGET_P99_MS - 1e-9)}), ${ms(pct(qw.probes, 0.99))} ms in one piece; the change taken by the leader's core after ${qs.takenS.toFixed(2)} s vs ${qw.takenS.toFixed(2)} s; leader idle after ${qs.busyS.toFixed(1)} s vs ${qw.busyS.toFixed(1)} s; admitted after it ${f0(qs.admitted)} vs ${f0(qw.admitted)}.`,
     );
   for (const r of runs)
     if (r.firstError) out(`- ${r.mode}: first error: ${r.firstError.replace(/\s+/g, ' ')}.`);
