@@ -304,7 +304,10 @@ export async function burstStall(): Promise<void> {
             { id: ids.queueId },
           );
           return data.node.usage.some(
-            (u) => u.flavor === 'a100-1g.10gb' && u.resource === 'gpu' && u.nominal === NEW_MIG_NOMINAL,
+            (u) =>
+              u.flavor === 'a100-1g.10gb' &&
+              u.resource.toLowerCase() === 'gpu' &&
+              u.nominal === NEW_MIG_NOMINAL,
           );
         },
       });
