@@ -12,6 +12,7 @@ import { StaleLeaderError } from './leader-epoch.js';
 import type { LeaderHost } from './leader-host.js';
 import { LeaderReports } from './leader-reports.js';
 import type { LeaderTask } from './leader-task.js';
+import { inChunks, readLiveJobs } from './live-jobs.js';
 import { chargeRunningJobs } from './metering-checkpoint.js';
 import { jobSpec } from './specs.js';
 
@@ -280,15 +281,17 @@ export class LeaderSession {
   private async resync(): Promise<void> {
     if (this.ended || this.paused) return;
     await this.reconcileBackend();
-    const pending = await this.em().find(
-      Job,
-      { state: 'PENDING' },
-      { populate: ['queue'], orderBy: { submitTime: 'asc' } },
-    );
+    // Plain rows in pages (live-jobs.ts): with 10,000 jobs pending, hydrating them all as entities at
+    // every resync stalled the API for as long.
+    const names = new Map([...this.host.queueIds].map(([name, id]) => [id, name]));
+    const pending = await readLiveJobs(this.em(), names, this.host.loaderOptions.timeScale, {
+      pendingOnly: true,
+    });
     if (this.ended) return;
-    for (const job of pending)
-      if (!this.knows(job.id))
-        this.host.core.submit(jobSpec(job, job.queue.name, this.host.loaderOptions.timeScale));
+    await inChunks(pending, (job) => {
+      if (!this.ended && !this.knows(job.id)) this.host.core.submit(job.spec);
+    });
+    if (this.ended) return;
     await this.host.outbox.dispatch();
     // Charges written by other replicas (cancels) and a new month move budgets too.
     await this.refreshHolds();

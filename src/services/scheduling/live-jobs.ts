@@ -40,7 +40,7 @@ const COLUMNS = [
 ];
 
 /**
- * Every pending, admitted and running job in (submit time, id) order, one page per query with the
+ * Every pending, admitted and running job (`pendingOnly`: pending ones) in (submit time, id) order, one page per query with the
  * event loop's turn after each. `queueNames` maps queue ids to names; a job of an unknown queue
  * (written after the configuration was read) is left out, as the core would refuse it.
  */
@@ -48,15 +48,17 @@ export async function readLiveJobs(
   em: EntityManager,
   queueNames: Map<string, string>,
   timeScale: number,
-  pageSize = LIVE_JOBS_PAGE,
+  options: { pageSize?: number; pendingOnly?: boolean } = {},
 ): Promise<LiveJob[]> {
+  const pageSize = options.pageSize ?? LIVE_JOBS_PAGE;
+  const states = options.pendingOnly ? `('PENDING')` : `('PENDING', 'ADMITTED', 'RUNNING')`;
   const platform = em.getPlatform();
   const q = (id: string) => platform.quoteIdentifier(id);
   const scope = tenantScope(em);
   const jobs: LiveJob[] = [];
   let after: { submitTime: number; id: string } | null = null;
   for (;;) {
-    const where = [`${q('state')} in ('PENDING', 'ADMITTED', 'RUNNING')`];
+    const where = [`${q('state')} in ${states}`];
     const params: unknown[] = [];
     if (scope) {
       where.push(scope.sql);

@@ -47,7 +47,7 @@ describeEachDialect('live jobs as plain rows', (dialect) => {
     expect(entities.length).toBeGreaterThanOrEqual(12);
     const queues = await em.find(Queue, {});
     const names = new Map(queues.map((q) => [q.id, q.name]));
-    const rows = await readLiveJobs(em, names, 60, 5);
+    const rows = await readLiveJobs(em, names, 60, { pageSize: 5 });
     expect(rows.map((r) => ({ id: r.id, state: r.state, spec: r.spec, admission: r.admission }))).toEqual(
       entities.map((j) => ({
         id: j.id,
@@ -56,6 +56,8 @@ describeEachDialect('live jobs as plain rows', (dialect) => {
         admission: j.admission ?? null,
       })),
     );
+    const pending = await readLiveJobs(em, names, 60, { pageSize: 5, pendingOnly: true });
+    expect(pending.map((r) => r.id)).toEqual(entities.filter((j) => j.state === 'PENDING').map((j) => j.id));
   });
 });
 
