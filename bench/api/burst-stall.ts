@@ -5,10 +5,11 @@
 // from the moment it was due (a request that waits for a blocked event loop counts its wait).
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { admittedIn, cycles, scrape } from './burst-metrics.js';
 import { gql, post, sleep } from './load-client.js';
 import { cpuSeconds, loadAvg, sched, schedShare } from './process-stats.js';
 import { f0, ms, out, pct, reportServerErrors, table, verdict } from './report.js';
-import { METRICS_TOKEN, type Started, startFairway } from './servers.js';
+import { type Started, startFairway } from './servers.js';
 import { auroraIds, type Ids, postSubmitJobs, SUBMIT_JOBS, settle } from './tenant-setup.js';
 
 const TARGET_P99_MS = 100;
@@ -19,40 +20,8 @@ const CAP_S = 120;
 /** The leader counts as idle once no cycle has run for this long. */
 const IDLE_MS = 2000;
 const PROBE = JSON.stringify({ query: '{ __typename }' });
-
-function scrape(server: Started): Promise<string> {
-  return new Promise((resolve, reject) => {
-    http
-      .get(
-        server.url.replace(/\/graphql$/, '/metrics'),
-        { agent: false, headers: { authorization: `Bearer ${METRICS_TOKEN}` } },
-        (res) => {
-          let text = '';
-          res.setEncoding('utf8').on('data', (d: string) => (text += d));
-          res.on('end', () =>
-            res.statusCode === 200 ? resolve(text) : reject(new Error(`/metrics: ${res.statusCode}`)),
-          );
-        },
-      )
-      .on('error', reject);
-  });
-}
-
-const metric = (text: string, re: RegExp): number => Number(re.exec(text)?.[1] ?? 0);
-const admittedIn = (text: string, queue: string) =>
-  metric(text, new RegExp(`^fairway_scheduler_admitted_total\\{queue="${queue}"\\} (\\S+)$`, 'm'));
-/** Cycles (or slices) run so far, and how many took longer than `le` seconds (the histogram's buckets). */
-function cycles(text: string): { count: number; over100ms: number; over250ms: number; sum: number } {
-  const count = metric(text, /^fairway_scheduler_cycle_duration_seconds_count (\S+)$/m);
-  const le = (b: string) =>
-    metric(text, new RegExp(`^fairway_scheduler_cycle_duration_seconds_bucket\\{le="${b}"\\} (\\S+)$`, 'm'));
-  return {
-    count,
-    over100ms: count - le('0.1'),
-    over250ms: count - le('0.25'),
-    sum: metric(text, /^fairway_scheduler_cycle_duration_seconds_sum (\S+)$/m),
-  };
-}
+/** The quota change: aurora-training's MIG nominal, 56 before. */
+const NEW_MIG_NOMINAL = 64;
 
 // Long jobs (nothing finishes during the run): what fits is admitted, the rest waits with a reason.
 // One in ten is a production job (it may preempt training jobs of its queue).
@@ -75,6 +44,8 @@ interface BurstRun {
   admitS: number;
   /** From the first submit until the leader's last cycle (NaN: still busy at the cap). */
   busyS: number;
+  /** A trigger's run: from the trigger until the server's queue usage shows the change (NaN: not seen). */
+  takenS: number;
   probes: number[];
   probesAfterSubmit: number[];
   probeErrors: number;
@@ -94,7 +65,7 @@ async function burstRun(
   batch: number,
   callers: number,
   seconds = 1e6,
-  trigger?: () => Promise<void>,
+  trigger?: { run: () => Promise<void>; taken?: () => Promise<boolean> },
 ): Promise<BurstRun> {
   const target = new URL(server.url);
   const before = await scrape(server);
@@ -131,15 +102,20 @@ async function burstRun(
   let admittedAt = start;
   let cycleCount = cycles0.count;
   let cycleAt = start;
+  // When the last scrape that answered was sent: the leader counts as idle only once a scrape sent
+  // IDLE_MS after its last cycle has answered (a server too busy to answer is not idle).
+  let answeredSentAt = start;
   let polling = true;
   const poller = (async () => {
     while (polling) {
+      const sentAt = performance.now();
       try {
         const text = await scrape(server);
         const n = admittedIn(text, ids.queueName) - base;
         if (n > admitted) [admitted, admittedAt] = [n, performance.now()];
         const c = cycles(text).count;
         if (c !== cycleCount) [cycleCount, cycleAt] = [c, performance.now()];
+        answeredSentAt = sentAt;
       } catch {
         // counted as no progress
       }
@@ -148,7 +124,19 @@ async function burstRun(
   })();
   // The burst: `jobs` jobs in calls of `batch`, `callers` calls in flight.
   // Or, instead of a burst, one event that sets the leader to work (a quota change).
-  if (trigger) await trigger();
+  let takenAt = Number.NaN;
+  if (trigger) {
+    await trigger.run();
+    const taken = trigger.taken;
+    // Until the server answers with the change in the queue's live usage (the scheduler core's view).
+    while (taken && performance.now() - start < CAP_S * 1000) {
+      if (await taken().catch(() => false)) {
+        takenAt = performance.now();
+        break;
+      }
+      await sleep(POLL_MS / 5);
+    }
+  }
   const calls = trigger ? 0 : Math.ceil(jobs / batch);
   const agent = new http.Agent({ keepAlive: false, maxSockets: callers });
   let next = 0;
@@ -180,13 +168,12 @@ async function burstRun(
   );
   const submittedAt = performance.now();
   agent.destroy();
-  // Done when the leader has been idle for IDLE_MS (every job evaluated: admitted, or waiting with a reason).
-  while (
-    performance.now() - Math.max(cycleAt, submittedAt) < IDLE_MS &&
-    performance.now() - submittedAt < CAP_S * 1000
-  )
+  // Done when the leader has been idle for IDLE_MS (every job evaluated: admitted, or waiting with a reason),
+  // as a scrape sent that long after its last cycle (and after the change was taken) tells.
+  const busySince = () => Math.max(cycleAt, submittedAt, Number.isNaN(takenAt) ? 0 : takenAt);
+  while (answeredSentAt - busySince() < IDLE_MS && performance.now() - submittedAt < CAP_S * 1000)
     await sleep(POLL_MS);
-  const idle = performance.now() - Math.max(cycleAt, submittedAt) >= IDLE_MS;
+  const idle = answeredSentAt - busySince() >= IDLE_MS;
   probing = false;
   polling = false;
   await prober;
@@ -205,7 +192,8 @@ async function burstRun(
     admitted,
     admitS: (admittedAt - start) / 1000,
     busyS: idle ? (cycleAt - start) / 1000 : NaN,
-    probes: sorted(probes.filter((p) => p.due <= Math.max(cycleAt, submittedAt)).map((p) => p.ms)),
+    takenS: (takenAt - start) / 1000,
+    probes: sorted(probes.filter((p) => p.due <= busySince()).map((p) => p.ms)),
     probesAfterSubmit: sorted(probes.filter((p) => p.due > submittedAt && p.due <= cycleAt).map((p) => p.ms)),
     probeErrors,
     cpuS,
@@ -246,6 +234,7 @@ export async function burstStall(): Promise<void> {
   out();
   const runs: BurstRun[] = [];
   const quotaRuns: BurstRun[] = [];
+  const rebuildRuns: BurstRun[] = [];
   for (const [mode, slice] of [
     [`sliced (FAIRWAY_CYCLE_SLICE_MS=${sliceMs})`, sliceMs],
     ['one piece (FAIRWAY_CYCLE_SLICE_MS=0)', '0'],
@@ -264,16 +253,46 @@ export async function burstStall(): Promise<void> {
       // With the burst pending, a platform admin sets a quota: the leader rebuilds and re-evaluates every
       // pending job in one cycle.
       const admin = server.tokens['platform/PLATFORM_ADMIN']!;
-      const q = await burstRun(server, ids, member, `quota${slice}`, 0, batch, callers, 1e6, async () => {
-        await gql(
-          server,
-          admin,
-          `mutation($q: ID!, $in: QuotaInput!) { setQuota(queueId: $q, quota: $in) { id } }`,
-          { q: ids.queueId, in: { flavor: 'a100-1g.10gb', nominal: 64 } },
-        );
+      const tenantAdmin = server.tokens['aurora-research/TENANT_ADMIN']!;
+      const q = await burstRun(server, ids, member, `quota${slice}`, 0, batch, callers, 1e6, {
+        run: async () => {
+          await gql(
+            server,
+            admin,
+            `mutation($q: ID!, $in: QuotaInput!) { setQuota(queueId: $q, quota: $in) { id } }`,
+            { q: ids.queueId, in: { flavor: 'a100-1g.10gb', nominal: NEW_MIG_NOMINAL } },
+          );
+        },
+        taken: async () => {
+          const data = await gql<{
+            node: { usage: { flavor: string; resource: string; nominal: number }[] };
+          }>(
+            server,
+            tenantAdmin,
+            'query($id: ID!) { node(id: $id) { ... on Queue { usage { flavor resource nominal } } } }',
+            { id: ids.queueId },
+          );
+          return data.node.usage.some(
+            (u) =>
+              u.flavor === 'a100-1g.10gb' &&
+              u.resource.toLowerCase() === 'gpu' &&
+              u.nominal === NEW_MIG_NOMINAL,
+          );
+        },
       });
       q.mode = `${mode}: quota change`;
       quotaRuns.push(q);
+      // Then a change the core cannot take in place: a new flavor, so the leader builds its core anew from the
+      // database with the burst still pending (its jobs read in pages, the event loop answering between them).
+      const f = await burstRun(server, ids, member, `flavor${slice}`, 0, batch, callers, 1e6, {
+        run: async () => {
+          await gql(server, admin, 'mutation($in: CreateFlavorInput!) { createFlavor(input: $in) { id } }', {
+            in: { name: `bench-new-${slice}`, kind: 'GPU', gpuModel: 'L40S', pricePerUnitHour: 1 },
+          });
+        },
+      });
+      f.mode = `${mode}: new flavor (rebuild)`;
+      rebuildRuns.push(f);
       console.log(
         `  ${mode}: probe p99 ${ms(pct(r.probes, 0.99))} ms, last admission after ${r.admitS.toFixed(1)} s (${r.admitted}/${r.accepted}), leader idle after ${r.busyS.toFixed(1)} s`,
       );
@@ -288,7 +307,7 @@ export async function burstStall(): Promise<void> {
       `sent through \`submitJobs\` in calls of ${batch} (BENCH_BURST_BATCH) by ${callers} callers at once (BENCH_BURST_CALLERS), each sending its next call when answered, by one aurora MEMBER; a fresh server per mode, each warmed by an unmeasured 400-job burst. ` +
       `Meanwhile \`{ __typename }\` with the same MEMBER's API token (verified on every request) is sent every ${PROBE_MS} ms, open loop over keep-alive connections: latency from the moment each was due, over the probes due from the first submit until the leader's last cycle of the burst. ` +
       `"last admission" = from the first submit until the server's \`fairway_scheduler_admitted_total{queue}\` last grew (polled every ${POLL_MS} ms); "leader idle" = until its last cycle (no cycle for ${IDLE_MS / 1000} s after it: every job admitted or waiting with a reason). ` +
-      'Then, with the burst pending, a platform admin sets aurora-training\'s MIG quota (`setQuota`, nominal 56 → 64): the leader rebuilds its core from the database and re-evaluates every pending job in one cycle ("quota change" rows: the window runs from the mutation until the leader\'s last cycle). ' +
+      `Then, with the burst pending, a platform admin sets aurora-training's MIG quota (\`setQuota\`, nominal 56 → ${NEW_MIG_NOMINAL}): the leader's core takes the change and re-evaluates every pending job ("quota change" rows: the window runs from the mutation until the leader's last cycle; "change taken" = from the mutation until the queue's \`usage { nominal }\`, read from the core by an aurora TENANT_ADMIN every ${POLL_MS / 5} ms, shows it; "admitted" = admissions after it; "leader idle" needs a /metrics scrape sent ${IDLE_MS / 1000} s after the last cycle to answer, so a server too busy to answer is never counted idle). Then a platform admin creates a flavor ("new flavor (rebuild)" rows): a change the core cannot take in place, so the leader builds its core anew from the database with the burst still pending. ` +
       'Slices = leader cycle turns in the window (`fairway_scheduler_cycle_duration_seconds`: one observation per slice or unsliced cycle, its write included). CPU = server process CPU over the window.',
   );
   out();
@@ -301,6 +320,7 @@ export async function burstStall(): Promise<void> {
         'admitted',
         'last admission s',
         'leader idle s',
+        'change taken s',
         'probes',
         'probe p50 ms',
         'p99 ms',
@@ -313,13 +333,14 @@ export async function burstStall(): Promise<void> {
         'server thread on-CPU / waiting',
         'errors',
       ],
-      [...runs, ...quotaRuns].map((r) => [
+      [...runs, ...quotaRuns, ...rebuildRuns].map((r) => [
         r.mode,
         f0(r.accepted),
         r.submitS.toFixed(1),
         f0(r.admitted),
         r.admitS.toFixed(1),
         Number.isFinite(r.busyS) ? r.busyS.toFixed(1) : `> ${CAP_S} after the submits`,
+        Number.isFinite(r.takenS) ? r.takenS.toFixed(2) : '—',
         f0(r.probes.length),
         ms(pct(r.probes, 0.5)),
         ms(pct(r.probes, 0.99)),
@@ -348,7 +369,12 @@ export async function burstStall(): Promise<void> {
   const [qs, qw] = quotaRuns;
   if (qs && qw)
     out(
-      `- Quota change with the burst pending: probe p99 ${ms(pct(qs.probes, 0.99))} ms sliced (target < ${TARGET_P99_MS} ms: ${verdict(pct(qs.probes, 0.99), '<=', TARGET_P99_MS - 1e-9)}), ${ms(pct(qw.probes, 0.99))} ms in one piece; leader idle after ${qs.busyS.toFixed(1)} s vs ${qw.busyS.toFixed(1)} s; admitted ${f0(qs.admitted)} vs ${f0(qw.admitted)}.`,
+      `- Quota change with the burst pending: probe p99 ${ms(pct(qs.probes, 0.99))} ms sliced (target < ${TARGET_P99_MS} ms: ${verdict(pct(qs.probes, 0.99), '<=', TARGET_P99_MS - 1e-9)}), ${ms(pct(qw.probes, 0.99))} ms in one piece; the change taken by the leader's core after ${qs.takenS.toFixed(2)} s vs ${qw.takenS.toFixed(2)} s; leader idle after ${qs.busyS.toFixed(1)} s vs ${qw.busyS.toFixed(1)} s; admitted after it ${f0(qs.admitted)} vs ${f0(qw.admitted)}.`,
+    );
+  const [rs, rw] = rebuildRuns;
+  if (rs && rw)
+    out(
+      `- A new flavor with the burst pending (a rebuild from the database): probe p99 ${ms(pct(rs.probes, 0.99))} ms sliced (target < ${TARGET_P99_MS} ms: ${verdict(pct(rs.probes, 0.99), '<=', TARGET_P99_MS - 1e-9)}), ${ms(pct(rw.probes, 0.99))} ms in one piece; leader idle after ${rs.busyS.toFixed(1)} s vs ${rw.busyS.toFixed(1)} s.`,
     );
   for (const r of runs)
     if (r.firstError) out(`- ${r.mode}: first error: ${r.firstError.replace(/\s+/g, ' ')}.`);

@@ -287,6 +287,26 @@ describeNeeding(['postgresql', 'redis'], 'two replicas on one PostgreSQL with Re
     expect(states.at(-1)).toBe('CANCELLED');
   });
 
+  it("a quota change made on the leader shows in the follower's read model", async () => {
+    expect(await lockHolders()).toEqual([appName.A]);
+    const queueId = queueIds.get('aurora-research')!;
+    const admin = tokenOf(creds, 'aurora-research', 'TENANT_ADMIN');
+    const USAGE = 'query($id: ID!) { node(id: $id) { ... on Queue { usage { flavor resource nominal } } } }';
+    const nominalOn = async (server: ServerProcess): Promise<number | undefined> => {
+      const data: any = await gqlData(server.url, admin, USAGE, { id: queueId });
+      return data.node.usage.find((u: any) => u.flavor === 'h100-80g' && u.resource === 'GPU')?.nominal;
+    };
+    const next = ((await nominalOn(b)) ?? 0) + 3;
+    await gqlData(
+      a.url,
+      tokenOf(creds, null, 'PLATFORM_ADMIN'),
+      'mutation($q: ID!, $n: Float!) { setQuota(queueId: $q, quota: { flavor: "h100-80g", nominal: $n }) { id } }',
+      { q: queueId, n: next },
+    );
+    await waitFor("B's read model has the new nominal", async () => (await nominalOn(b)) === next);
+    expect(await nominalOn(a)).toBe(next);
+  });
+
   it('when the leader is killed, the other replica takes the lock and admits new jobs', async () => {
     expect(await lockHolders()).toEqual([appName.A]);
     const killedAt = Date.now();

@@ -116,28 +116,58 @@ export function detachNode(core: CoreState, cur: NodeState): void {
 }
 
 export function upsertCohort(core: CoreState, c: CohortSpec): void {
+  checkCohort(
+    core,
+    c,
+    (name) => core.cohorts.get(name)?.spec.parent,
+    (name) => core.cohorts.has(name),
+  );
+  applyCohort(core, c);
+  rebuildQuotas(core);
+}
+
+/**
+ * Refuses a cohort spec as upsertCohort would: an unknown parent, a parent chain back to itself,
+ * bad quotas. `parentOf` and `known` answer for the cohorts as they would be with the change made.
+ */
+export function checkCohort(
+  core: CoreState,
+  c: CohortSpec,
+  parentOf: (name: string) => string | undefined,
+  known: (name: string) => boolean,
+): void {
   if (!c.name) throw new SchedulerInputError('INVALID_SPEC', 'cohort needs a name');
   if (c.parent !== undefined) {
-    if (!core.cohorts.has(c.parent) && c.parent !== c.name)
+    if (!known(c.parent) && c.parent !== c.name)
       throw new SchedulerInputError('UNKNOWN_COHORT', `cohort ${c.name}: unknown parent ${c.parent}`);
     // Walk up from the parent: meeting ourselves means a cycle.
     let p: string | undefined = c.parent;
     while (p !== undefined) {
       if (p === c.name)
         throw new SchedulerInputError('COHORT_CYCLE', `cohort ${c.name} would be its own ancestor`);
-      p = core.cohorts.get(p)?.spec.parent;
+      p = parentOf(p);
     }
   }
   convertQuotas(core, c.quotas ?? {}, 'NONE', `cohort ${c.name}`);
+}
+
+/** Sets a checked cohort spec; the quota tree is rebuilt by the caller (rebuildQuotas). */
+export function applyCohort(core: CoreState, c: CohortSpec): void {
   const cur = core.cohorts.get(c.name);
   if (cur) cur.spec = structuredCloneSpec(c);
   else core.cohorts.set(c.name, { spec: structuredCloneSpec(c), node: new QuotaNode(c.name, 'cohort') });
-  rebuildQuotas(core);
 }
 
 export function upsertQueue(core: CoreState, q: QueueSpec): void {
+  checkQueue(core, q, (name) => core.cohorts.has(name));
+  applyQueue(core, q);
+  rebuildQuotas(core);
+}
+
+/** Refuses a queue spec as upsertQueue would; `knownCohort` answers for the cohorts with the change made. */
+export function checkQueue(core: CoreState, q: QueueSpec, knownCohort: (name: string) => boolean): void {
   if (!q.name) throw new SchedulerInputError('INVALID_SPEC', 'queue needs a name');
-  if (q.cohort !== undefined && !core.cohorts.has(q.cohort))
+  if (q.cohort !== undefined && !knownCohort(q.cohort))
     throw new SchedulerInputError('UNKNOWN_COHORT', `queue ${q.name}: unknown cohort ${q.cohort}`);
   if (q.weight !== undefined && (!Number.isFinite(q.weight) || q.weight < 0))
     throw new SchedulerInputError('INVALID_QUANTITY', `queue ${q.name}: weight must be >= 0`);
@@ -168,10 +198,21 @@ export function upsertQueue(core: CoreState, q: QueueSpec): void {
       );
     }
   }
-  const spec = structuredCloneSpec(q);
+}
+
+/** A queue's default flavor preference: declaration order (base quotas, then window-only flavors). */
+export function flavorOrderOf(q: QueueSpec): string[] {
   const flavorOrder: string[] = [];
   for (const quotas of [q.quotas, ...(q.timeWindows ?? []).map((w) => w.quotas)])
     for (const f of Object.keys(quotas)) if (!flavorOrder.includes(f)) flavorOrder.push(f);
+  return flavorOrder;
+}
+
+/** Sets a checked queue spec (a new queue starts empty); the quota tree is rebuilt by the caller. */
+export function applyQueue(core: CoreState, q: QueueSpec): void {
+  const isolation = q.isolation ?? 'ELASTIC';
+  const spec = structuredCloneSpec(q);
+  const flavorOrder = flavorOrderOf(q);
   const pre = q.preemption ?? {};
   const settings = {
     spec,
@@ -218,5 +259,4 @@ export function upsertQueue(core: CoreState, q: QueueSpec): void {
     core.windowQueues.delete(state);
     state.activeWindow = null;
   }
-  rebuildQuotas(core);
 }

@@ -9,6 +9,7 @@ import { setAdmissionHolds } from './holds.js';
 import { cancel, finish, submit } from './jobs.js';
 import { pendingShapes } from './pending-shapes.js';
 import { requestReclaim, requeueDisrupted } from './reclaim.js';
+import { type CoreConfiguration, configuration, reconfigure, type SpecChange } from './reconfigure.js';
 import { restore } from './restore.js';
 import { type CoreState, createCoreState } from './state.js';
 import type {
@@ -67,6 +68,21 @@ export class Scheduler {
 
   upsertQueue(q: QueueSpec): void {
     upsertQueue(this.state, q);
+  }
+
+  /**
+   * Sets cohort and queue specs (new or replacing) at once on the live core, jobs kept: all checked
+   * before any is set, one rebuild of the quota tree, every pending job evaluated again by the next
+   * cycle (reconfigure.ts). False, with nothing changed, when a queue holding jobs would declare
+   * other flavors: build a core anew then.
+   */
+  reconfigure(change: SpecChange): boolean {
+    return reconfigure(this.state, change);
+  }
+
+  /** Copies of the flavor, node, cohort, queue and priority-class specs the core holds. */
+  configuration(): CoreConfiguration {
+    return configuration(this.state);
   }
 
   // ───────────────────────────── jobs (jobs.ts) ─────────────────────────────

@@ -1,6 +1,7 @@
 // Changing and deleting flavors, node pools and cohorts (platform admins, audited). Like the
-// creates in cluster.ts, a change is tried on a scratch core before it is written, and the
-// leader rebuilds its core from the database once it is committed (a 'config' input). A delete
+// creates in cluster.ts, a change is tried on a scratch core before it is written, and once it is
+// committed (a 'config' input) the leader's core and followers' read models take it: in place when
+// it only alters queue and cohort specs, else rebuilt from the database (scheduling/config-reload.ts). A delete
 // of something in use, or a change that would pull capacity from under running work, is a
 // CONFLICT naming what uses it, with nothing written.
 import type { QuotaSpec } from '../../core/scheduling/index.js';
@@ -50,7 +51,7 @@ function check(core: Core, change: (core: Core) => void) {
   }
 }
 
-/** Announced after commit: the leader rebuilds from the database, followers from the leader. */
+/** Announced after commit: the leader and followers take it (in place, or rebuilt from the database). */
 function configChanged(ctx: ServiceContext): void {
   ctx.scheduler.announce({ kind: 'config' });
 }

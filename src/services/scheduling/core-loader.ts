@@ -1,15 +1,12 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { governanceInForce, isGoverned } from '../../core/governance/index.js';
 import type { AdmissionHold, RestoredAdmission } from '../../core/scheduling/index.js';
 import { Scheduler } from '../../core/scheduling/index.js';
-import { ClusterNode, Cohort, Flavor, PriorityClassRow, Queue } from '../../persistence/cluster/index.js';
-import { loadPolicyLibrary } from '../../persistence/governance/index.js';
 import { Job } from '../../persistence/jobs/index.js';
 import { recordJobEvent, recordOutbox } from '../../persistence/scheduling/index.js';
-import { Tenant } from '../../persistence/tenancy/index.js';
+import { loadConfig, type StoredConfig } from './config-reload.js';
 import { backToPending, type FencedWriter, writeFenced } from './cycle-writer.js';
+import { inChunks, readLiveJobs } from './live-jobs.js';
 import { type DoubleBooking, findDoubleBookings } from './restore-check.js';
-import { cohortSpec, flavorSpec, jobSpec, nodeSpec, priorityClass, queueSpec } from './specs.js';
 
 export interface CoreLoaderOptions {
   now: () => number;
@@ -34,81 +31,55 @@ export interface LoadedCore {
  * they were placed — except an admission that shares a GPU with an earlier one, which is
  * loaded as pending and returned in `doubleBooked` — and pending ones re-queued with their
  * original submit time. Without jobs: a scratch core with the stored configuration only.
+ *
+ * Jobs are read as plain rows in pages, and the event loop has its turn between pages and
+ * between chunks of submits (live-jobs.ts): with 10,000 pending jobs the API keeps answering
+ * meanwhile. The core is not in use until the caller installs it.
  */
 export async function loadCore(
   em: EntityManager,
   options: CoreLoaderOptions,
   withJobs: boolean,
 ): Promise<LoadedCore> {
-  const [flavors, cohorts, nodes, queues, classes, library] = await Promise.all([
-    em.find(Flavor, {}, { orderBy: { id: 'asc' } }),
-    em.find(Cohort, {}, { orderBy: { id: 'asc' }, populate: ['parent'] }),
-    em.find(ClusterNode, {}, { orderBy: { id: 'asc' }, populate: ['pool', 'flavor'] }),
-    em.find(Queue, {}, { orderBy: { id: 'asc' }, populate: ['cohort'] }),
-    em.find(PriorityClassRow, {}, { orderBy: { value: 'desc' } }),
-    loadPolicyLibrary(em),
-  ]);
-  // Governed queues' limits depend on their tenant's tier (the rules): read only when one is governed.
-  const governed = queues.filter(isGoverned);
-  const tenants = governed.length
-    ? await em.find(Tenant, { id: { $in: [...new Set(governed.map((q) => q.tenant.id))] } })
-    : [];
-  const tiers = new Map<string, string>(tenants.map((t) => [t.id, t.tier]));
-  const core = new Scheduler({
-    clock: { now: options.now },
-    placement: options.placement,
-    fairSharing: { enabled: true },
-    priorityClasses: classes.length ? classes.map(priorityClass) : undefined,
-  });
-  for (const flavor of flavors) core.upsertFlavor(flavorSpec(flavor));
-  // Parents before children.
-  const placed = new Set<string>();
-  let remaining = cohorts;
-  while (remaining.length) {
-    const ready = remaining.filter((c) => !c.parent || placed.has(c.parent.id));
-    if (!ready.length) throw new Error('cohort parents form a cycle');
-    for (const cohort of ready) {
-      core.upsertCohort(cohortSpec(cohort, cohort.parent?.name ?? null));
-      placed.add(cohort.id);
-    }
-    remaining = remaining.filter((c) => !placed.has(c.id));
-  }
-  for (const node of nodes)
-    core.upsertNode(nodeSpec(node, node.pool.name, node.flavor.name, node.pool.dedicatedTenant?.id ?? null));
-  const queueIds = new Map<string, string>();
-  for (const queue of queues) {
-    const governance = isGoverned(queue)
-      ? governanceInForce(library, queue, tiers.get(queue.tenant.id) ?? 'STANDARD')
-      : null;
-    core.upsertQueue(queueSpec(queue, queue.cohort?.name ?? null, options.timeScale, governance));
-    queueIds.set(queue.name, queue.id);
-  }
-  if (!withJobs) return { core, queueIds, doubleBooked: [] };
+  const config = await loadConfig(em, options.timeScale);
+  const core = coreOf(config, options);
+  if (!withJobs) return { core, queueIds: config.queueIds, doubleBooked: [] };
 
-  const live = await em.find(
-    Job,
-    { state: { $in: ['PENDING', 'ADMITTED', 'RUNNING'] } },
-    { orderBy: { submitTime: 'asc', id: 'asc' }, populate: ['queue'] },
-  );
+  const queueNames = new Map([...config.queueIds].map(([name, id]) => [id, name]));
+  const live = await readLiveJobs(em, queueNames, options.timeScale);
   const stored: RestoredAdmission[] = [];
   for (const job of live)
-    if (job.state !== 'PENDING' && job.admission)
-      stored.push({ job: jobSpec(job, job.queue.name, options.timeScale), admission: job.admission });
-  const { load, conflicts } = findDoubleBookings(stored, flavors.map(flavorSpec));
+    if (job.state !== 'PENDING' && job.admission) stored.push({ job: job.spec, admission: job.admission });
+  const { load, conflicts } = findDoubleBookings(stored, config.flavors);
   core.restore(load);
   // Before the pending jobs go in: a held job waits in the held set from the start (followers' explanations
   // too).
   if (options.holds) core.setAdmissionHolds(await options.holds(em));
   const requeued = new Set(conflicts.map((c) => c.jobId));
-  for (const job of live) {
-    if (job.state !== 'PENDING' && !requeued.has(job.id)) continue;
+  const pending = live.filter((job) => job.state === 'PENDING' || requeued.has(job.id));
+  await inChunks(pending, (job) => {
     try {
-      core.submit(jobSpec(job, job.queue.name, options.timeScale));
+      core.submit(job.spec);
     } catch (error) {
       options.logError(error);
     }
-  }
-  return { core, queueIds, doubleBooked: conflicts };
+  });
+  return { core, queueIds: config.queueIds, doubleBooked: conflicts };
+}
+
+/** A core with the stored configuration and no jobs. */
+export function coreOf(config: StoredConfig, options: CoreLoaderOptions): Scheduler {
+  const core = new Scheduler({
+    clock: { now: options.now },
+    placement: options.placement,
+    fairSharing: { enabled: true },
+    priorityClasses: config.classes,
+  });
+  for (const flavor of config.flavors) core.upsertFlavor(flavor);
+  for (const cohort of config.cohorts) core.upsertCohort(cohort);
+  for (const node of config.nodes) core.upsertNode(node);
+  for (const queue of config.queues) core.upsertQueue(queue);
+  return core;
 }
 
 /**

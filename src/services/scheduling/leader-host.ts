@@ -50,6 +50,8 @@ export interface LeaderHost {
   readonly windows: WindowAnnouncer;
   /** Makes a freshly loaded core the current one (and notifies state listeners). */
   install(loaded: LoadedCore): void;
+  /** The current core took a configuration change in place: the queue ids, and state listeners told. */
+  reconfigured(queueIds: Map<string, string>): void;
   /** Runs work after all work queued before it: leader work never interleaves. */
   serial<T>(work: () => Promise<T>): Promise<T>;
   stateChanged(): void;

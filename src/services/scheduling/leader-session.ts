@@ -4,6 +4,7 @@ import type { SchedulerInput } from '../../events/index.js';
 import { Job } from '../../persistence/jobs/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
 import type { WritableBackendEvent } from './backend-events.js';
+import { applyInPlace, loadConfig } from './config-reload.js';
 import { loadCore, requeueDoubleBooked } from './core-loader.js';
 import { type FencedWriter, writeFenced } from './cycle-writer.js';
 import { type CycleSession, LeaderCycles } from './leader-cycles.js';
@@ -11,6 +12,7 @@ import { StaleLeaderError } from './leader-epoch.js';
 import type { LeaderHost } from './leader-host.js';
 import { LeaderReports } from './leader-reports.js';
 import type { LeaderTask } from './leader-task.js';
+import { inChunks, readLiveJobs } from './live-jobs.js';
 import { chargeRunningJobs } from './metering-checkpoint.js';
 import { jobSpec } from './specs.js';
 
@@ -113,7 +115,7 @@ export class LeaderSession {
     this.run(async () => {
       if (this.ended || this.paused) return;
       if (input.kind === 'config') {
-        await this.rebuild();
+        await this.reconfigure();
       } else if (input.kind === 'submitted') {
         if (this.knows(input.jobId)) return;
         const job = await this.em().findOne(Job, { id: input.jobId }, { populate: ['queue'] });
@@ -132,6 +134,19 @@ export class LeaderSession {
   /** A backend report: written with the others of its group-commit window on the leader's next turn. */
   backendEvent(event: Writable): void {
     this.reports.add(event);
+  }
+
+  /**
+   * A configuration change was committed: applied to the live core in place when it only alters
+   * queue and cohort specs (config-reload.ts), else a rebuild; then a cycle evaluates the pending
+   * jobs again.
+   */
+  async reconfigure(): Promise<void> {
+    const stored = await loadConfig(this.em(), this.host.loaderOptions.timeScale);
+    if (this.ended) return;
+    if (applyInPlace(this.host.core, stored)) this.host.reconfigured(stored.queueIds);
+    else await this.rebuild();
+    this.wake();
   }
 
   /**
@@ -266,15 +281,17 @@ export class LeaderSession {
   private async resync(): Promise<void> {
     if (this.ended || this.paused) return;
     await this.reconcileBackend();
-    const pending = await this.em().find(
-      Job,
-      { state: 'PENDING' },
-      { populate: ['queue'], orderBy: { submitTime: 'asc' } },
-    );
+    // Plain rows in pages (live-jobs.ts): with 10,000 jobs pending, hydrating them all as entities at
+    // every resync stalled the API for as long.
+    const names = new Map([...this.host.queueIds].map(([name, id]) => [id, name]));
+    const pending = await readLiveJobs(this.em(), names, this.host.loaderOptions.timeScale, {
+      pendingOnly: true,
+    });
     if (this.ended) return;
-    for (const job of pending)
-      if (!this.knows(job.id))
-        this.host.core.submit(jobSpec(job, job.queue.name, this.host.loaderOptions.timeScale));
+    await inChunks(pending, (job) => {
+      if (!this.ended && !this.knows(job.id)) this.host.core.submit(job.spec);
+    });
+    if (this.ended) return;
     await this.host.outbox.dispatch();
     // Charges written by other replicas (cancels) and a new month move budgets too.
     await this.refreshHolds();
@@ -313,7 +330,7 @@ export class LeaderSession {
       em: () => this.em(),
       write: (work) => writeFenced(this.writer(), (em) => work(em)),
       wake: () => this.wake(),
-      reloadConfig: () => this.rebuild(),
+      reloadConfig: () => this.reconfigure(),
       ended: () => this.ended,
     });
   }

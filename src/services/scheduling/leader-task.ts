@@ -38,7 +38,9 @@ export interface LeaderTaskContext {
   write(work: (em: EntityManager) => Promise<void>): Promise<void>;
   /** Asks for an admission cycle soon (after `core.reclaim`, say). */
   wake(): void;
-  /** Rebuilds the core from the database (after queue limits changed in a committed write). */
+  /** Brings the core to the stored configuration (after queue limits changed in a committed write): in place
+   * when only queue and cohort specs changed, else rebuilt (LeaderSession.reconfigure).
+   */
   reloadConfig(): Promise<void>;
   /** Whether the term has ended (check after each await). */
   ended(): boolean;

@@ -11,6 +11,7 @@ import type { SchedulerInput } from '../../events/index.js';
 import { systemEntityManager } from '../../persistence/tenant-filter.js';
 import { Metering } from '../metering/index.js';
 import { type CoreLoaderOptions, type LoadedCore, loadCore } from './core-loader.js';
+import { FollowerModel } from './follower-model.js';
 import { LeaderEpochs } from './leader-epoch.js';
 import { type LeaderHost, LeaderSession } from './leader-session.js';
 import { OutboxDispatcher } from './outbox.js';
@@ -46,14 +47,14 @@ export class SchedulerService {
   private campaigning = false;
   private stopped = false;
   private leaderTimer: NodeJS.Timeout | null = null;
-  private followerRebuildTimer: NodeJS.Timeout | null = null;
   /** Leader work (cycles, inputs, backend events, rebuilds) runs one at a time in this chain. */
   private chain: Promise<unknown> = Promise.resolve();
+  /** The read model while this replica follows (follower-model.ts). */
+  private readonly follower: FollowerModel;
   private readonly unsubscribers: (() => void)[] = [];
   private readonly utilization = new Map<string, number>();
   private readonly stateListeners = new Set<() => void>();
   private lastCampaignError: string | null = null;
-  private followerFailing = false;
   /** Losses of the lock so far: one during a takeover makes that takeover void. */
   private lockLosses = 0;
   private readonly loaderOptions: CoreLoaderOptions;
@@ -79,6 +80,17 @@ export class SchedulerService {
     };
     this.outbox = new OutboxDispatcher({ ...options, utilization: this.utilization });
     this.windows = new WindowAnnouncer(options.events, options.now);
+    this.follower = new FollowerModel({
+      loaderOptions: this.loaderOptions,
+      leading: () => this.session !== null,
+      stopped: () => this.stopped,
+      em: () => this.systemEm(),
+      core: () => this.core,
+      install: (loaded) => this.install(loaded),
+      reconfigured: (queueIds) => this.reconfigured(queueIds),
+      logError: (error) => options.logError(error),
+      recoveryRetryMs: options.recoveryRetryMs,
+    });
   }
 
   private log(message: string): void {
@@ -118,8 +130,8 @@ export class SchedulerService {
         this.lockLosses++;
         this.demote(`lost the scheduler lock (${reason})`);
       }),
-      listenTo(events, 'scheduler-input', (input: SchedulerInput) => this.session?.input(input), logError),
-      listenTo(events, 'scheduler-state', () => !this.session && this.scheduleFollowerRebuild(50), logError),
+      listenTo(events, 'scheduler-input', (input: SchedulerInput) => this.onInput(input), logError),
+      listenTo(events, 'scheduler-state', () => !this.session && this.follower.scheduleRebuild(50), logError),
       backend.onEvent((event) => this.onBackendEvent(event)),
     );
     await this.tryLead();
@@ -130,7 +142,7 @@ export class SchedulerService {
     this.stopped = true;
     this.session?.end();
     this.session = null;
-    if (this.followerRebuildTimer) clearTimeout(this.followerRebuildTimer);
+    this.follower.stop();
     if (this.leaderTimer) clearInterval(this.leaderTimer);
     for (const unsubscribe of this.unsubscribers) unsubscribe();
     await this.chain.catch(() => undefined);
@@ -289,7 +301,7 @@ export class SchedulerService {
     this.session = null;
     this.log(`stopped leading the scheduler (epoch ${session.epoch}): ${reason}`);
     void this.options.leadership.release().catch(() => undefined);
-    this.scheduleFollowerRebuild(0);
+    this.follower.scheduleRebuild(0);
     this.campaign();
   }
 
@@ -311,6 +323,7 @@ export class SchedulerService {
       metering: this.metering,
       windows: this.windows,
       install: (loaded) => this.install(loaded),
+      reconfigured: (queueIds) => this.reconfigured(queueIds),
       serial: (work) => this.serial(work),
       stateChanged: () => this.stateChanged(),
       log: (message) => this.log(message),
@@ -334,15 +347,24 @@ export class SchedulerService {
   async rebuild(): Promise<void> {
     const session = this.session;
     if (session) return this.serial(() => session.rebuild());
-    const loaded = await loadCore(this.systemEm(), this.loaderOptions, true);
-    // Took the leadership meanwhile: the leader's rebuild wins.
-    if (!this.session) this.install(loaded);
+    return this.follower.rebuild();
   }
 
   private install(loaded: LoadedCore): void {
     this.core = loaded.core;
     this.queueIds = loaded.queueIds;
     this.stateChanged();
+  }
+
+  private reconfigured(queueIds: Map<string, string>): void {
+    this.queueIds = queueIds;
+    this.stateChanged();
+  }
+
+  /** The leader takes scheduler inputs; a follower's read model takes configuration changes too. */
+  private onInput(input: SchedulerInput): void {
+    if (this.session) this.session.input(input);
+    else if (input.kind === 'config') this.follower.configChanged();
   }
 
   /**
@@ -352,23 +374,5 @@ export class SchedulerService {
    */
   async configSnapshot(): Promise<Scheduler> {
     return (await loadCore(this.systemEm(), this.loaderOptions, false)).core;
-  }
-
-  private scheduleFollowerRebuild(afterMs: number): void {
-    if (this.followerRebuildTimer || this.stopped) return;
-    this.followerRebuildTimer = setTimeout(() => {
-      this.followerRebuildTimer = null;
-      if (this.session || this.stopped) return;
-      this.rebuild().then(
-        () => (this.followerFailing = false),
-        (error) => {
-          // The database is down: keep the last read model, say so once, and try again.
-          if (!this.followerFailing) this.options.logError(error);
-          this.followerFailing = true;
-          setTimeout(() => this.scheduleFollowerRebuild(0), this.options.recoveryRetryMs ?? 1000).unref();
-        },
-      );
-    }, afterMs);
-    this.followerRebuildTimer.unref();
   }
 }

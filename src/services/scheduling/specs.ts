@@ -101,12 +101,25 @@ export const priorityClass = (p: PriorityClassRow): PriorityClass => ({
   preemptible: p.preemptible,
 });
 
+/** What a job's spec is made of: a stored entity, or a plain row (live-jobs.ts). */
+export type JobSource = Pick<
+  Job,
+  | 'id'
+  | 'priorityClass'
+  | 'submitTime'
+  | 'podSets'
+  | 'expectedDurationMs'
+  | 'maxRunMs'
+  | 'checkpointIntervalMs'
+  | 'checkpointResumable'
+> & { tenant: { id: string }; project?: { id: string } | null };
+
 /**
  * A job row → the core's spec. Durations are declared in the job's own time; the core reasons in
  * the backend's clock (expected ends, ETAs), so they are divided by the backend's `timeScale`
  * (a declared hour is one minute on the simulated cluster at 60). Pass `backend.timeScale`.
  */
-export const jobSpec = (j: Job, queueName: string, timeScale = 1): JobSpec =>
+export const jobSpec = (j: JobSource, queueName: string, timeScale = 1): JobSpec =>
   inBackendTime(
     {
       id: j.id,
