@@ -1,9 +1,9 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { allBound } from '../bound-sql.js';
-import { PriorityClassRow, Queue } from '../cluster/entities.js';
+import { PriorityClassRow, Queue } from '../cluster/index.js';
 import { columnsOf, plainFromJoined } from '../plain-rows.js';
 import { tenantScope } from '../raw-reads.js';
-import { Project, Tenant } from '../tenancy/entities.js';
+import { Project, Tenant } from '../tenancy/index.js';
 
 /** What a submit to a named queue reads before it writes, as plain rows (plain-rows.ts). */
 export interface SubmitRows {
