@@ -154,6 +154,37 @@ describeEachDialect('raw reads match the ORM', (dialect) => {
         if (label === 'other tenant' || label === 'no tenant') expect(rows).toEqual([]);
       }
     }
+    // Only some columns (JobRowPage.columns): those properties and the key ones as a full read has them, the
+    // others unset; the same rows under every scope.
+    for (const [label, scope] of scopes()) {
+      const em = scopedEntityManager(orm, scope);
+      const full = await readJobRows(em, { tenantId: aurora.id }, { limit: 50, inverted: true });
+      const narrow = await readJobRows(
+        em,
+        { tenantId: aurora.id },
+        { limit: 50, inverted: true, columns: ['gpus_requested', 'submitted_at'] },
+      );
+      expect(
+        narrow.map((j) => j.id),
+        label,
+      ).toEqual(full.map((j) => j.id));
+      for (const [i, row] of narrow.entries()) {
+        const { id, tenant, project, queue, submittedBy, name, state, gpusRequested, submittedAt } = full[i]!;
+        expect(row).toMatchObject({
+          id,
+          tenant,
+          project,
+          queue,
+          submittedBy,
+          name,
+          state,
+          gpusRequested,
+          submittedAt,
+        });
+        expect(row.requestHash).toBeUndefined();
+        expect(row.priorityClass).toBeUndefined();
+      }
+    }
     const filtered = await readJobRows(
       scopedEntityManager(orm, { tenantIds: [aurora.id] }),
       {
