@@ -5,7 +5,7 @@ import { listJobs } from '../../src/services/jobs/index.js';
 import { getTenant } from '../../src/services/tenancy/index.js';
 import { builder } from '../builder.js';
 import { decodeId, IsolationLevelEnum, JobStateEnum } from '../common.js';
-import { jobColumnsOf } from '../jobs/job-columns.js';
+import { jobColumnsOf } from '../job-columns.js';
 import { JobRef, QueueRef, TenantRef } from '../refs.js';
 import { isEntity, tenantConnection } from '../tenancy/index.js';
 import { QuotaRef, quotaLines, ResourceEnum } from './quota.js';

@@ -1,10 +1,10 @@
 import { parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JOB_FIELD_COLUMNS, jobColumnsOf } from '../../schema/jobs/job-columns.js';
+import { JOB_FIELD_COLUMNS, jobColumnsOf } from '../../schema/job-columns.js';
 import { startTestApp, type TestApp } from '../helpers/harness.js';
 
 /**
- * Queue.jobs reads only the columns its selection needs (schema/jobs/job-columns.ts): every Job
+ * Queue.jobs reads only the columns its selection needs (schema/job-columns.ts): every Job
  * field allowed on such a narrow read answers exactly what it answers from a full row.
  */
 let t: TestApp;

@@ -201,7 +201,7 @@ export interface JobRowPage {
   inverted: boolean;
   /**
    * Only these columns besides JOB_KEY_COLUMNS (the graph's list of what its fields read:
-   * schema/jobs/job-columns.ts); absent: every column. Reading each of 40 columns of 50 rows cost
+   * schema/job-columns.ts); absent: every column. Reading each of 40 columns of 50 rows cost
    * more than the rest of the SQL; a page that shows names and states needs a handful. The
    * properties of the columns left out stay undefined.
    */

@@ -1,5 +1,5 @@
 import { type FieldNode, type GraphQLResolveInfo, Kind, type SelectionSetNode } from 'graphql';
-import type { JobColumn } from '../../src/persistence/jobs/index.js';
+import type { JobColumn } from '../src/persistence/jobs/index.js';
 
 /**
  * The columns a Job field reads besides the ones every job row has (job-rows.ts JOB_KEY_COLUMNS:
