@@ -1,9 +1,11 @@
 import { z } from 'zod';
+import type { JobRowPage } from '../../src/persistence/jobs/index.js';
 import { listQueues, queueUsage } from '../../src/services/cluster/index.js';
 import { listJobs } from '../../src/services/jobs/index.js';
 import { getTenant } from '../../src/services/tenancy/index.js';
 import { builder } from '../builder.js';
 import { decodeId, IsolationLevelEnum, JobStateEnum } from '../common.js';
+import { jobColumnsOf } from '../job-columns.js';
 import { JobRef, QueueRef, TenantRef } from '../refs.js';
 import { isEntity, tenantConnection } from '../tenancy/index.js';
 import { QuotaRef, quotaLines, ResourceEnum } from './quota.js';
@@ -137,13 +139,14 @@ builder.node(QueueRef, {
       description: "This queue's jobs, newest last; filter by state.",
       args: { states: t.arg({ type: [JobStateEnum] }) },
       authScopes: (q) => ({ capability: { tenantId: q.tenant.id, capability: 'jobs:read' } }),
-      resolve: (q, args, ctx) =>
-        tenantConnection(
-          args,
-          q.tenant,
-          (tenantId) => (page) =>
-            listJobs(ctx, { tenantId, queueId: q.id, states: args.states ?? null }, page),
-        ),
+      resolve: (q, args, ctx, info) => {
+        // Only the columns the selection reads (a dashboard shows names and states: a handful of 40).
+        const columns = jobColumnsOf(info);
+        return tenantConnection(args, q.tenant, (tenantId) => (page) => {
+          const narrowed: JobRowPage = columns ? { ...page, columns } : page;
+          return listJobs(ctx, { tenantId, queueId: q.id, states: args.states ?? null }, narrowed);
+        });
+      },
     }),
     pendingJobs: t.field({
       type: [JobRef],

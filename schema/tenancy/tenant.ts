@@ -56,12 +56,11 @@ builder.node(TenantRef, {
 });
 
 /** Defined on the class MikroORM generates for each defineEntity schema. */
+/** An entity of that name, or a plain row of it (raw-reads.ts findPlain: class `<Entity>Row`). */
 export function isEntity(value: unknown, entityName: string): boolean {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as { constructor?: { name?: string } }).constructor?.name === entityName
-  );
+  if (typeof value !== 'object' || value === null) return false;
+  const name = (value as { constructor?: { name?: string } }).constructor?.name;
+  return name === entityName || name === `${entityName}Row`;
 }
 
 builder.queryFields((t) => ({

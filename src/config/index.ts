@@ -27,6 +27,7 @@ import { type BackendConfig, backendSection } from './sections/backend.js';
 import { cliSection } from './sections/cli.js';
 import { type DatabaseSettings, databaseSection } from './sections/database.js';
 import { type DemoConfig, demoEnabled, demoSection } from './sections/demo.js';
+import { type ExecutionConfig, executionSection } from './sections/execution.js';
 import { type GovernanceConfig, governanceSection } from './sections/governance.js';
 import { type HttpConfig, httpSection } from './sections/http.js';
 import { type InferenceConfig, inferenceSection } from './sections/inference.js';
@@ -45,6 +46,7 @@ export * from './sections/auth.js';
 export * from './sections/backend.js';
 export * from './sections/database.js';
 export * from './sections/demo.js';
+export * from './sections/execution.js';
 export * from './sections/governance.js';
 export * from './sections/http.js';
 export * from './sections/inference.js';
@@ -63,6 +65,7 @@ export interface ResolvedConfig {
   database: DatabaseSettings;
   auth: AuthConfig;
   limits: QueryLimits;
+  execution: ExecutionConfig;
   rateLimits: RateLimitConfig;
   webSocket: WebSocketConfig;
   http: HttpConfig;
@@ -89,6 +92,7 @@ export const SECTIONS: readonly Section[] = [
   databaseSection,
   authSection,
   limitsSection,
+  executionSection,
   rateLimitsSection,
   webSocketSection,
   httpSection,

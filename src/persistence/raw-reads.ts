@@ -1,4 +1,12 @@
-import type { EntityManager, EntityName } from '@mikro-orm/core';
+import {
+  BooleanType,
+  DateTimeType,
+  type EntityManager,
+  type EntityMetadata,
+  type EntityName,
+  type EntityProperty,
+  ReferenceKind,
+} from '@mikro-orm/core';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { allBound, placeholders } from './bound-sql.js';
 import { filteredTenantIds, TENANT_FILTER, type TenantFilterParams } from './tenant-filter.js';
@@ -35,7 +43,7 @@ export interface RawFindOptions {
   /** A column, ascending. */
   orderBy?: string;
   limit?: number;
-  /** Only these columns (the table's names; default all). */
+  /** Only these columns (the table's names; findPlain: default every mapped one). */
   columns?: readonly string[];
   /** Lock the rows until commit (PostgreSQL `for update`, as the ORM's PESSIMISTIC_WRITE; SQLite has one writer). */
   forUpdate?: boolean;
@@ -51,23 +59,53 @@ export async function findMapped<T extends object>(
   where: Columns,
   options: RawFindOptions = {},
 ): Promise<T[]> {
-  const rows = await rawSelect(em, entity, where, options);
+  const meta = metadataOf(em, entity);
+  const rows = await selectRows(em, meta, '*', where, options);
   return rows.map((row) => em.map(entity, row as never));
 }
 
 /**
- * `select * from` an entity's table for simple equality/`in` conditions, with the tenant filter
- * applied from the EntityManager's parameters (as the ORM applies it): the rows as the driver
- * returns them, column names as keys.
+ * The rows `em.find(entity, where, { orderBy, limit })` would return, as plain objects that no
+ * EntityManager manages: each property the entity maps to a column of its table (its columns
+ * listed, none by `*`), converted as the ORM converts it, and each many-to-one relation as
+ * `{ id }` (as an unloaded reference). No identity map, no change-tracking snapshot: hydrating
+ * the dashboard's tenant, queues and projects as entities cost more than reading them. Read-only —
+ * a change goes through the entity. Each row's class is named `<Entity>Row` (the graph's
+ * `isTypeOf` knows them).
  */
-export async function rawSelect<T extends object>(
+export async function findPlain<T extends object>(
   em: EntityManager,
   entity: EntityName<T>,
   where: Columns,
   options: RawFindOptions = {},
-): Promise<Record<string, unknown>[]> {
+): Promise<T[]> {
+  const meta = metadataOf(em, entity);
+  const reader = plainReader(em, meta);
+  const q = (id: string) => em.getPlatform().quoteIdentifier(id);
+  const rows = await selectRows(
+    em,
+    meta,
+    options.columns?.map(q).join(', ') ?? reader.columns,
+    where,
+    options,
+  );
+  return rows.map((row) => reader.read(row) as T);
+}
+
+function metadataOf<T extends object>(em: EntityManager, entity: EntityName<T>): EntityMetadata {
   const meta = em.getMetadata().find(entity as never);
-  if (!meta) throw new Error(`rawSelect: unknown entity ${String(entity)}`);
+  if (!meta) throw new Error(`raw read: unknown entity ${String(entity)}`);
+  return meta;
+}
+
+/** `select <columns> from <table> where <tenant filter> and <where> order by … limit …`, bound. */
+async function selectRows(
+  em: EntityManager,
+  meta: EntityMetadata,
+  columns: string,
+  where: Columns,
+  options: RawFindOptions,
+): Promise<Record<string, unknown>[]> {
   // Quoted as the ORM quotes them (backticks in SQLite, double quotes in PostgreSQL): the statement reads
   // like the ORM's own in the logs.
   const q = (id: string) => em.getPlatform().quoteIdentifier(id);
@@ -90,7 +128,7 @@ export async function rawSelect<T extends object>(
       params.push(value);
     }
   }
-  let sql = `select ${options.columns ? options.columns.map(q).join(', ') : '*'} from ${q(meta.tableName)}`;
+  let sql = `select ${columns} from ${q(meta.tableName)}`;
   if (conditions.length) sql += ` where ${conditions.join(' and ')}`;
   if (options.orderBy) sql += ` order by ${q(options.orderBy)} asc`;
   if (options.limit !== undefined) {
@@ -99,4 +137,81 @@ export async function rawSelect<T extends object>(
   }
   if (options.forUpdate && em.getDriver() instanceof PostgreSqlDriver) sql += ' for update';
   return allBound<Record<string, unknown>>(em, sql, params);
+}
+
+export interface PlainReader {
+  /** The select list: every mapped column, quoted. */
+  columns: string;
+  /** The mapped columns' names, unquoted. */
+  columnNames: readonly string[];
+  /**
+   * A row as read (column names as keys, or `prefix` + column name in a joined row) → the plain
+   * object; a column the row lacks (a narrower select) leaves its property out.
+   */
+  read(raw: Record<string, unknown>, prefix?: string): object;
+}
+
+const readers = new WeakMap<EntityMetadata, PlainReader>();
+
+/** An entity's plain-row reader (findPlain's), for rows read by other statements (plain-rows.ts). */
+export function plainReaderOf<T extends object>(em: EntityManager, entity: EntityName<T>): PlainReader {
+  return plainReader(em, metadataOf(em, entity));
+}
+
+/** Built once per entity from its metadata: a column added to the entity is read without a change here. */
+function plainReader(em: EntityManager, meta: EntityMetadata): PlainReader {
+  const known = readers.get(meta);
+  if (known) return known;
+  const platform = em.getPlatform();
+  const fields: { property: string; column: string; convert: (value: unknown) => unknown }[] = [];
+  for (const prop of meta.props) {
+    if (prop.persist === false || prop.formula || prop.fieldNames?.length !== 1) continue;
+    const column = prop.fieldNames[0]!;
+    if (prop.kind === ReferenceKind.MANY_TO_ONE || prop.kind === ReferenceKind.ONE_TO_ONE) {
+      if (!prop.owner && prop.kind === ReferenceKind.ONE_TO_ONE) continue;
+      fields.push({ property: prop.name, column, convert: (v) => (v == null ? null : { id: String(v) }) });
+    } else if (prop.kind === ReferenceKind.SCALAR) {
+      fields.push({ property: prop.name, column, convert: scalarConverter(platform, prop) });
+    }
+  }
+  // A class per entity, named for the graph's isTypeOf (schema/tenancy/tenant.ts isEntity).
+  const Row = { [`${meta.className}Row`]: class {} }[`${meta.className}Row`]!;
+  const reader: PlainReader = {
+    columns: fields.map((f) => platform.quoteIdentifier(f.column)).join(', '),
+    columnNames: fields.map((f) => f.column),
+    read(raw, prefix = '') {
+      const row = new Row() as Record<string, unknown>;
+      for (const f of fields) {
+        const key = prefix + f.column;
+        if (key in raw) row[f.property] = f.convert(raw[key]);
+      }
+      return row;
+    },
+  };
+  readers.set(meta, reader);
+  return reader;
+}
+
+type Platform = ReturnType<EntityManager['getPlatform']>;
+
+/** A column's value as the ORM hydrates it: JSON parsed, dates as Date, SQLite's 0/1 as booleans. */
+function scalarConverter(platform: Platform, prop: EntityProperty): (value: unknown) => unknown {
+  const custom = prop.customType;
+  if (custom && !(custom instanceof DateTimeType) && !(custom instanceof BooleanType))
+    return (v) => (v == null ? null : custom.convertToJSValue(v, platform));
+  switch (prop.runtimeType) {
+    case 'Date':
+      return (v) => {
+        if (v == null) return null;
+        if (v instanceof Date) return v;
+        const parsed = platform.parseDate(v as string);
+        return parsed instanceof Date ? parsed : new Date(v as string);
+      };
+    case 'boolean':
+      return (v) => (v == null ? null : Boolean(v));
+    case 'number':
+      return (v) => (v == null ? null : Number(v));
+    default:
+      return (v) => v ?? null;
+  }
 }

@@ -8,6 +8,7 @@ import { useCallerConcurrency } from '../../plugins/useCallerConcurrency.js';
 import { useConsole } from '../../plugins/useConsole.js';
 import { useExecutionTimeout } from '../../plugins/useExecutionTimeout.js';
 import { useFairwayAuth } from '../../plugins/useFairwayAuth.js';
+import { useGraphqlJit } from '../../plugins/useGraphqlJit.js';
 import { useMetrics } from '../../plugins/useMetrics.js';
 import { useQueryLimits } from '../../plugins/useQueryLimits.js';
 import { useRateLimits } from '../../plugins/useRateLimits.js';
@@ -279,6 +280,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FairwayApp> {
           ]
         : []),
       useQueryLimits(limits),
+      // Compiled execution (config.execution.jit) before the timeout, which bounds whichever executor it finds.
+      ...(config.execution.jit ? [useGraphqlJit({ onCompileError: logError })] : []),
       useExecutionTimeout({ maxExecutionMs: limits.maxExecutionMs }),
       // /ready, /usage/export.csv, /metrics (src/server/routes/): answered here, before anything GraphQL.
       useRoutes({ routes, methodNotAllowed }),

@@ -1,5 +1,5 @@
 import { PothosValidationError } from '@pothos/core';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, Source, type SourceLocation } from 'graphql';
 import { isDatabaseUnavailable } from '../persistence/database-unavailable.js';
 import { FairwayError } from '../shared/index.js';
 
@@ -60,7 +60,33 @@ export function errorCode(error: GraphQLError): string {
  * everything else becomes INTERNAL_SERVER_ERROR with no message or stack from inside.
  */
 export function createMaskError(log: ErrorLogger) {
-  const logOutage = outageLogger(log);
+  const mask = maskWith(outageLogger(log), log);
+  return (error: unknown): Error => {
+    const masked = mask(error);
+    // graphql-jit's errors (plugins/useGraphqlJit.ts) carry their locations but not the AST nodes they come
+    // from, and yoga rebuilds each error from its nodes or source and positions: the client is told the same
+    // locations as graphql-js would tell it.
+    const locations = isGraphQLError(error) && !error.nodes ? error.locations : undefined;
+    if (locations?.length && isGraphQLError(masked) && !masked.nodes && !masked.positions)
+      return new GraphQLError(masked.message, {
+        ...locatedAt(locations),
+        path: masked.path,
+        originalError: masked.originalError,
+        extensions: masked.extensions,
+      });
+    return masked;
+  };
+}
+
+/** A source and positions graphql reads back as these lines and columns (the query text itself is gone). */
+function locatedAt(locations: readonly SourceLocation[]): { source: Source; positions: number[] } {
+  const width = Math.max(...locations.map((l) => l.column));
+  const lines = Math.max(...locations.map((l) => l.line));
+  const source = new Source(`${' '.repeat(width)}\n`.repeat(lines));
+  return { source, positions: locations.map((l) => (l.line - 1) * (width + 1) + (l.column - 1)) };
+}
+
+function maskWith(logOutage: ErrorLogger, log: ErrorLogger) {
   return (error: unknown): Error => {
     const graphQLError = isGraphQLError(error) ? error : null;
     const original: unknown = graphQLError?.originalError ?? error;

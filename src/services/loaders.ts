@@ -2,13 +2,14 @@ import type { EntityManager, EntityName } from '@mikro-orm/core';
 import DataLoader from 'dataloader';
 import { Queue } from '../persistence/cluster/index.js';
 import { JobEvent } from '../persistence/jobs/index.js';
-import { findMapped } from '../persistence/raw-reads.js';
+import { findMapped, findPlain } from '../persistence/raw-reads.js';
 import { Membership, Project, Tenant, User } from '../persistence/tenancy/index.js';
 
 /**
  * Per-request batch loaders: a list that resolves relations costs one query per relation,
  * not one per item. They read through the request's EntityManager, so the tenant filter
- * applies to them as to everything else.
+ * applies to them as to everything else. Projects, queues and tenants come back as plain rows
+ * (raw-reads.ts findPlain: not managed, relations as `{ id }`): change them through an entity.
  */
 export interface Loaders {
   project: DataLoader<string, Project | null>;
@@ -21,10 +22,11 @@ export interface Loaders {
   jobEvents: DataLoader<string, JobEvent[]>;
 }
 
-function byId<T extends { id: string }>(em: EntityManager, entity: EntityName<T>) {
+function byId<T extends { id: string }>(em: EntityManager, entity: EntityName<T>, plain = false) {
   return new DataLoader<string, T | null>(async (ids) => {
-    // Without the query builder (raw-reads.ts: same rows, same tenant filter, managed entities).
-    const rows = await findMapped(em, entity, { id: [...ids] });
+    // Without the query builder (raw-reads.ts: same rows, same tenant filter), as managed entities or as
+    // plain rows.
+    const rows = await (plain ? findPlain : findMapped)(em, entity, { id: [...ids] });
     const found = new Map(rows.map((row) => [row.id, row]));
     return ids.map((id) => found.get(id) ?? null);
   });
@@ -57,9 +59,10 @@ function membershipByTenantAndUser(em: EntityManager) {
 
 export function createLoaders(em: EntityManager): Loaders {
   return {
-    project: byId(em, Project),
-    queue: byId(em, Queue),
-    tenant: byId(em, Tenant),
+    // Read for display and for rights, never changed through a loader: plain rows, no entity hydration.
+    project: byId(em, Project, true),
+    queue: byId(em, Queue, true),
+    tenant: byId(em, Tenant, true),
     user: byId(em, User),
     membership: membershipByTenantAndUser(em),
     jobEvents: eventsByJob(em),

@@ -98,6 +98,7 @@ describe('every section resolved, defaults applied once', () => {
       },
       auth: { oidc: undefined, identityCacheMs: 5000 },
       limits: { ...DEFAULT_QUERY_LIMITS, introspection: true, fieldSuggestions: true },
+      execution: { jit: true },
       rateLimits: {
         enabled: true,
         principal: { perSecond: 150, burst: 600 },
@@ -245,6 +246,7 @@ describe('booleans', () => {
       'FAIRWAY_DEMO_TRICKLE',
       'FAIRWAY_FIELD_SUGGESTIONS',
       'FAIRWAY_GRAPHIQL',
+      'FAIRWAY_GRAPHQL_JIT',
       'FAIRWAY_HSTS',
       'FAIRWAY_INTROSPECTION',
       'FAIRWAY_RATE_LIMITS',

@@ -43,6 +43,8 @@ export function testConfig(parts: {
     FAIRWAY_GRAPHIQL: 'false',
     // A disrupted job's backoff (5 s, doubling) shortened: long enough for the inventory to see a drained node.
     FAIRWAY_DISRUPTION_BACKOFF_MS: '300',
+    // `FAIRWAY_GRAPHQL_JIT=false npx vitest run …` runs a suite on the standard executor (its default: on).
+    ...(process.env.FAIRWAY_GRAPHQL_JIT ? { FAIRWAY_GRAPHQL_JIT: process.env.FAIRWAY_GRAPHQL_JIT } : {}),
   });
   return {
     ...base,
@@ -144,18 +146,21 @@ export interface TestAppOptions {
   backend?: (now: () => number) => NonNullable<BuildAppOptions['backend']>;
   /** Rate limits instead of the test suite's budgets (test/helpers/rate-limits.ts). */
   rateLimits?: FairwayConfig['rateLimits'];
+  /** Compiled execution on or off (default: the configuration's, FAIRWAY_GRAPHQL_JIT). */
+  jit?: boolean;
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const db: TestDatabase = options.database ?? (await createTestDatabase(options.dialect ?? 'sqlite'));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairway-data-'));
   const { publicKey, privateKey } = await generateKeyPair('RS256');
-  const base = testConfig({
+  let config = testConfig({
     dataDir,
     database: db.database,
     oidc: options.oidc ?? { publicKeyPem: await exportSPKI(publicKey) },
   });
-  const config = options.rateLimits ? { ...base, rateLimits: options.rateLimits } : base;
+  if (options.rateLimits) config = { ...config, rateLimits: options.rateLimits };
+  if (options.jit !== undefined) config = { ...config, execution: { jit: options.jit } };
   const now = { value: Date.now() };
   const errors: unknown[] = [];
   // Idle reclaim acts on the governed demo queues: off unless a test asks for it (its own tests do).

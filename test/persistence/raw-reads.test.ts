@@ -8,7 +8,7 @@ import { uuidv7 } from '../../src/persistence/ids.js';
 import { Job } from '../../src/persistence/jobs/entities.js';
 import { JobRow, type JobRowPage, readJobRows } from '../../src/persistence/jobs/job-rows.js';
 import { migrate, openDatabase } from '../../src/persistence/orm.js';
-import { findMapped } from '../../src/persistence/raw-reads.js';
+import { findMapped, findPlain } from '../../src/persistence/raw-reads.js';
 import { Project, Tenant, User } from '../../src/persistence/tenancy/entities.js';
 import { scopedEntityManager, type TenantFilterParams } from '../../src/persistence/tenant-filter.js';
 import { seedDemo } from '../../src/server/demo/seed.js';
@@ -18,6 +18,13 @@ import { createTestDatabase, describeEachDialect, type TestDatabase } from '../h
  * The hand-written readers (job-rows.ts, raw-reads.ts) return what `em.find` returns, and
  * apply the tenant filter as the ORM does: another tenant's rows never come back.
  */
+/** A plain row's own properties as plain data (relations by id, dates as ISO text). */
+function rowData(row: object): unknown {
+  const data: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(row)) data[key] = v && typeof v === 'object' && 'id' in v ? v.id : v;
+  return JSON.parse(JSON.stringify(data));
+}
+
 describeEachDialect('raw reads match the ORM', (dialect) => {
   let db: TestDatabase;
   let orm: MikroORM;
@@ -147,6 +154,37 @@ describeEachDialect('raw reads match the ORM', (dialect) => {
         if (label === 'other tenant' || label === 'no tenant') expect(rows).toEqual([]);
       }
     }
+    // Only some columns (JobRowPage.columns): those properties and the key ones as a full read has them, the
+    // others unset; the same rows under every scope.
+    for (const [label, scope] of scopes()) {
+      const em = scopedEntityManager(orm, scope);
+      const full = await readJobRows(em, { tenantId: aurora.id }, { limit: 50, inverted: true });
+      const narrow = await readJobRows(
+        em,
+        { tenantId: aurora.id },
+        { limit: 50, inverted: true, columns: ['gpus_requested', 'submitted_at'] },
+      );
+      expect(
+        narrow.map((j) => j.id),
+        label,
+      ).toEqual(full.map((j) => j.id));
+      for (const [i, row] of narrow.entries()) {
+        const { id, tenant, project, queue, submittedBy, name, state, gpusRequested, submittedAt } = full[i]!;
+        expect(row).toMatchObject({
+          id,
+          tenant,
+          project,
+          queue,
+          submittedBy,
+          name,
+          state,
+          gpusRequested,
+          submittedAt,
+        });
+        expect(row.requestHash).toBeUndefined();
+        expect(row.priorityClass).toBeUndefined();
+      }
+    }
     const filtered = await readJobRows(
       scopedEntityManager(orm, { tenantIds: [aurora.id] }),
       {
@@ -208,10 +246,73 @@ describeEachDialect('raw reads match the ORM', (dialect) => {
     );
   });
 
+  /** An entity or a plain row as plain data: relations by id, dates as ISO text, only what a row carries. */
+  const plainOf = (value: object) => {
+    const data: Record<string, unknown> = {};
+    for (const [key, v] of Object.entries(wrap(value as never).toObject?.() ?? value))
+      data[key] = v && typeof v === 'object' && 'id' in v ? (v as { id: string }).id : v;
+    return JSON.parse(JSON.stringify(data));
+  };
+
+  it('reads tenants, queues and projects as plain rows equal to em.find, under every tenant scope', async () => {
+    for (const [label, scope] of scopes()) {
+      for (const tenant of [aurora, borealis]) {
+        const em = scopedEntityManager(orm, scope);
+        const queues = await findPlain(em, Queue, { tenant_id: tenant.id }, { orderBy: 'name' });
+        const expected = await scopedEntityManager(orm, scope).find(
+          Queue,
+          { tenant: tenant.id },
+          { orderBy: { name: 'asc' } },
+        );
+        expect(
+          queues.map((q) => rowData(q)),
+          label,
+        ).toEqual(expected.map(plainOf));
+        // Not managed: nothing of them entered the EntityManager.
+        expect(em.getUnitOfWork().getIdentityMap().values()).toEqual([]);
+        for (const queue of queues) {
+          expect(queue.constructor.name).toBe('QueueRow');
+          expect(queue.tenant).toEqual({ id: tenant.id });
+        }
+        const ids = [
+          tenant.defaultProjectId!,
+          ...(await orm.em.fork().find(Project, {}, { filters: false })).map((p) => p.id),
+        ];
+        const projects = await findPlain(em, Project, { id: ids }, { orderBy: 'id' });
+        const expectedProjects = await scopedEntityManager(orm, scope).find(
+          Project,
+          { id: { $in: ids } },
+          { orderBy: { id: 'asc' } },
+        );
+        expect(
+          projects.map((p) => rowData(p)),
+          label,
+        ).toEqual(expectedProjects.map(plainOf));
+        if (label === 'no tenant') expect(projects).toEqual([]);
+      }
+      const [bySlug] = await findPlain(
+        scopedEntityManager(orm, scope),
+        Tenant,
+        { slug: 'borealis-inference' },
+        { limit: 1 },
+      );
+      const expectedTenant = await scopedEntityManager(orm, scope).findOneOrFail(Tenant, {
+        slug: 'borealis-inference',
+      });
+      expect(rowData(bySlug!), label).toEqual(plainOf(expectedTenant));
+      expect(bySlug!.createdAt).toBeInstanceOf(Date);
+      expect(typeof bySlug!.projectsOpen).toBe('boolean');
+    }
+    expect(await findPlain(scopedEntityManager(orm, { tenantIds: [aurora.id] }), Queue, { id: [] })).toEqual(
+      [],
+    );
+  });
+
   it('refuses an EntityManager without tenant filter parameters, as the ORM does', async () => {
     const bare = orm.em.fork({ clear: true });
     await expect(bare.find(Queue, {})).rejects.toThrow(/No arguments provided for filter/);
     await expect(findMapped(bare, Queue, {})).rejects.toThrow(/No arguments provided for filter/);
+    await expect(findPlain(bare, Project, {})).rejects.toThrow(/No arguments provided for filter/);
     await expect(readJobRows(bare, { tenantId: aurora.id }, { limit: 1, inverted: false })).rejects.toThrow(
       /No arguments provided for filter/,
     );

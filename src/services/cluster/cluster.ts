@@ -12,7 +12,7 @@ export type { QuotaSpec, ResourceName, TimeWindowSpec };
 
 import type { SlaClass, WorkloadType } from '../../core/governance/index.js';
 import { ClusterNode, Cohort, Flavor, NodePool, Queue } from '../../persistence/cluster/index.js';
-import { findMapped } from '../../persistence/raw-reads.js';
+import { findPlain } from '../../persistence/raw-reads.js';
 import { Project, Tenant } from '../../persistence/tenancy/index.js';
 import { badInput, conflict, notFound } from '../../shared/index.js';
 import { auditedMutation } from '../audit/index.js';
@@ -112,9 +112,9 @@ export async function listQueues(ctx: ServiceContext, tenantId: string | null): 
   const principal = requirePrincipal(ctx);
   if (tenantId) requireCapability(ctx, tenantId, 'tenant:read', 'Tenant');
   else if (!principal.isPlatformAdmin)
-    return findMapped(ctx.em, Queue, { tenant_id: [...principal.roles.keys()] }, { orderBy: 'name' });
-  // Tenant.queues is on every dashboard: read without the query builder (raw-reads.ts).
-  return findMapped(ctx.em, Queue, tenantId ? { tenant_id: tenantId } : {}, { orderBy: 'name' });
+    return findPlain(ctx.em, Queue, { tenant_id: [...principal.roles.keys()] }, { orderBy: 'name' });
+  // Tenant.queues is on every dashboard: plain rows, read without the query builder (raw-reads.ts).
+  return findPlain(ctx.em, Queue, tenantId ? { tenant_id: tenantId } : {}, { orderBy: 'name' });
 }
 
 /**
@@ -128,7 +128,9 @@ export function queueUsage(ctx: ServiceContext, queue: Queue): QueueStatus | nul
 }
 
 export async function getQueue(ctx: ServiceContext, id: string): Promise<Queue> {
-  const queue = await ctx.em.findOne(Queue, { id });
+  // Through the request's loader (a plain row): every project's default queue in a list is one read, and a
+  // queue the page already listed (Tenant.queues primes the loader) none.
+  const queue = await ctx.loaders.queue.load(id);
   if (!queue) throw notFound('Queue');
   requireCapability(ctx, queue.tenant.id, 'tenant:read', 'Queue');
   return queue;

@@ -1,6 +1,6 @@
 import { announceCredentialsChanged } from '../../events/index.js';
 import { uuidv7 } from '../../persistence/ids.js';
-import { findMapped } from '../../persistence/raw-reads.js';
+import { findPlain } from '../../persistence/raw-reads.js';
 import {
   type IsolationLevel,
   Membership,
@@ -53,15 +53,17 @@ export async function listTenants(ctx: ServiceContext, page: PageQuery): Promise
 
 export async function getTenant(ctx: ServiceContext, id: string): Promise<Tenant> {
   requireCapability(ctx, id, 'tenant:read', 'Tenant');
-  const tenant = await ctx.em.findOne(Tenant, { id });
+  // Through the request's loader: one read per tenant however many queues, projects or members point at it
+  // (a plain row; the tenant(slug) entry point primes it).
+  const tenant = await ctx.loaders.tenant.load(id);
   if (!tenant) throw notFound('Tenant');
   return tenant;
 }
 
 export async function getTenantBySlug(ctx: ServiceContext, slug: string): Promise<Tenant> {
   requirePrincipal(ctx);
-  // The dashboard's entry point: read without the query builder (raw-reads.ts).
-  const [tenant] = await findMapped(ctx.em, Tenant, { slug }, { limit: 1 });
+  // The dashboard's entry point: a plain row, read without the query builder (raw-reads.ts).
+  const [tenant] = await findPlain(ctx.em, Tenant, { slug }, { limit: 1 });
   // Resolve first, then check: a slug of a foreign tenant answers exactly like a missing one.
   if (!tenant) throw notFound('Tenant');
   requireCapability(ctx, tenant.id, 'tenant:read', 'Tenant');
