@@ -121,24 +121,17 @@ function buildEvent(
   targetId: string | null,
   errorCode: string | null,
 ): AuditEvent {
+  const row = auditEventRow(ctx, meta, outcome, tenantId, targetType, targetId, errorCode);
   return em.create(AuditEvent, {
+    ...row,
     tenant: tenantId ? em.getReference(Tenant, tenantId) : null,
     actor: ctx.principal ? em.getReference(User, ctx.principal.userId) : null,
-    actorTokenId: ctx.principal?.token?.id ?? null,
-    action: meta.action,
-    targetType,
-    targetId,
-    input: underBreakGlass(ctx, tenantId, redact(meta.input)),
-    outcome,
-    errorCode,
-    requestId: ctx.requestId,
-    createdAt: ctx.now(),
-  });
+  } as never);
 }
 
 /**
- * buildEvent's row for a bulk insert (bound-sql.ts insertRows), where no entity is made: the same
- * columns and values the ORM would store for that event.
+ * An audit event's row, relations as ids: for a bulk insert (bound-sql.ts insertRows, the group commit)
+ * as it is, and for the entity (buildEvent) with references in place of the ids.
  */
 export function auditEventRow(
   ctx: ServiceContext,
@@ -147,6 +140,7 @@ export function auditEventRow(
   tenantId: string | null,
   targetType: string | null,
   targetId: string | null,
+  errorCode: string | null = null,
 ): Record<string, unknown> {
   return {
     id: uuidv7(),
@@ -158,7 +152,7 @@ export function auditEventRow(
     targetId,
     input: underBreakGlass(ctx, tenantId, redact(meta.input)),
     outcome,
-    errorCode: null,
+    errorCode,
     requestId: ctx.requestId,
     createdAt: ctx.now(),
   };
