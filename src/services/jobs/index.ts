@@ -5,3 +5,4 @@ export * from './position-hub.js';
 export * from './position-stream.js';
 export * from './submit-input.js';
 export * from './submit-policy.js';
+export * from './submit-target.js';

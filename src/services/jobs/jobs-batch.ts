@@ -8,9 +8,10 @@ import { auditedMutation } from '../audit/index.js';
 import { requirePrincipal, type ServiceContext } from '../context.js';
 import { schedulerInputError } from '../errors.js';
 import { totalGpus } from '../scheduling/index.js';
-import { coreSpec, pendingJobFields, requestHash, resolveTarget } from './jobs.js';
+import { coreSpec, pendingJobFields, requestHash } from './jobs.js';
 import { jobViewOf, newJobRow } from './new-job-rows.js';
 import type { SubmitJobInput } from './submit-input.js';
+import { resolveTarget } from './submit-target.js';
 
 /** Slurm's default MaxArraySize is 1,001 tasks; a bigger sweep is several calls. */
 export const MAX_BATCH_JOBS = 1000;
