@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { allBound } from '../bound-sql.js';
+import { allBound, placeholders, tableOf } from '../bound-sql.js';
 import { PriorityClassRow, Queue } from '../cluster/index.js';
 import { columnsOf, plainFromJoined } from '../plain-rows.js';
 import { tenantScope } from '../raw-reads.js';
@@ -28,26 +28,26 @@ export async function readSubmitRows(
   em: EntityManager,
   input: { queueId: string; projectId: string | null; priorityClass: string; idempotencyKey: string | null },
 ): Promise<SubmitRows | null> {
-  const q = (id: string) => em.getPlatform().quoteIdentifier(id);
+  const quote = (id: string) => q(em, id);
   const select = (alias: string, columns: readonly string[]) =>
-    columns.map((c) => `${alias}.${q(c)} as ${q(`${alias}__${c}`)}`);
+    columns.map((c) => `${alias}.${quote(c)} as ${quote(`${alias}__${c}`)}`);
   const scope = tenantScope(em);
   const scoped = (alias: string) =>
-    scope ? ` and ${alias}.${q('tenant_id')} in (${scope.params.map(() => '?').join(', ')})` : '';
+    scope ? ` and ${alias}.${quote('tenant_id')} in ${placeholders(scope.params.length)}` : '';
   const sql = [
     `select ${[
       ...select('q', columnsOf(em, Queue)),
       ...select('t', columnsOf(em, Tenant)),
       ...select('p', columnsOf(em, Project)),
       ...select('c', columnsOf(em, PriorityClassRow)),
-      `j.${q('id')} as ${q('j__id')}`,
-      `j.${q('request_hash')} as ${q('j__request_hash')}`,
+      `j.${quote('id')} as ${quote('j__id')}`,
+      `j.${quote('request_hash')} as ${quote('j__request_hash')}`,
     ].join(', ')}`,
-    `from ${q('queues')} q join ${q('tenants')} t on t.${q('id')} = q.${q('tenant_id')}`,
-    `left join ${q('projects')} p on p.${q('id')} = coalesce(?, t.${q('default_project_id')})${scoped('p')}`,
-    `left join ${q('priority_classes')} c on c.${q('name')} = ?`,
-    `left join ${q('jobs')} j on j.${q('tenant_id')} = q.${q('tenant_id')} and j.${q('idempotency_key')} = ?`,
-    `where q.${q('id')} = ?${scoped('q')}`,
+    `from ${quote('queues')} q join ${quote('tenants')} t on t.${quote('id')} = q.${quote('tenant_id')}`,
+    `left join ${quote('projects')} p on p.${quote('id')} = coalesce(?, t.${quote('default_project_id')})${scoped('p')}`,
+    `left join ${quote('priority_classes')} c on c.${quote('name')} = ?`,
+    `left join ${quote('jobs')} j on j.${quote('tenant_id')} = q.${quote('tenant_id')} and j.${quote('idempotency_key')} = ?`,
+    `where q.${quote('id')} = ?${scoped('q')}`,
   ].join(' ');
   const params = [
     input.projectId,
@@ -69,4 +69,27 @@ export async function readSubmitRows(
     priorityClass: plainFromJoined(em, PriorityClassRow, row, 'c__'),
     existing: row.j__id == null ? null : { id: String(row.j__id), requestHash: String(row.j__request_hash) },
   };
+}
+
+/**
+ * The jobs earlier submits of a tenant made under these idempotency keys, as bare columns (almost
+ * every key is new, and an ORM find cost more than the rest of a submit's read): what submitJob's
+ * and submitJobs' idempotency checks compare.
+ */
+export async function jobsByIdempotencyKey(
+  em: EntityManager,
+  tenantId: string,
+  keys: readonly string[],
+): Promise<{ id: string; key: string; requestHash: string }[]> {
+  if (!keys.length) return [];
+  const t = tableOf(em, 'Job');
+  return allBound<{ id: string; key: string; requestHash: string }>(
+    em,
+    `select ${t.column('id')} as id, ${t.column('idempotencyKey')} as ${q(em, 'key')}, ${t.column('requestHash')} as ${q(em, 'requestHash')} from ${t.table} where ${t.column('tenant')} = ? and ${t.column('idempotencyKey')} in ${placeholders(keys.length)}`,
+    [tenantId, ...keys],
+  );
+}
+
+function q(em: EntityManager, id: string): string {
+  return em.getPlatform().quoteIdentifier(id);
 }

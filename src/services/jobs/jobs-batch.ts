@@ -1,7 +1,7 @@
 import { type EntityManager, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { JobSpec } from '../../core/scheduling/index.js';
-import { allBound, insertRows, placeholders, tableOf } from '../../persistence/bound-sql.js';
-import { Job, type JobView } from '../../persistence/jobs/index.js';
+import { insertRows } from '../../persistence/bound-sql.js';
+import { Job, type JobView, jobsByIdempotencyKey } from '../../persistence/jobs/index.js';
 import { jobEventRow } from '../../persistence/scheduling/index.js';
 import { badInput, conflict, FairwayError } from '../../shared/index.js';
 import { auditedMutation } from '../audit/index.js';
@@ -182,19 +182,16 @@ function policyKey(input: SubmitJobInput): string {
  */
 async function findExisting(em: EntityManager, tenantId: string, plan: Planned[]): Promise<void> {
   const keys = plan.flatMap((p) => (p.input.idempotencyKey ? [p.input.idempotencyKey] : []));
-  if (!keys.length) return;
-  const t = tableOf(em, 'Job');
-  const sql = `select ${t.column('id')} as id, ${t.column('idempotencyKey')} as k, ${t.column('requestHash')} as h from ${t.table} where ${t.column('tenant')} = ? and ${t.column('idempotencyKey')} in ${placeholders(keys.length)}`;
-  const found = await allBound<{ id: string; k: string; h: string }>(em, sql, [tenantId, ...keys]);
+  const found = await jobsByIdempotencyKey(em, tenantId, keys);
   if (!found.length) return;
-  const byKey = new Map(found.map((row) => [row.k, row]));
+  const byKey = new Map(found.map((row) => [row.key, row]));
   const entities = new Map(
     (await em.find(Job, { id: { $in: found.map((row) => row.id) } })).map((job) => [job.id, job]),
   );
   plan.forEach((p, index) => {
     const existing = p.input.idempotencyKey ? byKey.get(p.input.idempotencyKey) : undefined;
     if (!existing) return;
-    if (existing.h !== p.hash) {
+    if (existing.requestHash !== p.hash) {
       throw conflict(
         `jobs[${index}]: this idempotency key was already used for a different job; use a new key for a new job.`,
       );

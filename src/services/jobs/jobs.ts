@@ -7,7 +7,6 @@ import type { CheckpointSpec, JobSpec, PodSetSpec, Preview } from '../../core/sc
 export type { PodSetSpec, Preview };
 
 import type { WorkloadType } from '../../core/governance/index.js';
-import { allBound, tableOf } from '../../persistence/bound-sql.js';
 import { PriorityClassRow, type Queue } from '../../persistence/cluster/index.js';
 import { uuidv7 } from '../../persistence/ids.js';
 import {
@@ -16,6 +15,7 @@ import {
   type JobRow,
   type JobState,
   type JobView,
+  jobsByIdempotencyKey,
   readJobRows,
   TERMINAL_JOB_STATES,
 } from '../../persistence/jobs/index.js';
@@ -239,23 +239,14 @@ export async function submitJob(ctx: ServiceContext, input: SubmitJobInput): Pro
   return job;
 }
 
-/**
- * The job an earlier submit made under this key. Looked up as bare columns first (almost every
- * submit's key is new, and the ORM's find cost more CPU than the rest of the read); only a job
- * found is loaded as an entity.
- */
+/** The job an earlier submit made under this key; only a job found is loaded as an entity. */
 async function findByKey(
   em: EntityManager,
   tenantId: string,
   key: string,
 ): Promise<{ requestHash: string; job: () => Promise<Job | null> } | null> {
-  const t = tableOf(em, 'Job');
-  const [found] = await allBound<{ id: string; h: string }>(
-    em,
-    `select ${t.column('id')} as id, ${t.column('requestHash')} as h from ${t.table} where ${t.column('tenant')} = ? and ${t.column('idempotencyKey')} = ?`,
-    [tenantId, key],
-  );
-  return found ? keyed(em, { id: found.id, requestHash: found.h }) : null;
+  const [found] = await jobsByIdempotencyKey(em, tenantId, [key]);
+  return found ? keyed(em, found) : null;
 }
 
 function keyed(

@@ -45,11 +45,10 @@ export async function archivePodLogs(
     try {
       await run(start, size);
     } catch (error) {
-      if (size === 1 || !isGoneJob(error)) {
-        // The job is gone (its tenant was deleted): there is nothing to keep its logs for.
-        if (isGoneJob(error)) continue;
-        throw error;
-      }
+      // A job is gone (its tenant was deleted): there is nothing to keep its logs for; the chunk's other
+      // rows are written one by one.
+      if (!isGoneJob(error)) throw error;
+      if (size === 1) continue;
       for (let i = start; i < start + size; i++) {
         try {
           await run(i, 1);
