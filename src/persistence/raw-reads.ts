@@ -201,12 +201,7 @@ function scalarConverter(platform: Platform, prop: EntityProperty): (value: unkn
     return (v) => (v == null ? null : custom.convertToJSValue(v, platform));
   switch (prop.runtimeType) {
     case 'Date':
-      return (v) => {
-        if (v == null) return null;
-        if (v instanceof Date) return v;
-        const parsed = platform.parseDate(v as string);
-        return parsed instanceof Date ? parsed : new Date(v as string);
-      };
+      return (v) => dateOf(platform, v);
     case 'boolean':
       return (v) => (v == null ? null : Boolean(v));
     case 'number':
@@ -214,4 +209,12 @@ function scalarConverter(platform: Platform, prop: EntityProperty): (value: unkn
     default:
       return (v) => v ?? null;
   }
+}
+
+/** A date column's value as read (a Date, SQLite's stored number, PostgreSQL's text) → a Date, as the ORM reads it. */
+export function dateOf(platform: Platform, value: unknown): Date | null {
+  if (value == null) return null;
+  if (value instanceof Date) return value;
+  const parsed = platform.parseDate(value as string);
+  return parsed instanceof Date ? parsed : new Date(value as string);
 }

@@ -4,6 +4,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { FlavorUnits } from '../../core/metering/index.js';
 import { allBound } from '../bound-sql.js';
+import { dateOf } from '../raw-reads.js';
 
 interface Version {
   from: number;
@@ -84,13 +85,8 @@ export async function loadMeteringTables(em: EntityManager): Promise<MeteringTab
     ].join(' union all '),
     [],
   );
-  // SQLite stores ms; PostgreSQL's driver (as MikroORM sets it up) hands timestamps over as text.
-  const at = (value: unknown) =>
-    value instanceof Date
-      ? value.getTime()
-      : typeof value === 'string' && !/^\d+$/.test(value)
-        ? new Date(value).getTime()
-        : Number(value);
+  // As the ORM reads a date: SQLite stores ms, PostgreSQL's driver (as MikroORM sets it up) hands text over.
+  const at = (value: unknown) => dateOf(em.getPlatform(), value)!.getTime();
   const of = (kind: string) => rows.filter((r) => r.k === kind);
   return {
     prices: new PriceBook(
