@@ -2,8 +2,8 @@ import type { JobState } from './entities.js';
 import type { JobColumn, JobRow } from './job-rows.js';
 import { date, num, type Platform, type Raw, ref } from './row-values.js';
 
-/** Fills a new row from only some columns (JobRowPage.columns): the others' properties stay undefined. */
-export function fillPartialRow(row: JobRow, platform: Platform, raw: Raw): JobRow {
+/** The key columns every row carries, narrow or not (JOB_KEY_COLUMNS). */
+export function fillKeyColumns(row: JobRow, raw: Raw): JobRow {
   row.id = String(raw.id);
   row.tenant = ref(raw.tenant_id)!;
   row.project = ref(raw.project_id);
@@ -11,6 +11,12 @@ export function fillPartialRow(row: JobRow, platform: Platform, raw: Raw): JobRo
   row.submittedBy = ref(raw.submitted_by_id);
   row.name = raw.name as string;
   row.state = raw.state as JobState;
+  return row;
+}
+
+/** Fills a new row from only some columns (JobRowPage.columns): the others' properties stay undefined. */
+export function fillPartialRow(row: JobRow, platform: Platform, raw: Raw): JobRow {
+  fillKeyColumns(row, raw);
   const values = row as unknown as Raw;
   for (const [column, property, convert] of OPTIONAL_COLUMNS)
     if (column in raw) values[property] = convert(platform, raw[column]);

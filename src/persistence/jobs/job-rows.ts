@@ -3,7 +3,7 @@ import type { Admission, PodSetSpec } from '../../core/scheduling/index.js';
 import { allBound, placeholders } from '../bound-sql.js';
 import { tenantScope } from '../raw-reads.js';
 import type { JobState } from './entities.js';
-import { fillPartialRow, OPTIONAL_COLUMNS } from './job-rows-partial.js';
+import { fillKeyColumns, fillPartialRow, OPTIONAL_COLUMNS } from './job-rows-partial.js';
 import { date, json, num, type Platform, type Raw, ref } from './row-values.js';
 
 /**
@@ -351,13 +351,7 @@ function dateParam(platform: Platform, date: Date): number | string {
 }
 
 function toRow(platform: Platform, raw: Raw): JobRow {
-  const row = new JobRow();
-  row.id = String(raw.id);
-  row.tenant = ref(raw.tenant_id)!;
-  row.project = ref(raw.project_id);
-  row.queue = ref(raw.queue_id)!;
-  row.submittedBy = ref(raw.submitted_by_id);
-  row.name = raw.name as string;
+  const row = fillKeyColumns(new JobRow(), raw);
   row.priorityClass = raw.priority_class as string;
   row.expectedDurationMs = num(raw.expected_duration_ms);
   row.maxRunMs = num(raw.max_run_ms);
@@ -366,7 +360,6 @@ function toRow(platform: Platform, raw: Raw): JobRow {
   row.checkpointResumable = Boolean(raw.checkpoint_resumable);
   row.workloadType = (raw.workload_type as string | null) ?? null;
   row.latencySensitive = Boolean(raw.latency_sensitive);
-  row.state = raw.state as JobState;
   row.idempotencyKey = (raw.idempotency_key as string | null) ?? null;
   row.requestHash = raw.request_hash as string;
   row.submitTime = Number(raw.submit_time);
